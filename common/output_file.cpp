@@ -1,0 +1,261 @@
+#include "common/output_file.hpp"
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <utility>
+
+#include "common/error.hpp"
+#include "common/sha256.hpp"
+
+namespace rdmax {
+namespace {
+
+void validate_name(const std::string& name) {
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+      name.find('\0') != std::string::npos) {
+    throw std::invalid_argument("invalid output file name '" + name + "'");
+  }
+}
+
+std::string random_suffix() {
+  uint8_t bytes[8] = {};
+  if (::getrandom(bytes, sizeof bytes, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof bytes)) {
+    // Uniqueness is enforced by O_EXCL anyway; this only has to differ between tries.
+    static std::atomic<uint64_t> counter{0};
+    const uint64_t mix =
+        static_cast<uint64_t>(::getpid()) << 40 ^ ++counter ^
+        static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    for (size_t i = 0; i < sizeof bytes; ++i) bytes[i] = static_cast<uint8_t>(mix >> (8 * i));
+  }
+  return to_hex(bytes);
+}
+
+// ".<name>.rdmax-<16 hex>.part", with the name cut short so the result fits NAME_MAX.
+std::string temp_name_for(const std::string& final_name) {
+  return "." + final_name.substr(0, 200) + ".rdmax-" + random_suffix() + ".part";
+}
+
+// The process umask, read without the set-and-restore race of umask(2).
+mode_t current_umask() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    unsigned int mask = 0;
+    if (std::sscanf(line.c_str(), "Umask: %o", &mask) == 1) return static_cast<mode_t>(mask);
+  }
+  const mode_t mask = ::umask(022);
+  ::umask(mask);
+  return mask;
+}
+
+[[noreturn]] void throw_exists(const std::string& name) {
+  throw FileExistsError(name + ": already exists (not overwriting)");
+}
+
+}  // namespace
+
+OutputFile OutputFile::create(int dir_fd, std::string final_name, bool overwrite, TempMode mode) {
+  validate_name(final_name);
+  OutputFile out;
+  out.final_name_ = std::move(final_name);
+  out.overwrite_ = overwrite;
+  const std::string& name = out.final_name_;
+
+  // Early, friendly check; commit() re-checks atomically.
+  struct stat st {};
+  if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (!overwrite) throw_exists(name);
+    if (S_ISDIR(st.st_mode)) throw std::runtime_error(name + ": is a directory");
+  } else if (errno != ENOENT) {
+    const int err = errno;
+    throw_sys("fstatat " + name, err);
+  }
+
+  out.dir_.reset(::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0));
+  if (!out.dir_) throw_sys("fcntl(F_DUPFD_CLOEXEC)");
+
+  if (mode == TempMode::kAuto) {
+    out.file_.reset(::openat(out.dir_.get(), ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+    if (out.file_) return out;
+  }
+  // No O_TMPFILE here (old kernel, or a filesystem such as 9p or NFS without it): fall
+  // back to a named temporary. Any error is retried that way; if it is not about
+  // O_TMPFILE (EACCES, EROFS...) the fallback reports it just the same.
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    std::string temp = temp_name_for(name);
+    out.file_.reset(::openat(out.dir_.get(), temp.c_str(),
+                             O_CREAT | O_EXCL | O_NOFOLLOW | O_RDWR | O_CLOEXEC, 0600));
+    if (out.file_) {
+      out.temp_name_ = std::move(temp);
+      return out;
+    }
+    if (errno != EEXIST) {
+      const int err = errno;
+      throw_sys("openat " + temp, err);
+    }
+  }
+  throw_sys("openat (temporary for " + name + ")", EEXIST);
+}
+
+OutputFile::OutputFile(OutputFile&& other) noexcept
+    : dir_(std::move(other.dir_)),
+      file_(std::move(other.file_)),
+      final_name_(std::move(other.final_name_)),
+      temp_name_(std::exchange(other.temp_name_, {})),
+      overwrite_(other.overwrite_),
+      finished_(std::exchange(other.finished_, true)) {}
+
+OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
+  if (this != &other) {
+    discard();
+    dir_ = std::move(other.dir_);
+    file_ = std::move(other.file_);
+    final_name_ = std::move(other.final_name_);
+    temp_name_ = std::exchange(other.temp_name_, {});
+    overwrite_ = other.overwrite_;
+    finished_ = std::exchange(other.finished_, true);
+  }
+  return *this;
+}
+
+OutputFile::~OutputFile() {
+  discard();
+}
+
+void OutputFile::write_at(uint64_t offset, std::span<const uint8_t> data) {
+  while (!data.empty()) {
+    const ssize_t n = ::pwrite(file_.get(), data.data(), data.size(), static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      throw_sys("pwrite " + final_name_, err);
+    }
+    if (n == 0) throw_sys("pwrite " + final_name_, EIO);  // would otherwise loop forever
+    data = data.subspan(static_cast<size_t>(n));
+    offset += static_cast<uint64_t>(n);
+  }
+}
+
+void OutputFile::preallocate(uint64_t size) {
+  if (size == 0) return;
+  // fallocate rather than posix_fallocate: where the filesystem cannot preallocate, glibc's
+  // posix_fallocate falls back to writing every block, which is slow and pointless here.
+  if (::fallocate(file_.get(), 0, 0, static_cast<off_t>(size)) == 0) return;
+  if (errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS) return;
+  const int err = errno;
+  throw_sys("fallocate " + final_name_, err);
+}
+
+void OutputFile::link_anonymous(const std::string& name) {
+  // Giving an O_TMPFILE a name: linkat through /proc needs no privilege, AT_EMPTY_PATH
+  // (used when /proc is not mounted) needs CAP_DAC_READ_SEARCH.
+  const std::string proc_path = "/proc/self/fd/" + std::to_string(file_.get());
+  if (::linkat(AT_FDCWD, proc_path.c_str(), dir_.get(), name.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+    return;
+  }
+  const int err = errno;
+  if (err == ENOENT && ::linkat(file_.get(), "", dir_.get(), name.c_str(), AT_EMPTY_PATH) == 0) {
+    return;
+  }
+  if (err == EEXIST) throw_exists(name);
+  throw_sys("linkat " + name, err);
+}
+
+void OutputFile::publish() {
+  const char* final_c = final_name_.c_str();
+  if (temp_name_.empty()) {  // O_TMPFILE
+    if (!overwrite_) {
+      link_anonymous(final_name_);  // linkat never replaces: atomic no-overwrite
+      return;
+    }
+    // Link under a unique name first, then rename over the final name atomically.
+    for (int attempt = 0;; ++attempt) {
+      std::string temp = temp_name_for(final_name_);
+      try {
+        link_anonymous(temp);
+        temp_name_ = std::move(temp);
+        break;
+      } catch (const FileExistsError&) {
+        if (attempt == 15) throw;
+      }
+    }
+  }
+  const char* temp_c = temp_name_.c_str();
+  if (overwrite_) {
+    if (::renameat(dir_.get(), temp_c, dir_.get(), final_c) != 0) {
+      const int err = errno;
+      throw_sys("renameat " + final_name_, err);
+    }
+  } else if (::renameat2(dir_.get(), temp_c, dir_.get(), final_c, RENAME_NOREPLACE) != 0) {
+    int err = errno;
+    if (err == EEXIST) throw_exists(final_name_);
+    if (err != EINVAL && err != ENOSYS) throw_sys("renameat2 " + final_name_, err);
+    // No RENAME_NOREPLACE on this filesystem: linkat fails on an existing target too.
+    if (::linkat(dir_.get(), temp_c, dir_.get(), final_c, 0) == 0) {
+      if (::unlinkat(dir_.get(), temp_c, 0) != 0) warn_release_failure("unlinkat", errno);
+    } else {
+      err = errno;
+      if (err == EEXIST) throw_exists(final_name_);
+      if (err != EPERM && err != EOPNOTSUPP) throw_sys("linkat " + final_name_, err);
+      // No hard links either (some FUSE/9p setups): check, then rename. A file created
+      // between the two calls would be replaced; nothing better exists here.
+      struct stat st {};
+      if (::fstatat(dir_.get(), final_c, &st, AT_SYMLINK_NOFOLLOW) == 0) throw_exists(final_name_);
+      if (::renameat(dir_.get(), temp_c, dir_.get(), final_c) != 0) {
+        err = errno;
+        throw_sys("renameat " + final_name_, err);
+      }
+    }
+  }
+  temp_name_.clear();
+}
+
+void OutputFile::commit() {
+  if (finished_) throw std::logic_error("OutputFile::commit after commit or discard");
+  // Data must be durable before the name points at it, or a crash could leave a complete-
+  // looking file with missing blocks.
+  if (::fsync(file_.get()) != 0) {
+    const int err = errno;
+    throw_sys("fsync " + final_name_, err);
+  }
+  if (::fchmod(file_.get(), 0666 & ~current_umask()) != 0) {
+    const int err = errno;
+    throw_sys("fchmod " + final_name_, err);
+  }
+  publish();
+  finished_ = true;
+  file_.reset();
+  // Make the new directory entry durable. Some filesystems refuse fsync on directories
+  // (EINVAL); the rename is done by then, so that is not worth failing the transfer for.
+  if (::fsync(dir_.get()) != 0 && errno != EINVAL) {
+    const int err = errno;
+    throw_sys("fsync (directory of " + final_name_ + ")", err);
+  }
+}
+
+void OutputFile::discard() noexcept {
+  if (finished_) return;
+  finished_ = true;
+  file_.reset();  // an O_TMPFILE without a name vanishes with its last descriptor
+  if (!temp_name_.empty() && ::unlinkat(dir_.get(), temp_name_.c_str(), 0) != 0 &&
+      errno != ENOENT) {
+    warn_release_failure("unlinkat", errno);
+  }
+  temp_name_.clear();
+}
+
+uint64_t OutputFile::free_bytes(int dir_fd) {
+  struct statvfs st {};
+  if (::fstatvfs(dir_fd, &st) != 0) throw_sys("fstatvfs");
+  return static_cast<uint64_t>(st.f_bavail) * static_cast<uint64_t>(st.f_frsize);
+}
+
+}  // namespace rdmax

@@ -1,0 +1,84 @@
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include "common/fd.hpp"
+
+namespace rdmax {
+
+// The destination name is taken and overwriting was not requested.
+class FileExistsError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A file being received. Data goes to a temporary file in the destination directory
+// which appears under its final name only on commit(), atomically, so a crash or an
+// aborted transfer never leaves a partial file under the final name.
+//
+// The temporary is an O_TMPFILE (nameless; nothing to clean up after a crash) where the
+// filesystem supports it, else a hidden ".<name>.rdmax-<random>.part" created with
+// O_EXCL|O_NOFOLLOW, mode 0600. Committed files get mode 0666 & ~umask.
+//
+// The directory fd is duplicated, so the caller may close its own.
+class OutputFile {
+ public:
+  // kAuto: O_TMPFILE, falling back to a named temporary. kNamed: always the named
+  // temporary (for tests, and filesystems whose O_TMPFILE misbehaves).
+  enum class TempMode { kAuto, kNamed };
+
+  // `final_name` is a single path component (no '/', not "." or ".."). Throws
+  // FileExistsError if it exists and !overwrite; an existing symlink counts as existing
+  // and is never followed (with overwrite, the link itself is replaced).
+  static OutputFile create(int dir_fd, std::string final_name, bool overwrite,
+                           TempMode mode = TempMode::kAuto);
+
+  OutputFile(OutputFile&& other) noexcept;
+  OutputFile& operator=(OutputFile&& other) noexcept;
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  // Discards unless committed.
+  ~OutputFile();
+
+  int fd() const noexcept { return file_.get(); }
+  const std::string& final_name() const noexcept { return final_name_; }
+  // Empty for an O_TMPFILE temporary.
+  const std::string& temp_name() const noexcept { return temp_name_; }
+
+  // Writes all of `data` at `offset` (retrying short writes and EINTR); throws SysError,
+  // e.g. ENOSPC or EDQUOT.
+  void write_at(uint64_t offset, std::span<const uint8_t> data);
+
+  // Reserves `size` bytes up front so that a full disk fails now rather than mid-transfer.
+  // Filesystems that cannot preallocate are silently accepted.
+  void preallocate(uint64_t size);
+
+  // fsync the data, publish under final_name (atomically; without overwrite also
+  // race-free against a file created meanwhile, which gives FileExistsError), fsync the
+  // directory. If publishing fails the temporary is kept for discard() / the destructor;
+  // if only the final directory fsync fails, the file is already in place.
+  void commit();
+
+  // Removes the temporary; no-op after commit. Never throws.
+  void discard() noexcept;
+
+  // Space available to unprivileged users on the directory's filesystem.
+  static uint64_t free_bytes(int dir_fd);
+
+ private:
+  OutputFile() = default;
+  void publish();
+  void link_anonymous(const std::string& name);
+
+  Fd dir_;
+  Fd file_;
+  std::string final_name_;
+  std::string temp_name_;  // empty: O_TMPFILE, or already renamed
+  bool overwrite_ = false;
+  bool finished_ = false;  // committed or discarded
+};
+
+}  // namespace rdmax

@@ -1,0 +1,78 @@
+#pragma once
+
+#include <rdma/rdma_cma.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "common/rdma/event_channel.hpp"
+
+namespace rdmax {
+
+// Owns an rdma_cm_id (RDMA_PS_TCP, i.e. a reliable connected QP) and the QP created on it.
+//
+// Lifetime: destroy a CmId before the ProtectionDomain and CompletionQueues its QP uses,
+// and before the EventChannel it was created on (declare those first in the owner), and
+// only after every CmEvent naming it has been acked. The destructor destroys the QP
+// first (rdma_destroy_id requires it) and then the id.
+//
+// Setup calls throw SysError; results of the asynchronous steps (ADDR_RESOLVED,
+// ESTABLISHED, ...) arrive as CM events on the channel.
+class CmId {
+ public:
+  explicit CmId(EventChannel& channel, void* context = nullptr);
+  // Takes ownership of the new id from a CONNECT_REQUEST event (event->id).
+  static CmId adopt(rdma_cm_id* id) noexcept;
+
+  CmId(CmId&& other) noexcept : id_(std::exchange(other.id_, nullptr)) {}
+  CmId& operator=(CmId&& other) noexcept;
+  CmId(const CmId&) = delete;
+  CmId& operator=(const CmId&) = delete;
+  ~CmId();
+
+  // Active side. `host` is a name, an IPv4 or an IPv6 literal (brackets allowed).
+  void resolve_addr(const char* host, uint16_t port, std::chrono::milliseconds timeout);
+  void resolve_route(std::chrono::milliseconds timeout);
+  void connect(rdma_conn_param& param);
+
+  // Passive side. A null address binds 0.0.0.0 (IPv4 any); pass "::" for IPv6. Port 0
+  // picks an ephemeral port, see local_port().
+  void bind_and_listen(const char* addr_or_null, uint16_t port, int backlog);
+  void accept(rdma_conn_param& param);
+  void reject(const void* private_data, uint8_t length);
+
+  // Returns 0 or the errno value; errors are ignored by design (the peer may be gone).
+  int disconnect() noexcept;
+
+  // rdma_create_qp: the id must be bound to a device (after ADDR_RESOLVED, or adopted).
+  void create_qp(ibv_pd* pd, ibv_qp_init_attr& attr);
+  // Two-phase teardown: move the QP to the error state so outstanding work requests
+  // complete with IBV_WC_WR_FLUSH_ERR, drain the CQ, then destroy_qp(). Returns 0 or
+  // the errno value.
+  int set_qp_error() noexcept;
+  void destroy_qp() noexcept;
+
+  ibv_qp* qp() const noexcept { return id_->qp; }
+  ibv_context* verbs() const noexcept { return id_->verbs; }
+  rdma_cm_id* get() const noexcept { return id_; }
+  void set_context(void* context) noexcept { id_->context = context; }
+
+  // Printable "ip:port" ("[ip6]:port" for IPv6); empty while unknown.
+  std::string peer_address() const;
+  std::string local_address() const;
+  uint16_t local_port() const noexcept;
+
+ private:
+  explicit CmId(rdma_cm_id* id) noexcept : id_(id) {}
+  void destroy() noexcept;
+
+  rdma_cm_id* id_ = nullptr;
+};
+
+// "ip:port" / "[ip6]:port" for AF_INET and AF_INET6, empty for anything else.
+std::string sockaddr_to_string(const sockaddr* addr);
+
+}  // namespace rdmax

@@ -1,0 +1,74 @@
+#pragma once
+
+#include <rdma/rdma_cma.h>
+
+#include <optional>
+#include <utility>
+
+namespace rdmax {
+
+// Owns one reported CM event and acks it (rdma_ack_cm_event) on destruction. Every event
+// must be acked: rdma_destroy_id blocks until all events of its id are acked, so an
+// unacked event deadlocks teardown. Conversely the event's private data and, for
+// CONNECT_REQUEST, its listen_id are only valid until the ack.
+//
+// Order rule: ack the event (destroy it or call ack()) before destroying the CmId it
+// refers to. In particular, for an id adopted from a CONNECT_REQUEST that is rejected,
+// call ack() before the adopted CmId goes out of scope.
+class CmEvent {
+ public:
+  CmEvent() noexcept = default;
+  explicit CmEvent(rdma_cm_event* event) noexcept : event_(event) {}
+  CmEvent(CmEvent&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
+  CmEvent& operator=(CmEvent&& other) noexcept {
+    if (this != &other) {
+      ack();
+      event_ = std::exchange(other.event_, nullptr);
+    }
+    return *this;
+  }
+  CmEvent(const CmEvent&) = delete;
+  CmEvent& operator=(const CmEvent&) = delete;
+  ~CmEvent() { ack(); }
+
+  // Acks now; idempotent. After this the accessors must not be used.
+  void ack() noexcept;
+
+  rdma_cm_event* get() const noexcept { return event_; }
+  rdma_cm_event* operator->() const noexcept { return event_; }
+  rdma_cm_event_type type() const noexcept { return event_->event; }
+  rdma_cm_id* id() const noexcept { return event_->id; }
+  int status() const noexcept { return event_->status; }
+  const char* name() const noexcept { return rdma_event_str(event_->event); }
+
+ private:
+  rdma_cm_event* event_ = nullptr;
+};
+
+// Owns an rdma_event_channel, the fd through which all CM events of its ids arrive.
+// Destroy it after every CmId created on it (declare it before them).
+class EventChannel {
+ public:
+  EventChannel();
+  EventChannel(EventChannel&& other) noexcept : channel_(std::exchange(other.channel_, nullptr)) {}
+  EventChannel& operator=(EventChannel&& other) noexcept;
+  EventChannel(const EventChannel&) = delete;
+  EventChannel& operator=(const EventChannel&) = delete;
+  ~EventChannel();
+
+  rdma_event_channel* get() const noexcept { return channel_; }
+  int fd() const noexcept { return channel_->fd; }
+
+  // Required before try_get(), and for registering fd() with epoll.
+  void set_nonblocking();
+
+  // Next event, or nullopt if none is queued. The channel must be non-blocking.
+  std::optional<CmEvent> try_get();
+  // Blocks until the next event (on a blocking channel); for simple sequential code.
+  CmEvent wait();
+
+ private:
+  rdma_event_channel* channel_ = nullptr;
+};
+
+}  // namespace rdmax

@@ -1,0 +1,43 @@
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace rdmax {
+
+// Owns an ibv_mr: pins [addr, addr+length) and makes it reachable by the HCA. The memory
+// must outlive the region, and the region must be destroyed before its ProtectionDomain.
+//
+// Registration pins pages, which counts against RLIMIT_MEMLOCK for unprivileged users;
+// when ibv_reg_mr fails with ENOMEM or EPERM and the limit explains it, the SysError
+// message carries memlock_hint().
+class MemoryRegion {
+ public:
+  MemoryRegion(ibv_pd* pd, void* addr, size_t length, int access);
+  MemoryRegion(MemoryRegion&& other) noexcept : mr_(std::exchange(other.mr_, nullptr)) {}
+  MemoryRegion& operator=(MemoryRegion&& other) noexcept;
+  MemoryRegion(const MemoryRegion&) = delete;
+  MemoryRegion& operator=(const MemoryRegion&) = delete;
+  ~MemoryRegion();
+
+  ibv_mr* get() const noexcept { return mr_; }
+  uint32_t lkey() const noexcept { return mr_->lkey; }
+  uint32_t rkey() const noexcept { return mr_->rkey; }
+  void* addr() const noexcept { return mr_->addr; }
+  size_t length() const noexcept { return mr_->length; }
+
+ private:
+  void destroy() noexcept;
+
+  ibv_mr* mr_ = nullptr;
+};
+
+// If `requested` bytes of pinned memory exceed the soft RLIMIT_MEMLOCK, a sentence saying
+// so and how to raise the limit; otherwise empty.
+std::string memlock_hint(size_t requested);
+
+}  // namespace rdmax

@@ -1,0 +1,59 @@
+#include "common/timer_fd.hpp"
+
+#include <sys/timerfd.h>
+
+#include <stdexcept>
+
+#include "common/error.hpp"
+
+namespace rdmax {
+namespace {
+
+timespec to_timespec(std::chrono::nanoseconds d) {
+  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(d);
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(secs.count());
+  ts.tv_nsec = static_cast<long>((d - secs).count());
+  return ts;
+}
+
+void set_time(int fd, const itimerspec& spec) {
+  if (::timerfd_settime(fd, 0, &spec, nullptr) != 0) throw_sys("timerfd_settime");
+}
+
+}  // namespace
+
+TimerFd::TimerFd() : fd_(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC)) {
+  if (!fd_) throw_sys("timerfd_create");
+}
+
+void TimerFd::arm_after(std::chrono::milliseconds delay) {
+  itimerspec spec{};
+  spec.it_value = delay.count() > 0 ? to_timespec(delay) : timespec{0, 1};
+  set_time(fd_.get(), spec);
+}
+
+void TimerFd::arm_periodic(std::chrono::milliseconds period) {
+  if (period.count() <= 0) throw std::invalid_argument("TimerFd: period must be positive");
+  itimerspec spec{};
+  spec.it_value = to_timespec(period);
+  spec.it_interval = spec.it_value;
+  set_time(fd_.get(), spec);
+}
+
+void TimerFd::disarm() {
+  set_time(fd_.get(), itimerspec{});
+}
+
+uint64_t TimerFd::read_expirations() {
+  uint64_t count = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd_.get(), &count, sizeof count);
+    if (n == static_cast<ssize_t>(sizeof count)) return count;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return 0;
+    throw_sys("read(timerfd)", n < 0 ? errno : EIO);
+  }
+}
+
+}  // namespace rdmax

@@ -1,0 +1,85 @@
+#include "protocol/names.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+#include "protocol/wire.hpp"
+
+namespace rdmax::proto {
+namespace {
+
+bool is_continuation(std::uint8_t b) {
+  return (b & 0xC0) == 0x80;
+}
+
+// Length of the well-formed UTF-8 sequence starting at name[i] (a non-ASCII lead byte), or 0.
+// The allowed second-byte ranges follow the Unicode well-formed table (Unicode 15, table 3-7):
+// they are what excludes overlong forms, UTF-16 surrogates and code points above U+10FFFF.
+std::size_t utf8_sequence_length(std::string_view name, std::size_t i) {
+  const auto lead = static_cast<std::uint8_t>(name[i]);
+  std::size_t length = 0;
+  std::uint8_t second_min = 0x80;
+  std::uint8_t second_max = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) second_min = 0xA0;  // overlong
+    if (lead == 0xED) second_max = 0x9F;  // surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) second_min = 0x90;  // overlong
+    if (lead == 0xF4) second_max = 0x8F;  // above U+10FFFF
+  } else {
+    return 0;  // stray continuation byte, overlong C0/C1, or F5..FF
+  }
+  if (name.size() - i < length) return 0;
+  const auto second = static_cast<std::uint8_t>(name[i + 1]);
+  if (second < second_min || second > second_max) return 0;
+  for (std::size_t k = 2; k < length; ++k) {
+    if (!is_continuation(static_cast<std::uint8_t>(name[i + k]))) return 0;
+  }
+  return length;
+}
+
+}  // namespace
+
+const char* to_string(NameError error) {
+  switch (error) {
+    case NameError::Empty:
+      return "Empty";
+    case NameError::TooLong:
+      return "TooLong";
+    case NameError::DotOrDotDot:
+      return "DotOrDotDot";
+    case NameError::PathSeparator:
+      return "PathSeparator";
+    case NameError::ControlChar:
+      return "ControlChar";
+    case NameError::InvalidUtf8:
+      return "InvalidUtf8";
+  }
+  return "UnknownNameError";
+}
+
+std::optional<NameError> check_file_name(std::string_view name) {
+  if (name.empty()) return NameError::Empty;
+  if (name.size() > kMaxNameBytes) return NameError::TooLong;
+  if (name == "." || name == "..") return NameError::DotOrDotDot;
+
+  for (std::size_t i = 0; i < name.size();) {
+    const auto b = static_cast<std::uint8_t>(name[i]);
+    if (b < 0x80) {
+      if (b < 0x20 || b == 0x7F) return NameError::ControlChar;
+      if (b == '/' || b == '\\') return NameError::PathSeparator;
+      ++i;
+      continue;
+    }
+    const std::size_t length = utf8_sequence_length(name, i);
+    if (length == 0) return NameError::InvalidUtf8;
+    i += length;
+  }
+  return std::nullopt;
+}
+
+}  // namespace rdmax::proto

@@ -1,0 +1,507 @@
+#include "protocol/wire.hpp"
+
+#include <limits>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "protocol/byte_order.hpp"
+
+namespace rdmax::proto {
+namespace {
+
+using detail::ByteReader;
+using detail::ByteWriter;
+
+template <class... Fs>
+struct Overloaded : Fs... {
+  using Fs::operator()...;
+};
+template <class... Fs>
+Overloaded(Fs...) -> Overloaded<Fs...>;
+
+// Payload sizes of the fixed parts (see docs/PROTOCOL.md section 3).
+constexpr std::size_t kHelloFixedBytes = 8 + kSha256Bytes + 4 + 2;  // 46, then the name
+constexpr std::size_t kAcceptBytes = 8 + 4 + 4 + 4 + 4;
+constexpr std::size_t kChunkBytes = 8 + 4 + 4;
+constexpr std::size_t kCreditBytes = 4 + 4;
+constexpr std::size_t kDoneBytes = 8;
+constexpr std::size_t kVerdictBytes = 1 + kSha256Bytes;
+constexpr std::size_t kLengthPrefixBytes = 2;      // Id, Secret: u16 length, then bytes
+constexpr std::size_t kCodeAndTextFixedBytes = 4;  // Reject, Error: u16 code, u16 len, text
+constexpr std::size_t kDeniedBytes = 2;
+
+// Every message must fit one SEND buffer even at its maximum field lengths.
+static_assert(kHeaderSize + kHelloFixedBytes + kMaxNameBytes <= kMaxMessageSize);
+static_assert(kHeaderSize + kLengthPrefixBytes + kMaxSecretBytes <= kMaxMessageSize);
+static_assert(kHeaderSize + kCodeAndTextFixedBytes + kMaxTextBytes <= kMaxMessageSize);
+
+// The variant's alternatives are declared in wire-type order, so index + 1 is the type.
+static_assert(std::variant_size_v<Message> == 12);
+static_assert(std::is_same_v<std::variant_alternative_t<0, Message>, Hello>);
+static_assert(std::is_same_v<std::variant_alternative_t<11, Message>, Error>);
+
+bool is_known(VerdictCode code) {
+  return static_cast<std::uint8_t>(code) <= 3;
+}
+bool is_known(RejectReason reason) {
+  auto v = static_cast<std::uint16_t>(reason);
+  return v >= 1 && v <= 8;
+}
+bool is_known(ErrorCode code) {
+  auto v = static_cast<std::uint16_t>(code);
+  return v >= 1 && v <= 5;
+}
+
+std::size_t payload_size(const Message& message) {
+  return std::visit(Overloaded{
+                        [](const Hello& m) { return kHelloFixedBytes + m.name.size(); },
+                        [](const Accept&) { return kAcceptBytes; },
+                        [](const Chunk&) { return kChunkBytes; },
+                        [](const Credit&) { return kCreditBytes; },
+                        [](const Done&) { return kDoneBytes; },
+                        [](const Verdict&) { return kVerdictBytes; },
+                        [](const Id& m) { return kLengthPrefixBytes + m.id.size(); },
+                        [](const Secret& m) { return kLengthPrefixBytes + m.secret.size(); },
+                        [](const Denied&) { return kDeniedBytes; },
+                        [](const Reject& m) { return kCodeAndTextFixedBytes + m.text.size(); },
+                        [](const Bye&) { return std::size_t{0}; },
+                        [](const Error& m) { return kCodeAndTextFixedBytes + m.text.size(); },
+                    },
+                    message);
+}
+
+bool in_range(std::size_t size, std::size_t min, std::size_t max) {
+  return size >= min && size <= max;
+}
+
+// The static field rules shared by encoder and decoder. Returns nullptr when the message is
+// valid, otherwise a fixed description (no allocation: encode_into runs on the data path).
+const char* field_problem(const Message& message) {
+  return std::visit(
+      Overloaded{
+          [](const Hello& m) -> const char* {
+            return in_range(m.name.size(), 1, kMaxNameBytes) ? nullptr
+                                                             : "Hello.name length not in 1..255";
+          },
+          [](const Accept& m) -> const char* {
+            if (m.slot_size < kMinSlotSize) return "Accept.slot_size below 4096";
+            if (m.slot_count < 1 || m.slot_count > kMaxSlotCount)
+              return "Accept.slot_count not in 1..1024";
+            const std::uint64_t region_len = std::uint64_t{m.slot_size} * m.slot_count;
+            if (m.region_addr > std::numeric_limits<std::uint64_t>::max() - region_len)
+              return "Accept region_addr + slot_size * slot_count overflows 64 bits";
+            return nullptr;
+          },
+          [](const Verdict& m) -> const char* {
+            return is_known(m.code) ? nullptr : "Verdict.code unknown";
+          },
+          [](const Id& m) -> const char* {
+            return in_range(m.id.size(), 1, kMaxIdBytes) ? nullptr : "Id.id length not in 1..256";
+          },
+          [](const Secret& m) -> const char* {
+            return in_range(m.secret.size(), 1, kMaxSecretBytes)
+                       ? nullptr
+                       : "Secret.secret length not in 1..1024";
+          },
+          [](const Reject& m) -> const char* {
+            if (!is_known(m.reason)) return "Reject.reason unknown";
+            return m.text.size() > kMaxTextBytes ? "Reject.text longer than 512" : nullptr;
+          },
+          [](const Error& m) -> const char* {
+            if (!is_known(m.code)) return "Error.code unknown";
+            return m.text.size() > kMaxTextBytes ? "Error.text longer than 512" : nullptr;
+          },
+          [](const auto&) -> const char* { return nullptr; },  // no static rules
+      },
+      message);
+}
+
+void write_payload(ByteWriter& w, const Message& message) {
+  std::visit(Overloaded{
+                 [&](const Hello& m) {
+                   w.u64(m.file_size);
+                   w.bytes(m.sha256);
+                   w.u32(m.chunk_size_hint);
+                   w.u16(static_cast<std::uint16_t>(m.name.size()));
+                   w.text(m.name);
+                 },
+                 [&](const Accept& m) {
+                   w.u64(m.region_addr);
+                   w.u32(m.region_rkey);
+                   w.u32(m.slot_size);
+                   w.u32(m.slot_count);
+                   w.u32(0);  // reserved
+                 },
+                 [&](const Chunk& m) {
+                   w.u64(m.offset);
+                   w.u32(m.length);
+                   w.u32(m.slot);
+                 },
+                 [&](const Credit& m) {
+                   w.u32(m.slot);
+                   w.u32(m.rkey);
+                 },
+                 [&](const Done& m) { w.u64(m.total_bytes); },
+                 [&](const Verdict& m) {
+                   w.u8(static_cast<std::uint8_t>(m.code));
+                   w.bytes(m.received_sha256);
+                 },
+                 [&](const Id& m) {
+                   w.u16(static_cast<std::uint16_t>(m.id.size()));
+                   w.text(m.id);
+                 },
+                 [&](const Secret& m) {
+                   w.u16(static_cast<std::uint16_t>(m.secret.size()));
+                   w.text(m.secret);
+                 },
+                 [&](const Denied& m) { w.u16(m.attempts_left); },
+                 [&](const Reject& m) {
+                   w.u16(static_cast<std::uint16_t>(m.reason));
+                   w.u16(static_cast<std::uint16_t>(m.text.size()));
+                   w.text(m.text);
+                 },
+                 [&](const Bye&) {},
+                 [&](const Error& m) {
+                   w.u16(static_cast<std::uint16_t>(m.code));
+                   w.u16(static_cast<std::uint16_t>(m.text.size()));
+                   w.text(m.text);
+                 },
+             },
+             message);
+}
+
+using DecodeResult = std::variant<Message, DecodeFailure>;
+
+DecodeFailure fail(DecodeError error, std::string detail) {
+  return {error, std::move(detail)};
+}
+
+std::string as_string(std::span<const std::uint8_t> bytes) {
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+DecodeFailure payload_length_mismatch(MessageType type, std::size_t expected, std::size_t got) {
+  return fail(DecodeError::LengthMismatch, std::string(to_string(type)) + " payload must be " +
+                                               std::to_string(expected) + " bytes, got " +
+                                               std::to_string(got));
+}
+
+// Reads a u16 length then exactly that many bytes, which must be all that is left.
+std::optional<DecodeFailure> read_counted(ByteReader& r, const char* field, std::string& out) {
+  std::uint16_t len = 0;
+  if (!r.u16(len)) return fail(DecodeError::LengthMismatch, std::string(field) + " length missing");
+  if (len != r.remaining()) {
+    return fail(DecodeError::LengthMismatch, std::string(field) + " length " + std::to_string(len) +
+                                                 " but " + std::to_string(r.remaining()) +
+                                                 " bytes follow");
+  }
+  out = as_string(r.take(len));
+  return std::nullopt;
+}
+
+// Parses the payload of a known type. Field reads cannot fail once the size checks passed,
+// but the reader checks bounds anyway so a mistake here cannot read past the buffer.
+DecodeResult decode_payload(MessageType type, std::span<const std::uint8_t> payload) {
+  ByteReader r(payload);
+  auto exact = [&](std::size_t size) -> std::optional<DecodeFailure> {
+    if (payload.size() != size) return payload_length_mismatch(type, size, payload.size());
+    return std::nullopt;
+  };
+  auto at_least = [&](std::size_t size) -> std::optional<DecodeFailure> {
+    if (payload.size() < size) {
+      return fail(DecodeError::LengthMismatch, std::string(to_string(type)) + " payload needs " +
+                                                   std::to_string(size) + "+ bytes, got " +
+                                                   std::to_string(payload.size()));
+    }
+    return std::nullopt;
+  };
+  auto read_sha = [&](Sha256& sha) {
+    auto bytes = r.take(kSha256Bytes);
+    for (std::size_t i = 0; i < bytes.size(); ++i) sha[i] = bytes[i];
+  };
+
+  switch (type) {
+    case MessageType::Hello: {
+      if (auto f = at_least(kHelloFixedBytes)) return *f;
+      Hello m;
+      (void)r.u64(m.file_size);
+      read_sha(m.sha256);
+      (void)r.u32(m.chunk_size_hint);
+      if (auto f = read_counted(r, "Hello.name", m.name)) return *f;
+      return m;
+    }
+    case MessageType::Accept: {
+      if (auto f = exact(kAcceptBytes)) return *f;
+      Accept m;
+      std::uint32_t reserved = 0;
+      (void)r.u64(m.region_addr);
+      (void)r.u32(m.region_rkey);
+      (void)r.u32(m.slot_size);
+      (void)r.u32(m.slot_count);
+      (void)r.u32(reserved);
+      if (reserved != 0) return fail(DecodeError::BadReserved, "Accept.reserved is not zero");
+      return m;
+    }
+    case MessageType::Chunk: {
+      if (auto f = exact(kChunkBytes)) return *f;
+      Chunk m;
+      (void)r.u64(m.offset);
+      (void)r.u32(m.length);
+      (void)r.u32(m.slot);
+      return m;
+    }
+    case MessageType::Credit: {
+      if (auto f = exact(kCreditBytes)) return *f;
+      Credit m;
+      (void)r.u32(m.slot);
+      (void)r.u32(m.rkey);
+      return m;
+    }
+    case MessageType::Done: {
+      if (auto f = exact(kDoneBytes)) return *f;
+      Done m;
+      (void)r.u64(m.total_bytes);
+      return m;
+    }
+    case MessageType::Verdict: {
+      if (auto f = exact(kVerdictBytes)) return *f;
+      Verdict m;
+      std::uint8_t code = 0;
+      (void)r.u8(code);
+      m.code = static_cast<VerdictCode>(code);
+      read_sha(m.received_sha256);
+      return m;
+    }
+    case MessageType::Id: {
+      if (auto f = at_least(kLengthPrefixBytes)) return *f;
+      Id m;
+      if (auto f = read_counted(r, "Id.id", m.id)) return *f;
+      return m;
+    }
+    case MessageType::Secret: {
+      if (auto f = at_least(kLengthPrefixBytes)) return *f;
+      Secret m;
+      if (auto f = read_counted(r, "Secret.secret", m.secret)) return *f;
+      return m;
+    }
+    case MessageType::Denied: {
+      if (auto f = exact(kDeniedBytes)) return *f;
+      Denied m;
+      (void)r.u16(m.attempts_left);
+      return m;
+    }
+    case MessageType::Reject: {
+      if (auto f = at_least(kCodeAndTextFixedBytes)) return *f;
+      Reject m;
+      std::uint16_t reason = 0;
+      (void)r.u16(reason);
+      m.reason = static_cast<RejectReason>(reason);
+      if (auto f = read_counted(r, "Reject.text", m.text)) return *f;
+      return m;
+    }
+    case MessageType::Bye: {
+      if (auto f = exact(0)) return *f;
+      return Bye{};
+    }
+    case MessageType::Error: {
+      if (auto f = at_least(kCodeAndTextFixedBytes)) return *f;
+      Error m;
+      std::uint16_t code = 0;
+      (void)r.u16(code);
+      m.code = static_cast<ErrorCode>(code);
+      if (auto f = read_counted(r, "Error.text", m.text)) return *f;
+      return m;
+    }
+  }
+  return fail(DecodeError::BadType, "unknown type");  // unreachable: type was checked
+}
+
+bool is_known(std::uint16_t type) {
+  return type >= 1 && type <= 12;
+}
+
+std::uint32_t read_le32(std::span<const std::uint8_t> b, std::size_t at) {
+  return std::uint32_t{b[at]} | std::uint32_t{b[at + 1]} << 8 | std::uint32_t{b[at + 2]} << 16 |
+         std::uint32_t{b[at + 3]} << 24;
+}
+
+std::uint16_t read_le16(std::span<const std::uint8_t> b, std::size_t at) {
+  return static_cast<std::uint16_t>(b[at] | b[at + 1] << 8);
+}
+
+}  // namespace
+
+const char* to_string(MessageType type) {
+  switch (type) {
+    case MessageType::Hello:
+      return "Hello";
+    case MessageType::Accept:
+      return "Accept";
+    case MessageType::Chunk:
+      return "Chunk";
+    case MessageType::Credit:
+      return "Credit";
+    case MessageType::Done:
+      return "Done";
+    case MessageType::Verdict:
+      return "Verdict";
+    case MessageType::Id:
+      return "Id";
+    case MessageType::Secret:
+      return "Secret";
+    case MessageType::Denied:
+      return "Denied";
+    case MessageType::Reject:
+      return "Reject";
+    case MessageType::Bye:
+      return "Bye";
+    case MessageType::Error:
+      return "Error";
+  }
+  return "UnknownMessageType";
+}
+
+const char* to_string(VerdictCode code) {
+  switch (code) {
+    case VerdictCode::Good:
+      return "Good";
+    case VerdictCode::HashMismatch:
+      return "HashMismatch";
+    case VerdictCode::StorageError:
+      return "StorageError";
+    case VerdictCode::SizeMismatch:
+      return "SizeMismatch";
+  }
+  return "UnknownVerdictCode";
+}
+
+const char* to_string(RejectReason reason) {
+  switch (reason) {
+    case RejectReason::BadName:
+      return "BadName";
+    case RejectReason::Exists:
+      return "Exists";
+    case RejectReason::TooLarge:
+      return "TooLarge";
+    case RejectReason::NoSpace:
+      return "NoSpace";
+    case RejectReason::Busy:
+      return "Busy";
+    case RejectReason::UnsupportedVersion:
+      return "UnsupportedVersion";
+    case RejectReason::Internal:
+      return "Internal";
+    case RejectReason::NoMemory:
+      return "NoMemory";
+  }
+  return "UnknownRejectReason";
+}
+
+const char* to_string(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::ProtocolViolation:
+      return "ProtocolViolation";
+    case ErrorCode::Timeout:
+      return "Timeout";
+    case ErrorCode::Internal:
+      return "Internal";
+    case ErrorCode::TooManyAttempts:
+      return "TooManyAttempts";
+    case ErrorCode::ShuttingDown:
+      return "ShuttingDown";
+  }
+  return "UnknownErrorCode";
+}
+
+const char* to_string(DecodeError error) {
+  switch (error) {
+    case DecodeError::Short:
+      return "Short";
+    case DecodeError::BadMagic:
+      return "BadMagic";
+    case DecodeError::BadVersion:
+      return "BadVersion";
+    case DecodeError::BadType:
+      return "BadType";
+    case DecodeError::LengthMismatch:
+      return "LengthMismatch";
+    case DecodeError::TooLarge:
+      return "TooLarge";
+    case DecodeError::BadReserved:
+      return "BadReserved";
+    case DecodeError::BadField:
+      return "BadField";
+  }
+  return "UnknownDecodeError";
+}
+
+MessageType type_of(const Message& message) {
+  return static_cast<MessageType>(message.index() + 1);
+}
+
+std::size_t encoded_size(const Message& message) {
+  return kHeaderSize + payload_size(message);
+}
+
+std::vector<std::uint8_t> encode(const Message& message) {
+  if (encoded_size(message) > kMaxMessageSize) return {};
+  std::vector<std::uint8_t> out(encoded_size(message));
+  out.resize(encode_into(message, out));
+  return out;
+}
+
+std::size_t encode_into(const Message& message, std::span<std::uint8_t> out) {
+  if (field_problem(message) != nullptr) return 0;
+  const std::size_t size = encoded_size(message);
+  if (size > out.size() || size > kMaxMessageSize) return 0;
+
+  ByteWriter w(out);
+  w.u32(kMagic);
+  w.u16(kProtocolVersion);
+  w.u16(static_cast<std::uint16_t>(type_of(message)));
+  w.u32(static_cast<std::uint32_t>(size - kHeaderSize));
+  w.u32(0);  // reserved
+  write_payload(w, message);
+  return w.written();
+}
+
+std::optional<std::uint16_t> peek_version(std::span<const std::uint8_t> bytes) {
+  if (bytes.size() < 6 || read_le32(bytes, 0) != kMagic) return std::nullopt;
+  return read_le16(bytes, 4);
+}
+
+std::variant<Message, DecodeFailure> decode(std::span<const std::uint8_t> bytes) {
+  // The checks run in the order docs/PROTOCOL.md section 2 lists them.
+  if (bytes.size() < kHeaderSize) {
+    return fail(DecodeError::Short, std::to_string(bytes.size()) + " bytes, header needs 16");
+  }
+  if (read_le32(bytes, 0) != kMagic) return fail(DecodeError::BadMagic, "magic is not RMAX");
+  const std::uint16_t version = read_le16(bytes, 4);
+  if (version != kProtocolVersion) {
+    return fail(DecodeError::BadVersion, "version " + std::to_string(version) + ", expected 1");
+  }
+  if (read_le32(bytes, 12) != 0) return fail(DecodeError::BadReserved, "header.reserved is not 0");
+  const std::uint16_t raw_type = read_le16(bytes, 6);
+  if (!is_known(raw_type)) return fail(DecodeError::BadType, "type " + std::to_string(raw_type));
+  const auto type = static_cast<MessageType>(raw_type);
+  const std::uint64_t claimed = kHeaderSize + std::uint64_t{read_le32(bytes, 8)};
+  if (claimed > kMaxMessageSize || bytes.size() > kMaxMessageSize) {
+    return fail(DecodeError::TooLarge, "message of " + std::to_string(claimed) + " claimed / " +
+                                           std::to_string(bytes.size()) + " received bytes");
+  }
+  if (claimed != bytes.size()) {
+    return fail(DecodeError::LengthMismatch, "header says " + std::to_string(claimed) +
+                                                 " bytes, received " +
+                                                 std::to_string(bytes.size()));
+  }
+
+  DecodeResult result = decode_payload(type, bytes.subspan(kHeaderSize));
+  if (const auto* message = std::get_if<Message>(&result)) {
+    if (const char* problem = field_problem(*message)) return fail(DecodeError::BadField, problem);
+  }
+  return result;
+}
+
+}  // namespace rdmax::proto

@@ -1,0 +1,209 @@
+#pragma once
+
+// The rdmax wire codec: every control message exchanged over RDMA SEND/RECV.
+// The byte layout is specified in docs/PROTOCOL.md; this file and that document must agree.
+// Integers are little-endian and fixed width, written field by field (no struct is ever
+// copied onto a buffer), so the format does not depend on the compiler or the host.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace rdmax::proto {
+
+inline constexpr std::uint32_t kMagic = 0x58414D52;  // "RMAX" in wire (little-endian) order
+inline constexpr std::uint16_t kProtocolVersion = 1;
+inline constexpr std::size_t kHeaderSize = 16;
+inline constexpr std::size_t kMaxMessageSize = 4096;  // one SEND buffer, header included
+inline constexpr std::size_t kMaxNameBytes = 255;
+inline constexpr std::size_t kMaxIdBytes = 256;
+inline constexpr std::size_t kMaxSecretBytes = 1024;
+inline constexpr std::size_t kMaxTextBytes = 512;
+inline constexpr std::size_t kSha256Bytes = 32;
+
+// Accept limits: a slot must hold at least one page and the slot table stays small enough
+// for a fixed-size per-connection array on both sides.
+inline constexpr std::uint32_t kMinSlotSize = 4096;
+inline constexpr std::uint32_t kMaxSlotCount = 1024;
+
+enum class MessageType : std::uint16_t {
+  Hello = 1,
+  Accept = 2,
+  Chunk = 3,
+  Credit = 4,
+  Done = 5,
+  Verdict = 6,
+  Id = 7,
+  Secret = 8,
+  Denied = 9,
+  Reject = 10,
+  Bye = 11,
+  Error = 12,
+};
+
+enum class VerdictCode : std::uint8_t {
+  Good = 0,
+  HashMismatch = 1,
+  StorageError = 2,
+  SizeMismatch = 3,
+};
+
+enum class RejectReason : std::uint16_t {
+  BadName = 1,
+  Exists = 2,
+  TooLarge = 3,
+  NoSpace = 4,
+  Busy = 5,
+  UnsupportedVersion = 6,
+  Internal = 7,
+  NoMemory = 8,
+};
+
+enum class ErrorCode : std::uint16_t {
+  ProtocolViolation = 1,
+  Timeout = 2,
+  Internal = 3,
+  TooManyAttempts = 4,
+  ShuttingDown = 5,
+};
+
+using Sha256 = std::array<std::uint8_t, kSha256Bytes>;
+
+// sender -> receiver: the file on offer. The name is raw bytes; whether it is an acceptable
+// file name is the receiver's decision (check_file_name, then Reject BadName), not the codec's.
+struct Hello {
+  std::uint64_t file_size = 0;
+  Sha256 sha256{};
+  std::uint32_t chunk_size_hint = 0;  // 0 = receiver chooses
+  std::string name;                   // 1..kMaxNameBytes bytes
+  bool operator==(const Hello&) const = default;
+};
+
+// receiver -> sender: the registered staging region, split into slot_count slots;
+// slot i starts at region_addr + i * slot_size.
+struct Accept {
+  std::uint64_t region_addr = 0;
+  std::uint32_t region_rkey = 0;
+  std::uint32_t slot_size = 0;   // >= kMinSlotSize
+  std::uint32_t slot_count = 0;  // 1..kMaxSlotCount
+  bool operator==(const Accept&) const = default;
+};
+
+// sender -> receiver: sent after the RDMA WRITE of file bytes [offset, offset+length) into slot.
+struct Chunk {
+  std::uint64_t offset = 0;
+  std::uint32_t length = 0;
+  std::uint32_t slot = 0;
+  bool operator==(const Chunk&) const = default;
+};
+
+// receiver -> sender: slot may be written again, using rkey from now on.
+struct Credit {
+  std::uint32_t slot = 0;
+  std::uint32_t rkey = 0;
+  bool operator==(const Credit&) const = default;
+};
+
+// sender -> receiver: every chunk has been announced.
+struct Done {
+  std::uint64_t total_bytes = 0;
+  bool operator==(const Done&) const = default;
+};
+
+// receiver -> sender: outcome of the transfer.
+struct Verdict {
+  VerdictCode code = VerdictCode::Good;
+  Sha256 received_sha256{};  // all zero if the receiver did not compute it
+  bool operator==(const Verdict&) const = default;
+};
+
+// sender -> receiver: who the sender claims to be.
+struct Id {
+  std::string id;  // 1..kMaxIdBytes bytes
+  bool operator==(const Id&) const = default;
+};
+
+// receiver -> sender: the secret key its secrets file holds for the id just sent. The id is
+// the sender's credential; the secret is what a successful, verified transfer earns it.
+struct Secret {
+  std::string secret;  // 1..kMaxSecretBytes bytes
+  bool operator==(const Secret&) const = default;
+};
+
+// receiver -> sender: the id is unknown; the sender may try attempts_left more ids.
+struct Denied {
+  std::uint16_t attempts_left = 0;
+  bool operator==(const Denied&) const = default;
+};
+
+// receiver -> sender: the offer is refused; the connection will be closed.
+struct Reject {
+  RejectReason reason = RejectReason::Internal;
+  std::string text;  // 0..kMaxTextBytes bytes, for humans
+  bool operator==(const Reject&) const = default;
+};
+
+// sender -> receiver: the sender is leaving normally.
+struct Bye {
+  bool operator==(const Bye&) const = default;
+};
+
+// either direction: the peer is aborting the connection.
+struct Error {
+  ErrorCode code = ErrorCode::Internal;
+  std::string text;  // 0..kMaxTextBytes bytes, for humans
+  bool operator==(const Error&) const = default;
+};
+
+using Message = std::variant<Hello, Accept, Chunk, Credit, Done, Verdict, Id, Secret, Denied,
+                             Reject, Bye, Error>;
+
+enum class DecodeError {
+  Short,           // fewer bytes than a header
+  BadMagic,        // not an rdmax message
+  BadVersion,      // a version this build does not speak (see peek_version)
+  BadType,         // unknown message type
+  LengthMismatch,  // payload_length or an inner length disagrees with the bytes received
+  TooLarge,        // the message claims or has more than kMaxMessageSize bytes
+  BadReserved,     // a reserved field is not zero
+  BadField,        // a field breaks a static rule (range, unknown enum code, empty name...)
+};
+
+struct DecodeFailure {
+  DecodeError error;
+  std::string detail;  // for logs: which field and why
+};
+
+[[nodiscard]] const char* to_string(MessageType type);
+[[nodiscard]] const char* to_string(VerdictCode code);
+[[nodiscard]] const char* to_string(RejectReason reason);
+[[nodiscard]] const char* to_string(ErrorCode code);
+[[nodiscard]] const char* to_string(DecodeError error);
+
+[[nodiscard]] MessageType type_of(const Message& message);
+
+// Bytes encode would produce for message (header included), whether or not it is encodable.
+[[nodiscard]] std::size_t encoded_size(const Message& message);
+
+// The encoder refuses (empty vector / 0) any message that decode would reject, so a message
+// that was encoded always decodes back to itself.
+[[nodiscard]] std::vector<std::uint8_t> encode(const Message& message);
+
+// Encodes into a caller-owned (e.g. preregistered) buffer without allocating.
+// Returns the number of bytes written, or 0 if the message does not fit or is not encodable.
+[[nodiscard]] std::size_t encode_into(const Message& message, std::span<std::uint8_t> out);
+
+// Decodes exactly one message; bytes must be the whole received SEND, nothing more.
+[[nodiscard]] std::variant<Message, DecodeFailure> decode(std::span<const std::uint8_t> bytes);
+
+// The version field of anything that carries the rdmax magic, even a version decode rejects,
+// so a receiver can answer Reject(UnsupportedVersion) instead of just dropping the peer.
+// Magic and version sit at offsets 0 and 4 in every version, so 6 bytes suffice.
+[[nodiscard]] std::optional<std::uint16_t> peek_version(std::span<const std::uint8_t> bytes);
+
+}  // namespace rdmax::proto

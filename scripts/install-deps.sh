@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs every Debian package this project needs to build, test and run its
+# Soft-RoCE test bed. Idempotent: silent when everything is already installed.
+# Debian 12 (bookworm); run as root.
+set -euo pipefail
+
+packages=(
+  # build
+  g++ cmake make pkg-config git
+  libibverbs-dev librdmacm-dev libssl-dev libcli11-dev libspdlog-dev libgtest-dev
+  # RDMA userspace and rdma-core's own tools used by the tests and benchmarks
+  rdma-core ibverbs-utils rdmacm-utils perftest
+  # Soft-RoCE test bed: Debian's kernel under qemu, with a busybox initramfs
+  qemu-system-x86 linux-image-amd64 busybox-static kmod cpio gzip iproute2 procps
+  # tests and benchmarks
+  socat coreutils
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+((${#missing[@]} == 0)) && exit 0
+
+if ((EUID != 0)); then
+  echo "install-deps: missing packages: ${missing[*]}" >&2
+  echo "install-deps: run as root (or: sudo $0) to install them" >&2
+  exit 1
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,252 @@
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/fd.hpp"
+#include "common/input_file.hpp"
+#include "common/output_file.hpp"
+
+namespace rdmax {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FilesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/rdmax-files-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    dir_fd_ = Fd(::open(pattern, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_TRUE(dir_fd_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  void write_file(const std::string& name, const std::string& content) const {
+    std::ofstream(path(name), std::ios::binary) << content;
+  }
+
+  std::string read_file(const std::string& name) const {
+    std::ifstream in(path(name), std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+
+  std::vector<std::string> entries() const {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(dir_)) {
+      names.push_back(entry.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  static std::span<const uint8_t> bytes_of(const std::string& s) {
+    return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+  }
+
+  fs::path dir_;
+  Fd dir_fd_;
+};
+
+// Every OutputFile test runs with O_TMPFILE (where available) and with the named
+// temporary used on filesystems without it.
+class OutputFileTest : public FilesTest,
+                       public ::testing::WithParamInterface<OutputFile::TempMode> {
+ protected:
+  OutputFile create(const std::string& name, bool overwrite) {
+    return OutputFile::create(dir_fd_.get(), name, overwrite, GetParam());
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Modes, OutputFileTest,
+                         ::testing::Values(OutputFile::TempMode::kAuto,
+                                           OutputFile::TempMode::kNamed),
+                         [](const auto& test_param) {
+                           return test_param.param == OutputFile::TempMode::kAuto ? "Auto"
+                                                                                  : "Named";
+                         });
+
+TEST_F(FilesTest, InputFileRegular) {
+  write_file("in", "hello world");
+  InputFile in(path("in"));
+  EXPECT_EQ(in.size(), 11u);
+  EXPECT_GE(in.fd(), 0);
+  const auto mapped = in.map();
+  EXPECT_EQ(std::string(mapped.begin(), mapped.end()), "hello world");
+  EXPECT_EQ(in.map().data(), mapped.data());  // mapped once
+
+  InputFile moved(std::move(in));
+  EXPECT_EQ(moved.size(), 11u);
+  EXPECT_EQ(moved.map().data(), mapped.data());
+}
+
+TEST_F(FilesTest, InputFileEmptyMapsToEmptySpan) {
+  write_file("empty", "");
+  InputFile in(path("empty"));
+  EXPECT_EQ(in.size(), 0u);
+  EXPECT_TRUE(in.map().empty());
+}
+
+TEST_F(FilesTest, InputFileDirectoryIsRefusedClearly) {
+  try {
+    InputFile in(dir_.string());
+    FAIL() << "expected an exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), dir_.string() + ": is a directory");
+  }
+}
+
+TEST_F(FilesTest, InputFileMissingThrowsSysErrorWithPath) {
+  try {
+    InputFile in(path("missing"));
+    FAIL() << "expected an exception";
+  } catch (const SysError& e) {
+    EXPECT_EQ(e.error(), ENOENT);
+    EXPECT_NE(std::string(e.what()).find(path("missing")), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("(errno 2)"), std::string::npos);
+  }
+}
+
+TEST_F(FilesTest, InputFileNonRegularIsRefused) {
+  EXPECT_THROW(InputFile("/dev/null"), std::runtime_error);
+  // A FIFO without a writer must be refused, not block in open().
+  ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0600), 0);
+  try {
+    InputFile in(path("fifo"));
+    FAIL() << "expected an exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), path("fifo") + ": not a regular file");
+  }
+}
+
+TEST_P(OutputFileTest, CommitPublishesBytesAndLeavesNoTemporary) {
+  {
+    OutputFile out = create("data.bin", false);
+    // The temporary is either nameless or hidden under a ".<name>.rdmax-*.part" name.
+    const auto expected_entries =
+        out.temp_name().empty() ? std::vector<std::string>{} : std::vector{out.temp_name()};
+    EXPECT_EQ(entries(), expected_entries);
+    if (GetParam() == OutputFile::TempMode::kNamed) {
+      EXPECT_EQ(out.temp_name().rfind(".data.bin.rdmax-", 0), 0u) << out.temp_name();
+    }
+    out.preallocate(10);
+    out.write_at(5, bytes_of("world"));
+    out.write_at(0, bytes_of("hello"));
+    EXPECT_FALSE(fs::exists(path("data.bin")));  // invisible until commit
+    out.commit();
+  }
+  EXPECT_EQ(read_file("data.bin"), "helloworld");
+  EXPECT_EQ(entries(), std::vector<std::string>{"data.bin"});
+  struct stat st {};
+  ASSERT_EQ(::stat(path("data.bin").c_str(), &st), 0);
+  const mode_t mask = ::umask(022);
+  ::umask(mask);
+  EXPECT_EQ(st.st_mode & 0777, 0666 & ~mask);
+}
+
+TEST_P(OutputFileTest, DestructorAndDiscardLeaveNothing) {
+  {
+    OutputFile out = create("a", false);
+    out.write_at(0, bytes_of("partial"));
+  }
+  EXPECT_TRUE(entries().empty());
+  OutputFile out = create("b", false);
+  out.write_at(0, bytes_of("partial"));
+  out.discard();
+  out.discard();  // idempotent
+  EXPECT_TRUE(entries().empty());
+  EXPECT_THROW(out.commit(), std::logic_error);
+}
+
+TEST_P(OutputFileTest, MovedOutputFileDiscardsOnce) {
+  {
+    OutputFile a = create("m", false);
+    OutputFile b = std::move(a);
+    b.write_at(0, bytes_of("x"));
+    b.commit();
+  }
+  EXPECT_EQ(read_file("m"), "x");
+}
+
+TEST_P(OutputFileTest, ExistingFileWithoutOverwriteThrows) {
+  write_file("exists", "old");
+  EXPECT_THROW(create("exists", false), FileExistsError);
+  EXPECT_EQ(read_file("exists"), "old");
+  EXPECT_EQ(entries(), std::vector<std::string>{"exists"});
+}
+
+TEST_P(OutputFileTest, FileCreatedDuringTransferIsNotOverwritten) {
+  OutputFile out = create("race", false);
+  out.write_at(0, bytes_of("new"));
+  write_file("race", "theirs");
+  EXPECT_THROW(out.commit(), FileExistsError);
+  out.discard();
+  EXPECT_EQ(read_file("race"), "theirs");
+  EXPECT_EQ(entries(), std::vector<std::string>{"race"});
+}
+
+TEST_P(OutputFileTest, OverwriteReplaces) {
+  write_file("exists", "old contents");
+  OutputFile out = create("exists", true);
+  out.write_at(0, bytes_of("new"));
+  out.commit();
+  EXPECT_EQ(read_file("exists"), "new");
+  EXPECT_EQ(entries(), std::vector<std::string>{"exists"});
+}
+
+TEST_P(OutputFileTest, SymlinkCountsAsExistingAndIsNeverFollowed) {
+  write_file("target", "target contents");
+  ASSERT_EQ(::symlink(path("target").c_str(), path("link").c_str()), 0);
+  ASSERT_EQ(::symlink(path("nowhere").c_str(), path("dangling").c_str()), 0);
+  EXPECT_THROW(create("link", false), FileExistsError);
+  EXPECT_THROW(create("dangling", false), FileExistsError);
+
+  OutputFile out = create("link", true);
+  out.write_at(0, bytes_of("replaced"));
+  out.commit();
+  EXPECT_EQ(read_file("target"), "target contents");  // not written through the link
+  EXPECT_FALSE(fs::is_symlink(path("link")));
+  EXPECT_EQ(read_file("link"), "replaced");
+  EXPECT_FALSE(fs::exists(path("nowhere")));
+}
+
+TEST_P(OutputFileTest, OverwritingADirectoryIsRefused) {
+  fs::create_directory(path("sub"));
+  EXPECT_THROW(create("sub", true), std::runtime_error);
+}
+
+TEST_P(OutputFileTest, InvalidNamesAreRejected) {
+  for (const char* name : {"", ".", "..", "a/b", "/abs"}) {
+    EXPECT_THROW(create(name, false), std::invalid_argument) << name;
+  }
+}
+
+TEST_P(OutputFileTest, OutputFileKeepsItsOwnDirectoryFd) {
+  {
+    Fd dir(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    OutputFile out = OutputFile::create(dir.get(), "own", false, GetParam());
+    dir.reset();
+    out.write_at(0, bytes_of("ok"));
+    out.commit();
+  }
+  EXPECT_EQ(read_file("own"), "ok");
+}
+
+TEST_F(FilesTest, FreeBytes) {
+  EXPECT_GT(OutputFile::free_bytes(dir_fd_.get()), 0u);
+}
+
+}  // namespace
+}  // namespace rdmax

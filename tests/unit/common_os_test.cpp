@@ -1,0 +1,214 @@
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "common/aligned_buffer.hpp"
+#include "common/epoll.hpp"
+#include "common/error.hpp"
+#include "common/fd.hpp"
+#include "common/logging.hpp"
+#include "common/rdma/devices.hpp"
+#include "common/rdma/memory_region.hpp"
+#include "common/signal_fd.hpp"
+#include "common/timer_fd.hpp"
+
+namespace rdmax {
+namespace {
+
+using namespace std::chrono_literals;
+
+bool is_open(int fd) {
+  return ::fcntl(fd, F_GETFD) != -1;
+}
+
+TEST(SysError, MessageCarriesCallAndErrno) {
+  const SysError e("ibv_reg_mr", ENOMEM);
+  EXPECT_STREQ(e.what(), "ibv_reg_mr: Cannot allocate memory (errno 12)");
+  EXPECT_EQ(e.call(), "ibv_reg_mr");
+  EXPECT_EQ(e.error(), ENOMEM);
+  const SysError with_hint("ibv_reg_mr", ENOMEM, "raise the limit");
+  EXPECT_STREQ(with_hint.what(), "ibv_reg_mr: Cannot allocate memory (errno 12); raise the limit");
+}
+
+TEST(SysError, ThrowSysUsesErrno) {
+  errno = EBADF;
+  try {
+    throw_sys("close");
+  } catch (const SysError& e) {
+    EXPECT_EQ(e.error(), EBADF);
+    EXPECT_EQ(e.call(), "close");
+    return;
+  }
+  FAIL();
+}
+
+TEST(MemlockHint, OnlyWhenTheRequestExceedsTheLimit) {
+  rlimit limit{};
+  ASSERT_EQ(::getrlimit(RLIMIT_MEMLOCK, &limit), 0);
+  EXPECT_EQ(memlock_hint(0), "");
+  if (limit.rlim_cur == RLIM_INFINITY) {
+    EXPECT_EQ(memlock_hint(SIZE_MAX), "");
+    return;
+  }
+  const std::string hint = memlock_hint(static_cast<size_t>(limit.rlim_cur) + 1);
+  EXPECT_NE(hint.find("RLIMIT_MEMLOCK) is " + std::to_string(limit.rlim_cur) + " bytes"),
+            std::string::npos)
+      << hint;
+  EXPECT_NE(hint.find("ulimit -l unlimited"), std::string::npos);
+  EXPECT_NE(hint.find("LimitMEMLOCK=infinity"), std::string::npos);
+  EXPECT_EQ(memlock_hint(static_cast<size_t>(limit.rlim_cur)), "");
+}
+
+TEST(Fd, ClosesOnDestructionAndMoves) {
+  int raw = -1;
+  {
+    Fd fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    ASSERT_TRUE(fd);
+    raw = fd.get();
+    Fd moved(std::move(fd));
+    EXPECT_FALSE(fd);  // NOLINT(bugprone-use-after-move): moved-from state is specified
+    EXPECT_EQ(moved.get(), raw);
+    EXPECT_TRUE(is_open(raw));
+  }
+  EXPECT_FALSE(is_open(raw));
+}
+
+TEST(Fd, ReleaseAndReset) {
+  Fd fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  const int raw = fd.release();
+  EXPECT_FALSE(fd);
+  EXPECT_TRUE(is_open(raw));
+  fd.reset(raw);
+  fd.reset(raw);  // resetting to the owned fd must not close it
+  EXPECT_TRUE(is_open(raw));
+  fd.reset();
+  EXPECT_FALSE(is_open(raw));
+}
+
+TEST(TimerFd, OneShotFiresOnceAndDisarms) {
+  TimerFd timer;
+  EXPECT_EQ(timer.read_expirations(), 0u);  // non-blocking, not armed
+  timer.arm_after(1ms);
+  Epoll epoll;
+  epoll.add(timer.fd(), EPOLLIN, 42);
+  std::array<epoll_event, 4> events{};
+  ASSERT_EQ(epoll.wait(events, 2000), 1);
+  EXPECT_EQ(events[0].data.u64, 42u);
+  EXPECT_EQ(timer.read_expirations(), 1u);
+  EXPECT_EQ(timer.read_expirations(), 0u);
+
+  timer.arm_after(0ms);  // as soon as possible, not "disarmed"
+  ASSERT_EQ(epoll.wait(events, 2000), 1);
+  EXPECT_EQ(timer.read_expirations(), 1u);
+
+  timer.arm_after(1ms);
+  timer.disarm();
+  EXPECT_EQ(epoll.wait(events, 20), 0);
+}
+
+TEST(TimerFd, Periodic) {
+  TimerFd timer;
+  EXPECT_THROW(timer.arm_periodic(0ms), std::invalid_argument);
+  timer.arm_periodic(1ms);
+  Epoll epoll;
+  epoll.add(timer.fd(), EPOLLIN, 1);
+  std::array<epoll_event, 1> events{};
+  uint64_t total = 0;
+  while (total < 3) {
+    ASSERT_EQ(epoll.wait(events, 2000), 1);
+    total += timer.read_expirations();
+  }
+  timer.disarm();
+}
+
+TEST(Epoll, AddModifyRemove) {
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK), 0);
+  Fd reader(pipe_fds[0]), writer(pipe_fds[1]);
+  Epoll epoll;
+  std::array<epoll_event, 4> events{};
+
+  epoll.add(reader.get(), EPOLLIN, 7);
+  EXPECT_EQ(epoll.wait(events, 0), 0);
+  ASSERT_EQ(::write(writer.get(), "x", 1), 1);
+  ASSERT_EQ(epoll.wait(events, 1000), 1);
+  EXPECT_EQ(events[0].data.u64, 7u);
+  EXPECT_TRUE(events[0].events & EPOLLIN);
+
+  epoll.modify(reader.get(), EPOLLIN, 8);
+  ASSERT_EQ(epoll.wait(events, 1000), 1);
+  EXPECT_EQ(events[0].data.u64, 8u);
+
+  epoll.remove(reader.get());
+  EXPECT_EQ(epoll.wait(events, 0), 0);
+  epoll.remove(reader.get());  // already removed: ignored
+  EXPECT_THROW(epoll.add(-1, EPOLLIN, 0), SysError);
+}
+
+TEST(SignalFd, DeliversBlockedSignalAndRestoresMask) {
+  sigset_t before;
+  ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, nullptr, &before), 0);
+  ASSERT_FALSE(sigismember(&before, SIGUSR1));
+  {
+    SignalFd signals({SIGUSR1});
+    EXPECT_EQ(signals.read_signal(), std::nullopt);
+    ASSERT_EQ(::raise(SIGUSR1), 0);  // blocked, so it waits on the fd instead of killing us
+    EXPECT_EQ(signals.read_signal(), SIGUSR1);
+    EXPECT_EQ(signals.read_signal(), std::nullopt);
+
+    SignalFd moved(std::move(signals));
+    sigset_t during;
+    ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, nullptr, &during), 0);
+    EXPECT_TRUE(sigismember(&during, SIGUSR1));
+  }
+  sigset_t after;
+  ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, nullptr, &after), 0);
+  EXPECT_FALSE(sigismember(&after, SIGUSR1));
+}
+
+TEST(AlignedBuffer, PageAlignedZeroedAndMovable) {
+  AlignedBuffer empty;
+  EXPECT_EQ(empty.data(), nullptr);
+  EXPECT_EQ(empty.size(), 0u);
+
+  AlignedBuffer buffer(10000);
+  ASSERT_NE(buffer.data(), nullptr);
+  EXPECT_EQ(buffer.size(), 10000u);
+  EXPECT_EQ(
+      reinterpret_cast<uintptr_t>(buffer.data()) % static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE)),
+      0u);
+  EXPECT_EQ(buffer.data()[9999], 0);
+  buffer.data()[9999] = 1;
+  AlignedBuffer moved(std::move(buffer));
+  EXPECT_EQ(moved.data()[9999], 1);
+  EXPECT_EQ(moved.span().size(), 10000u);
+}
+
+TEST(Devices, ListingIsConsistentWithAnyDevice) {
+  // No hardware needed: on a machine without RDMA both report nothing.
+  const auto ports = list_rdma_ports();
+  if (!ports.empty()) {
+    EXPECT_TRUE(any_rdma_device());
+  }
+  for (const auto& port : ports) {
+    EXPECT_FALSE(port.device.empty());
+    EXPECT_GE(port.port, 1);
+  }
+}
+
+TEST(Logging, InitCanBeRepeated) {
+  init_logging(0, "test");
+  init_logging(2, "test");
+  init_logging(-1, "test");
+  SUCCEED();
+}
+
+}  // namespace
+}  // namespace rdmax
