@@ -1,4 +1,5 @@
 # Shared helpers for the end-to-end tests. Sourced; each test runs inside scripts/rxe-run.
+# shellcheck shell=bash
 set -euo pipefail
 : "${RXE_ADDR:?run this test through scripts/rxe-run}"
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -7,15 +8,37 @@ PATH=$repo/scripts:$PATH
 # A working directory that both hosts of the two-host topology can see (host filesystem).
 shared=$(mktemp -d "${RXE_SHARED_TMP:-/tmp}/rdmax-e2e.XXXXXX")
 bg_pids=()
+
+# alive PID: the process exists and is not a zombie waiting to be reaped.
+alive() {
+  local state
+  state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [[ -n $state && $state != Z ]]
+}
+
 _cleanup() {
   local p
   for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  # A process that ignores SIGTERM must not hold the test until the rxe-run deadline.
+  for _ in $(seq 50); do
+    for p in "${bg_pids[@]}"; do alive "$p" && break; p=""; done
+    [[ -z ${p:-} ]] && break
+    sleep 0.1
+  done
+  for p in "${bg_pids[@]}"; do
+    if alive "$p"; then kill -9 "$p" 2>/dev/null || true; fi
+  done
   wait 2>/dev/null || true
   rm -rf "$shared"
 }
 trap _cleanup EXIT
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# fail prints the output of a test's own `fail_context` function, when it has one.
+fail() {
+  echo "FAIL: $*" >&2
+  if declare -F fail_context >/dev/null; then fail_context >&2 || true; fi
+  exit 1
+}
 pass() { echo "ok: $*"; }
 
 # wait_for SECONDS CMD...: poll CMD until it succeeds; fail loudly after SECONDS.
@@ -28,5 +51,92 @@ wait_for() {
   done
 }
 
+# eventually SECONDS CMD...: like wait_for, but returns 1 instead of failing.
+eventually() {
+  local limit=$1; shift
+  local end=$((SECONDS + limit))
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS < end)) || return 1
+    sleep 0.1
+  done
+}
+
 # A listening rdma_cm id on PORT, as rdma-core's own resource tracking reports it.
 cm_listening() { rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN.*src-addr [^ ]*:$1\b"; }
+
+# ---------------------------------------------------------------------------------
+# Daemons whose exit status a test asserts on.
+# start_daemon NAME LOG CMD...: run CMD in the background, stdout and stderr to LOG.
+# Sets daemon_pid to CMD's own pid (signal that one). A watcher records CMD's exit
+# status, so any subshell can ask: daemon_exited NAME, daemon_status NAME.
+# ---------------------------------------------------------------------------------
+start_daemon() {
+  local name=$1 log=$2; shift 2
+  local dir=$shared/daemon.$name
+  rm -rf "$dir" && mkdir -p "$dir"
+  (
+    "$@" >"$log" 2>&1 </dev/null &
+    echo $! >"$dir/pid.tmp" && mv "$dir/pid.tmp" "$dir/pid"
+    rc=0
+    wait $! || rc=$?
+    echo "$rc" >"$dir/rc.tmp" && mv "$dir/rc.tmp" "$dir/rc"
+  ) &
+  bg_pids+=($!)
+  wait_for 10 test -s "$dir/pid"
+  daemon_pid=$(<"$dir/pid")
+  bg_pids+=("$daemon_pid")
+}
+daemon_exited() { [[ -s $shared/daemon.$1/rc ]]; }
+daemon_status() { cat "$shared/daemon.$1/rc"; }
+
+# wait_for_line SECONDS DAEMON LOG PATTERN: until LOG has a line matching PATTERN (grep -E);
+# fails at once if the daemon exits first.
+wait_for_line() {
+  local limit=$1 name=$2 log=$3 pattern=$4
+  local end=$((SECONDS + limit))
+  until grep -Eq -- "$pattern" "$log" 2>/dev/null; do
+    if daemon_exited "$name"; then
+      fail "$name exited with status $(daemon_status "$name") before logging /$pattern/"
+    fi
+    ((SECONDS < end)) || fail "$name did not log /$pattern/ within ${limit}s"
+    sleep 0.1
+  done
+}
+
+# ---------------------------------------------------------------------------------
+# Many cases in one script: run_case NAME FUNCTION [ARGS...] runs FUNCTION in a subshell
+# under `set -e`, so `fail` (or an unexpected error) ends only that case. report_cases
+# prints "PREFIX: N passed, M failed" and returns non-zero when any case failed.
+# ---------------------------------------------------------------------------------
+cases_passed=0 cases_failed=0 failed_cases=()
+_case_error() {
+  # Command substitutions inherit the trap (set -E) but not errexit: ignore them there.
+  ((BASH_SUBSHELL == _case_level)) || return 0
+  echo "FAIL: unexpected status $1 from \`$2\` (line $3)" >&2
+  if declare -F fail_context >/dev/null; then fail_context >&2 || true; fi
+  exit "$1"
+}
+run_case() {
+  local name=$1; shift
+  local rc
+  set +e
+  (
+    set -eE
+    _case_level=$BASH_SUBSHELL
+    trap '_case_error $? "$BASH_COMMAND" "$LINENO"' ERR
+    "$@"
+  )
+  rc=$?
+  set -e
+  if ((rc == 0)); then
+    cases_passed=$((cases_passed + 1))
+  else
+    cases_failed=$((cases_failed + 1))
+    failed_cases+=("$name")
+    echo "FAIL: case '$name' (status $rc)" >&2
+  fi
+}
+report_cases() {
+  echo "$1: $cases_passed passed, $cases_failed failed"
+  ((cases_failed == 0)) || { echo "$1: failed cases: ${failed_cases[*]}" >&2; return 1; }
+}

@@ -1,0 +1,119 @@
+#include "common/rdma/endpoint.hpp"
+
+#include "common/error.hpp"
+
+namespace rdmax {
+namespace {
+constexpr std::size_t kBuf = proto::kMaxMessageSize;
+}
+
+Endpoint::Endpoint(CmId& id, std::uint32_t recv_depth, std::uint32_t send_depth,
+                   std::uint32_t extra_send_wrs)
+    : id_(id),
+      recv_depth_(recv_depth),
+      send_depth_(send_depth),
+      pd_(id.verbs()),
+      channel_(id.verbs()),
+      cq_(id.verbs(), static_cast<int>(recv_depth + send_depth + extra_send_wrs + 8), &channel_),
+      recv_buffers_(recv_depth * kBuf),
+      send_buffers_(send_depth * kBuf),
+      recv_mr_(pd_.get(), recv_buffers_.data(), recv_buffers_.size(), IBV_ACCESS_LOCAL_WRITE),
+      send_mr_(pd_.get(), send_buffers_.data(), send_buffers_.size(), 0) {
+  channel_.set_nonblocking();
+  ibv_qp_init_attr attr{};
+  attr.send_cq = cq_.get();
+  attr.recv_cq = cq_.get();
+  attr.qp_type = IBV_QPT_RC;
+  attr.sq_sig_all = 0;
+  attr.cap.max_send_wr = send_depth + extra_send_wrs;
+  attr.cap.max_recv_wr = recv_depth;
+  attr.cap.max_send_sge = 1;
+  attr.cap.max_recv_sge = 1;
+  id_.create_qp(pd_.get(), attr);
+  for (std::uint32_t i = 0; i < recv_depth; ++i) post_recv(i);
+  free_sends_.reserve(send_depth);
+  for (std::uint32_t i = send_depth; i > 0; --i) free_sends_.push_back(i - 1);
+  cq_.request_notify();
+}
+
+void Endpoint::post_recv(std::uint32_t index) {
+  ibv_sge sge{};
+  sge.addr = reinterpret_cast<std::uintptr_t>(recv_buffers_.data() + index * kBuf);
+  sge.length = static_cast<std::uint32_t>(kBuf);
+  sge.lkey = recv_mr_.lkey();
+  ibv_recv_wr wr{};
+  wr.wr_id = make_wr_id(WorkKind::Recv, index);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  ibv_recv_wr* bad = nullptr;
+  if (int err = ::ibv_post_recv(id_.qp(), &wr, &bad); err != 0) throw_sys("ibv_post_recv", err);
+}
+
+void Endpoint::drain_completions(std::vector<ibv_wc>& out) {
+  out.clear();
+  while (cq_.get_event_and_ack()) {
+  }
+  cq_.request_notify();
+  ibv_wc batch[32];
+  for (;;) {
+    int n = cq_.poll(batch);
+    for (int i = 0; i < n; ++i) out.push_back(batch[i]);
+    if (n < static_cast<int>(std::size(batch))) break;
+  }
+}
+
+std::variant<proto::Message, proto::DecodeFailure> Endpoint::take_received(const ibv_wc& wc) {
+  const std::uint32_t index = wr_index(wc.wr_id);
+  auto bytes = std::span<const std::uint8_t>(recv_buffers_.data() + index * kBuf,
+                                             std::min<std::size_t>(wc.byte_len, kBuf));
+  auto result = proto::decode(bytes);
+  post_recv(index);
+  return result;
+}
+
+std::optional<std::uint32_t> Endpoint::send(const proto::Message& message) {
+  if (free_sends_.empty()) return std::nullopt;
+  const std::uint32_t index = free_sends_.back();
+  auto buffer = std::span<std::uint8_t>(send_buffers_.data() + index * kBuf, kBuf);
+  const std::size_t length = proto::encode_into(message, buffer);
+  if (length == 0) throw std::logic_error("message does not encode: a bug in the caller");
+  ibv_sge sge{};
+  sge.addr = reinterpret_cast<std::uintptr_t>(buffer.data());
+  sge.length = static_cast<std::uint32_t>(length);
+  sge.lkey = send_mr_.lkey();
+  ibv_send_wr wr{};
+  wr.wr_id = make_wr_id(WorkKind::Send, index);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* bad = nullptr;
+  if (int err = ::ibv_post_send(id_.qp(), &wr, &bad); err != 0) throw_sys("ibv_post_send", err);
+  free_sends_.pop_back();
+  return index;
+}
+
+void Endpoint::send_completed(std::uint32_t index) {
+  if (index < send_depth_) free_sends_.push_back(index);
+}
+
+void Endpoint::post_write(std::span<const std::uint8_t> local, std::uint32_t lkey,
+                          std::uint64_t remote_addr, std::uint32_t rkey, bool signaled,
+                          std::uint32_t index) {
+  ibv_sge sge{};
+  sge.addr = reinterpret_cast<std::uintptr_t>(local.data());
+  sge.length = static_cast<std::uint32_t>(local.size());
+  sge.lkey = lkey;
+  ibv_send_wr wr{};
+  wr.wr_id = make_wr_id(WorkKind::Write, index);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
+  wr.wr.rdma.remote_addr = remote_addr;
+  wr.wr.rdma.rkey = rkey;
+  ibv_send_wr* bad = nullptr;
+  if (int err = ::ibv_post_send(id_.qp(), &wr, &bad); err != 0) throw_sys("ibv_post_send", err);
+}
+
+}  // namespace rdmax

@@ -1,0 +1,187 @@
+#include "protocol/receiver_machine.hpp"
+
+namespace rdmax::proto {
+namespace {
+
+using S = ReceiverState;
+using E = ReceiverEvent;
+using A = ReceiverAction;
+
+// Before a good verdict the temporary file must go; after it, the file is committed.
+bool holds_uncommitted_file(S s) {
+  return s == S::AwaitHello || s == S::CheckingHello || s == S::Receiving || s == S::Verifying;
+}
+
+// Events that end a connection the same way from every open state.
+ReceiverTransition abort_from(S s, E e) {
+  const bool discard = holds_uncommitted_file(s);
+  switch (e) {
+    case E::Disconnected:
+    case E::TransportFailed:
+      // The QP is gone or broken: nothing more can be sent.
+      return discard ? ReceiverTransition{S::Closed, {A::DiscardFile, A::Release}}
+                     : ReceiverTransition{S::Closed, {A::Release}};
+    case E::GotError:
+      return discard ? ReceiverTransition{S::Closing, {A::DiscardFile, A::Disconnect}}
+                     : ReceiverTransition{S::Closing, {A::Disconnect}};
+    case E::ProtocolViolation:
+    case E::Timeout:
+    case E::ShuttingDown:
+      return discard ? ReceiverTransition{S::Closing, {A::SendError, A::DiscardFile, A::Disconnect}}
+                     : ReceiverTransition{S::Closing, {A::SendError, A::Disconnect}};
+    default:
+      // Anything else out of place is a protocol error by the peer (or a driver bug):
+      // named, never undefined.
+      return {S::Closing,
+              discard ? ActionList<A>{A::SendError, A::DiscardFile, A::Disconnect}
+                      : ActionList<A>{A::SendError, A::Disconnect},
+              ReceiverError::IllegalEvent};
+  }
+}
+
+}  // namespace
+
+ReceiverTransition receiver_next(S s, E e) {
+  switch (s) {
+    case S::AwaitHello:
+      if (e == E::GotHello) return {S::CheckingHello, {A::CheckHello}};
+      break;
+    case S::CheckingHello:
+      if (e == E::HelloAccepted) return {S::Receiving, {A::SendAccept}};
+      if (e == E::HelloRejected)
+        return {S::Closing, {A::SendReject, A::DiscardFile, A::Disconnect}};
+      break;
+    case S::Receiving:
+      if (e == E::GotChunk) return {S::Receiving, {A::StoreChunk}};
+      if (e == E::ChunkStored) return {S::Receiving, {A::SendCredit}};
+      if (e == E::GotDone) return {S::Verifying, {A::Verify}};
+      // A storage failure mid-transfer ends it with a verdict the sender can report.
+      if (e == E::VerifiedBad) return {S::Closing, {A::SendVerdict, A::DiscardFile, A::Disconnect}};
+      break;
+    case S::Verifying:
+      if (e == E::VerifiedGood) return {S::AwaitId, {A::SendVerdict}};
+      if (e == E::VerifiedBad) return {S::Closing, {A::SendVerdict, A::DiscardFile, A::Disconnect}};
+      break;
+    case S::AwaitId:
+      if (e == E::GotId) return {S::CheckingId, {A::LookupId}};
+      if (e == E::GotBye) return {S::Closing, {A::Disconnect}};
+      break;
+    case S::CheckingId:
+      if (e == E::IdKnown) return {S::Closing, {A::SendSecret, A::Disconnect}};
+      if (e == E::IdUnknown) return {S::AwaitId, {A::SendDenied}};
+      if (e == E::IdAttemptsExhausted) return {S::Closing, {A::SendDenied, A::Disconnect}};
+      break;
+    case S::Closing:
+      // Already on the way out: late messages and timers change nothing but the end.
+      if (e == E::Disconnected || e == E::TransportFailed || e == E::Timeout)
+        return {S::Closed, {A::Release}};
+      return {S::Closing, {}};
+    case S::Closed:
+      return {S::Closed, {}};
+  }
+  return abort_from(s, e);
+}
+
+const char* to_string(ReceiverState s) {
+  switch (s) {
+    case S::AwaitHello:
+      return "AwaitHello";
+    case S::CheckingHello:
+      return "CheckingHello";
+    case S::Receiving:
+      return "Receiving";
+    case S::Verifying:
+      return "Verifying";
+    case S::AwaitId:
+      return "AwaitId";
+    case S::CheckingId:
+      return "CheckingId";
+    case S::Closing:
+      return "Closing";
+    case S::Closed:
+      return "Closed";
+  }
+  return "?";
+}
+
+const char* to_string(ReceiverEvent e) {
+  switch (e) {
+    case E::GotHello:
+      return "GotHello";
+    case E::GotChunk:
+      return "GotChunk";
+    case E::GotDone:
+      return "GotDone";
+    case E::GotId:
+      return "GotId";
+    case E::GotBye:
+      return "GotBye";
+    case E::GotError:
+      return "GotError";
+    case E::GotUnexpected:
+      return "GotUnexpected";
+    case E::HelloAccepted:
+      return "HelloAccepted";
+    case E::HelloRejected:
+      return "HelloRejected";
+    case E::ChunkStored:
+      return "ChunkStored";
+    case E::VerifiedGood:
+      return "VerifiedGood";
+    case E::VerifiedBad:
+      return "VerifiedBad";
+    case E::IdKnown:
+      return "IdKnown";
+    case E::IdUnknown:
+      return "IdUnknown";
+    case E::IdAttemptsExhausted:
+      return "IdAttemptsExhausted";
+    case E::ProtocolViolation:
+      return "ProtocolViolation";
+    case E::Timeout:
+      return "Timeout";
+    case E::TransportFailed:
+      return "TransportFailed";
+    case E::Disconnected:
+      return "Disconnected";
+    case E::ShuttingDown:
+      return "ShuttingDown";
+  }
+  return "?";
+}
+
+const char* to_string(ReceiverAction a) {
+  switch (a) {
+    case A::CheckHello:
+      return "CheckHello";
+    case A::SendAccept:
+      return "SendAccept";
+    case A::SendReject:
+      return "SendReject";
+    case A::StoreChunk:
+      return "StoreChunk";
+    case A::SendCredit:
+      return "SendCredit";
+    case A::Verify:
+      return "Verify";
+    case A::SendVerdict:
+      return "SendVerdict";
+    case A::LookupId:
+      return "LookupId";
+    case A::SendSecret:
+      return "SendSecret";
+    case A::SendDenied:
+      return "SendDenied";
+    case A::SendError:
+      return "SendError";
+    case A::DiscardFile:
+      return "DiscardFile";
+    case A::Disconnect:
+      return "Disconnect";
+    case A::Release:
+      return "Release";
+  }
+  return "?";
+}
+
+}  // namespace rdmax::proto

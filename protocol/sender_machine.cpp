@@ -1,0 +1,212 @@
+#include "protocol/sender_machine.hpp"
+
+namespace rdmax::proto {
+namespace {
+
+using S = SenderState;
+using E = SenderEvent;
+using A = SenderAction;
+using O = SenderOutcome;
+
+bool connected(S s) {
+  return s == S::AwaitAccept || s == S::Sending || s == S::AwaitVerdict || s == S::AwaitSecret;
+}
+
+// Events that end the connection the same way from every open state.
+SenderTransition abort_from(S s, E e) {
+  switch (e) {
+    case E::ConnectFailed:
+      if (!connected(s)) return {S::Done, {A::Finish}, O::ConnectFailed};
+      break;
+    case E::Disconnected:
+    case E::TransportFailed:
+      return {S::Done, {A::Finish}, connected(s) ? O::ConnectionLost : O::ConnectFailed};
+    case E::Timeout:
+      if (!connected(s)) return {S::Done, {A::Finish}, O::ConnectFailed};
+      return {S::Closing, {A::SendError, A::Disconnect}, O::ConnectionLost};
+    case E::Interrupted:
+      if (!connected(s)) return {S::Done, {A::Finish}, O::Interrupted};
+      return {S::Closing, {A::SendError, A::Disconnect}, O::Interrupted};
+    case E::GotError:
+      if (!connected(s)) return {S::Done, {A::Finish}, O::ProtocolError};
+      return {S::Closing, {A::Disconnect}, O::ProtocolError};
+    case E::ProtocolViolation:
+      if (!connected(s)) return {S::Done, {A::Finish}, O::ProtocolError};
+      return {S::Closing, {A::SendError, A::Disconnect}, O::ProtocolError};
+    default:
+      break;
+  }
+  if (!connected(s)) return {S::Done, {A::Finish}, O::ProtocolError, true};
+  return {S::Closing, {A::SendError, A::Disconnect}, O::ProtocolError, true};
+}
+
+}  // namespace
+
+SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
+  switch (s) {
+    case S::ResolvingAddress:
+      if (e == E::AddressResolved) return {S::ResolvingRoute, {A::ResolveRoute}};
+      break;
+    case S::ResolvingRoute:
+      if (e == E::RouteResolved) return {S::Connecting, {A::Connect}};
+      break;
+    case S::Connecting:
+      if (e == E::Established) return {S::AwaitAccept, {A::SendHello}};
+      break;
+    case S::AwaitAccept:
+      if (e == E::GotAccept) return {S::Sending, {A::StartData}};
+      if (e == E::GotReject) return {S::Closing, {A::Disconnect}, O::Rejected};
+      break;
+    case S::Sending:
+      if (e == E::GotCredit) return {S::Sending, {A::SendMore}};
+      if (e == E::AllDataSent) return {S::AwaitVerdict, {A::SendDone}};
+      // The receiver may give up early (for example its disk filled up).
+      if (e == E::GotVerdictFailed) return {S::Closing, {A::Disconnect}, O::ReceiverFailed};
+      break;
+    case S::AwaitVerdict:
+      // Credits for the last chunks may still trail in; they change nothing.
+      if (e == E::GotCredit) return {S::AwaitVerdict, {}};
+      if (e == E::GotVerdictGood) {
+        if (ctx.has_id) return {S::AwaitSecret, {A::SendId}};
+        return {S::Closing, {A::SendBye, A::Disconnect}, O::Success};
+      }
+      if (e == E::GotVerdictBad) return {S::Closing, {A::Disconnect}, O::HashMismatch};
+      if (e == E::GotVerdictFailed) return {S::Closing, {A::Disconnect}, O::ReceiverFailed};
+      break;
+    case S::AwaitSecret:
+      if (e == E::GotSecret) return {S::Closing, {A::Disconnect}, O::Success};
+      if (e == E::GotDenied) return {S::Closing, {A::Disconnect}, O::Denied};
+      break;
+    case S::Closing:
+      if (e == E::Disconnected || e == E::TransportFailed || e == E::Timeout)
+        return {S::Done, {A::Finish}};
+      return {S::Closing, {}};
+    case S::Done:
+      return {S::Done, {}};
+  }
+  return abort_from(s, e);
+}
+
+const char* to_string(SenderState s) {
+  switch (s) {
+    case S::ResolvingAddress:
+      return "ResolvingAddress";
+    case S::ResolvingRoute:
+      return "ResolvingRoute";
+    case S::Connecting:
+      return "Connecting";
+    case S::AwaitAccept:
+      return "AwaitAccept";
+    case S::Sending:
+      return "Sending";
+    case S::AwaitVerdict:
+      return "AwaitVerdict";
+    case S::AwaitSecret:
+      return "AwaitSecret";
+    case S::Closing:
+      return "Closing";
+    case S::Done:
+      return "Done";
+  }
+  return "?";
+}
+
+const char* to_string(SenderEvent e) {
+  switch (e) {
+    case E::AddressResolved:
+      return "AddressResolved";
+    case E::RouteResolved:
+      return "RouteResolved";
+    case E::Established:
+      return "Established";
+    case E::ConnectFailed:
+      return "ConnectFailed";
+    case E::GotAccept:
+      return "GotAccept";
+    case E::GotReject:
+      return "GotReject";
+    case E::GotCredit:
+      return "GotCredit";
+    case E::AllDataSent:
+      return "AllDataSent";
+    case E::GotVerdictGood:
+      return "GotVerdictGood";
+    case E::GotVerdictBad:
+      return "GotVerdictBad";
+    case E::GotVerdictFailed:
+      return "GotVerdictFailed";
+    case E::GotSecret:
+      return "GotSecret";
+    case E::GotDenied:
+      return "GotDenied";
+    case E::GotError:
+      return "GotError";
+    case E::GotUnexpected:
+      return "GotUnexpected";
+    case E::ProtocolViolation:
+      return "ProtocolViolation";
+    case E::Timeout:
+      return "Timeout";
+    case E::TransportFailed:
+      return "TransportFailed";
+    case E::Disconnected:
+      return "Disconnected";
+    case E::Interrupted:
+      return "Interrupted";
+  }
+  return "?";
+}
+
+const char* to_string(SenderAction a) {
+  switch (a) {
+    case A::ResolveRoute:
+      return "ResolveRoute";
+    case A::Connect:
+      return "Connect";
+    case A::SendHello:
+      return "SendHello";
+    case A::StartData:
+      return "StartData";
+    case A::SendMore:
+      return "SendMore";
+    case A::SendDone:
+      return "SendDone";
+    case A::SendId:
+      return "SendId";
+    case A::SendBye:
+      return "SendBye";
+    case A::SendError:
+      return "SendError";
+    case A::Disconnect:
+      return "Disconnect";
+    case A::Finish:
+      return "Finish";
+  }
+  return "?";
+}
+
+const char* to_string(SenderOutcome o) {
+  switch (o) {
+    case O::Success:
+      return "success";
+    case O::ConnectFailed:
+      return "cannot connect";
+    case O::ConnectionLost:
+      return "connection lost";
+    case O::Rejected:
+      return "rejected by the receiver";
+    case O::HashMismatch:
+      return "verdict bad: hash mismatch";
+    case O::Denied:
+      return "id denied";
+    case O::ReceiverFailed:
+      return "the receiver could not store the file";
+    case O::ProtocolError:
+      return "protocol error";
+    case O::Interrupted:
+      return "interrupted";
+  }
+  return "?";
+}
+
+}  // namespace rdmax::proto

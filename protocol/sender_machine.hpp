@@ -1,0 +1,97 @@
+#pragma once
+// The sender's connection state machine: pure, no I/O. The driver (sender/) turns CM
+// events, completions and timers into events and carries out the returned actions.
+//
+// Lifecycle: ResolvingAddress -> ResolvingRoute -> Connecting -> AwaitAccept -> Sending
+//            -> AwaitVerdict -> [AwaitSecret] -> Closing -> Done. The first outcome a
+//            transition names is the one the program reports (its exit status).
+
+#include <cstdint>
+#include <optional>
+
+#include "protocol/action_list.hpp"
+
+namespace rdmax::proto {
+
+enum class SenderState : std::uint8_t {
+  ResolvingAddress,
+  ResolvingRoute,
+  Connecting,
+  AwaitAccept,   // Hello sent
+  Sending,       // writing chunks as credits allow
+  AwaitVerdict,  // Done sent
+  AwaitSecret,   // Id sent
+  Closing,       // disconnecting; the outcome is decided
+  Done,          // finished; resources released
+};
+
+enum class SenderEvent : std::uint8_t {
+  AddressResolved,
+  RouteResolved,
+  Established,
+  ConnectFailed,  // REJECTED, UNREACHABLE, ADDR/ROUTE/CONNECT_ERROR: nobody to talk to
+  GotAccept,
+  GotReject,
+  GotCredit,
+  AllDataSent,  // every chunk written and announced, and those sends completed
+  GotVerdictGood,
+  GotVerdictBad,     // hash or size mismatch
+  GotVerdictFailed,  // the receiver could not store the file
+  GotSecret,
+  GotDenied,
+  GotError,
+  GotUnexpected,  // a message only a sender may send, or one out of place
+  ProtocolViolation,
+  Timeout,
+  TransportFailed,
+  Disconnected,
+  Interrupted,  // SIGINT/SIGTERM
+};
+
+enum class SenderAction : std::uint8_t {
+  ResolveRoute,
+  Connect,
+  SendHello,
+  StartData,  // set up the staging buffer, write as many chunks as credits allow
+  SendMore,   // a credit came back: write the next chunk(s)
+  SendDone,
+  SendId,
+  SendBye,
+  SendError,
+  Disconnect,  // let posted sends drain, then rdma_disconnect
+  Finish,      // release everything; the loop ends
+};
+
+// What the program reports. Maps one-to-one onto exit statuses (sender/exit_codes.hpp).
+enum class SenderOutcome : std::uint8_t {
+  Success,
+  ConnectFailed,   // could not connect
+  ConnectionLost,  // the connection broke, or the receiver stopped answering
+  Rejected,
+  HashMismatch,
+  Denied,
+  ReceiverFailed,  // the receiver could not store the file
+  ProtocolError,
+  Interrupted,
+};
+
+struct SenderContext {
+  bool has_id = false;  // the user gave --id
+};
+
+struct SenderTransition {
+  SenderState next;
+  ActionList<SenderAction> actions;
+  std::optional<SenderOutcome> outcome = std::nullopt;
+  bool illegal = false;  // the event is not allowed in this state
+};
+
+[[nodiscard]] SenderTransition sender_next(SenderState state, SenderEvent event,
+                                           const SenderContext& context);
+
+const char* to_string(SenderState);
+const char* to_string(SenderEvent);
+const char* to_string(SenderAction);
+const char* to_string(SenderOutcome);
+
+}  // namespace rdmax::proto

@@ -1,0 +1,363 @@
+#include "receiver/connection.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+
+#include "common/error.hpp"
+#include "protocol/names.hpp"
+#include "protocol/secure_wipe.hpp"
+#include "protocol/sizes.hpp"
+
+namespace rdmax::receiver {
+
+namespace {
+using proto::ReceiverState;
+constexpr unsigned kMaxIdAttempts = 3;
+constexpr auto kCloseGrace = std::chrono::seconds(3);
+constexpr std::uint32_t kSpareMessages = 8;  // Done, Id, Bye, Error, Verdict, ... beyond chunks
+}  // namespace
+
+Connection::Connection(std::uint64_t number, rdma_cm_id* id, ReceiverContext& context)
+    : number_(number), context_(context), id_(CmId::adopt(id)) {
+  id_.set_context(this);
+  peer_ = id_.peer_address();
+  const std::uint32_t depth = context_.options.slots + kSpareMessages;
+  // Receives are posted here, before rdma_accept: the sender may send as soon as the
+  // connection is established.
+  endpoint_.emplace(id_, depth, depth, 0);
+  expect("Hello", context_.options.timeout);
+}
+
+void Connection::accept() {
+  rdma_conn_param param{};
+  param.initiator_depth = 1;
+  param.responder_resources = 1;
+  param.retry_count = 7;
+  param.rnr_retry_count = 7;
+  id_.accept(param);
+}
+
+void Connection::expect(const char* what, std::chrono::seconds within) {
+  waiting_for_ = what;
+  deadline_ = Clock::now() + within;
+}
+
+void Connection::dispatch(Event event) {
+  pending_.push_back(event);
+  if (dispatching_) return;  // raised by an action: handled after the current ones
+  dispatching_ = true;
+  while (!pending_.empty()) {
+    Event e = pending_.front();
+    pending_.pop_front();
+    auto t = proto::receiver_next(state_, e);
+    if (t.error == proto::ReceiverError::IllegalEvent) {
+      spdlog::warn("[{}] protocol violation: {} in state {}", peer_, proto::to_string(e),
+                   proto::to_string(state_));
+      error_code_ = proto::ErrorCode::ProtocolViolation;
+      error_text_ =
+          std::string(proto::to_string(e)) + " not allowed in " + proto::to_string(state_);
+    }
+    spdlog::trace("[{}] {} --{}--> {}", peer_, proto::to_string(state_), proto::to_string(e),
+                  proto::to_string(t.next));
+    state_ = t.next;
+    for (Action a : t.actions) perform(a);
+  }
+  dispatching_ = false;
+}
+
+void Connection::perform(Action action) {
+  switch (action) {
+    case Action::CheckHello:
+      pending_.push_back(check_hello());
+      break;
+    case Action::SendAccept:
+      data_started_ = Clock::now();
+      expect("data", context_.options.timeout);
+      post(proto::Accept{reinterpret_cast<std::uintptr_t>(window_.data()), window_mr_->rkey(),
+                         context_.options.slot_size, context_.options.slots});
+      break;
+    case Action::SendReject:
+      spdlog::warn("[{}] rejected '{}': {} {}", peer_, hello_.name,
+                   proto::to_string(reject_reason_), reject_text_);
+      post(proto::Reject{reject_reason_, reject_text_});
+      break;
+    case Action::StoreChunk:
+      pending_.push_back(store_chunk());
+      break;
+    case Action::SendCredit:
+      post(proto::Credit{chunk_.slot, window_mr_->rkey()});
+      break;
+    case Action::Verify:
+      pending_.push_back(verify());
+      break;
+    case Action::SendVerdict:
+      expect("Id or Bye", context_.options.timeout);
+      post(proto::Verdict{verdict_, computed_});
+      break;
+    case Action::LookupId:
+      pending_.push_back(lookup_id());
+      break;
+    case Action::SendSecret:
+      post(proto::Secret{secret_});
+      proto::secure_wipe(secret_.data(), secret_.size());
+      secret_.clear();
+      spdlog::info("[{}] gave the secret for id '{}'", peer_, offered_id_);
+      break;
+    case Action::SendDenied:
+      spdlog::warn("[{}] denied id '{}' ({} of {} attempts)", peer_, offered_id_, id_attempts_,
+                   kMaxIdAttempts);
+      post(proto::Denied{static_cast<std::uint16_t>(kMaxIdAttempts - id_attempts_)});
+      break;
+    case Action::SendError:
+      post(proto::Error{error_code_, error_text_.substr(0, proto::kMaxTextBytes)});
+      break;
+    case Action::DiscardFile:
+      if (file_ && !committed_) {
+        file_->discard();
+        file_.reset();
+        if (!logged_end_) log_transfer_end("none (abandoned)");
+      }
+      break;
+    case Action::Disconnect:
+      expect("the disconnect", kCloseGrace);
+      disconnect_pending_ = true;
+      disconnect_when_drained();
+      break;
+    case Action::Release:
+      // The QP goes to error so nothing more lands in the window; the daemon destroys
+      // this connection (QP, MRs, CQ, PD, cm_id) once the current event is handled.
+      (void)id_.set_qp_error();
+      if (file_ && !committed_) file_->discard();
+      spdlog::debug("[{}] connection released", peer_);
+      break;
+  }
+}
+
+proto::ReceiverEvent Connection::check_hello() {
+  const auto& o = context_.options;
+  auto reject = [&](proto::RejectReason reason, std::string text) {
+    reject_reason_ = reason;
+    reject_text_ = std::move(text);
+    return Event::HelloRejected;
+  };
+  if (auto err = proto::check_file_name(hello_.name))
+    return reject(proto::RejectReason::BadName, proto::to_string(*err));
+  if (hello_.file_size > o.max_size)
+    return reject(proto::RejectReason::TooLarge, "larger than " + proto::format_size(o.max_size));
+  try {
+    if (OutputFile::free_bytes(context_.dir_fd) < hello_.file_size)
+      return reject(proto::RejectReason::NoSpace, "not enough free space");
+    file_.emplace(OutputFile::create(context_.dir_fd, hello_.name, o.overwrite));
+    file_->preallocate(hello_.file_size);
+  } catch (const FileExistsError&) {
+    return reject(proto::RejectReason::Exists, "a file of that name exists");
+  } catch (const std::exception& e) {
+    spdlog::error("[{}] cannot create a file for '{}': {}", peer_, hello_.name, e.what());
+    return reject(proto::RejectReason::Internal, "cannot create the file");
+  }
+  try {
+    const std::size_t window = static_cast<std::size_t>(o.slot_size) * o.slots;
+    window_ = AlignedBuffer(window);
+    // Remote write is the only remote access this window ever needs.
+    window_mr_.emplace(endpoint_->pd().get(), window_.data(), window,
+                       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  } catch (const std::exception& e) {
+    spdlog::error("[{}] cannot register the receive window: {}", peer_, e.what());
+    return reject(proto::RejectReason::NoMemory, "cannot register memory");
+  }
+  plan_ = proto::ChunkPlan{hello_.file_size, o.slot_size};
+  slot_credited_.assign(o.slots, true);
+  spdlog::info("[{}] receiving '{}' ({})", peer_, hello_.name,
+               proto::format_size(hello_.file_size));
+  return Event::HelloAccepted;
+}
+
+proto::ReceiverEvent Connection::store_chunk() {
+  const auto& c = chunk_;
+  const std::uint64_t index = received_ / context_.options.slot_size;
+  const bool valid = c.slot < slot_credited_.size() && slot_credited_[c.slot] &&
+                     c.offset == received_ && index < plan_.chunk_count() &&
+                     c.length == plan_.length(index);
+  if (!valid) {
+    spdlog::warn("[{}] bad chunk: offset {} length {} slot {} (expected offset {})", peer_,
+                 c.offset, c.length, c.slot, received_);
+    error_code_ = proto::ErrorCode::ProtocolViolation;
+    error_text_ = "chunk breaks the data rules";
+    return Event::ProtocolViolation;
+  }
+  slot_credited_[c.slot] = false;
+  std::span<const std::uint8_t> data(
+      window_.data() + static_cast<std::size_t>(c.slot) * context_.options.slot_size, c.length);
+  hash_.update(data);
+  try {
+    file_->write_at(c.offset, data);
+  } catch (const std::exception& e) {
+    spdlog::error("[{}] cannot write '{}': {}", peer_, hello_.name, e.what());
+    verdict_ = proto::VerdictCode::StorageError;
+    return Event::VerifiedBad;
+  }
+  received_ += c.length;
+  slot_credited_[c.slot] = true;
+  expect("data", context_.options.timeout);
+  return Event::ChunkStored;
+}
+
+proto::ReceiverEvent Connection::verify() {
+  computed_ = hash_.finish();
+  if (received_ != hello_.file_size || done_total_ != received_) {
+    verdict_ = proto::VerdictCode::SizeMismatch;
+  } else if (computed_ != hello_.sha256) {
+    verdict_ = proto::VerdictCode::HashMismatch;
+  } else {
+    try {
+      file_->commit();  // fsync, then rename into place: only now may we say "good"
+      committed_ = true;
+      verdict_ = proto::VerdictCode::Good;
+    } catch (const std::exception& e) {
+      spdlog::error("[{}] cannot store '{}': {}", peer_, hello_.name, e.what());
+      verdict_ = proto::VerdictCode::StorageError;
+    }
+  }
+  log_transfer_end(proto::to_string(verdict_));
+  return verdict_ == proto::VerdictCode::Good ? Event::VerifiedGood : Event::VerifiedBad;
+}
+
+proto::ReceiverEvent Connection::lookup_id() {
+  ++id_attempts_;
+  if (context_.secrets != nullptr) {
+    if (auto secret = context_.secrets->lookup(offered_id_)) {
+      secret_ = std::move(*secret);
+      return Event::IdKnown;
+    }
+  }
+  return id_attempts_ >= kMaxIdAttempts ? Event::IdAttemptsExhausted : Event::IdUnknown;
+}
+
+void Connection::log_transfer_end(const char* verdict) {
+  logged_end_ = true;
+  const double seconds = std::chrono::duration<double>(Clock::now() - data_started_).count();
+  const double rate = seconds > 0 ? static_cast<double>(received_) / seconds : 0;
+  spdlog::info("[{}] '{}': {} of {} in {:.2f}s ({}/s), verdict {}", peer_, hello_.name,
+               proto::format_size(received_), proto::format_size(hello_.file_size), seconds,
+               proto::format_size(static_cast<std::uint64_t>(rate)), verdict);
+}
+
+void Connection::post(const proto::Message& message) {
+  if (disconnected_) return;
+  if (!endpoint_->send(message)) {
+    // Every send buffer is in flight: the peer is not acknowledging. Give up on it.
+    spdlog::warn("[{}] send queue full; dropping the connection", peer_);
+    disconnect_pending_ = true;
+    disconnected_ = true;
+    id_.disconnect();
+  }
+}
+
+void Connection::disconnect_when_drained() {
+  // Let the last messages (verdict, secret, error...) complete before disconnecting:
+  // rdma_disconnect flushes whatever is still queued.
+  if (disconnect_pending_ && !disconnected_ && endpoint_->sends_in_flight() == 0) {
+    disconnected_ = true;
+    id_.disconnect();
+  }
+}
+
+void Connection::on_completions() {
+  endpoint_->drain_completions(completions_);
+  for (const ibv_wc& wc : completions_) {
+    if (closed()) return;
+    if (wc.status != IBV_WC_SUCCESS) {
+      if (state_ == ReceiverState::Closing) continue;  // flushed by our own disconnect
+      on_transport_failure(std::string("completion error: ") + ibv_wc_status_str(wc.status));
+      return;
+    }
+    switch (wr_kind(wc.wr_id)) {
+      case WorkKind::Recv: {
+        auto decoded = endpoint_->take_received(wc);
+        if (auto* failure = std::get_if<proto::DecodeFailure>(&decoded)) {
+          spdlog::warn("[{}] malformed message: {} ({})", peer_, proto::to_string(failure->error),
+                       failure->detail);
+          error_code_ = proto::ErrorCode::ProtocolViolation;
+          error_text_ = std::string("malformed message: ") + proto::to_string(failure->error);
+          dispatch(Event::ProtocolViolation);
+        } else {
+          on_message(std::get<proto::Message>(decoded));
+        }
+        break;
+      }
+      case WorkKind::Send:
+        endpoint_->send_completed(wr_index(wc.wr_id));
+        disconnect_when_drained();
+        break;
+      case WorkKind::Write:
+        break;
+    }
+  }
+}
+
+void Connection::on_message(const proto::Message& message) {
+  std::visit(
+      [&](const auto& m) {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, proto::Hello>) {
+          hello_ = m;
+          dispatch(Event::GotHello);
+        } else if constexpr (std::is_same_v<T, proto::Chunk>) {
+          chunk_ = m;
+          dispatch(Event::GotChunk);
+        } else if constexpr (std::is_same_v<T, proto::Done>) {
+          done_total_ = m.total_bytes;
+          dispatch(Event::GotDone);
+        } else if constexpr (std::is_same_v<T, proto::Id>) {
+          offered_id_ = m.id;
+          dispatch(Event::GotId);
+        } else if constexpr (std::is_same_v<T, proto::Bye>) {
+          dispatch(Event::GotBye);
+        } else if constexpr (std::is_same_v<T, proto::Error>) {
+          spdlog::warn("[{}] sender aborted: {} {}", peer_, proto::to_string(m.code), m.text);
+          dispatch(Event::GotError);
+        } else {
+          dispatch(Event::GotUnexpected);
+        }
+      },
+      message);
+}
+
+void Connection::on_established() {
+  spdlog::debug("[{}] connection established", peer_);
+}
+
+void Connection::on_disconnected() {
+  // Messages that arrived before the disconnect (a Bye, an Id) are handled first.
+  on_completions();
+  if (closed()) return;
+  if (state_ != ReceiverState::Closing && state_ != ReceiverState::Closed)
+    spdlog::warn("[{}] sender disconnected while waiting for {}", peer_, waiting_for_);
+  disconnected_ = true;
+  dispatch(Event::Disconnected);
+}
+
+void Connection::on_transport_failure(const std::string& why) {
+  spdlog::warn("[{}] {} (while waiting for {})", peer_, why, waiting_for_);
+  dispatch(Event::TransportFailed);
+}
+
+void Connection::on_tick(Clock::time_point now) {
+  if (closed() || now < deadline_) return;
+  if (state_ != ReceiverState::Closing) {
+    spdlog::warn("[{}] timed out waiting for {}", peer_, waiting_for_);
+    error_code_ = proto::ErrorCode::Timeout;
+    error_text_ = std::string("receiver timed out waiting for ") + waiting_for_;
+  }
+  dispatch(Event::Timeout);
+}
+
+void Connection::shut_down() {
+  if (closed() || state_ == ReceiverState::Closing) return;
+  error_code_ = proto::ErrorCode::ShuttingDown;
+  error_text_ = "receiver shutting down";
+  dispatch(Event::ShuttingDown);
+}
+
+}  // namespace rdmax::receiver

@@ -1,0 +1,119 @@
+#pragma once
+// One sender's connection, seen from the receiver: its own PD, CQ, QP and registered
+// window, a temporary output file, and the pure state machine
+// (protocol/receiver_machine.hpp) that decides what happens next.
+//
+// Lifecycle: created on CONNECT_REQUEST (receives posted, then accepted); driven by
+// completions, CM events and the daemon's timer; ends in Closed, after which the daemon
+// destroys it. Destruction order (reverse of the members below): the cm_id with its QP,
+// then the window's MR, the window, then the endpoint (CQ, channel, PD).
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/aligned_buffer.hpp"
+#include "common/epoll.hpp"
+#include "common/output_file.hpp"
+#include "common/rdma/cm_id.hpp"
+#include "common/rdma/endpoint.hpp"
+#include "common/rdma/memory_region.hpp"
+#include "common/sha256.hpp"
+#include "protocol/chunk_plan.hpp"
+#include "protocol/receiver_machine.hpp"
+#include "protocol/secrets.hpp"
+#include "protocol/wire.hpp"
+#include "receiver/options.hpp"
+
+namespace rdmax::receiver {
+
+// What every connection shares with the daemon.
+struct ReceiverContext {
+  const ReceiverOptions& options;
+  int dir_fd;
+  const proto::SecretStore* secrets;  // null: every id is denied
+};
+
+class Connection {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  Connection(std::uint64_t number, rdma_cm_id* id, ReceiverContext& context);
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  void accept();
+  int completion_fd() const { return endpoint_->completion_fd(); }
+  std::uint64_t number() const { return number_; }
+  bool closed() const { return state_ == proto::ReceiverState::Closed; }
+
+  void on_completions();
+  void on_established();
+  void on_disconnected();
+  void on_transport_failure(const std::string& why);
+  void on_tick(Clock::time_point now);
+  void shut_down();
+
+ private:
+  using Event = proto::ReceiverEvent;
+  using Action = proto::ReceiverAction;
+
+  void dispatch(Event event);
+  void perform(Action action);
+  void on_message(const proto::Message& message);
+  void post(const proto::Message& message);
+  void disconnect_when_drained();
+  void expect(const char* what, std::chrono::seconds within);
+
+  // Action bodies that produce the next event.
+  Event check_hello();
+  Event store_chunk();
+  Event verify();
+  Event lookup_id();
+  void log_transfer_end(const char* verdict);
+
+  std::uint64_t number_;
+  ReceiverContext& context_;
+  std::string peer_;
+  proto::ReceiverState state_ = proto::ReceiverState::AwaitHello;
+  std::deque<Event> pending_;
+  bool dispatching_ = false;
+  Clock::time_point deadline_;
+  const char* waiting_for_ = "Hello";
+  Clock::time_point data_started_;
+
+  // The transfer.
+  proto::Hello hello_;
+  proto::Chunk chunk_{};
+  std::string offered_id_;
+  proto::ChunkPlan plan_{};
+  std::uint64_t received_ = 0;
+  std::uint64_t done_total_ = 0;
+  bool logged_end_ = false;
+  Sha256 hash_;
+  Digest computed_{};
+  std::optional<OutputFile> file_;
+  std::vector<bool> slot_credited_;
+  proto::VerdictCode verdict_ = proto::VerdictCode::Good;
+  proto::RejectReason reject_reason_ = proto::RejectReason::Internal;
+  std::string reject_text_;
+  proto::ErrorCode error_code_ = proto::ErrorCode::ProtocolViolation;
+  std::string error_text_;
+  unsigned id_attempts_ = 0;
+  std::string secret_;  // wiped as soon as it is sent
+  bool disconnect_pending_ = false;
+  bool disconnected_ = false;
+  bool committed_ = false;
+  std::vector<ibv_wc> completions_;
+
+  // Resources; see the lifecycle note above for why this order.
+  std::optional<Endpoint> endpoint_;
+  AlignedBuffer window_;
+  std::optional<MemoryRegion> window_mr_;
+  CmId id_;
+};
+
+}  // namespace rdmax::receiver

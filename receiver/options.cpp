@@ -1,0 +1,80 @@
+#include "receiver/options.hpp"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "protocol/sizes.hpp"
+#include "version.hpp"
+
+namespace rdmax::receiver {
+
+namespace {
+constexpr int kExitUsage = 2;
+
+// A CLI11 validator for sizes such as 64K, 16MiB, 2G.
+std::optional<std::uint64_t> size_option(const std::string& text, const char* what) {
+  auto v = proto::parse_size(text);
+  if (!v)
+    std::cerr << "rdma-recv: " << what << ": '" << text << "' is not a size (e.g. 64K, 16M, 2G)\n";
+  return v;
+}
+}  // namespace
+
+std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv) {
+  ReceiverOptions o;
+  CLI::App app{"Receive files sent with rdma-send over RDMA; verify each by SHA-256.", "rdma-recv"};
+  app.footer(R"(Each accepted file is written to a temporary in DIR and appears under its name
+only after its SHA-256 matched and it was fsynced. Runs until SIGINT or SIGTERM.
+
+Examples:
+  rdma-recv -a 192.0.2.1 -o /srv/incoming --secrets /etc/rdmax/secrets
+  rdma-recv -p 18515 --max-size 10G --overwrite)");
+  app.set_version_flag("--version", std::string("rdma-recv ") + kVersion);
+  app.add_option("-p,--port", o.port, "port to listen on")->capture_default_str();
+  app.add_option("-a,--bind", o.bind_address, "address to listen on (default: all IPv4)");
+  app.add_option("-o,--dir", o.dir, "directory to store files in")->capture_default_str();
+  app.add_option("--secrets", o.secrets_file, "file of 'ID SECRET' lines ('#' comments)");
+  std::string max_size, slot_size = "1M";
+  app.add_option("--max-size", max_size, "largest file accepted (e.g. 10G)");
+  app.add_flag("--overwrite", o.overwrite, "replace existing files");
+  app.add_option("--slot-size", slot_size, "size of one slot of the receive window")
+      ->capture_default_str();
+  app.add_option("--slots", o.slots, "slots per connection (window = slots x slot size)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1024u));
+  app.add_option("--max-connections", o.max_connections, "concurrent senders")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 4096u));
+  std::uint32_t timeout_s = 30;
+  app.add_option("--timeout", timeout_s, "seconds without progress before a sender is dropped")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 3600u));
+  int verbose = 0;
+  bool quiet = false;
+  app.add_flag("-v,--verbose", verbose, "more logging (repeat for trace)");
+  app.add_flag("-q,--quiet", quiet, "warnings and errors only");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : kExitUsage;
+  }
+  o.verbosity = quiet ? -1 : verbose;
+  o.timeout = std::chrono::seconds(timeout_s);
+  if (!max_size.empty()) {
+    auto v = size_option(max_size, "--max-size");
+    if (!v) return kExitUsage;
+    o.max_size = *v;
+  }
+  auto ss = size_option(slot_size, "--slot-size");
+  if (!ss) return kExitUsage;
+  // rxe on Linux 6.1 caps one message at 8 MiB; below 4 KiB the protocol refuses.
+  if (*ss < 4096 || *ss > (8u << 20)) {
+    std::cerr << "rdma-recv: --slot-size must be between 4K and 8M\n";
+    return kExitUsage;
+  }
+  o.slot_size = static_cast<std::uint32_t>(*ss);
+  return o;
+}
+
+}  // namespace rdmax::receiver

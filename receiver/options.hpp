@@ -1,0 +1,29 @@
+#pragma once
+// rdma-recv's command line, parsed and validated before the daemon starts.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+
+namespace rdmax::receiver {
+
+struct ReceiverOptions {
+  std::uint16_t port = 18515;
+  std::optional<std::string> bind_address;  // default: every IPv4 address
+  std::string dir = ".";
+  std::optional<std::string> secrets_file;
+  std::uint64_t max_size = UINT64_MAX;
+  bool overwrite = false;
+  std::uint32_t slot_size = 1u << 20;
+  std::uint32_t slots = 8;
+  std::uint32_t max_connections = 64;
+  std::chrono::seconds timeout{30};  // no progress for this long ends a connection
+  int verbosity = 0;
+};
+
+// Either options, or the exit status to leave with (0 after --help/--version).
+[[nodiscard]] std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv);
+
+}  // namespace rdmax::receiver

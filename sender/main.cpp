@@ -1,0 +1,63 @@
+// rdma-send: sends one file to an rdma-recv daemon and reports the verdict. The secret
+// (if an --id was given and accepted) is the only thing written to stdout.
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "common/input_file.hpp"
+#include "common/logging.hpp"
+#include "common/sha256.hpp"
+#include "protocol/sizes.hpp"
+#include "sender/exit_codes.hpp"
+#include "sender/options.hpp"
+#include "sender/send_session.hpp"
+
+using namespace rdmax;
+
+int main(int argc, char** argv) {
+  auto parsed = sender::parse_sender_options(argc, argv);
+  if (auto* rc = std::get_if<int>(&parsed)) return *rc;
+  const auto& options = std::get<sender::SenderOptions>(parsed);
+  init_logging(options.verbosity, "rdma-send");
+
+  std::optional<InputFile> file;
+  try {
+    file.emplace(options.file);
+  } catch (const std::exception& e) {
+    spdlog::error("cannot read {}: {}", options.file, e.what());
+    return sender::kExitUsage;
+  }
+
+  try {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Digest digest = sha256_of_file(file->fd(), file->size());
+    const double hash_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    spdlog::debug("SHA-256 {} of {} in {:.2f}s", to_hex(digest), proto::format_size(file->size()),
+                  hash_s);
+
+    sender::SendSession session(options, *file, digest);
+    const proto::SenderOutcome outcome = session.run();
+    const auto& stats = session.stats();
+    if (outcome == proto::SenderOutcome::Success) {
+      const double rate =
+          stats.data_seconds > 0 ? static_cast<double>(stats.bytes) / stats.data_seconds : 0;
+      spdlog::info("sent {} as '{}': {} in {:.2f}s ({}/s), verified", options.file, options.name,
+                   proto::format_size(stats.bytes), stats.data_seconds,
+                   proto::format_size(static_cast<std::uint64_t>(rate)));
+      if (!session.secret().empty()) {
+        std::fwrite(session.secret().data(), 1, session.secret().size(), stdout);
+        std::fputc('\n', stdout);
+      }
+    } else {
+      spdlog::error("transfer failed: {}", proto::to_string(outcome));
+    }
+    return sender::exit_code_for(outcome);
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return sender::kExitOther;
+  }
+}

@@ -1,0 +1,73 @@
+#include "sender/options.hpp"
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <iostream>
+
+#include "sender/exit_codes.hpp"
+#include "version.hpp"
+
+namespace rdmax::sender {
+
+namespace {
+constexpr const char* kFooter = R"(Exit status:
+  0  success: the receiver verified the file (and the secret, if any, is on stdout)
+  1  any other failure (for example the receiver could not store the file)
+  2  usage error, or FILE cannot be read (nothing was sent)
+  3  cannot connect, or the connection broke or timed out
+  4  rejected by the receiver (name, size, existing file, no space)
+  5  verdict bad: the receiver's SHA-256 differs from the sender's
+  6  the receiver denied the ID
+
+Examples:
+  rdma-send -H 192.0.2.1 backup.tar
+  rdma-send -H recv.example.org -p 18515 --id alice --name today.tar backup.tar)";
+}
+
+std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
+  SenderOptions o;
+  CLI::App app{"Send a file to an rdma-recv daemon over RDMA, verified by SHA-256.", "rdma-send"};
+  app.footer(kFooter);
+  app.set_version_flag("--version", std::string("rdma-send ") + kVersion);
+  app.add_option("-H,--host", o.host, "receiver host name or address (IPv4 or IPv6)")->required();
+  app.add_option("-p,--port", o.port, "receiver port")->capture_default_str();
+  app.add_option("--id", o.id,
+                 "identity to present after a good verdict; its secret goes to stdout");
+  app.add_option("--name", o.name, "name to store the file under (default: FILE's base name)");
+  int verbose = 0;
+  bool quiet = false;
+  app.add_flag("-v,--verbose", verbose, "more logging (repeat for trace)");
+  app.add_flag("-q,--quiet", quiet, "errors only");
+  std::uint32_t connect_s = 10, timeout_s = 30;
+  app.add_option("--connect-timeout", connect_s, "seconds to establish the connection")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 3600u));
+  app.add_option("--timeout", timeout_s, "seconds without progress before giving up")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 3600u));
+  app.add_option("--inject-corruption", o.inject_corruption,
+                 "testing: flip the byte at this file offset after hashing")
+      ->group("");
+  app.add_option("FILE", o.file, "the file to send")->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : kExitUsage;
+  }
+  o.verbosity = quiet ? -1 : verbose;
+  o.connect_timeout = std::chrono::seconds(connect_s);
+  o.timeout = std::chrono::seconds(timeout_s);
+  if (o.name.empty()) o.name = std::filesystem::path(o.file).filename().string();
+  if (o.name.empty() || o.name.size() > 255) {
+    std::cerr << "rdma-send: --name must be 1 to 255 bytes (got " << o.name.size() << ")\n";
+    return kExitUsage;
+  }
+  if (o.id && (o.id->empty() || o.id->size() > 256)) {
+    std::cerr << "rdma-send: --id must be 1 to 256 bytes\n";
+    return kExitUsage;
+  }
+  return o;
+}
+
+}  // namespace rdmax::sender

@@ -1,0 +1,28 @@
+#pragma once
+// rdma-send's command line, parsed and validated before anything touches the network.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+
+namespace rdmax::sender {
+
+struct SenderOptions {
+  std::string host;
+  std::uint16_t port = 18515;
+  std::optional<std::string> id;
+  std::string name;  // defaults to the file's base name
+  std::string file;
+  int verbosity = 0;
+  std::chrono::seconds connect_timeout{10};
+  std::chrono::seconds timeout{30};  // no progress for this long ends the transfer
+  std::uint32_t chunk_size_hint = 0;
+  std::optional<std::uint64_t> inject_corruption;  // testing: flip the byte at this offset
+};
+
+// Either options, or the exit status to leave with (0 after --help/--version).
+[[nodiscard]] std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv);
+
+}  // namespace rdmax::sender

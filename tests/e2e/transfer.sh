@@ -1,0 +1,286 @@
+#!/usr/bin/env bash
+# End-to-end: one rdma-recv daemon serves many rdma-send transfers on one rxe device.
+# A 256 KiB window (4 slots of 64 KiB) makes "many times the window" cheap under
+# emulation. Each case is a function run by run_case in its own subshell, so one
+# failing case does not hide the others; the last line counts them.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+[[ -n ${RDMAX_BIN:-} ]] || fail "RDMAX_BIN is not set: it names the directory of rdma-send and rdma-recv (ctest sets it)"
+send=$RDMAX_BIN/rdma-send recv=$RDMAX_BIN/rdma-recv
+[[ -x $send ]] || fail "rdma-send is missing or not executable: $send"
+[[ -x $recv ]] || fail "rdma-recv is missing or not executable: $recv"
+
+port=18515 dead_port=18999 max_size=4194304 # --max-size 4M
+in=$RXE_SCRATCH/in out=$RXE_SCRATCH/out
+recv_log=$RXE_SCRATCH/rdma-recv.log secrets=$RXE_SCRATCH/secrets
+send_out=$RXE_SCRATCH/send.out send_err=$RXE_SCRATCH/send.err
+rm -rf "$in" "$out" "$RXE_SCRATCH/evil"
+mkdir -p "$in" "$out"
+
+# Every name a passing case leaves in $out; the final listing may hold nothing else.
+expected_names=(empty.bin one.bin odd-65535.bin odd-65537.bin odd-262145.bin odd-1000003.bin
+  large.bin 'my file ü 日本.bin' 'source file with spaces.bin' alice.bin dup.bin final.bin)
+
+# ---------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------
+describe_status() {
+  case $1 in
+    0) echo success ;; 1) echo "other error" ;; 2) echo "usage error / unreadable file" ;;
+    3) echo "cannot connect / connection broke" ;; 4) echo "rejected by the receiver" ;;
+    5) echo "bad verdict (hash mismatch)" ;; 6) echo "ID denied" ;;
+    124 | 137) echo "killed by the test's timeout" ;; *) echo "unexpected" ;;
+  esac
+}
+
+# Shown by fail: the last rdma-send run and the receiver's recent log.
+fail_context() {
+  echo "  last run: ${last_send:-none} -> status ${rc:-?} ($(describe_status "${rc:-x}")), ${elapsed:-?}s"
+  if [[ -s $send_out ]]; then echo "  its stdout:" && sed 's/^/    | /' "$send_out"; fi
+  if [[ -s $send_err ]]; then echo "  its stderr (last 15 lines):" && tail -n 15 "$send_err" | sed 's/^/    | /'; fi
+  echo "  rdma-recv log (last 20 lines of $recv_log):"
+  tail -n 20 "$recv_log" 2>/dev/null | sed 's/^/    | /'
+  echo "  $out holds: $(listing | tr '\n' '/')"
+}
+
+# make_input NAME SIZE: random bytes in $in/NAME.
+make_input() { head -c "$2" /dev/urandom >"$in/$1"; }
+
+# send_file ARGS...: rdma-send to our receiver, bounded by SEND_TIMEOUT (default 60 s).
+# Sets rc, elapsed (seconds) and last_send; stdout in $send_out, stderr in $send_err.
+send_file() {
+  local t0 t1
+  last_send="rdma-send --host $RXE_ADDR --port $port $(printf '%q ' "$@")"
+  rc=0
+  t0=$(date +%s.%N)
+  timeout -k 5 "${SEND_TIMEOUT:-60}" "$send" --host "$RXE_ADDR" --port "$port" "$@" \
+    >"$send_out" 2>"$send_err" </dev/null || rc=$?
+  t1=$(date +%s.%N)
+  elapsed=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+}
+
+expect_status() {
+  ((rc == $1)) || fail "expected exit $1 ($(describe_status "$1")), got $rc ($(describe_status "$rc"))"
+}
+expect_empty_stdout() {
+  [[ ! -s $send_out ]] || fail "expected empty stdout, got $(wc -c <"$send_out") bytes"
+}
+
+# expect_delivered SRC NAME: $out/NAME is a regular file identical to SRC.
+expect_delivered() {
+  local src=$1 dst=$out/$2 want got
+  [[ -f $dst ]] || fail "'$2' was not delivered into $out"
+  want=$(sha256sum <"$src" | cut -d' ' -f1)
+  got=$(sha256sum <"$dst" | cut -d' ' -f1)
+  [[ $want == "$got" ]] || fail "'$2': sha256 $got, sent $want ($(stat -c %s "$dst") of $(stat -c %s "$src") bytes)"
+  cmp -s "$src" "$dst" || fail "'$2': cmp finds a difference from $src"
+}
+
+expect_absent() { [[ ! -e $out/$1 && ! -L $out/$1 ]] || fail "'$1' exists in $out but must not"; }
+
+# One name per line, sorted bytewise; hidden names included (like ls -A).
+listing() { find "$out" -mindepth 1 -maxdepth 1 -printf '%f\n' | LC_ALL=C sort; }
+# Temporaries: hidden names (.NAME.rdmax-*.part) or anything with .rdmax- in it.
+temporaries() { listing | grep -E '^\.|\.rdmax-' || true; }
+no_temporaries() { [[ -z $(temporaries) ]]; }
+# The receiver may remove a temporary just after its verdict reaches the sender.
+expect_no_temporaries() {
+  eventually 5 no_temporaries || fail "temporaries left in $out: $(temporaries | tr '\n' ' ')"
+}
+
+# ---------------------------------------------------------------------------------
+# Cases
+# ---------------------------------------------------------------------------------
+case_empty_file() {
+  make_input empty.bin 0
+  send_file "$in/empty.bin"
+  expect_status 0
+  expect_empty_stdout
+  expect_delivered "$in/empty.bin" empty.bin
+  pass "empty file (${elapsed}s)"
+}
+
+case_one_byte() {
+  make_input one.bin 1
+  send_file "$in/one.bin"
+  expect_status 0
+  expect_empty_stdout
+  expect_delivered "$in/one.bin" one.bin
+  pass "1-byte file (${elapsed}s)"
+}
+
+# Sizes that are no multiple of a slot, the window, a page or a hash block.
+case_odd_sizes() {
+  local n times=()
+  for n in 65535 65537 262145 1000003; do
+    make_input "odd-$n.bin" "$n"
+    send_file "$in/odd-$n.bin"
+    expect_status 0
+  expect_empty_stdout
+    expect_delivered "$in/odd-$n.bin" "odd-$n.bin"
+    times+=("$n:${elapsed}s")
+  done
+  pass "odd sizes ${times[*]}"
+}
+
+case_many_windows() {
+  local size=$((3 * 1048576 + 123)) # 12+ windows of 256 KiB
+  make_input large.bin "$size"
+  send_file "$in/large.bin"
+  expect_status 0
+  expect_empty_stdout
+  expect_delivered "$in/large.bin" large.bin
+  pass "3 MiB + 123 bytes ($((size / 262144))+ windows) in ${elapsed}s"
+}
+
+case_unusual_names() {
+  local src='source file with spaces.bin' name='my file ü 日本.bin'
+  make_input "$src" 70001
+  send_file --name "$name" "$in/$src"
+  expect_status 0
+  expect_delivered "$in/$src" "$name"
+  # Without --name the file keeps its own (spaced) name.
+  send_file "$in/$src"
+  expect_status 0
+  expect_delivered "$in/$src" "$src"
+  pass "names with spaces and non-ASCII: '$name', '$src'"
+}
+
+case_secret_for_known_id() {
+  local stdout
+  make_input alice.bin 100000
+  send_file --id alice "$in/alice.bin"
+  expect_status 0
+  stdout=$(cat "$send_out" && echo x) # keep trailing newlines: compare exactly
+  stdout=${stdout%x}
+  [[ $stdout == 's3cr3t-alice' || $stdout == $'s3cr3t-alice\n' ]] ||
+    fail "stdout must be exactly the secret 's3cr3t-alice' (one optional newline), got: $(od -c "$send_out" | head -3)"
+  expect_delivered "$in/alice.bin" alice.bin
+  pass "--id alice: stdout is exactly the secret, file verified"
+}
+
+case_unknown_id_denied() {
+  make_input mallory.bin 50000
+  send_file --id mallory "$in/mallory.bin"
+  expect_status 6
+  expect_empty_stdout
+  expect_absent mallory.bin
+  expect_no_temporaries
+  pass "--id mallory: denied (exit 6), empty stdout, no file"
+}
+
+case_bad_hash() {
+  make_input corrupt.bin 200000
+  send_file --inject-corruption 70000 "$in/corrupt.bin"
+  expect_status 5
+  expect_empty_stdout
+  expect_absent corrupt.bin
+  expect_no_temporaries
+  pass "byte flipped at 70000 after hashing: exit 5, no file, no temporary"
+}
+
+case_unsafe_names() {
+  local before name
+  make_input unsafe.bin 1000
+  before=$(listing)
+  for name in ../evil a/b; do
+    send_file --name "$name" "$in/unsafe.bin"
+    expect_status 4
+    expect_empty_stdout
+  done
+  [[ ! -e $RXE_SCRATCH/evil ]] || fail "'../evil' escaped: $RXE_SCRATCH/evil exists"
+  [[ ! -e $out/a ]] || fail "'a/b' created $out/a"
+  expect_no_temporaries
+  [[ $(listing) == "$before" ]] || fail "$out changed: now $(listing | tr '\n' '/')"
+  pass "names '../evil' and 'a/b' rejected (exit 4), nothing created"
+}
+
+case_rejected_requests() {
+  make_input dup.bin 30000
+  make_input dup-other.bin 30001
+  send_file "$in/dup.bin"
+  expect_status 0
+  expect_delivered "$in/dup.bin" dup.bin
+  send_file --name dup.bin "$in/dup-other.bin"
+  expect_status 4
+  expect_delivered "$in/dup.bin" dup.bin # the original, unchanged
+  expect_no_temporaries
+  make_input too-large.bin $((max_size + 1))
+  send_file "$in/too-large.bin"
+  expect_status 4
+  expect_absent too-large.bin
+  expect_no_temporaries
+  pass "existing name without --overwrite and size over --max-size rejected (exit 4); original unchanged"
+}
+
+case_missing_file() {
+  send_file "$in/no such file.bin"
+  expect_status 2
+  expect_empty_stdout
+  pass "missing file: exit 2"
+}
+
+case_no_receiver() {
+  make_input nobody.bin 1000
+  local port=$dead_port
+  SEND_TIMEOUT=20 send_file "$in/nobody.bin"
+  expect_status 3
+  awk -v t="$elapsed" 'BEGIN { exit !(t < 10) }' || fail "exit 3 took ${elapsed}s, limit 10 s"
+  pass "nobody on port $dead_port: exit 3 after ${elapsed}s"
+}
+
+case_still_serving() {
+  ! daemon_exited recv || fail "rdma-recv exited with status $(daemon_status recv) during the cases"
+  kill -0 "$recv_pid" || fail "rdma-recv (pid $recv_pid) is gone"
+  make_input final.bin 500000
+  send_file "$in/final.bin"
+  expect_status 0
+  expect_delivered "$in/final.bin" final.bin
+  pass "rdma-recv still serving after every case (${elapsed}s)"
+}
+
+case_clean_shutdown() {
+  local t0=$SECONDS status name known unexpected=()
+  daemon_exited recv && fail "rdma-recv had already exited with status $(daemon_status recv)"
+  kill -TERM "$recv_pid"
+  eventually 10 daemon_exited recv || fail "rdma-recv still running 10 s after SIGTERM"
+  status=$(daemon_status recv)
+  ((status == 0)) || fail "rdma-recv exited with status $status after SIGTERM, expected 0"
+  [[ -z $(temporaries) ]] || fail "temporaries left after shutdown: $(temporaries | tr '\n' ' ')"
+  while IFS= read -r name; do
+    for known in "${expected_names[@]}"; do [[ $name == "$known" ]] && continue 2; done
+    unexpected+=("'$name'")
+  done < <(listing)
+  ((${#unexpected[@]} == 0)) || fail "unexpected entries in $out: ${unexpected[*]}"
+  pass "SIGTERM: exit 0 after $((SECONDS - t0))s, $out holds only the delivered files"
+}
+
+# ---------------------------------------------------------------------------------
+# One receiver for all cases
+# ---------------------------------------------------------------------------------
+(
+  umask 077
+  printf '%s\n' '# rdmax e2e identities: ID SECRET' 'alice s3cr3t-alice' '' 'bob hunter2' >"$secrets"
+)
+start_daemon recv "$recv_log" "$recv" --bind "$RXE_ADDR" --port "$port" --dir "$out" \
+  --secrets "$secrets" --max-size 4M --slot-size 64K --slots 4
+recv_pid=$daemon_pid
+wait_for_line 30 recv "$recv_log" 'listening on'
+echo "rdma-recv (pid $recv_pid): $(grep -m1 'listening on' "$recv_log")"
+
+run_case empty-file case_empty_file
+run_case one-byte case_one_byte
+run_case odd-sizes case_odd_sizes
+run_case many-windows case_many_windows
+run_case unusual-names case_unusual_names
+run_case secret-for-known-id case_secret_for_known_id
+run_case unknown-id-denied case_unknown_id_denied
+run_case bad-hash case_bad_hash
+run_case unsafe-names case_unsafe_names
+run_case rejected-requests case_rejected_requests
+run_case missing-file case_missing_file
+run_case no-receiver case_no_receiver
+run_case still-serving case_still_serving
+run_case clean-shutdown case_clean_shutdown
+report_cases transfer

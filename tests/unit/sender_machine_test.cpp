@@ -1,0 +1,489 @@
+#include "protocol/sender_machine.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+// The sender's machine, checked exhaustively: every (state, event) pair, with and without an
+// id, either matches the table of legal transitions written out below, or is the illegal
+// abort with a ProtocolError outcome. docs/PROTOCOL.md section 4 shows the same table.
+
+namespace {
+
+using namespace rdmax::proto;
+using S = SenderState;
+using E = SenderEvent;
+using A = SenderAction;
+using O = SenderOutcome;
+using Actions = ActionList<A>;
+
+constexpr std::array kAllStates{S::ResolvingAddress, S::ResolvingRoute, S::Connecting,
+                                S::AwaitAccept,      S::Sending,        S::AwaitVerdict,
+                                S::AwaitSecret,      S::Closing,        S::Done};
+
+constexpr std::array kAllEvents{
+    E::AddressResolved,   E::RouteResolved, E::Established,     E::ConnectFailed,  E::GotAccept,
+    E::GotReject,         E::GotCredit,     E::AllDataSent,     E::GotVerdictGood, E::GotVerdictBad,
+    E::GotVerdictFailed,  E::GotSecret,     E::GotDenied,       E::GotError,       E::GotUnexpected,
+    E::ProtocolViolation, E::Timeout,       E::TransportFailed, E::Disconnected,   E::Interrupted};
+
+constexpr std::array kAllActions{A::ResolveRoute, A::Connect,    A::SendHello, A::StartData,
+                                 A::SendMore,     A::SendDone,   A::SendId,    A::SendBye,
+                                 A::SendError,    A::Disconnect, A::Finish};
+
+constexpr std::array kAllOutcomes{O::Success,        O::ConnectFailed, O::ConnectionLost,
+                                  O::Rejected,       O::HashMismatch,  O::Denied,
+                                  O::ReceiverFailed, O::ProtocolError, O::Interrupted};
+
+// The enums are dense from 0: a new enumerator breaks these until it joins its list.
+static_assert(static_cast<std::size_t>(S::Done) + 1 == kAllStates.size());
+static_assert(static_cast<std::size_t>(E::Interrupted) + 1 == kAllEvents.size());
+static_assert(static_cast<std::size_t>(A::Finish) + 1 == kAllActions.size());
+static_assert(static_cast<std::size_t>(O::Interrupted) + 1 == kAllOutcomes.size());
+
+constexpr SenderContext kWithId{true};
+constexpr SenderContext kWithoutId{false};
+
+// A queue pair exists and messages can flow.
+bool connected(S s) {
+  return s == S::AwaitAccept || s == S::Sending || s == S::AwaitVerdict || s == S::AwaitSecret;
+}
+
+bool open_state(S s) {
+  return s != S::Closing && s != S::Done;
+}
+
+std::string describe(S next, const Actions& actions, std::optional<O> outcome, bool illegal) {
+  std::string text = to_string(next);
+  text += " [";
+  for (std::size_t i = 0; A a : actions) text += (i++ == 0 ? "" : ", ") + std::string(to_string(a));
+  text += "]";
+  if (outcome) text += std::string(" outcome=") + to_string(*outcome);
+  if (illegal) text += " illegal";
+  return text;
+}
+
+std::string describe(const SenderTransition& t) {
+  return describe(t.next, t.actions, t.outcome, t.illegal);
+}
+
+struct Row {
+  S state;
+  E event;
+  S next;
+  Actions actions;
+  std::optional<O> outcome;
+  bool illegal = false;
+};
+
+// The protocol's own transitions; the only one that depends on the context is the good
+// verdict, listed per context by legal_rows.
+const std::vector<Row> kProtocolRows{
+    {S::ResolvingAddress, E::AddressResolved, S::ResolvingRoute, {A::ResolveRoute}, {}},
+    {S::ResolvingRoute, E::RouteResolved, S::Connecting, {A::Connect}, {}},
+    {S::Connecting, E::Established, S::AwaitAccept, {A::SendHello}, {}},
+    {S::AwaitAccept, E::GotAccept, S::Sending, {A::StartData}, {}},
+    {S::AwaitAccept, E::GotReject, S::Closing, {A::Disconnect}, O::Rejected},
+    {S::Sending, E::GotCredit, S::Sending, {A::SendMore}, {}},
+    {S::Sending, E::AllDataSent, S::AwaitVerdict, {A::SendDone}, {}},
+    {S::Sending, E::GotVerdictFailed, S::Closing, {A::Disconnect}, O::ReceiverFailed},
+    {S::AwaitVerdict, E::GotCredit, S::AwaitVerdict, {}, {}},
+    {S::AwaitVerdict, E::GotVerdictBad, S::Closing, {A::Disconnect}, O::HashMismatch},
+    {S::AwaitVerdict, E::GotVerdictFailed, S::Closing, {A::Disconnect}, O::ReceiverFailed},
+    {S::AwaitSecret, E::GotSecret, S::Closing, {A::Disconnect}, O::Success},
+    {S::AwaitSecret, E::GotDenied, S::Closing, {A::Disconnect}, O::Denied},
+};
+
+Row good_verdict_row(const SenderContext& ctx) {
+  if (ctx.has_id) return {S::AwaitVerdict, E::GotVerdictGood, S::AwaitSecret, {A::SendId}, {}};
+  return {S::AwaitVerdict, E::GotVerdictGood, S::Closing, {A::SendBye, A::Disconnect}, O::Success};
+}
+
+// The common aborts. Before a connection exists there is nothing to say goodbye on: the
+// machine finishes at once and the outcome is "cannot connect" (or "interrupted").
+std::vector<Row> abort_rows() {
+  std::vector<Row> rows;
+  const Actions say_why{A::SendError, A::Disconnect};
+  for (S s : kAllStates) {
+    if (!open_state(s)) continue;
+    if (connected(s)) {
+      rows.push_back({s, E::Disconnected, S::Done, {A::Finish}, O::ConnectionLost});
+      rows.push_back({s, E::TransportFailed, S::Done, {A::Finish}, O::ConnectionLost});
+      rows.push_back({s, E::Timeout, S::Closing, say_why, O::ConnectionLost});
+      rows.push_back({s, E::Interrupted, S::Closing, say_why, O::Interrupted});
+      // ConnectFailed once connected is not in the table: illegal.
+    } else {
+      rows.push_back({s, E::ConnectFailed, S::Done, {A::Finish}, O::ConnectFailed});
+      rows.push_back({s, E::Disconnected, S::Done, {A::Finish}, O::ConnectFailed});
+      rows.push_back({s, E::TransportFailed, S::Done, {A::Finish}, O::ConnectFailed});
+      rows.push_back({s, E::Timeout, S::Done, {A::Finish}, O::ConnectFailed});
+      rows.push_back({s, E::Interrupted, S::Done, {A::Finish}, O::Interrupted});
+    }
+    if (connected(s)) {
+      rows.push_back({s, E::GotError, S::Closing, {A::Disconnect}, O::ProtocolError});
+      rows.push_back({s, E::ProtocolViolation, S::Closing, say_why, O::ProtocolError});
+    } else {
+      // Before connecting there is nothing to disconnect: finish at once.
+      rows.push_back({s, E::GotError, S::Done, {A::Finish}, O::ProtocolError});
+      rows.push_back({s, E::ProtocolViolation, S::Done, {A::Finish}, O::ProtocolError});
+    }
+  }
+  return rows;
+}
+
+// Closing and Done absorb everything: the outcome is already decided.
+std::vector<Row> absorbing_rows() {
+  std::vector<Row> rows;
+  for (E e : kAllEvents) {
+    const bool ends = e == E::Disconnected || e == E::TransportFailed || e == E::Timeout;
+    rows.push_back({S::Closing, e, ends ? S::Done : S::Closing,
+                    ends ? Actions{A::Finish} : Actions{}, std::nullopt});
+    rows.push_back({S::Done, e, S::Done, {}, std::nullopt});
+  }
+  return rows;
+}
+
+std::vector<Row> legal_rows(const SenderContext& ctx) {
+  std::vector<Row> rows = kProtocolRows;
+  rows.push_back(good_verdict_row(ctx));
+  for (const Row& r : abort_rows()) rows.push_back(r);
+  for (const Row& r : absorbing_rows()) rows.push_back(r);
+  return rows;
+}
+
+std::optional<Row> find_legal(S s, E e, const SenderContext& ctx) {
+  for (const Row& r : legal_rows(ctx))
+    if (r.state == s && r.event == e) return r;
+  return std::nullopt;
+}
+
+std::string trace(S s, E e, const SenderContext& ctx) {
+  return std::string(to_string(s)) + " + " + to_string(e) + (ctx.has_id ? " (id)" : " (no id)");
+}
+
+void expect_transition(S s, E e, const SenderContext& ctx, S next, Actions actions,
+                       std::optional<O> outcome) {
+  SCOPED_TRACE(trace(s, e, ctx));
+  EXPECT_EQ(describe(sender_next(s, e, ctx)), describe(next, actions, outcome, false));
+}
+
+// The same for both contexts.
+void expect_transition(S s, E e, S next, Actions actions, std::optional<O> outcome) {
+  for (const SenderContext& ctx : {kWithId, kWithoutId})
+    expect_transition(s, e, ctx, next, actions, outcome);
+}
+
+void expect_illegal(S s, E e, const SenderContext& ctx) {
+  SCOPED_TRACE(trace(s, e, ctx));
+  const SenderTransition t = sender_next(s, e, ctx);
+  EXPECT_TRUE(t.illegal);
+  if (connected(s))
+    EXPECT_EQ(describe(t),
+              describe(S::Closing, {A::SendError, A::Disconnect}, O::ProtocolError, true));
+  else
+    EXPECT_EQ(describe(t), describe(S::Done, {A::Finish}, O::ProtocolError, true));
+}
+
+// ---- The table itself ----
+
+TEST(SenderMachine, TableHasNoDuplicatePairs) {
+  for (const SenderContext& ctx : {kWithId, kWithoutId}) {
+    std::set<std::pair<S, E>> seen;
+    for (const Row& r : legal_rows(ctx))
+      EXPECT_TRUE(seen.insert({r.state, r.event}).second) << trace(r.state, r.event, ctx);
+  }
+}
+
+TEST(SenderMachine, EveryLegalPairHasItsExactTransition) {
+  for (const SenderContext& ctx : {kWithId, kWithoutId})
+    for (const Row& r : legal_rows(ctx))
+      expect_transition(r.state, r.event, ctx, r.next, r.actions, r.outcome);
+}
+
+TEST(SenderMachine, EveryPairOutsideTheTableIsIllegalWithProtocolError) {
+  for (const SenderContext& ctx : {kWithId, kWithoutId}) {
+    std::size_t illegal = 0;
+    for (S s : kAllStates) {
+      for (E e : kAllEvents) {
+        if (find_legal(s, e, ctx)) continue;
+        ++illegal;
+        expect_illegal(s, e, ctx);
+      }
+    }
+    // 7 open states x 20 events, minus 14 protocol rows, 3 x 7 + 4 x 6 abort rows.
+    EXPECT_EQ(illegal, 7U * 20U - 14U - 21U - 24U);
+  }
+}
+
+TEST(SenderMachine, OnlyIllegalTransitionsAreMarkedIllegal) {
+  for (const SenderContext& ctx : {kWithId, kWithoutId})
+    for (const Row& r : legal_rows(ctx))
+      EXPECT_FALSE(sender_next(r.state, r.event, ctx).illegal) << trace(r.state, r.event, ctx);
+}
+
+// ---- Each protocol transition, named ----
+
+TEST(SenderMachine, ConnectionSetup) {
+  expect_transition(S::ResolvingAddress, E::AddressResolved, S::ResolvingRoute, {A::ResolveRoute},
+                    {});
+  expect_transition(S::ResolvingRoute, E::RouteResolved, S::Connecting, {A::Connect}, {});
+  expect_transition(S::Connecting, E::Established, S::AwaitAccept, {A::SendHello}, {});
+}
+
+TEST(SenderMachine, AcceptStartsTheData) {
+  expect_transition(S::AwaitAccept, E::GotAccept, S::Sending, {A::StartData}, {});
+}
+
+TEST(SenderMachine, RejectIsReported) {
+  expect_transition(S::AwaitAccept, E::GotReject, S::Closing, {A::Disconnect}, O::Rejected);
+}
+
+TEST(SenderMachine, CreditsDriveTheData) {
+  expect_transition(S::Sending, E::GotCredit, S::Sending, {A::SendMore}, {});
+  expect_transition(S::Sending, E::AllDataSent, S::AwaitVerdict, {A::SendDone}, {});
+}
+
+TEST(SenderMachine, ReceiverMayGiveUpDuringTheData) {
+  expect_transition(S::Sending, E::GotVerdictFailed, S::Closing, {A::Disconnect},
+                    O::ReceiverFailed);
+}
+
+TEST(SenderMachine, TrailingCreditsAfterDoneChangeNothing) {
+  expect_transition(S::AwaitVerdict, E::GotCredit, S::AwaitVerdict, {}, {});
+}
+
+TEST(SenderMachine, GoodVerdictWithoutIdSaysBye) {
+  expect_transition(S::AwaitVerdict, E::GotVerdictGood, kWithoutId, S::Closing,
+                    {A::SendBye, A::Disconnect}, O::Success);
+}
+
+TEST(SenderMachine, GoodVerdictWithIdSendsIt) {
+  expect_transition(S::AwaitVerdict, E::GotVerdictGood, kWithId, S::AwaitSecret, {A::SendId}, {});
+}
+
+TEST(SenderMachine, BadVerdicts) {
+  expect_transition(S::AwaitVerdict, E::GotVerdictBad, S::Closing, {A::Disconnect},
+                    O::HashMismatch);
+  expect_transition(S::AwaitVerdict, E::GotVerdictFailed, S::Closing, {A::Disconnect},
+                    O::ReceiverFailed);
+}
+
+TEST(SenderMachine, SecretOrDenial) {
+  expect_transition(S::AwaitSecret, E::GotSecret, S::Closing, {A::Disconnect}, O::Success);
+  expect_transition(S::AwaitSecret, E::GotDenied, S::Closing, {A::Disconnect}, O::Denied);
+}
+
+// ---- Happy paths, end to end ----
+
+struct Step {
+  E event;
+  S next;
+  Actions actions;
+  std::optional<O> outcome;
+};
+
+// Feeds the events in order, checking every transition; returns the first outcome named
+// (the one the program reports) and checks the walk ends in Done.
+std::optional<O> walk(const SenderContext& ctx, const std::vector<Step>& steps) {
+  S s = S::ResolvingAddress;
+  std::optional<O> first;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const Step& step = steps[i];
+    SCOPED_TRACE("step " + std::to_string(i) + ": " + trace(s, step.event, ctx));
+    const SenderTransition t = sender_next(s, step.event, ctx);
+    EXPECT_EQ(describe(t), describe(step.next, step.actions, step.outcome, false));
+    if (!first) first = t.outcome;
+    s = t.next;
+  }
+  EXPECT_EQ(std::string(to_string(s)), "Done");
+  return first;
+}
+
+std::vector<Step> up_to_data(std::size_t credits) {
+  std::vector<Step> steps{
+      {E::AddressResolved, S::ResolvingRoute, {A::ResolveRoute}, {}},
+      {E::RouteResolved, S::Connecting, {A::Connect}, {}},
+      {E::Established, S::AwaitAccept, {A::SendHello}, {}},
+      {E::GotAccept, S::Sending, {A::StartData}, {}},
+  };
+  for (std::size_t i = 0; i < credits; ++i)
+    steps.push_back({E::GotCredit, S::Sending, {A::SendMore}, {}});
+  steps.push_back({E::AllDataSent, S::AwaitVerdict, {A::SendDone}, {}});
+  return steps;
+}
+
+std::vector<Step> then(std::vector<Step> steps, const std::vector<Step>& more) {
+  steps.insert(steps.end(), more.begin(), more.end());
+  return steps;
+}
+
+const Step kDisconnected{E::Disconnected, S::Done, {A::Finish}, {}};
+
+TEST(SenderMachine, HappyPathWithoutId) {
+  const auto steps =
+      then(up_to_data(4), {{E::GotCredit, S::AwaitVerdict, {}, {}},
+                           {E::GotVerdictGood, S::Closing, {A::SendBye, A::Disconnect}, O::Success},
+                           kDisconnected});
+  EXPECT_EQ(walk(kWithoutId, steps), O::Success);
+}
+
+TEST(SenderMachine, HappyPathWithId) {
+  const auto steps = then(up_to_data(4), {{E::GotCredit, S::AwaitVerdict, {}, {}},
+                                          {E::GotVerdictGood, S::AwaitSecret, {A::SendId}, {}},
+                                          {E::GotSecret, S::Closing, {A::Disconnect}, O::Success},
+                                          kDisconnected});
+  EXPECT_EQ(walk(kWithId, steps), O::Success);
+}
+
+TEST(SenderMachine, EmptyFileGoesStraightFromAcceptToDone) {
+  // The driver reports AllDataSent right after StartData: there is no chunk to write.
+  const auto steps = then(
+      up_to_data(0),
+      {{E::GotVerdictGood, S::Closing, {A::SendBye, A::Disconnect}, O::Success}, kDisconnected});
+  EXPECT_EQ(walk(kWithoutId, steps), O::Success);
+  expect_transition(S::Sending, E::AllDataSent, S::AwaitVerdict, {A::SendDone}, {});
+}
+
+TEST(SenderMachine, IdDenied) {
+  const auto steps = then(up_to_data(1), {{E::GotVerdictGood, S::AwaitSecret, {A::SendId}, {}},
+                                          {E::GotDenied, S::Closing, {A::Disconnect}, O::Denied},
+                                          kDisconnected});
+  EXPECT_EQ(walk(kWithId, steps), O::Denied);
+}
+
+TEST(SenderMachine, ClosingEndsOnTimeoutIfThePeerNeverDisconnects) {
+  const auto steps =
+      then(up_to_data(0), {{E::GotVerdictBad, S::Closing, {A::Disconnect}, O::HashMismatch},
+                           {E::Timeout, S::Done, {A::Finish}, {}}});
+  EXPECT_EQ(walk(kWithoutId, steps), O::HashMismatch);
+}
+
+// ---- Common aborts from every state ----
+
+TEST(SenderMachine, ConnectFailedBeforeConnectingFinishesElseIsIllegal) {
+  for (S s : kAllStates) {
+    if (!open_state(s)) continue;
+    if (connected(s)) {
+      expect_illegal(s, E::ConnectFailed, kWithId);
+      expect_illegal(s, E::ConnectFailed, kWithoutId);
+    } else {
+      expect_transition(s, E::ConnectFailed, S::Done, {A::Finish}, O::ConnectFailed);
+    }
+  }
+}
+
+TEST(SenderMachine, TransportLossFromEveryOpenState) {
+  for (S s : kAllStates) {
+    if (!open_state(s)) continue;
+    const O lost = connected(s) ? O::ConnectionLost : O::ConnectFailed;
+    expect_transition(s, E::Disconnected, S::Done, {A::Finish}, lost);
+    expect_transition(s, E::TransportFailed, S::Done, {A::Finish}, lost);
+  }
+}
+
+TEST(SenderMachine, TimeoutFromEveryOpenState) {
+  for (S s : kAllStates) {
+    if (!open_state(s)) continue;
+    if (connected(s))
+      expect_transition(s, E::Timeout, S::Closing, {A::SendError, A::Disconnect},
+                        O::ConnectionLost);
+    else
+      expect_transition(s, E::Timeout, S::Done, {A::Finish}, O::ConnectFailed);
+  }
+}
+
+TEST(SenderMachine, InterruptedFromEveryOpenState) {
+  for (S s : kAllStates) {
+    if (!open_state(s)) continue;
+    if (connected(s))
+      expect_transition(s, E::Interrupted, S::Closing, {A::SendError, A::Disconnect},
+                        O::Interrupted);
+    else
+      expect_transition(s, E::Interrupted, S::Done, {A::Finish}, O::Interrupted);
+  }
+}
+
+TEST(SenderMachine, PeerErrorAndViolationFromEveryOpenState) {
+  for (S s : kAllStates) {
+    if (!open_state(s)) continue;
+    if (!connected(s)) {
+      expect_transition(s, E::GotError, S::Done, {A::Finish}, O::ProtocolError);
+      expect_transition(s, E::ProtocolViolation, S::Done, {A::Finish}, O::ProtocolError);
+      continue;
+    }
+    expect_transition(s, E::GotError, S::Closing, {A::Disconnect}, O::ProtocolError);
+    expect_transition(s, E::ProtocolViolation, S::Closing, {A::SendError, A::Disconnect},
+                      O::ProtocolError);
+  }
+}
+
+TEST(SenderMachine, EveryWayIntoClosingOrDoneFromAnOpenStateNamesAnOutcome) {
+  for (const SenderContext& ctx : {kWithId, kWithoutId})
+    for (S s : kAllStates) {
+      if (!open_state(s)) continue;
+      for (E e : kAllEvents) {
+        const SenderTransition t = sender_next(s, e, ctx);
+        if (t.next == S::Closing || t.next == S::Done) {
+          EXPECT_TRUE(t.outcome.has_value()) << trace(s, e, ctx);
+        }
+      }
+    }
+}
+
+// ---- Closing and Done ----
+
+TEST(SenderMachine, ClosingAbsorbsLateEvents) {
+  for (E e : kAllEvents) {
+    const bool ends = e == E::Disconnected || e == E::TransportFailed || e == E::Timeout;
+    expect_transition(S::Closing, e, ends ? S::Done : S::Closing,
+                      ends ? Actions{A::Finish} : Actions{}, std::nullopt);
+  }
+}
+
+TEST(SenderMachine, DoneAbsorbsEverything) {
+  for (E e : kAllEvents) expect_transition(S::Done, e, S::Done, {}, std::nullopt);
+}
+
+TEST(SenderMachine, EveryStateButDoneCanBeLeft) {
+  for (S s : kAllStates) {
+    if (s == S::Done) continue;
+    bool leaves = false;
+    for (E e : kAllEvents) leaves = leaves || sender_next(s, e, kWithoutId).next != s;
+    EXPECT_TRUE(leaves) << to_string(s);
+  }
+}
+
+// ---- Names ----
+
+template <typename Enum, std::size_t N>
+void expect_distinct_names(const std::array<Enum, N>& all) {
+  std::set<std::string> names;
+  for (Enum v : all) {
+    const std::string name = to_string(v);
+    EXPECT_FALSE(name.empty());
+    EXPECT_NE(name, "?");
+    EXPECT_TRUE(names.insert(name).second) << name << " is used twice";
+  }
+}
+
+TEST(SenderMachine, EveryEnumeratorHasADistinctName) {
+  expect_distinct_names(kAllStates);
+  expect_distinct_names(kAllEvents);
+  expect_distinct_names(kAllActions);
+  expect_distinct_names(kAllOutcomes);
+}
+
+TEST(SenderMachine, OutOfRangeValuesAreNamedQuestionMark) {
+  EXPECT_STREQ(to_string(static_cast<S>(200)), "?");
+  EXPECT_STREQ(to_string(static_cast<E>(200)), "?");
+  EXPECT_STREQ(to_string(static_cast<A>(200)), "?");
+  EXPECT_STREQ(to_string(static_cast<O>(200)), "?");
+}
+
+}  // namespace
