@@ -20,7 +20,8 @@ mkdir -p "$in" "$out"
 
 # Every name a passing case leaves in $out; the final listing may hold nothing else.
 expected_names=(empty.bin one.bin odd-65535.bin odd-65537.bin odd-262145.bin odd-1000003.bin
-  large.bin 'my file ü 日本.bin' 'source file with spaces.bin' alice.bin dup.bin final.bin)
+  large.bin 'my file ü 日本.bin' 'source file with spaces.bin' alice.bin mallory.bin dup.bin
+  final.bin)
 
 # ---------------------------------------------------------------------------------
 # Helpers
@@ -160,14 +161,15 @@ case_secret_for_known_id() {
   pass "--id alice: stdout is exactly the secret, file verified"
 }
 
+# The id is offered only after a Good verdict (docs/PROTOCOL.md), so the file is delivered.
 case_unknown_id_denied() {
   make_input mallory.bin 50000
   send_file --id mallory "$in/mallory.bin"
   expect_status 6
   expect_empty_stdout
-  expect_absent mallory.bin
+  expect_delivered "$in/mallory.bin" mallory.bin
   expect_no_temporaries
-  pass "--id mallory: denied (exit 6), empty stdout, no file"
+  pass "--id mallory: denied (exit 6), empty stdout; the file itself verified"
 }
 
 case_bad_hash() {
