@@ -7,15 +7,13 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "common/error.hpp"
 #include "common/fd.hpp"
 #include "common/logging.hpp"
-#include "protocol/secure_wipe.hpp"
 #include "receiver/daemon.hpp"
 #include "receiver/options.hpp"
+#include "receiver/secrets_file.hpp"
 
 using namespace rdmax;
 
@@ -23,19 +21,6 @@ namespace {
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 
-std::optional<proto::SecretStore> load_secrets(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw std::runtime_error("cannot read secrets file " + path + ": " + std::strerror(errno));
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string contents = text.str();
-  auto parsed = proto::SecretStore::parse(contents);
-  proto::secure_wipe(contents.data(), contents.size());
-  if (auto* err = std::get_if<proto::SecretsParseError>(&parsed))
-    throw std::runtime_error(path + ":" + std::to_string(err->line) + ": " + err->what);
-  return std::move(std::get<proto::SecretStore>(parsed));
-}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,7 +41,7 @@ int main(int argc, char** argv) {
   std::optional<proto::SecretStore> secrets;
   if (options.secrets_file) {
     try {
-      secrets = load_secrets(*options.secrets_file);
+      secrets = receiver::load_secrets_file(*options.secrets_file);
       spdlog::info("loaded {} id(s) from {}", secrets->size(), *options.secrets_file);
     } catch (const std::exception& e) {
       spdlog::error("{}", e.what());
