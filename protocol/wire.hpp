@@ -29,7 +29,9 @@ inline constexpr std::size_t kSha256Bytes = 32;
 // Accept limits: a slot must hold at least one page and the slot table stays small enough
 // for a fixed-size per-connection array on both sides.
 inline constexpr std::uint32_t kMinSlotSize = 4096;
-inline constexpr std::uint32_t kMaxSlotCount = 1024;
+// Bounded so that the Credits that follow an Accept always fit the RECVs a sender posts
+// before it knows slot_count (docs/PROTOCOL.md 4.2).
+inline constexpr std::uint32_t kMaxSlotCount = 64;
 
 enum class MessageType : std::uint16_t {
   Hello = 1,

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/error.hpp"
@@ -74,8 +75,12 @@ void Connection::perform(Action action) {
     case Action::SendAccept:
       data_started_ = Clock::now();
       expect("data", context_.options.timeout);
-      post(proto::Accept{reinterpret_cast<std::uintptr_t>(window_.data()), window_mr_->rkey(),
-                         context_.options.slot_size, context_.options.slots});
+      post(proto::Accept{reinterpret_cast<std::uintptr_t>(window_.data()), 0,
+                         context_.options.slot_size, slot_count_});
+      // Each slot's key travels in its own Credit: keys are per slot so that each can be
+      // revoked on its own (see store_chunk).
+      for (std::uint32_t slot = 0; slot < slot_mrs_.size(); ++slot)
+        post(proto::Credit{slot, slot_mrs_[slot]->rkey()});
       break;
     case Action::SendReject:
       spdlog::warn("[{}] rejected '{}': {} {}", peer_, hello_.name,
@@ -86,7 +91,8 @@ void Connection::perform(Action action) {
       pending_.push_back(store_chunk());
       break;
     case Action::SendCredit:
-      post(proto::Credit{chunk_.slot, window_mr_->rkey()});
+      // After the last chunk no slot is handed back: the window is finished.
+      if (slot_mrs_[chunk_.slot]) post(proto::Credit{chunk_.slot, slot_mrs_[chunk_.slot]->rkey()});
       break;
     case Action::Verify:
       pending_.push_back(verify());
@@ -128,6 +134,7 @@ void Connection::perform(Action action) {
       // The QP goes to error so nothing more lands in the window; the daemon destroys
       // this connection (QP, MRs, CQ, PD, cm_id) once the current event is handled.
       (void)id_.set_qp_error();
+      slot_mrs_.clear();
       if (file_ && !committed_) file_->discard();
       spdlog::debug("[{}] connection released", peer_);
       break;
@@ -156,27 +163,38 @@ proto::ReceiverEvent Connection::check_hello() {
     spdlog::error("[{}] cannot create a file for '{}': {}", peer_, hello_.name, e.what());
     return reject(proto::RejectReason::Internal, "cannot create the file");
   }
+  plan_ = proto::ChunkPlan{hello_.file_size, o.slot_size};
+  // A small file needs fewer slots; an empty one needs no window at all.
+  slot_count_ =
+      static_cast<std::uint32_t>(std::clamp<std::uint64_t>(plan_.chunk_count(), 1, o.slots));
   try {
-    const std::size_t window = static_cast<std::size_t>(o.slot_size) * o.slots;
-    window_ = AlignedBuffer(window);
-    // Remote write is the only remote access this window ever needs.
-    window_mr_.emplace(endpoint_->pd().get(), window_.data(), window,
-                       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    if (plan_.chunk_count() > 0) {
+      window_ = AlignedBuffer(static_cast<std::size_t>(o.slot_size) * slot_count_);
+      slot_mrs_.resize(slot_count_);
+      for (std::uint32_t slot = 0; slot < slot_count_; ++slot) register_slot(slot);
+    }
   } catch (const std::exception& e) {
     spdlog::error("[{}] cannot register the receive window: {}", peer_, e.what());
+    slot_mrs_.clear();
     return reject(proto::RejectReason::NoMemory, "cannot register memory");
   }
-  plan_ = proto::ChunkPlan{hello_.file_size, o.slot_size};
-  slot_credited_.assign(o.slots, true);
   spdlog::info("[{}] receiving '{}' ({})", peer_, hello_.name,
                proto::format_size(hello_.file_size));
   return Event::HelloAccepted;
 }
 
+void Connection::register_slot(std::uint32_t slot) {
+  // Remote write is the only remote access a slot ever needs; it covers just that slot.
+  std::uint8_t* base = window_.data() + static_cast<std::size_t>(slot) * context_.options.slot_size;
+  slot_mrs_[slot].emplace(endpoint_->pd().get(), base, context_.options.slot_size,
+                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+}
+
 proto::ReceiverEvent Connection::store_chunk() {
   const auto& c = chunk_;
   const std::uint64_t index = received_ / context_.options.slot_size;
-  const bool valid = c.slot < slot_credited_.size() && slot_credited_[c.slot] &&
+  // A slot is writable exactly while its MR exists: the sender holds its key.
+  const bool valid = c.slot < slot_mrs_.size() && slot_mrs_[c.slot].has_value() &&
                      c.offset == received_ && index < plan_.chunk_count() &&
                      c.length == plan_.length(index);
   if (!valid) {
@@ -186,7 +204,10 @@ proto::ReceiverEvent Connection::store_chunk() {
     error_text_ = "chunk breaks the data rules";
     return Event::ProtocolViolation;
   }
-  slot_credited_[c.slot] = false;
+  // Revoke the slot's key before reading it. RC delivers in order, so the WRITE that
+  // filled this slot completed before its Chunk message arrived: nothing legitimate is
+  // still landing, and from here a write with that key fails at the writer.
+  slot_mrs_[c.slot].reset();
   std::span<const std::uint8_t> data(
       window_.data() + static_cast<std::size_t>(c.slot) * context_.options.slot_size, c.length);
   hash_.update(data);
@@ -198,12 +219,15 @@ proto::ReceiverEvent Connection::store_chunk() {
     return Event::VerifiedBad;
   }
   received_ += c.length;
-  slot_credited_[c.slot] = true;
+  // A fresh registration, hence a fresh key, for the next chunk in this slot.
+  if (received_ < hello_.file_size) register_slot(c.slot);
   expect("data", context_.options.timeout);
   return Event::ChunkStored;
 }
 
 proto::ReceiverEvent Connection::verify() {
+  // The data phase is over: no key for this window works from now on.
+  slot_mrs_.clear();
   computed_ = hash_.finish();
   if (received_ != hello_.file_size || done_total_ != received_) {
     verdict_ = proto::VerdictCode::SizeMismatch;

@@ -6,7 +6,7 @@
 // Lifecycle: created on CONNECT_REQUEST (receives posted, then accepted); driven by
 // completions, CM events and the daemon's timer; ends in Closed, after which the daemon
 // destroys it. Destruction order (reverse of the members below): the cm_id with its QP,
-// then the window's MR, the window, then the endpoint (CQ, channel, PD).
+// then the slots' MRs, the window, then the endpoint (CQ, channel, PD).
 
 #include <chrono>
 #include <cstdint>
@@ -73,6 +73,7 @@ class Connection {
   Event store_chunk();
   Event verify();
   Event lookup_id();
+  void register_slot(std::uint32_t slot);
   void log_transfer_end(const char* verdict);
 
   std::uint64_t number_;
@@ -96,7 +97,7 @@ class Connection {
   Sha256 hash_;
   Digest computed_{};
   std::optional<OutputFile> file_;
-  std::vector<bool> slot_credited_;
+  std::uint32_t slot_count_ = 0;
   proto::VerdictCode verdict_ = proto::VerdictCode::Good;
   proto::RejectReason reject_reason_ = proto::RejectReason::Internal;
   std::string reject_text_;
@@ -112,7 +113,7 @@ class Connection {
   // Resources; see the lifecycle note above for why this order.
   std::optional<Endpoint> endpoint_;
   AlignedBuffer window_;
-  std::optional<MemoryRegion> window_mr_;
+  std::vector<std::optional<MemoryRegion>> slot_mrs_;  // engaged: the sender holds its key
   CmId id_;
 };
 

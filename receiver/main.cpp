@@ -1,5 +1,5 @@
 // rdma-recv: the receiver daemon. Validates its configuration up front (directory,
-// secrets file), then serves senders until SIGINT or SIGTERM.
+// secrets file, device), then serves senders until SIGINT or SIGTERM.
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
@@ -7,35 +7,92 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iostream>
 
 #include "common/error.hpp"
+#include "common/error_hints.hpp"
 #include "common/fd.hpp"
 #include "common/logging.hpp"
+#include "common/rdma/devices.hpp"
+#include "common/rdma/memory_region.hpp"
+#include "protocol/sizes.hpp"
 #include "receiver/daemon.hpp"
 #include "receiver/options.hpp"
 #include "receiver/secrets_file.hpp"
 
 using namespace rdmax;
+using receiver::kExitFailure;
+using receiver::kExitUsage;
 
 namespace {
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
+
+// -d without --bind listens on the device's first IPv4 address; with --bind the address
+// must belong to the device. Returns an exit status on failure.
+std::optional<int> apply_device(receiver::ReceiverOptions& options) {
+  if (!options.device) return std::nullopt;
+  const std::string& device = *options.device;
+  if (!rdma_device_exists(device)) {
+    spdlog::error("{}", unknown_device_message(device));
+    return kExitUsage;
+  }
+  if (options.bind_address) {
+    if (!device_serves_address(device, *options.bind_address)) {
+      spdlog::error(
+          "--bind {} is not an address of {}'s network interface; leave out --bind "
+          "to use its first IPv4 address (see --list-devices)",
+          *options.bind_address, device);
+      return kExitUsage;
+    }
+    return std::nullopt;
+  }
+  const auto address = first_ipv4_address(device);
+  if (!address) {
+    const auto netdevs = device_netdevs(device);
+    spdlog::error(
+        "{} has no IPv4 address to listen on (network interface: {}); add one "
+        "(ip addr add ADDRESS/PREFIX dev {}) or give an IPv6 address with --bind",
+        device, netdevs.empty() ? "none" : netdevs.front(),
+        netdevs.empty() ? "NETDEV" : netdevs.front());
+    return kExitFailure;
+  }
+  spdlog::debug("-d {}: listening on its address {}", device, *address);
+  options.bind_address = *address;
+  return std::nullopt;
+}
+
+// Every connection pins its receive window: warn now rather than at the first sender.
+void warn_about_memlock(const receiver::ReceiverOptions& options) {
+  if (has_ipc_lock_capability()) return;
+  const std::uint64_t window = std::uint64_t{options.slots} * options.slot_size;
+  if (const std::string hint = memlock_hint(window); !hint.empty())
+    spdlog::warn("each connection pins a {} receive window, and senders will fail: {}",
+                 proto::format_size(window), hint);
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   auto parsed = receiver::parse_receiver_options(argc, argv);
   if (auto* rc = std::get_if<int>(&parsed)) return *rc;
-  const auto& options = std::get<receiver::ReceiverOptions>(parsed);
+  auto& options = std::get<receiver::ReceiverOptions>(parsed);
+  if (options.list_devices) {
+    if (print_rdma_devices(std::cout)) return receiver::kExitSuccess;
+    std::cerr << "rdma-recv: " << no_rdma_device_message() << "\n";
+    return kExitFailure;
+  }
   init_logging(options.verbosity, "rdma-recv");
 
   Fd dir(::open(options.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir) {
-    spdlog::error("cannot open output directory {}: {}", options.dir, std::strerror(errno));
+    const int err = errno;
+    spdlog::error("cannot open output directory {}: {}; {}", options.dir, std::strerror(err),
+                  output_dir_hint(err));
     return kExitUsage;
   }
   if (::faccessat(dir.get(), ".", W_OK, AT_EACCESS) != 0) {
-    spdlog::error("output directory {} is not writable: {}", options.dir, std::strerror(errno));
+    const int err = errno;
+    spdlog::error("output directory {} is not writable: {}; {}", options.dir, std::strerror(err),
+                  output_dir_hint(err));
     return kExitUsage;
   }
   std::optional<proto::SecretStore> secrets;
@@ -44,23 +101,31 @@ int main(int argc, char** argv) {
       secrets = receiver::load_secrets_file(*options.secrets_file);
       spdlog::info("loaded {} id(s) from {}", secrets->size(), *options.secrets_file);
     } catch (const std::exception& e) {
-      spdlog::error("{}", e.what());
+      spdlog::error("{}; fix the secrets file, or leave out --secrets", e.what());
       return kExitUsage;
     }
   }
+  if (!any_rdma_device()) {
+    spdlog::error("{}", no_rdma_device_message());
+    return kExitFailure;
+  }
+  if (auto rc = apply_device(options)) return *rc;
+  warn_about_memlock(options);
+
   try {
     receiver::Daemon daemon(options, std::move(dir), std::move(secrets));
     return daemon.run();
   } catch (const SysError& e) {
-    if (e.error() == EADDRINUSE)
-      spdlog::error("port {} is already in use: stop the other listener or pick --port",
-                    options.port);
-    else if (e.error() == ENODEV || e.error() == EADDRNOTAVAIL)
+    if (e.error() == EADDRINUSE) {
       spdlog::error(
-          "{}: no RDMA device serves that address (is an rxe or RDMA link up? see `rdma link`)",
-          e.what());
-    else
+          "port {} is already in use (another rdma-recv?): stop the other listener "
+          "or choose another --port",
+          options.port);
+    } else if (const std::string hint = rdma_setup_hint(e.error()); !hint.empty()) {
+      spdlog::error("{}; {}", e.what(), hint);
+    } else {
       spdlog::error("{}", e.what());
+    }
     return kExitFailure;
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());

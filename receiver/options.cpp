@@ -4,12 +4,29 @@
 #include <iostream>
 
 #include "protocol/sizes.hpp"
+#include "protocol/wire.hpp"
 #include "version.hpp"
 
 namespace rdmax::receiver {
 
 namespace {
-constexpr int kExitUsage = 2;
+constexpr const char* kFooter =
+    R"(Each accepted file is written to a temporary in DIR and appears under its name
+only after its SHA-256 matched and it was fsynced. Runs until SIGINT or SIGTERM.
+Senders whose --id is not in the secrets file (or every sender, without one) still
+deliver files; they only get no secret.
+
+Exit status:
+  0  stopped by SIGINT or SIGTERM, or --list-devices found a device
+  1  cannot listen (port in use, no RDMA device for the address, ...), or
+     --list-devices found no device
+  2  usage error, or DIR / the secrets file / -d is unusable (nothing was started)
+
+Examples:
+  rdma-recv --list-devices
+  rdma-recv -o /srv/incoming --secrets /etc/rdmax/secrets
+  rdma-recv -d mlx5_0 -p 18515 --max-size 10G --overwrite
+  rdma-recv -a 192.0.2.1 -o /srv/incoming)";
 
 // A CLI11 validator for sizes such as 64K, 16MiB, 2G.
 std::optional<std::uint64_t> size_option(const std::string& text, const char* what) {
@@ -23,21 +40,27 @@ std::optional<std::uint64_t> size_option(const std::string& text, const char* wh
 std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv) {
   ReceiverOptions o;
   CLI::App app{"Receive files sent with rdma-send over RDMA; verify each by SHA-256.", "rdma-recv"};
-  app.footer(R"(Each accepted file is written to a temporary in DIR and appears under its name
-only after its SHA-256 matched and it was fsynced. Runs until SIGINT or SIGTERM.
-
-Examples:
-  rdma-recv -a 192.0.2.1 -o /srv/incoming --secrets /etc/rdmax/secrets
-  rdma-recv -p 18515 --max-size 10G --overwrite)");
+  app.footer(kFooter);
   app.set_version_flag("--version", std::string("rdma-recv ") + kVersion);
-  app.add_option("-p,--port", o.port, "port to listen on")->capture_default_str();
-  app.add_option("-a,--bind", o.bind_address, "address to listen on (default: all IPv4)");
+  app.add_option("-p,--port", o.port, "port to listen on (0: any free port)")
+      ->capture_default_str();
+  app.add_option("-a,--bind", o.bind_address,
+                 "address to listen on, IPv4 or IPv6 (default: every IPv4 address; :: for "
+                 "IPv6 as well)");
+  app.add_option("-d,--device", o.device,
+                 "RDMA device to use (see --list-devices); without --bind, listen on the "
+                 "first IPv4 address of its network interface");
+  app.add_flag("--list-devices", o.list_devices,
+               "list RDMA devices, their ports, state, MTU, network interface and addresses, "
+               "then exit");
   app.add_option("-o,--dir", o.dir, "directory to store files in")->capture_default_str();
-  app.add_option("--secrets", o.secrets_file, "file of 'ID SECRET' lines ('#' comments)");
+  app.add_option(
+      "--secrets", o.secrets_file,
+      "file of 'ID SECRET' lines ('#' comments): senders presenting a listed --id get its secret");
   std::string max_size, slot_size = "1M";
-  app.add_option("--max-size", max_size, "largest file accepted (e.g. 10G)");
-  app.add_flag("--overwrite", o.overwrite, "replace existing files");
-  app.add_option("--slot-size", slot_size, "size of one slot of the receive window")
+  app.add_option("--max-size", max_size, "largest file accepted, e.g. 10G (default: no limit)");
+  app.add_flag("--overwrite", o.overwrite, "replace existing files (default: reject the transfer)");
+  app.add_option("--slot-size", slot_size, "size of one slot of the receive window, 4K to 8M")
       ->capture_default_str();
   app.add_option("--slots", o.slots, "slots per connection (window = slots x slot size)")
       ->capture_default_str()

@@ -12,6 +12,8 @@ namespace rdmax::receiver {
 struct ReceiverOptions {
   std::uint16_t port = 18515;
   std::optional<std::string> bind_address;  // default: every IPv4 address
+  std::optional<std::string> device;        // -d: RDMA device; without --bind, its first IPv4
+  bool list_devices = false;                // --list-devices: print them and exit
   std::string dir = ".";
   std::optional<std::string> secrets_file;
   std::uint64_t max_size = UINT64_MAX;
@@ -22,6 +24,11 @@ struct ReceiverOptions {
   std::chrono::seconds timeout{30};  // no progress for this long ends a connection
   int verbosity = 0;
 };
+
+// rdma-recv's exit statuses (README, --help, the manual page).
+inline constexpr int kExitSuccess = 0;
+inline constexpr int kExitFailure = 1;  // cannot listen (port in use, no device, ...)
+inline constexpr int kExitUsage = 2;    // command line, directory or secrets file
 
 // Either options, or the exit status to leave with (0 after --help/--version).
 [[nodiscard]] std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv);

@@ -5,10 +5,16 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <string>
+#include <system_error>
 
+#include "common/error.hpp"
+#include "common/error_hints.hpp"
 #include "common/input_file.hpp"
 #include "common/logging.hpp"
+#include "common/rdma/devices.hpp"
 #include "common/sha256.hpp"
 #include "protocol/sizes.hpp"
 #include "sender/exit_codes.hpp"
@@ -26,8 +32,27 @@ int main(int argc, char** argv) {
   std::optional<InputFile> file;
   try {
     file.emplace(options.file);
+  } catch (const SysError& e) {
+    const std::string hint = input_file_hint(e.error());
+    spdlog::error(
+        "cannot read {}: {}", options.file,
+        hint.empty() ? e.what() : std::system_category().message(e.error()) + "; " + hint);
+    return sender::kExitUsage;
   } catch (const std::exception& e) {
-    spdlog::error("cannot read {}: {}", options.file, e.what());
+    if (std::filesystem::is_directory(options.file))
+      spdlog::error("cannot send {}: it is a directory; {}", options.file, input_file_hint(EISDIR));
+    else
+      spdlog::error("cannot send {}: {}", options.file, e.what());
+    return sender::kExitUsage;
+  }
+
+  // Fail before hashing a large file when this host cannot do RDMA at all.
+  if (!any_rdma_device()) {
+    spdlog::error("{}", no_rdma_device_message());
+    return sender::kExitConnection;
+  }
+  if (options.device && !rdma_device_exists(*options.device)) {
+    spdlog::error("{}", unknown_device_message(*options.device));
     return sender::kExitUsage;
   }
 
@@ -53,9 +78,14 @@ int main(int argc, char** argv) {
         std::fputc('\n', stdout);
       }
     } else {
-      spdlog::error("transfer failed: {}", proto::to_string(outcome));
+      spdlog::error("transfer failed: {}", outcome_message(outcome));
     }
     return sender::exit_code_for(outcome);
+  } catch (const SysError& e) {
+    // Setting up the CM channel or id (before any connection attempt).
+    const std::string hint = rdma_setup_hint(e.error());
+    spdlog::error("{}{}{}", e.what(), hint.empty() ? "" : "; ", hint);
+    return hint.empty() ? sender::kExitOther : sender::kExitConnection;
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return sender::kExitOther;

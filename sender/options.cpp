@@ -19,9 +19,13 @@ constexpr const char* kFooter = R"(Exit status:
   5  verdict bad: the receiver's SHA-256 differs from the sender's
   6  the receiver denied the ID
 
+Logs go to stderr; stdout carries the secret and nothing else, so
+  SECRET=$(rdma-send -H HOST --id ID FILE) captures it.
+
 Examples:
   rdma-send -H 192.0.2.1 backup.tar
-  rdma-send -H recv.example.org -p 18515 --id alice --name today.tar backup.tar)";
+  rdma-send -H recv.example.org --id alice --name today.tar backup.tar
+  rdma-send -H fd00::2 -d mlx5_0 -p 18600 image.iso)";
 }
 
 std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
@@ -30,10 +34,18 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
   app.footer(kFooter);
   app.set_version_flag("--version", std::string("rdma-send ") + kVersion);
   app.add_option("-H,--host", o.host, "receiver host name or address (IPv4 or IPv6)")->required();
-  app.add_option("-p,--port", o.port, "receiver port")->capture_default_str();
-  app.add_option("--id", o.id,
-                 "identity to present after a good verdict; its secret goes to stdout");
-  app.add_option("--name", o.name, "name to store the file under (default: FILE's base name)");
+  app.add_option("-p,--port", o.port, "receiver port")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65535));
+  app.add_option("-d,--device", o.device,
+                 "RDMA device the connection must go through (exit 3 if the route to HOST "
+                 "uses another)");
+  app.add_option(
+      "--id", o.id,
+      "identity to present after a good verdict; the secret the receiver holds for it goes "
+      "to stdout");
+  app.add_option("--name", o.name,
+                 "name to store the file under, no '/' (default: FILE's base name)");
   int verbose = 0;
   bool quiet = false;
   app.add_flag("-v,--verbose", verbose, "more logging (repeat for trace)");

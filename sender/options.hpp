@@ -12,6 +12,7 @@ namespace rdmax::sender {
 struct SenderOptions {
   std::string host;
   std::uint16_t port = 18515;
+  std::optional<std::string> device;  // -d: the RDMA device the connection must use
   std::optional<std::string> id;
   std::string name;  // defaults to the file's base name
   std::string file;

@@ -21,7 +21,7 @@ enum Tag : std::uint64_t { kTagCm = 1, kTagCq = 2, kTagSignal = 3, kTagTimer = 4
 // The sender keeps at most this many chunks in flight, whatever the receiver offers: it
 // bounds the send queue and the staging buffer.
 constexpr std::uint32_t kMaxActiveSlots = 32;
-constexpr std::uint32_t kRecvDepth = kMaxActiveSlots + 32;
+constexpr std::uint32_t kRecvDepth = proto::kMaxSlotCount + 16;  // Credits burst after Accept
 constexpr std::uint32_t kSendDepth = kMaxActiveSlots + 8;
 // rxe on Linux 6.1 advertises an 8 MiB max message; larger slots are refused.
 constexpr std::uint32_t kMaxSlotSize = 8u << 20;
@@ -218,8 +218,9 @@ void SendSession::start_data() {
   waiting_for_ = "credits from the receiver";
   plan_ = proto::ChunkPlan{file_.size(), a.slot_size};
   active_slots_ = std::min(a.slot_count, kMaxActiveSlots);
-  slot_rkey_.assign(a.slot_count, a.region_rkey);
-  slot_credited_.assign(a.slot_count, true);
+  // Slots become writable one by one as their Credits (with their keys) arrive.
+  slot_rkey_.assign(a.slot_count, 0);
+  slot_credited_.assign(a.slot_count, false);
   slot_busy_.assign(a.slot_count, false);
   if (plan_.chunk_count() > 0) {
     const std::size_t chunk_slots =
