@@ -1,9 +1,13 @@
 #include "common/logging.hpp"
 
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 namespace rdmax {
@@ -16,6 +20,50 @@ spdlog::level::level_enum level_for(int verbosity) {
   return spdlog::level::trace;
 }
 
+// systemd sets JOURNAL_STREAM to "DEVICE:INODE" of the stream it connected to stdout and
+// stderr; it only counts when stderr is still that stream (not redirected by a script).
+bool stderr_is_journal() {
+  const char* value = std::getenv("JOURNAL_STREAM");
+  if (value == nullptr) return false;
+  unsigned long long device = 0, inode = 0;
+  if (std::sscanf(value, "%llu:%llu", &device, &inode) != 2) return false;
+  struct stat st {};
+  if (::fstat(STDERR_FILENO, &st) != 0) return false;
+  return static_cast<unsigned long long>(st.st_dev) == device &&
+         static_cast<unsigned long long>(st.st_ino) == inode;
+}
+
+// "%*": the sd-daemon(3) priority prefix ("<3>" for errors ... "<7>" for debug), which
+// journald strips and stores as the entry's priority.
+class SyslogPriorityFlag : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    const char* prefix = "<6>";
+    switch (msg.level) {
+      case spdlog::level::critical:
+        prefix = "<2>";
+        break;
+      case spdlog::level::err:
+        prefix = "<3>";
+        break;
+      case spdlog::level::warn:
+        prefix = "<4>";
+        break;
+      case spdlog::level::debug:
+      case spdlog::level::trace:
+        prefix = "<7>";
+        break;
+      default:
+        break;
+    }
+    dest.append(prefix, prefix + 3);
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<SyslogPriorityFlag>();
+  }
+};
+
 }  // namespace
 
 void init_logging(int verbosity, const char* program) {
@@ -23,7 +71,15 @@ void init_logging(int verbosity, const char* program) {
   auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(
       terminal ? spdlog::color_mode::automatic : spdlog::color_mode::never);
   auto logger = std::make_shared<spdlog::logger>(program, std::move(sink));
-  logger->set_pattern(terminal ? "%H:%M:%S.%e %^%-5l%$ %v" : "%l: %v");
+  if (terminal) {
+    logger->set_pattern("%H:%M:%S.%e %^%-5l%$ %v");
+  } else if (stderr_is_journal()) {
+    auto formatter = std::make_unique<spdlog::pattern_formatter>();
+    formatter->add_flag<SyslogPriorityFlag>('*').set_pattern("%*%v");
+    logger->set_formatter(std::move(formatter));
+  } else {
+    logger->set_pattern("%l: %v");
+  }
   logger->set_level(level_for(verbosity));
   // Warnings and errors reach the terminal or journal even if the process dies next.
   logger->flush_on(spdlog::level::warn);

@@ -64,7 +64,7 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
       ->capture_default_str();
   app.add_option("--slots", o.slots, "slots per connection (window = slots x slot size)")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 1024u));
+      ->check(CLI::Range(1u, proto::kMaxSlotCount));
   app.add_option("--max-connections", o.max_connections, "concurrent senders")
       ->capture_default_str()
       ->check(CLI::Range(1u, 4096u));

@@ -19,6 +19,7 @@
 #include "protocol/sizes.hpp"
 #include "sender/exit_codes.hpp"
 #include "sender/options.hpp"
+#include "sender/report.hpp"
 #include "sender/send_session.hpp"
 
 using namespace rdmax;
@@ -57,30 +58,44 @@ int main(int argc, char** argv) {
   }
 
   try {
-    const auto t0 = std::chrono::steady_clock::now();
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
     const Digest digest = sha256_of_file(file->fd(), file->size());
-    const double hash_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double hash_s = std::chrono::duration<double>(Clock::now() - t0).count();
     spdlog::debug("SHA-256 {} of {} in {:.2f}s", to_hex(digest), proto::format_size(file->size()),
                   hash_s);
 
     sender::SendSession session(options, *file, digest);
     const proto::SenderOutcome outcome = session.run();
     const auto& stats = session.stats();
+    const int rc = sender::exit_code_for(outcome);
     if (outcome == proto::SenderOutcome::Success) {
       const double rate =
           stats.data_seconds > 0 ? static_cast<double>(stats.bytes) / stats.data_seconds : 0;
       spdlog::info("sent {} as '{}': {} in {:.2f}s ({}/s), verified", options.file, options.name,
                    proto::format_size(stats.bytes), stats.data_seconds,
                    proto::format_size(static_cast<std::uint64_t>(rate)));
-      if (!session.secret().empty()) {
-        std::fwrite(session.secret().data(), 1, session.secret().size(), stdout);
-        std::fputc('\n', stdout);
-      }
     } else {
       spdlog::error("transfer failed: {}", outcome_message(outcome));
     }
-    return sender::exit_code_for(outcome);
+    if (options.json) {
+      sender::Report report{options.file,
+                            options.name,
+                            file->size(),
+                            hash_s,
+                            stats.connect_seconds,
+                            stats.data_seconds,
+                            stats.verify_seconds,
+                            std::chrono::duration<double>(Clock::now() - t0).count(),
+                            outcome,
+                            rc,
+                            session.secret()};
+      std::puts(sender::to_json(report).c_str());
+    } else if (outcome == proto::SenderOutcome::Success && !session.secret().empty()) {
+      std::fwrite(session.secret().data(), 1, session.secret().size(), stdout);
+      std::fputc('\n', stdout);
+    }
+    return rc;
   } catch (const SysError& e) {
     // Setting up the CM channel or id (before any connection attempt).
     const std::string hint = rdma_setup_hint(e.error());

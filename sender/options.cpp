@@ -46,6 +46,9 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
       "to stdout");
   app.add_option("--name", o.name,
                  "name to store the file under, no '/' (default: FILE's base name)");
+  app.add_flag(
+      "--json", o.json,
+      "print one JSON object on stdout: bytes, phase timings, throughput, verdict, secret");
   int verbose = 0;
   bool quiet = false;
   app.add_flag("-v,--verbose", verbose, "more logging (repeat for trace)");

@@ -17,6 +17,7 @@ struct SenderOptions {
   std::string name;  // defaults to the file's base name
   std::string file;
   int verbosity = 0;
+  bool json = false;  // one JSON object on stdout instead of the bare secret
   std::chrono::seconds connect_timeout{10};
   std::chrono::seconds timeout{30};  // no progress for this long ends the transfer
   std::uint32_t chunk_size_hint = 0;

@@ -7,6 +7,8 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "common/error_hints.hpp"
+#include "common/rdma/devices.hpp"
 #include "protocol/sizes.hpp"
 
 namespace rdmax::sender {
@@ -279,22 +281,21 @@ void SendSession::on_cm_event() {
         dispatch(SenderEvent::AddressResolved);
         break;
       case RDMA_CM_EVENT_ROUTE_RESOLVED:
+        require_device(id_.verbs(), options_.device);
         dispatch(SenderEvent::RouteResolved);
         break;
       case RDMA_CM_EVENT_ESTABLISHED:
         dispatch(SenderEvent::Established);
         break;
       case RDMA_CM_EVENT_REJECTED:
-        spdlog::error("no rdma-recv accepts connections at {} port {} (connection rejected)",
-                      options_.host, options_.port);
+        spdlog::error("{}", connect_failure_message(type, status, options_.host, options_.port));
         dispatch(SenderEvent::ConnectFailed);
         break;
       case RDMA_CM_EVENT_ADDR_ERROR:
       case RDMA_CM_EVENT_ROUTE_ERROR:
       case RDMA_CM_EVENT_UNREACHABLE:
       case RDMA_CM_EVENT_CONNECT_ERROR:
-        spdlog::error("cannot reach {} port {}: {} ({})", options_.host, options_.port,
-                      rdma_event_str(type), std::strerror(std::abs(status)));
+        spdlog::error("{}", connect_failure_message(type, status, options_.host, options_.port));
         dispatch(SenderEvent::ConnectFailed);
         break;
       case RDMA_CM_EVENT_DISCONNECTED:
@@ -383,7 +384,8 @@ void SendSession::on_message(const proto::Message& message) {
             spdlog::info("verdict: good (SHA-256 {})", to_hex(digest_));
             dispatch(SenderEvent::GotVerdictGood);
           } else if (m.code == proto::VerdictCode::StorageError) {
-            spdlog::error("verdict: the receiver could not store the file");
+            spdlog::error(
+                "verdict: the receiver could not store the file (for example its disk is full)");
             dispatch(SenderEvent::GotVerdictFailed);
           } else {
             spdlog::error("verdict: bad ({}); sent SHA-256 {}, receiver computed {}",

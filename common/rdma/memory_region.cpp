@@ -16,6 +16,8 @@ namespace {
 // of several buffers that together exceed it.
 std::atomic<size_t> registered_bytes{0};
 
+}  // namespace
+
 // With CAP_IPC_LOCK (e.g. root) RLIMIT_MEMLOCK does not apply, so a hint about it would
 // send the user the wrong way.
 bool has_ipc_lock_capability() {
@@ -28,8 +30,6 @@ bool has_ipc_lock_capability() {
   }
   return false;
 }
-
-}  // namespace
 
 std::string memlock_hint(size_t requested) {
   rlimit limit{};

@@ -40,4 +40,7 @@ class MemoryRegion {
 // so and how to raise the limit; otherwise empty.
 std::string memlock_hint(size_t requested);
 
+// With CAP_IPC_LOCK (e.g. root) RLIMIT_MEMLOCK does not apply.
+bool has_ipc_lock_capability();
+
 }  // namespace rdmax

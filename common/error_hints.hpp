@@ -1,0 +1,34 @@
+#pragma once
+// Messages a user can act on: each names the cause and the remedy in one line, for the
+// failures people meet first (no device, nobody listening, unreadable file, ...).
+
+#include <rdma/rdma_cma.h>
+
+#include <cstdint>
+#include <string>
+
+#include "protocol/sender_machine.hpp"
+
+namespace rdmax {
+
+// rdma-send: a CM event that ends the connection attempt (ADDR_ERROR, ROUTE_ERROR,
+// UNREACHABLE, REJECTED, CONNECT_ERROR) with its status, as "cannot connect to HOST port
+// P: cause; remedy".
+std::string connect_failure_message(rdma_cm_event_type event, int status, const std::string& host,
+                                    std::uint16_t port);
+
+// A remedy for an errno from rdma_create_id, rdma_resolve_addr or rdma_bind_addr (ENODEV,
+// EADDRNOTAVAIL, ENETUNREACH, ...), or empty when there is nothing better to say.
+std::string rdma_setup_hint(int err);
+
+// rdma-send's closing line for a failed transfer, e.g. for ReceiverFailed "the receiver
+// could not store the file (for example its disk is full); see the receiver's log".
+std::string outcome_message(proto::SenderOutcome outcome);
+
+// rdma-send FILE cannot be opened: a remedy for the errno, or empty.
+std::string input_file_hint(int err);
+
+// rdma-recv --dir cannot be opened or written: a remedy for the errno.
+std::string output_dir_hint(int err);
+
+}  // namespace rdmax

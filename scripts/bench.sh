@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Benchmark (issue 4): in ONE Soft-RoCE boot, on the same rxe device and the same bytes,
+# runs ib_write_bw (the link's ceiling), rcopy (rdma-core's rsockets file copy), a TCP copy
+# (socat) over the same netdev, sha256sum (the hashing floor), and rdma-send -> rdma-recv
+# for sizes from 4 KiB to BENCH_MAX_MIB (default 256) MiB, plus the receiver's peak RSS
+# for a BENCH_RSS_MIB (default 1024) MiB file with a 16 MiB window. Prints a table with
+# the ratios and rewrites the results section of docs/BENCHMARKS.md.
+#   scripts/bench.sh            (installs and builds first, like the other scripts)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+build=${BUILD_DIR:-build}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j "$(nproc)" --target rdma-send rdma-recv >/dev/null
+export RDMAX_BIN=$PWD/$build/bin BENCH_MAX_MIB=${BENCH_MAX_MIB:-256} BENCH_RSS_MIB=${BENCH_RSS_MIB:-1024}
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
+export BENCH_RESULTS=$results
+scripts/rxe-run --mem 4096 --timeout 900 -- scripts/lib/bench-guest.sh
+cat "$results"
+scripts/lib/bench-publish "$results" docs/BENCHMARKS.md
+echo "bench: results written to docs/BENCHMARKS.md"

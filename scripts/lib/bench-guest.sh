@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The measuring half of scripts/bench.sh; runs inside scripts/rxe-run. Writes a Markdown
+# table to $BENCH_RESULTS (a host path) and echoes it.
+set -euo pipefail
+S=$RXE_SCRATCH/bench
+mkdir -p "$S/out" "$S/rcopy" "$S/tcp"
+send=$RDMAX_BIN/rdma-send recv=$RDMAX_BIN/rdma-recv
+mib=$BENCH_MAX_MIB
+bytes=$((mib << 20))
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.3f", b-a}'; }
+rate() { awk -v b="$1" -v s="$2" 'BEGIN{ if (s > 0) printf "%.1f", b/s/1048576; else print "n/a"}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "n/a"}'; }
+json_num() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
+wait_port() { for _ in $(seq 100); do ss -Hltn "sport = :$1" | grep -q . && return 0; sleep 0.05; done; return 1; }
+wait_log() { for _ in $(seq 100); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+
+echo "bench: preparing a $mib MiB file" >&2
+head -c "$bytes" /dev/urandom >"$S/file"
+cat "$S/file" >/dev/null  # resident in the page cache for every tool alike
+
+# The hashing floor.
+t=$(now); sha256sum "$S/file" >/dev/null; sha_s=$(elapsed "$t")
+
+# The link's ceiling: RDMA WRITE of 1 MiB messages (our slot size), same device.
+ib_write_bw -d "$RXE_DEV" -s 1048576 -n "$mib" -F -p 18700 >"$S/ibw-server.log" 2>&1 &
+wait_port 18700
+ib_write_bw -d "$RXE_DEV" -s 1048576 -n "$mib" -F -p 18700 "$RXE_ADDR" >"$S/ibw.log" 2>&1
+wait
+ibw_mbs=$(awk '$1 == 1048576 && NF >= 5 {print $4}' "$S/ibw.log" | tail -1)  # MB/s (10^6)
+ibw_bps=$(awk -v m="$ibw_mbs" 'BEGIN{printf "%.0f", m*1000000}')
+ibw_s=$(awk -v b="$bytes" -v r="$ibw_bps" 'BEGIN{printf "%.3f", b/r}')
+
+# rdma-core's own file copy over rsockets.
+(cd "$S/rcopy" && exec rcopy -p 18701) >"$S/rcopy-server.log" 2>&1 &
+rcopy_server=$!
+sleep 0.5
+# rcopy parses its options itself: -p must follow the positional arguments.
+t=$(now); rcopy "$S/file" "$RXE_ADDR:$S/rcopy/file" -p 18701 >"$S/rcopy.log" 2>&1; rcopy_s=$(elapsed "$t")
+kill $rcopy_server 2>/dev/null || true
+cmp -s "$S/file" "$S/rcopy/file" || { echo "bench: rcopy's copy differs" >&2; rcopy_s=0; }
+
+# A TCP copy over the same netdev.
+socat -u "TCP-LISTEN:18702,bind=$RXE_ADDR,reuseaddr" "CREATE:$S/tcp/file" &
+tcp_server=$!
+wait_port 18702
+t=$(now); socat -u "FILE:$S/file" "TCP:$RXE_ADDR:18702"; wait $tcp_server; tcp_s=$(elapsed "$t")
+cmp -s "$S/file" "$S/tcp/file" || { echo "bench: the TCP copy differs" >&2; tcp_s=0; }
+rm -f "$S/rcopy/file" "$S/tcp/file"
+
+# rdma-send -> rdma-recv, 16 x 1 MiB window.
+"$recv" -a "$RXE_ADDR" -p 18703 -o "$S/out" --slot-size 1M --slots 16 --overwrite -q 2>"$S/recv.log" &
+recv_pid=$!
+sleep 0.2; wait_log "$S/recv.log" "" || true
+for _ in $(seq 100); do rdma resource show cm_id 2>/dev/null | grep -q 'LISTEN.*:18703' && break; sleep 0.05; done
+ours_rows=""
+for size in 4K 1M 16M 64M "${mib}M"; do
+  n=$(numfmt --from=iec "$size")
+  [[ -f $S/in-$size ]] || head -c "$n" "$S/file" >"$S/in-$size"
+  out=$("$send" -H "$RXE_ADDR" -p 18703 --json -q "$S/in-$size")
+  cmp -s "$S/in-$size" "$S/out/in-$size" || { echo "bench: $size transfer differs" >&2; exit 1; }
+  data=$(json_num data <<<"$out") total=$(json_num total <<<"$out") hash=$(json_num hash <<<"$out")
+  ours_rows+="| rdma-send $size | $(rate "$n" "$data") MiB/s data | $total s total ($hash s hashing) |"$'\n'
+  [[ $size == "${mib}M" ]] && { ours_data=$data ours_total=$total ours_hash=$hash; }
+  rm -f "$S/out/in-$size"
+done
+kill $recv_pid; wait $recv_pid || true
+
+# Receiver memory for a large file with a 16 MiB window.
+rss_mib=$BENCH_RSS_MIB
+rm -f "$S/in-"* "$S/out/"*
+head -c $((rss_mib << 20)) /dev/urandom >"$S/big"
+"$recv" -a "$RXE_ADDR" -p 18704 -o "$S/out" --slot-size 1M --slots 16 -q 2>"$S/recv2.log" &
+recv_pid=$!
+for _ in $(seq 100); do rdma resource show cm_id 2>/dev/null | grep -q 'LISTEN.*:18704' && break; sleep 0.05; done
+big=$("$send" -H "$RXE_ADDR" -p 18704 --json -q "$S/big")
+cmp -s "$S/big" "$S/out/big" || { echo "bench: the big transfer differs" >&2; exit 1; }
+hwm_kib=$(awk '/VmHWM/ {print $2}' "/proc/$recv_pid/status")
+kill $recv_pid; wait $recv_pid || true
+big_rate=$(rate $((rss_mib << 20)) "$(json_num data <<<"$big")")
+
+sha_rate=$(rate "$bytes" "$sha_s")
+ours_rate=$(rate "$bytes" "$ours_data")
+{
+  echo "Run: $(date -u +%Y-%m-%dT%H:%MZ), $RXE_MODE mode, $(nproc) vCPU, kernel $(uname -r), device $RXE_DEV, netdev MTU $(cat /sys/class/net/"$RXE_NETDEV"/mtu), ${mib} MiB file."
+  echo
+  echo "| tool | throughput | time for $mib MiB |"
+  echo "| ---- | ---------: | ---------: |"
+  echo "| ib_write_bw (1 MiB writes) | $(rate "$bytes" "$ibw_s") MiB/s | $ibw_s s |"
+  echo "| rcopy (rsockets) | $(rate "$bytes" "$rcopy_s") MiB/s | $rcopy_s s |"
+  echo "| TCP (socat) | $(rate "$bytes" "$tcp_s") MiB/s | $tcp_s s |"
+  echo "| sha256sum | $sha_rate MiB/s | $sha_s s |"
+  echo "| rdma-send data phase | $ours_rate MiB/s | $ours_data s |"
+  echo "| rdma-send whole run (hash + connect + data + verify) | $(rate "$bytes" "$ours_total") MiB/s | $ours_total s |"
+  echo
+  echo "| rdma-send by size | data phase | whole run |"
+  echo "| ---- | ---: | ---: |"
+  printf '%s' "$ours_rows"
+  echo
+  echo "| ratio | measured | target |"
+  echo "| ----- | -------: | -----: |"
+  echo "| data phase / ib_write_bw (throughput) | $(ratio "$ibw_s" "$ours_data") | >= 0.90 |"
+  echo "| whole run / (sha256sum + ib_write_bw) (time) | $(ratio "$ours_total" "$(awk -v a="$sha_s" -v b="$ibw_s" 'BEGIN{print a+b}')") | <= 1.15 |"
+  echo "| rdma-send whole run / rcopy (throughput) | $(ratio "$rcopy_s" "$ours_total") | > 1 |"
+  echo "| rdma-send data phase / rcopy (throughput) | $(ratio "$rcopy_s" "$ours_data") | > 1 |"
+  echo "| rdma-send whole run / TCP copy (throughput) | $(ratio "$tcp_s" "$ours_total") | reference |"
+  echo "| sender hashing share of the whole run | $(ratio "$ours_hash" "$ours_total") | |"
+  echo
+  echo "Receiver peak RSS (VmHWM) for a $rss_mib MiB file with a 16 MiB window: $((hwm_kib / 1024)) MiB (target < 64 MiB); that transfer's data phase ran at $big_rate MiB/s."
+} | tee "$BENCH_RESULTS"

@@ -1,0 +1,26 @@
+#pragma once
+// The machine-readable summary `rdma-send --json` prints: one JSON object on stdout.
+
+#include <string>
+
+#include "protocol/sender_machine.hpp"
+
+namespace rdmax::sender {
+
+struct Report {
+  std::string file;
+  std::string name;
+  unsigned long long bytes = 0;
+  double hash_seconds = 0;
+  double connect_seconds = 0;
+  double data_seconds = 0;
+  double verify_seconds = 0;
+  double total_seconds = 0;
+  proto::SenderOutcome outcome = proto::SenderOutcome::ProtocolError;
+  int exit_code = 1;
+  std::string secret;  // empty: none
+};
+
+[[nodiscard]] std::string to_json(const Report& report);
+
+}  // namespace rdmax::sender

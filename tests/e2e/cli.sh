@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# End-to-end: the command-line interface of rdma-send and rdma-recv. --help and --version,
+# usage errors, unusable files and directories, a port already in use, --list-devices and
+# -d/--device on the Soft-RoCE device. Each error must give its exit status and a message
+# on stderr that says what is wrong. Cases run one by one (run_case); the last line counts.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+[[ -n ${RDMAX_BIN:-} ]] || fail "RDMAX_BIN is not set: it names the directory of rdma-send and rdma-recv (ctest sets it)"
+send=$RDMAX_BIN/rdma-send recv=$RDMAX_BIN/rdma-recv
+[[ -x $send ]] || fail "rdma-send is missing or not executable: $send"
+[[ -x $recv ]] || fail "rdma-recv is missing or not executable: $recv"
+
+port=18600
+work=$RXE_SCRATCH/cli
+rm -rf "$work" && mkdir -p "$work" && chmod 755 "$work"
+out=$work/out err=$work/err
+mkdir -p "$work/in" "$work/dir" && chmod 755 "$work/in" "$work/dir"
+echo hello >"$work/in/hello.txt" && chmod 644 "$work/in/hello.txt"
+
+# Permission checks do not apply to root: run such cases as nobody.
+as_nobody=()
+((EUID != 0)) || as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+
+# run PROGRAM ARGS...: sets rc; stdout in $out, stderr in $err; bounded at 20 s.
+run() {
+  last_run="$*"
+  rc=0
+  timeout -k 5 20 "$@" >"$out" 2>"$err" </dev/null || rc=$?
+}
+
+fail_context() {
+  echo "  last run: ${last_run:-none} -> status ${rc:-?}"
+  if [[ -s $out ]]; then echo "  its stdout:" && head -n 20 "$out" | sed 's/^/    | /'; fi
+  if [[ -s $err ]]; then echo "  its stderr:" && head -n 20 "$err" | sed 's/^/    | /'; fi
+}
+
+expect_status() { ((rc == $1)) || fail "expected exit $1, got $rc"; }
+# expect_stderr PATTERN: stderr matches PATTERN (grep -E, case-insensitive).
+expect_stderr() { grep -Eqi -- "$1" "$err" || fail "stderr does not match /$1/"; }
+expect_stdout() { grep -Eq -- "$1" "$out" || fail "stdout does not match /$1/"; }
+
+case_help_and_version() {
+  local program
+  for program in "$send" "$recv"; do
+    run "$program" --help
+    expect_status 0
+    expect_stdout '^Usage: rdma-(send|recv)'
+    expect_stdout '^Exit status:'
+    expect_stdout '^Examples:'
+    expect_stdout '--device'
+    run "$program" --version
+    expect_status 0
+    expect_stdout '^rdma-(send|recv) [0-9]+\.[0-9]+\.[0-9]+$'
+  done
+  run "$recv" --help
+  expect_stdout '--list-devices'
+  pass "--help (usage, exit status, examples) and --version: exit 0, on stdout"
+}
+
+case_usage_errors() {
+  run "$send" --bogus -H "$RXE_ADDR" "$work/in/hello.txt"
+  expect_status 2 && expect_stderr 'bogus'
+  run "$recv" --bogus
+  expect_status 2 && expect_stderr 'bogus'
+  run "$send" "$work/in/hello.txt"
+  expect_status 2 && expect_stderr 'host.*required'
+  run "$send" -H "$RXE_ADDR"
+  expect_status 2 && expect_stderr 'FILE.*required'
+  run "$recv" --slot-size 12Q
+  expect_status 2 && expect_stderr 'slot-size.*not a size'
+  run "$recv" --slot-size 1K
+  expect_status 2 && expect_stderr 'slot-size must be between'
+  run "$send" -H "$RXE_ADDR" -p 70000 "$work/in/hello.txt"
+  expect_status 2 && expect_stderr 'port'
+  run "$send" -H "$RXE_ADDR" -p 0 "$work/in/hello.txt"
+  expect_status 2 && expect_stderr 'port'
+  run "$recv" -p 70000
+  expect_status 2 && expect_stderr 'port'
+  pass "unknown flag, missing --host and FILE, bad --slot-size, --port out of range: exit 2"
+}
+
+case_unusable_file() {
+  run "$send" -H "$RXE_ADDR" -p "$port" "$work/in/missing.bin"
+  expect_status 2 && expect_stderr 'No such file or directory; check the path'
+  run "$send" -H "$RXE_ADDR" -p "$port" "$work/in"
+  expect_status 2 && expect_stderr 'is a directory'
+  echo secret >"$work/in/private.txt" && chmod 600 "$work/in/private.txt"
+  run "${as_nobody[@]}" "$send" -H "$RXE_ADDR" -p "$port" "$work/in/private.txt"
+  expect_status 2 && expect_stderr 'permission denied.*readable'
+  [[ ! -s $out ]] || fail "stdout must stay empty"
+  pass "missing, directory and unreadable FILE: exit 2 with cause and remedy"
+}
+
+case_unusable_dir() {
+  run "$recv" --dir "$work/missing"
+  expect_status 2 && expect_stderr 'cannot open output directory.*No such file.*mkdir'
+  run "${as_nobody[@]}" "$recv" --dir "$work/dir"
+  expect_status 2 && expect_stderr 'output directory.*(not writable|Permission denied).*(chown|chmod)'
+  run "$recv" --dir "$work/in/hello.txt"
+  expect_status 2 && expect_stderr 'not a directory'
+  pass "missing, non-writable and non-directory --dir: exit 2 with cause and remedy"
+}
+
+case_bad_secrets() {
+  local secrets=$work/secrets
+  (umask 077 && printf '%s\n' 'alice s3cret' 'bob' >"$secrets")
+  run "$recv" --dir "$work/dir" --secrets "$secrets"
+  expect_status 2 && expect_stderr "secrets:2"
+  (umask 022 && printf '%s\n' 'alice s3cret' >"$secrets.open" && chmod 644 "$secrets.open")
+  run "$recv" --dir "$work/dir" --secrets "$secrets.open"
+  expect_status 2 && expect_stderr 'chmod 600'
+  run "$recv" --dir "$work/dir" --secrets "$work/no-secrets"
+  expect_status 2 && expect_stderr 'secrets'
+  pass "malformed, group-readable and missing secrets file: exit 2"
+}
+
+case_port_in_use() {
+  local log=$work/first.log
+  start_daemon first "$log" "$recv" --bind "$RXE_ADDR" --port "$port" --dir "$work/dir"
+  wait_for_line 20 first "$log" 'listening on'
+  run "$recv" --bind "$RXE_ADDR" --port "$port" --dir "$work/dir"
+  expect_status 1 && expect_stderr "port $port .*in use.*--port"
+  kill -TERM "$daemon_pid"
+  eventually 10 daemon_exited first || fail "the first rdma-recv did not stop after SIGTERM"
+  pass "second rdma-recv on port $port: exit 1, 'in use' with a remedy"
+}
+
+case_list_devices() {
+  run "$recv" --list-devices
+  expect_status 0
+  expect_stdout "^$RXE_DEV port 1: state ACTIVE, link layer Ethernet, active MTU [0-9]+"
+  expect_stdout "netdev ${RXE_NETDEV:-[a-z0-9]+}: .*\b${RXE_ADDR//./\\.}\b"
+  pass "--list-devices: $(head -n 2 "$out" | tr '\n' ' ')"
+}
+
+case_wrong_device() {
+  run "$recv" -d nosuchdev --dir "$work/dir"
+  expect_status 2 && expect_stderr "no RDMA device 'nosuchdev'.*$RXE_DEV"
+  run "$send" -d nosuchdev -H "$RXE_ADDR" -p "$port" "$work/in/hello.txt"
+  expect_status 2 && expect_stderr "no RDMA device 'nosuchdev'.*$RXE_DEV"
+  run "$recv" -d "$RXE_DEV" --bind 192.0.2.99 --dir "$work/dir"
+  expect_status 2 && expect_stderr "not an address of $RXE_DEV"
+  pass "-d nosuchdev (both programs) and --bind off the device: exit 2, devices named"
+}
+
+# -d without --bind listens on the device's IPv4 address; a transfer through it works.
+case_device_selection() {
+  local log=$work/device.log
+  rm -f "$work/dir/hello.txt"
+  start_daemon bydev "$log" "$recv" -d "$RXE_DEV" --port "$port" --dir "$work/dir"
+  wait_for_line 20 bydev "$log" 'listening on'
+  grep -q "listening on $RXE_ADDR:$port" "$log" || fail "-d $RXE_DEV: $(grep 'listening on' "$log")"
+  run "$send" -d "$RXE_DEV" -H "$RXE_ADDR" -p "$port" "$work/in/hello.txt"
+  expect_status 0
+  cmp -s "$work/in/hello.txt" "$work/dir/hello.txt" || fail "hello.txt did not arrive intact"
+  kill -TERM "$daemon_pid"
+  eventually 10 daemon_exited bydev || fail "rdma-recv -d did not stop after SIGTERM"
+  pass "rdma-recv -d $RXE_DEV listens on $RXE_ADDR; rdma-send -d $RXE_DEV delivers"
+}
+
+# --bind :: takes an IPv6 wildcard; IPv4 senders still reach it (dual stack).
+case_ipv6_wildcard() {
+  local log=$work/v6.log
+  rm -f "$work/dir/hello.txt"
+  start_daemon v6 "$log" "$recv" --bind :: --port "$port" --dir "$work/dir"
+  wait_for_line 20 v6 "$log" 'listening on'
+  grep -q "listening on \[::\]:$port" "$log" || fail "--bind ::: $(grep 'listening on' "$log")"
+  run "$send" -H "$RXE_ADDR" -p "$port" "$work/in/hello.txt"
+  expect_status 0
+  kill -TERM "$daemon_pid"
+  eventually 10 daemon_exited v6 || fail "rdma-recv --bind :: did not stop after SIGTERM"
+  pass "--bind :: listens on [::]:$port and serves an IPv4 sender"
+}
+
+run_case help-and-version case_help_and_version
+run_case usage-errors case_usage_errors
+run_case unusable-file case_unusable_file
+run_case unusable-dir case_unusable_dir
+run_case bad-secrets case_bad_secrets
+run_case port-in-use case_port_in_use
+run_case list-devices case_list_devices
+run_case wrong-device case_wrong_device
+run_case device-selection case_device_selection
+run_case ipv6-wildcard case_ipv6_wildcard
+report_cases cli

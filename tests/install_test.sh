@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# `cmake --install` into a staging prefix: the programs, the manual pages, the systemd
+# unit (configured with that prefix) and the example secrets file are all there and sane.
+#   tests/install_test.sh BUILD_DIR
+set -euo pipefail
+build=${1:?usage: install_test.sh BUILD_DIR}
+stage=$(mktemp -d "${TMPDIR:-/tmp}/rdmax-install.XXXXXX")
+trap 'rm -rf "$stage"' EXIT
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+cmake --install "$build" --prefix "$stage" >"$stage.log" 2>&1 || {
+  cat "$stage.log" >&2; rm -f "$stage.log"; echo "FAIL: cmake --install" >&2; exit 1
+}
+rm -f "$stage.log"
+
+for program in rdma-send rdma-recv; do
+  [[ -x $stage/bin/$program ]] || fail "bin/$program missing or not executable"
+  "$stage/bin/$program" --version >/dev/null || fail "bin/$program --version failed"
+done
+
+for page in rdma-send rdma-recv; do
+  file=$stage/share/man/man1/$page.1
+  if [[ ! -f $file ]]; then fail "share/man/man1/$page.1 missing"; continue; fi
+  warnings=$(groff -man -Tutf8 -z -ww "$file" 2>&1) || fail "$page.1: groff failed"
+  [[ -z $warnings ]] || fail "$page.1: groff warnings: $warnings"
+  for section in NAME SYNOPSIS DESCRIPTION OPTIONS 'EXIT STATUS' EXAMPLES 'SEE ALSO'; do
+    grep -q "^\.SH \"\{0,1\}$section" "$file" || fail "$page.1: no $section section"
+  done
+  # Every long option --help lists is documented.
+  for option in $("$stage/bin/$page" --help | grep -oE -- '^ +(-[a-zA-Z],)?--[a-z][a-z-]+' |
+    grep -oE -- '--[a-z-]+' | sort -u); do
+    grep -q -- "${option//-/\\\\-}" "$file" || fail "$page.1 does not document $option"
+  done
+done
+
+unit=$stage/lib/systemd/system/rdma-recv.service
+if [[ -f $unit ]]; then
+  grep -q '^LimitMEMLOCK=infinity$' "$unit" || fail "unit: no LimitMEMLOCK=infinity"
+  grep -q "^ExecStart=$stage/bin/rdma-recv " "$unit" || fail "unit: ExecStart does not name $stage/bin/rdma-recv"
+  ! grep -q '@[A-Z_]*@' "$unit" || fail "unit: unconfigured @VARIABLE@ left"
+  grep -q '^Type=simple$' "$unit" || fail "unit: not Type=simple"
+  if command -v systemd-analyze >/dev/null && [[ -d /run/systemd/system ]]; then
+    systemd-analyze verify "$unit" 2>&1 | grep -v 'rdma-load-modules\|network-online' >&2 || true
+  fi
+else
+  fail "lib/systemd/system/rdma-recv.service missing"
+fi
+
+example=$stage/share/doc/rdmax/secrets.example
+if [[ -f $example ]]; then
+  grep -q 0600 "$example" || fail "secrets.example does not mention mode 0600"
+else
+  fail "share/doc/rdmax/secrets.example missing"
+fi
+
+if ((failures)); then echo "install: $failures failure(s)" >&2; exit 1; fi
+echo "install: ok ($(find "$stage" -type f | wc -l) files under a staging prefix)"

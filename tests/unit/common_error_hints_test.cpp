@@ -1,0 +1,86 @@
+// The user-facing messages: each names its cause and a remedy a user can act on.
+#include "common/error_hints.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+#include "common/rdma/devices.hpp"
+
+namespace rdmax {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(ErrorHints, RejectedWithoutListenerSaysToStartRdmaRecv) {
+  const std::string m = connect_failure_message(RDMA_CM_EVENT_REJECTED, 8, "192.0.2.1", 18515);
+  EXPECT_TRUE(contains(m, "192.0.2.1 port 18515")) << m;
+  EXPECT_TRUE(contains(m, "no rdma-recv listens")) << m;
+  EXPECT_TRUE(contains(m, "--port")) << m;
+}
+
+TEST(ErrorHints, RejectedByTheListenerIsNotCalledNoListener) {
+  const std::string m = connect_failure_message(RDMA_CM_EVENT_REJECTED, 28, "h", 1);
+  EXPECT_FALSE(contains(m, "no rdma-recv")) << m;
+  EXPECT_TRUE(contains(m, "refused")) << m;
+}
+
+TEST(ErrorHints, LoopbackAndMissingDeviceAreExplained) {
+  EXPECT_TRUE(contains(
+      connect_failure_message(RDMA_CM_EVENT_ADDR_ERROR, -ENODEV, "127.0.0.1", 18515), "loopback"));
+  const std::string m =
+      connect_failure_message(RDMA_CM_EVENT_ADDR_ERROR, -EADDRNOTAVAIL, "192.0.2.9", 18515);
+  EXPECT_TRUE(contains(m, "no local RDMA device")) << m;
+  EXPECT_TRUE(contains(m, "ip route get 192.0.2.9")) << m;
+  EXPECT_TRUE(
+      contains(connect_failure_message(RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, "h", 1), "4791"));
+}
+
+TEST(ErrorHints, SetupErrnosHaveRemedies) {
+  EXPECT_TRUE(contains(rdma_setup_hint(ENODEV), "--list-devices"));
+  EXPECT_TRUE(contains(rdma_setup_hint(EADDRNOTAVAIL), "127.0.0.1"));
+  EXPECT_TRUE(rdma_setup_hint(EINTR).empty());
+}
+
+TEST(ErrorHints, StorageFailureMentionsAFullDisk) {
+  const std::string m = outcome_message(proto::SenderOutcome::ReceiverFailed);
+  EXPECT_TRUE(contains(m, "the receiver could not store the file (for example its disk is full)"))
+      << m;
+}
+
+TEST(ErrorHints, FileAndDirectoryHints) {
+  EXPECT_TRUE(contains(input_file_hint(EACCES), "readable"));
+  EXPECT_TRUE(contains(input_file_hint(EISDIR), "tar"));
+  EXPECT_TRUE(contains(output_dir_hint(ENOENT), "mkdir"));
+  EXPECT_TRUE(contains(output_dir_hint(EACCES), "write access"));
+}
+
+TEST(Devices, NoDeviceMessageGivesTheSoftRoceRemedy) {
+  const std::string m = no_rdma_device_message();
+  EXPECT_TRUE(contains(m, "modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0")) << m;
+}
+
+TEST(Devices, UnknownDeviceIsNamedAndHasNoAddresses) {
+  EXPECT_FALSE(rdma_device_exists("rdmax-no-such-device"));
+  EXPECT_TRUE(contains(unknown_device_message("rdmax-no-such-device"), "'rdmax-no-such-device'"));
+  EXPECT_TRUE(device_netdevs("rdmax-no-such-device").empty());
+  EXPECT_FALSE(first_ipv4_address("rdmax-no-such-device").has_value());
+  EXPECT_FALSE(device_serves_address("rdmax-no-such-device", "192.0.2.1"));
+  EXPECT_TRUE(device_serves_address("rdmax-no-such-device", "0.0.0.0"));
+  EXPECT_TRUE(device_serves_address("rdmax-no-such-device", "[::]"));
+}
+
+TEST(Devices, LoopbackHasItsAddress) {
+  const auto v4 = netdev_addresses("lo", AF_INET);
+  if (v4.empty()) GTEST_SKIP() << "no IPv4 on lo here";
+  EXPECT_EQ(v4.front(), "127.0.0.1");
+}
+
+TEST(Devices, RequireDeviceWithoutWishAcceptsAnything) {
+  EXPECT_NO_THROW(require_device(nullptr, std::nullopt));
+}
+
+}  // namespace
+}  // namespace rdmax
