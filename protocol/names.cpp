@@ -82,4 +82,40 @@ std::optional<NameError> check_file_name(std::string_view name) {
   return std::nullopt;
 }
 
+std::string escape_for_log(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  auto escape = [&](unsigned char c) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 0xF];
+  };
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7F || c == '\\') {
+      escape(c);
+      ++i;
+      continue;
+    }
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // Keep a multi-byte sequence only if it is valid UTF-8 on its own.
+    const std::size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    std::string_view seq = text.substr(i, len);
+    if (len > 1 && seq.size() == len && !check_file_name(seq).has_value()) {
+      out += seq;
+      i += len;
+    } else {
+      escape(c);
+      ++i;
+    }
+  }
+  return out;
+}
+
 }  // namespace rdmax::proto

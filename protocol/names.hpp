@@ -4,6 +4,7 @@
 // writes inside its output directory, so a name must be one plain path component.
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace rdmax::proto {
@@ -22,5 +23,10 @@ enum class NameError {
 // nullopt if name is acceptable. Any valid UTF-8, spaces and a leading '-' are allowed.
 // When a name has several problems, the first offending byte decides which is reported.
 [[nodiscard]] std::optional<NameError> check_file_name(std::string_view name);
+
+// A name or id from the network, made safe to log: control bytes, backslashes and
+// invalid UTF-8 become \xNN escapes, so a peer cannot forge log lines or send terminal
+// escape sequences. Valid UTF-8 text (spaces, accents, CJK) is kept as is.
+[[nodiscard]] std::string escape_for_log(std::string_view text);
 
 }  // namespace rdmax::proto

@@ -83,7 +83,7 @@ void Connection::perform(Action action) {
         post(proto::Credit{slot, slot_mrs_[slot]->rkey()});
       break;
     case Action::SendReject:
-      spdlog::warn("[{}] rejected '{}': {} {}", peer_, hello_.name,
+      spdlog::warn("[{}] rejected '{}': {} {}", peer_, proto::escape_for_log(hello_.name),
                    proto::to_string(reject_reason_), reject_text_);
       post(proto::Reject{reject_reason_, reject_text_});
       break;
@@ -108,11 +108,11 @@ void Connection::perform(Action action) {
       post(proto::Secret{secret_});
       proto::secure_wipe(secret_.data(), secret_.size());
       secret_.clear();
-      spdlog::info("[{}] gave the secret for id '{}'", peer_, offered_id_);
+      spdlog::info("[{}] gave the secret for id '{}'", peer_, proto::escape_for_log(offered_id_));
       break;
     case Action::SendDenied:
-      spdlog::warn("[{}] denied id '{}' ({} of {} attempts)", peer_, offered_id_, id_attempts_,
-                   kMaxIdAttempts);
+      spdlog::warn("[{}] denied id '{}' ({} of {} attempts)", peer_,
+                   proto::escape_for_log(offered_id_), id_attempts_, kMaxIdAttempts);
       post(proto::Denied{static_cast<std::uint16_t>(kMaxIdAttempts - id_attempts_)});
       break;
     case Action::SendError:
@@ -160,7 +160,8 @@ proto::ReceiverEvent Connection::check_hello() {
   } catch (const FileExistsError&) {
     return reject(proto::RejectReason::Exists, "a file of that name exists");
   } catch (const std::exception& e) {
-    spdlog::error("[{}] cannot create a file for '{}': {}", peer_, hello_.name, e.what());
+    spdlog::error("[{}] cannot create a file for '{}': {}", peer_,
+                  proto::escape_for_log(hello_.name), e.what());
     return reject(proto::RejectReason::Internal, "cannot create the file");
   }
   plan_ = proto::ChunkPlan{hello_.file_size, o.slot_size};
@@ -178,7 +179,7 @@ proto::ReceiverEvent Connection::check_hello() {
     slot_mrs_.clear();
     return reject(proto::RejectReason::NoMemory, "cannot register memory");
   }
-  spdlog::info("[{}] receiving '{}' ({})", peer_, hello_.name,
+  spdlog::info("[{}] receiving '{}' ({})", peer_, proto::escape_for_log(hello_.name),
                proto::format_size(hello_.file_size));
   return Event::HelloAccepted;
 }
@@ -207,20 +208,31 @@ proto::ReceiverEvent Connection::store_chunk() {
   // Revoke the slot's key before reading it. RC delivers in order, so the WRITE that
   // filled this slot completed before its Chunk message arrived: nothing legitimate is
   // still landing, and from here a write with that key fails at the writer.
+  auto t0 = Clock::now();
   slot_mrs_[c.slot].reset();
+  auto t1 = Clock::now();
   std::span<const std::uint8_t> data(
       window_.data() + static_cast<std::size_t>(c.slot) * context_.options.slot_size, c.length);
   hash_.update(data);
+  auto t2 = Clock::now();
+  costs_.revoke += t1 - t0;
+  costs_.hash += t2 - t1;
   try {
     file_->write_at(c.offset, data);
+    costs_.write += Clock::now() - t2;
   } catch (const std::exception& e) {
-    spdlog::error("[{}] cannot write '{}': {}", peer_, hello_.name, e.what());
+    spdlog::error("[{}] cannot write '{}': {}", peer_, proto::escape_for_log(hello_.name),
+                  e.what());
     verdict_ = proto::VerdictCode::StorageError;
     return Event::VerifiedBad;
   }
   received_ += c.length;
   // A fresh registration, hence a fresh key, for the next chunk in this slot.
-  if (received_ < hello_.file_size) register_slot(c.slot);
+  if (received_ < hello_.file_size) {
+    auto t3 = Clock::now();
+    register_slot(c.slot);
+    costs_.rekey += Clock::now() - t3;
+  }
   expect("data", context_.options.timeout);
   return Event::ChunkStored;
 }
@@ -239,7 +251,8 @@ proto::ReceiverEvent Connection::verify() {
       committed_ = true;
       verdict_ = proto::VerdictCode::Good;
     } catch (const std::exception& e) {
-      spdlog::error("[{}] cannot store '{}': {}", peer_, hello_.name, e.what());
+      spdlog::error("[{}] cannot store '{}': {}", peer_, proto::escape_for_log(hello_.name),
+                    e.what());
       verdict_ = proto::VerdictCode::StorageError;
     }
   }
@@ -262,9 +275,15 @@ void Connection::log_transfer_end(const char* verdict) {
   logged_end_ = true;
   const double seconds = std::chrono::duration<double>(Clock::now() - data_started_).count();
   const double rate = seconds > 0 ? static_cast<double>(received_) / seconds : 0;
-  spdlog::info("[{}] '{}': {} of {} in {:.2f}s ({}/s), verdict {}", peer_, hello_.name,
-               proto::format_size(received_), proto::format_size(hello_.file_size), seconds,
+  spdlog::info("[{}] '{}': {} of {} in {:.2f}s ({}/s), verdict {}", peer_,
+               proto::escape_for_log(hello_.name), proto::format_size(received_),
+               proto::format_size(hello_.file_size), seconds,
                proto::format_size(static_cast<std::uint64_t>(rate)), verdict);
+  using Seconds = std::chrono::duration<double>;
+  spdlog::debug(
+      "[{}] time spent: revoking keys {:.3f}s, hashing {:.3f}s, writing {:.3f}s, re-keying {:.3f}s",
+      peer_, Seconds(costs_.revoke).count(), Seconds(costs_.hash).count(),
+      Seconds(costs_.write).count(), Seconds(costs_.rekey).count());
 }
 
 void Connection::post(const proto::Message& message) {
@@ -339,7 +358,8 @@ void Connection::on_message(const proto::Message& message) {
         } else if constexpr (std::is_same_v<T, proto::Bye>) {
           dispatch(Event::GotBye);
         } else if constexpr (std::is_same_v<T, proto::Error>) {
-          spdlog::warn("[{}] sender aborted: {} {}", peer_, proto::to_string(m.code), m.text);
+          spdlog::warn("[{}] sender aborted: {} {}", peer_, proto::to_string(m.code),
+                       proto::escape_for_log(m.text));
           dispatch(Event::GotError);
         } else {
           dispatch(Event::GotUnexpected);

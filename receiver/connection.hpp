@@ -85,6 +85,9 @@ class Connection {
   Clock::time_point deadline_;
   const char* waiting_for_ = "Hello";
   Clock::time_point data_started_;
+  struct {
+    Clock::duration revoke{}, hash{}, write{}, rekey{};
+  } costs_;  // where the data phase's time goes (logged with -v)
 
   // The transfer.
   proto::Hello hello_;

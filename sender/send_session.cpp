@@ -9,6 +9,7 @@
 #include "common/error.hpp"
 #include "common/error_hints.hpp"
 #include "common/rdma/devices.hpp"
+#include "protocol/names.hpp"
 #include "protocol/sizes.hpp"
 
 namespace rdmax::sender {
@@ -366,7 +367,7 @@ void SendSession::on_message(const proto::Message& message) {
           dispatch(SenderEvent::GotAccept);
         } else if constexpr (std::is_same_v<T, proto::Reject>) {
           spdlog::error("rejected by the receiver: {}{}{}", proto::to_string(m.reason),
-                        m.text.empty() ? "" : ": ", m.text);
+                        m.text.empty() ? "" : ": ", proto::escape_for_log(m.text));
           dispatch(SenderEvent::GotReject);
         } else if constexpr (std::is_same_v<T, proto::Credit>) {
           if (m.slot >= slot_credited_.size() || slot_credited_[m.slot]) {
@@ -400,7 +401,7 @@ void SendSession::on_message(const proto::Message& message) {
           dispatch(SenderEvent::GotDenied);
         } else if constexpr (std::is_same_v<T, proto::Error>) {
           spdlog::error("the receiver aborted: {}{}{}", proto::to_string(m.code),
-                        m.text.empty() ? "" : ": ", m.text);
+                        m.text.empty() ? "" : ": ", proto::escape_for_log(m.text));
           dispatch(SenderEvent::GotError);
         } else {
           spdlog::error("unexpected {} from the receiver",

@@ -119,3 +119,14 @@ TEST(FileName, EveryErrorHasAName) {
 }
 
 }  // namespace
+
+TEST(EscapeForLog, KeepsTextAndEscapesWhatCouldForgeLines) {
+  using rdmax::proto::escape_for_log;
+  EXPECT_EQ(escape_for_log("my file ü 日本.bin"), "my file ü 日本.bin");
+  EXPECT_EQ(escape_for_log("a\nb"), "a\\x0ab");
+  EXPECT_EQ(escape_for_log("\x1b[31mred"), "\\x1b[31mred");
+  EXPECT_EQ(escape_for_log("back\\slash"), "back\\x5cslash");
+  EXPECT_EQ(escape_for_log("\xff\xfe"), "\\xff\\xfe");
+  EXPECT_EQ(escape_for_log("\xe6\x97"), "\\xe6\\x97");  // truncated UTF-8
+  EXPECT_EQ(escape_for_log(""), "");
+}
