@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "common/rdma/connection_params.hpp"
 #include "protocol/names.hpp"
 #include "protocol/secure_wipe.hpp"
 #include "protocol/sizes.hpp"
@@ -30,12 +31,11 @@ Connection::Connection(std::uint64_t number, rdma_cm_id* id, ReceiverContext& co
   expect("Hello", context_.options.timeout);
 }
 
+Connection::~Connection() { context_.window_bytes_in_use -= window_charge_; }
+
 void Connection::accept() {
-  rdma_conn_param param{};
-  param.initiator_depth = 1;
-  param.responder_resources = 1;
-  param.retry_count = 7;
-  param.rnr_retry_count = 7;
+  rdma_conn_param param = reliable_conn_param();
+  id_.set_ack_timeout(kAckTimeoutExponent);
   id_.accept(param);
 }
 
@@ -168,6 +168,12 @@ proto::ReceiverEvent Connection::check_hello() {
   // A small file needs fewer slots; an empty one needs no window at all.
   slot_count_ =
       static_cast<std::uint32_t>(std::clamp<std::uint64_t>(plan_.chunk_count(), 1, o.slots));
+  const std::uint64_t window_bytes =
+      plan_.chunk_count() > 0 ? std::uint64_t{o.slot_size} * slot_count_ : 0;
+  if (context_.window_bytes_in_use + window_bytes > o.max_memory)
+    return reject(proto::RejectReason::NoMemory, "receiver memory cap reached; try again later");
+  context_.window_bytes_in_use += window_bytes;
+  window_charge_ = window_bytes;
   try {
     if (plan_.chunk_count() > 0) {
       window_ = AlignedBuffer(static_cast<std::size_t>(o.slot_size) * slot_count_);

@@ -35,6 +35,7 @@ struct ReceiverContext {
   const ReceiverOptions& options;
   int dir_fd;
   const proto::SecretStore* secrets;  // null: every id is denied
+  std::uint64_t window_bytes_in_use = 0;  // registered by all connections, vs --max-memory
 };
 
 class Connection {
@@ -44,6 +45,7 @@ class Connection {
   Connection(std::uint64_t number, rdma_cm_id* id, ReceiverContext& context);
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
+  ~Connection();
 
   void accept();
   int completion_fd() const { return endpoint_->completion_fd(); }
@@ -101,6 +103,7 @@ class Connection {
   Digest computed_{};
   std::optional<OutputFile> file_;
   std::uint32_t slot_count_ = 0;
+  std::uint64_t window_charge_ = 0;  // this connection's share of window_bytes_in_use
   proto::VerdictCode verdict_ = proto::VerdictCode::Good;
   proto::RejectReason reject_reason_ = proto::RejectReason::Internal;
   std::string reject_text_;

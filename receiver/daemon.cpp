@@ -16,7 +16,7 @@ Daemon::Daemon(const ReceiverOptions& options, Fd dir, std::optional<proto::Secr
     : options_(options),
       dir_(std::move(dir)),
       secrets_(std::move(secrets)),
-      context_{options_, dir_.get(), secrets_ ? &*secrets_ : nullptr},
+      context_{options_, dir_.get(), secrets_ ? &*secrets_ : nullptr, 0},
       listener_(channel_) {
   channel_.set_nonblocking();
   const char* bind = options_.bind_address ? options_.bind_address->c_str() : nullptr;

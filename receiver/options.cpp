@@ -65,6 +65,10 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
   app.add_option("--slots", o.slots, "slots per connection (window = slots x slot size)")
       ->capture_default_str()
       ->check(CLI::Range(1u, proto::kMaxSlotCount));
+  std::string max_memory = "1G";
+  app.add_option("--max-memory", max_memory,
+                 "cap on the receive windows registered for all connections together")
+      ->capture_default_str();
   app.add_option("--max-connections", o.max_connections, "concurrent senders")
       ->capture_default_str()
       ->check(CLI::Range(1u, 4096u));
@@ -89,6 +93,9 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
     if (!v) return kExitUsage;
     o.max_size = *v;
   }
+  auto mm = size_option(max_memory, "--max-memory");
+  if (!mm) return kExitUsage;
+  o.max_memory = *mm;
   auto ss = size_option(slot_size, "--slot-size");
   if (!ss) return kExitUsage;
   // rxe on Linux 6.1 caps one message at 8 MiB; below 4 KiB the protocol refuses.

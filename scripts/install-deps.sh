@@ -8,6 +8,8 @@ packages=(
   # build
   g++ cmake make pkg-config git
   libibverbs-dev librdmacm-dev libssl-dev libcli11-dev libspdlog-dev libgtest-dev
+  # fuzz build (tests/fuzz): clang, and compiler-rt for libFuzzer and the sanitizers
+  clang libclang-rt-dev
   # RDMA userspace and rdma-core's own tools used by the tests and benchmarks
   rdma-core ibverbs-utils rdmacm-utils perftest
   # Soft-RoCE test bed: Debian's kernel under qemu, with a busybox initramfs

@@ -10,4 +10,19 @@ cmake --build "$build" -j "$(nproc)"
 # Unit tests in parallel; the Soft-RoCE tests one at a time (each boots guests that
 # want both cores).
 ctest --test-dir "$build" --output-on-failure -L unit -j "$(nproc)"
+# The unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer, in their own
+# build directory: memory errors and undefined behaviour that the optimised build hides.
+san=${build}-san
+cmake -S . -B "$san" -DCMAKE_BUILD_TYPE=Debug -DRDMAX_WERROR=ON -DRDMAX_SANITIZE=ON >/dev/null
+cmake --build "$san" -j "$(nproc)"
+ctest --test-dir "$san" --output-on-failure -L unit -j "$(nproc)"
+# Coverage-guided fuzzing of the protocol code (tests/fuzz), RDMAX_FUZZ_SECONDS (default 30)
+# per target, with the same sanitizers. libFuzzer comes with clang, so this build uses
+# clang++ and builds only the fuzzers.
+fuzz=${build}-fuzz
+cmake -S . -B "$fuzz" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DRDMAX_WERROR=ON -DRDMAX_SANITIZE=ON -DRDMAX_BUILD_TESTS=OFF -DRDMAX_FUZZ=ON >/dev/null
+cmake --build "$fuzz" -j "$(nproc)" --target rdmax_fuzzers
+ctest --test-dir "$fuzz" --output-on-failure -L fuzz -j "$(nproc)"
+# Last, the Soft-RoCE tests (one at a time, as above).
 ctest --test-dir "$build" --output-on-failure -L rxe

@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "common/error_hints.hpp"
+#include "common/rdma/connection_params.hpp"
 #include "common/rdma/devices.hpp"
 #include "protocol/names.hpp"
 #include "protocol/sizes.hpp"
@@ -140,13 +141,8 @@ void SendSession::perform(SenderAction action) {
       waiting_for_ = "the connection to be accepted";
       endpoint_.emplace(id_, kRecvDepth, kSendDepth, kMaxActiveSlots + 8);
       epoll_.add(endpoint_->completion_fd(), EPOLLIN, kTagCq);
-      rdma_conn_param param{};
-      param.initiator_depth = 1;
-      param.responder_resources = 1;
-      // Retries are deliberate: RC retransmits lost packets itself (7 = the maximum), and
-      // RNR retries cover a receiver that is momentarily out of posted receives.
-      param.retry_count = 7;
-      param.rnr_retry_count = 7;
+      rdma_conn_param param = reliable_conn_param();
+      id_.set_ack_timeout(kAckTimeoutExponent);
       id_.connect(param);
       break;
     }

@@ -127,6 +127,12 @@ void CmId::create_qp(ibv_pd* pd, ibv_qp_init_attr& attr) {
   if (::rdma_create_qp(id_, pd, &attr) != 0) throw_sys("rdma_create_qp");
 }
 
+void CmId::set_ack_timeout(std::uint8_t exponent) {
+  if (::rdma_set_option(id_, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &exponent,
+                        sizeof exponent) != 0)
+    throw_sys("rdma_set_option(ACK_TIMEOUT)");
+}
+
 int CmId::set_qp_error() noexcept {
   if (id_ == nullptr || id_->qp == nullptr) return 0;
   ibv_qp_attr attr{};

@@ -46,6 +46,9 @@ class CmId {
 
   // Returns 0 or the errno value; errors are ignored by design (the peer may be gone).
   int disconnect() noexcept;
+  // The RC ACK timeout, as the exponent of 4.096 us * 2^exponent (14 ~ 67 ms, 17 ~ 0.5 s).
+  // With retry_count 7 it bounds how long a dead peer goes unnoticed while sending.
+  void set_ack_timeout(std::uint8_t exponent);
 
   // rdma_create_qp: the id must be bound to a device (after ADDR_RESOLVED, or adopted).
   void create_qp(ibv_pd* pd, ibv_qp_init_attr& attr);

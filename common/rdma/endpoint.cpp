@@ -10,7 +10,6 @@ constexpr std::size_t kBuf = proto::kMaxMessageSize;
 Endpoint::Endpoint(CmId& id, std::uint32_t recv_depth, std::uint32_t send_depth,
                    std::uint32_t extra_send_wrs)
     : id_(id),
-      recv_depth_(recv_depth),
       send_depth_(send_depth),
       pd_(id.verbs()),
       channel_(id.verbs()),

@@ -73,7 +73,6 @@ class Endpoint {
   void post_recv(std::uint32_t index);
 
   CmId& id_;
-  std::uint32_t recv_depth_;
   std::uint32_t send_depth_;
   ProtectionDomain pd_;
   CompletionChannel channel_;

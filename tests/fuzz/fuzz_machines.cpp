@@ -1,0 +1,319 @@
+// Fuzz target for the connection state machines (protocol/receiver_machine.hpp,
+// protocol/sender_machine.hpp). The unit tests pin every single (state, event) pair; this
+// target checks what must hold along any *sequence* of events, which is what a hostile or
+// buggy peer controls:
+//  1. every input byte is one event (a few byte values are deliberately out of the enum's
+//     range, as a driver bug would produce) for the receiver, and for the sender with and
+//     without an id;
+//  2. the input as records (see run_messages) drives both machines the way the programs do:
+//     received bytes go through decode() and become the event the message type maps to.
+// Which invariants hold was read off the code and docs/PROTOCOL.md section 4.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <variant>
+
+#include "protocol/receiver_machine.hpp"
+#include "protocol/sender_machine.hpp"
+#include "protocol/wire.hpp"
+#include "tests/fuzz/fuzz_check.hpp"
+
+namespace {
+
+using namespace rdmax::proto;
+using RS = ReceiverState;
+using RE = ReceiverEvent;
+using RA = ReceiverAction;
+using SS = SenderState;
+using SE = SenderEvent;
+using SA = SenderAction;
+
+constexpr unsigned kReceiverEvents = static_cast<unsigned>(RE::ShuttingDown) + 1;
+constexpr unsigned kSenderEvents = static_cast<unsigned>(SE::Interrupted) + 1;
+
+// Bytes from here up are passed through as out-of-range event values.
+constexpr std::uint8_t kFirstRawEventByte = 0xF0;
+
+bool named(const char* name) {
+  return std::strcmp(name, "?") != 0;
+}
+
+// A state is valid iff it is one of the enumerators, which are exactly the ones with a name.
+bool valid(RS s) {
+  return static_cast<unsigned>(s) <= static_cast<unsigned>(RS::Closed) && named(to_string(s));
+}
+bool valid(SS s) {
+  return static_cast<unsigned>(s) <= static_cast<unsigned>(SS::Done) && named(to_string(s));
+}
+
+template <typename Action, std::size_t N>
+bool is_last(const ActionList<Action, N>& actions, Action a) {
+  return !actions.empty() && *(actions.end() - 1) == a;
+}
+
+// Only here may a temporary file exist (receiver_machine.cpp, docs 4.5 "before the verdict").
+bool before_verdict(RS s) {
+  return s == RS::AwaitHello || s == RS::CheckingHello || s == RS::Receiving || s == RS::Verifying;
+}
+
+bool connected(SS s) {
+  return s == SS::AwaitAccept || s == SS::Sending || s == SS::AwaitVerdict || s == SS::AwaitSecret;
+}
+
+class ReceiverRun {
+ public:
+  RS state() const { return state_; }
+
+  void step(RE e) {
+    const ReceiverTransition t = receiver_next(state_, e);
+    FUZZ_CHECK(valid(t.next));
+    for (RA a : t.actions) FUZZ_CHECK(named(to_string(a)));
+
+    if (state_ == RS::Closed) {
+      // Absorbing: the connection's resources are gone, so nothing may be asked of them.
+      FUZZ_CHECK(t.next == RS::Closed && t.actions.empty() && t.error == ReceiverError::None);
+    } else if (state_ == RS::Closing) {
+      // Late events change nothing but the end of the teardown.
+      FUZZ_CHECK(t.error == ReceiverError::None);
+      FUZZ_CHECK(t.next == RS::Closing
+                     ? t.actions.empty()
+                     : t.next == RS::Closed && t.actions == ActionList<RA>{RA::Release});
+    } else {
+      check_open(t, e);
+    }
+
+    if (state_ == RS::Verifying && e == RE::VerifiedGood) committed_ = true;
+    state_ = t.next;
+    // AwaitId and CheckingId are reachable only through a good verdict.
+    if (state_ == RS::AwaitId || state_ == RS::CheckingId) FUZZ_CHECK(committed_);
+  }
+
+ private:
+  void check_open(const ReceiverTransition& t, RE e) const {
+    const bool leaving = t.next == RS::Closing || t.next == RS::Closed;
+    if (t.error == ReceiverError::IllegalEvent) {
+      // A named protocol error: the peer is told, and the connection is taken down.
+      FUZZ_CHECK(!t.actions.empty() && t.next == RS::Closing);
+      FUZZ_CHECK(t.actions.contains(RA::SendError));
+    }
+    // Teardown is always complete, and always the last thing asked for: nothing is sent
+    // after Disconnect or touched after Release.
+    FUZZ_CHECK(t.actions.contains(RA::Disconnect) == (t.next == RS::Closing));
+    FUZZ_CHECK(t.actions.contains(RA::Release) == (t.next == RS::Closed));
+    if (t.next == RS::Closing) FUZZ_CHECK(is_last(t.actions, RA::Disconnect));
+    if (t.next == RS::Closed) FUZZ_CHECK(is_last(t.actions, RA::Release));
+    // Every way out before the verdict removes the temporary file (GotError included); after
+    // a good verdict the file is committed and must never be discarded.
+    if (leaving && before_verdict(state_)) FUZZ_CHECK(t.actions.contains(RA::DiscardFile));
+    if (t.actions.contains(RA::DiscardFile)) FUZZ_CHECK(before_verdict(state_) && leaving);
+    // An Error from the peer is never answered with another Error.
+    if (e == RE::GotError) FUZZ_CHECK(!t.actions.contains(RA::SendError));
+    // Once the transport is gone nothing can be sent.
+    if (e == RE::Disconnected || e == RE::TransportFailed) {
+      FUZZ_CHECK(t.next == RS::Closed);
+      for (RA a : t.actions) FUZZ_CHECK(a == RA::DiscardFile || a == RA::Release);
+    }
+    // The secret is what a verified transfer earns: only after a good verdict and a lookup.
+    if (t.actions.contains(RA::SendSecret)) {
+      FUZZ_CHECK(committed_ && state_ == RS::CheckingId && e == RE::IdKnown);
+    }
+    if (t.actions.contains(RA::SendAccept)) {
+      FUZZ_CHECK(state_ == RS::CheckingHello && e == RE::HelloAccepted);
+    }
+  }
+
+  RS state_ = RS::AwaitHello;
+  bool committed_ = false;  // VerifiedGood seen in Verifying: the file is stored
+};
+
+class SenderRun {
+ public:
+  explicit SenderRun(bool has_id) : context_{has_id} {}
+
+  void step(SE e) {
+    const SenderTransition t = sender_next(state_, e, context_);
+    FUZZ_CHECK(valid(t.next));
+    for (SA a : t.actions) FUZZ_CHECK(named(to_string(a)));
+    if (t.outcome) FUZZ_CHECK(named(to_string(*t.outcome)));
+
+    if (state_ == SS::Done) {
+      FUZZ_CHECK(t.next == SS::Done && t.actions.empty() && !t.outcome && !t.illegal);
+    } else if (state_ == SS::Closing) {
+      // The outcome was decided on the way in; teardown cannot change it.
+      FUZZ_CHECK(!t.outcome && !t.illegal);
+      FUZZ_CHECK(t.next == SS::Closing
+                     ? t.actions.empty()
+                     : t.next == SS::Done && t.actions == ActionList<SA>{SA::Finish});
+    } else {
+      check_open(t, e);
+    }
+
+    if (state_ == SS::AwaitVerdict && e == SE::GotVerdictGood) verified_ = true;
+    if (!outcome_) outcome_ = t.outcome;
+    state_ = t.next;
+    // The program can only exit with a status if a transition named one.
+    if (state_ == SS::Closing || state_ == SS::Done) FUZZ_CHECK(outcome_.has_value());
+  }
+
+ private:
+  void check_open(const SenderTransition& t, SE e) const {
+    if (t.illegal) {
+      FUZZ_CHECK(!t.actions.empty() && t.outcome == SenderOutcome::ProtocolError);
+      FUZZ_CHECK(connected(state_) ? t.actions.contains(SA::SendError) : t.next == SS::Done);
+    }
+    // Leaving an open state always says what to report.
+    if (t.next == SS::Closing || t.next == SS::Done) FUZZ_CHECK(t.outcome.has_value());
+    if (t.next != SS::Closing && t.next != SS::Done) FUZZ_CHECK(!t.outcome.has_value());
+    FUZZ_CHECK(t.actions.contains(SA::Disconnect) == (t.next == SS::Closing));
+    FUZZ_CHECK(t.actions.contains(SA::Finish) == (t.next == SS::Done));
+    if (t.next == SS::Closing) FUZZ_CHECK(is_last(t.actions, SA::Disconnect));
+    if (t.next == SS::Done) FUZZ_CHECK(is_last(t.actions, SA::Finish));
+    // Before ESTABLISHED there is no queue pair: nothing to send and nothing to disconnect.
+    if (!connected(state_)) {
+      FUZZ_CHECK(t.next != SS::Closing && !t.actions.contains(SA::SendError));
+    }
+    if (e == SE::GotError) FUZZ_CHECK(!t.actions.contains(SA::SendError));
+    if (e == SE::Disconnected || e == SE::TransportFailed) {
+      FUZZ_CHECK(t.next == SS::Done && t.actions == ActionList<SA>{SA::Finish});
+    }
+    // The id goes out only if the user gave one, and only after a good verdict.
+    if (t.actions.contains(SA::SendId)) {
+      FUZZ_CHECK(context_.has_id && state_ == SS::AwaitVerdict && e == SE::GotVerdictGood);
+    }
+    // Success means the receiver verified the file, and with an id, that it sent the secret.
+    if (t.outcome == SenderOutcome::Success) {
+      FUZZ_CHECK(context_.has_id ? verified_ && state_ == SS::AwaitSecret && e == SE::GotSecret
+                                 : state_ == SS::AwaitVerdict && e == SE::GotVerdictGood);
+    }
+  }
+
+  SenderContext context_;
+  SS state_ = SS::ResolvingAddress;
+  std::optional<SenderOutcome> outcome_;
+  bool verified_ = false;  // GotVerdictGood seen in AwaitVerdict
+};
+
+// Most byte values name an enumerator; the top few pass through unchanged, out of range.
+template <typename Event>
+Event event_from(std::uint8_t byte, unsigned count) {
+  return static_cast<Event>(byte >= kFirstRawEventByte ? byte : byte % count);
+}
+
+void run_events(std::span<const std::uint8_t> input) {
+  ReceiverRun receiver;
+  SenderRun sender_without_id(false);
+  SenderRun sender_with_id(true);
+  for (std::uint8_t byte : input) {
+    receiver.step(event_from<RE>(byte, kReceiverEvents));
+    sender_without_id.step(event_from<SE>(byte, kSenderEvents));
+    sender_with_id.step(event_from<SE>(byte, kSenderEvents));
+  }
+}
+
+// How the receiver program turns what arrived into an event (docs/PROTOCOL.md 2 "Versions",
+// 4.5): sender-to-receiver messages by type, anything else is unexpected, undecodable bytes
+// are a protocol violation, except another version before Hello, which is rejected like a
+// Hello whose check failed.
+void deliver_to_receiver(ReceiverRun& receiver, std::span<const std::uint8_t> bytes) {
+  const auto result = decode(bytes);
+  if (std::holds_alternative<DecodeFailure>(result)) {
+    const auto version = peek_version(bytes);
+    if (version && *version != kProtocolVersion && receiver.state() == RS::AwaitHello) {
+      receiver.step(RE::GotHello);
+      receiver.step(RE::HelloRejected);
+    } else {
+      receiver.step(RE::ProtocolViolation);
+    }
+    return;
+  }
+  switch (type_of(std::get<Message>(result))) {
+    case MessageType::Hello:
+      return receiver.step(RE::GotHello);
+    case MessageType::Chunk:
+      return receiver.step(RE::GotChunk);
+    case MessageType::Done:
+      return receiver.step(RE::GotDone);
+    case MessageType::Id:
+      return receiver.step(RE::GotId);
+    case MessageType::Bye:
+      return receiver.step(RE::GotBye);
+    case MessageType::Error:
+      return receiver.step(RE::GotError);
+    default:
+      return receiver.step(RE::GotUnexpected);
+  }
+}
+
+// The sender program's mapping (docs/PROTOCOL.md 4.6), Verdict split by its code.
+void deliver_to_sender(SenderRun& sender, std::span<const std::uint8_t> bytes) {
+  const auto result = decode(bytes);
+  if (std::holds_alternative<DecodeFailure>(result)) return sender.step(SE::ProtocolViolation);
+  const Message& m = std::get<Message>(result);
+  switch (type_of(m)) {
+    case MessageType::Accept:
+      return sender.step(SE::GotAccept);
+    case MessageType::Reject:
+      return sender.step(SE::GotReject);
+    case MessageType::Credit:
+      return sender.step(SE::GotCredit);
+    case MessageType::Verdict:
+      switch (std::get<Verdict>(m).code) {
+        case VerdictCode::Good:
+          return sender.step(SE::GotVerdictGood);
+        case VerdictCode::StorageError:
+          return sender.step(SE::GotVerdictFailed);
+        default:
+          return sender.step(SE::GotVerdictBad);
+      }
+    case MessageType::Secret:
+      return sender.step(SE::GotSecret);
+    case MessageType::Denied:
+      return sender.step(SE::GotDenied);
+    case MessageType::Error:
+      return sender.step(SE::GotError);
+    default:
+      return sender.step(SE::GotUnexpected);
+  }
+}
+
+// Records: a tag byte below 0x80 is one local event (the driver's own results, CM events,
+// timers: byte modulo the event count); a tag from 0x80 up is followed by a little-endian u16
+// length and that many bytes, one received SEND. A record cut short by the end of the input
+// takes what is left, so every input means something.
+void run_messages(std::span<const std::uint8_t> input) {
+  ReceiverRun receiver;
+  SenderRun sender_without_id(false);
+  SenderRun sender_with_id(true);
+  while (!input.empty()) {
+    const std::uint8_t tag = input[0];
+    input = input.subspan(1);
+    if (tag < 0x80) {
+      receiver.step(static_cast<RE>(tag % kReceiverEvents));
+      sender_without_id.step(static_cast<SE>(tag % kSenderEvents));
+      sender_with_id.step(static_cast<SE>(tag % kSenderEvents));
+      continue;
+    }
+    std::size_t length = 0;
+    for (std::size_t i = 0; i < 2 && i < input.size(); ++i)
+      length |= std::size_t{input[i]} << (8 * i);
+    input = input.subspan(std::min<std::size_t>(2, input.size()));
+    const auto message = input.first(std::min(length, input.size()));
+    input = input.subspan(message.size());
+    deliver_to_receiver(receiver, message);
+    deliver_to_sender(sender_without_id, message);
+    deliver_to_sender(sender_with_id, message);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::span<const std::uint8_t> input(data, size);
+  run_events(input);
+  run_messages(input);
+  return 0;
+}

@@ -1,0 +1,189 @@
+// Fuzz target for the parsers of untrusted or hand-written text in protocol/: the file-name
+// rule (names come from the network), the secrets file and size arguments. Each is checked
+// against a second, deliberately different implementation written from its header comment,
+// so a fuzzer finds disagreements, not only crashes. The whole input goes to every parser.
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "protocol/names.hpp"
+#include "protocol/secrets.hpp"
+#include "protocol/sizes.hpp"
+#include "protocol/wire.hpp"
+#include "tests/fuzz/fuzz_check.hpp"
+
+namespace {
+
+using namespace rdmax::proto;
+
+// Decodes code points and checks their values, where names.cpp checks byte ranges per lead
+// byte (Unicode table 3-7): two routes to "well-formed UTF-8".
+bool valid_utf8(std::string_view s) {
+  static constexpr std::uint32_t kSmallestOfLength[5] = {0, 0, 0x80, 0x800, 0x10000};
+  for (std::size_t i = 0; i < s.size();) {
+    const auto lead = static_cast<std::uint8_t>(s[i]);
+    std::size_t length = 0;
+    std::uint32_t cp = 0;
+    if (lead < 0x80) {
+      length = 1;
+      cp = lead;
+    } else if ((lead & 0xE0) == 0xC0) {
+      length = 2;
+      cp = lead & 0x1Fu;
+    } else if ((lead & 0xF0) == 0xE0) {
+      length = 3;
+      cp = lead & 0x0Fu;
+    } else if ((lead & 0xF8) == 0xF0) {
+      length = 4;
+      cp = lead & 0x07u;
+    } else {
+      return false;
+    }
+    if (s.size() - i < length) return false;
+    for (std::size_t k = 1; k < length; ++k) {
+      const auto b = static_cast<std::uint8_t>(s[i + k]);
+      if ((b & 0xC0) != 0x80) return false;
+      cp = cp << 6 | (b & 0x3Fu);
+    }
+    if (cp < kSmallestOfLength[length] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return false;
+    }
+    i += length;
+  }
+  return true;
+}
+
+void check_name(std::string_view name) {
+  const std::optional<NameError> error = check_file_name(name);
+  bool forbidden_byte = false;
+  for (char c : name) {
+    const auto b = static_cast<std::uint8_t>(c);
+    forbidden_byte |= b < 0x20 || b == 0x7F || c == '/' || c == '\\';
+  }
+  const bool acceptable = !name.empty() && name.size() <= kMaxNameBytes && name != "." &&
+                          name != ".." && !forbidden_byte && valid_utf8(name);
+  FUZZ_CHECK(acceptable == !error.has_value());
+  if (!error) return;
+  FUZZ_CHECK(std::string_view(to_string(*error)) != "UnknownNameError");
+  // The whole-name problems take precedence over any byte-level one.
+  FUZZ_CHECK((*error == NameError::Empty) == name.empty());
+  if (!name.empty()) FUZZ_CHECK((*error == NameError::TooLong) == (name.size() > kMaxNameBytes));
+}
+
+// The header's description of a secrets line, implemented separately: split on '\n', drop
+// one trailing '\r', split on runs of blanks.
+std::vector<std::string_view> fields_of(std::string_view line) {
+  std::vector<std::string_view> fields;
+  std::size_t start = std::string_view::npos;
+  for (std::size_t i = 0; i <= line.size(); ++i) {
+    const bool blank = i == line.size() || line[i] == ' ' || line[i] == '\t';
+    if (blank && start != std::string_view::npos) {
+      fields.push_back(line.substr(start, i - start));
+      start = std::string_view::npos;
+    } else if (!blank && start == std::string_view::npos) {
+      start = i;
+    }
+  }
+  return fields;
+}
+
+void check_secrets(std::string_view text) {
+  std::vector<std::string_view> lines;
+  for (std::size_t start = 0; start < text.size();) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    lines.push_back(line);
+    start = end + 1;
+  }
+
+  auto parsed = SecretStore::parse(text);
+  if (const auto* error = std::get_if<SecretsParseError>(&parsed)) {
+    FUZZ_CHECK(error->line >= 1 && error->line <= lines.size());
+    return;
+  }
+  const SecretStore& store = std::get<SecretStore>(parsed);
+  // A file that parsed holds exactly its "ID SECRET" lines, each retrievable.
+  std::size_t entries = 0;
+  for (std::string_view line : lines) {
+    const auto fields = fields_of(line);
+    if (fields.empty() || fields[0][0] == '#') continue;
+    FUZZ_CHECK(fields.size() == 2);
+    ++entries;
+    const std::optional<std::string> secret = store.lookup(fields[0]);
+    FUZZ_CHECK(secret.has_value() && *secret == fields[1]);
+    FUZZ_CHECK(store.verify(fields[0], fields[1]));
+    FUZZ_CHECK(!store.verify(fields[0], std::string(fields[1]) + "x"));
+  }
+  FUZZ_CHECK(store.size() == entries);
+  FUZZ_CHECK(!store.lookup("").has_value());  // an id is never empty
+}
+
+void check_constant_time_equal(std::string_view text) {
+  const std::string_view a = text.substr(0, text.size() / 2);
+  const std::string_view b = text.substr(text.size() / 2);
+  FUZZ_CHECK(constant_time_equal(a, b) == (a == b));
+  FUZZ_CHECK(constant_time_equal(a, a));
+}
+
+char lower(char c) {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+// parse_size again, with the compiler's overflow builtins instead of pre-checked bounds.
+std::optional<std::uint64_t> reference_size(std::string_view text) {
+  std::size_t digits = 0;
+  std::uint64_t value = 0;
+  bool overflow = false;
+  for (; digits < text.size() && text[digits] >= '0' && text[digits] <= '9'; ++digits) {
+    overflow |= __builtin_mul_overflow(value, 10u, &value);
+    overflow |= __builtin_add_overflow(value, static_cast<unsigned>(text[digits] - '0'), &value);
+  }
+  if (digits == 0 || overflow) return std::nullopt;
+
+  std::string unit;
+  for (char c : text.substr(digits)) unit += lower(c);
+  static constexpr std::string_view kPrefixes = "kmgtp";
+  unsigned exponent = 0;
+  if (!unit.empty() && unit != "b") {
+    const std::size_t prefix = kPrefixes.find(unit[0]);
+    const std::string_view rest = std::string_view(unit).substr(1);
+    if (prefix == std::string_view::npos || !(rest.empty() || rest == "b" || rest == "ib")) {
+      return std::nullopt;
+    }
+    exponent = static_cast<unsigned>(prefix + 1);
+  }
+  std::uint64_t bytes = 0;
+  if (__builtin_mul_overflow(value, std::uint64_t{1} << (10 * exponent), &bytes)) {
+    return std::nullopt;
+  }
+  return bytes;
+}
+
+void check_size(std::string_view text) {
+  const std::optional<std::uint64_t> size = parse_size(text);
+  FUZZ_CHECK(size == reference_size(text));
+  if (!size) return;
+  // format_size must not crash on any value, and plain digits read back unchanged.
+  const std::string formatted = format_size(*size);
+  FUZZ_CHECK(!formatted.empty() && formatted.back() == 'B');
+  FUZZ_CHECK(parse_size(std::to_string(*size)) == size);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  check_name(text);
+  check_secrets(text);
+  check_constant_time_equal(text);
+  check_size(text);
+  return 0;
+}
