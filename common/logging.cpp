@@ -77,6 +77,9 @@ void init_logging(int verbosity, const char* program) {
     auto formatter = std::make_unique<spdlog::pattern_formatter>();
     formatter->add_flag<SyslogPriorityFlag>('*').set_pattern("%*%v");
     logger->set_formatter(std::move(formatter));
+  } else if (verbosity >= 2) {
+    // Tracing into a file is for finding where time goes: stamp every line.
+    logger->set_pattern("%H:%M:%S.%e %l: %v");
   } else {
     logger->set_pattern("%l: %v");
   }

@@ -59,6 +59,11 @@ SendSession::SendSession(const SenderOptions& options, const InputFile& file, co
   timer_.arm_periodic(std::chrono::milliseconds(100));
 }
 
+SendSession::~SendSession() {
+  // Teardown (QP, MRs, CQ, PD, cm_id) can take a while when the peer is gone: say so.
+  spdlog::trace("releasing the connection's resources");
+}
+
 proto::SenderOutcome SendSession::run() {
   started_ = Clock::now();
   extend_deadline(options_.connect_timeout);

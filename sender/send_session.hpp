@@ -37,6 +37,7 @@ struct TransferStats {
 class SendSession {
  public:
   SendSession(const SenderOptions& options, const InputFile& file, const Digest& digest);
+  ~SendSession();
   [[nodiscard]] proto::SenderOutcome run();
   const std::string& secret() const { return secret_; }
   const TransferStats& stats() const { return stats_; }

@@ -1,9 +1,10 @@
-// rdmax-attacker: a hostile rdmax sender for the security tests (docs/SECURITY.md).
+// rdmax-attacker: a hostile rdmax sender for the security tests (docs/SECURITY.md) and
+// the hostile-protocol tests (tests/e2e/hostile.sh).
 //
 // It connects to rdma-recv with real verbs through rdma_cm, speaks the protocol well
 // enough to be accepted (Hello with the correct SHA-256 of a file it generates), and then
 // tries one RDMA WRITE the receiver must refuse, or guesses ids. It is deliberately
-// sequential: every wait polls one fd with a bound, no event loop.
+// sequential: every wait polls with a bound, no event loop.
 //
 // Output: one line on stdout per run, "attack NAME: refused (STATUS)" (exit 0) or
 // "attack NAME: SUCCEEDED ..." (exit 1); details of each step go to stderr. Exit 2 is a
@@ -13,357 +14,29 @@
 // Every attack write is preceded by a control write on the same queue pair with a key
 // that is valid (or by a whole good transfer), so "refused" means refused because of
 // the key or the address, not because this peer is broken.
+//
+// The hostile-protocol commands (garbage, wrong-version, ...) are in hostile.cpp; they
+// print "hostile NAME/ATTEMPT: ok|WRONG: ..." per attempt and "hostile NAME: ok|WRONG"
+// last, with the same exit statuses (0: the receiver reacted as it must).
 
-#include <poll.h>
-#include <unistd.h>
 #include <CLI/CLI.hpp>
 
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <deque>
-#include <fstream>
-#include <map>
-#include <optional>
-#include <random>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "common/aligned_buffer.hpp"
-#include "common/rdma/cm_id.hpp"
-#include "common/rdma/endpoint.hpp"
-#include "common/rdma/event_channel.hpp"
-#include "common/rdma/memory_region.hpp"
-#include "common/sha256.hpp"
-#include "protocol/wire.hpp"
+#include "hostile.hpp"
+#include "peer.hpp"
 
 namespace rdmax::attacker {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 constexpr int kExitRefused = 0;
 constexpr int kExitSucceeded = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitSetup = 3;
-constexpr std::uint32_t kRecvDepth = 64;  // as rdma-send: enough for any Accept we use
-constexpr std::uint32_t kSendDepth = 16;
-constexpr std::uint32_t kWriteWrs = 16;
 constexpr std::size_t kProbeBytes = 64;  // size of an attack write
-
-struct Options {
-  std::string command;
-  std::string host;
-  std::uint16_t port = 18515;
-  int timeout_s = 10;
-  std::uint64_t size = 150000;
-  std::string tag = "attack";
-  std::string save;  // where to store the generated file, for the caller to compare
-};
-
-// The attack could not be carried out: not a verdict on the receiver.
-struct SetupError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-std::string to_hex_u64(std::uint64_t value) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%llx", static_cast<unsigned long long>(value));
-  return text;
-}
-
-void note(const std::string& text) {
-  std::fprintf(stderr, "rdmax-attacker: %s\n", text.c_str());
-}
-
-// The outcome of one RDMA WRITE: its completion status, or none within the timeout.
-struct WriteResult {
-  std::optional<ibv_wc_status> status;
-  bool ok() const { return status && *status == IBV_WC_SUCCESS; }
-  std::string describe() const {
-    return status ? ibv_wc_status_str(*status) : "no completion within the timeout";
-  }
-};
-
-// One RC connection to the receiver, driven synchronously.
-class Peer {
- public:
-  Peer(const Options& options, std::string label)
-      : options_(options), label_(std::move(label)), id_(channel_) {
-    channel_.set_nonblocking();
-  }
-  Peer(const Peer&) = delete;
-  Peer& operator=(const Peer&) = delete;
-  ~Peer() { close(); }
-
-  // Resolves, connects and registers `local` (the bytes this peer writes from).
-  void connect(std::size_t local_bytes) {
-    const auto bound = std::chrono::milliseconds(options_.timeout_s * 1000);
-    id_.resolve_addr(options_.host.c_str(), options_.port, bound);
-    expect_cm(RDMA_CM_EVENT_ADDR_RESOLVED);
-    id_.resolve_route(bound);
-    expect_cm(RDMA_CM_EVENT_ROUTE_RESOLVED);
-    endpoint_.emplace(id_, kRecvDepth, kSendDepth, kWriteWrs);
-    local_ = AlignedBuffer(std::max<std::size_t>(local_bytes, 2 * kProbeBytes));
-    // The attacker's own memory needs no remote access at all.
-    local_mr_.emplace(endpoint_->pd().get(), local_.data(), local_.size(), IBV_ACCESS_LOCAL_WRITE);
-    rdma_conn_param param{};
-    param.initiator_depth = 1;
-    param.responder_resources = 1;
-    param.retry_count = 7;
-    param.rnr_retry_count = 7;
-    id_.connect(param);
-    expect_cm(RDMA_CM_EVENT_ESTABLISHED);
-    connected_ = true;
-    note(label_ + ": connected to " + id_.peer_address());
-  }
-
-  std::uint8_t* local() { return local_.data(); }
-
-  void send(const proto::Message& message) {
-    if (!endpoint_->send(message)) throw SetupError(label_ + ": no free send buffer");
-  }
-
-  // The next message from the receiver, or nullopt if the connection ended or the
-  // timeout passed first.
-  std::optional<proto::Message> next_message() {
-    const auto deadline = Clock::now() + std::chrono::seconds(options_.timeout_s);
-    while (messages_.empty() && !qp_failed_ && !disconnected_ && pump(deadline)) {
-    }
-    if (messages_.empty()) return std::nullopt;
-    proto::Message m = std::move(messages_.front());
-    messages_.pop_front();
-    return m;
-  }
-
-  // A message of type T; anything else (or nothing) is a setup failure.
-  template <typename T>
-  T expect_message(const char* what) {
-    auto m = next_message();
-    if (!m) throw SetupError(label_ + ": no " + what + " (" + ended_how() + ")");
-    if (auto* t = std::get_if<T>(&*m)) return *t;
-    std::string detail = proto::to_string(proto::type_of(*m));
-    if (auto* r = std::get_if<proto::Reject>(&*m))
-      detail += std::string(" ") + to_string(r->reason) + " " + r->text;
-    if (auto* e = std::get_if<proto::Error>(&*m))
-      detail += std::string(" ") + to_string(e->code) + " " + e->text;
-    throw SetupError(label_ + ": expected " + what + ", got " + detail);
-  }
-
-  // RDMA WRITE of `length` bytes of local memory at `local_offset` to (addr, rkey); waits
-  // for its (signaled) completion.
-  WriteResult write(std::size_t local_offset, std::size_t length, std::uint64_t addr,
-                    std::uint32_t rkey) {
-    const std::uint32_t index = next_write_++;
-    endpoint_->post_write({local_.data() + local_offset, length}, local_mr_->lkey(), addr, rkey,
-                          true, index);
-    const auto deadline = Clock::now() + std::chrono::seconds(options_.timeout_s);
-    while (!writes_.contains(index) && pump(deadline)) {
-    }
-    WriteResult r;
-    if (auto it = writes_.find(index); it != writes_.end()) r.status = it->second;
-    return r;
-  }
-
-  // Waits (bounded) for the receiver to disconnect; true if it did.
-  bool wait_disconnected(std::chrono::seconds within) {
-    const auto deadline = Clock::now() + within;
-    while (!disconnected_ && pump(deadline)) {
-    }
-    return disconnected_;
-  }
-
-  std::string ended_how() const {
-    if (qp_failed_) return std::string("queue pair failed: ") + ibv_wc_status_str(first_error_);
-    if (disconnected_) return "the receiver disconnected";
-    return "timed out after " + std::to_string(options_.timeout_s) + "s";
-  }
-
-  void close() noexcept {
-    if (!connected_) return;
-    connected_ = false;
-    (void)id_.disconnect();
-    try {
-      wait_disconnected(std::chrono::seconds(2));
-    } catch (...) {
-    }
-  }
-
- private:
-  // Waits for one fd to become readable (bounded by `deadline`) and handles what arrived.
-  // Returns false once the deadline has passed.
-  bool pump(Clock::time_point deadline) {
-    const auto now = Clock::now();
-    if (now >= deadline) return false;
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
-    pollfd fds[2] = {{channel_.fd(), POLLIN, 0}, {-1, POLLIN, 0}};
-    if (endpoint_) fds[1].fd = endpoint_->completion_fd();
-    if (::poll(fds, 2, static_cast<int>(std::min<long long>(left, 1000))) < 0 && errno != EINTR)
-      throw std::runtime_error("poll failed");
-    while (auto event = channel_.try_get()) {
-      const auto type = event->type();
-      event->ack();
-      if (type == RDMA_CM_EVENT_DISCONNECTED) disconnected_ = true;
-    }
-    if (endpoint_) handle_completions();
-    return true;
-  }
-
-  void handle_completions() {
-    endpoint_->drain_completions(completions_);
-    for (const ibv_wc& wc : completions_) {
-      const WorkKind kind = wr_kind(wc.wr_id);
-      if (kind == WorkKind::Write) writes_[wr_index(wc.wr_id)] = wc.status;
-      if (wc.status != IBV_WC_SUCCESS) {
-        if (!qp_failed_) {
-          first_error_ = wc.status;
-          note(label_ + ": completion error " + ibv_wc_status_str(wc.status) + " (vendor_err " +
-               std::to_string(wc.vendor_err) + ", " +
-               (kind == WorkKind::Write  ? "write"
-                : kind == WorkKind::Send ? "send"
-                                         : "recv") +
-               ")");
-        }
-        qp_failed_ = true;
-        continue;
-      }
-      if (kind == WorkKind::Send) {
-        endpoint_->send_completed(wr_index(wc.wr_id));
-      } else if (kind == WorkKind::Recv) {
-        auto decoded = endpoint_->take_received(wc);
-        if (auto* m = std::get_if<proto::Message>(&decoded)) {
-          messages_.push_back(std::move(*m));
-        } else {
-          note(label_ + ": undecodable message: " + std::get<proto::DecodeFailure>(decoded).detail);
-        }
-      }
-    }
-  }
-
-  void expect_cm(rdma_cm_event_type wanted) {
-    const auto deadline = Clock::now() + std::chrono::seconds(options_.timeout_s);
-    while (Clock::now() < deadline) {
-      pollfd fd{channel_.fd(), POLLIN, 0};
-      (void)::poll(&fd, 1, 200);
-      if (auto event = channel_.try_get()) {
-        const auto type = event->type();
-        const int status = event->status();
-        event->ack();
-        if (type == wanted) return;
-        throw SetupError(label_ + ": expected " + rdma_event_str(wanted) + ", got " +
-                         rdma_event_str(type) + " (status " + std::to_string(status) + ")");
-      }
-    }
-    throw SetupError(label_ + ": no " + rdma_event_str(wanted) + " within " +
-                     std::to_string(options_.timeout_s) + "s");
-  }
-
-  const Options& options_;
-  std::string label_;
-  bool connected_ = false;
-  bool disconnected_ = false;
-  bool qp_failed_ = false;
-  ibv_wc_status first_error_ = IBV_WC_SUCCESS;
-  std::uint32_t next_write_ = 0;
-  std::deque<proto::Message> messages_;
-  std::map<std::uint32_t, ibv_wc_status> writes_;
-  std::vector<ibv_wc> completions_;
-  // Destroyed in reverse: the cm_id (and QP) first, then the local MR, the endpoint
-  // (CQ, PD), the channel. The same order as rdma-send.
-  EventChannel channel_;
-  std::optional<Endpoint> endpoint_;
-  AlignedBuffer local_;
-  std::optional<MemoryRegion> local_mr_;
-  CmId id_;
-};
-
-// ---------------------------------------------------------------------------------
-// The file offered in every Hello: random bytes, hashed here.
-// ---------------------------------------------------------------------------------
-struct Payload {
-  std::vector<std::uint8_t> bytes;
-  Digest sha256{};
-};
-
-Payload make_payload(const Options& options) {
-  Payload p;
-  p.bytes.resize(options.size);
-  std::mt19937_64 random(std::random_device{}());
-  for (auto& b : p.bytes) b = static_cast<std::uint8_t>(random());
-  Sha256 hash;
-  hash.update(std::span<const std::uint8_t>(p.bytes));
-  p.sha256 = hash.finish();
-  if (!options.save.empty()) {
-    std::ofstream out(options.save, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(p.bytes.data()),
-              static_cast<std::streamsize>(p.bytes.size()));
-    if (!out) throw SetupError("cannot write " + options.save);
-  }
-  return p;
-}
-
-// A connected peer that offered `payload` under `name` and got an Accept, then the first
-// Credit of every slot (docs/PROTOCOL.md 5.3: each slot has its own key).
-struct Session {
-  std::unique_ptr<Peer> peer;
-  proto::Accept accept;
-  std::vector<std::uint32_t> slot_rkey;  // the key this peer holds or last held per slot
-  std::vector<bool> held;                // this peer holds the slot's credit
-};
-
-Session open_session(const Options& options, const Payload& payload, const std::string& name) {
-  Session s;
-  s.peer = std::make_unique<Peer>(options, name);
-  s.peer->connect(payload.bytes.size());
-  std::copy(payload.bytes.begin(), payload.bytes.end(), s.peer->local());
-  s.peer->send(proto::Hello{payload.bytes.size(), payload.sha256, 0, name});
-  s.accept = s.peer->expect_message<proto::Accept>("Accept");
-  s.slot_rkey.assign(s.accept.slot_count, s.accept.region_rkey);
-  // An older receiver announced one key for the whole region and sent no first Credits.
-  s.held.assign(s.accept.slot_count, s.accept.region_rkey != 0);
-  for (std::uint32_t i = 0; i < s.accept.slot_count && s.accept.region_rkey == 0; ++i) {
-    auto c = s.peer->expect_message<proto::Credit>("first Credit");
-    if (c.slot >= s.accept.slot_count || s.held[c.slot])
-      throw SetupError("bad first Credit for slot " + std::to_string(c.slot));
-    s.slot_rkey[c.slot] = c.rkey;
-    s.held[c.slot] = true;
-  }
-  std::string keys;
-  for (auto k : s.slot_rkey) keys += " 0x" + to_hex_u64(k);
-  note(name + ": Accept addr 0x" + to_hex_u64(s.accept.region_addr) + ", " +
-       std::to_string(s.accept.slot_count) + " x " + std::to_string(s.accept.slot_size) +
-       " bytes; slot rkeys" + keys);
-  return s;
-}
-
-std::uint64_t slot_addr(const proto::Accept& a, std::uint32_t slot) {
-  return a.region_addr + static_cast<std::uint64_t>(slot) * a.slot_size;
-}
-
-// Writes chunk `index` of the payload into `slot` and announces it with a Chunk.
-void write_chunk(Session& s, std::uint64_t index, std::uint32_t slot, std::uint64_t file_size) {
-  const std::uint64_t offset = index * s.accept.slot_size;
-  const auto length =
-      static_cast<std::uint32_t>(std::min<std::uint64_t>(s.accept.slot_size, file_size - offset));
-  auto r = s.peer->write(offset, length, slot_addr(s.accept, slot), s.slot_rkey[slot]);
-  if (!r.ok()) throw SetupError("a legitimate chunk write failed: " + r.describe());
-  s.peer->send(proto::Chunk{offset, length, slot});
-  s.held[slot] = false;
-}
-
-// Waits for the Credit of `slot` and takes its new key; returns the key it replaced.
-std::uint32_t take_credit(Session& s, std::uint32_t slot) {
-  auto c = s.peer->expect_message<proto::Credit>("Credit");
-  if (c.slot != slot) throw SetupError("Credit for slot " + std::to_string(c.slot));
-  const std::uint32_t old = s.slot_rkey[slot];
-  s.slot_rkey[slot] = c.rkey;
-  s.held[slot] = true;
-  note("Credit slot " + std::to_string(slot) + ": rkey 0x" + to_hex_u64(old) + " -> 0x" +
-       to_hex_u64(c.rkey));
-  return old;
-}
 
 // A whole good transfer, one chunk at a time; returns after Verdict(Good).
 void complete_transfer(Session& s, const Payload& payload) {
@@ -523,6 +196,7 @@ int attack_id_guess(const Options& o, const Payload& p) {
 
 int run(const Options& o) {
   const Payload payload = make_payload(o);
+  if (is_hostile_command(o.command)) return run_hostile(o, payload);
   if (o.command == "id-guess") return attack_id_guess(o, payload);
   Verdicts v;
   if (o.command == "write-after-verdict") attack_write_after_verdict(o, payload, v);
@@ -549,11 +223,12 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   using namespace rdmax::attacker;
   Options o;
-  CLI::App app{"rdmax-attacker: a hostile rdmax sender for the security tests"};
-  app.add_option("command", o.command, "the attack")
-      ->required()
-      ->check(CLI::IsMember({"write-after-verdict", "write-past-window", "stale-slot-key",
-                             "cross-connection-key", "key-after-reconnect", "id-guess"}));
+  CLI::App app{"rdmax-attacker: a hostile rdmax sender for the security and hostile tests"};
+  std::vector<std::string> commands = {"write-after-verdict", "write-past-window",
+                                       "stale-slot-key",      "cross-connection-key",
+                                       "key-after-reconnect", "id-guess"};
+  for (const auto& c : hostile_commands()) commands.push_back(c);
+  app.add_option("command", o.command, "the attack")->required()->check(CLI::IsMember(commands));
   app.add_option("-H,--host", o.host, "receiver address")->required();
   app.add_option("-p,--port", o.port, "receiver port");
   app.add_option("--timeout", o.timeout_s, "bound on every wait, seconds")
@@ -562,16 +237,27 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 64 << 20));
   app.add_option("--tag", o.tag, "prefix of the file names offered (TAG-COMMAND[-n].bin)");
   app.add_option("--save", o.save, "also write the generated file here");
+  app.add_option("--receiver-timeout", o.receiver_timeout_s,
+                 "the receiver's --timeout, seconds (hostile commands)")
+      ->check(CLI::Range(1, 600));
+  app.add_option("--slack", o.slack_s,
+                 "how many seconds after its timeout the receiver may still react")
+      ->check(CLI::Range(0, 600));
+  app.add_option("--count", o.count, "idle: connections at once; flood: messages sent")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--dir", o.dir,
+                 "the receiver's --dir: check that no file or temporary of ours is left there");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  const char* prefix = is_hostile_command(o.command) ? "hostile" : "attack";
   try {
     return run(o);
   } catch (const std::exception& e) {
-    std::printf("attack %s: not carried out (%s)\n", o.command.c_str(), e.what());
+    std::printf("%s %s: not carried out (%s)\n", prefix, o.command.c_str(), e.what());
     return kExitSetup;
   }
 }

@@ -1,0 +1,507 @@
+// Hostile-protocol commands: each makes one or more attempts, every attempt on its own
+// connection, and judges the receiver's reaction against docs/PROTOCOL.md:
+//
+//   a message that does not decode, or is not allowed now  -> Error(ProtocolViolation),
+//                                                             then a disconnect (2, 4.5)
+//   a foreign version in place of the Hello                -> Reject(UnsupportedVersion) (2);
+//                                                             Error(ProtocolViolation) is
+//                                                             reported but accepted
+//   a Chunk that breaks the data rules                     -> the same, and no file (5.4)
+//   silence                                                -> Error(Timeout) after the
+//                                                             receiver's --timeout (4.4)
+//
+// and, with --dir, that nothing named after this command (file or temporary) is left in
+// the receiver's directory.
+
+#include "hostile.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <random>
+#include <thread>
+
+namespace rdmax::attacker {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitWrong = 1;
+
+enum class Expect {
+  Violation,      // Error(ProtocolViolation), then a disconnect, promptly
+  Timeout,        // Error(Timeout), then a disconnect, after the receiver's timeout
+  Disconnect,     // a disconnect, promptly (our SEND broke the receiver's queue pair)
+  VersionAnswer,  // Reject(UnsupportedVersion) (or Error(ProtocolViolation)), a disconnect
+};
+
+// What the receiver did after the attempt's last message.
+struct Reaction {
+  std::vector<proto::Message> messages;
+  bool disconnected = false;
+  double seconds = 0;  // from the attempt's last message (or its silence) to the disconnect
+  std::string our_qp;  // our own queue pair's first error, if it failed
+};
+
+Reaction observe(Peer& p, Clock::time_point since, const Options& o) {
+  const auto within = std::chrono::seconds(o.receiver_timeout_s + o.slack_s + 1);
+  (void)p.wait_disconnected(
+      std::chrono::duration_cast<std::chrono::milliseconds>(within - (Clock::now() - since)));
+  Reaction r;
+  r.messages = p.take_messages();
+  r.disconnected = p.disconnected();
+  r.seconds = seconds_between(since, r.disconnected ? p.disconnected_at() : Clock::now());
+  if (p.qp_failed()) r.our_qp = p.first_error();
+  return r;
+}
+
+std::string format_seconds(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2fs", s);
+  return text;
+}
+
+std::string describe(const Reaction& r) {
+  std::string text;
+  for (const auto& m : r.messages) text += (text.empty() ? "" : ", ") + Peer::describe(m);
+  if (text.empty()) text = "no message";
+  text += r.disconnected ? ", disconnected after " + format_seconds(r.seconds)
+                         : ", NOT disconnected within " + format_seconds(r.seconds);
+  if (!r.our_qp.empty()) text += " (our queue pair: " + r.our_qp + ")";
+  return text;
+}
+
+const proto::Error* find_error(const Reaction& r) {
+  for (const auto& m : r.messages)
+    if (auto* e = std::get_if<proto::Error>(&m)) return e;
+  return nullptr;
+}
+
+// Empty when the reaction is the expected one; otherwise why not.
+std::string judge(const Options& o, const Reaction& r, Expect expect, std::string& remark) {
+  const double timeout = o.receiver_timeout_s;
+  const proto::Error* error = find_error(r);
+  for (const auto& m : r.messages) {
+    const bool allowed =
+        std::holds_alternative<proto::Error>(m) ||
+        (expect == Expect::VersionAnswer && std::holds_alternative<proto::Reject>(m));
+    if (!allowed) return "unexpected " + Peer::describe(m);
+  }
+  if (!r.disconnected) return "the receiver did not disconnect";
+  switch (expect) {
+    case Expect::Violation:
+      if (!error) return "no Error(ProtocolViolation) before the disconnect";
+      [[fallthrough]];
+    case Expect::Disconnect:
+      if (error && error->code != proto::ErrorCode::ProtocolViolation)
+        return std::string("Error(") + to_string(error->code) + "), expected ProtocolViolation";
+      if (r.seconds > timeout) return "the reaction took longer than the receiver's --timeout";
+      return "";
+    case Expect::Timeout:
+      if (!error || error->code != proto::ErrorCode::Timeout)
+        return "no Error(Timeout) before the disconnect";
+      if (r.seconds < std::max(0.0, timeout - 1))
+        return "dropped before the receiver's --timeout (" + format_seconds(timeout) + ")";
+      if (r.seconds > timeout + o.slack_s)
+        return "dropped later than --timeout + " + std::to_string(o.slack_s) + "s";
+      return "";
+    case Expect::VersionAnswer: {
+      bool reject = false;
+      for (const auto& m : r.messages)
+        if (auto* j = std::get_if<proto::Reject>(&m))
+          reject = j->reason == proto::RejectReason::UnsupportedVersion;
+      if (!reject && !(error && error->code == proto::ErrorCode::ProtocolViolation))
+        return "neither Reject(UnsupportedVersion) nor Error(ProtocolViolation)";
+      if (!reject) remark = "; NOTE: docs/PROTOCOL.md 2 and 4.5 ask for Reject(UnsupportedVersion)";
+      if (r.seconds > timeout) return "the reaction took longer than the receiver's --timeout";
+      return "";
+    }
+  }
+  return "";
+}
+
+// Entries of --dir named after this command: its files and their temporaries.
+std::vector<std::string> leftovers(const Options& o) {
+  std::vector<std::string> found;
+  const std::string mark = o.tag + "-" + o.command;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(o.dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find(mark) != std::string::npos) found.push_back(name);
+  }
+  if (ec) throw SetupError("cannot list --dir " + o.dir + ": " + ec.message());
+  return found;
+}
+
+// Empty when --dir holds nothing of ours (the receiver gets 2 s to remove it).
+std::string dir_check(const Options& o) {
+  if (o.dir.empty()) return "";
+  const auto deadline = Clock::now() + std::chrono::seconds(2);
+  auto found = leftovers(o);
+  while (!found.empty() && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    found = leftovers(o);
+  }
+  std::string text;
+  for (const auto& name : found) text += (text.empty() ? "" : " ") + name;
+  return text.empty() ? "" : "left in --dir: " + text;
+}
+
+// Prints the attempt's line; returns true when the receiver reacted as it must.
+bool report(const Options& o, const std::string& attempt, const Reaction& r, Expect expect) {
+  std::string remark;
+  std::string wrong = judge(o, r, expect, remark);
+  const std::string dir = dir_check(o);
+  if (wrong.empty()) wrong = dir;
+  const std::string where = o.dir.empty() ? "; --dir not checked" : "; nothing left in --dir";
+  std::printf("hostile %s/%s: %s: %s%s%s\n", o.command.c_str(), attempt.c_str(),
+              wrong.empty() ? "ok" : "WRONG", describe(r).c_str(),
+              wrong.empty() ? where.c_str() : ("; " + wrong).c_str(), remark.c_str());
+  return wrong.empty();
+}
+
+// ---------------------------------------------------------------------------------
+// Building malformed messages
+// ---------------------------------------------------------------------------------
+std::vector<std::uint8_t> random_bytes(std::size_t n) {
+  static std::mt19937_64 random(std::random_device{}());
+  std::vector<std::uint8_t> bytes(n);
+  for (auto& b : bytes) b = static_cast<std::uint8_t>(random());
+  // Never the rdmax magic by accident.
+  if (n >= 1) bytes[0] = static_cast<std::uint8_t>(bytes[0] == 0x52 ? 0x53 : bytes[0]);
+  return bytes;
+}
+
+void put_le(std::vector<std::uint8_t>& bytes, std::size_t offset, std::uint64_t value,
+            std::size_t width) {
+  for (std::size_t i = 0; i < width; ++i)
+    bytes.at(offset + i) = static_cast<std::uint8_t>(value >> (8 * i));
+}
+
+std::vector<std::uint8_t> encoded(const proto::Message& m) {
+  auto bytes = proto::encode(m);
+  if (bytes.empty()) throw std::logic_error("a well-formed message did not encode");
+  return bytes;
+}
+
+std::string attempt_name(const Options& o, const std::string& attempt) {
+  return o.tag + "-" + o.command + "-" + attempt + ".bin";
+}
+
+proto::Hello hello_for(const Payload& p, const std::string& name) {
+  return proto::Hello{p.bytes.size(), p.sha256, 0, name};
+}
+
+constexpr std::size_t kHeaderVersion = 4, kHeaderLength = 8, kHelloNameLen = 16 + 44;
+
+// One attempt: connect, do `act` (which sends what it sends, then returns the moment from
+// which the reaction is timed), then observe and report.
+using Act = std::function<Clock::time_point(Peer&)>;
+
+bool attempt_on_fresh_connection(const Options& o, const std::string& attempt, Expect expect,
+                                 const Act& act, std::uint32_t raw_slots = 8) {
+  Peer peer(o, o.command + "/" + attempt, raw_slots);
+  peer.connect(0);
+  const auto since = act(peer);
+  return report(o, attempt, observe(peer, since, o), expect);
+}
+
+Act send_raw_now(std::vector<std::uint8_t> bytes) {
+  return [bytes = std::move(bytes)](Peer& p) {
+    p.send_raw(bytes);
+    return Clock::now();
+  };
+}
+
+// ---------------------------------------------------------------------------------
+// Commands
+// ---------------------------------------------------------------------------------
+bool hostile_garbage(const Options& o, const Payload&) {
+  bool ok = true;
+  for (std::size_t n : {std::size_t{100}, std::size_t{4096}})
+    ok &= attempt_on_fresh_connection(o, "random-" + std::to_string(n), Expect::Violation,
+                                      send_raw_now(random_bytes(n)));
+  ok &= attempt_on_fresh_connection(o, "short-5", Expect::Violation, send_raw_now(random_bytes(5)));
+  auto framed = random_bytes(64);
+  put_le(framed, 0, proto::kMagic, 4);
+  put_le(framed, kHeaderVersion, proto::kProtocolVersion, 2);
+  ok &= attempt_on_fresh_connection(o, "magic-v1-then-random", Expect::Violation,
+                                    send_raw_now(framed));
+  // Longer than every RECV buffer (4096): the receive fails at the receiver, which can
+  // only drop the connection.
+  ok &= attempt_on_fresh_connection(o, "oversized-6000", Expect::Disconnect,
+                                    send_raw_now(random_bytes(6000)));
+  return ok;
+}
+
+bool hostile_wrong_version(const Options& o, const Payload& p) {
+  auto bytes = encoded(hello_for(p, attempt_name(o, "hello-v2")));
+  put_le(bytes, kHeaderVersion, 2, 2);
+  return attempt_on_fresh_connection(o, "hello-v2", Expect::VersionAnswer, send_raw_now(bytes));
+}
+
+bool hostile_lying_length(const Options& o, const Payload& p) {
+  struct Lie {
+    const char* attempt;
+    std::size_t offset;
+    std::int64_t delta;   // added to the field, or...
+    std::uint64_t value;  // ...this value when delta is 0
+    std::size_t width;
+  };
+  const Lie lies[] = {
+      {"payload-length+16", kHeaderLength, 16, 0, 4},
+      {"payload-length-4", kHeaderLength, -4, 0, 4},
+      {"payload-length-huge", kHeaderLength, 0, 0xFFFFFFF0u, 4},
+      {"name-len+10", kHelloNameLen, 10, 0, 2},
+      {"name-len-2", kHelloNameLen, -2, 0, 2},
+  };
+  bool ok = true;
+  for (const Lie& lie : lies) {
+    auto bytes = encoded(hello_for(p, attempt_name(o, lie.attempt)));
+    std::uint64_t field = 0;
+    for (std::size_t i = 0; i < lie.width; ++i)
+      field |= static_cast<std::uint64_t>(bytes[lie.offset + i]) << (8 * i);
+    put_le(bytes, lie.offset,
+           lie.delta != 0 ? static_cast<std::uint64_t>(static_cast<std::int64_t>(field) + lie.delta)
+                          : lie.value,
+           lie.width);
+    ok &= attempt_on_fresh_connection(o, lie.attempt, Expect::Violation, send_raw_now(bytes));
+  }
+  return ok;
+}
+
+// An attempt after a good Hello, its Accept and first Credits: `act` does the rest.
+using SessionAct = std::function<void(Session&)>;
+
+bool attempt_in_session(const Options& o, const Payload& p, const std::string& attempt,
+                        const SessionAct& act) {
+  Session s = open_session(o, p, attempt_name(o, attempt));
+  act(s);
+  const auto since = Clock::now();
+  return report(o, attempt, observe(*s.peer, since, o), Expect::Violation);
+}
+
+bool hostile_out_of_order(const Options& o, const Payload& p) {
+  auto send_now = [](proto::Message m) {
+    return [m = std::move(m)](Peer& peer) {
+      peer.send(m);
+      return Clock::now();
+    };
+  };
+  bool ok = true;
+  ok &= attempt_on_fresh_connection(o, "chunk-before-hello", Expect::Violation,
+                                    send_now(proto::Chunk{0, 4096, 0}));
+  ok &= attempt_on_fresh_connection(o, "done-before-hello", Expect::Violation,
+                                    send_now(proto::Done{0}));
+  ok &= attempt_on_fresh_connection(o, "id-before-hello", Expect::Violation,
+                                    send_now(proto::Id{"alice"}));
+  ok &= attempt_on_fresh_connection(o, "accept-from-sender", Expect::Violation,
+                                    send_now(proto::Accept{0x10000, 0, 4096, 1}));
+  ok &= attempt_in_session(o, p, "id-before-done",
+                           [](Session& s) { s.peer->send(proto::Id{"alice"}); });
+  ok &= attempt_in_session(o, p, "second-hello", [&](Session& s) {
+    s.peer->send(hello_for(p, attempt_name(o, "second-hello")));
+  });
+  ok &= attempt_in_session(o, p, "bye-before-done", [](Session& s) { s.peer->send(proto::Bye{}); });
+  return ok;
+}
+
+bool hostile_bad_chunk(const Options& o, const Payload& p) {
+  bool ok = true;
+  // Each writes chunk 0's bytes into slot 0 (a legitimate write) and then lies about it.
+  auto lie_about_chunk0 = [&](const std::string& attempt,
+                              std::function<proto::Chunk(const Session&)> chunk) {
+    ok &= attempt_in_session(o, p, attempt, [&](Session& s) {
+      const std::uint32_t len0 =
+          static_cast<std::uint32_t>(std::min<std::uint64_t>(s.accept.slot_size, p.bytes.size()));
+      auto r = s.peer->write(0, len0, slot_addr(s.accept, 0), s.slot_rkey[0]);
+      if (!r.ok()) throw SetupError("a legitimate chunk write failed: " + r.describe());
+      s.peer->send(chunk(s));
+    });
+  };
+  auto first_length = [&](const Session& s) {
+    return static_cast<std::uint32_t>(std::min<std::uint64_t>(s.accept.slot_size, p.bytes.size()));
+  };
+  lie_about_chunk0("wrong-offset", [&](const Session& s) {
+    if (p.bytes.size() <= s.accept.slot_size) throw SetupError("--size must exceed one slot");
+    const std::uint64_t offset = s.accept.slot_size;  // as if chunk 0 had been skipped
+    return proto::Chunk{offset,
+                        static_cast<std::uint32_t>(
+                            std::min<std::uint64_t>(s.accept.slot_size, p.bytes.size() - offset)),
+                        0};
+  });
+  lie_about_chunk0("slot-out-of-range", [&](const Session& s) {
+    return proto::Chunk{0, first_length(s), s.accept.slot_count};
+  });
+  lie_about_chunk0("slot-0xffffffff", [&](const Session& s) {
+    return proto::Chunk{0, first_length(s), 0xFFFFFFFFu};
+  });
+  lie_about_chunk0("length-zero", [&](const Session&) { return proto::Chunk{0, 0, 0}; });
+  lie_about_chunk0("length-past-slot", [&](const Session& s) {
+    return proto::Chunk{0, s.accept.slot_size + 4096, 0};
+  });
+  // Every chunk but the last as it should be; the last claims a whole slot, past the end.
+  ok &= attempt_in_session(o, p, "length-past-end", [&](Session& s) {
+    const std::uint64_t size = p.bytes.size(), slot = s.accept.slot_size;
+    if (size % slot == 0) throw SetupError("--size must not be a multiple of the slot size");
+    const std::uint64_t chunks = (size + slot - 1) / slot;
+    for (std::uint64_t i = 0; i + 1 < chunks; ++i) {
+      const auto k = static_cast<std::uint32_t>(i % s.accept.slot_count);
+      write_chunk(s, i, k, size);
+      (void)take_credit(s, k);
+    }
+    const auto k = static_cast<std::uint32_t>((chunks - 1) % s.accept.slot_count);
+    const std::uint64_t offset = (chunks - 1) * slot;
+    auto r = s.peer->write(offset, size - offset, slot_addr(s.accept, k), s.slot_rkey[k]);
+    if (!r.ok()) throw SetupError("a legitimate chunk write failed: " + r.describe());
+    s.peer->send(proto::Chunk{offset, static_cast<std::uint32_t>(slot), k});
+  });
+  // An empty file: Accept announces a slot, but no Credit ever comes for it.
+  Payload empty;
+  Sha256 hash;
+  empty.sha256 = hash.finish();
+  ok &= attempt_in_session(o, empty, "empty-file-uncredited-slot", [](Session& s) {
+    s.peer->send(proto::Chunk{0, 1, 0});
+  });
+  return ok;
+}
+
+bool hostile_hello_then_silence(const Options& o, const Payload& p) {
+  const std::string attempt = "silence-after-accept";
+  Session s = open_session(o, p, attempt_name(o, attempt));
+  const auto since = Clock::now();  // Accept and the first Credits are in
+  return report(o, attempt, observe(*s.peer, since, o), Expect::Timeout);
+}
+
+bool hostile_idle(const Options& o, const Payload&) {
+  const int count = o.count.value_or(1);
+  if (count == 1)
+    return attempt_on_fresh_connection(o, "no-hello", Expect::Timeout,
+                                       [](Peer& p) { return p.established_at(); });
+  std::vector<std::unique_ptr<Peer>> peers;
+  std::vector<Peer*> all;
+  for (int i = 0; i < count; ++i) {
+    peers.push_back(std::make_unique<Peer>(o, "idle-" + std::to_string(i + 1)));
+    peers.back()->connect(0);
+    all.push_back(peers.back().get());
+  }
+  const auto connected = Clock::now();
+  note(std::to_string(count) + " idle connections open");
+  Peer::wait_all_disconnected(
+      all, connected + std::chrono::seconds(o.receiver_timeout_s + o.slack_s + 1));
+  std::vector<std::string> wrong;
+  double fastest = 1e9, slowest = 0;
+  for (Peer* peer : all) {
+    Reaction r;
+    r.messages = peer->take_messages();
+    r.disconnected = peer->disconnected();
+    r.seconds = seconds_between(peer->established_at(),
+                                r.disconnected ? peer->disconnected_at() : Clock::now());
+    if (peer->qp_failed()) r.our_qp = peer->first_error();
+    std::string remark;
+    if (auto why = judge(o, r, Expect::Timeout, remark); !why.empty())
+      wrong.push_back(peer->label() + ": " + describe(r) + "; " + why);
+    fastest = std::min(fastest, r.seconds);
+    slowest = std::max(slowest, r.seconds);
+  }
+  const std::string dir = dir_check(o);
+  if (!dir.empty()) wrong.push_back(dir);
+  for (const auto& w : wrong) std::printf("hostile idle/%s\n", w.c_str());
+  std::printf(
+      "hostile idle/%d-connections: %s: %d of %d got Error(Timeout) and were disconnected "
+      "%s-%s after connecting%s\n",
+      count, wrong.empty() ? "ok" : "WRONG", count - static_cast<int>(wrong.size()), count,
+      format_seconds(fastest).c_str(), format_seconds(slowest).c_str(),
+      o.dir.empty() ? "; --dir not checked" : "");
+  return wrong.empty();
+}
+
+// `count` messages back to back, far more than the receiver keeps RECVs posted (slots + a
+// few): once straight after connecting, once after a good Hello (a window and a temporary
+// exist then). The receiver must answer the first with Error(ProtocolViolation), drop the
+// rest, disconnect, and survive; our sends beyond that fail (flushed, RNR): fine.
+bool flood_once(const Options& o, const Payload& p, bool hello_first) {
+  const int count = o.count.value_or(200);
+  const auto bye = encoded(proto::Bye{});
+  const std::string attempt =
+      (hello_first ? "hello-then-" : "") + std::to_string(count) + "-byes-and-garbage";
+  Peer peer(o, o.command + "/" + attempt, static_cast<std::uint32_t>(count));
+  peer.connect(0);
+  if (hello_first) peer.send(hello_for(p, attempt_name(o, attempt)));
+  int posted = 0;
+  try {
+    for (; posted < count; ++posted)
+      peer.send_raw(posted % 2 == 0 ? std::span<const std::uint8_t>(bye)
+                                    : std::span<const std::uint8_t>(random_bytes(64)));
+  } catch (const std::exception& e) {
+    // The receiver may drop us in the middle: what was posted is the flood.
+    note("flood stopped after " + std::to_string(posted) + " messages: " + e.what());
+  }
+  const auto since = Clock::now();
+  Reaction r = observe(peer, since, o);
+  if (hello_first) {
+    // The answer to the Hello (sent before the flood reached the receiver) is no reaction.
+    std::erase_if(r.messages, [](const proto::Message& m) {
+      return std::holds_alternative<proto::Accept>(m) || std::holds_alternative<proto::Credit>(m);
+    });
+  }
+  const bool ok = report(o, attempt, r, Expect::Violation);
+  // Our disconnect flushes what the receiver never took, so the counts below are final.
+  peer.close();
+  peer.poll_for(std::chrono::seconds(2), [&] {
+    return peer.raw_sends_ok() + peer.raw_sends_failed() >= static_cast<unsigned>(posted);
+  });
+  note("flood: " + std::to_string(posted) + " posted, " + std::to_string(peer.raw_sends_ok()) +
+       " taken by the receiver, " + std::to_string(peer.raw_sends_failed()) + " failed" +
+       (peer.qp_failed() ? " (first: " + peer.first_error() + ")" : ""));
+  return ok;
+}
+
+bool hostile_flood(const Options& o, const Payload& p) {
+  bool ok = flood_once(o, p, false);
+  ok &= flood_once(o, p, true);
+  return ok;
+}
+
+struct Command {
+  const char* name;
+  bool (*run)(const Options&, const Payload&);
+};
+const Command kCommands[] = {
+    {"garbage", hostile_garbage},
+    {"wrong-version", hostile_wrong_version},
+    {"lying-length", hostile_lying_length},
+    {"out-of-order", hostile_out_of_order},
+    {"bad-chunk", hostile_bad_chunk},
+    {"hello-then-silence", hostile_hello_then_silence},
+    {"idle", hostile_idle},
+    {"flood", hostile_flood},
+};
+
+}  // namespace
+
+const std::vector<std::string>& hostile_commands() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const auto& c : kCommands) n.push_back(c.name);
+    return n;
+  }();
+  return names;
+}
+
+bool is_hostile_command(const std::string& command) {
+  const auto& names = hostile_commands();
+  return std::find(names.begin(), names.end(), command) != names.end();
+}
+
+int run_hostile(const Options& o, const Payload& payload) {
+  for (const auto& c : kCommands) {
+    if (o.command != c.name) continue;
+    const bool ok = c.run(o, payload);
+    std::printf("hostile %s: %s\n", c.name, ok ? "ok" : "WRONG");
+    return ok ? kExitOk : kExitWrong;
+  }
+  throw SetupError("unknown hostile command " + o.command);
+}
+
+}  // namespace rdmax::attacker

@@ -1,0 +1,20 @@
+#pragma once
+// Hostile-protocol commands of rdmax-attacker: malformed, lying, out-of-order, silent and
+// flooding peers. Each checks that rdma-recv answers as docs/PROTOCOL.md (2, 4.4, 4.5,
+// 5.4) says: Error(ProtocolViolation) or Error(Timeout), then a disconnect, and nothing
+// left in its --dir.
+
+#include <string>
+#include <vector>
+
+#include "peer.hpp"
+
+namespace rdmax::attacker {
+
+const std::vector<std::string>& hostile_commands();
+bool is_hostile_command(const std::string& command);
+// Runs o.command; returns the exit status (0: every attempt answered correctly,
+// 1: at least one was not). Throws SetupError when an attempt could not be set up.
+int run_hostile(const Options& o, const Payload& payload);
+
+}  // namespace rdmax::attacker
