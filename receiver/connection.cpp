@@ -31,7 +31,9 @@ Connection::Connection(std::uint64_t number, rdma_cm_id* id, ReceiverContext& co
   expect("Hello", context_.options.timeout);
 }
 
-Connection::~Connection() { context_.window_bytes_in_use -= window_charge_; }
+Connection::~Connection() {
+  context_.window_bytes_in_use -= window_charge_;
+}
 
 void Connection::accept() {
   rdma_conn_param param = reliable_conn_param();
@@ -148,6 +150,9 @@ proto::ReceiverEvent Connection::check_hello() {
     reject_text_ = std::move(text);
     return Event::HelloRejected;
   };
+  if (foreign_version_)
+    return reject(proto::RejectReason::UnsupportedVersion,
+                  "this receiver speaks protocol version 1");
   if (auto err = proto::check_file_name(hello_.name))
     return reject(proto::RejectReason::BadName, proto::to_string(*err));
   if (hello_.file_size > o.max_size)
@@ -324,7 +329,14 @@ void Connection::on_completions() {
     switch (wr_kind(wc.wr_id)) {
       case WorkKind::Recv: {
         auto decoded = endpoint_->take_received(wc);
-        if (auto* failure = std::get_if<proto::DecodeFailure>(&decoded)) {
+        if (auto* failure = std::get_if<proto::DecodeFailure>(&decoded);
+            failure && failure->error == proto::DecodeError::BadVersion &&
+            state_ == ReceiverState::AwaitHello) {
+          // A peer speaking another version gets a Reject it can understand (the header's
+          // magic and version never move), not an Error.
+          foreign_version_ = true;
+          dispatch(Event::GotHello);
+        } else if (failure) {
           spdlog::warn("[{}] malformed message: {} ({})", peer_, proto::to_string(failure->error),
                        failure->detail);
           error_code_ = proto::ErrorCode::ProtocolViolation;

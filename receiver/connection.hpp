@@ -34,7 +34,7 @@ namespace rdmax::receiver {
 struct ReceiverContext {
   const ReceiverOptions& options;
   int dir_fd;
-  const proto::SecretStore* secrets;  // null: every id is denied
+  const proto::SecretStore* secrets;      // null: every id is denied
   std::uint64_t window_bytes_in_use = 0;  // registered by all connections, vs --max-memory
 };
 
@@ -99,6 +99,7 @@ class Connection {
   std::uint64_t received_ = 0;
   std::uint64_t done_total_ = 0;
   bool logged_end_ = false;
+  bool foreign_version_ = false;  // the first message spoke another protocol version
   Sha256 hash_;
   Digest computed_{};
   std::optional<OutputFile> file_;

@@ -78,7 +78,7 @@ const proto::Error* find_error(const Reaction& r) {
 }
 
 // Empty when the reaction is the expected one; otherwise why not.
-std::string judge(const Options& o, const Reaction& r, Expect expect, std::string& remark) {
+std::string judge(const Options& o, const Reaction& r, Expect expect) {
   const double timeout = o.receiver_timeout_s;
   const proto::Error* error = find_error(r);
   for (const auto& m : r.messages) {
@@ -110,9 +110,8 @@ std::string judge(const Options& o, const Reaction& r, Expect expect, std::strin
       for (const auto& m : r.messages)
         if (auto* j = std::get_if<proto::Reject>(&m))
           reject = j->reason == proto::RejectReason::UnsupportedVersion;
-      if (!reject && !(error && error->code == proto::ErrorCode::ProtocolViolation))
-        return "neither Reject(UnsupportedVersion) nor Error(ProtocolViolation)";
-      if (!reject) remark = "; NOTE: docs/PROTOCOL.md 2 and 4.5 ask for Reject(UnsupportedVersion)";
+      // docs/PROTOCOL.md 2 and 4.5: a foreign version gets Reject(UnsupportedVersion).
+      if (!reject) return "no Reject(UnsupportedVersion)";
       if (r.seconds > timeout) return "the reaction took longer than the receiver's --timeout";
       return "";
     }
@@ -149,14 +148,13 @@ std::string dir_check(const Options& o) {
 
 // Prints the attempt's line; returns true when the receiver reacted as it must.
 bool report(const Options& o, const std::string& attempt, const Reaction& r, Expect expect) {
-  std::string remark;
-  std::string wrong = judge(o, r, expect, remark);
+  std::string wrong = judge(o, r, expect);
   const std::string dir = dir_check(o);
   if (wrong.empty()) wrong = dir;
   const std::string where = o.dir.empty() ? "; --dir not checked" : "; nothing left in --dir";
-  std::printf("hostile %s/%s: %s: %s%s%s\n", o.command.c_str(), attempt.c_str(),
+  std::printf("hostile %s/%s: %s: %s%s\n", o.command.c_str(), attempt.c_str(),
               wrong.empty() ? "ok" : "WRONG", describe(r).c_str(),
-              wrong.empty() ? where.c_str() : ("; " + wrong).c_str(), remark.c_str());
+              wrong.empty() ? where.c_str() : ("; " + wrong).c_str());
   return wrong.empty();
 }
 
@@ -398,8 +396,7 @@ bool hostile_idle(const Options& o, const Payload&) {
     r.seconds = seconds_between(peer->established_at(),
                                 r.disconnected ? peer->disconnected_at() : Clock::now());
     if (peer->qp_failed()) r.our_qp = peer->first_error();
-    std::string remark;
-    if (auto why = judge(o, r, Expect::Timeout, remark); !why.empty())
+    if (auto why = judge(o, r, Expect::Timeout); !why.empty())
       wrong.push_back(peer->label() + ": " + describe(r) + "; " + why);
     fastest = std::min(fastest, r.seconds);
     slowest = std::max(slowest, r.seconds);
