@@ -22,7 +22,7 @@ struct ReceiverOptions {
   std::uint32_t slots = 8;
   std::uint32_t max_connections = 64;
   std::uint64_t max_memory = 1ull << 30;  // receive windows of all connections together
-  std::chrono::seconds timeout{30};  // no progress for this long ends a connection
+  std::chrono::seconds timeout{30};       // no progress for this long ends a connection
   int verbosity = 0;
 };
 

@@ -68,7 +68,7 @@ kill $recv_pid; wait $recv_pid || true
 
 # Receiver memory for a large file with a 16 MiB window.
 rss_mib=$BENCH_RSS_MIB
-rm -f "$S/in-"* "$S/out/"*
+rm -f "$S/in-"* "$S/out/"* "$S/file"
 head -c $((rss_mib << 20)) /dev/urandom >"$S/big"
 "$recv" -a "$RXE_ADDR" -p 18704 -o "$S/out" --slot-size 1M --slots 16 -q 2>"$S/recv2.log" &
 recv_pid=$!
