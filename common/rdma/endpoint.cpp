@@ -1,6 +1,7 @@
 #include "common/rdma/endpoint.hpp"
 
 #include "common/error.hpp"
+#include "protocol/secure_wipe.hpp"
 
 namespace rdmax {
 namespace {
@@ -93,7 +94,10 @@ std::optional<std::uint32_t> Endpoint::send(const proto::Message& message) {
 }
 
 void Endpoint::send_completed(std::uint32_t index) {
-  if (index < send_depth_) free_sends_.push_back(index);
+  if (index >= send_depth_) return;
+  // A sent message may have carried a secret: it does not outlive its send.
+  proto::secure_wipe(send_buffers_.data() + index * kBuf, kBuf);
+  free_sends_.push_back(index);
 }
 
 void Endpoint::post_write(std::span<const std::uint8_t> local, std::uint32_t lkey,
