@@ -117,8 +117,12 @@ void Daemon::on_cm_events() {
 void Daemon::on_connect_request(rdma_cm_id* id) {
   if (stopping_ || connections_.size() >= options_.max_connections) {
     spdlog::warn("refusing a connection: {}", stopping_ ? "shutting down" : "too many connections");
-    ::rdma_reject(id, nullptr, 0);
-    ::rdma_destroy_id(id);
+    CmId refused = CmId::adopt(id);  // destroyed on return, whatever reject does
+    try {
+      refused.reject(nullptr, 0);
+    } catch (const std::exception& e) {
+      spdlog::warn("{}", e.what());
+    }
     return;
   }
   const std::uint64_t number = next_number_++;

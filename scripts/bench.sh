@@ -8,11 +8,8 @@
 #   scripts/bench.sh            (installs and builds first, like the other scripts)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-build=${BUILD_DIR:-build}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j "$(nproc)" --target rdma-send rdma-recv >/dev/null
-export RDMAX_BIN=$PWD/$build/bin BENCH_MAX_MIB=${BENCH_MAX_MIB:-256} BENCH_RSS_MIB=${BENCH_RSS_MIB:-1024}
+source scripts/lib/build-programs.sh
+export BENCH_MAX_MIB=${BENCH_MAX_MIB:-256} BENCH_RSS_MIB=${BENCH_RSS_MIB:-1024}
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 export BENCH_RESULTS=$results

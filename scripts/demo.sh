@@ -4,11 +4,8 @@
 # the secret. Usage: scripts/demo.sh [SIZE_MIB]   (default 32)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-build=${BUILD_DIR:-build}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j "$(nproc)" --target rdma-send rdma-recv >/dev/null
-export RDMAX_BIN=$PWD/$build/bin DEMO_MIB=${1:-32}
+source scripts/lib/build-programs.sh
+export DEMO_MIB=${1:-32}
 exec scripts/rxe-run --timeout 300 -- bash -c '
   set -euo pipefail
   work=$RXE_SCRATCH/demo; mkdir -p "$work/out"

@@ -32,6 +32,7 @@ Endpoint::Endpoint(CmId& id, std::uint32_t recv_depth, std::uint32_t send_depth,
   id_.create_qp(pd_.get(), attr);
   for (std::uint32_t i = 0; i < recv_depth; ++i) post_recv(i);
   free_sends_.reserve(send_depth);
+  sent_bytes_.assign(send_depth, 0);
   for (std::uint32_t i = send_depth; i > 0; --i) free_sends_.push_back(i - 1);
   cq_.request_notify();
 }
@@ -90,13 +91,15 @@ std::optional<std::uint32_t> Endpoint::send(const proto::Message& message) {
   ibv_send_wr* bad = nullptr;
   if (int err = ::ibv_post_send(id_.qp(), &wr, &bad); err != 0) throw_sys("ibv_post_send", err);
   free_sends_.pop_back();
+  sent_bytes_[index] = static_cast<std::uint32_t>(length);
   return index;
 }
 
 void Endpoint::send_completed(std::uint32_t index) {
   if (index >= send_depth_) return;
   // A sent message may have carried a secret: it does not outlive its send.
-  proto::secure_wipe(send_buffers_.data() + index * kBuf, kBuf);
+  // Only the encoded bytes were written: a Chunk costs 32, not the whole buffer.
+  proto::secure_wipe(send_buffers_.data() + index * kBuf, sent_bytes_[index]);
   free_sends_.push_back(index);
 }
 

@@ -82,6 +82,7 @@ class Endpoint {
   MemoryRegion recv_mr_;
   MemoryRegion send_mr_;
   std::vector<std::uint32_t> free_sends_;
+  std::vector<std::uint32_t> sent_bytes_;  // per send buffer: what to wipe on completion
 };
 
 }  // namespace rdmax
