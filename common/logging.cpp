@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include "common/status_line.hpp"
+
 namespace rdmax {
 namespace {
 
@@ -64,12 +66,33 @@ class SyslogPriorityFlag : public spdlog::custom_flag_formatter {
   }
 };
 
+// Log lines print above a progress bar instead of through it.
+class StatusLineAwareSink : public spdlog::sinks::sink {
+ public:
+  explicit StatusLineAwareSink(std::shared_ptr<spdlog::sinks::sink> inner)
+      : inner_(std::move(inner)) {}
+  void log(const spdlog::details::log_msg& msg) override {
+    status_line::Pause pause;
+    inner_->log(msg);
+    inner_->flush();
+  }
+  void flush() override { inner_->flush(); }
+  void set_pattern(const std::string& pattern) override { inner_->set_pattern(pattern); }
+  void set_formatter(std::unique_ptr<spdlog::formatter> formatter) override {
+    inner_->set_formatter(std::move(formatter));
+  }
+
+ private:
+  std::shared_ptr<spdlog::sinks::sink> inner_;
+};
+
 }  // namespace
 
 void init_logging(int verbosity, const char* program) {
   const bool terminal = ::isatty(STDERR_FILENO) == 1;
-  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(
-      terminal ? spdlog::color_mode::automatic : spdlog::color_mode::never);
+  auto sink = std::make_shared<StatusLineAwareSink>(
+      std::make_shared<spdlog::sinks::stderr_color_sink_mt>(
+          terminal ? spdlog::color_mode::automatic : spdlog::color_mode::never));
   auto logger = std::make_shared<spdlog::logger>(program, std::move(sink));
   if (terminal) {
     logger->set_pattern("%H:%M:%S.%e %^%-5l%$ %v");

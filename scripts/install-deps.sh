@@ -15,7 +15,7 @@ packages=(
   # Soft-RoCE test bed: Debian's kernel under qemu, with a busybox initramfs
   qemu-system-x86 linux-image-amd64 busybox-static kmod cpio gzip iproute2 procps
   # tests and benchmarks
-  socat coreutils iputils-ping
+  socat coreutils iputils-ping tmux
 )
 
 missing=()

@@ -14,6 +14,7 @@
 #include "common/error_hints.hpp"
 #include "common/input_file.hpp"
 #include "common/logging.hpp"
+#include "common/progress_bar.hpp"
 #include "common/rdma/devices.hpp"
 #include "common/sha256.hpp"
 #include "protocol/sizes.hpp"
@@ -59,13 +60,19 @@ int main(int argc, char** argv) {
 
   try {
     using Clock = std::chrono::steady_clock;
+    const ProgressMode progress = choose_progress_mode(options.progress, options.verbosity < 0);
     const auto t0 = Clock::now();
-    const Digest digest = sha256_of_file(file->fd(), file->size());
+    Digest digest;
+    {
+      ProgressBar bar(progress, "hashing", file->size());
+      digest = sha256_of_file(file->fd(), file->size(), [&](std::uint64_t done) { bar.update(done); });
+      bar.finish();
+    }
     const double hash_s = std::chrono::duration<double>(Clock::now() - t0).count();
     spdlog::debug("SHA-256 {} of {} in {:.2f}s", to_hex(digest), proto::format_size(file->size()),
                   hash_s);
 
-    sender::SendSession session(options, *file, digest);
+    sender::SendSession session(options, *file, digest, progress);
     const proto::SenderOutcome outcome = session.run();
     const auto& stats = session.stats();
     const int rc = sender::exit_code_for(outcome);

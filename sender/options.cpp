@@ -19,7 +19,9 @@ constexpr const char* kFooter = R"(Exit status:
   5  verdict bad: the receiver's SHA-256 differs from the sender's
   6  the receiver denied the ID
 
-Logs go to stderr; stdout carries the secret and nothing else, so
+Progress (hashing, then sending: bytes, rate, ETA) is drawn on stderr when it
+is a terminal; --progress prints it as plain lines elsewhere, --no-progress
+hides it. Logs go to stderr; stdout carries the secret and nothing else, so
   SECRET=$(rdma-send -H HOST --id ID FILE) captures it.
 
 Examples:
@@ -49,6 +51,14 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
   app.add_flag(
       "--json", o.json,
       "print one JSON object on stdout: bytes, phase timings, throughput, verdict, secret");
+  // Two callbacks rather than one "!--no-progress" flag: CLI11 would set an unset
+  // optional<bool> to false, losing "not asked" (which means: a bar on a terminal).
+  auto* progress = app.add_flag_callback(
+      "--progress", [&o] { o.progress = true; },
+      "show progress (bytes, rate, ETA) on stderr, as plain lines when it is not a terminal");
+  app.add_flag_callback("--no-progress", [&o] { o.progress = false; },
+                        "never show progress (default: a bar when stderr is a terminal)")
+      ->excludes(progress);
   int verbose = 0;
   bool quiet = false;
   app.add_flag("-v,--verbose", verbose, "more logging (repeat for trace)");

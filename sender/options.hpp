@@ -18,6 +18,8 @@ struct SenderOptions {
   std::string file;
   int verbosity = 0;
   bool json = false;  // one JSON object on stdout instead of the bare secret
+  // --progress / --no-progress; unset: a progress bar exactly when stderr is a terminal.
+  std::optional<bool> progress;
   std::chrono::seconds connect_timeout{10};
   std::chrono::seconds timeout{30};  // no progress for this long ends the transfer
   std::uint32_t chunk_size_hint = 0;

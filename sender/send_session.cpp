@@ -49,8 +49,9 @@ void read_fully(int fd, std::uint8_t* out, std::size_t length, std::uint64_t off
 }
 }  // namespace
 
-SendSession::SendSession(const SenderOptions& options, const InputFile& file, const Digest& digest)
-    : options_(options), file_(file), digest_(digest), id_(channel_) {
+SendSession::SendSession(const SenderOptions& options, const InputFile& file, const Digest& digest,
+                         ProgressMode progress)
+    : options_(options), file_(file), digest_(digest), progress_mode_(progress), id_(channel_) {
   context_.has_id = options.id.has_value();
   channel_.set_nonblocking();
   epoll_.add(channel_.fd(), EPOLLIN, kTagCm);
@@ -110,6 +111,8 @@ proto::SenderOutcome SendSession::run() {
       }
     }
   }
+  // A failed transfer leaves no half-drawn bar behind its error message.
+  if (progress_) progress_->abandon();
   return outcome_.value_or(proto::SenderOutcome::ProtocolError);
 }
 
@@ -220,12 +223,14 @@ void SendSession::start_data() {
   }
   data_started_ = Clock::now();
   waiting_for_ = "credits from the receiver";
+  progress_.emplace(progress_mode_, "sending", file_.size());
   plan_ = proto::ChunkPlan{file_.size(), a.slot_size};
   active_slots_ = std::min(a.slot_count, kMaxActiveSlots);
   // Slots become writable one by one as their Credits (with their keys) arrive.
   slot_rkey_.assign(a.slot_count, 0);
   slot_credited_.assign(a.slot_count, false);
   slot_busy_.assign(a.slot_count, false);
+  slot_length_.assign(a.slot_count, 0);
   if (plan_.chunk_count() > 0) {
     const std::size_t chunk_slots =
         static_cast<std::size_t>(std::min<std::uint64_t>(active_slots_, plan_.chunk_count()));
@@ -261,6 +266,7 @@ void SendSession::pump_data() {
     send_to_slot_[*index] = s;
     slot_credited_[s] = false;
     slot_busy_[s] = true;
+    slot_length_[s] = length;
     ++next_chunk_;
     stats_.bytes += length;
   }
@@ -268,6 +274,7 @@ void SendSession::pump_data() {
     for (std::uint32_t s = 0; s < active_slots_; ++s)
       if (slot_busy_[s]) return;
     all_sent_signalled_ = true;
+    if (progress_) progress_->finish();
     dispatch(SenderEvent::AllDataSent);
   }
 }
@@ -346,7 +353,12 @@ void SendSession::on_completions() {
         const std::uint32_t index = wr_index(wc.wr_id);
         endpoint_->send_completed(index);
         if (index < send_to_slot_.size() && send_to_slot_[index] >= 0) {
-          slot_busy_[static_cast<std::size_t>(send_to_slot_[index])] = false;
+          const auto slot = static_cast<std::size_t>(send_to_slot_[index]);
+          slot_busy_[slot] = false;
+          // The Chunk's SEND completed, so the WRITE before it did too: those bytes are
+          // at the receiver.
+          bytes_completed_ += slot_length_[slot];
+          if (progress_) progress_->update(bytes_completed_);
           send_to_slot_[index] = -1;
           pump_data();
         }
@@ -416,6 +428,7 @@ void SendSession::on_message(const proto::Message& message) {
 
 void SendSession::on_timer() {
   (void)timer_.read_expirations();
+  if (progress_ && state_ == SenderState::Sending) progress_->refresh();
   if (Clock::now() < deadline_) return;
   if (state_ != SenderState::Closing) {
     spdlog::error("timed out waiting for {}", waiting_for_);

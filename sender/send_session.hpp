@@ -16,6 +16,7 @@
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/endpoint.hpp"
 #include "common/rdma/event_channel.hpp"
+#include "common/progress_bar.hpp"
 #include "common/rdma/memory_region.hpp"
 #include "common/sha256.hpp"
 #include "common/signal_fd.hpp"
@@ -36,7 +37,8 @@ struct TransferStats {
 
 class SendSession {
  public:
-  SendSession(const SenderOptions& options, const InputFile& file, const Digest& digest);
+  SendSession(const SenderOptions& options, const InputFile& file, const Digest& digest,
+              ProgressMode progress);
   ~SendSession();
   [[nodiscard]] proto::SenderOutcome run();
   const std::string& secret() const { return secret_; }
@@ -77,6 +79,7 @@ class SendSession {
   std::vector<std::uint32_t> slot_rkey_;
   std::vector<bool> slot_credited_;  // the receiver let us write this slot
   std::vector<bool> slot_busy_;      // our Chunk SEND for this slot has not completed
+  std::vector<std::uint32_t> slot_length_;  // bytes of the chunk last written to each slot
   std::vector<std::int64_t> send_to_slot_;
   bool all_sent_signalled_ = false;
   bool disconnect_pending_ = false;
@@ -85,6 +88,9 @@ class SendSession {
   std::string error_text_;
   std::string secret_;
   TransferStats stats_;
+  ProgressMode progress_mode_;
+  std::optional<ProgressBar> progress_;  // the data phase's; bytes whose chunk completed
+  std::uint64_t bytes_completed_ = 0;
 
   // Resources, in construction order; destroyed in reverse: the cm_id (and its QP)
   // first, then the staging MR and buffer, then the endpoint (CQ, PD), then the channel.

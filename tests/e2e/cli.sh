@@ -77,7 +77,9 @@ case_usage_errors() {
   expect_status 2 && expect_stderr 'port'
   run "$recv" -p 70000
   expect_status 2 && expect_stderr 'port'
-  pass "unknown flag, missing --host and FILE, bad --slot-size, --port out of range: exit 2"
+  run "$send" -H "$RXE_ADDR" --progress --no-progress "$work/in/hello.txt"
+  expect_status 2 && expect_stderr 'progress excludes --no-progress'
+  pass "unknown flag, missing --host and FILE, bad --slot-size, --port out of range, --progress with --no-progress: exit 2"
 }
 
 case_unusable_file() {

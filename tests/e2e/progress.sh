@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# End-to-end: rdma-send's progress display. On a terminal (a tmux pane, whose screen we
+# read back) a bar with percentage, rate and ETA is redrawn in place while the file is
+# hashed and then sent, and each phase ends as one summary line, with log lines intact
+# and nothing half-drawn left behind, also when the transfer fails half-way. Off a
+# terminal nothing is drawn unless --progress asks for plain lines.
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+[[ -n ${RDMAX_BIN:-} ]] || fail "RDMAX_BIN is not set: it names the directory of rdma-send and rdma-recv (ctest sets it)"
+send=$RDMAX_BIN/rdma-send recv=$RDMAX_BIN/rdma-recv
+[[ -x $send && -x $recv ]] || fail "rdma-send or rdma-recv is missing in $RDMAX_BIN"
+command -v tmux >/dev/null || fail "tmux is not installed (scripts/install-deps.sh installs it)"
+
+port=18700
+work=$RXE_SCRATCH/progress
+rm -rf "$work" && mkdir -p "$work/in" "$work/out"
+recv_log=$work/rdma-recv.log
+# Large enough that each phase lasts a few redraws (~1-2 s each under emulation).
+head -c 96M /dev/urandom >"$work/in/big.bin"
+
+fail_context() {
+  echo "  pane (last screen):"
+  [[ -s $work/screen ]] && sed 's/^/    | /' "$work/screen"
+  echo "  rdma-recv log (last 10 lines):"
+  tail -n 10 "$recv_log" 2>/dev/null | sed 's/^/    | /'
+}
+
+start_receiver() {
+  : >"$recv_log"
+  start_daemon recv "$recv_log" "$recv" --bind "$RXE_ADDR" --port "$port" --dir "$work/out" \
+    --overwrite --timeout 10
+  wait_for 20 cm_listening "$port"
+}
+
+tmux_() { tmux -S "$sock" "$@"; }
+kill_panes() {
+  local s
+  for s in "$work"/tmux-*.sock; do
+    [[ -S $s ]] && { tmux -S "$s" kill-server 2>/dev/null || true; }
+  done
+  return 0
+}
+trap 'kill_panes; _cleanup' EXIT
+
+# in_pane NAME COMMAND: runs COMMAND in a fresh 160x30 pane, on its own tmux server (a
+# server being shut down can refuse new sessions); its raw output (with every carriage
+# return and escape) is recorded in $work/NAME.raw.
+in_pane() {
+  local name=$1 command=$2
+  kill_panes
+  sock=$work/tmux-$name.sock
+  tmux_ -f /dev/null new-session -d -x 160 -y 30 -s t "bash --norc --noprofile"
+  tmux_ set-option -t t remain-on-exit on
+  : >"$work/$name.raw"
+  tmux_ pipe-pane -t t "cat >>'$work/$name.raw'"
+  tmux_ send-keys -t t "$command; echo \"exit=\$?\"" Enter
+}
+screen() { tmux_ capture-pane -p -t t >"$work/screen"; cat "$work/screen"; }
+pane_says() { screen | grep -Eq -- "$1"; }
+
+# A bar line as it looks in the pane: label, [===>   ], percentage.
+bar_re() { echo "^$1 +\[=*>? *\] +[0-9]{1,3}%"; }
+
+case_bar_renders_and_ends_cleanly() {
+  local saw_hash=0 saw_send=0
+  in_pane ok "$send -H $RXE_ADDR -p $port $work/in/big.bin"
+  local end=$((SECONDS + 120))
+  until pane_says '^exit=[0-9]+'; do
+    ((SECONDS < end)) || fail "rdma-send did not finish within 120 s"
+    grep -Eq "$(bar_re hashing)" "$work/screen" && saw_hash=1
+    grep -Eq "$(bar_re sending).* MiB/s +ETA [0-9]+:[0-9]{2}" "$work/screen" && saw_send=1
+    sleep 0.1
+  done
+  screen >/dev/null
+  grep -q '^exit=0' "$work/screen" || fail "rdma-send failed"
+  ((saw_hash)) || fail "never saw the hashing bar on the screen"
+  ((saw_send)) || fail "never saw the sending bar (with rate and ETA) on the screen"
+  # Each phase leaves exactly one summary; no bar, ETA or stray escape remains.
+  grep -Eq '^hashing +96\.0 MiB in [0-9.]+s \([0-9.]+ [KMG]iB/s\)$' "$work/screen" ||
+    fail "no hashing summary line"
+  grep -Eq '^sending +96\.0 MiB in [0-9.]+s \([0-9.]+ [KMG]iB/s\)$' "$work/screen" ||
+    fail "no sending summary line"
+  ! grep -Eq 'ETA|\[=|%' "$work/screen" || fail "a bar was left on the screen"
+  # Log lines start at column 0 (a timestamp), never glued to a bar.
+  grep -Eq '^[0-9:.]+ info +connected to ' "$work/screen" || fail "the 'connected' log line is damaged"
+  grep -Eq '^[0-9:.]+ info +sent .*verified' "$work/screen" || fail "the 'verified' log line is damaged"
+  # The bar was redrawn in place, several times per phase ("\r" + erase line).
+  local redraws_hash redraws_send
+  redraws_hash=$(grep -aoE $'\r\e\\[Khashing +\\[' "$work/ok.raw" | wc -l)
+  redraws_send=$(grep -aoE $'\r\e\\[Ksending +\\[' "$work/ok.raw" | wc -l)
+  ((redraws_hash >= 3 && redraws_send >= 3)) ||
+    fail "too few redraws: hashing $redraws_hash, sending $redraws_send"
+  cmp -s "$work/in/big.bin" "$work/out/big.bin" || fail "the delivered file differs"
+  pass "terminal: hashing and sending bars redrawn in place ($redraws_hash and $redraws_send times), each replaced by its summary; log lines intact"
+}
+
+case_failure_erases_the_bar() {
+  in_pane broken "$send -H $RXE_ADDR -p $port --timeout 5 $work/in/big.bin"
+  wait_for 120 pane_says "$(bar_re sending)"
+  kill -9 "$daemon_pid"
+  wait_for 30 pane_says '^exit=[0-9]+'
+  screen >/dev/null
+  grep -q '^exit=3' "$work/screen" || fail "expected exit 3 after the receiver died"
+  ! grep -Eq 'ETA|\[=|%' "$work/screen" || fail "the interrupted bar was left on the screen"
+  grep -Eq '^[0-9:.]+ error +' "$work/screen" || fail "no error line at column 0"
+  pass "terminal: the receiver killed mid-transfer: bar erased, error on its own line, exit 3"
+  start_receiver
+}
+
+case_quiet_off_a_terminal() {
+  local err=$work/plain.err
+  "$send" -H "$RXE_ADDR" -p "$port" "$work/in/big.bin" >/dev/null 2>"$err" || fail "rdma-send failed: $(tail -n 3 "$err")"
+  ! grep -Eaq $'hashing|sending +\\[|\r|\e' "$err" || fail "progress or escapes in redirected stderr: $(head -c 300 "$err" | cat -A)"
+  grep -q 'verified' "$err" || fail "the final log line is missing"
+  "$send" -H "$RXE_ADDR" -p "$port" --progress "$work/in/big.bin" >/dev/null 2>"$err" || fail "rdma-send --progress failed"
+  ! grep -Eaq $'\r|\e' "$err" || fail "--progress off a terminal wrote control characters: $(head -c 300 "$err" | cat -A)"
+  grep -Eq '^hashing +96\.0 MiB in ' "$err" || fail "--progress: no hashing summary"
+  grep -Eq '^sending +96\.0 MiB in ' "$err" || fail "--progress: no sending summary"
+  # Intermediate lines, if the phase lasted long enough for any, are whole lines.
+  if grep -Eq '%' "$err"; then
+    grep -E '%' "$err" | grep -Evq "$(bar_re '(hashing|sending)')" && fail "malformed progress line"
+  fi
+  pass "off a terminal: no progress unless --progress, then plain lines without control characters"
+}
+
+case_no_progress_on_a_terminal() {
+  in_pane off "$send -H $RXE_ADDR -p $port --no-progress $work/in/big.bin"
+  wait_for 120 pane_says '^exit=[0-9]+'
+  grep -q '^exit=0' "$work/screen" || fail "rdma-send --no-progress failed"
+  ! grep -aq 'hashing' "$work/off.raw" || fail "--no-progress still drew a bar"
+  pass "terminal with --no-progress: no bar"
+}
+
+start_receiver
+run_case bar case_bar_renders_and_ends_cleanly
+run_case failure case_failure_erases_the_bar
+run_case off-terminal case_quiet_off_a_terminal
+run_case no-progress case_no_progress_on_a_terminal
+report_cases progress
