@@ -58,7 +58,10 @@ void InputFile::unmap() noexcept {
 std::span<const uint8_t> InputFile::map() {
   if (size_ == 0) return {};  // mmap of length 0 is EINVAL
   if (mapping_ == nullptr) {
-    void* p = ::mmap(nullptr, static_cast<size_t>(size_), PROT_READ, MAP_SHARED, fd_.get(), 0);
+    // MAP_PRIVATE, although nothing writes it: Linux 6.1 refuses to register (pin for the
+    // long term) pages of a MAP_SHARED file mapping, with EFAULT, but accepts a private
+    // read-only one, whose pages are the page cache's own until someone writes them.
+    void* p = ::mmap(nullptr, static_cast<size_t>(size_), PROT_READ, MAP_PRIVATE, fd_.get(), 0);
     if (p == MAP_FAILED) {
       const int err = errno;
       throw_sys("mmap " + path_, err);

@@ -23,7 +23,7 @@ class InputFile {
   uint64_t size() const noexcept { return size_; }
   int fd() const noexcept { return fd_.get(); }
 
-  // Read-only MAP_SHARED mapping of the whole file, created on first call and unmapped on
+  // Read-only (MAP_PRIVATE) mapping of the whole file, created on first call and unmapped on
   // destruction; empty for an empty file. Truncating the file while it is mapped makes
   // reads of the lost pages raise SIGBUS: callers that cannot trust the file should
   // pread instead.

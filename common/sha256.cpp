@@ -1,6 +1,8 @@
 #include "common/sha256.hpp"
 
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <unistd.h>
@@ -23,6 +25,16 @@ constexpr size_t kReadSize = 4 << 20;
   char text[256] = {};
   ERR_error_string_n(ERR_get_error(), text, sizeof text);
   throw std::runtime_error(std::string(call) + ": " + text);
+}
+
+// Where a SIGBUS raised by this thread while it hashes a mapping returns to.
+thread_local sigjmp_buf* mapping_fault_exit = nullptr;
+
+void on_sigbus(int signal, siginfo_t*, void*) {
+  if (mapping_fault_exit != nullptr) siglongjmp(*mapping_fault_exit, 1);
+  // Not a fault of a mapping being hashed: die of it as if there were no handler.
+  ::signal(signal, SIG_DFL);
+  ::raise(signal);
 }
 
 }  // namespace
@@ -88,6 +100,48 @@ Digest sha256_of_file(int fd, uint64_t size, const std::function<void(uint64_t d
     }
     hash.update(std::span<const uint8_t>(buffer.data(), static_cast<size_t>(n)));
     done += static_cast<uint64_t>(n);
+    if (progress) progress(done);
+  }
+  return hash.finish();
+}
+
+}  // namespace rdmax
+
+namespace rdmax {
+
+Digest sha256_of_mapping(std::span<const uint8_t> mapping,
+                         const std::function<void(uint64_t done)>& progress) {
+  Sha256 hash;
+  // Installed for this call only; restored on return and on exceptions (OpenSSL errors,
+  // the progress callback).
+  struct SigbusScope {
+    struct sigaction previous {};
+    SigbusScope() {
+      struct sigaction handler {};
+      handler.sa_sigaction = on_sigbus;
+      handler.sa_flags = SA_SIGINFO;
+      sigemptyset(&handler.sa_mask);
+      if (::sigaction(SIGBUS, &handler, &previous) != 0) throw_sys("sigaction(SIGBUS)");
+    }
+    ~SigbusScope() {
+      mapping_fault_exit = nullptr;
+      ::sigaction(SIGBUS, &previous, nullptr);
+    }
+  } scope;
+  // The jump skips only C frames (OpenSSL's) and this loop, which holds no object with a
+  // destructor: everything owned lives outside the protected region.
+  sigjmp_buf fault_exit;
+  volatile uint64_t done = 0;
+  if (sigsetjmp(fault_exit, 1) != 0) {
+    throw std::runtime_error("the file shrank while it was being hashed (" +
+                             std::to_string(done) + " of " + std::to_string(mapping.size()) +
+                             " bytes read)");
+  }
+  mapping_fault_exit = &fault_exit;
+  while (done < mapping.size()) {
+    const auto step = static_cast<size_t>(std::min<uint64_t>(kReadSize, mapping.size() - done));
+    hash.update(mapping.subspan(static_cast<size_t>(done), step));
+    done = done + step;
     if (progress) progress(done);
   }
   return hash.finish();

@@ -67,6 +67,7 @@ std::string to_json(const Report& r) {
          ",\"connect\":" + number(r.connect_seconds) + ",\"data\":" + number(r.data_seconds) +
          ",\"verify\":" + number(r.verify_seconds) + ",\"total\":" + number(r.total_seconds) + "},";
   out += "\"data_bytes_per_second\":" + number(rate) + ",";
+  out += std::string("\"zero_copy\":") + (r.zero_copy ? "true" : "false") + ",";
   out += "\"verdict\":\"" + std::string(verdict_of(r.outcome)) + "\",";
   out += "\"outcome\":" + quoted(proto::to_string(r.outcome)) + ",";
   out += "\"exit_code\":" + std::to_string(r.exit_code);

@@ -16,6 +16,7 @@ struct Report {
   double data_seconds = 0;
   double verify_seconds = 0;
   double total_seconds = 0;
+  bool zero_copy = false;  // the data was written from the registered file mapping
   proto::SenderOutcome outcome = proto::SenderOutcome::ProtocolError;
   int exit_code = 1;
   std::string secret;  // empty: none

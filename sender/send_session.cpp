@@ -29,6 +29,11 @@ constexpr std::uint32_t kRecvDepth = proto::kMaxSlotCount + 16;  // Credits burs
 constexpr std::uint32_t kSendDepth = kMaxActiveSlots + 8;
 // rxe on Linux 6.1 advertises an 8 MiB max message; larger slots are refused.
 constexpr std::uint32_t kMaxSlotSize = 8u << 20;
+// Zero-copy registers the file a window at a time: a few times what can be in flight, so
+// that registering costs little per byte, and at most 32 MiB, so that pinned memory stays
+// modest whatever the file size.
+constexpr std::uint64_t kFileWindowBytes = 32u << 20;
+constexpr std::uint64_t kFileWindowsPerFlight = 8;
 constexpr auto kCloseGrace = std::chrono::seconds(3);
 
 double seconds_between(std::chrono::steady_clock::time_point a,
@@ -49,7 +54,7 @@ void read_fully(int fd, std::uint8_t* out, std::size_t length, std::uint64_t off
 }
 }  // namespace
 
-SendSession::SendSession(const SenderOptions& options, const InputFile& file, const Digest& digest,
+SendSession::SendSession(const SenderOptions& options, InputFile& file, const Digest& digest,
                          ProgressMode progress)
     : options_(options), file_(file), digest_(digest), progress_mode_(progress), id_(channel_) {
   context_.has_id = options.id.has_value();
@@ -231,16 +236,39 @@ void SendSession::start_data() {
   slot_credited_.assign(a.slot_count, false);
   slot_busy_.assign(a.slot_count, false);
   slot_length_.assign(a.slot_count, 0);
+  slot_offset_.assign(a.slot_count, 0);
   if (plan_.chunk_count() > 0) {
     const std::size_t chunk_slots =
         static_cast<std::size_t>(std::min<std::uint64_t>(active_slots_, plan_.chunk_count()));
-    staging_ = AlignedBuffer(chunk_slots * a.slot_size);
-    staging_mr_.emplace(endpoint_->pd().get(), staging_.data(), staging_.size(), 0);
     active_slots_ = static_cast<std::uint32_t>(chunk_slots);
+    if (!options_.inject_corruption) start_zero_copy();
+    if (!file_windows_) {
+      staging_ = AlignedBuffer(chunk_slots * a.slot_size);
+      staging_mr_.emplace(endpoint_->pd().get(), staging_.data(), staging_.size(), 0);
+    }
   }
-  spdlog::debug("data phase: {} chunks of {}, {} slots in flight", plan_.chunk_count(),
-                proto::format_size(a.slot_size), active_slots_);
+  stats_.zero_copy = file_windows_.has_value();
+  spdlog::debug("data phase: {} chunks of {}, {} slots in flight, {}", plan_.chunk_count(),
+                proto::format_size(a.slot_size), active_slots_,
+                file_windows_ ? "zero-copy from the file's mapping" : "copied through a buffer");
   pump_data();
+}
+
+void SendSession::start_zero_copy() {
+  const std::uint64_t chunk = accept_.slot_size;
+  const std::uint64_t in_flight = chunk * active_slots_;
+  const std::uint64_t chunks = std::max<std::uint64_t>(
+      active_slots_, std::min(kFileWindowBytes, in_flight * kFileWindowsPerFlight) / chunk);
+  const std::uint64_t window = chunks * chunk;
+  try {
+    file_windows_.emplace(endpoint_->pd().get(), file_.map(), window);
+    file_windows_->register_ahead(0);  // fails here, not mid-transfer, if it cannot work
+  } catch (const std::exception& e) {
+    // A file system that cannot be mapped, or a memlock limit too low to pin a window:
+    // copying through a small registered buffer still works.
+    spdlog::info("zero-copy unavailable, copying through a buffer instead: {}", e.what());
+    file_windows_.reset();
+  }
 }
 
 void SendSession::pump_data() {
@@ -250,14 +278,24 @@ void SendSession::pump_data() {
     if (!slot_credited_[s] || slot_busy_[s]) continue;
     const std::uint64_t offset = plan_.offset(next_chunk_);
     const std::uint32_t length = plan_.length(next_chunk_);
-    std::uint8_t* local = staging_.data() + static_cast<std::size_t>(s) * accept_.slot_size;
-    read_fully(file_.fd(), local, length, offset);
-    if (options_.inject_corruption && *options_.inject_corruption >= offset &&
-        *options_.inject_corruption < offset + length) {
-      local[*options_.inject_corruption - offset] ^= 0xFF;
-      spdlog::warn("testing: corrupted the byte at offset {}", *options_.inject_corruption);
+    std::span<const std::uint8_t> local;
+    std::uint32_t lkey = 0;
+    if (file_windows_) {
+      lkey = file_windows_->acquire(offset, length);
+      local = file_windows_->bytes(offset, length);
+    } else {
+      std::uint8_t* buffer =
+          staging_.data() + static_cast<std::size_t>(s) * accept_.slot_size;
+      read_fully(file_.fd(), buffer, length, offset);
+      if (options_.inject_corruption && *options_.inject_corruption >= offset &&
+          *options_.inject_corruption < offset + length) {
+        buffer[*options_.inject_corruption - offset] ^= 0xFF;
+        spdlog::warn("testing: corrupted the byte at offset {}", *options_.inject_corruption);
+      }
+      local = {buffer, length};
+      lkey = staging_mr_->lkey();
     }
-    endpoint_->post_write({local, length}, staging_mr_->lkey(),
+    endpoint_->post_write(local, lkey,
                           accept_.region_addr + static_cast<std::uint64_t>(s) * accept_.slot_size,
                           slot_rkey_[s], false, s);
     auto index = endpoint_->send(proto::Chunk{offset, length, s});
@@ -267,9 +305,12 @@ void SendSession::pump_data() {
     slot_credited_[s] = false;
     slot_busy_[s] = true;
     slot_length_[s] = length;
+    slot_offset_[s] = offset;
     ++next_chunk_;
     stats_.bytes += length;
   }
+  // Pin the next window while the writes just posted are on the wire.
+  if (file_windows_ && next_chunk_ < count) file_windows_->register_ahead(plan_.offset(next_chunk_));
   if (next_chunk_ == count && !all_sent_signalled_) {
     for (std::uint32_t s = 0; s < active_slots_; ++s)
       if (slot_busy_[s]) return;
@@ -358,6 +399,7 @@ void SendSession::on_completions() {
           // The Chunk's SEND completed, so the WRITE before it did too: those bytes are
           // at the receiver.
           bytes_completed_ += slot_length_[slot];
+          if (file_windows_) file_windows_->release(slot_offset_[slot]);
           if (progress_) progress_->update(bytes_completed_);
           send_to_slot_[index] = -1;
           pump_data();

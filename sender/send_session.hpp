@@ -24,6 +24,7 @@
 #include "protocol/chunk_plan.hpp"
 #include "protocol/sender_machine.hpp"
 #include "protocol/wire.hpp"
+#include "sender/file_windows.hpp"
 #include "sender/options.hpp"
 
 namespace rdmax::sender {
@@ -33,11 +34,12 @@ struct TransferStats {
   double connect_seconds = 0;
   double data_seconds = 0;
   double verify_seconds = 0;
+  bool zero_copy = false;
 };
 
 class SendSession {
  public:
-  SendSession(const SenderOptions& options, const InputFile& file, const Digest& digest,
+  SendSession(const SenderOptions& options, InputFile& file, const Digest& digest,
               ProgressMode progress);
   ~SendSession();
   [[nodiscard]] proto::SenderOutcome run();
@@ -54,13 +56,14 @@ class SendSession {
   void on_message(const proto::Message& message);
   void on_timer();
   void start_data();
+  void start_zero_copy();
   void pump_data();
   void post(const proto::Message& message);
   void disconnect_when_drained();
   void extend_deadline(std::chrono::seconds by) { deadline_ = Clock::now() + by; }
 
   const SenderOptions& options_;
-  const InputFile& file_;
+  InputFile& file_;
   Digest digest_;
   proto::SenderState state_ = proto::SenderState::ResolvingAddress;
   proto::SenderContext context_;
@@ -80,6 +83,7 @@ class SendSession {
   std::vector<bool> slot_credited_;  // the receiver let us write this slot
   std::vector<bool> slot_busy_;      // our Chunk SEND for this slot has not completed
   std::vector<std::uint32_t> slot_length_;  // bytes of the chunk last written to each slot
+  std::vector<std::uint64_t> slot_offset_;  // and its file offset
   std::vector<std::int64_t> send_to_slot_;
   bool all_sent_signalled_ = false;
   bool disconnect_pending_ = false;
@@ -93,7 +97,8 @@ class SendSession {
   std::uint64_t bytes_completed_ = 0;
 
   // Resources, in construction order; destroyed in reverse: the cm_id (and its QP)
-  // first, then the staging MR and buffer, then the endpoint (CQ, PD), then the channel.
+  // first, then the file's or the staging buffer's MRs, then the endpoint (CQ, PD), then
+  // the channel. Either file_windows_ (zero-copy) or the staging buffer is used.
   Epoll epoll_;
   SignalFd signals_;
   TimerFd timer_;
@@ -101,6 +106,7 @@ class SendSession {
   std::optional<Endpoint> endpoint_;
   AlignedBuffer staging_;
   std::optional<MemoryRegion> staging_mr_;
+  std::optional<FileWindows> file_windows_;
   CmId id_;
   std::vector<ibv_wc> completions_;
 };

@@ -20,7 +20,7 @@ mkdir -p "$in" "$out"
 
 # Every name a passing case leaves in $out; the final listing may hold nothing else.
 expected_names=(empty.bin one.bin odd-65535.bin odd-65537.bin odd-262145.bin odd-1000003.bin
-  large.bin 'my file ü 日本.bin' 'source file with spaces.bin' alice.bin mallory.bin dup.bin
+  large.bin large-json.bin 'my file ü 日本.bin' 'source file with spaces.bin' alice.bin mallory.bin dup.bin
   final.bin)
 
 # ---------------------------------------------------------------------------------
@@ -126,13 +126,21 @@ case_odd_sizes() {
 }
 
 case_many_windows() {
-  local size=$((3 * 1048576 + 123)) # 12+ windows of 256 KiB
+  # 12+ receive windows of 256 KiB; the sender registers its file in 2 MiB windows (8 x
+  # what can be in flight), so this also crosses from one of those to the next.
+  local size=$((3 * 1048576 + 123))
   make_input large.bin "$size"
   send_file "$in/large.bin"
   expect_status 0
   expect_empty_stdout
   expect_delivered "$in/large.bin" large.bin
-  pass "3 MiB + 123 bytes ($((size / 262144))+ windows) in ${elapsed}s"
+  # --json: the data went zero-copy, straight from the file's registered mapping.
+  send_file --json "$in/large.bin" --name large-json.bin
+  expect_status 0
+  grep -q '"zero_copy":true' "$send_out" || fail "expected a zero-copy transfer: $(cat "$send_out")"
+  grep -q "\"bytes\":$size," "$send_out" || fail "--json bytes wrong: $(cat "$send_out")"
+  expect_delivered "$in/large.bin" large-json.bin
+  pass "3 MiB + 123 bytes ($((size / 262144))+ windows) in ${elapsed}s, zero-copy"
 }
 
 case_unusual_names() {

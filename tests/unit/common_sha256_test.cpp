@@ -1,6 +1,8 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <string>
@@ -93,6 +95,64 @@ TEST_F(TempFile, HashesOnlyTheRequestedPrefix) {
 TEST_F(TempFile, FileShorterThanSizeThrows) {
   write_all({'a', 'b', 'c'});
   EXPECT_THROW(sha256_of_file(fd_.get(), 10), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace rdmax
+
+namespace rdmax {
+namespace {
+
+class MappedFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char path[] = "/tmp/rdmax-map-XXXXXX";
+    fd_ = Fd(::mkstemp(path));
+    ASSERT_TRUE(fd_);
+    ::unlink(path);
+  }
+  std::span<const uint8_t> map(size_t size) {
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd_.get(), 0);
+    EXPECT_NE(p, MAP_FAILED);
+    mapping_ = {static_cast<const uint8_t*>(p), size};
+    return mapping_;
+  }
+  void TearDown() override {
+    if (!mapping_.empty()) ::munmap(const_cast<uint8_t*>(mapping_.data()), mapping_.size());
+  }
+  Fd fd_;
+  std::span<const uint8_t> mapping_;
+};
+
+TEST_F(MappedFile, MappingHashEqualsFileHash) {
+  std::vector<uint8_t> data((9u << 20) + 4097);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7 + (i >> 11));
+  ASSERT_EQ(::pwrite(fd_.get(), data.data(), data.size(), 0), static_cast<ssize_t>(data.size()));
+  std::vector<uint64_t> progress;
+  const Digest digest =
+      sha256_of_mapping(map(data.size()), [&](uint64_t done) { progress.push_back(done); });
+  EXPECT_EQ(digest, sha256_of_file(fd_.get(), data.size()));
+  ASSERT_EQ(progress.size(), 3u);  // 4 MiB steps
+  EXPECT_EQ(progress.back(), data.size());
+  EXPECT_EQ(to_hex(sha256_of_mapping({})),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+TEST_F(MappedFile, TruncatedWhileMappedThrowsInsteadOfDyingOfSigbus) {
+  const size_t size = 8u << 20;
+  ASSERT_EQ(::ftruncate(fd_.get(), static_cast<off_t>(size)), 0);
+  const auto mapping = map(size);
+  ASSERT_EQ(::ftruncate(fd_.get(), 4096), 0);  // the pages past 4 KiB are gone
+  try {
+    (void)sha256_of_mapping(mapping);
+    FAIL() << "hashing a truncated mapping succeeded";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("shrank"), std::string::npos) << e.what();
+  }
+  // The handler is gone again: SIGBUS has its previous disposition.
+  struct sigaction now {};
+  ASSERT_EQ(::sigaction(SIGBUS, nullptr, &now), 0);
+  EXPECT_EQ(now.sa_handler, SIG_DFL);
 }
 
 }  // namespace
