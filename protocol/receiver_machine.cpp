@@ -9,7 +9,8 @@ using A = ReceiverAction;
 
 // Before a good verdict the temporary file must go; after it, the file is committed.
 bool holds_uncommitted_file(S s) {
-  return s == S::AwaitHello || s == S::CheckingHello || s == S::Receiving || s == S::Verifying;
+  return s == S::AwaitHello || s == S::CheckingHello || s == S::Receiving || s == S::Draining ||
+         s == S::Verifying;
 }
 
 // Events that end a connection the same way from every open state.
@@ -54,8 +55,15 @@ ReceiverTransition receiver_next(S s, E e) {
     case S::Receiving:
       if (e == E::GotChunk) return {S::Receiving, {A::StoreChunk}};
       if (e == E::ChunkStored) return {S::Receiving, {A::SendCredit}};
-      if (e == E::GotDone) return {S::Verifying, {A::Verify}};
+      // Done may overtake chunks still being stored: they finish before the verdict.
+      if (e == E::GotDone) return {S::Draining, {A::AwaitDrain}};
       // A storage failure mid-transfer ends it with a verdict the sender can report.
+      if (e == E::VerifiedBad) return {S::Closing, {A::SendVerdict, A::DiscardFile, A::Disconnect}};
+      break;
+    case S::Draining:
+      // The sender has finished: a stored chunk's slot is not credited back.
+      if (e == E::ChunkStored) return {S::Draining, {A::AwaitDrain}};
+      if (e == E::Drained) return {S::Verifying, {A::Verify}};
       if (e == E::VerifiedBad) return {S::Closing, {A::SendVerdict, A::DiscardFile, A::Disconnect}};
       break;
     case S::Verifying:
@@ -90,6 +98,8 @@ const char* to_string(ReceiverState s) {
       return "CheckingHello";
     case S::Receiving:
       return "Receiving";
+    case S::Draining:
+      return "Draining";
     case S::Verifying:
       return "Verifying";
     case S::AwaitId:
@@ -126,6 +136,8 @@ const char* to_string(ReceiverEvent e) {
       return "HelloRejected";
     case E::ChunkStored:
       return "ChunkStored";
+    case E::Drained:
+      return "Drained";
     case E::VerifiedGood:
       return "VerifiedGood";
     case E::VerifiedBad:
@@ -162,6 +174,8 @@ const char* to_string(ReceiverAction a) {
       return "StoreChunk";
     case A::SendCredit:
       return "SendCredit";
+    case A::AwaitDrain:
+      return "AwaitDrain";
     case A::Verify:
       return "Verify";
     case A::SendVerdict:

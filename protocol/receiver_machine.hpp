@@ -3,9 +3,13 @@
 // turns CM events, completions, timers and the results of its own work into events,
 // and carries out the actions each transition returns, in order.
 //
-// Lifecycle: AwaitHello -> CheckingHello -> Receiving -> Verifying -> AwaitId
+// Lifecycle: AwaitHello -> CheckingHello -> Receiving -> Draining -> Verifying -> AwaitId
 //            -> CheckingId -> Closing -> Closed. Any failure leads to Closing (a goodbye
 //            is possible) or Closed (the transport is gone). See docs/PROTOCOL.md, 4.
+//
+// Storing a chunk (hash + write) is asynchronous: StoreChunk hands it to the driver's
+// worker, and ChunkStored reports, in file order, that one chunk has been stored. A Done
+// may overtake the last of them; Draining waits for them before the verdict.
 
 #include <cstdint>
 
@@ -17,7 +21,8 @@ enum class ReceiverState : std::uint8_t {
   AwaitHello,     // connected; waiting for the sender's offer
   CheckingHello,  // the driver validates the offer (name, size, space, existing file)
   Receiving,      // Accept sent; chunks arrive, each stored and credited back
-  Verifying,      // Done received; the driver checks the hash and commits the file
+  Draining,       // Done received; chunks still being stored must finish first
+  Verifying,      // everything stored; the driver checks the hash and commits the file
   AwaitId,        // good verdict sent; the sender may present an id or say bye
   CheckingId,     // the driver looks the id up
   Closing,        // disconnecting: sends drain, then rdma_disconnect, then DISCONNECTED
@@ -36,7 +41,8 @@ enum class ReceiverEvent : std::uint8_t {
   // Results of the driver's own work.
   HelloAccepted,
   HelloRejected,
-  ChunkStored,
+  ChunkStored,  // one chunk is hashed and written (its slot may be credited back)
+  Drained,      // no chunk is still being stored
   VerifiedGood,
   VerifiedBad,  // hash or size mismatch, or the file could not be stored
   IdKnown,
@@ -54,8 +60,11 @@ enum class ReceiverAction : std::uint8_t {
   CheckHello,   // validate the offer -> HelloAccepted / HelloRejected
   SendAccept,   // register the region, advertise it
   SendReject,   // with the reason the check produced
-  StoreChunk,   // hash + write the chunk -> ChunkStored (or ProtocolViolation/VerifiedBad)
-  SendCredit,   // give the slot back to the sender
+  StoreChunk,   // check the chunk, revoke its slot, queue it to be hashed + written: later
+                // ChunkStored (VerifiedBad if the write fails); at once ProtocolViolation
+                // if the chunk breaks the data rules
+  SendCredit,   // register the stored chunk's slot again and give it back to the sender
+  AwaitDrain,   // revoke every slot; Drained once no chunk is still being stored
   Verify,       // finish hash, compare, fsync + rename -> VerifiedGood / VerifiedBad
   SendVerdict,  // the verdict the driver computed
   LookupId,     // -> IdKnown / IdUnknown / IdAttemptsExhausted

@@ -90,11 +90,20 @@ void Connection::perform(Action action) {
       post(proto::Reject{reject_reason_, reject_text_});
       break;
     case Action::StoreChunk:
-      pending_.push_back(store_chunk());
+      if (auto next = store_chunk()) pending_.push_back(*next);
       break;
     case Action::SendCredit:
-      // After the last chunk no slot is handed back: the window is finished.
-      if (slot_mrs_[chunk_.slot]) post(proto::Credit{chunk_.slot, slot_mrs_[chunk_.slot]->rkey()});
+      // Once every byte has arrived no slot is handed back (docs/PROTOCOL.md 5.4), even
+      // if this chunk, stored on the worker, was queued before the last one arrived.
+      if (received_ < hello_.file_size) {
+        const auto t0 = Clock::now();
+        register_slot(stored_.slot);  // a fresh registration, hence a fresh key
+        costs_.rekey += Clock::now() - t0;
+        post(proto::Credit{stored_.slot, slot_mrs_[stored_.slot]->rkey()});
+      }
+      break;
+    case Action::AwaitDrain:
+      if (auto next = await_drain()) pending_.push_back(*next);
       break;
     case Action::Verify:
       pending_.push_back(verify());
@@ -121,6 +130,9 @@ void Connection::perform(Action action) {
       post(proto::Error{error_code_, error_text_.substr(0, proto::kMaxTextBytes)});
       break;
     case Action::DiscardFile:
+      // The worker may be writing to the file: stop it first (it drops the chunks still
+      // queued and finishes the one in progress).
+      worker_.reset();
       if (file_ && !committed_) {
         file_->discard();
         file_.reset();
@@ -134,7 +146,9 @@ void Connection::perform(Action action) {
       break;
     case Action::Release:
       // The QP goes to error so nothing more lands in the window; the daemon destroys
-      // this connection (QP, MRs, CQ, PD, cm_id) once the current event is handled.
+      // this connection (QP, MRs, CQ, PD, cm_id) once the current event is handled. The
+      // worker goes first: it reads the slots and writes the file.
+      worker_.reset();
       (void)id_.set_qp_error();
       slot_mrs_.clear();
       if (file_ && !committed_) file_->discard();
@@ -190,6 +204,14 @@ proto::ReceiverEvent Connection::check_hello() {
     slot_mrs_.clear();
     return reject(proto::RejectReason::NoMemory, "cannot register memory");
   }
+  try {
+    // At most one chunk per slot is being stored at a time.
+    if (plan_.chunk_count() > 0) worker_.emplace(*file_, chunks_stored_, slot_count_);
+  } catch (const std::exception& e) {
+    spdlog::error("[{}] cannot start a worker thread: {}", peer_, e.what());
+    slot_mrs_.clear();
+    return reject(proto::RejectReason::Internal, "cannot start a worker thread");
+  }
   spdlog::info("[{}] receiving '{}' ({})", peer_, proto::escape_for_log(hello_.name),
                proto::format_size(hello_.file_size));
   return Event::HelloAccepted;
@@ -202,7 +224,7 @@ void Connection::register_slot(std::uint32_t slot) {
                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 }
 
-proto::ReceiverEvent Connection::store_chunk() {
+std::optional<proto::ReceiverEvent> Connection::store_chunk() {
   const auto& c = chunk_;
   const std::uint64_t index = received_ / context_.options.slot_size;
   // A slot is writable exactly while its MR exists: the sender holds its key.
@@ -216,42 +238,65 @@ proto::ReceiverEvent Connection::store_chunk() {
     error_text_ = "chunk breaks the data rules";
     return Event::ProtocolViolation;
   }
-  // Revoke the slot's key before reading it. RC delivers in order, so the WRITE that
+  // Revoke the slot's key before anyone reads it. RC delivers in order, so the WRITE that
   // filled this slot completed before its Chunk message arrived: nothing legitimate is
   // still landing, and from here a write with that key fails at the writer.
-  auto t0 = Clock::now();
+  const auto t0 = Clock::now();
   slot_mrs_[c.slot].reset();
-  auto t1 = Clock::now();
-  std::span<const std::uint8_t> data(
+  costs_.revoke += Clock::now() - t0;
+  // The worker hashes and writes the slot in place; it stays revoked until on_chunks_stored
+  // takes the result and SendCredit registers it again.
+  std::span<const std::uint8_t> bytes(
       window_.data() + static_cast<std::size_t>(c.slot) * context_.options.slot_size, c.length);
-  hash_.update(data);
-  auto t2 = Clock::now();
-  costs_.revoke += t1 - t0;
-  costs_.hash += t2 - t1;
-  try {
-    file_->write_at(c.offset, data);
-    costs_.write += Clock::now() - t2;
-  } catch (const std::exception& e) {
-    spdlog::error("[{}] cannot write '{}': {}", peer_, proto::escape_for_log(hello_.name),
-                  e.what());
-    verdict_ = proto::VerdictCode::StorageError;
-    return Event::VerifiedBad;
-  }
+  worker_->submit({c.slot, c.offset, bytes});
   received_ += c.length;
-  // A fresh registration, hence a fresh key, for the next chunk in this slot.
-  if (received_ < hello_.file_size) {
-    auto t3 = Clock::now();
-    register_slot(c.slot);
-    costs_.rekey += Clock::now() - t3;
-  }
   expect("data", context_.options.timeout);
-  return Event::ChunkStored;
+  return std::nullopt;  // ChunkStored (or VerifiedBad) comes from the worker
+}
+
+void Connection::on_chunks_stored() {
+  // Read first: a chunk finished after this read signals again, so none is missed.
+  (void)chunks_stored_.read_count();
+  // One result per event: outstanding() counts the ones not dispatched yet. An event may
+  // end the worker (DiscardFile, Release, the verdict); its last results no longer matter.
+  while (worker_ && !closed()) {
+    auto result = worker_->take_finished();
+    if (!result) break;
+    costs_.hash += result->hashing;
+    costs_.write += result->writing;
+    if (!result->stored) {
+      spdlog::error("[{}] cannot write '{}': {}", peer_, proto::escape_for_log(hello_.name),
+                    result->error.empty() ? "unknown error" : result->error);
+      verdict_ = proto::VerdictCode::StorageError;
+      log_transfer_end(proto::to_string(verdict_));
+      dispatch(Event::VerifiedBad);
+      continue;
+    }
+    stored_ = result->chunk;
+    if (state_ == ReceiverState::Receiving) expect("data", context_.options.timeout);
+    dispatch(Event::ChunkStored);
+  }
+}
+
+std::optional<proto::ReceiverEvent> Connection::await_drain() {
+  // The data phase is over: no key for this window works from now on. (The slots of the
+  // chunks still being stored were revoked when their Chunk arrived.)
+  slot_mrs_.clear();
+  const auto now = Clock::now();
+  if (!drain_started_) drain_started_ = now;
+  if (worker_ && worker_->outstanding() > 0) {
+    expect("the last chunks to be written", context_.options.timeout);
+    return std::nullopt;  // asked again at each ChunkStored
+  }
+  costs_.drain = now - *drain_started_;
+  return Event::Drained;
 }
 
 proto::ReceiverEvent Connection::verify() {
-  // The data phase is over: no key for this window works from now on.
+  // Every chunk is stored (Drained): the worker is idle and its hash complete.
   slot_mrs_.clear();
-  computed_ = hash_.finish();
+  computed_ = worker_ ? worker_->finish_hash() : Sha256().finish();
+  worker_.reset();  // the data phase is over
   if (received_ != hello_.file_size || done_total_ != received_) {
     verdict_ = proto::VerdictCode::SizeMismatch;
   } else if (computed_ != hello_.sha256) {
@@ -291,10 +336,16 @@ void Connection::log_transfer_end(const char* verdict) {
                proto::format_size(hello_.file_size), seconds,
                proto::format_size(static_cast<std::uint64_t>(rate)), verdict);
   using Seconds = std::chrono::duration<double>;
+  // Hashing and writing happen on the worker thread; the rest, and the wait at Done for
+  // the worker to finish the chunks still queued, in the event loop.
   spdlog::debug(
-      "[{}] time spent: revoking keys {:.3f}s, hashing {:.3f}s, writing {:.3f}s, re-keying {:.3f}s",
+      "[{}] time spent: revoking keys {:.3f}s, hashing {:.3f}s (worker), writing {:.3f}s "
+      "(worker), re-keying {:.3f}s{}",
       peer_, Seconds(costs_.revoke).count(), Seconds(costs_.hash).count(),
-      Seconds(costs_.write).count(), Seconds(costs_.rekey).count());
+      Seconds(costs_.write).count(), Seconds(costs_.rekey).count(),
+      drain_started_ ? fmt::format(", waiting at Done for the last chunks {:.3f}s",
+                                   Seconds(costs_.drain).count())
+                     : std::string());
 }
 
 void Connection::post(const proto::Message& message) {

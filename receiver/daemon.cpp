@@ -7,9 +7,21 @@
 namespace rdmax::receiver {
 
 namespace {
-// epoll tags: small fixed ones for the daemon's fds; connection numbers start above.
+// epoll tags: small fixed ones for the daemon's fds; connection numbers start above, and
+// the top bit tells a connection's worker eventfd from its completion channel.
 enum Tag : std::uint64_t { kTagCm = 1, kTagSignal = 2, kTagTimer = 3, kFirstConnectionTag = 16 };
+constexpr std::uint64_t kChunksStoredBit = std::uint64_t{1} << 63;
 constexpr auto kShutdownGrace = std::chrono::seconds(5);
+
+std::uint64_t completion_tag(std::uint64_t number) {
+  return kFirstConnectionTag + number;
+}
+std::uint64_t chunks_stored_tag(std::uint64_t number) {
+  return completion_tag(number) | kChunksStoredBit;
+}
+std::uint64_t connection_number(std::uint64_t tag) {
+  return (tag & ~kChunksStoredBit) - kFirstConnectionTag;
+}
 }  // namespace
 
 Daemon::Daemon(const ReceiverOptions& options, Fd dir, std::optional<proto::SecretStore> secrets)
@@ -51,15 +63,17 @@ int Daemon::run() {
           }
         } else if (tag == kTagTimer) {
           on_tick();
-        } else if (auto it = connections_.find(tag - kFirstConnectionTag);
-                   it != connections_.end()) {
-          it->second->on_completions();
+        } else if (auto it = connections_.find(connection_number(tag)); it != connections_.end()) {
+          if (tag & kChunksStoredBit)
+            it->second->on_chunks_stored();
+          else
+            it->second->on_completions();
         }
       } catch (const std::exception& e) {
         // One connection's failure (a post that fails, a registration...) must not end
         // the daemon: drop that connection.
         spdlog::error("{}", e.what());
-        if (auto it = connections_.find(tag - kFirstConnectionTag); it != connections_.end())
+        if (auto it = connections_.find(connection_number(tag)); it != connections_.end())
           it->second->on_transport_failure(e.what());
       }
     }
@@ -134,7 +148,8 @@ void Daemon::on_connect_request(rdma_cm_id* id) {
     spdlog::error("cannot set up a connection: {}", e.what());
     return;
   }
-  epoll_.add(c->completion_fd(), EPOLLIN, kFirstConnectionTag + number);
+  epoll_.add(c->completion_fd(), EPOLLIN, completion_tag(number));
+  epoll_.add(c->chunks_stored_fd(), EPOLLIN, chunks_stored_tag(number));
   c->accept();
   connections_.emplace(number, std::move(c));
 }
@@ -149,6 +164,7 @@ void Daemon::reap_closed() {
   for (auto it = connections_.begin(); it != connections_.end();) {
     if (it->second->closed()) {
       epoll_.remove(it->second->completion_fd());
+      epoll_.remove(it->second->chunks_stored_fd());
       it = connections_.erase(it);
     } else {
       ++it;

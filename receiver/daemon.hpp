@@ -1,7 +1,9 @@
 #pragma once
 // The receiver daemon: one epoll loop serving every connection. It owns the listening
-// cm_id, routes CM events to connections (cm_id->context), completion-channel fds to
-// their connection, ticks timeouts, and shuts down cleanly on SIGINT/SIGTERM.
+// cm_id, routes CM events to connections (cm_id->context), completion-channel fds and
+// slot-worker eventfds to their connection, ticks timeouts, and shuts down cleanly on
+// SIGINT/SIGTERM. The only other threads are the connections' slot workers, which hash
+// and write (receiver/slot_worker.hpp); every verbs and CM call is made here.
 
 #include <cstdint>
 #include <map>

@@ -57,7 +57,8 @@ bool is_last(const ActionList<Action, N>& actions, Action a) {
 
 // Only here may a temporary file exist (receiver_machine.cpp, docs 4.5 "before the verdict").
 bool before_verdict(RS s) {
-  return s == RS::AwaitHello || s == RS::CheckingHello || s == RS::Receiving || s == RS::Verifying;
+  return s == RS::AwaitHello || s == RS::CheckingHello || s == RS::Receiving || s == RS::Draining ||
+         s == RS::Verifying;
 }
 
 bool connected(SS s) {

@@ -99,6 +99,7 @@ int main(int argc, char** argv) {
             .message(Chunk{0, 1 << 20, 0})
             .event(as_byte(RE::ChunkStored))
             .message(Done{1 << 20})
+            .event(as_byte(RE::Drained))
             .event(as_byte(RE::VerifiedGood))
             .message(Id{"alice"})
             .event(as_byte(RE::IdKnown))
@@ -117,7 +118,7 @@ int main(int argc, char** argv) {
             .event(as_byte(SE::Disconnected))
             .bytes);
   Bytes every_event;
-  for (std::uint8_t e = 0; e < 20; ++e) every_event.push_back(e);
+  for (std::uint8_t e = 0; e < 21; ++e) every_event.push_back(e);
   write(root / "fuzz_machines" / "every-event", every_event);
 
   write(root / "fuzz_names_secrets" / "name", "report.pdf");

@@ -22,8 +22,9 @@ using E = ReceiverEvent;
 using A = ReceiverAction;
 using Actions = ActionList<A>;
 
-constexpr std::array kAllStates{S::AwaitHello, S::CheckingHello, S::Receiving, S::Verifying,
-                                S::AwaitId,    S::CheckingId,    S::Closing,   S::Closed};
+constexpr std::array kAllStates{S::AwaitHello, S::CheckingHello, S::Receiving,
+                                S::Draining,   S::Verifying,     S::AwaitId,
+                                S::CheckingId, S::Closing,       S::Closed};
 
 constexpr std::array kAllEvents{E::GotHello,
                                 E::GotChunk,
@@ -35,6 +36,7 @@ constexpr std::array kAllEvents{E::GotHello,
                                 E::HelloAccepted,
                                 E::HelloRejected,
                                 E::ChunkStored,
+                                E::Drained,
                                 E::VerifiedGood,
                                 E::VerifiedBad,
                                 E::IdKnown,
@@ -46,10 +48,10 @@ constexpr std::array kAllEvents{E::GotHello,
                                 E::Disconnected,
                                 E::ShuttingDown};
 
-constexpr std::array kAllActions{A::CheckHello, A::SendAccept, A::SendReject,  A::StoreChunk,
-                                 A::SendCredit, A::Verify,     A::SendVerdict, A::LookupId,
-                                 A::SendSecret, A::SendDenied, A::SendError,   A::DiscardFile,
-                                 A::Disconnect, A::Release};
+constexpr std::array kAllActions{A::CheckHello,  A::SendAccept, A::SendReject, A::StoreChunk,
+                                 A::SendCredit,  A::AwaitDrain, A::Verify,     A::SendVerdict,
+                                 A::LookupId,    A::SendSecret, A::SendDenied, A::SendError,
+                                 A::DiscardFile, A::Disconnect, A::Release};
 
 // The lists above name every enumerator: the enums are dense from 0, so the last one's value
 // plus one is the count. A new enumerator breaks these until it is added to its list.
@@ -59,7 +61,8 @@ static_assert(static_cast<std::size_t>(A::Release) + 1 == kAllActions.size());
 
 // Before the verdict is sent a temporary file may exist and must be removed on any abort.
 bool before_verdict(S s) {
-  return s == S::AwaitHello || s == S::CheckingHello || s == S::Receiving || s == S::Verifying;
+  return s == S::AwaitHello || s == S::CheckingHello || s == S::Receiving || s == S::Draining ||
+         s == S::Verifying;
 }
 
 bool open_state(S s) {
@@ -97,8 +100,11 @@ const std::vector<Row> kProtocolRows{
      {A::SendReject, A::DiscardFile, A::Disconnect}},
     {S::Receiving, E::GotChunk, S::Receiving, {A::StoreChunk}},
     {S::Receiving, E::ChunkStored, S::Receiving, {A::SendCredit}},
-    {S::Receiving, E::GotDone, S::Verifying, {A::Verify}},
+    {S::Receiving, E::GotDone, S::Draining, {A::AwaitDrain}},
     {S::Receiving, E::VerifiedBad, S::Closing, {A::SendVerdict, A::DiscardFile, A::Disconnect}},
+    {S::Draining, E::ChunkStored, S::Draining, {A::AwaitDrain}},
+    {S::Draining, E::Drained, S::Verifying, {A::Verify}},
+    {S::Draining, E::VerifiedBad, S::Closing, {A::SendVerdict, A::DiscardFile, A::Disconnect}},
     {S::Verifying, E::VerifiedGood, S::AwaitId, {A::SendVerdict}},
     {S::Verifying, E::VerifiedBad, S::Closing, {A::SendVerdict, A::DiscardFile, A::Disconnect}},
     {S::AwaitId, E::GotId, S::CheckingId, {A::LookupId}},
@@ -190,8 +196,8 @@ TEST(ReceiverMachine, EveryPairOutsideTheTableIsTheIllegalEventAbort) {
       expect_illegal(s, e);
     }
   }
-  // 6 open states x 20 events, minus 14 protocol rows and 6 x 6 abort rows.
-  EXPECT_EQ(illegal, 6U * 20U - 14U - 36U);
+  // 7 open states x 21 events, minus 17 protocol rows and 7 x 6 abort rows.
+  EXPECT_EQ(illegal, 7U * 21U - 17U - 42U);
 }
 
 // ---- Each protocol transition, named ----
@@ -214,8 +220,41 @@ TEST(ReceiverMachine, ChunkIsStoredThenCredited) {
   expect_transition(S::Receiving, E::ChunkStored, S::Receiving, {A::SendCredit});
 }
 
-TEST(ReceiverMachine, DoneStartsVerification) {
-  expect_transition(S::Receiving, E::GotDone, S::Verifying, {A::Verify});
+TEST(ReceiverMachine, DoneWaitsForTheStoresThenVerifies) {
+  expect_transition(S::Receiving, E::GotDone, S::Draining, {A::AwaitDrain});
+  expect_transition(S::Draining, E::Drained, S::Verifying, {A::Verify});
+}
+
+TEST(ReceiverMachine, ChunkStoredWhileDrainingIsNotCreditedBack) {
+  // The sender has sent everything: its slots are not handed back, only counted down.
+  expect_transition(S::Draining, E::ChunkStored, S::Draining, {A::AwaitDrain});
+}
+
+TEST(ReceiverMachine, StorageFailureWhileDrainingSendsVerdictAndDiscards) {
+  expect_transition(S::Draining, E::VerifiedBad, S::Closing,
+                    {A::SendVerdict, A::DiscardFile, A::Disconnect});
+}
+
+TEST(ReceiverMachine, DrainedOutsideDrainingIsADriverError) {
+  for (S s :
+       {S::AwaitHello, S::CheckingHello, S::Receiving, S::Verifying, S::AwaitId, S::CheckingId})
+    expect_illegal(s, E::Drained);
+}
+
+TEST(ReceiverMachine, ChunkOrSecondDoneWhileDrainingIsAViolation) {
+  expect_illegal(S::Draining, E::GotChunk);
+  expect_illegal(S::Draining, E::GotDone);
+}
+
+TEST(ReceiverMachine, VerificationNeverStartsBeforeTheDrain) {
+  // Only Drained leads to Verify: the hash is finished once every chunk is in it.
+  for (S s : kAllStates) {
+    for (E e : kAllEvents) {
+      if (receiver_next(s, e).actions.contains(A::Verify)) {
+        EXPECT_TRUE(s == S::Draining && e == E::Drained) << to_string(s) << " + " << to_string(e);
+      }
+    }
+  }
 }
 
 TEST(ReceiverMachine, StorageFailureMidTransferSendsVerdictAndDiscards) {
@@ -274,7 +313,8 @@ S walk(S start, const std::vector<Step>& steps) {
   return s;
 }
 
-// Hello accepted, n chunks each stored and credited, Done, good verdict.
+// Hello accepted, n chunks each stored and credited, Done, nothing left to drain, good
+// verdict.
 std::vector<Step> transfer(std::size_t chunks) {
   std::vector<Step> steps{{E::GotHello, S::CheckingHello, {A::CheckHello}},
                           {E::HelloAccepted, S::Receiving, {A::SendAccept}}};
@@ -282,7 +322,8 @@ std::vector<Step> transfer(std::size_t chunks) {
     steps.push_back({E::GotChunk, S::Receiving, {A::StoreChunk}});
     steps.push_back({E::ChunkStored, S::Receiving, {A::SendCredit}});
   }
-  steps.push_back({E::GotDone, S::Verifying, {A::Verify}});
+  steps.push_back({E::GotDone, S::Draining, {A::AwaitDrain}});
+  steps.push_back({E::Drained, S::Verifying, {A::Verify}});
   steps.push_back({E::VerifiedGood, S::AwaitId, {A::SendVerdict}});
   return steps;
 }
@@ -329,6 +370,49 @@ TEST(ReceiverMachine, HappyPathWithBye) {
 TEST(ReceiverMachine, EmptyFileHasNoChunks) {
   const auto steps = then(transfer(0), {{E::GotBye, S::Closing, {A::Disconnect}}});
   EXPECT_EQ(walk(S::AwaitHello, then(steps, kEnd)), S::Closed);
+}
+
+// Chunks stored by a worker: several are queued before the first is stored, and Done
+// overtakes the last two. Only the chunks stored before Done are credited back.
+TEST(ReceiverMachine, DoneOvertakesQueuedChunksWhichDrainBeforeTheVerdict) {
+  const std::vector<Step> steps{
+      {E::GotHello, S::CheckingHello, {A::CheckHello}},
+      {E::HelloAccepted, S::Receiving, {A::SendAccept}},
+      {E::GotChunk, S::Receiving, {A::StoreChunk}},
+      {E::GotChunk, S::Receiving, {A::StoreChunk}},
+      {E::ChunkStored, S::Receiving, {A::SendCredit}},
+      {E::GotChunk, S::Receiving, {A::StoreChunk}},
+      {E::GotDone, S::Draining, {A::AwaitDrain}},
+      {E::ChunkStored, S::Draining, {A::AwaitDrain}},
+      {E::ChunkStored, S::Draining, {A::AwaitDrain}},
+      {E::Drained, S::Verifying, {A::Verify}},
+      {E::VerifiedGood, S::AwaitId, {A::SendVerdict}},
+      {E::GotBye, S::Closing, {A::Disconnect}},
+      {E::Disconnected, S::Closed, {A::Release}},
+  };
+  EXPECT_EQ(walk(S::AwaitHello, steps), S::Closed);
+}
+
+TEST(ReceiverMachine, WriteFailureOfAQueuedChunkAfterDoneGivesAStorageVerdict) {
+  const std::vector<Step> steps{
+      {E::GotHello, S::CheckingHello, {A::CheckHello}},
+      {E::HelloAccepted, S::Receiving, {A::SendAccept}},
+      {E::GotChunk, S::Receiving, {A::StoreChunk}},
+      {E::GotDone, S::Draining, {A::AwaitDrain}},
+      {E::VerifiedBad, S::Closing, {A::SendVerdict, A::DiscardFile, A::Disconnect}},
+      // A result the worker had finished before it was stopped changes nothing.
+      {E::ChunkStored, S::Closing, {}},
+      {E::Disconnected, S::Closed, {A::Release}},
+  };
+  EXPECT_EQ(walk(S::AwaitHello, steps), S::Closed);
+}
+
+TEST(ReceiverMachine, PeerLostWhileDrainingDiscardsTheFile) {
+  expect_transition(S::Draining, E::Disconnected, S::Closed, {A::DiscardFile, A::Release});
+  expect_transition(S::Draining, E::ShuttingDown, S::Closing,
+                    {A::SendError, A::DiscardFile, A::Disconnect});
+  expect_transition(S::Draining, E::Timeout, S::Closing,
+                    {A::SendError, A::DiscardFile, A::Disconnect});
 }
 
 TEST(ReceiverMachine, ClosingEndsOnTimeoutIfThePeerNeverDisconnects) {
