@@ -1,11 +1,7 @@
 // The receiver's slot worker (receiver/slot_worker.hpp) and the eventfd it signals: chunks
 // stored in order, hashed like one pass, a failed write reported and final, and
 // destruction while busy that joins and leaves only whole chunks behind.
-//
-// receiver/ is a program, not a library, and this executable links only rdmax_protocol and
-// rdmax_common (tests/unit/CMakeLists.txt); the worker is one self-contained source file,
-// so it is compiled into the tests here, once.
-#include "receiver/slot_worker.cpp"  // NOLINT(bugprone-suspicious-include)
+#include "receiver/slot_worker.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
