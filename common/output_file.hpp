@@ -53,7 +53,8 @@ class OutputFile {
   void write_at(uint64_t offset, std::span<const uint8_t> data);
 
   // Reserves `size` bytes up front so that a full disk fails now rather than mid-transfer.
-  // Filesystems that cannot preallocate are silently accepted.
+  // Filesystems that cannot preallocate are silently accepted; tmpfs is skipped (there it
+  // would only zero pages the writes fill anyway).
   void preallocate(uint64_t size);
 
   // fsync the data, publish under final_name (atomically; without overwrite also

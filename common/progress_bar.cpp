@@ -46,7 +46,9 @@ ProgressBar::ProgressBar(ProgressMode mode, std::string label, std::uint64_t tot
   if (mode_ == ProgressMode::Terminal) draw(started_);
 }
 
-ProgressBar::~ProgressBar() { abandon(); }
+ProgressBar::~ProgressBar() {
+  abandon();
+}
 
 void ProgressBar::update(std::uint64_t done) {
   done_ = done;
@@ -57,7 +59,9 @@ void ProgressBar::update(std::uint64_t done) {
   if (now - last_draw_ >= interval) draw(now);
 }
 
-void ProgressBar::refresh() { update(done_); }
+void ProgressBar::refresh() {
+  update(done_);
+}
 
 double ProgressBar::current_rate(Clock::time_point now) {
   samples_.emplace_back(now, done_);
@@ -82,7 +86,8 @@ void ProgressBar::draw(Clock::time_point now) {
 void ProgressBar::finish() {
   if (mode_ == ProgressMode::Off || ended_) return;
   ended_ = true;
-  const std::string summary = format_progress_summary(label_, done_, seconds(Clock::now() - started_));
+  const std::string summary =
+      format_progress_summary(label_, done_, seconds(Clock::now() - started_));
   if (mode_ == ProgressMode::Terminal) {
     status_line::finish_with(summary);
   } else {

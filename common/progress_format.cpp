@@ -54,8 +54,7 @@ std::string format_eta(double seconds) {
 
 std::string format_progress_line(const ProgressSnapshot& s, unsigned width) {
   const std::uint64_t done = std::min(s.done, s.total);
-  const unsigned percent =
-      s.total == 0 ? 100u : static_cast<unsigned>(done * 100 / s.total);
+  const unsigned percent = s.total == 0 ? 100u : static_cast<unsigned>(done * 100 / s.total);
   char pct[8];
   std::snprintf(pct, sizeof pct, "%3u%%", percent);
   const std::string counts = proto::format_size(done) + " / " + proto::format_size(s.total);
@@ -65,13 +64,12 @@ std::string format_progress_line(const ProgressSnapshot& s, unsigned width) {
 
   // Try the full line, then drop the ETA, then the rate; the bar takes what is left.
   const std::string label = padded_label(s.label);
-  const std::string tails[] = {"  " + counts + "  " + rate + "  " + eta, "  " + counts + "  " + rate,
-                               "  " + counts, ""};
+  const std::string tails[] = {"  " + counts + "  " + rate + "  " + eta,
+                               "  " + counts + "  " + rate, "  " + counts, ""};
   for (const std::string& tail : tails) {
     const std::size_t fixed = label.size() + 1 + 2 + 1 + std::string_view(pct).size() + tail.size();
     if (fixed + kMinBar > width) continue;
-    const auto bar_width =
-        static_cast<unsigned>(std::min<std::size_t>(kMaxBar, width - fixed));
+    const auto bar_width = static_cast<unsigned>(std::min<std::size_t>(kMaxBar, width - fixed));
     return label + " " + bar(bar_width, done, s.total) + " " + pct + tail;
   }
   // Narrower than any bar: label and percentage, cut to the width.

@@ -1,10 +1,10 @@
 #include "common/sha256.hpp"
 
 #include <fcntl.h>
-#include <setjmp.h>
-#include <signal.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -133,9 +133,8 @@ Digest sha256_of_mapping(std::span<const uint8_t> mapping,
   sigjmp_buf fault_exit;
   volatile uint64_t done = 0;
   if (sigsetjmp(fault_exit, 1) != 0) {
-    throw std::runtime_error("the file shrank while it was being hashed (" +
-                             std::to_string(done) + " of " + std::to_string(mapping.size()) +
-                             " bytes read)");
+    throw std::runtime_error("the file shrank while it was being hashed (" + std::to_string(done) +
+                             " of " + std::to_string(mapping.size()) + " bytes read)");
   }
   mapping_fault_exit = &fault_exit;
   while (done < mapping.size()) {

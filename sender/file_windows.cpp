@@ -24,7 +24,9 @@ FileWindows::Window& FileWindows::find_or_register(std::uint64_t index) {
   // what a PROT_READ mapping allows. ibv_reg_mr takes a non-const pointer regardless.
   void* start = const_cast<std::uint8_t*>(mapping_.data() + begin);
   try {
+    const auto t0 = std::chrono::steady_clock::now();
     MemoryRegion region(pd_, start, static_cast<std::size_t>(end - begin), 0);
+    registration_time_ += std::chrono::steady_clock::now() - t0;
     auto at = std::find_if(windows_.begin(), windows_.end(),
                            [&](const Window& w) { return w.index > index; });
     return *windows_.insert(at, Window{index, std::move(region)});
@@ -66,7 +68,9 @@ void FileWindows::drop_finished() {
   // A window is done when nothing in it is in flight and the sender has moved past it.
   while (!windows_.empty() && windows_.front().in_flight == 0 &&
          (windows_.front().index + 1) * window_bytes_ <= posted_end_) {
+    const auto t0 = std::chrono::steady_clock::now();
     windows_.pop_front();
+    registration_time_ += std::chrono::steady_clock::now() - t0;
   }
 }
 

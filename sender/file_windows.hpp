@@ -10,6 +10,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <span>
@@ -36,6 +37,8 @@ class FileWindows {
     return mapping_.subspan(static_cast<std::size_t>(offset), length);
   }
   std::size_t registered_windows() const { return windows_.size(); }
+  // Time spent registering and deregistering windows (pinning and unpinning the pages).
+  std::chrono::steady_clock::duration registration_time() const { return registration_time_; }
 
  private:
   struct Window {
@@ -51,6 +54,7 @@ class FileWindows {
   std::uint64_t window_bytes_;
   std::uint64_t posted_end_ = 0;  // end of the furthest chunk acquired so far
   std::deque<Window> windows_;    // ascending index
+  std::chrono::steady_clock::duration registration_time_{};
 };
 
 }  // namespace rdmax::sender

@@ -56,8 +56,9 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
   auto* progress = app.add_flag_callback(
       "--progress", [&o] { o.progress = true; },
       "show progress (bytes, rate, ETA) on stderr, as plain lines when it is not a terminal");
-  app.add_flag_callback("--no-progress", [&o] { o.progress = false; },
-                        "never show progress (default: a bar when stderr is a terminal)")
+  app.add_flag_callback(
+         "--no-progress", [&o] { o.progress = false; },
+         "never show progress (default: a bar when stderr is a terminal)")
       ->excludes(progress);
   int verbose = 0;
   bool quiet = false;
@@ -73,6 +74,10 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
   app.add_option("--inject-corruption", o.inject_corruption,
                  "testing: flip the byte at this file offset after hashing")
       ->group("");
+  app.add_flag("--zero-copy", o.zero_copy,
+               "register the file's pages for the RDMA WRITEs instead of copying them through "
+               "a buffer: no copy, but every page is pinned (slower on Soft-RoCE; see "
+               "docs/BENCHMARKS.md)");
   app.add_option("FILE", o.file, "the file to send")->required();
   try {
     app.parse(argc, argv);

@@ -24,6 +24,8 @@ struct SenderOptions {
   std::chrono::seconds timeout{30};  // no progress for this long ends the transfer
   std::uint32_t chunk_size_hint = 0;
   std::optional<std::uint64_t> inject_corruption;  // testing: flip the byte at this offset
+  // Register the file's pages instead of copying them through a buffer (see send_session).
+  bool zero_copy = false;
 };
 
 // Either options, or the exit status to leave with (0 after --help/--version).

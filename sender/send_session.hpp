@@ -13,10 +13,10 @@
 #include "common/aligned_buffer.hpp"
 #include "common/epoll.hpp"
 #include "common/input_file.hpp"
+#include "common/progress_bar.hpp"
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/endpoint.hpp"
 #include "common/rdma/event_channel.hpp"
-#include "common/progress_bar.hpp"
 #include "common/rdma/memory_region.hpp"
 #include "common/sha256.hpp"
 #include "common/signal_fd.hpp"
@@ -80,8 +80,8 @@ class SendSession {
   std::uint32_t active_slots_ = 0;
   std::uint64_t next_chunk_ = 0;
   std::vector<std::uint32_t> slot_rkey_;
-  std::vector<bool> slot_credited_;  // the receiver let us write this slot
-  std::vector<bool> slot_busy_;      // our Chunk SEND for this slot has not completed
+  std::vector<bool> slot_credited_;         // the receiver let us write this slot
+  std::vector<bool> slot_busy_;             // our Chunk SEND for this slot has not completed
   std::vector<std::uint32_t> slot_length_;  // bytes of the chunk last written to each slot
   std::vector<std::uint64_t> slot_offset_;  // and its file offset
   std::vector<std::int64_t> send_to_slot_;

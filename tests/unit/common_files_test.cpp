@@ -1,8 +1,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/magic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -246,6 +248,31 @@ TEST_P(OutputFileTest, OutputFileKeepsItsOwnDirectoryFd) {
 
 TEST_F(FilesTest, FreeBytes) {
   EXPECT_GT(OutputFile::free_bytes(dir_fd_.get()), 0u);
+}
+
+}  // namespace
+}  // namespace rdmax
+
+namespace rdmax {
+namespace {
+
+TEST(OutputFilePreallocate, SkippedOnTmpfsWhereItWouldOnlyZeroPages) {
+  struct statfs fs {};
+  if (::statfs("/dev/shm", &fs) != 0 || fs.f_type != TMPFS_MAGIC) GTEST_SKIP() << "no tmpfs";
+  char pattern[] = "/dev/shm/rdmax-prealloc-XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  Fd dir(::open(pattern, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  {
+    OutputFile out = OutputFile::create(dir.get(), "f", false);
+    out.preallocate(8u << 20);
+    out.write_at(0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>("x"), 1));
+    out.commit();
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat((std::string(pattern) + "/f").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 1);        // preallocation never changes the size
+  EXPECT_LE(st.st_blocks, 8 * 8);  // one page written, not 8 MiB of zeroed pages
+  std::filesystem::remove_all(pattern);
 }
 
 }  // namespace
