@@ -200,7 +200,8 @@ TEST_F(SlotWorkerTest, DestroyedWhileBusyItJoinsAndLeavesOnlyWholeChunksInOrder)
     EXPECT_TRUE(std::equal(want.begin(), want.end(), stored.begin() + slot * kSlotSize))
         << "slot " << slot;
   }
-  EXPECT_EQ(done_.read_count(), stored.size() / kSlotSize);
+  // Signalled only for chunks both hashed and written: the writer may have been ahead.
+  EXPECT_LE(done_.read_count(), stored.size() / kSlotSize);
 }
 
 }  // namespace
