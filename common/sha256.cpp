@@ -28,10 +28,22 @@ constexpr size_t kReadSize = 4 << 20;
 }
 
 // Where a SIGBUS raised by this thread while it hashes a mapping returns to.
-thread_local sigjmp_buf* mapping_fault_exit = nullptr;
+// Set only while OpenSSL reads [begin, end) of a mapping, so that nothing else (a
+// progress callback holding a lock, another fault, `kill -BUS`) is ever jumped out of.
+struct MappingFaultExit {
+  sigjmp_buf* exit = nullptr;
+  const uint8_t* begin = nullptr;
+  const uint8_t* end = nullptr;
+};
+thread_local MappingFaultExit mapping_fault_exit;
 
-void on_sigbus(int signal, siginfo_t*, void*) {
-  if (mapping_fault_exit != nullptr) siglongjmp(*mapping_fault_exit, 1);
+void on_sigbus(int signal, siginfo_t* info, void*) {
+  const MappingFaultExit& m = mapping_fault_exit;
+  const auto* address = static_cast<const uint8_t*>(info->si_addr);
+  if (m.exit != nullptr && info->si_code > 0 /* raised by the kernel, not sent */ &&
+      address >= m.begin && address < m.end) {
+    siglongjmp(*m.exit, 1);
+  }
   // Not a fault of a mapping being hashed: die of it as if there were no handler.
   ::signal(signal, SIG_DFL);
   ::raise(signal);
@@ -124,22 +136,24 @@ Digest sha256_of_mapping(std::span<const uint8_t> mapping,
       if (::sigaction(SIGBUS, &handler, &previous) != 0) throw_sys("sigaction(SIGBUS)");
     }
     ~SigbusScope() {
-      mapping_fault_exit = nullptr;
+      mapping_fault_exit = {};
       ::sigaction(SIGBUS, &previous, nullptr);
     }
   } scope;
-  // The jump skips only C frames (OpenSSL's) and this loop, which holds no object with a
-  // destructor: everything owned lives outside the protected region.
+  // The jump skips only OpenSSL's C frames: the exit is armed around hash.update alone,
+  // and everything owned lives outside it.
   sigjmp_buf fault_exit;
   volatile uint64_t done = 0;
   if (sigsetjmp(fault_exit, 1) != 0) {
+    mapping_fault_exit = {};
     throw std::runtime_error("the file shrank while it was being hashed (" + std::to_string(done) +
                              " of " + std::to_string(mapping.size()) + " bytes read)");
   }
-  mapping_fault_exit = &fault_exit;
   while (done < mapping.size()) {
     const auto step = static_cast<size_t>(std::min<uint64_t>(kReadSize, mapping.size() - done));
+    mapping_fault_exit = {&fault_exit, mapping.data(), mapping.data() + mapping.size()};
     hash.update(mapping.subspan(static_cast<size_t>(done), step));
+    mapping_fault_exit = {};
     done = done + step;
     if (progress) progress(done);
   }

@@ -50,6 +50,18 @@ void Connection::dispatch(Event event) {
   pending_.push_back(event);
   if (dispatching_) return;  // raised by an action: handled after the current ones
   dispatching_ = true;
+  // An action that throws (a registration, a post) ends this dispatch; the daemon then
+  // reports a transport failure, which must be dispatched, not queued behind a loop that
+  // is no longer running. The events still queued belong to the failed step: drop them.
+  struct Reset {
+    Connection& c;
+    ~Reset() {
+      if (c.dispatching_) {
+        c.dispatching_ = false;
+        c.pending_.clear();
+      }
+    }
+  } reset{*this};
   while (!pending_.empty()) {
     Event e = pending_.front();
     pending_.pop_front();

@@ -80,7 +80,11 @@ void SlotWorker::hash_one(Entry& entry) {
   try {
     hash_.update(entry.result.chunk.bytes);
   } catch (const std::exception& e) {
-    entry.hash_error = std::string("hashing failed: ") + e.what();
+    try {
+      entry.hash_error = std::string("hashing failed: ") + e.what();
+    } catch (...) {
+      entry.hash_error.assign(1, '?');  // SSO: no allocation; the failure still gets through
+    }
   }
   entry.result.hashing = Clock::now() - t0;
 }

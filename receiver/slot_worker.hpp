@@ -56,11 +56,11 @@ class SlotWorker {
   };
 
   // At most `capacity` chunks (one per slot) may be outstanding: submitted, and their
-  // result not yet taken. Starts the thread.
+  // result not yet taken. Starts both threads.
   SlotWorker(OutputFile& file, EventFd& done, std::size_t capacity);
   SlotWorker(const SlotWorker&) = delete;
   SlotWorker& operator=(const SlotWorker&) = delete;
-  // Stops and joins the thread (see the lifetime note above).
+  // Stops and joins both threads (see the lifetime note above).
   ~SlotWorker() = default;
 
   // Queues a chunk; throws std::logic_error beyond `capacity`.

@@ -4,7 +4,8 @@
 // buffer. Registration pins the window's pages (faulting them in, which reads the file
 // ahead of the writes); a window is deregistered as soon as every chunk in it has been
 // written and the sender has moved past it, so pinned memory stays bounded
-// (at most three windows: one draining, one being written, one registered ahead).
+// (at most three windows: one draining, one being written, one registered ahead; two when
+// registering ahead fails, since a window holds at least what can be in flight).
 //
 // Chunks never straddle windows: a window is a whole number of chunks.
 

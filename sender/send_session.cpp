@@ -29,9 +29,9 @@ constexpr std::uint32_t kRecvDepth = proto::kMaxSlotCount + 16;  // Credits burs
 constexpr std::uint32_t kSendDepth = kMaxActiveSlots + 8;
 // rxe on Linux 6.1 advertises an 8 MiB max message; larger slots are refused.
 constexpr std::uint32_t kMaxSlotSize = 8u << 20;
-// Zero-copy registers the file a window at a time: a few times what can be in flight, so
-// that registering costs little per byte, and at most 32 MiB, so that pinned memory stays
-// modest whatever the file size.
+// Zero-copy registers the file a window at a time: 8x what can be in flight but at most
+// 32 MiB (unless more than that can be in flight), so that registering costs little per
+// byte and pinned memory (up to three windows) stays modest whatever the file size.
 constexpr std::uint64_t kFileWindowBytes = 32u << 20;
 constexpr std::uint64_t kFileWindowsPerFlight = 8;
 constexpr auto kCloseGrace = std::chrono::seconds(3);
@@ -269,7 +269,7 @@ void SendSession::start_zero_copy() {
   } catch (const std::exception& e) {
     // A file system that cannot be mapped, or a memlock limit too low to pin a window:
     // copying through a small registered buffer still works.
-    spdlog::info("zero-copy unavailable, copying through a buffer instead: {}", e.what());
+    spdlog::warn("zero-copy unavailable, copying through a buffer instead: {}", e.what());
     file_windows_.reset();
   }
 }
@@ -311,9 +311,16 @@ void SendSession::pump_data() {
     ++next_chunk_;
     stats_.bytes += length;
   }
-  // Pin the next window while the writes just posted are on the wire.
-  if (file_windows_ && next_chunk_ < count)
-    file_windows_->register_ahead(plan_.offset(next_chunk_));
+  // Pin the next window while the writes just posted are on the wire. Best effort: a
+  // memlock limit that allows the two windows start_zero_copy pinned but not a third
+  // only means acquire() registers that window when its first chunk is due.
+  if (file_windows_ && next_chunk_ < count) {
+    try {
+      file_windows_->register_ahead(plan_.offset(next_chunk_));
+    } catch (const std::exception& e) {
+      spdlog::debug("not registering ahead: {}", e.what());
+    }
+  }
   if (next_chunk_ == count && !all_sent_signalled_) {
     for (std::uint32_t s = 0; s < active_slots_; ++s)
       if (slot_busy_[s]) return;

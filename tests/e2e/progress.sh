@@ -27,6 +27,9 @@ fail_context() {
 }
 
 start_receiver() {
+  if [[ -n ${daemon_pid:-} ]] && alive "$daemon_pid"; then
+    kill -9 "$daemon_pid" && wait_for 10 eval '! alive "$daemon_pid"'
+  fi
   : >"$recv_log"
   start_daemon recv "$recv_log" "$recv" --bind "$RXE_ADDR" --port "$port" --dir "$work/out" \
     --overwrite --timeout 10
@@ -105,7 +108,22 @@ case_failure_erases_the_bar() {
   ! grep -Eq 'ETA|\[=|%' "$work/screen" || fail "the interrupted bar was left on the screen"
   grep -Eq '^[0-9:.]+ error +' "$work/screen" || fail "no error line at column 0"
   pass "terminal: the receiver killed mid-transfer: bar erased, error on its own line, exit 3"
-  start_receiver
+}
+
+case_ctrl_c_while_hashing() {
+  # A sparse 4 GiB file: a minute of hashing, so Ctrl-C surely lands in that phase.
+  truncate -s 4G "$work/in/sparse.bin"
+  # An interactive shell abandons its command line when a job dies of Ctrl-C; this
+  # wrapper (deaf to SIGINT itself, its child not) hands the status on instead.
+  in_pane ctrl-c "bash -c 'trap \"\" INT; ( trap - INT; exec \"\$@\" ); exit \$?' _ $send -H $RXE_ADDR -p $port $work/in/sparse.bin"
+  wait_for 60 pane_says "$(bar_re hashing)"
+  tmux_ send-keys -t t C-c
+  wait_for 30 pane_says '^exit=[0-9]+'
+  rm -f "$work/in/sparse.bin"
+  # "exit=130" alone on its line: the bar (and the terminal's "^C") were erased first.
+  grep -q '^exit=130$' "$work/screen" || fail "expected exit 130 (SIGINT), alone on its line"
+  ! grep -Eq 'ETA|\[=|%' "$work/screen" || fail "Ctrl-C left the bar on the screen"
+  pass "terminal: Ctrl-C while hashing: bar erased, exit 130"
 }
 
 case_quiet_off_a_terminal() {
@@ -117,10 +135,10 @@ case_quiet_off_a_terminal() {
   ! grep -Eaq $'\r|\e' "$err" || fail "--progress off a terminal wrote control characters: $(head -c 300 "$err" | cat -A)"
   grep -Eq '^hashing +96\.0 MiB in ' "$err" || fail "--progress: no hashing summary"
   grep -Eq '^sending +96\.0 MiB in ' "$err" || fail "--progress: no sending summary"
-  # Intermediate lines, if the phase lasted long enough for any, are whole lines.
-  if grep -Eq '%' "$err"; then
-    grep -E '%' "$err" | grep -Evq "$(bar_re '(hashing|sending)')" && fail "malformed progress line"
-  fi
+  # Each phase prints a line at its first update (then every 2 s), each a whole line.
+  grep -Eq "$(bar_re hashing)" "$err" || fail "--progress: no hashing progress line"
+  grep -Eq "$(bar_re sending)" "$err" || fail "--progress: no sending progress line"
+  ! grep -E '%' "$err" | grep -Evq "$(bar_re '(hashing|sending)')" || fail "malformed progress line"
   pass "off a terminal: no progress unless --progress, then plain lines without control characters"
 }
 
@@ -135,6 +153,8 @@ case_no_progress_on_a_terminal() {
 start_receiver
 run_case bar case_bar_renders_and_ends_cleanly
 run_case failure case_failure_erases_the_bar
+start_receiver # the failure case killed it
+run_case ctrl-c case_ctrl_c_while_hashing
 run_case off-terminal case_quiet_off_a_terminal
 run_case no-progress case_no_progress_on_a_terminal
 report_cases progress

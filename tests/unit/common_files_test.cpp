@@ -270,7 +270,7 @@ TEST(OutputFilePreallocate, SkippedOnTmpfsWhereItWouldOnlyZeroPages) {
   }
   struct stat st {};
   ASSERT_EQ(::stat((std::string(pattern) + "/f").c_str(), &st), 0);
-  EXPECT_EQ(st.st_size, 1);        // preallocation never changes the size
+  EXPECT_EQ(st.st_size, 1);        // fallocate (mode 0) would have made it 8 MiB
   EXPECT_LE(st.st_blocks, 8 * 8);  // one page written, not 8 MiB of zeroed pages
   std::filesystem::remove_all(pattern);
 }
