@@ -254,6 +254,7 @@ void Peer::handle_completions() {
       auto decoded = endpoint_->take_received(wc);
       if (auto* m = std::get_if<proto::Message>(&decoded)) {
         messages_.push_back(std::move(*m));
+        last_message_at_ = Clock::now();
       } else {
         note(label_ + ": undecodable message: " + std::get<proto::DecodeFailure>(decoded).detail);
       }

@@ -114,6 +114,8 @@ class Peer {
   bool qp_failed() const { return qp_failed_; }
   Clock::time_point established_at() const { return established_at_; }
   Clock::time_point disconnected_at() const { return disconnected_at_; }
+  // When the latest message from the receiver arrived (epoch: none yet).
+  Clock::time_point last_message_at() const { return last_message_at_; }
   unsigned raw_sends_ok() const { return raw_ok_; }
   unsigned raw_sends_failed() const { return raw_failed_; }
   std::string first_error() const { return ibv_wc_status_str(first_error_); }
@@ -138,6 +140,7 @@ class Peer {
   ibv_wc_status first_error_ = IBV_WC_SUCCESS;
   Clock::time_point established_at_{};
   Clock::time_point disconnected_at_{};
+  Clock::time_point last_message_at_{};
   std::uint32_t next_write_ = 0;
   std::uint32_t next_raw_ = 0;
   std::vector<bool> raw_busy_;
