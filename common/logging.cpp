@@ -90,8 +90,8 @@ class StatusLineAwareSink : public spdlog::sinks::sink {
 
 void init_logging(int verbosity, const char* program) {
   const bool terminal = ::isatty(STDERR_FILENO) == 1;
-  auto sink = std::make_shared<StatusLineAwareSink>(
-      std::make_shared<spdlog::sinks::stderr_color_sink_mt>(
+  auto sink =
+      std::make_shared<StatusLineAwareSink>(std::make_shared<spdlog::sinks::stderr_color_sink_mt>(
           terminal ? spdlog::color_mode::automatic : spdlog::color_mode::never));
   auto logger = std::make_shared<spdlog::logger>(program, std::move(sink));
   if (terminal) {
