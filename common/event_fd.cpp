@@ -3,6 +3,7 @@
 #include <sys/eventfd.h>
 
 #include "common/error.hpp"
+#include "common/fd_counter.hpp"
 
 namespace rdmax {
 
@@ -17,14 +18,7 @@ void EventFd::signal() noexcept {
 }
 
 uint64_t EventFd::read_count() {
-  uint64_t count = 0;
-  for (;;) {
-    const ssize_t n = ::read(fd_.get(), &count, sizeof count);
-    if (n == static_cast<ssize_t>(sizeof count)) return count;
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return 0;
-    throw_sys("read(eventfd)", n < 0 ? errno : EIO);
-  }
+  return read_fd_counter(fd_.get(), "read(eventfd)");
 }
 
 }  // namespace rdmax

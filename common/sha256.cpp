@@ -117,10 +117,6 @@ Digest sha256_of_file(int fd, uint64_t size, const std::function<void(uint64_t d
   return hash.finish();
 }
 
-}  // namespace rdmax
-
-namespace rdmax {
-
 Digest sha256_of_mapping(std::span<const uint8_t> mapping,
                          const std::function<void(uint64_t done)>& progress) {
   Sha256 hash;

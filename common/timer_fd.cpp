@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "common/error.hpp"
+#include "common/fd_counter.hpp"
 
 namespace rdmax {
 namespace {
@@ -46,14 +47,7 @@ void TimerFd::disarm() {
 }
 
 uint64_t TimerFd::read_expirations() {
-  uint64_t count = 0;
-  for (;;) {
-    const ssize_t n = ::read(fd_.get(), &count, sizeof count);
-    if (n == static_cast<ssize_t>(sizeof count)) return count;
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return 0;
-    throw_sys("read(timerfd)", n < 0 ? errno : EIO);
-  }
+  return read_fd_counter(fd_.get(), "read(timerfd)");
 }
 
 }  // namespace rdmax

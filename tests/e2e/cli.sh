@@ -6,10 +6,7 @@
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-[[ -n ${RDMAX_BIN:-} ]] || fail "RDMAX_BIN is not set: it names the directory of rdma-send and rdma-recv (ctest sets it)"
-send=$RDMAX_BIN/rdma-send recv=$RDMAX_BIN/rdma-recv
-[[ -x $send ]] || fail "rdma-send is missing or not executable: $send"
-[[ -x $recv ]] || fail "rdma-recv is missing or not executable: $recv"
+need_programs send recv
 
 port=18600
 work=$RXE_SCRATCH/cli

@@ -8,10 +8,7 @@
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-[[ -n ${RDMAX_BIN:-} ]] || fail "RDMAX_BIN is not set: it names the directory of rdma-send and rdma-recv (ctest sets it)"
-send=$RDMAX_BIN/rdma-send recv=$RDMAX_BIN/rdma-recv
-[[ -x $send ]] || fail "rdma-send is missing or not executable: $send"
-[[ -x $recv ]] || fail "rdma-recv is missing or not executable: $recv"
+need_programs send recv
 
 port=18515 senders=8 rounds=3
 rss_slack_kib=$((4 * 1024)) # "back to idle" for VmRSS: within 4 MiB of the idle level

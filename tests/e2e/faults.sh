@@ -6,7 +6,7 @@
 # killed), and no damaged file or temporary is left behind.
 source "$(dirname "$0")/lib.sh"
 [[ ${RXE_WIRE:-none} == real ]] || { echo "SKIP: faults.sh needs the two-host topology with a real wire (rxe-run --hosts 2)"; exit 0; }
-send=${RDMAX_BIN:?}/rdma-send recv=$RDMAX_BIN/rdma-recv
+need_programs send recv
 in=$RXE_SCRATCH/in out=/run/rxe-scratch/out   # out: on host B's own scratch space
 mkdir -p "$in"
 recv_log=$shared/recv.log

@@ -41,6 +41,18 @@ fail() {
 }
 pass() { echo "ok: $*"; }
 
+# need_programs NAME...: sets $send, $recv and $attacker from RDMAX_BIN (ctest sets it) and
+# fails unless each NAMEd one (send, recv, attacker) is executable.
+need_programs() {
+  [[ -n ${RDMAX_BIN:-} ]] || fail "RDMAX_BIN is not set: it names the directory of the binaries (ctest sets it)"
+  # shellcheck disable=SC2034 # used by the test that sources this file
+  send=$RDMAX_BIN/rdma-send recv=$RDMAX_BIN/rdma-recv attacker=$RDMAX_BIN/rdmax-attacker
+  local name
+  for name in "$@"; do
+    [[ -x ${!name} ]] || fail "missing or not executable: ${!name}"
+  done
+}
+
 # wait_for SECONDS CMD...: poll CMD until it succeeds; fail loudly after SECONDS.
 wait_for() {
   local limit=$1; shift

@@ -7,9 +7,7 @@
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-[[ -n ${RDMAX_BIN:-} ]] || fail "RDMAX_BIN is not set: it names the directory of rdma-send and rdma-recv (ctest sets it)"
-send=$RDMAX_BIN/rdma-send recv=$RDMAX_BIN/rdma-recv
-[[ -x $send && -x $recv ]] || fail "rdma-send or rdma-recv is missing in $RDMAX_BIN"
+need_programs send recv
 command -v tmux >/dev/null || fail "tmux is not installed (scripts/install-deps.sh installs it)"
 
 port=18700

@@ -7,11 +7,7 @@
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-[[ -n ${RDMAX_BIN:-} ]] || fail "RDMAX_BIN is not set: it names the directory of the binaries (ctest sets it)"
-send=$RDMAX_BIN/rdma-send recv=$RDMAX_BIN/rdma-recv attacker=$RDMAX_BIN/rdmax-attacker
-for bin in "$send" "$recv" "$attacker"; do
-  [[ -x $bin ]] || fail "missing or not executable: $bin"
-done
+need_programs send recv attacker
 
 port=18515
 in=$RXE_SCRATCH/in out=$RXE_SCRATCH/out outside=$RXE_SCRATCH/outside

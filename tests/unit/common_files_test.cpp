@@ -17,6 +17,7 @@
 #include "common/fd.hpp"
 #include "common/input_file.hpp"
 #include "common/output_file.hpp"
+#include "tests/unit/temp_dir.hpp"
 
 namespace rdmax {
 namespace {
@@ -25,15 +26,6 @@ namespace fs = std::filesystem;
 
 class FilesTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/rdmax-files-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-    dir_fd_ = Fd(::open(pattern, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    ASSERT_TRUE(dir_fd_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   void write_file(const std::string& name, const std::string& content) const {
@@ -58,8 +50,8 @@ class FilesTest : public ::testing::Test {
     return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
   }
 
-  fs::path dir_;
-  Fd dir_fd_;
+  TempDir temp_{"rdmax-files"};
+  const fs::path& dir_ = temp_.path();
 };
 
 // Every OutputFile test runs with O_TMPFILE (where available) and with the named
@@ -68,7 +60,7 @@ class OutputFileTest : public FilesTest,
                        public ::testing::WithParamInterface<OutputFile::TempMode> {
  protected:
   OutputFile create(const std::string& name, bool overwrite) {
-    return OutputFile::create(dir_fd_.get(), name, overwrite, GetParam());
+    return OutputFile::create(temp_.fd(), name, overwrite, GetParam());
   }
 };
 
@@ -247,32 +239,23 @@ TEST_P(OutputFileTest, OutputFileKeepsItsOwnDirectoryFd) {
 }
 
 TEST_F(FilesTest, FreeBytes) {
-  EXPECT_GT(OutputFile::free_bytes(dir_fd_.get()), 0u);
+  EXPECT_GT(OutputFile::free_bytes(temp_.fd()), 0u);
 }
-
-}  // namespace
-}  // namespace rdmax
-
-namespace rdmax {
-namespace {
 
 TEST(OutputFilePreallocate, SkippedOnTmpfsWhereItWouldOnlyZeroPages) {
   struct statfs fs {};
   if (::statfs("/dev/shm", &fs) != 0 || fs.f_type != TMPFS_MAGIC) GTEST_SKIP() << "no tmpfs";
-  char pattern[] = "/dev/shm/rdmax-prealloc-XXXXXX";
-  ASSERT_NE(::mkdtemp(pattern), nullptr);
-  Fd dir(::open(pattern, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  TempDir dir("rdmax-prealloc", "/dev/shm");
   {
-    OutputFile out = OutputFile::create(dir.get(), "f", false);
+    OutputFile out = OutputFile::create(dir.fd(), "f", false);
     out.preallocate(8u << 20);
     out.write_at(0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>("x"), 1));
     out.commit();
   }
   struct stat st {};
-  ASSERT_EQ(::stat((std::string(pattern) + "/f").c_str(), &st), 0);
+  ASSERT_EQ(::stat((dir.path() / "f").c_str(), &st), 0);
   EXPECT_EQ(st.st_size, 1);        // fallocate (mode 0) would have made it 8 MiB
   EXPECT_LE(st.st_blocks, 8 * 8);  // one page written, not 8 MiB of zeroed pages
-  std::filesystem::remove_all(pattern);
 }
 
 }  // namespace

@@ -98,20 +98,9 @@ TEST_F(TempFile, FileShorterThanSizeThrows) {
   EXPECT_THROW(sha256_of_file(fd_.get(), 10), std::runtime_error);
 }
 
-}  // namespace
-}  // namespace rdmax
-
-namespace rdmax {
-namespace {
-
-class MappedFile : public ::testing::Test {
+// A TempFile that can also be mapped.
+class MappedFile : public TempFile {
  protected:
-  void SetUp() override {
-    char path[] = "/tmp/rdmax-map-XXXXXX";
-    fd_ = Fd(::mkstemp(path));
-    ASSERT_TRUE(fd_);
-    ::unlink(path);
-  }
   std::span<const uint8_t> map(size_t size) {
     void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd_.get(), 0);
     EXPECT_NE(p, MAP_FAILED);
@@ -121,14 +110,13 @@ class MappedFile : public ::testing::Test {
   void TearDown() override {
     if (!mapping_.empty()) ::munmap(const_cast<uint8_t*>(mapping_.data()), mapping_.size());
   }
-  Fd fd_;
   std::span<const uint8_t> mapping_;
 };
 
 TEST_F(MappedFile, MappingHashEqualsFileHash) {
   std::vector<uint8_t> data((9u << 20) + 4097);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7 + (i >> 11));
-  ASSERT_EQ(::pwrite(fd_.get(), data.data(), data.size(), 0), static_cast<ssize_t>(data.size()));
+  write_all(data);
   std::vector<uint64_t> progress;
   const Digest digest =
       sha256_of_mapping(map(data.size()), [&](uint64_t done) { progress.push_back(done); });

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <vector>
 
@@ -21,11 +20,11 @@
 #include "common/fd.hpp"
 #include "common/output_file.hpp"
 #include "common/sha256.hpp"
+#include "tests/unit/temp_dir.hpp"
 
 namespace rdmax::receiver {
 namespace {
 
-namespace fs = std::filesystem;
 using Result = SlotWorker::Result;
 
 constexpr std::size_t kSlotSize = 64 * 1024;
@@ -45,18 +44,10 @@ TEST(EventFd, CountsSignalsUntilRead) {
 
 class SlotWorkerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/rdmax-worker-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-    dir_fd_ = Fd(::open(pattern, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    ASSERT_TRUE(dir_fd_);
-    file_.emplace(OutputFile::create(dir_fd_.get(), "out.bin", false));
-  }
+  void SetUp() override { file_.emplace(OutputFile::create(dir_.fd(), "out.bin", false)); }
   void TearDown() override {
     worker_.reset();  // joined before the file and the window go, as in Connection
     file_.reset();
-    fs::remove_all(dir_);
   }
 
   // A window of `slots` slots, each filled with a pattern that names its round and slot.
@@ -93,8 +84,7 @@ class SlotWorkerTest : public ::testing::Test {
     return bytes;
   }
 
-  fs::path dir_;
-  Fd dir_fd_;
+  TempDir dir_{"rdmax-worker"};  // outlives the file
   std::optional<OutputFile> file_;
   AlignedBuffer window_;
   std::size_t slots_ = 0;
