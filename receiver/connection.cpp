@@ -305,8 +305,8 @@ std::optional<proto::ReceiverEvent> Connection::await_drain() {
 }
 
 proto::ReceiverEvent Connection::verify() {
-  // Every chunk is stored (Drained): the worker is idle and its hash complete.
-  slot_mrs_.clear();
+  // Every chunk is stored (Drained, after AwaitDrain revoked every slot): the worker is
+  // idle and its hash complete.
   computed_ = worker_ ? worker_->finish_hash() : Sha256().finish();
   worker_.reset();  // the data phase is over
   if (received_ != hello_.file_size || done_total_ != received_) {

@@ -37,7 +37,6 @@ class FileWindows {
   std::span<const std::uint8_t> bytes(std::uint64_t offset, std::uint32_t length) const {
     return mapping_.subspan(static_cast<std::size_t>(offset), length);
   }
-  std::size_t registered_windows() const { return windows_.size(); }
   // Time spent registering and deregistering windows (pinning and unpinning the pages).
   std::chrono::steady_clock::duration registration_time() const { return registration_time_; }
 
