@@ -1,0 +1,88 @@
+#pragma once
+// A bounded pool of worker threads for the work an event loop must never wait on: disk
+// (create, write, fsync, rename, unlink) and hashing. One pool per process.
+//
+// Jobs are posted to a WorkQueue: the jobs of one queue run one at a time, in the order
+// they were posted (a connection's writes stay in file order), while jobs of different
+// queues run in parallel on the pool's threads. A job's `work` runs on a worker thread;
+// its `done` runs later on the event loop, in the thread that calls run_completions()
+// after ready_fd() became readable, in the order the queue's jobs finished (which is the
+// order they were posted).
+//
+// Lifetime: a WorkQueue must outlive its jobs' `done` callbacks, which usually capture
+// its owner. So an owner is destroyed only once its queue is idle(): cancel() drops the
+// jobs not started yet (their `done` never runs), and the job running on a worker (it
+// cannot be interrupted) has its `done` delivered as usual. The pool must outlive every
+// queue; destroying the pool stops the threads after their current jobs.
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/event_fd.hpp"
+
+namespace rdmax {
+
+class WorkQueue;
+
+class WorkPool {
+ public:
+  explicit WorkPool(unsigned threads);
+  WorkPool(const WorkPool&) = delete;
+  WorkPool& operator=(const WorkPool&) = delete;
+  ~WorkPool();
+
+  // Readable when finished jobs wait for run_completions().
+  int ready_fd() const { return ready_.fd(); }
+  // Runs the `done` callbacks of every finished job, on the calling thread. Returns how
+  // many ran.
+  std::size_t run_completions();
+  unsigned threads() const { return static_cast<unsigned>(threads_.size()); }
+
+ private:
+  friend class WorkQueue;
+  struct Job {
+    std::function<void()> work;
+    std::function<void()> done;
+  };
+  struct QueueState;  // per WorkQueue, shared with the pool's threads
+  void schedule(const std::shared_ptr<QueueState>& queue);  // with mutex_ held
+  void run_thread();
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<QueueState>> runnable_;  // queues with a job to start
+  std::deque<std::pair<std::shared_ptr<QueueState>, Job>> finished_;
+  bool stopping_ = false;
+  EventFd ready_;
+  std::vector<std::thread> threads_;  // last: started once everything above exists
+};
+
+class WorkQueue {
+ public:
+  explicit WorkQueue(WorkPool& pool);
+  WorkQueue(const WorkQueue&) = delete;
+  WorkQueue& operator=(const WorkQueue&) = delete;
+  // Cancels what has not started. The owner must have waited for idle() (see above):
+  // a `done` delivered after this would call into a destroyed owner, so it is dropped.
+  ~WorkQueue();
+
+  void post(std::function<void()> work, std::function<void()> done);
+  // Drops the jobs not started yet; their `done` never runs.
+  void cancel();
+  // Nothing queued, nothing running, no `done` waiting to run.
+  bool idle() const;
+  // Jobs posted whose `done` has not run yet (and that were not cancelled).
+  std::size_t outstanding() const;
+
+ private:
+  WorkPool& pool_;
+  std::shared_ptr<WorkPool::QueueState> state_;
+};
+
+}  // namespace rdmax
