@@ -35,8 +35,9 @@ class ReceiveLedger {
   // slot_count >= 1; slot_size >= 1.
   ReceiveLedger(std::uint64_t file_size, std::uint32_t slot_size, std::uint32_t slot_count);
 
-  // Marks the slot Credited: the driver is about to send its Credit. Only from Idle.
-  // Returns false (and changes nothing) from another state or for a slot out of range.
+  // Marks the slot Credited: the driver is about to send its Credit. Only from Idle, and
+  // only while some byte has not arrived and close() was not called (so an empty file gets
+  // no Credit). Returns false (and changes nothing) otherwise or for a slot out of range.
   [[nodiscard]] bool grant(std::uint32_t slot);
 
   // Checks a Chunk against the rules. On success the slot becomes Storing and received()

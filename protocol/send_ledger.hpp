@@ -36,8 +36,9 @@ class SendLedger {
   };
 
   SendLedger() = default;
-  // The sender writes at most `max_active_slots` slots (>= 1; the lowest-numbered ones,
-  // and no more than there are chunks); credits for the others are recorded, never used.
+  // The sender writes at most `max_active_slots` slots (>= 1, 0 is taken as 1; the
+  // lowest-numbered ones, and no more than there are chunks, so none for an empty file);
+  // credits for the others are recorded, never used.
   SendLedger(std::uint64_t file_size, const Accept& accept, std::uint32_t max_active_slots);
 
   // A Credit arrived. On success the slot is credited with that rkey; on failure nothing
