@@ -13,7 +13,18 @@
 // its owner. So an owner is destroyed only once its queue is idle(): cancel() drops the
 // jobs not started yet (their `done` never runs), and the job running on a worker (it
 // cannot be interrupted) has its `done` delivered as usual. The pool must outlive every
-// queue; destroying the pool stops the threads after their current jobs.
+// queue; destroying the pool stops the threads after their current jobs and drops the jobs
+// not started and the `done` callbacks not run.
+//
+// Threads: post(), cancel(), idle(), outstanding(), run_completions() and the destructors
+// belong to the event loop's thread. `work` must not touch the WorkQueue or the pool.
+//
+// Exceptions: `work` is expected to catch its own and hand the outcome to `done` through
+// captured state. One that escapes anyway is swallowed (a daemon must not terminate, and
+// the worker thread lives on) and `done` is still delivered, so the owner's bookkeeping
+// stays whole; `done` has no way to tell, so a `work` that can fail must catch. An
+// exception thrown by `done` leaves run_completions(); the completions not run yet stay
+// for the next call (the fd stays readable).
 
 #include <condition_variable>
 #include <cstdint>
@@ -32,15 +43,18 @@ class WorkQueue;
 
 class WorkPool {
  public:
+  // Starts `threads` worker threads; throws std::invalid_argument if it is 0.
   explicit WorkPool(unsigned threads);
   WorkPool(const WorkPool&) = delete;
   WorkPool& operator=(const WorkPool&) = delete;
   ~WorkPool();
 
-  // Readable when finished jobs wait for run_completions().
+  // Readable when finished jobs wait for run_completions(), which reads it (so the loop
+  // does not read it itself). It may be readable with nothing to run.
   int ready_fd() const { return ready_.fd(); }
-  // Runs the `done` callbacks of every finished job, on the calling thread. Returns how
-  // many ran.
+  // Runs the `done` callbacks of every finished job, on the calling thread, skipping those
+  // of destroyed queues. Returns how many ran. A `done` may post, cancel, or destroy its
+  // own or another queue (whose completions still waiting are then skipped).
   std::size_t run_completions();
   unsigned threads() const { return static_cast<unsigned>(threads_.size()); }
 
@@ -53,6 +67,7 @@ class WorkPool {
   struct QueueState;  // per WorkQueue, shared with the pool's threads
   void schedule(const std::shared_ptr<QueueState>& queue);  // with mutex_ held
   void run_thread();
+  void stop_threads() noexcept;  // sets stopping_, wakes and joins every thread
 
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -72,12 +87,15 @@ class WorkQueue {
   // a `done` delivered after this would call into a destroyed owner, so it is dropped.
   ~WorkQueue();
 
+  // `work` must not be empty (std::invalid_argument); an empty `done` is allowed and still
+  // counts as outstanding until its turn in run_completions().
   void post(std::function<void()> work, std::function<void()> done);
   // Drops the jobs not started yet; their `done` never runs.
   void cancel();
   // Nothing queued, nothing running, no `done` waiting to run.
   bool idle() const;
-  // Jobs posted whose `done` has not run yet (and that were not cancelled).
+  // Jobs posted whose `done` has not started yet (and that were not cancelled): inside its
+  // own `done`, a job no longer counts, so the last `done` sees idle().
   std::size_t outstanding() const;
 
  private:

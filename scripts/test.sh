@@ -16,6 +16,14 @@ san=${build}-san
 cmake -S . -B "$san" -DCMAKE_BUILD_TYPE=Debug -DRDMAX_WERROR=ON -DRDMAX_SANITIZE=ON >/dev/null
 cmake --build "$san" -j "$(nproc)"
 ctest --test-dir "$san" --output-on-failure -L unit -j "$(nproc)"
+# And under ThreadSanitizer (it cannot share a binary with ASan): data races and lock-order
+# inversions between the event loop and the worker threads (WorkPool, the slot worker).
+# The whole build, because the `install` test in the unit label needs the programs.
+tsan=${build}-tsan
+cmake -S . -B "$tsan" -DCMAKE_BUILD_TYPE=Debug -DRDMAX_WERROR=ON -DRDMAX_TSAN=ON >/dev/null
+cmake --build "$tsan" -j "$(nproc)"
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  ctest --test-dir "$tsan" --output-on-failure -L unit -j "$(nproc)"
 # Coverage-guided fuzzing of the protocol code (tests/fuzz), RDMAX_FUZZ_SECONDS (default 30)
 # per target, with the same sanitizers. libFuzzer comes with clang, so this build uses
 # clang++ and builds only the fuzzers.

@@ -1,0 +1,399 @@
+// The worker pool (common/work_pool.hpp): per-queue order and exclusion, parallelism across
+// queues, completions only on the loop thread, cancellation, destroyed queues, jobs that
+// throw, and the eventfd. Events are ordered with condition variables; every wait is
+// bounded so that a broken pool fails the test instead of hanging it.
+//
+// In each test, what the jobs touch is declared before the pool and the queues after it:
+// when an assertion returns early, the queues go first, then the pool joins its threads,
+// and only then does the state their jobs use.
+#include "common/work_pool.hpp"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace rdmax {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kBound = 10s;  // for a broken pool, never a pause
+
+// A one-way gate: jobs wait on it until the test opens it.
+class Gate {
+ public:
+  void open() {
+    {
+      std::lock_guard lock(mutex_);
+      open_ = true;
+    }
+    changed_.notify_all();
+  }
+  // False if the gate stayed shut for kBound.
+  [[nodiscard]] bool wait() {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, kBound, [this] { return open_; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool open_ = false;
+};
+
+// `parties` threads meet, round after round; a party that waits kBound in vain gives up.
+class Meeting {
+ public:
+  explicit Meeting(int parties) : parties_(parties) {}
+  [[nodiscard]] bool arrive_and_wait() {
+    std::unique_lock lock(mutex_);
+    const int round = round_;
+    if (++arrived_ == parties_) {
+      arrived_ = 0;
+      ++round_;
+      changed_.notify_all();
+      return true;
+    }
+    return changed_.wait_for(lock, kBound, [&] { return round_ != round; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  const int parties_;
+  int arrived_ = 0;
+  int round_ = 0;
+};
+
+// The event loop's side: waits for ready_fd() and runs completions until `finished()` or
+// kBound has passed. Returns finished().
+bool run_until(WorkPool& pool, const std::function<bool()>& finished) {
+  const auto deadline = Clock::now() + kBound;
+  while (!finished()) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left <= 0ms) return false;
+    pollfd p{pool.ready_fd(), POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) < 0) return false;
+    (void)pool.run_completions();
+  }
+  return true;
+}
+
+bool readable(int fd, std::chrono::milliseconds timeout) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, static_cast<int>(timeout.count())) == 1 && (p.revents & POLLIN) != 0;
+}
+
+TEST(WorkPool, NeedsAThread) {
+  EXPECT_THROW(WorkPool(0), std::invalid_argument);
+  WorkPool pool(3);
+  EXPECT_EQ(pool.threads(), 3U);
+  WorkQueue queue(pool);
+  EXPECT_THROW(queue.post(nullptr, [] {}), std::invalid_argument);
+  EXPECT_TRUE(queue.idle());
+}
+
+TEST(WorkPool, KeepsEachQueueInOrderUnderLoad) {
+  constexpr int kQueues = 12;
+  constexpr int kJobs = 150;
+  // Each queue's jobs append to its own vector: one at a time, so without a lock of their
+  // own (ThreadSanitizer checks that the pool orders them).
+  std::vector<std::vector<int>> worked(kQueues), delivered(kQueues);
+  WorkPool pool(4);
+  std::vector<std::unique_ptr<WorkQueue>> queues;
+  for (int q = 0; q < kQueues; ++q) queues.push_back(std::make_unique<WorkQueue>(pool));
+  const auto loop_thread = std::this_thread::get_id();
+  int off_loop = 0;
+  for (int j = 0; j < kJobs; ++j) {
+    for (int q = 0; q < kQueues; ++q) {
+      queues[q]->post([&worked, q, j] { worked[q].push_back(j); },
+                      [&, q, j] {
+                        if (std::this_thread::get_id() != loop_thread) ++off_loop;
+                        delivered[q].push_back(j);
+                      });
+    }
+  }
+  ASSERT_TRUE(run_until(pool, [&] {
+    for (const auto& queue : queues)
+      if (!queue->idle()) return false;
+    return true;
+  }));
+  std::vector<int> in_order(kJobs);
+  for (int j = 0; j < kJobs; ++j) in_order[j] = j;
+  for (int q = 0; q < kQueues; ++q) {
+    EXPECT_EQ(worked[q], in_order) << "queue " << q;
+    EXPECT_EQ(delivered[q], in_order) << "queue " << q;
+  }
+  EXPECT_EQ(off_loop, 0);
+}
+
+TEST(WorkPool, RunsOneJobOfAQueueAtATime) {
+  constexpr int kQueues = 4;
+  constexpr int kJobs = 200;
+  std::vector<std::atomic<int>> running(kQueues);
+  std::atomic<int> overlaps{0};
+  std::atomic<int> max_parallel{0}, parallel{0};
+  int delivered = 0;
+  WorkPool pool(4);
+  std::vector<std::unique_ptr<WorkQueue>> queues;
+  for (int q = 0; q < kQueues; ++q) queues.push_back(std::make_unique<WorkQueue>(pool));
+  for (int j = 0; j < kJobs; ++j) {
+    for (int q = 0; q < kQueues; ++q) {
+      queues[q]->post(
+          [&, q] {
+            if (running[q].fetch_add(1) != 0) ++overlaps;
+            const int now = ++parallel;
+            for (int seen = max_parallel.load(); now > seen;)
+              if (max_parallel.compare_exchange_weak(seen, now)) break;
+            for (int i = 0; i < 20; ++i) std::this_thread::yield();  // a window to overlap
+            --parallel;
+            running[q].fetch_sub(1);
+          },
+          [&] { ++delivered; });
+    }
+  }
+  ASSERT_TRUE(run_until(pool, [&] { return delivered == kQueues * kJobs; }));
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_LE(max_parallel.load(), 4);
+}
+
+TEST(WorkPool, RunsQueuesInParallel) {
+  // Each round, a job of each queue waits for the other's: only two threads running both
+  // queues at once get through.
+  constexpr int kRounds = 5;
+  Meeting meeting(2);
+  std::atomic<int> met{0};
+  int delivered = 0;
+  WorkPool pool(2);
+  WorkQueue a(pool), b(pool);
+  for (int round = 0; round < kRounds; ++round) {
+    for (WorkQueue* queue : {&a, &b})
+      queue->post(
+          [&] {
+            if (meeting.arrive_and_wait()) ++met;
+          },
+          [&] { ++delivered; });
+  }
+  ASSERT_TRUE(run_until(pool, [&] { return delivered == 2 * kRounds; }));
+  EXPECT_EQ(met.load(), 2 * kRounds);
+}
+
+TEST(WorkPool, RunsDoneOnlyInRunCompletionsOnTheCallingThread) {
+  std::atomic<bool> worked{false};
+  bool done = false;
+  std::thread::id done_thread;
+  WorkPool pool(2);
+  WorkQueue queue(pool);
+  queue.post([&] { worked = true; },
+             [&] {
+               done = true;
+               done_thread = std::this_thread::get_id();
+             });
+  ASSERT_TRUE(readable(pool.ready_fd(), kBound));
+  EXPECT_TRUE(worked.load());
+  EXPECT_FALSE(done);  // finished, but waiting for the loop
+  EXPECT_FALSE(queue.idle());
+  EXPECT_EQ(queue.outstanding(), 1U);
+  EXPECT_EQ(pool.run_completions(), 1U);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(done_thread, std::this_thread::get_id());
+  EXPECT_TRUE(queue.idle());
+  EXPECT_EQ(queue.outstanding(), 0U);
+}
+
+TEST(WorkPool, CancelDropsTheJobsNotStarted) {
+  Gate started, release;
+  std::atomic<bool> gate_passed{false};
+  std::atomic<int> later_worked{0};
+  int later_done = 0;
+  bool first_done = false, idle_in_done = false;
+  bool again = false;
+  WorkPool pool(2);
+  WorkQueue queue(pool);
+  queue.post(
+      [&] {
+        started.open();
+        gate_passed = release.wait();
+      },
+      [&] {
+        first_done = true;
+        idle_in_done = queue.idle();  // a job's own `done` no longer counts
+      });
+  for (int j = 0; j < 4; ++j) queue.post([&] { ++later_worked; }, [&] { ++later_done; });
+  ASSERT_TRUE(started.wait());
+  EXPECT_EQ(queue.outstanding(), 5U);
+  queue.cancel();
+  EXPECT_EQ(queue.outstanding(), 1U);  // the running job cannot be dropped
+  EXPECT_FALSE(queue.idle());
+  release.open();
+  ASSERT_TRUE(readable(pool.ready_fd(), kBound));
+  EXPECT_FALSE(queue.idle());  // finished, but its `done` has not run
+  EXPECT_EQ(pool.run_completions(), 1U);
+  EXPECT_TRUE(gate_passed.load());
+  EXPECT_TRUE(first_done);
+  EXPECT_TRUE(idle_in_done);
+  EXPECT_TRUE(queue.idle());
+  // The queue still works after a cancel.
+  queue.post([] {}, [&] { again = true; });
+  ASSERT_TRUE(run_until(pool, [&] { return again; }));
+  EXPECT_EQ(later_worked.load(), 0);
+  EXPECT_EQ(later_done, 0);
+}
+
+TEST(WorkPool, NeverRunsTheDoneOfADestroyedQueue) {
+  Gate started, release;
+  std::atomic<bool> worked{false};
+  std::atomic<bool> later_worked{false};
+  bool done = false;
+  WorkPool pool(2);
+  auto queue = std::make_unique<WorkQueue>(pool);
+  queue->post(
+      [&] {
+        started.open();
+        worked = release.wait();
+      },
+      [&] { done = true; });
+  queue->post([&] { later_worked = true; }, [&] { done = true; });
+  ASSERT_TRUE(started.wait());
+  queue.reset();  // while its job runs
+  release.open();
+  ASSERT_TRUE(readable(pool.ready_fd(), kBound));
+  EXPECT_EQ(pool.run_completions(), 0U);
+  EXPECT_TRUE(worked.load());
+  EXPECT_FALSE(later_worked.load());
+  EXPECT_FALSE(done);
+}
+
+TEST(WorkPool, SkipsTheDoneOfAQueueDestroyedByAnEarlierDone) {
+  // One thread runs x1, y1, x2 in that order; once x2 has started, x1 and y1 both wait for
+  // the loop, and x1's `done` destroys y's queue (as a done that ends a connection would).
+  Gate x2_started, release;
+  bool y_done = false;
+  int x_done = 0;
+  WorkPool pool(1);
+  auto x = std::make_unique<WorkQueue>(pool);
+  auto y = std::make_unique<WorkQueue>(pool);
+  x->post([] {},
+          [&] {
+            ++x_done;
+            y.reset();
+          });
+  y->post([] {}, [&] { y_done = true; });
+  x->post(
+      [&] {
+        x2_started.open();
+        (void)release.wait();
+      },
+      [&] { ++x_done; });
+  ASSERT_TRUE(x2_started.wait());
+  EXPECT_EQ(pool.run_completions(), 1U);
+  EXPECT_EQ(y.get(), nullptr);
+  EXPECT_FALSE(y_done);
+  release.open();
+  ASSERT_TRUE(run_until(pool, [&] { return x_done == 2; }));
+  EXPECT_FALSE(y_done);
+}
+
+TEST(WorkPool, SurvivesAJobThatThrows) {
+  int delivered = 0;
+  std::atomic<bool> after{false};
+  WorkPool pool(1);  // one thread: the job after the throw runs on the same one
+  WorkQueue queue(pool);
+  queue.post([] { throw std::runtime_error("escaped"); }, [&] { ++delivered; });
+  queue.post([] { throw 42; }, [&] { ++delivered; });
+  queue.post([&] { after = true; }, [&] { ++delivered; });
+  ASSERT_TRUE(run_until(pool, [&] { return delivered == 3; }));
+  EXPECT_TRUE(after.load());
+  EXPECT_TRUE(queue.idle());
+}
+
+TEST(WorkPool, KeepsTheRestWhenADoneThrows) {
+  Gate third_started, release;
+  std::vector<int> delivered;
+  WorkPool pool(1);
+  WorkQueue queue(pool);
+  queue.post([] {},
+             [&] {
+               delivered.push_back(1);
+               throw std::runtime_error("done failed");
+             });
+  queue.post([] {}, [&] { delivered.push_back(2); });
+  queue.post(
+      [&] {
+        third_started.open();
+        (void)release.wait();
+      },
+      [&] { delivered.push_back(3); });
+  ASSERT_TRUE(third_started.wait());  // 1 and 2 are waiting for the loop
+  EXPECT_THROW(pool.run_completions(), std::runtime_error);
+  EXPECT_EQ(delivered, std::vector<int>{1});
+  EXPECT_TRUE(readable(pool.ready_fd(), 0ms));  // 2 is still waiting
+  release.open();
+  ASSERT_TRUE(run_until(pool, [&] { return delivered.size() == 3; }));
+  EXPECT_EQ(delivered, (std::vector<int>{1, 2, 3}));
+}
+
+TEST(WorkPool, DonePostsTheNextJob) {
+  WorkPool pool(2);
+  WorkQueue queue(pool);
+  int chain = 0;
+  std::function<void()> next = [&] {
+    if (++chain < 10) queue.post([] {}, next);
+  };
+  queue.post([] {}, next);
+  ASSERT_TRUE(run_until(pool, [&] { return chain == 10; }));
+  EXPECT_TRUE(queue.idle());
+}
+
+TEST(WorkPool, SignalsTheEventFdWhenAJobFinishes) {
+  Gate started, release;
+  WorkPool pool(1);
+  WorkQueue queue(pool);
+  EXPECT_FALSE(readable(pool.ready_fd(), 0ms));
+  queue.post(
+      [&] {
+        started.open();
+        (void)release.wait();
+      },
+      [] {});
+  ASSERT_TRUE(started.wait());
+  EXPECT_FALSE(readable(pool.ready_fd(), 0ms));  // running, not finished
+  release.open();
+  EXPECT_TRUE(readable(pool.ready_fd(), kBound));
+  EXPECT_EQ(pool.run_completions(), 1U);
+  EXPECT_FALSE(readable(pool.ready_fd(), 0ms));  // run_completions() read it
+}
+
+TEST(WorkPool, DestructionWaitsForTheRunningJob) {
+  Gate started, release;
+  std::atomic<bool> finished{false};
+  auto pool = std::make_unique<WorkPool>(1);
+  {
+    WorkQueue queue(*pool);
+    queue.post(
+        [&] {
+          started.open();
+          (void)release.wait();
+          finished = true;
+        },
+        [] {});
+    ASSERT_TRUE(started.wait());
+  }  // the queue goes first (the pool outlives it); its running job does not
+  release.open();
+  pool.reset();  // joins the thread, after its job
+  EXPECT_TRUE(finished.load());
+}
+
+}  // namespace
+}  // namespace rdmax
