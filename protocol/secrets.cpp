@@ -132,12 +132,4 @@ std::optional<std::string> SecretStore::lookup(std::string_view id) const {
   return entries_[found].secret;
 }
 
-bool SecretStore::verify(std::string_view id, std::string_view secret) const {
-  std::size_t accepted = 0;
-  for (const Entry& e : entries_) {
-    accepted |= equal_mask(difference(e.id, id)) & equal_mask(difference(e.secret, secret));
-  }
-  return accepted != 0;
-}
-
 }  // namespace rdmax::proto

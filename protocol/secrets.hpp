@@ -45,10 +45,6 @@ class SecretStore {
   // which id matched or how much of one did. The caller owns (and should wipe) the copy.
   [[nodiscard]] std::optional<std::string> lookup(std::string_view id) const;
 
-  // True if id is known and secret is its secret. Compares against every entry, so an
-  // unknown id and a wrong secret take the same time.
-  [[nodiscard]] bool verify(std::string_view id, std::string_view secret) const;
-
   [[nodiscard]] std::size_t size() const { return entries_.size(); }
 
  private:

@@ -161,8 +161,6 @@ void check_secrets(std::string_view text) {
     ++entries;
     const std::optional<std::string> secret = store.lookup(fields[0]);
     FUZZ_CHECK(secret.has_value() && *secret == fields[1]);
-    FUZZ_CHECK(store.verify(fields[0], fields[1]));
-    FUZZ_CHECK(!store.verify(fields[0], std::string(fields[1]) + "x"));
   }
   FUZZ_CHECK(store.size() == entries);
   FUZZ_CHECK(!store.lookup("").has_value());  // an id is never empty

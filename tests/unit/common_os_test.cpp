@@ -92,29 +92,9 @@ TEST(Fd, ReleaseAndReset) {
   EXPECT_FALSE(is_open(raw));
 }
 
-TEST(TimerFd, OneShotFiresOnceAndDisarms) {
-  TimerFd timer;
-  EXPECT_EQ(timer.read_expirations(), 0u);  // non-blocking, not armed
-  timer.arm_after(1ms);
-  Epoll epoll;
-  epoll.add(timer.fd(), EPOLLIN, 42);
-  std::array<epoll_event, 4> events{};
-  ASSERT_EQ(epoll.wait(events, 2000), 1);
-  EXPECT_EQ(events[0].data.u64, 42u);
-  EXPECT_EQ(timer.read_expirations(), 1u);
-  EXPECT_EQ(timer.read_expirations(), 0u);
-
-  timer.arm_after(0ms);  // as soon as possible, not "disarmed"
-  ASSERT_EQ(epoll.wait(events, 2000), 1);
-  EXPECT_EQ(timer.read_expirations(), 1u);
-
-  timer.arm_after(1ms);
-  timer.disarm();
-  EXPECT_EQ(epoll.wait(events, 20), 0);
-}
-
 TEST(TimerFd, Periodic) {
   TimerFd timer;
+  EXPECT_EQ(timer.read_expirations(), 0u);  // non-blocking, not armed yet
   EXPECT_THROW(timer.arm_periodic(0ms), std::invalid_argument);
   timer.arm_periodic(1ms);
   Epoll epoll;
@@ -125,10 +105,9 @@ TEST(TimerFd, Periodic) {
     ASSERT_EQ(epoll.wait(events, 2000), 1);
     total += timer.read_expirations();
   }
-  timer.disarm();
 }
 
-TEST(Epoll, AddModifyRemove) {
+TEST(Epoll, AddWaitRemove) {
   int pipe_fds[2];
   ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK), 0);
   Fd reader(pipe_fds[0]), writer(pipe_fds[1]);
@@ -141,10 +120,6 @@ TEST(Epoll, AddModifyRemove) {
   ASSERT_EQ(epoll.wait(events, 1000), 1);
   EXPECT_EQ(events[0].data.u64, 7u);
   EXPECT_TRUE(events[0].events & EPOLLIN);
-
-  epoll.modify(reader.get(), EPOLLIN, 8);
-  ASSERT_EQ(epoll.wait(events, 1000), 1);
-  EXPECT_EQ(events[0].data.u64, 8u);
 
   epoll.remove(reader.get());
   EXPECT_EQ(epoll.wait(events, 0), 0);

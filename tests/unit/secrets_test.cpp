@@ -117,18 +117,6 @@ TEST(Secrets, LookupFindsFirstMiddleAndLast) {
   EXPECT_EQ(store.lookup("c"), "3");
 }
 
-TEST(Secrets, VerifyNeedsIdAndSecretOfTheSameEntry) {
-  const auto store = parse_ok("alice one\nbob two\n");
-  EXPECT_TRUE(store.verify("alice", "one"));
-  EXPECT_TRUE(store.verify("bob", "two"));
-  EXPECT_FALSE(store.verify("alice", "two"));
-  EXPECT_FALSE(store.verify("alice", "on"));
-  EXPECT_FALSE(store.verify("alice", "onee"));
-  EXPECT_FALSE(store.verify("carol", "one"));
-  EXPECT_FALSE(store.verify("", ""));
-  EXPECT_FALSE(SecretStore{}.verify("alice", "one"));
-}
-
 TEST(Secrets, MoveTransfersEntries) {
   auto a = parse_ok("alice one\n");
   SecretStore b = std::move(a);
