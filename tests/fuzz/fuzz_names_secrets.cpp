@@ -136,11 +136,13 @@ std::vector<std::string_view> fields_of(std::string_view line) {
 }
 
 void check_secrets(std::string_view text) {
+  std::string_view body = text;
+  if (body.substr(0, 3) == "\xEF\xBB\xBF") body.remove_prefix(3);  // a UTF-8 BOM is skipped
   std::vector<std::string_view> lines;
-  for (std::size_t start = 0; start < text.size();) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(start, end - start);
+  for (std::size_t start = 0; start < body.size();) {
+    std::size_t end = body.find('\n', start);
+    if (end == std::string_view::npos) end = body.size();
+    std::string_view line = body.substr(start, end - start);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     lines.push_back(line);
     start = end + 1;
@@ -152,12 +154,18 @@ void check_secrets(std::string_view text) {
     return;
   }
   const SecretStore& store = std::get<SecretStore>(parsed);
-  // A file that parsed holds exactly its "ID SECRET" lines, each retrievable.
+  // A file that parsed holds exactly its "ID SECRET" lines, each retrievable, and has no
+  // control character but tab on any line, comments included.
   std::size_t entries = 0;
   for (std::string_view line : lines) {
+    for (char c : line) {
+      const auto b = static_cast<std::uint8_t>(c);
+      FUZZ_CHECK(c == '\t' || (b >= 0x20 && b != 0x7F));
+    }
     const auto fields = fields_of(line);
     if (fields.empty() || fields[0][0] == '#') continue;
     FUZZ_CHECK(fields.size() == 2);
+    FUZZ_CHECK(fields[0].size() <= kMaxIdBytes && fields[1].size() <= kMaxSecretBytes);
     ++entries;
     const std::optional<std::string> secret = store.lookup(fields[0]);
     FUZZ_CHECK(secret.has_value() && *secret == fields[1]);
