@@ -18,13 +18,6 @@ void Epoll::add(int fd, uint32_t events, uint64_t tag) {
   if (::epoll_ctl(fd_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) throw_sys("epoll_ctl(ADD)");
 }
 
-void Epoll::modify(int fd, uint32_t events, uint64_t tag) {
-  epoll_event ev{};
-  ev.events = events;
-  ev.data.u64 = tag;
-  if (::epoll_ctl(fd_.get(), EPOLL_CTL_MOD, fd, &ev) != 0) throw_sys("epoll_ctl(MOD)");
-}
-
 void Epoll::remove(int fd) noexcept {
   ::epoll_ctl(fd_.get(), EPOLL_CTL_DEL, fd, nullptr);
 }

@@ -16,7 +16,6 @@ class Epoll {
   Epoll();
 
   void add(int fd, uint32_t events, uint64_t tag);
-  void modify(int fd, uint32_t events, uint64_t tag);
   // Errors are ignored: the usual caller is teardown, where the fd may already be closed.
   void remove(int fd) noexcept;
 

@@ -28,22 +28,12 @@ TimerFd::TimerFd() : fd_(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CL
   if (!fd_) throw_sys("timerfd_create");
 }
 
-void TimerFd::arm_after(std::chrono::milliseconds delay) {
-  itimerspec spec{};
-  spec.it_value = delay.count() > 0 ? to_timespec(delay) : timespec{0, 1};
-  set_time(fd_.get(), spec);
-}
-
 void TimerFd::arm_periodic(std::chrono::milliseconds period) {
   if (period.count() <= 0) throw std::invalid_argument("TimerFd: period must be positive");
   itimerspec spec{};
   spec.it_value = to_timespec(period);
   spec.it_interval = spec.it_value;
   set_time(fd_.get(), spec);
-}
-
-void TimerFd::disarm() {
-  set_time(fd_.get(), itimerspec{});
 }
 
 uint64_t TimerFd::read_expirations() {

@@ -3,8 +3,8 @@
 // driver to carry out, in order. Fixed capacity keeps transitions allocation-free.
 
 #include <array>
+#include <concepts>
 #include <cstddef>
-#include <initializer_list>
 
 namespace rdmax::proto {
 
@@ -12,9 +12,14 @@ template <typename Action, std::size_t Capacity = 4>
 class ActionList {
  public:
   constexpr ActionList() = default;
-  constexpr ActionList(std::initializer_list<Action> actions) {
-    for (Action a : actions) items_[size_++] = a;  // callers never pass more than Capacity
-  }
+  // ActionList{a, b, c}, or {a, b, c} where an ActionList is expected. The count is part of
+  // the type of the call, so a list longer than Capacity does not compile (no matching
+  // constructor) instead of writing past items_; an initializer_list's size is only known at
+  // run time. Not explicit, so that `return {next, {a, b}};` works.
+  template <std::same_as<Action>... Actions>
+  constexpr ActionList(Actions... actions) requires(sizeof...(Actions) <= Capacity)
+      : items_{actions...}, size_(sizeof...(Actions)) {}
+
   constexpr const Action* begin() const { return items_.data(); }
   constexpr const Action* end() const { return items_.data() + size_; }
   constexpr std::size_t size() const { return size_; }

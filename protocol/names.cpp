@@ -42,6 +42,28 @@ std::size_t utf8_sequence_length(std::string_view name, std::size_t i) {
   return length;
 }
 
+// The code point of a well-formed sequence (as utf8_sequence_length accepted it).
+char32_t code_point(std::string_view sequence) {
+  const auto lead = static_cast<std::uint8_t>(sequence[0]);
+  char32_t value = sequence.size() == 2   ? lead & 0x1Fu
+                   : sequence.size() == 3 ? lead & 0x0Fu
+                                          : lead & 0x07u;
+  for (std::size_t k = 1; k < sequence.size(); ++k) {
+    value = (value << 6) | (static_cast<std::uint8_t>(sequence[k]) & 0x3Fu);
+  }
+  return value;
+}
+
+// Valid characters that can still forge or disguise a log line (see escape_for_log).
+bool misleads_in_log(char32_t c) {
+  return (c >= 0x80 && c <= 0x9F)          // C1 controls
+         || c == 0x061C                    // ARABIC LETTER MARK
+         || c == 0x200E || c == 0x200F     // LEFT-TO-RIGHT / RIGHT-TO-LEFT MARK
+         || c == 0x2028 || c == 0x2029     // LINE / PARAGRAPH SEPARATOR
+         || (c >= 0x202A && c <= 0x202E)   // LRE, RLE, PDF, LRO, RLO
+         || (c >= 0x2066 && c <= 0x2069);  // LRI, RLI, FSI, PDI
+}
+
 }  // namespace
 
 const char* to_string(NameError error) {
@@ -85,35 +107,37 @@ std::optional<NameError> check_file_name(std::string_view name) {
 std::string escape_for_log(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  auto escape = [&](unsigned char c) {
+  auto escape = [&](char byte) {
     static constexpr char kHex[] = "0123456789abcdef";
+    const auto c = static_cast<unsigned char>(byte);
     out += "\\x";
     out += kHex[c >> 4];
     out += kHex[c & 0xF];
   };
-  std::size_t i = 0;
-  while (i < text.size()) {
+  for (std::size_t i = 0; i < text.size();) {
     const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7F || c == '\\') {
-      escape(c);
-      ++i;
-      continue;
-    }
     if (c < 0x80) {
-      out += static_cast<char>(c);
+      if (c < 0x20 || c == 0x7F || c == '\\') {
+        escape(text[i]);
+      } else {
+        out += text[i];
+      }
       ++i;
       continue;
     }
-    // Keep a multi-byte sequence only if it is valid UTF-8 on its own.
-    const std::size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-    std::string_view seq = text.substr(i, len);
-    if (len > 1 && seq.size() == len && !check_file_name(seq).has_value()) {
-      out += seq;
-      i += len;
-    } else {
-      escape(c);
+    const std::size_t length = utf8_sequence_length(text, i);
+    if (length == 0) {  // invalid: escape this byte, look for a character at the next one
+      escape(text[i]);
       ++i;
+      continue;
     }
+    const std::string_view sequence = text.substr(i, length);
+    if (misleads_in_log(code_point(sequence))) {
+      for (char byte : sequence) escape(byte);
+    } else {
+      out += sequence;
+    }
+    i += length;
   }
   return out;
 }

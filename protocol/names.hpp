@@ -24,9 +24,16 @@ enum class NameError {
 // When a name has several problems, the first offending byte decides which is reported.
 [[nodiscard]] std::optional<NameError> check_file_name(std::string_view name);
 
-// A name or id from the network, made safe to log: control bytes, backslashes and
-// invalid UTF-8 become \xNN escapes, so a peer cannot forge log lines or send terminal
-// escape sequences. Valid UTF-8 text (spaces, accents, CJK) is kept as is.
+// A name or id from the network, made safe to log: each byte of the following becomes a
+// \xNN escape, so a peer cannot forge log lines, send terminal escape sequences or make a
+// line read differently from what it holds:
+//   - C0 controls (0x00-0x1F), DEL (0x7F) and the backslash (so an escape is unambiguous);
+//   - invalid UTF-8 (each offending byte);
+//   - C1 controls U+0080-U+009F (NEL and the 8-bit CSI among them);
+//   - bidirectional controls: U+061C ALM, U+200E LRM, U+200F RLM, the embeddings and
+//     overrides U+202A-U+202E and the isolates U+2066-U+2069, which reorder what follows;
+//   - U+2028 LINE SEPARATOR and U+2029 PARAGRAPH SEPARATOR, which some viewers break on.
+// Every other valid UTF-8 character (spaces, accents, CJK, emoji, joiners) is kept as is.
 [[nodiscard]] std::string escape_for_log(std::string_view text);
 
 }  // namespace rdmax::proto

@@ -6,10 +6,24 @@
 //   alice   correct-horse-battery
 //   bob	s3cret
 //
-// One "ID SECRET" pair per line, separated by spaces or tabs. Blank lines and lines whose
-// first non-blank character is '#' are ignored; CRLF line ends are accepted. An id appears at
-// most once, is at most kMaxIdBytes long and a secret at most kMaxSecretBytes, matching what
-// the Id and Secret messages can carry.
+// The format (docs/SECURITY.md, "The secrets file", is the user's version of this):
+// - Bytes, compared as bytes: UTF-8 is neither required nor checked. A UTF-8 byte order mark
+//   at the very start is skipped.
+// - Lines end with LF; one CR right before the LF (or the end of the text) is dropped, so
+//   CRLF files work. A last line without LF counts.
+// - A line that is empty, all spaces and tabs, or whose first other character is '#' is
+//   ignored. There are no comments after a secret: '#' elsewhere is an ordinary byte.
+// - Any other line is an id, one or more spaces or tabs, a secret; spaces and tabs before
+//   and after are ignored. Neither field can contain a space or a tab: one field is an
+//   error, three or more are too.
+// - An id is 1..kMaxIdBytes bytes and does not start with '#'; a secret is
+//   1..kMaxSecretBytes bytes (what the Id and Secret messages can carry).
+// - No control characters anywhere, comments included: bytes 0x00-0x1F other than tab,
+//   and 0x7F (a lone CR is one).
+// - An id appears once; ids are case-sensitive.
+// - No entries at all is valid: an empty store, which denies every id.
+// The first problem found stops the parse; its error names the line, and never the bytes of
+// a secret.
 
 #include <cstddef>
 #include <optional>
@@ -44,10 +58,6 @@ class SecretStore {
   // The secret for id. Every stored id is compared in full, so timing does not depend on
   // which id matched or how much of one did. The caller owns (and should wipe) the copy.
   [[nodiscard]] std::optional<std::string> lookup(std::string_view id) const;
-
-  // True if id is known and secret is its secret. Compares against every entry, so an
-  // unknown id and a wrong secret take the same time.
-  [[nodiscard]] bool verify(std::string_view id, std::string_view secret) const;
 
   [[nodiscard]] std::size_t size() const { return entries_.size(); }
 

@@ -1,6 +1,7 @@
 #include "receiver/secrets_file.hpp"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
+#include <variant>
 
 #include "common/fd.hpp"
 #include "protocol/secure_wipe.hpp"
@@ -76,7 +79,13 @@ proto::SecretStore load_secrets_file(const std::string& path) {
   proto::secure_wipe(contents.data(), contents.size());
   if (auto* err = std::get_if<proto::SecretsParseError>(&parsed))
     throw std::runtime_error(path + ":" + std::to_string(err->line) + ": " + err->what);
-  return std::move(std::get<proto::SecretStore>(parsed));
+  auto& store = std::get<proto::SecretStore>(parsed);
+  // Valid, as a way to deny everyone, but more likely a mistake (the wrong file, or every
+  // line commented out): say so instead of quietly denying every id.
+  if (store.size() == 0) {
+    spdlog::warn("secrets file {} lists no ids: every id will be denied", path);
+  }
+  return std::move(store);
 }
 
 }  // namespace rdmax::receiver

@@ -48,12 +48,4 @@ std::optional<CmEvent> EventChannel::try_get() {
   return CmEvent(event);
 }
 
-CmEvent EventChannel::wait() {
-  rdma_cm_event* event = nullptr;
-  while (::rdma_get_cm_event(channel_, &event) != 0) {
-    if (errno != EINTR) throw_sys("rdma_get_cm_event");
-  }
-  return CmEvent(event);
-}
-
 }  // namespace rdmax

@@ -64,8 +64,6 @@ class EventChannel {
 
   // Next event, or nullopt if none is queued. The channel must be non-blocking.
   std::optional<CmEvent> try_get();
-  // Blocks until the next event (on a blocking channel); for simple sequential code.
-  CmEvent wait();
 
  private:
   rdma_event_channel* channel_ = nullptr;

@@ -1,7 +1,8 @@
 // Fuzz target for the parsers of untrusted or hand-written text in protocol/: the file-name
-// rule (names come from the network), the secrets file and size arguments. Each is checked
-// against a second, deliberately different implementation written from its header comment,
-// so a fuzzer finds disagreements, not only crashes. The whole input goes to every parser.
+// rule (names come from the network), the escaping of names for logs, the secrets file and
+// size arguments. Each is checked against a second, deliberately different implementation
+// written from its header comment, so a fuzzer finds disagreements, not only crashes. The
+// whole input goes to every parser.
 
 #include <cstddef>
 #include <cstdint>
@@ -23,9 +24,10 @@ namespace {
 using namespace rdmax::proto;
 
 // Decodes code points and checks their values, where names.cpp checks byte ranges per lead
-// byte (Unicode table 3-7): two routes to "well-formed UTF-8".
-bool valid_utf8(std::string_view s) {
+// byte (Unicode table 3-7): two routes to "well-formed UTF-8". nullopt if s is not.
+std::optional<std::vector<std::uint32_t>> decode_utf8(std::string_view s) {
   static constexpr std::uint32_t kSmallestOfLength[5] = {0, 0, 0x80, 0x800, 0x10000};
+  std::vector<std::uint32_t> code_points;
   for (std::size_t i = 0; i < s.size();) {
     const auto lead = static_cast<std::uint8_t>(s[i]);
     std::size_t length = 0;
@@ -43,20 +45,25 @@ bool valid_utf8(std::string_view s) {
       length = 4;
       cp = lead & 0x07u;
     } else {
-      return false;
+      return std::nullopt;
     }
-    if (s.size() - i < length) return false;
+    if (s.size() - i < length) return std::nullopt;
     for (std::size_t k = 1; k < length; ++k) {
       const auto b = static_cast<std::uint8_t>(s[i + k]);
-      if ((b & 0xC0) != 0x80) return false;
+      if ((b & 0xC0) != 0x80) return std::nullopt;
       cp = cp << 6 | (b & 0x3Fu);
     }
     if (cp < kSmallestOfLength[length] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
+      return std::nullopt;
     }
+    code_points.push_back(cp);
     i += length;
   }
-  return true;
+  return code_points;
+}
+
+bool valid_utf8(std::string_view s) {
+  return decode_utf8(s).has_value();
 }
 
 void check_name(std::string_view name) {
@@ -74,6 +81,41 @@ void check_name(std::string_view name) {
   // The whole-name problems take precedence over any byte-level one.
   FUZZ_CHECK((*error == NameError::Empty) == name.empty());
   if (!name.empty()) FUZZ_CHECK((*error == NameError::TooLong) == (name.size() > kMaxNameBytes));
+}
+
+// The characters names.hpp says escape_for_log never lets through, as a table.
+bool escaped_in_logs(std::uint32_t cp) {
+  static constexpr std::uint32_t kRanges[][2] = {
+      {0x00, 0x1F},     {0x5C, 0x5C},     {0x7F, 0x9F},     {0x061C, 0x061C},
+      {0x200E, 0x200F}, {0x2028, 0x202E}, {0x2066, 0x2069},
+  };
+  for (const auto& range : kRanges) {
+    if (cp >= range[0] && cp <= range[1]) return true;
+  }
+  return false;
+}
+
+bool is_lower_hex(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+void check_escape_for_log(std::string_view text) {
+  const std::string out = escape_for_log(text);
+  // Valid UTF-8 with none of the escaped characters, except backslashes that start \xNN.
+  const auto code_points = decode_utf8(out);
+  FUZZ_CHECK(code_points.has_value());
+  for (std::uint32_t cp : *code_points) FUZZ_CHECK(cp == '\\' || !escaped_in_logs(cp));
+  for (std::size_t i = out.find('\\'); i != std::string::npos; i = out.find('\\', i + 1)) {
+    FUZZ_CHECK(i + 3 < out.size() && out[i + 1] == 'x' && is_lower_hex(out[i + 2]) &&
+               is_lower_hex(out[i + 3]));
+  }
+  // Text that needs no escape is logged as it is.
+  const auto input = decode_utf8(text);
+  bool clean = input.has_value();
+  if (clean) {
+    for (std::uint32_t cp : *input) clean &= !escaped_in_logs(cp);
+  }
+  if (clean) FUZZ_CHECK(out == text);
 }
 
 // The header's description of a secrets line, implemented separately: split on '\n', drop
@@ -94,11 +136,13 @@ std::vector<std::string_view> fields_of(std::string_view line) {
 }
 
 void check_secrets(std::string_view text) {
+  std::string_view body = text;
+  if (body.substr(0, 3) == "\xEF\xBB\xBF") body.remove_prefix(3);  // a UTF-8 BOM is skipped
   std::vector<std::string_view> lines;
-  for (std::size_t start = 0; start < text.size();) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(start, end - start);
+  for (std::size_t start = 0; start < body.size();) {
+    std::size_t end = body.find('\n', start);
+    if (end == std::string_view::npos) end = body.size();
+    std::string_view line = body.substr(start, end - start);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     lines.push_back(line);
     start = end + 1;
@@ -110,17 +154,21 @@ void check_secrets(std::string_view text) {
     return;
   }
   const SecretStore& store = std::get<SecretStore>(parsed);
-  // A file that parsed holds exactly its "ID SECRET" lines, each retrievable.
+  // A file that parsed holds exactly its "ID SECRET" lines, each retrievable, and has no
+  // control character but tab on any line, comments included.
   std::size_t entries = 0;
   for (std::string_view line : lines) {
+    for (char c : line) {
+      const auto b = static_cast<std::uint8_t>(c);
+      FUZZ_CHECK(c == '\t' || (b >= 0x20 && b != 0x7F));
+    }
     const auto fields = fields_of(line);
     if (fields.empty() || fields[0][0] == '#') continue;
     FUZZ_CHECK(fields.size() == 2);
+    FUZZ_CHECK(fields[0].size() <= kMaxIdBytes && fields[1].size() <= kMaxSecretBytes);
     ++entries;
     const std::optional<std::string> secret = store.lookup(fields[0]);
     FUZZ_CHECK(secret.has_value() && *secret == fields[1]);
-    FUZZ_CHECK(store.verify(fields[0], fields[1]));
-    FUZZ_CHECK(!store.verify(fields[0], std::string(fields[1]) + "x"));
   }
   FUZZ_CHECK(store.size() == entries);
   FUZZ_CHECK(!store.lookup("").has_value());  // an id is never empty
@@ -182,6 +230,7 @@ void check_size(std::string_view text) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   check_name(text);
+  check_escape_for_log(text);
   check_secrets(text);
   check_constant_time_equal(text);
   check_size(text);

@@ -1,8 +1,13 @@
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <optional>
+#include <string>
 
 #include "common/error.hpp"
 #include "common/rdma/cm_id.hpp"
@@ -36,6 +41,27 @@ TEST(SockaddrToString, FormatsIpv4AndIpv6) {
   sockaddr other{};
   EXPECT_EQ(sockaddr_to_string(&other), "");
   EXPECT_EQ(sockaddr_to_string(nullptr), "");
+}
+
+// Either outcome is checked: a usable fd, or the SysError the "no RDMA CM" diagnostics rely
+// on, naming the call and an errno (ENOENT or ENODEV when rdma_ucm is not loaded).
+TEST(EventChannel, OpensOrFailsNamingTheCall) {
+  try {
+    EventChannel channel;
+    EXPECT_NE(channel.get(), nullptr);
+    EXPECT_GE(channel.fd(), 0);
+    channel.set_nonblocking();
+    EXPECT_NE(::fcntl(channel.fd(), F_GETFL) & O_NONBLOCK, 0);
+  } catch (const SysError& e) {
+    EXPECT_EQ(e.call(), "rdma_create_event_channel");
+    EXPECT_NE(e.error(), 0);
+    const std::string prefix =
+        "rdma_create_event_channel: " + std::string(std::strerror(e.error()));
+    EXPECT_EQ(std::string(e.what()).rfind(prefix, 0), 0U) << e.what();
+    if (::access("/dev/infiniband/rdma_cm", F_OK) != 0) {
+      EXPECT_TRUE(e.error() == ENOENT || e.error() == ENODEV) << e.what();
+    }
+  }
 }
 
 TEST(EventChannel, NonBlockingGetReturnsNothingWhenIdle) {

@@ -130,3 +130,115 @@ TEST(EscapeForLog, KeepsTextAndEscapesWhatCouldForgeLines) {
   EXPECT_EQ(escape_for_log("\xe6\x97"), "\\xe6\\x97");  // truncated UTF-8
   EXPECT_EQ(escape_for_log(""), "");
 }
+
+namespace {
+
+using rdmax::proto::escape_for_log;
+
+// The UTF-8 encoding of code point c (no validation: the tests only pass valid ones).
+std::string utf8(char32_t c) {
+  std::string out;
+  if (c < 0x80) {
+    out += static_cast<char>(c);
+  } else if (c < 0x800) {
+    out += static_cast<char>(0xC0 | (c >> 6));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  } else if (c < 0x10000) {
+    out += static_cast<char>(0xE0 | (c >> 12));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (c >> 18));
+    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  }
+  return out;
+}
+
+// What escape_for_log must make of an escaped character: every byte as \xNN.
+std::string escaped_bytes(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (char b : bytes) {
+    const auto c = static_cast<unsigned char>(b);
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 0xF];
+  }
+  return out;
+}
+
+void expect_escaped(char32_t c) {
+  const std::string ch = utf8(c);
+  EXPECT_EQ(escape_for_log("a" + ch + "b"), "a" + escaped_bytes(ch) + "b")
+      << "U+" << std::hex << static_cast<unsigned>(c);
+}
+
+void expect_kept(char32_t c) {
+  const std::string ch = utf8(c);
+  EXPECT_EQ(escape_for_log("a" + ch + "b"), "a" + ch + "b")
+      << "U+" << std::hex << static_cast<unsigned>(c);
+}
+
+TEST(EscapeForLog, EscapesEveryC1Control) {
+  for (char32_t c = 0x80; c <= 0x9F; ++c) expect_escaped(c);
+  EXPECT_EQ(escape_for_log("\xC2\x85"), "\\xc2\\x85");  // NEL, a line break to some viewers
+  EXPECT_EQ(escape_for_log("\xC2\x9B"
+                           "31m"),
+            "\\xc2\\x9b31m");  // CSI, the 8-bit ESC [
+  expect_kept(0xA0);           // NO-BREAK SPACE: the first character after C1
+  expect_kept(0xE9);           // é
+  expect_kept(0x7E);           // ~, the last printable ASCII
+}
+
+TEST(EscapeForLog, EscapesBidiEmbeddingsAndOverrides) {
+  for (char32_t c = 0x202A; c <= 0x202E; ++c) expect_escaped(c);
+  // The classic spoof: RLO makes "exe.gpj" display as "jpg.exe".
+  EXPECT_EQ(escape_for_log("invoice\xE2\x80\xAEgpj.exe"), "invoice\\xe2\\x80\\xaegpj.exe");
+  expect_kept(0x2027);  // HYPHENATION POINT
+  expect_kept(0x202F);  // NARROW NO-BREAK SPACE
+}
+
+TEST(EscapeForLog, EscapesBidiIsolates) {
+  for (char32_t c = 0x2066; c <= 0x2069; ++c) expect_escaped(c);
+  expect_kept(0x2065);
+  expect_kept(0x206A);
+}
+
+TEST(EscapeForLog, EscapesDirectionalMarks) {
+  expect_escaped(0x200E);  // LEFT-TO-RIGHT MARK
+  expect_escaped(0x200F);  // RIGHT-TO-LEFT MARK
+  expect_escaped(0x061C);  // ARABIC LETTER MARK
+  expect_kept(0x061B);     // ARABIC SEMICOLON
+  expect_kept(0x200C);     // ZERO WIDTH NON-JOINER: needed to spell Persian, for one
+  expect_kept(0x200D);     // ZERO WIDTH JOINER: needed for emoji sequences
+  expect_kept(0x2010);     // HYPHEN
+}
+
+TEST(EscapeForLog, EscapesLineAndParagraphSeparators) {
+  expect_escaped(0x2028);
+  expect_escaped(0x2029);
+  EXPECT_EQ(escape_for_log("ok\xE2\x80\xA8"
+                           "error: forged"),
+            "ok\\xe2\\x80\\xa8error: forged");
+}
+
+TEST(EscapeForLog, KeepsPrintableUtf8OfEveryLength) {
+  for (char32_t c :
+       {0xA1, 0x7FF, 0x800, 0x4E2D, 0xD7FF, 0xE000, 0xFFFD, 0x10000, 0x1F600, 0x10FFFF}) {
+    expect_kept(c);
+  }
+  // An emoji ZWJ sequence (family) stays one readable run.
+  const std::string family =
+      utf8(0x1F468) + utf8(0x200D) + utf8(0x1F469) + utf8(0x200D) + utf8(0x1F467);
+  EXPECT_EQ(escape_for_log(family), family);
+}
+
+TEST(EscapeForLog, InvalidUtf8NextToAFormatCharacter) {
+  // A truncated sequence is escaped byte by byte; the character after it is still judged.
+  EXPECT_EQ(escape_for_log("\xE2\x80\xE2\x80\xAE"), "\\xe2\\x80\\xe2\\x80\\xae");
+  EXPECT_EQ(escape_for_log("\xE2\x80\xC3\xA9"), "\\xe2\\x80\xC3\xA9");
+}
+
+}  // namespace
