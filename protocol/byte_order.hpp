@@ -37,33 +37,20 @@ class ByteWriter {
 };
 
 // Reads fixed-width fields; every read is bounds-checked so a lying length can never make
-// the decoder read past the received bytes. After a failed read ok() stays false.
+// the decoder read past the received bytes. A read past the end returns 0 (or an empty
+// span) and makes ok() false for good: the decoder checks sizes first and ok() once at the
+// end, so no read needs a result check of its own.
 class ByteReader {
  public:
   explicit ByteReader(std::span<const std::uint8_t> in) : in_(in) {}
 
-  [[nodiscard]] bool u8(std::uint8_t& v) {
-    std::uint64_t w = 0;
-    if (!get_le(w, 1)) return false;
-    v = static_cast<std::uint8_t>(w);
-    return true;
-  }
-  [[nodiscard]] bool u16(std::uint16_t& v) {
-    std::uint64_t w = 0;
-    if (!get_le(w, 2)) return false;
-    v = static_cast<std::uint16_t>(w);
-    return true;
-  }
-  [[nodiscard]] bool u32(std::uint32_t& v) {
-    std::uint64_t w = 0;
-    if (!get_le(w, 4)) return false;
-    v = static_cast<std::uint32_t>(w);
-    return true;
-  }
-  [[nodiscard]] bool u64(std::uint64_t& v) { return get_le(v, 8); }
+  std::uint8_t u8() { return static_cast<std::uint8_t>(get_le(1)); }
+  std::uint16_t u16() { return static_cast<std::uint16_t>(get_le(2)); }
+  std::uint32_t u32() { return static_cast<std::uint32_t>(get_le(4)); }
+  std::uint64_t u64() { return get_le(8); }
 
-  // Returns the next n bytes, or an empty span (and ok() == false) if fewer remain.
-  [[nodiscard]] std::span<const std::uint8_t> take(std::size_t n) {
+  // The next n bytes, or an empty span if fewer remain.
+  std::span<const std::uint8_t> take(std::size_t n) {
     if (n > remaining()) {
       ok_ = false;
       return {};
@@ -74,17 +61,18 @@ class ByteReader {
   }
 
   [[nodiscard]] std::size_t remaining() const { return in_.size() - pos_; }
+  // No read so far went past the end.
   [[nodiscard]] bool ok() const { return ok_; }
 
  private:
-  bool get_le(std::uint64_t& v, std::size_t width) {
+  std::uint64_t get_le(std::size_t width) {
     if (width > remaining()) {
       ok_ = false;
-      return false;
+      return 0;
     }
-    v = 0;
+    std::uint64_t v = 0;
     for (std::size_t i = 0; i < width; ++i) v |= std::uint64_t{in_[pos_++]} << (8 * i);
-    return true;
+    return v;
   }
 
   std::span<const std::uint8_t> in_;

@@ -47,7 +47,7 @@ class ReceiveLedger {
   // The chunk in `slot` is stored: the slot becomes Idle. Returns true when the slot
   // should be credited back (some byte of the file has not arrived yet); the driver then
   // calls grant(). Returns false for a slot that was not Storing.
-  [[nodiscard]] bool stored(std::uint32_t slot);
+  bool stored(std::uint32_t slot);
 
   // Done arrived, or the connection ends: no slot is credited from now on (Credited slots
   // become Idle; Storing ones stay Storing until stored()).

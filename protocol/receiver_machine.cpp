@@ -26,6 +26,7 @@ ReceiverTransition abort_from(S s, E e) {
       return discard ? ReceiverTransition{S::Closing, {A::DiscardFile, A::Disconnect}}
                      : ReceiverTransition{S::Closing, {A::Disconnect}};
     case E::ProtocolViolation:
+    case E::LocalFailure:
     case E::Timeout:
     case E::ShuttingDown:
       return discard ? ReceiverTransition{S::Closing, {A::SendError, A::DiscardFile, A::Disconnect}}
@@ -90,6 +91,10 @@ ReceiverTransition receiver_next(S s, E e) {
   return abort_from(s, e);
 }
 
+bool receiver_owes_keepalive(S s) {
+  return s == S::CheckingHello || s == S::Receiving || s == S::Draining || s == S::Verifying;
+}
+
 const char* to_string(ReceiverState s) {
   switch (s) {
     case S::AwaitHello:
@@ -150,6 +155,8 @@ const char* to_string(ReceiverEvent e) {
       return "IdAttemptsExhausted";
     case E::ProtocolViolation:
       return "ProtocolViolation";
+    case E::LocalFailure:
+      return "LocalFailure";
     case E::Timeout:
       return "Timeout";
     case E::TransportFailed:

@@ -50,6 +50,7 @@ enum class ReceiverEvent : std::uint8_t {
   IdAttemptsExhausted,
   // Transport and environment.
   ProtocolViolation,  // undecodable message, or a chunk that breaks the data rules
+  LocalFailure,       // one of our own actions failed (a registration, a post...)
   Timeout,
   TransportFailed,  // completion error: the QP is unusable
   Disconnected,     // DISCONNECTED (or the peer vanished) seen by the CM
@@ -70,7 +71,8 @@ enum class ReceiverAction : std::uint8_t {
   LookupId,     // -> IdKnown / IdUnknown / IdAttemptsExhausted
   SendSecret,
   SendDenied,
-  SendError,    // an Error message naming why we abort (protocol violation, timeout...)
+  SendError,    // an Error message naming why we abort (protocol violation, timeout, a
+                // failure of our own...)
   DiscardFile,  // remove the temporary; nothing appears under the final name
   Disconnect,   // let posted sends drain, then rdma_disconnect
   Release,      // destroy QP, MRs, CQ, PD, cm_id
@@ -88,6 +90,11 @@ struct ReceiverTransition {
 };
 
 [[nodiscard]] ReceiverTransition receiver_next(ReceiverState state, ReceiverEvent event);
+
+// The states in which the sender waits on the receiver's own work (preparing the file,
+// storing chunks, committing): there a version-2 receiver keeps the sender informed with
+// Working messages (docs/PROTOCOL.md 7.3).
+[[nodiscard]] bool receiver_owes_keepalive(ReceiverState state);
 
 const char* to_string(ReceiverState);
 const char* to_string(ReceiverEvent);

@@ -21,7 +21,8 @@ SendLedger::SendLedger(std::uint64_t file_size, const Accept& accept,
       credited_(accept.slot_count, false),
       busy_(accept.slot_count, false),
       rkey_(accept.slot_count, 0),
-      length_(accept.slot_count, 0) {
+      length_(accept.slot_count, 0),
+      offset_(accept.slot_count, 0) {
   // max_active_slots 0 breaks the precondition; taken as 1 so that a non-empty file can
   // still be sent. No more active slots than chunks: an empty file has none.
   const std::uint32_t wanted = std::min(accept.slot_count, std::max(max_active_slots, 1U));
@@ -51,6 +52,7 @@ std::optional<SendLedger::Planned> SendLedger::next() {
     credited_[slot] = false;
     busy_[slot] = true;
     length_[slot] = p.length;
+    offset_[slot] = p.offset;
     ++busy_count_;
     ++next_chunk_;
     bytes_sent_ += p.length;
@@ -67,6 +69,10 @@ std::uint32_t SendLedger::completed(std::uint32_t slot) {
   length_[slot] = 0;
   bytes_completed_ += length;
   return length;
+}
+
+std::uint64_t SendLedger::offset_in_flight(std::uint32_t slot) const {
+  return busy(slot) ? offset_[slot] : 0;
 }
 
 bool SendLedger::all_done() const {

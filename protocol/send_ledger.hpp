@@ -52,6 +52,8 @@ class SendLedger {
   // Our Chunk SEND for `slot` completed: the slot is no longer busy; returns the length of
   // that chunk (0 if the slot was not busy).
   std::uint32_t completed(std::uint32_t slot);
+  // The file offset of the chunk in flight in a busy slot (0 otherwise).
+  std::uint64_t offset_in_flight(std::uint32_t slot) const;
 
   // Every chunk was handed out by next() and every one of them completed.
   bool all_done() const;
@@ -71,6 +73,7 @@ class SendLedger {
   std::vector<bool> busy_;
   std::vector<std::uint32_t> rkey_;
   std::vector<std::uint32_t> length_;  // of the chunk in flight in each busy slot
+  std::vector<std::uint64_t> offset_;  // and its file offset
   std::uint64_t next_chunk_ = 0;
   std::uint64_t bytes_sent_ = 0;
   std::uint64_t bytes_completed_ = 0;

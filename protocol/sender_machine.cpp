@@ -33,6 +33,9 @@ SenderTransition abort_from(S s, E e) {
     case E::ProtocolViolation:
       if (!connected(s)) return {S::Done, {A::Finish}, O::ProtocolError};
       return {S::Closing, {A::SendError, A::Disconnect}, O::ProtocolError};
+    case E::LocalFailure:
+      if (!connected(s)) return {S::Done, {A::Finish}, O::ConnectFailed};
+      return {S::Closing, {A::SendError, A::Disconnect}, O::LocalFailure};
     default:
       break;
   }
@@ -56,9 +59,13 @@ SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
     case S::AwaitAccept:
       if (e == E::GotAccept) return {S::Sending, {A::StartData}};
       if (e == E::GotReject) return {S::Closing, {A::Disconnect}, O::Rejected};
+      if (e == E::GotRejectVersion) return {S::Closing, {A::Disconnect}, O::VersionUnsupported};
+      // The receiver is still preparing the file.
+      if (e == E::GotWorking) return {S::AwaitAccept, {}};
       break;
     case S::Sending:
       if (e == E::GotCredit) return {S::Sending, {A::SendMore}};
+      if (e == E::GotWorking) return {S::Sending, {}};
       if (e == E::AllDataSent) return {S::AwaitVerdict, {A::SendDone}};
       // The receiver may give up early (for example its disk filled up).
       if (e == E::GotVerdictFailed) return {S::Closing, {A::Disconnect}, O::ReceiverFailed};
@@ -66,6 +73,8 @@ SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
     case S::AwaitVerdict:
       // Credits for the last chunks may still trail in; they change nothing.
       if (e == E::GotCredit) return {S::AwaitVerdict, {}};
+      // The receiver is still storing or committing the file.
+      if (e == E::GotWorking) return {S::AwaitVerdict, {}};
       if (e == E::GotVerdictGood) {
         if (ctx.has_id) return {S::AwaitSecret, {A::SendId}};
         return {S::Closing, {A::SendBye, A::Disconnect}, O::Success};
@@ -74,7 +83,7 @@ SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
       if (e == E::GotVerdictFailed) return {S::Closing, {A::Disconnect}, O::ReceiverFailed};
       break;
     case S::AwaitSecret:
-      if (e == E::GotSecret) return {S::Closing, {A::Disconnect}, O::Success};
+      if (e == E::GotSecret) return {S::Closing, {A::KeepSecret, A::Disconnect}, O::Success};
       if (e == E::GotDenied) return {S::Closing, {A::Disconnect}, O::Denied};
       break;
     case S::Closing:
@@ -125,6 +134,10 @@ const char* to_string(SenderEvent e) {
       return "GotAccept";
     case E::GotReject:
       return "GotReject";
+    case E::GotRejectVersion:
+      return "GotRejectVersion";
+    case E::GotWorking:
+      return "GotWorking";
     case E::GotCredit:
       return "GotCredit";
     case E::AllDataSent:
@@ -145,6 +158,8 @@ const char* to_string(SenderEvent e) {
       return "GotUnexpected";
     case E::ProtocolViolation:
       return "ProtocolViolation";
+    case E::LocalFailure:
+      return "LocalFailure";
     case E::Timeout:
       return "Timeout";
     case E::TransportFailed:
@@ -173,6 +188,8 @@ const char* to_string(SenderAction a) {
       return "SendDone";
     case A::SendId:
       return "SendId";
+    case A::KeepSecret:
+      return "KeepSecret";
     case A::SendBye:
       return "SendBye";
     case A::SendError:
@@ -205,6 +222,10 @@ const char* to_string(SenderOutcome o) {
       return "protocol error";
     case O::Interrupted:
       return "interrupted";
+    case O::VersionUnsupported:
+      return "VersionUnsupported";
+    case O::LocalFailure:
+      return "LocalFailure";
   }
   return "?";
 }

@@ -32,7 +32,9 @@ enum class SenderEvent : std::uint8_t {
   ConnectFailed,  // REJECTED, UNREACHABLE, ADDR/ROUTE/CONNECT_ERROR: nobody to talk to
   GotAccept,
   GotReject,
+  GotRejectVersion,  // Reject(UnsupportedVersion): the receiver does not speak our version
   GotCredit,
+  GotWorking,   // version 2: the receiver is alive and still at work
   AllDataSent,  // every chunk written and announced, and those sends completed
   GotVerdictGood,
   GotVerdictBad,     // hash or size mismatch
@@ -42,6 +44,7 @@ enum class SenderEvent : std::uint8_t {
   GotError,
   GotUnexpected,  // a message only a sender may send, or one out of place
   ProtocolViolation,
+  LocalFailure,  // one of our own actions failed (a registration, a read, a post...)
   Timeout,
   TransportFailed,
   Disconnected,
@@ -56,13 +59,15 @@ enum class SenderAction : std::uint8_t {
   SendMore,   // a credit came back: write the next chunk(s)
   SendDone,
   SendId,
+  KeepSecret,  // the Secret that arrived is the program's result
   SendBye,
   SendError,
   Disconnect,  // let posted sends drain, then rdma_disconnect
   Finish,      // release everything; the loop ends
 };
 
-// What the program reports. Maps one-to-one onto exit statuses (sender/exit_codes.hpp).
+// What the program reports; sender/exit_codes.hpp maps each to an exit status (several
+// share one).
 enum class SenderOutcome : std::uint8_t {
   Success,
   ConnectFailed,   // could not connect
@@ -73,6 +78,8 @@ enum class SenderOutcome : std::uint8_t {
   ReceiverFailed,  // the receiver could not store the file
   ProtocolError,
   Interrupted,
+  VersionUnsupported,  // the receiver speaks only an older protocol version: retry with it
+  LocalFailure,        // the sender itself failed (reading the file, registering memory...)
 };
 
 struct SenderContext {

@@ -23,6 +23,10 @@ Overloaded(Fs...) -> Overloaded<Fs...>;
 
 // Payload sizes of the fixed parts (see docs/PROTOCOL.md section 3).
 constexpr std::size_t kHelloFixedBytes = 8 + kSha256Bytes + 4 + 2;  // 46, then the name
+// Version 2: file_size, digest_algorithm, 3 reserved, digest, chunk_size_hint, keepalive_ms,
+// name_len: 54, then the name.
+constexpr std::size_t kHello2FixedBytes = 8 + 1 + 3 + kSha256Bytes + 4 + 4 + 2;
+constexpr std::size_t kWorkingBytes = 1 + 8;
 constexpr std::size_t kAcceptBytes = 8 + 4 + 4 + 4 + 4;
 constexpr std::size_t kChunkBytes = 8 + 4 + 4;
 constexpr std::size_t kCreditBytes = 4 + 4;
@@ -33,14 +37,15 @@ constexpr std::size_t kCodeAndTextFixedBytes = 4;  // Reject, Error: u16 code, u
 constexpr std::size_t kDeniedBytes = 2;
 
 // Every message must fit one SEND buffer even at its maximum field lengths.
-static_assert(kHeaderSize + kHelloFixedBytes + kMaxNameBytes <= kMaxMessageSize);
+static_assert(kHeaderSize + kHello2FixedBytes + kMaxNameBytes <= kMaxMessageSize);
 static_assert(kHeaderSize + kLengthPrefixBytes + kMaxSecretBytes <= kMaxMessageSize);
 static_assert(kHeaderSize + kCodeAndTextFixedBytes + kMaxTextBytes <= kMaxMessageSize);
 
 // The variant's alternatives are declared in wire-type order, so index + 1 is the type.
-static_assert(std::variant_size_v<Message> == 12);
+static_assert(std::variant_size_v<Message> == 13);
 static_assert(std::is_same_v<std::variant_alternative_t<0, Message>, Hello>);
 static_assert(std::is_same_v<std::variant_alternative_t<11, Message>, Error>);
+static_assert(std::is_same_v<std::variant_alternative_t<12, Message>, Working>);
 
 bool is_known(VerdictCode code) {
   return static_cast<std::uint8_t>(code) <= 3;
@@ -53,10 +58,23 @@ bool is_known(ErrorCode code) {
   auto v = static_cast<std::uint16_t>(code);
   return v >= 1 && v <= 5;
 }
+bool is_known(DigestAlgorithm algorithm) {
+  return algorithm == DigestAlgorithm::WholeFileSha256;
+}
+bool is_known(WorkPhase phase) {
+  auto v = static_cast<std::uint8_t>(phase);
+  return v >= 1 && v <= 3;
+}
+bool is_known_version(std::uint16_t version) {
+  return version == kVersion1 || version == kVersion2;
+}
 
-std::size_t payload_size(const Message& message) {
+std::size_t payload_size(const Message& message, std::uint16_t version) {
   return std::visit(Overloaded{
-                        [](const Hello& m) { return kHelloFixedBytes + m.name.size(); },
+                        [&](const Hello& m) {
+                          return (version == kVersion1 ? kHelloFixedBytes : kHello2FixedBytes) +
+                                 m.name.size();
+                        },
                         [](const Accept&) { return kAcceptBytes; },
                         [](const Chunk&) { return kChunkBytes; },
                         [](const Credit&) { return kCreditBytes; },
@@ -68,6 +86,7 @@ std::size_t payload_size(const Message& message) {
                         [](const Reject& m) { return kCodeAndTextFixedBytes + m.text.size(); },
                         [](const Bye&) { return std::size_t{0}; },
                         [](const Error& m) { return kCodeAndTextFixedBytes + m.text.size(); },
+                        [](const Working&) { return kWorkingBytes; },
                     },
                     message);
 }
@@ -76,19 +95,33 @@ bool in_range(std::size_t size, std::size_t min, std::size_t max) {
   return size >= min && size <= max;
 }
 
+// Can `version` express this message at all? Version 1 has no Working, and its Hello has no
+// room for an algorithm other than SHA-256 or for keepalives.
+bool expressible(const Message& message, std::uint16_t version) {
+  if (version == kVersion2) return true;
+  if (std::holds_alternative<Working>(message)) return false;
+  if (const auto* hello = std::get_if<Hello>(&message))
+    return hello->digest_algorithm == DigestAlgorithm::WholeFileSha256 && hello->keepalive_ms == 0;
+  return version == kVersion1;
+}
+
 // The static field rules shared by encoder and decoder. Returns nullptr when the message is
 // valid, otherwise a fixed description (no allocation: encode_into runs on the data path).
 const char* field_problem(const Message& message) {
   return std::visit(
       Overloaded{
           [](const Hello& m) -> const char* {
-            return in_range(m.name.size(), 1, kMaxNameBytes) ? nullptr
-                                                             : "Hello.name length not in 1..255";
+            if (!in_range(m.name.size(), 1, kMaxNameBytes))
+              return "Hello.name length not in 1..255";
+            if (!is_known(m.digest_algorithm)) return "Hello.digest_algorithm unknown";
+            if (m.keepalive_ms != 0 && !in_range(m.keepalive_ms, kMinKeepaliveMs, kMaxKeepaliveMs))
+              return "Hello.keepalive_ms not 0 or in 100..60000";
+            return nullptr;
           },
           [](const Accept& m) -> const char* {
             if (m.slot_size < kMinSlotSize) return "Accept.slot_size below 4096";
             if (m.slot_count < 1 || m.slot_count > kMaxSlotCount)
-              return "Accept.slot_count not in 1..1024";
+              return "Accept.slot_count not in 1..64";
             const std::uint64_t region_len = std::uint64_t{m.slot_size} * m.slot_count;
             if (m.region_addr > std::numeric_limits<std::uint64_t>::max() - region_len)
               return "Accept region_addr + slot_size * slot_count overflows 64 bits";
@@ -113,17 +146,29 @@ const char* field_problem(const Message& message) {
             if (!is_known(m.code)) return "Error.code unknown";
             return m.text.size() > kMaxTextBytes ? "Error.text longer than 512" : nullptr;
           },
+          [](const Working& m) -> const char* {
+            return is_known(m.phase) ? nullptr : "Working.phase unknown";
+          },
           [](const auto&) -> const char* { return nullptr; },  // no static rules
       },
       message);
 }
 
-void write_payload(ByteWriter& w, const Message& message) {
+void write_payload(ByteWriter& w, const Message& message, std::uint16_t version) {
   std::visit(Overloaded{
                  [&](const Hello& m) {
                    w.u64(m.file_size);
-                   w.bytes(m.sha256);
-                   w.u32(m.chunk_size_hint);
+                   if (version == kVersion1) {
+                     w.bytes(m.sha256);
+                     w.u32(m.chunk_size_hint);
+                   } else {
+                     w.u8(static_cast<std::uint8_t>(m.digest_algorithm));
+                     w.u8(0);  // reserved
+                     w.u16(0);
+                     w.bytes(m.sha256);
+                     w.u32(m.chunk_size_hint);
+                     w.u32(m.keepalive_ms);
+                   }
                    w.u16(static_cast<std::uint16_t>(m.name.size()));
                    w.text(m.name);
                  },
@@ -168,6 +213,10 @@ void write_payload(ByteWriter& w, const Message& message) {
                    w.u16(static_cast<std::uint16_t>(m.text.size()));
                    w.text(m.text);
                  },
+                 [&](const Working& m) {
+                   w.u8(static_cast<std::uint8_t>(m.phase));
+                   w.u64(m.stored_bytes);
+                 },
              },
              message);
 }
@@ -190,8 +239,9 @@ DecodeFailure payload_length_mismatch(MessageType type, std::size_t expected, st
 
 // Reads a u16 length then exactly that many bytes, which must be all that is left.
 std::optional<DecodeFailure> read_counted(ByteReader& r, const char* field, std::string& out) {
-  std::uint16_t len = 0;
-  if (!r.u16(len)) return fail(DecodeError::LengthMismatch, std::string(field) + " length missing");
+  if (r.remaining() < 2)
+    return fail(DecodeError::LengthMismatch, std::string(field) + " length missing");
+  const std::uint16_t len = r.u16();
   if (len != r.remaining()) {
     return fail(DecodeError::LengthMismatch, std::string(field) + " length " + std::to_string(len) +
                                                  " but " + std::to_string(r.remaining()) +
@@ -203,8 +253,8 @@ std::optional<DecodeFailure> read_counted(ByteReader& r, const char* field, std:
 
 // Parses the payload of a known type. Field reads cannot fail once the size checks passed,
 // but the reader checks bounds anyway so a mistake here cannot read past the buffer.
-DecodeResult decode_payload(MessageType type, std::span<const std::uint8_t> payload) {
-  ByteReader r(payload);
+DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& r,
+                           std::span<const std::uint8_t> payload) {
   auto exact = [&](std::size_t size) -> std::optional<DecodeFailure> {
     if (payload.size() != size) return payload_length_mismatch(type, size, payload.size());
     return std::nullopt;
@@ -224,52 +274,64 @@ DecodeResult decode_payload(MessageType type, std::span<const std::uint8_t> payl
 
   switch (type) {
     case MessageType::Hello: {
-      if (auto f = at_least(kHelloFixedBytes)) return *f;
       Hello m;
-      (void)r.u64(m.file_size);
-      read_sha(m.sha256);
-      (void)r.u32(m.chunk_size_hint);
+      if (version == kVersion1) {
+        if (auto f = at_least(kHelloFixedBytes)) return *f;
+        m.file_size = r.u64();
+        read_sha(m.sha256);
+        m.chunk_size_hint = r.u32();
+      } else {
+        if (auto f = at_least(kHello2FixedBytes)) return *f;
+        m.file_size = r.u64();
+        const std::uint8_t algorithm = r.u8();
+        const std::uint8_t reserved8 = r.u8();
+        const std::uint16_t reserved16 = r.u16();
+        read_sha(m.sha256);
+        m.chunk_size_hint = r.u32();
+        m.keepalive_ms = r.u32();
+        if (reserved8 != 0 || reserved16 != 0)
+          return fail(DecodeError::BadReserved, "Hello.reserved is not zero");
+        m.digest_algorithm = static_cast<DigestAlgorithm>(algorithm);
+      }
       if (auto f = read_counted(r, "Hello.name", m.name)) return *f;
       return m;
     }
     case MessageType::Accept: {
       if (auto f = exact(kAcceptBytes)) return *f;
       Accept m;
-      std::uint32_t reserved = 0;
-      (void)r.u64(m.region_addr);
-      (void)r.u32(m.region_rkey);
-      (void)r.u32(m.slot_size);
-      (void)r.u32(m.slot_count);
-      (void)r.u32(reserved);
+      m.region_addr = r.u64();
+      m.region_rkey = r.u32();
+      m.slot_size = r.u32();
+      m.slot_count = r.u32();
+      const std::uint32_t reserved = r.u32();
       if (reserved != 0) return fail(DecodeError::BadReserved, "Accept.reserved is not zero");
       return m;
     }
     case MessageType::Chunk: {
       if (auto f = exact(kChunkBytes)) return *f;
       Chunk m;
-      (void)r.u64(m.offset);
-      (void)r.u32(m.length);
-      (void)r.u32(m.slot);
+      m.offset = r.u64();
+      m.length = r.u32();
+      m.slot = r.u32();
       return m;
     }
     case MessageType::Credit: {
       if (auto f = exact(kCreditBytes)) return *f;
       Credit m;
-      (void)r.u32(m.slot);
-      (void)r.u32(m.rkey);
+      m.slot = r.u32();
+      m.rkey = r.u32();
       return m;
     }
     case MessageType::Done: {
       if (auto f = exact(kDoneBytes)) return *f;
       Done m;
-      (void)r.u64(m.total_bytes);
+      m.total_bytes = r.u64();
       return m;
     }
     case MessageType::Verdict: {
       if (auto f = exact(kVerdictBytes)) return *f;
       Verdict m;
-      std::uint8_t code = 0;
-      (void)r.u8(code);
+      const std::uint8_t code = r.u8();
       m.code = static_cast<VerdictCode>(code);
       read_sha(m.received_sha256);
       return m;
@@ -289,14 +351,13 @@ DecodeResult decode_payload(MessageType type, std::span<const std::uint8_t> payl
     case MessageType::Denied: {
       if (auto f = exact(kDeniedBytes)) return *f;
       Denied m;
-      (void)r.u16(m.attempts_left);
+      m.attempts_left = r.u16();
       return m;
     }
     case MessageType::Reject: {
       if (auto f = at_least(kCodeAndTextFixedBytes)) return *f;
       Reject m;
-      std::uint16_t reason = 0;
-      (void)r.u16(reason);
+      const std::uint16_t reason = r.u16();
       m.reason = static_cast<RejectReason>(reason);
       if (auto f = read_counted(r, "Reject.text", m.text)) return *f;
       return m;
@@ -308,18 +369,34 @@ DecodeResult decode_payload(MessageType type, std::span<const std::uint8_t> payl
     case MessageType::Error: {
       if (auto f = at_least(kCodeAndTextFixedBytes)) return *f;
       Error m;
-      std::uint16_t code = 0;
-      (void)r.u16(code);
+      const std::uint16_t code = r.u16();
       m.code = static_cast<ErrorCode>(code);
       if (auto f = read_counted(r, "Error.text", m.text)) return *f;
+      return m;
+    }
+    case MessageType::Working: {
+      if (auto f = exact(kWorkingBytes)) return *f;
+      Working m;
+      const std::uint8_t phase = r.u8();
+      m.stored_bytes = r.u64();
+      m.phase = static_cast<WorkPhase>(phase);
       return m;
     }
   }
   return fail(DecodeError::BadType, "unknown type");  // unreachable: type was checked
 }
 
-bool is_known(std::uint16_t type) {
-  return type >= 1 && type <= 12;
+DecodeResult decode_payload(MessageType type, std::uint16_t version,
+                            std::span<const std::uint8_t> payload) {
+  ByteReader r(payload);
+  DecodeResult result = parse_payload(type, version, r, payload);
+  // The size checks come before the reads, so this only catches a mistake in them.
+  if (!r.ok()) return fail(DecodeError::LengthMismatch, "payload shorter than its fields");
+  return result;
+}
+
+bool is_known_type(std::uint16_t type, std::uint16_t version) {
+  return type >= 1 && type <= (version == kVersion1 ? 12 : 13);
 }
 
 std::uint32_t read_le32(std::span<const std::uint8_t> b, std::size_t at) {
@@ -359,6 +436,8 @@ const char* to_string(MessageType type) {
       return "Bye";
     case MessageType::Error:
       return "Error";
+    case MessageType::Working:
+      return "Working";
   }
   return "UnknownMessageType";
 }
@@ -437,33 +516,55 @@ const char* to_string(DecodeError error) {
   return "UnknownDecodeError";
 }
 
+const char* to_string(DigestAlgorithm algorithm) {
+  switch (algorithm) {
+    case DigestAlgorithm::WholeFileSha256:
+      return "sha256";
+  }
+  return "unknown";
+}
+
+const char* to_string(WorkPhase phase) {
+  switch (phase) {
+    case WorkPhase::Preparing:
+      return "Preparing";
+    case WorkPhase::Storing:
+      return "Storing";
+    case WorkPhase::Committing:
+      return "Committing";
+  }
+  return "UnknownWorkPhase";
+}
+
 MessageType type_of(const Message& message) {
   return static_cast<MessageType>(message.index() + 1);
 }
 
-std::size_t encoded_size(const Message& message) {
-  return kHeaderSize + payload_size(message);
+std::size_t encoded_size(const Message& message, std::uint16_t version) {
+  return kHeaderSize + payload_size(message, version);
 }
 
-std::vector<std::uint8_t> encode(const Message& message) {
-  if (encoded_size(message) > kMaxMessageSize) return {};
-  std::vector<std::uint8_t> out(encoded_size(message));
-  out.resize(encode_into(message, out));
+std::vector<std::uint8_t> encode(const Message& message, std::uint16_t version) {
+  if (encoded_size(message, version) > kMaxMessageSize) return {};
+  std::vector<std::uint8_t> out(encoded_size(message, version));
+  out.resize(encode_into(message, out, version));
   return out;
 }
 
-std::size_t encode_into(const Message& message, std::span<std::uint8_t> out) {
+std::size_t encode_into(const Message& message, std::span<std::uint8_t> out,
+                        std::uint16_t version) {
+  if (!is_known_version(version) || !expressible(message, version)) return 0;
   if (field_problem(message) != nullptr) return 0;
-  const std::size_t size = encoded_size(message);
+  const std::size_t size = encoded_size(message, version);
   if (size > out.size() || size > kMaxMessageSize) return 0;
 
   ByteWriter w(out);
   w.u32(kMagic);
-  w.u16(kProtocolVersion);
+  w.u16(version);
   w.u16(static_cast<std::uint16_t>(type_of(message)));
   w.u32(static_cast<std::uint32_t>(size - kHeaderSize));
   w.u32(0);  // reserved
-  write_payload(w, message);
+  write_payload(w, message, version);
   return w.written();
 }
 
@@ -479,12 +580,14 @@ std::variant<Message, DecodeFailure> decode(std::span<const std::uint8_t> bytes)
   }
   if (read_le32(bytes, 0) != kMagic) return fail(DecodeError::BadMagic, "magic is not RMAX");
   const std::uint16_t version = read_le16(bytes, 4);
-  if (version != kProtocolVersion) {
-    return fail(DecodeError::BadVersion, "version " + std::to_string(version) + ", expected 1");
+  if (!is_known_version(version)) {
+    return fail(DecodeError::BadVersion,
+                "version " + std::to_string(version) + ", expected 1 or 2");
   }
   if (read_le32(bytes, 12) != 0) return fail(DecodeError::BadReserved, "header.reserved is not 0");
   const std::uint16_t raw_type = read_le16(bytes, 6);
-  if (!is_known(raw_type)) return fail(DecodeError::BadType, "type " + std::to_string(raw_type));
+  if (!is_known_type(raw_type, version))
+    return fail(DecodeError::BadType, "type " + std::to_string(raw_type));
   const auto type = static_cast<MessageType>(raw_type);
   const std::uint64_t claimed = kHeaderSize + std::uint64_t{read_le32(bytes, 8)};
   if (claimed > kMaxMessageSize || bytes.size() > kMaxMessageSize) {
@@ -497,7 +600,7 @@ std::variant<Message, DecodeFailure> decode(std::span<const std::uint8_t> bytes)
                                                  std::to_string(bytes.size()));
   }
 
-  DecodeResult result = decode_payload(type, bytes.subspan(kHeaderSize));
+  DecodeResult result = decode_payload(type, version, bytes.subspan(kHeaderSize));
   if (const auto* message = std::get_if<Message>(&result)) {
     if (const char* problem = field_problem(*message)) return fail(DecodeError::BadField, problem);
   }

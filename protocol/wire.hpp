@@ -17,7 +17,12 @@
 namespace rdmax::proto {
 
 inline constexpr std::uint32_t kMagic = 0x58414D52;  // "RMAX" in wire (little-endian) order
-inline constexpr std::uint16_t kProtocolVersion = 1;
+// Version 1 is the original protocol; version 2 (docs/PROTOCOL.md section 7) adds the
+// digest algorithm and keepalives to Hello, and the Working message. A receiver speaks
+// both; a sender speaks 2 and falls back to 1.
+inline constexpr std::uint16_t kVersion1 = 1;
+inline constexpr std::uint16_t kVersion2 = 2;
+inline constexpr std::uint16_t kLatestVersion = kVersion2;
 inline constexpr std::size_t kHeaderSize = 16;
 inline constexpr std::size_t kMaxMessageSize = 4096;  // one SEND buffer, header included
 inline constexpr std::size_t kMaxNameBytes = 255;
@@ -46,6 +51,7 @@ enum class MessageType : std::uint16_t {
   Reject = 10,
   Bye = 11,
   Error = 12,
+  Working = 13,  // version 2 only
 };
 
 enum class VerdictCode : std::uint8_t {
@@ -76,6 +82,15 @@ enum class ErrorCode : std::uint16_t {
 
 using Sha256 = std::array<std::uint8_t, kSha256Bytes>;
 
+// The digest a Hello announces. Version 1 knows only the first.
+enum class DigestAlgorithm : std::uint8_t {
+  WholeFileSha256 = 1,  // SHA-256 of the whole file content (version 1's digest)
+};
+
+// Hello.keepalive_ms: 0 (no keepalives) or within these bounds.
+inline constexpr std::uint32_t kMinKeepaliveMs = 100;
+inline constexpr std::uint32_t kMaxKeepaliveMs = 60000;
+
 // sender -> receiver: the file on offer. The name is raw bytes; whether it is an acceptable
 // file name is the receiver's decision (check_file_name, then Reject BadName), not the codec's.
 struct Hello {
@@ -83,6 +98,9 @@ struct Hello {
   Sha256 sha256{};
   std::uint32_t chunk_size_hint = 0;  // 0 = receiver chooses
   std::string name;                   // 1..kMaxNameBytes bytes
+  // Version 2 only (a version-1 Hello cannot carry anything but these defaults).
+  DigestAlgorithm digest_algorithm = DigestAlgorithm::WholeFileSha256;
+  std::uint32_t keepalive_ms = 0;  // send Working at least this often while I wait on you
   bool operator==(const Hello&) const = default;
 };
 
@@ -162,8 +180,21 @@ struct Error {
   bool operator==(const Error&) const = default;
 };
 
+// receiver -> sender, version 2 only: the receiver is still at work on the sender's file
+// (preparing it, storing chunks, committing it) and alive; see Hello.keepalive_ms.
+enum class WorkPhase : std::uint8_t {
+  Preparing = 1,   // creating the file (CheckingHello)
+  Storing = 2,     // hashing and writing chunks (Receiving, Draining)
+  Committing = 3,  // fsync and rename (Verifying)
+};
+struct Working {
+  WorkPhase phase = WorkPhase::Storing;
+  std::uint64_t stored_bytes = 0;  // bytes of the file stored so far
+  bool operator==(const Working&) const = default;
+};
+
 using Message = std::variant<Hello, Accept, Chunk, Credit, Done, Verdict, Id, Secret, Denied,
-                             Reject, Bye, Error>;
+                             Reject, Bye, Error, Working>;
 
 enum class DecodeError {
   Short,           // fewer bytes than a header
@@ -186,25 +217,33 @@ struct DecodeFailure {
 [[nodiscard]] const char* to_string(RejectReason reason);
 [[nodiscard]] const char* to_string(ErrorCode code);
 [[nodiscard]] const char* to_string(DecodeError error);
+[[nodiscard]] const char* to_string(DigestAlgorithm algorithm);
+[[nodiscard]] const char* to_string(WorkPhase phase);
 
 [[nodiscard]] MessageType type_of(const Message& message);
 
-// Bytes encode would produce for message (header included), whether or not it is encodable.
-[[nodiscard]] std::size_t encoded_size(const Message& message);
+// Bytes encode would produce for message (header included) in `version`, whether or not it
+// is encodable.
+[[nodiscard]] std::size_t encoded_size(const Message& message, std::uint16_t version = kVersion1);
 
 // The encoder refuses (empty vector / 0) any message that decode would reject, so a message
-// that was encoded always decodes back to itself.
-[[nodiscard]] std::vector<std::uint8_t> encode(const Message& message);
+// that was encoded always decodes back to itself. Refused too: a message that `version`
+// cannot express (Working, or a Hello with version-2 fields, in version 1).
+[[nodiscard]] std::vector<std::uint8_t> encode(const Message& message,
+                                               std::uint16_t version = kVersion1);
 
 // Encodes into a caller-owned (e.g. preregistered) buffer without allocating.
 // Returns the number of bytes written, or 0 if the message does not fit or is not encodable.
-[[nodiscard]] std::size_t encode_into(const Message& message, std::span<std::uint8_t> out);
+[[nodiscard]] std::size_t encode_into(const Message& message, std::span<std::uint8_t> out,
+                                      std::uint16_t version = kVersion1);
 
-// Decodes exactly one message; bytes must be the whole received SEND, nothing more.
+// Decodes exactly one message of version 1 or 2; bytes must be the whole received SEND,
+// nothing more. peek_version tells which version it was.
 [[nodiscard]] std::variant<Message, DecodeFailure> decode(std::span<const std::uint8_t> bytes);
 
-// The version field of anything that carries the rdmax magic, even a version decode rejects,
-// so a receiver can answer Reject(UnsupportedVersion) instead of just dropping the peer.
+// The version field of anything that carries the rdmax magic, even a version decode rejects:
+// a driver learns a connection's version from the first message, and a receiver can answer
+// a version it does not speak with Reject(UnsupportedVersion) instead of dropping the peer.
 // Magic and version sit at offsets 0 and 4 in every version, so 6 bytes suffice.
 [[nodiscard]] std::optional<std::uint16_t> peek_version(std::span<const std::uint8_t> bytes);
 

@@ -3,10 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cstring>
 
-#include "common/error.hpp"
-#include "common/rdma/connection_params.hpp"
 #include "protocol/names.hpp"
 #include "protocol/secure_wipe.hpp"
 #include "protocol/sizes.hpp"
@@ -15,474 +12,451 @@ namespace rdmax::receiver {
 
 namespace {
 using proto::ReceiverState;
+using Input = ReceiverInput;
 constexpr unsigned kMaxIdAttempts = 3;
 constexpr auto kCloseGrace = std::chrono::seconds(3);
-constexpr std::uint32_t kSpareMessages = 8;  // Done, Id, Bye, Error, Verdict, ... beyond chunks
+
+template <typename T>
+const T* data_of(const ReceiverInput& input) {
+  return std::get_if<T>(&input.data);
+}
 }  // namespace
 
-Connection::Connection(std::uint64_t number, rdma_cm_id* id, ReceiverContext& context)
-    : number_(number), context_(context), id_(CmId::adopt(id)) {
-  id_.set_context(this);
-  peer_ = id_.peer_address();
-  const std::uint32_t depth = context_.options.slots + kSpareMessages;
-  // Receives are posted here, before rdma_accept: the sender may send as soon as the
-  // connection is established.
-  endpoint_.emplace(id_, depth, depth, 0);
+Connection::Connection(Transport& transport, std::string peer, ReceiverContext& context)
+    : DriverCore(std::move(peer)), context_(context), transport_(transport) {
+  attach(transport);
   expect("Hello", context_.options.timeout);
 }
 
 Connection::~Connection() {
   context_.window_bytes_in_use -= window_charge_;
+  proto::secure_wipe(secret_.data(), secret_.size());
 }
 
-void Connection::accept() {
-  rdma_conn_param param = reliable_conn_param();
-  id_.set_ack_timeout(kAckTimeoutExponent);
-  id_.accept(param);
+void Connection::dispatch(ReceiverInput input) {
+  dispatcher_.dispatch(std::move(input), [this](const ReceiverInput& next) { step(next); });
 }
 
-void Connection::expect(const char* what, std::chrono::seconds within) {
-  waiting_for_ = what;
-  deadline_ = Clock::now() + within;
-}
-
-void Connection::dispatch(Event event) {
-  pending_.push_back(event);
-  if (dispatching_) return;  // raised by an action: handled after the current ones
-  dispatching_ = true;
-  // An action that throws (a registration, a post) ends this dispatch; the daemon then
-  // reports a transport failure, which must be dispatched, not queued behind a loop that
-  // is no longer running. The events still queued belong to the failed step: drop them.
-  struct Reset {
-    Connection& c;
-    ~Reset() {
-      if (c.dispatching_) {
-        c.dispatching_ = false;
-        c.pending_.clear();
-      }
-    }
-  } reset{*this};
-  while (!pending_.empty()) {
-    Event e = pending_.front();
-    pending_.pop_front();
-    auto t = proto::receiver_next(state_, e);
-    if (t.error == proto::ReceiverError::IllegalEvent) {
-      spdlog::warn("[{}] protocol violation: {} in state {}", peer_, proto::to_string(e),
-                   proto::to_string(state_));
-      error_code_ = proto::ErrorCode::ProtocolViolation;
-      error_text_ =
-          std::string(proto::to_string(e)) + " not allowed in " + proto::to_string(state_);
-    }
-    spdlog::trace("[{}] {} --{}--> {}", peer_, proto::to_string(state_), proto::to_string(e),
-                  proto::to_string(t.next));
-    state_ = t.next;
-    for (Action a : t.actions) perform(a);
+void Connection::step(const ReceiverInput& input) {
+  const auto t = proto::receiver_next(state_, input.event);
+  if (t.error == proto::ReceiverError::IllegalEvent) {
+    spdlog::warn("[{}] protocol violation: {} in state {}", label(), proto::to_string(input.event),
+                 proto::to_string(state_));
   }
-  dispatching_ = false;
+  spdlog::trace("[{}] {} --{}--> {}", label(), proto::to_string(state_),
+                proto::to_string(input.event), proto::to_string(t.next));
+  const State before = state_;
+  state_ = t.next;
+  for (Action a : t.actions) {
+    if (a == Action::SendError && t.error == proto::ReceiverError::IllegalEvent) {
+      post(proto::Error{proto::ErrorCode::ProtocolViolation,
+                        std::string(proto::to_string(input.event)) + " not allowed in " +
+                            proto::to_string(before)});
+      continue;
+    }
+    perform(a, input);
+  }
 }
 
-void Connection::perform(Action action) {
+void Connection::perform(Action action, const ReceiverInput& cause) {
   switch (action) {
     case Action::CheckHello:
-      pending_.push_back(check_hello());
+      check_hello(cause);
       break;
     case Action::SendAccept:
-      data_started_ = Clock::now();
-      expect("data", context_.options.timeout);
-      post(proto::Accept{reinterpret_cast<std::uintptr_t>(window_.data()), 0,
-                         context_.options.slot_size, slot_count_});
-      // Each slot's key travels in its own Credit: keys are per slot so that each can be
-      // revoked on its own (see store_chunk).
-      for (std::uint32_t slot = 0; slot < slot_mrs_.size(); ++slot)
-        post(proto::Credit{slot, slot_mrs_[slot]->rkey()});
+      send_accept();
       break;
-    case Action::SendReject:
-      spdlog::warn("[{}] rejected '{}': {} {}", peer_, proto::escape_for_log(hello_.name),
-                   proto::to_string(reject_reason_), reject_text_);
-      post(proto::Reject{reject_reason_, reject_text_});
+    case Action::SendReject: {
+      const auto* r = data_of<Input::Rejection>(cause);
+      const Input::Rejection rejection =
+          r != nullptr ? *r : Input::Rejection{proto::RejectReason::Internal, "rejected"};
+      spdlog::warn("[{}] rejected '{}': {} {}", label(), proto::escape_for_log(hello_.name),
+                   proto::to_string(rejection.reason), rejection.text);
+      post(proto::Reject{rejection.reason, rejection.text});
       break;
+    }
     case Action::StoreChunk:
-      if (auto next = store_chunk()) pending_.push_back(*next);
+      store_chunk(std::get<proto::Chunk>(cause.data));
       break;
     case Action::SendCredit:
-      // Once every byte has arrived no slot is handed back (docs/PROTOCOL.md 5.4), even
-      // if this chunk, stored on the worker, was queued before the last one arrived.
-      if (received_ < hello_.file_size) {
-        const auto t0 = Clock::now();
-        register_slot(stored_.slot);  // a fresh registration, hence a fresh key
-        costs_.rekey += Clock::now() - t0;
-        post(proto::Credit{stored_.slot, slot_mrs_[stored_.slot]->rkey()});
-      }
+      send_credit(std::get<Input::StoredSlot>(cause.data).slot);
       break;
     case Action::AwaitDrain:
-      if (auto next = await_drain()) pending_.push_back(*next);
+      await_drain(cause);
       break;
     case Action::Verify:
-      pending_.push_back(verify());
+      verify();
       break;
     case Action::SendVerdict:
+      if (const auto* v = data_of<Input::Verdict>(cause)) verdict_ = v->code;
+      log_transfer_end(proto::to_string(verdict_));
       expect("Id or Bye", context_.options.timeout);
       post(proto::Verdict{verdict_, computed_});
       break;
     case Action::LookupId:
-      pending_.push_back(lookup_id());
+      lookup_id(std::get<proto::Id>(cause.data));
       break;
-    case Action::SendSecret:
-      post(proto::Secret{secret_});
-      proto::secure_wipe(secret_.data(), secret_.size());
+    case Action::SendSecret: {
+      // The Secret owns the only copy from here, and is wiped as soon as it is encoded
+      // (the send buffer is wiped when the SEND completes).
+      proto::Message message = proto::Secret{std::move(secret_)};
       secret_.clear();
-      spdlog::info("[{}] gave the secret for id '{}'", peer_, proto::escape_for_log(offered_id_));
+      auto& text = std::get<proto::Secret>(message).secret;
+      struct Wipe {
+        std::string& s;
+        ~Wipe() { proto::secure_wipe(s.data(), s.size()); }
+      } wipe{text};
+      post(message);
+      spdlog::info("[{}] gave the secret for the id", label());
       break;
+    }
     case Action::SendDenied:
-      spdlog::warn("[{}] denied id '{}' ({} of {} attempts)", peer_,
-                   proto::escape_for_log(offered_id_), id_attempts_, kMaxIdAttempts);
+      spdlog::warn("[{}] denied an id ({} of {} attempts)", label(), id_attempts_, kMaxIdAttempts);
       post(proto::Denied{static_cast<std::uint16_t>(kMaxIdAttempts - id_attempts_)});
       break;
     case Action::SendError:
-      post(proto::Error{error_code_, error_text_.substr(0, proto::kMaxTextBytes)});
+      send_error(cause);
       break;
     case Action::DiscardFile:
-      // The worker may be writing to the file: stop it first (it drops the chunks still
-      // queued and finishes the one in progress).
-      worker_.reset();
-      if (file_ && !committed_) {
-        file_->discard();
-        file_.reset();
-        if (!logged_end_) log_transfer_end("none (abandoned)");
-      }
+      discard_file();
       break;
     case Action::Disconnect:
-      expect("the disconnect", kCloseGrace);
-      disconnect_pending_ = true;
-      disconnect_when_drained();
+      begin_disconnect(kCloseGrace);
       break;
     case Action::Release:
-      // The QP goes to error so nothing more lands in the window; the daemon destroys
-      // this connection (QP, MRs, CQ, PD, cm_id) once the current event is handled. The
-      // worker goes first: it reads the slots and writes the file.
-      worker_.reset();
-      (void)id_.set_qp_error();
-      slot_mrs_.clear();
-      if (file_ && !committed_) file_->discard();
-      spdlog::debug("[{}] connection released", peer_);
+      release();
       break;
   }
 }
 
-proto::ReceiverEvent Connection::check_hello() {
+void Connection::check_hello(const ReceiverInput& cause) {
   const auto& o = context_.options;
   auto reject = [&](proto::RejectReason reason, std::string text) {
-    reject_reason_ = reason;
-    reject_text_ = std::move(text);
-    return Event::HelloRejected;
+    dispatch({Event::HelloRejected, Input::Rejection{reason, std::move(text)}});
   };
-  if (foreign_version_)
-    return reject(proto::RejectReason::UnsupportedVersion,
-                  "this receiver speaks protocol version 1");
+  if (const auto* foreign = data_of<Input::ForeignVersion>(cause)) {
+    return reject(
+        proto::RejectReason::UnsupportedVersion,
+        "this receiver speaks protocol versions 1 and 2, not " + std::to_string(foreign->version));
+  }
+  hello_ = std::get<proto::Hello>(cause.data);
+  // Cheap checks first: nothing is created for an offer that fails them.
   if (auto err = proto::check_file_name(hello_.name))
     return reject(proto::RejectReason::BadName, proto::to_string(*err));
   if (hello_.file_size > o.max_size)
     return reject(proto::RejectReason::TooLarge, "larger than " + proto::format_size(o.max_size));
-  try {
-    if (OutputFile::free_bytes(context_.dir_fd) < hello_.file_size)
-      return reject(proto::RejectReason::NoSpace, "not enough free space");
-    file_.emplace(OutputFile::create(context_.dir_fd, hello_.name, o.overwrite));
-    file_->preallocate(hello_.file_size);
-  } catch (const FileExistsError&) {
-    return reject(proto::RejectReason::Exists, "a file of that name exists");
-  } catch (const std::exception& e) {
-    spdlog::error("[{}] cannot create a file for '{}': {}", peer_,
-                  proto::escape_for_log(hello_.name), e.what());
-    return reject(proto::RejectReason::Internal, "cannot create the file");
-  }
-  plan_ = proto::ChunkPlan{hello_.file_size, o.slot_size};
+  const proto::ChunkPlan plan{hello_.file_size, o.slot_size};
   // A small file needs fewer slots; an empty one needs no window at all.
   slot_count_ =
-      static_cast<std::uint32_t>(std::clamp<std::uint64_t>(plan_.chunk_count(), 1, o.slots));
+      static_cast<std::uint32_t>(std::clamp<std::uint64_t>(plan.chunk_count(), 1, o.slots));
   const std::uint64_t window_bytes =
-      plan_.chunk_count() > 0 ? std::uint64_t{o.slot_size} * slot_count_ : 0;
+      plan.chunk_count() > 0 ? std::uint64_t{o.slot_size} * slot_count_ : 0;
   if (context_.window_bytes_in_use + window_bytes > o.max_memory)
     return reject(proto::RejectReason::NoMemory, "receiver memory cap reached; try again later");
   context_.window_bytes_in_use += window_bytes;
   window_charge_ = window_bytes;
-  try {
-    if (plan_.chunk_count() > 0) {
-      window_ = AlignedBuffer(static_cast<std::size_t>(o.slot_size) * slot_count_);
-      slot_mrs_.resize(slot_count_);
+  ledger_ = proto::ReceiveLedger(hello_.file_size, o.slot_size, slot_count_);
+  if (window_bytes > 0) {
+    try {
+      window_ = transport_.allocate(static_cast<std::size_t>(window_bytes));
+      slot_keys_.resize(slot_count_);
       for (std::uint32_t slot = 0; slot < slot_count_; ++slot) register_slot(slot);
+    } catch (const std::exception& e) {
+      spdlog::error("[{}] cannot register the receive window: {}", label(), e.what());
+      for (std::uint32_t slot = 0; slot < slot_keys_.size(); ++slot) revoke_slot(slot);
+      return reject(proto::RejectReason::NoMemory, "cannot register memory");
     }
-  } catch (const std::exception& e) {
-    spdlog::error("[{}] cannot register the receive window: {}", peer_, e.what());
-    slot_mrs_.clear();
-    return reject(proto::RejectReason::NoMemory, "cannot register memory");
   }
-  try {
-    // At most one chunk per slot is being stored at a time.
-    if (plan_.chunk_count() > 0) worker_.emplace(*file_, chunks_stored_, slot_count_);
-  } catch (const std::exception& e) {
-    spdlog::error("[{}] cannot start a worker thread: {}", peer_, e.what());
-    slot_mrs_.clear();
-    return reject(proto::RejectReason::Internal, "cannot start a worker thread");
+  // Creating (and preallocating) the file is disk work: the pool does it.
+  expect_own_work("the file to be created");
+  file_.emplace(context_.pool, context_.dir_fd, hello_.name, o.overwrite);
+  file_->create(hello_.file_size, [this](const IncomingFile::Outcome& outcome) {
+    guarded([&] {
+      if (state_ != State::CheckingHello) return;  // abandoned meanwhile
+      using Kind = IncomingFile::Outcome::Kind;
+      switch (outcome.kind) {
+        case Kind::Ok:
+          spdlog::info("[{}] receiving '{}' ({})", label(), proto::escape_for_log(hello_.name),
+                       proto::format_size(hello_.file_size));
+          return dispatch({Event::HelloAccepted, {}});
+        case Kind::Exists:
+          return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::Exists,
+                                                                  "a file of that name exists"}});
+        case Kind::NoSpace:
+          return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::NoSpace,
+                                                                  "not enough free space"}});
+        case Kind::Failed:
+          spdlog::error("[{}] cannot create a file for '{}': {}", label(),
+                        proto::escape_for_log(hello_.name), outcome.error);
+          return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::Internal,
+                                                                  "cannot create the file"}});
+      }
+    });
+  });
+}
+
+void Connection::send_accept() {
+  data_started_ = Clock::now();
+  expect("data", context_.options.timeout);
+  post(proto::Accept{reinterpret_cast<std::uintptr_t>(window_.data()), 0,
+                     context_.options.slot_size, slot_count_});
+  // Each slot's key travels in its own Credit, so each can be revoked on its own. An empty
+  // file has no chunk, hence no credit.
+  if (ledger_.plan().chunk_count() == 0) return;
+  for (std::uint32_t slot = 0; slot < slot_count_; ++slot) {
+    if (!ledger_.grant(slot)) throw std::logic_error("slot granted twice");
+    post(proto::Credit{slot, slot_keys_[slot]->rkey});
   }
-  spdlog::info("[{}] receiving '{}' ({})", peer_, proto::escape_for_log(hello_.name),
-               proto::format_size(hello_.file_size));
-  return Event::HelloAccepted;
+}
+
+void Connection::store_chunk(const proto::Chunk& c) {
+  if (auto error = ledger_.accept_chunk(c)) {
+    spdlog::warn("[{}] bad chunk: offset {} length {} slot {} (expected offset {}): {}", label(),
+                 c.offset, c.length, c.slot, ledger_.received(), proto::to_string(*error));
+    return dispatch(
+        {Event::ProtocolViolation,
+         Input::Abort{proto::ErrorCode::ProtocolViolation,
+                      std::string("chunk breaks the data rules: ") + proto::to_string(*error)}});
+  }
+  // Revoke the slot's key before anyone reads it. RC delivers in order, so the WRITE that
+  // filled this slot completed before its Chunk arrived: nothing legitimate is still
+  // landing, and from here a write with that key fails at the writer.
+  revoke_slot(c.slot);
+  expect_data();
+  file_->store(c.slot, c.offset, slot_bytes(c.slot).first(c.length),
+               [this](const IncomingFile::Stored& stored) { guarded([&] { on_stored(stored); }); });
+}
+
+void Connection::on_stored(const IncomingFile::Stored& stored) {
+  if (state_ != State::Receiving && state_ != State::Draining) return;
+  if (!stored.outcome.ok()) {
+    spdlog::error("[{}] cannot write '{}': {}", label(), proto::escape_for_log(hello_.name),
+                  stored.outcome.error);
+    return dispatch({Event::VerifiedBad, Input::Verdict{proto::VerdictCode::StorageError}});
+  }
+  dispatch({Event::ChunkStored, Input::StoredSlot{stored.slot}});
+}
+
+void Connection::send_credit(std::uint32_t slot) {
+  // Once every byte has arrived no slot is handed back (docs/PROTOCOL.md 5.4).
+  if (!ledger_.stored(slot)) return;
+  register_slot(slot);  // a fresh registration, hence a fresh key
+  if (!ledger_.grant(slot)) throw std::logic_error("slot granted twice");
+  post(proto::Credit{slot, slot_keys_[slot]->rkey});
+  expect_data();
+}
+
+void Connection::await_drain(const ReceiverInput& cause) {
+  if (const auto* done = data_of<proto::Done>(cause)) {
+    done_total_ = done->total_bytes;
+    // The data phase is over: no key for this window works from now on. (The slots of the
+    // chunks still being stored were revoked when their Chunk arrived.)
+    ledger_.close();
+    for (std::uint32_t slot = 0; slot < slot_keys_.size(); ++slot) revoke_slot(slot);
+  } else if (const auto* stored = data_of<Input::StoredSlot>(cause)) {
+    ledger_.stored(stored->slot);  // false: the ledger is closed, nothing is credited again
+  }
+  if (ledger_.storing() > 0) {
+    expect_own_work("the last chunks to be stored");
+    return;  // asked again at each ChunkStored
+  }
+  dispatch({Event::Drained, {}});
+}
+
+void Connection::verify() {
+  computed_ = file_->finish_hash();
+  using Code = proto::VerdictCode;
+  if (ledger_.received() != hello_.file_size || done_total_ != ledger_.received())
+    return dispatch({Event::VerifiedBad, Input::Verdict{Code::SizeMismatch}});
+  if (computed_ != hello_.sha256)
+    return dispatch({Event::VerifiedBad, Input::Verdict{Code::HashMismatch}});
+  // fsync, then rename into place: only then may the verdict say Good. On the pool.
+  expect_own_work("the file to be committed");
+  file_->commit([this](const IncomingFile::Outcome& outcome) {
+    guarded([&] {
+      if (state_ != State::Verifying) return;
+      if (outcome.ok()) return dispatch({Event::VerifiedGood, Input::Verdict{Code::Good}});
+      spdlog::error("[{}] cannot store '{}': {}", label(), proto::escape_for_log(hello_.name),
+                    outcome.error);
+      dispatch({Event::VerifiedBad, Input::Verdict{Code::StorageError}});
+    });
+  });
+}
+
+void Connection::lookup_id(const proto::Id& id) {
+  ++id_attempts_;
+  spdlog::info("[{}] id '{}' offered", label(), proto::escape_for_log(id.id));
+  if (context_.secrets != nullptr) {
+    if (auto secret = context_.secrets->lookup(id.id)) {
+      secret_ = std::move(*secret);
+      return dispatch({Event::IdKnown, {}});
+    }
+  }
+  dispatch({id_attempts_ >= kMaxIdAttempts ? Event::IdAttemptsExhausted : Event::IdUnknown, {}});
+}
+
+void Connection::send_error(const ReceiverInput& cause) {
+  const auto* abort = data_of<Input::Abort>(cause);
+  const Input::Abort reason =
+      abort != nullptr ? *abort : Input::Abort{proto::ErrorCode::Internal, "receiver failure"};
+  post(proto::Error{reason.code, reason.text.substr(0, proto::kMaxTextBytes)});
+}
+
+void Connection::discard_file() {
+  if (!file_ || file_->committed()) return;
+  // Jobs not started are dropped; the temporary goes once the running one is done.
+  file_->discard();
+  if (!logged_end_) log_transfer_end("none (abandoned)");
+}
+
+void Connection::release() {
+  // Nothing more lands in the window or leaves this side; the daemon destroys the
+  // connection, then its transport (QP, MRs, CQ, PD, cm_id), once no job uses them.
+  transport_.shut_down();
+  mark_transport_gone();
+  spdlog::debug("[{}] connection released", label());
 }
 
 void Connection::register_slot(std::uint32_t slot) {
-  // Remote write is the only remote access a slot ever needs; it covers just that slot.
-  std::uint8_t* base = window_.data() + static_cast<std::size_t>(slot) * context_.options.slot_size;
-  slot_mrs_[slot].emplace(endpoint_->pd().get(), base, context_.options.slot_size,
-                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  slot_keys_[slot] = transport_.register_memory(slot_bytes(slot), Access::RemoteWrite);
 }
 
-std::optional<proto::ReceiverEvent> Connection::store_chunk() {
-  const auto& c = chunk_;
-  const std::uint64_t index = received_ / context_.options.slot_size;
-  // A slot is writable exactly while its MR exists: the sender holds its key.
-  const bool valid = c.slot < slot_mrs_.size() && slot_mrs_[c.slot].has_value() &&
-                     c.offset == received_ && index < plan_.chunk_count() &&
-                     c.length == plan_.length(index);
-  if (!valid) {
-    spdlog::warn("[{}] bad chunk: offset {} length {} slot {} (expected offset {})", peer_,
-                 c.offset, c.length, c.slot, received_);
-    error_code_ = proto::ErrorCode::ProtocolViolation;
-    error_text_ = "chunk breaks the data rules";
-    return Event::ProtocolViolation;
-  }
-  // Revoke the slot's key before anyone reads it. RC delivers in order, so the WRITE that
-  // filled this slot completed before its Chunk message arrived: nothing legitimate is
-  // still landing, and from here a write with that key fails at the writer.
-  const auto t0 = Clock::now();
-  slot_mrs_[c.slot].reset();
-  costs_.revoke += Clock::now() - t0;
-  // The worker hashes and writes the slot in place; it stays revoked until on_chunks_stored
-  // takes the result and SendCredit registers it again.
-  std::span<const std::uint8_t> bytes(
-      window_.data() + static_cast<std::size_t>(c.slot) * context_.options.slot_size, c.length);
-  worker_->submit({c.slot, c.offset, bytes});
-  received_ += c.length;
-  expect("data", context_.options.timeout);
-  return std::nullopt;  // ChunkStored (or VerifiedBad) comes from the worker
+void Connection::revoke_slot(std::uint32_t slot) {
+  if (!slot_keys_[slot]) return;
+  transport_.deregister(*slot_keys_[slot]);
+  slot_keys_[slot].reset();
 }
 
-void Connection::on_chunks_stored() {
-  // Read first: a chunk finished after this read signals again, so none is missed.
-  (void)chunks_stored_.read_count();
-  // One result per event: outstanding() counts the ones not dispatched yet. An event may
-  // end the worker (DiscardFile, Release, the verdict); its last results no longer matter.
-  while (worker_ && !closed()) {
-    auto result = worker_->take_finished();
-    if (!result) break;
-    costs_.hash += result->hashing;
-    costs_.write += result->writing;
-    if (!result->stored) {
-      spdlog::error("[{}] cannot write '{}': {}", peer_, proto::escape_for_log(hello_.name),
-                    result->error.empty() ? "unknown error" : result->error);
-      verdict_ = proto::VerdictCode::StorageError;
-      log_transfer_end(proto::to_string(verdict_));
-      dispatch(Event::VerifiedBad);
-      continue;
-    }
-    stored_ = result->chunk;
-    if (state_ == ReceiverState::Receiving) expect("data", context_.options.timeout);
-    dispatch(Event::ChunkStored);
-  }
+std::span<std::uint8_t> Connection::slot_bytes(std::uint32_t slot) {
+  const std::size_t size = context_.options.slot_size;
+  return window_.subspan(static_cast<std::size_t>(slot) * size, size);
 }
 
-std::optional<proto::ReceiverEvent> Connection::await_drain() {
-  // The data phase is over: no key for this window works from now on. (The slots of the
-  // chunks still being stored were revoked when their Chunk arrived.)
-  slot_mrs_.clear();
-  const auto now = Clock::now();
-  if (!drain_started_) drain_started_ = now;
-  if (worker_ && worker_->outstanding() > 0) {
-    expect("the last chunks to be written", context_.options.timeout);
-    return std::nullopt;  // asked again at each ChunkStored
-  }
-  costs_.drain = now - *drain_started_;
-  return Event::Drained;
-}
-
-proto::ReceiverEvent Connection::verify() {
-  // Every chunk is stored (Drained, after AwaitDrain revoked every slot): the worker is
-  // idle and its hash complete.
-  computed_ = worker_ ? worker_->finish_hash() : Sha256().finish();
-  worker_.reset();  // the data phase is over
-  if (received_ != hello_.file_size || done_total_ != received_) {
-    verdict_ = proto::VerdictCode::SizeMismatch;
-  } else if (computed_ != hello_.sha256) {
-    verdict_ = proto::VerdictCode::HashMismatch;
-  } else {
-    try {
-      file_->commit();  // fsync, then rename into place: only now may we say "good"
-      committed_ = true;
-      verdict_ = proto::VerdictCode::Good;
-    } catch (const std::exception& e) {
-      spdlog::error("[{}] cannot store '{}': {}", peer_, proto::escape_for_log(hello_.name),
-                    e.what());
-      verdict_ = proto::VerdictCode::StorageError;
-    }
-  }
-  log_transfer_end(proto::to_string(verdict_));
-  return verdict_ == proto::VerdictCode::Good ? Event::VerifiedGood : Event::VerifiedBad;
-}
-
-proto::ReceiverEvent Connection::lookup_id() {
-  ++id_attempts_;
-  if (context_.secrets != nullptr) {
-    if (auto secret = context_.secrets->lookup(offered_id_)) {
-      secret_ = std::move(*secret);
-      return Event::IdKnown;
-    }
-  }
-  return id_attempts_ >= kMaxIdAttempts ? Event::IdAttemptsExhausted : Event::IdUnknown;
+void Connection::expect_data() {
+  // While every slot's chunk is being stored the sender cannot send: the wait is on our
+  // own disk, which must not time the sender out.
+  for (std::uint32_t slot = 0; slot < ledger_.slot_count(); ++slot)
+    if (ledger_.state(slot) == proto::ReceiveLedger::SlotState::Credited)
+      return expect("data", context_.options.timeout);
+  expect_own_work("chunks to be stored");
 }
 
 void Connection::log_transfer_end(const char* verdict) {
+  if (logged_end_) return;
   logged_end_ = true;
   const double seconds = std::chrono::duration<double>(Clock::now() - data_started_).count();
-  const double rate = seconds > 0 ? static_cast<double>(received_) / seconds : 0;
-  spdlog::info("[{}] '{}': {} of {} in {:.2f}s ({}/s), verdict {}", peer_,
-               proto::escape_for_log(hello_.name), proto::format_size(received_),
+  const double rate = seconds > 0 ? static_cast<double>(ledger_.received()) / seconds : 0;
+  spdlog::info("[{}] '{}': {} of {} in {:.2f}s ({}/s), {} {}, verdict {}", label(),
+               proto::escape_for_log(hello_.name), proto::format_size(ledger_.received()),
                proto::format_size(hello_.file_size), seconds,
-               proto::format_size(static_cast<std::uint64_t>(rate)), verdict);
-  using Seconds = std::chrono::duration<double>;
-  // Hashing and writing happen on the worker thread; the rest, and the wait at Done for
-  // the worker to finish the chunks still queued, in the event loop.
-  spdlog::debug(
-      "[{}] time spent: revoking keys {:.3f}s, hashing {:.3f}s (worker), writing {:.3f}s "
-      "(worker), re-keying {:.3f}s{}",
-      peer_, Seconds(costs_.revoke).count(), Seconds(costs_.hash).count(),
-      Seconds(costs_.write).count(), Seconds(costs_.rekey).count(),
-      drain_started_ ? fmt::format(", waiting at Done for the last chunks {:.3f}s",
-                                   Seconds(costs_.drain).count())
-                     : std::string());
+               proto::format_size(static_cast<std::uint64_t>(rate)),
+               proto::to_string(hello_.digest_algorithm), to_hex(computed_), verdict);
 }
 
-void Connection::post(const proto::Message& message) {
-  if (disconnected_) return;
-  if (!endpoint_->send(message)) {
-    // Every send buffer is in flight: the peer is not acknowledging. Give up on it.
-    spdlog::warn("[{}] send queue full; dropping the connection", peer_);
-    disconnect_pending_ = true;
-    disconnected_ = true;
-    id_.disconnect();
-  }
-}
-
-void Connection::disconnect_when_drained() {
-  // Let the last messages (verdict, secret, error...) complete before disconnecting:
-  // rdma_disconnect flushes whatever is still queued.
-  if (disconnect_pending_ && !disconnected_ && endpoint_->sends_in_flight() == 0) {
-    disconnected_ = true;
-    id_.disconnect();
-  }
-}
-
-void Connection::on_completions() {
-  endpoint_->drain_completions(completions_);
-  for (const ibv_wc& wc : completions_) {
-    if (closed()) return;
-    if (wc.status != IBV_WC_SUCCESS) {
-      if (state_ == ReceiverState::Closing) continue;  // flushed by our own disconnect
-      on_transport_failure(std::string("completion error: ") + ibv_wc_status_str(wc.status));
-      return;
-    }
-    switch (wr_kind(wc.wr_id)) {
-      case WorkKind::Recv: {
-        auto decoded = endpoint_->take_received(wc);
-        if (auto* failure = std::get_if<proto::DecodeFailure>(&decoded);
-            failure && failure->error == proto::DecodeError::BadVersion &&
-            state_ == ReceiverState::AwaitHello) {
-          // A peer speaking another version gets a Reject it can understand (the header's
-          // magic and version never move), not an Error.
-          foreign_version_ = true;
-          dispatch(Event::GotHello);
-        } else if (failure) {
-          spdlog::warn("[{}] malformed message: {} ({})", peer_, proto::to_string(failure->error),
-                       failure->detail);
-          error_code_ = proto::ErrorCode::ProtocolViolation;
-          error_text_ = std::string("malformed message: ") + proto::to_string(failure->error);
-          dispatch(Event::ProtocolViolation);
-        } else {
-          on_message(std::get<proto::Message>(decoded));
-        }
-        break;
-      }
-      case WorkKind::Send:
-        endpoint_->send_completed(wr_index(wc.wr_id));
-        disconnect_when_drained();
-        break;
-      case WorkKind::Write:
-        break;
-    }
-  }
-}
-
-void Connection::on_message(const proto::Message& message) {
-  std::visit(
-      [&](const auto& m) {
-        using T = std::decay_t<decltype(m)>;
-        if constexpr (std::is_same_v<T, proto::Hello>) {
-          hello_ = m;
-          dispatch(Event::GotHello);
-        } else if constexpr (std::is_same_v<T, proto::Chunk>) {
-          chunk_ = m;
-          dispatch(Event::GotChunk);
-        } else if constexpr (std::is_same_v<T, proto::Done>) {
-          done_total_ = m.total_bytes;
-          dispatch(Event::GotDone);
-        } else if constexpr (std::is_same_v<T, proto::Id>) {
-          offered_id_ = m.id;
-          dispatch(Event::GotId);
-        } else if constexpr (std::is_same_v<T, proto::Bye>) {
-          dispatch(Event::GotBye);
-        } else if constexpr (std::is_same_v<T, proto::Error>) {
-          spdlog::warn("[{}] sender aborted: {} {}", peer_, proto::to_string(m.code),
-                       proto::escape_for_log(m.text));
-          dispatch(Event::GotError);
-        } else {
-          dispatch(Event::GotUnexpected);
-        }
-      },
-      message);
-}
-
-void Connection::on_established() {
-  spdlog::debug("[{}] connection established", peer_);
-}
-
-void Connection::on_disconnected() {
-  // Messages that arrived before the disconnect (a Bye, an Id) are handled first.
-  on_completions();
+void Connection::on_message(Inbound inbound) {
   if (closed()) return;
-  if (state_ != ReceiverState::Closing && state_ != ReceiverState::Closed)
-    spdlog::warn("[{}] sender disconnected while waiting for {}", peer_, waiting_for_);
-  disconnected_ = true;
-  dispatch(Event::Disconnected);
+  if (version() == 0) {
+    if (auto* f = std::get_if<proto::DecodeFailure>(&inbound.decoded);
+        f != nullptr && f->error == proto::DecodeError::BadVersion) {
+      // A peer speaking another version gets a Reject it can understand, in version 1
+      // (the header's magic and version never move): not an Error.
+      set_version(proto::kVersion1);
+      return dispatch({Event::GotHello, Input::ForeignVersion{inbound.version}});
+    }
+    set_version(inbound.version != 0 ? inbound.version : proto::kVersion1);
+  }
+  if (auto* failure = std::get_if<proto::DecodeFailure>(&inbound.decoded)) {
+    spdlog::warn("[{}] malformed message: {} ({})", label(), proto::to_string(failure->error),
+                 failure->detail);
+    return dispatch({Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation,
+                                                            std::string("malformed message: ") +
+                                                                proto::to_string(failure->error)}});
+  }
+  if (inbound.version != version()) {
+    spdlog::warn("[{}] a version-{} message on a version-{} connection", label(), inbound.version,
+                 version());
+    return dispatch(
+        {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation,
+                                                "message version differs from the connection's"}});
+  }
+  auto& message = std::get<proto::Message>(inbound.decoded);
+  if (auto* hello = std::get_if<proto::Hello>(&message))
+    return dispatch({Event::GotHello, std::move(*hello)});
+  if (auto* chunk = std::get_if<proto::Chunk>(&message)) return dispatch({Event::GotChunk, *chunk});
+  if (auto* done = std::get_if<proto::Done>(&message)) return dispatch({Event::GotDone, *done});
+  if (auto* id = std::get_if<proto::Id>(&message)) return dispatch({Event::GotId, std::move(*id)});
+  if (std::holds_alternative<proto::Bye>(message)) return dispatch({Event::GotBye, {}});
+  if (auto* error = std::get_if<proto::Error>(&message)) {
+    spdlog::warn("[{}] sender aborted: {} {}", label(), proto::to_string(error->code),
+                 proto::escape_for_log(error->text));
+    return dispatch({Event::GotError, {}});
+  }
+  dispatch({Event::GotUnexpected, {}});
 }
+
+void Connection::on_sent(std::uint64_t) {}
 
 void Connection::on_transport_failure(const std::string& why) {
-  spdlog::warn("[{}] {} (while waiting for {})", peer_, why, waiting_for_);
-  dispatch(Event::TransportFailed);
+  if (state_ != State::Closing && !closed())
+    spdlog::warn("[{}] {} (while waiting for {})", label(), why, waiting_for());
+  dispatch({Event::TransportFailed, {}});
 }
 
-void Connection::on_tick(Clock::time_point now) {
-  if (closed() || now < deadline_) return;
-  if (state_ != ReceiverState::Closing) {
-    spdlog::warn("[{}] timed out waiting for {}", peer_, waiting_for_);
-    error_code_ = proto::ErrorCode::Timeout;
-    error_text_ = std::string("receiver timed out waiting for ") + waiting_for_;
-  }
-  dispatch(Event::Timeout);
+void Connection::on_peer_disconnected() {
+  if (closed()) return;
+  if (state_ != State::Closing)
+    spdlog::warn("[{}] sender disconnected while waiting for {}", label(), waiting_for());
+  dispatch({Event::Disconnected, {}});
+}
+
+void Connection::on_timeout() {
+  if (closed()) return;
+  if (state_ == State::Closing) return dispatch({Event::Timeout, {}});
+  spdlog::warn("[{}] timed out waiting for {}", label(), waiting_for());
+  dispatch({Event::Timeout,
+            Input::Abort{proto::ErrorCode::Timeout,
+                         std::string("receiver timed out waiting for ") + waiting_for()}});
+}
+
+void Connection::on_local_failure(const std::string&) {
+  dispatch({Event::LocalFailure,
+            Input::Abort{proto::ErrorCode::Internal, "the receiver failed; see its log"}});
+}
+
+void Connection::on_transport_lost(const std::string&) {
+  dispatch({Event::TransportFailed, {}});
+}
+
+void Connection::tick(Clock::time_point now) {
+  on_tick(now);
+  // Keep a waiting version-2 sender informed: it restarts its timeout on every message.
+  if (version() != proto::kVersion2 || hello_.keepalive_ms == 0 ||
+      !proto::receiver_owes_keepalive(state_))
+    return;
+  if (now - last_sent() < std::chrono::milliseconds(hello_.keepalive_ms)) return;
+  const auto phase = state_ == State::CheckingHello ? proto::WorkPhase::Preparing
+                     : state_ == State::Verifying   ? proto::WorkPhase::Committing
+                                                    : proto::WorkPhase::Storing;
+  guarded([&] { post(proto::Working{phase, file_ ? file_->bytes_stored() : 0}); });
 }
 
 void Connection::shut_down() {
-  if (closed() || state_ == ReceiverState::Closing) return;
-  error_code_ = proto::ErrorCode::ShuttingDown;
-  error_text_ = "receiver shutting down";
-  dispatch(Event::ShuttingDown);
+  if (closed() || state_ == State::Closing) return;
+  guarded([&] {
+    dispatch({Event::ShuttingDown,
+              Input::Abort{proto::ErrorCode::ShuttingDown, "receiver shutting down"}});
+  });
+}
+
+void Connection::abandon() {
+  transport_.shut_down();
+  mark_transport_gone();
+  if (file_ && !file_->committed()) file_->discard();
+}
+
+void Connection::on_cm_failure(const std::string& what) {
+  mark_transport_gone();
+  guarded([&] { on_transport_failure(what); });
 }
 
 }  // namespace rdmax::receiver

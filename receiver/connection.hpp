@@ -1,38 +1,38 @@
 #pragma once
-// One sender's connection, seen from the receiver: its own PD, CQ, QP and registered
-// window, a temporary output file, and the pure state machine
-// (protocol/receiver_machine.hpp) that decides what happens next.
+// One sender's connection, seen from the receiver: the pure state machine
+// (protocol/receiver_machine.hpp) driven through the shared driver skeleton
+// (common/connection/driver_core.hpp), the data-phase rules of the ReceiveLedger, the
+// transfer's IncomingFile (disk and hashing work on the daemon's pool), and the window
+// the sender writes into.
 //
-// Lifecycle: created on CONNECT_REQUEST (receives posted, then accepted); driven by
-// completions, CM events, its worker's eventfd and the daemon's timer; ends in Closed,
-// after which the daemon destroys it. Destruction order (reverse of the members below):
-// the slot worker (joined), its eventfd, the cm_id with its QP, then the slots' MRs, the
-// window, then the endpoint (CQ, channel, PD); the transfer's file last of all.
+// Lifecycle: created on CONNECT_REQUEST over a transport whose receives are posted (the
+// daemon then accepts); driven by messages, send completions, CM events, results from the
+// pool and the daemon's ticks; ends in Closed. The daemon destroys it once reapable():
+// closed, and no disk or hashing job still uses its window or its file. The Transport
+// (the connection's device resources) outlives it.
 //
-// Threads: everything here runs on the daemon's event loop except the SlotWorker, which
-// hashes and writes chunks whose slots are revoked (receiver/slot_worker.hpp).
+// Threads: all of it runs on the daemon's event loop; only IncomingFile's jobs run on the
+// pool, and they touch only revoked slots, the hash and the file.
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <optional>
+#include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
-#include "common/aligned_buffer.hpp"
-#include "common/epoll.hpp"
-#include "common/event_fd.hpp"
-#include "common/output_file.hpp"
-#include "common/rdma/cm_id.hpp"
-#include "common/rdma/endpoint.hpp"
-#include "common/rdma/memory_region.hpp"
+#include "common/connection/dispatcher.hpp"
+#include "common/connection/driver_core.hpp"
+#include "common/connection/transport.hpp"
 #include "common/sha256.hpp"
-#include "protocol/chunk_plan.hpp"
+#include "common/work_pool.hpp"
+#include "protocol/receive_ledger.hpp"
 #include "protocol/receiver_machine.hpp"
 #include "protocol/secrets.hpp"
 #include "protocol/wire.hpp"
+#include "receiver/incoming_file.hpp"
 #include "receiver/options.hpp"
-#include "receiver/slot_worker.hpp"
 
 namespace rdmax::receiver {
 
@@ -40,106 +40,116 @@ namespace rdmax::receiver {
 struct ReceiverContext {
   const ReceiverOptions& options;
   int dir_fd;
-  const proto::SecretStore* secrets;      // null: every id is denied
+  const proto::SecretStore* secrets;  // null: every id is denied
+  WorkPool& pool;
   std::uint64_t window_bytes_in_use = 0;  // registered by all connections, vs --max-memory
 };
 
-class Connection {
- public:
-  using Clock = std::chrono::steady_clock;
+// An event and the data it carries (docs/PROTOCOL.md 4.5 names the events).
+struct ReceiverInput {
+  struct ForeignVersion {
+    std::uint16_t version;
+  };
+  struct Rejection {
+    proto::RejectReason reason;
+    std::string text;
+  };
+  struct StoredSlot {
+    std::uint32_t slot;
+  };
+  struct Verdict {
+    proto::VerdictCode code;
+  };
+  struct Abort {  // why the receiver ends the connection; SendError sends it
+    proto::ErrorCode code;
+    std::string text;
+  };
+  proto::ReceiverEvent event;
+  std::variant<std::monostate, proto::Hello, ForeignVersion, Rejection, proto::Chunk, StoredSlot,
+               proto::Done, Verdict, proto::Id, Abort>
+      data;
+};
 
-  Connection(std::uint64_t number, rdma_cm_id* id, ReceiverContext& context);
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
+class Connection final : public DriverCore {
+ public:
+  Connection(Transport& transport, std::string peer, ReceiverContext& context);
   ~Connection();
 
-  void accept();
-  int completion_fd() const { return endpoint_->completion_fd(); }
-  // Readable when the worker has stored chunks: call on_chunks_stored().
-  int chunks_stored_fd() const { return chunks_stored_.fd(); }
-  std::uint64_t number() const { return number_; }
-  bool closed() const { return state_ == proto::ReceiverState::Closed; }
-
-  void on_completions();
-  void on_chunks_stored();
-  void on_established();
-  void on_disconnected();
-  void on_transport_failure(const std::string& why);
-  void on_tick(Clock::time_point now);
+  // Ticks the deadline, and keeps a waiting version-2 sender informed (Working).
+  void tick(Clock::time_point now);
+  // SIGINT/SIGTERM: abandon the transfer cleanly.
   void shut_down();
+  // A CM event that ends the connection (CONNECT_ERROR, UNREACHABLE, DEVICE_REMOVAL...).
+  void on_cm_failure(const std::string& what);
+
+  proto::ReceiverState state() const { return state_; }
+  bool closed() const { return state_ == proto::ReceiverState::Closed; }
+  // No job on the pool uses this connection's memory or file.
+  bool idle() const { return !file_ || file_->idle(); }
+  // Closed and idle: the daemon may destroy it (and then its transport).
+  bool reapable() const { return closed() && idle(); }
+  // The daemon is exiting without waiting for this connection to close: stop the queue
+  // pair and drop the file's pending work (the temporary is removed).
+  void abandon();
 
  private:
   using Event = proto::ReceiverEvent;
   using Action = proto::ReceiverAction;
+  using State = proto::ReceiverState;
 
-  void dispatch(Event event);
-  void perform(Action action);
-  void on_message(const proto::Message& message);
-  void post(const proto::Message& message);
-  void disconnect_when_drained();
-  void expect(const char* what, std::chrono::seconds within);
+  void dispatch(ReceiverInput input);
+  void step(const ReceiverInput& input);
+  void perform(Action action, const ReceiverInput& cause);
 
-  // Action bodies that produce the next event.
-  Event check_hello();
-  std::optional<Event> store_chunk();
-  std::optional<Event> await_drain();
-  Event verify();
-  Event lookup_id();
+  // DriverCore.
+  void on_message(Inbound inbound) override;
+  void on_sent(std::uint64_t tag) override;
+  void on_transport_failure(const std::string& why) override;
+  void on_peer_disconnected() override;
+  void on_timeout() override;
+  void on_local_failure(const std::string& what) override;
+  void on_transport_lost(const std::string& what) override;
+
+  // Actions.
+  void check_hello(const ReceiverInput& cause);
+  void send_accept();
+  void store_chunk(const proto::Chunk& chunk);
+  void on_stored(const IncomingFile::Stored& stored);
+  void send_credit(std::uint32_t slot);
+  void await_drain(const ReceiverInput& cause);
+  void verify();
+  void lookup_id(const proto::Id& id);
+  void send_error(const ReceiverInput& cause);
+  void discard_file();
+  void release();
+
   void register_slot(std::uint32_t slot);
+  void revoke_slot(std::uint32_t slot);
+  std::span<std::uint8_t> slot_bytes(std::uint32_t slot);
+  void expect_data();
   void log_transfer_end(const char* verdict);
 
-  std::uint64_t number_;
   ReceiverContext& context_;
-  std::string peer_;
-  proto::ReceiverState state_ = proto::ReceiverState::AwaitHello;
-  std::deque<Event> pending_;
-  bool dispatching_ = false;
-  Clock::time_point deadline_;
-  const char* waiting_for_ = "Hello";
-  Clock::time_point data_started_;
-  std::optional<Clock::time_point> drain_started_;  // Done arrived
-  struct {
-    Clock::duration revoke{}, hash{}, write{}, rekey{}, drain{};
-  } costs_;  // where the data phase's time goes (logged with -v); hash and write: the worker's
+  Transport& transport_;
+  State state_ = State::AwaitHello;
+  Dispatcher<ReceiverInput> dispatcher_;
 
   // The transfer.
   proto::Hello hello_;
-  proto::Chunk chunk_{};
-  SlotWorker::Chunk stored_{};  // the chunk a ChunkStored is about
-  std::string offered_id_;
-  proto::ChunkPlan plan_{};
-  std::uint64_t received_ = 0;  // bytes of every valid Chunk so far, stored or still queued
-  std::uint64_t done_total_ = 0;
-  bool logged_end_ = false;
-  bool foreign_version_ = false;  // the first message spoke another protocol version
-  Digest computed_{};
-  std::optional<OutputFile> file_;
+  proto::ReceiveLedger ledger_;
   std::uint32_t slot_count_ = 0;
-  std::uint64_t window_charge_ = 0;  // this connection's share of window_bytes_in_use
+  std::uint64_t done_total_ = 0;
+  Digest computed_{};
   proto::VerdictCode verdict_ = proto::VerdictCode::Good;
-  proto::RejectReason reject_reason_ = proto::RejectReason::Internal;
-  std::string reject_text_;
-  proto::ErrorCode error_code_ = proto::ErrorCode::ProtocolViolation;
-  std::string error_text_;
+  std::string secret_;  // between LookupId and SendSecret; wiped once sent
   unsigned id_attempts_ = 0;
-  std::string secret_;  // wiped as soon as it is sent
-  bool disconnect_pending_ = false;
-  bool disconnected_ = false;
-  bool committed_ = false;
-  std::vector<ibv_wc> completions_;
-
-  // Resources; see the lifecycle note above for why this order.
-  std::optional<Endpoint> endpoint_;
-  AlignedBuffer window_;
-  std::vector<std::optional<MemoryRegion>> slot_mrs_;  // engaged: the sender holds its key
-  CmId id_;
-  // After id_: if creating it throws, the half-built connection still destroys the cm_id.
-  EventFd chunks_stored_;
-  // Last, so destroyed first: its thread reads the window and writes file_, so it must be
-  // stopped and joined before either (or the eventfd it signals) goes, whichever way the
-  // connection ends. Engaged from an accepted Hello with data until the verdict or the
-  // first way out (DiscardFile, Release).
-  std::optional<SlotWorker> worker_;
+  Clock::time_point data_started_{};
+  bool logged_end_ = false;
+  std::uint64_t window_charge_ = 0;  // this connection's share of window_bytes_in_use
+  std::span<std::uint8_t> window_;   // the transport's allocation
+  std::vector<std::optional<Registration>> slot_keys_;  // engaged: the slot is registered
+  // Last: its jobs use the window (which the transport owns and outlives it).
+  std::optional<IncomingFile> file_;
 };
 
 }  // namespace rdmax::receiver

@@ -1,26 +1,35 @@
 #include "receiver/daemon.hpp"
 
+#include <poll.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace rdmax::receiver {
 
 namespace {
-// epoll tags: small fixed ones for the daemon's fds; connection numbers start above, and
-// the top bit tells a connection's worker eventfd from its completion channel.
-enum Tag : std::uint64_t { kTagCm = 1, kTagSignal = 2, kTagTimer = 3, kFirstConnectionTag = 16 };
-constexpr std::uint64_t kChunksStoredBit = std::uint64_t{1} << 63;
+// epoll tags: small fixed ones for the daemon's fds; a connection's completion fd is
+// tagged with its number plus kFirstConnectionTag.
+enum Tag : std::uint64_t {
+  kTagCm = 1,
+  kTagSignal = 2,
+  kTagTimer = 3,
+  kTagPool = 4,
+  kFirstConnectionTag = 16
+};
 constexpr auto kShutdownGrace = std::chrono::seconds(5);
+constexpr auto kTick = std::chrono::milliseconds(100);  // also the keepalive resolution
+// Receives a connection keeps posted: a Chunk per slot, plus the few other messages that
+// can accompany them (docs/PROTOCOL.md 4.2).
+constexpr std::uint32_t kSpareMessages = 8;
 
-std::uint64_t completion_tag(std::uint64_t number) {
-  return kFirstConnectionTag + number;
+void* context_for(std::uint64_t number) {
+  return reinterpret_cast<void*>(static_cast<std::uintptr_t>(number));
 }
-std::uint64_t chunks_stored_tag(std::uint64_t number) {
-  return completion_tag(number) | kChunksStoredBit;
-}
-std::uint64_t connection_number(std::uint64_t tag) {
-  return (tag & ~kChunksStoredBit) - kFirstConnectionTag;
+std::uint64_t number_of(rdma_cm_id* id) {
+  return id != nullptr ? static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(id->context))
+                       : 0;
 }
 }  // namespace
 
@@ -28,7 +37,8 @@ Daemon::Daemon(const ReceiverOptions& options, Fd dir, std::optional<proto::Secr
     : options_(options),
       dir_(std::move(dir)),
       secrets_(std::move(secrets)),
-      context_{options_, dir_.get(), secrets_ ? &*secrets_ : nullptr, 0},
+      pool_(options.workers),
+      context_{options_, dir_.get(), secrets_ ? &*secrets_ : nullptr, pool_, 0},
       listener_(channel_) {
   channel_.set_nonblocking();
   const char* bind = options_.bind_address ? options_.bind_address->c_str() : nullptr;
@@ -36,91 +46,100 @@ Daemon::Daemon(const ReceiverOptions& options, Fd dir, std::optional<proto::Secr
   epoll_.add(channel_.fd(), EPOLLIN, kTagCm);
   epoll_.add(signals_.fd(), EPOLLIN, kTagSignal);
   epoll_.add(timer_.fd(), EPOLLIN, kTagTimer);
-  timer_.arm_periodic(std::chrono::milliseconds(200));
+  epoll_.add(pool_.ready_fd(), EPOLLIN, kTagPool);
+  timer_.arm_periodic(kTick);
+}
+
+Daemon::~Daemon() {
+  // Jobs still running use their connection's window and file: let them finish before
+  // anything is destroyed.
+  wait_for_disk_work();
+  peers_.clear();
 }
 
 int Daemon::run() {
-  spdlog::info("listening on {} (files go to {})", listener_.local_address(), options_.dir);
+  spdlog::info("listening on {} (files go to {}; {} worker threads)", listener_.local_address(),
+               options_.dir, pool_.threads());
   std::chrono::steady_clock::time_point give_up{};
   epoll_event events[16];
-  while (!stopping_ || !connections_.empty()) {
+  while (!stopping_ || !peers_.empty()) {
+    if (stopping_ && give_up == std::chrono::steady_clock::time_point{})
+      give_up = std::chrono::steady_clock::now() + kShutdownGrace;
     if (stopping_ && std::chrono::steady_clock::now() > give_up) {
-      spdlog::warn("{} connection(s) did not close in time; releasing them", connections_.size());
+      spdlog::warn("{} connection(s) did not close in time; releasing them", peers_.size());
       break;
     }
     const int n = epoll_.wait(events, 1000);
     for (int i = 0; i < n; ++i) {
       const std::uint64_t tag = events[i].data.u64;
-      try {
-        if (tag == kTagCm) {
-          on_cm_events();
-        } else if (tag == kTagSignal) {
-          if (auto sig = signals_.read_signal(); sig && !stopping_) {
-            spdlog::info("signal {}: shutting down", *sig);
-            stopping_ = true;
-            give_up = std::chrono::steady_clock::now() + kShutdownGrace;
-            for (auto& [number, c] : connections_) c->shut_down();
-          }
-        } else if (tag == kTagTimer) {
-          on_tick();
-        } else if (auto it = connections_.find(connection_number(tag)); it != connections_.end()) {
-          if (tag & kChunksStoredBit)
-            it->second->on_chunks_stored();
-          else
-            it->second->on_completions();
+      if (tag == kTagCm) {
+        on_cm_events();
+      } else if (tag == kTagSignal) {
+        if (auto sig = signals_.read_signal(); sig && !stopping_) {
+          spdlog::info("signal {}: shutting down", *sig);
+          stop(0);
         }
-      } catch (const std::exception& e) {
-        // One connection's failure (a post that fails, a registration...) must not end
-        // the daemon: drop that connection.
-        spdlog::error("{}", e.what());
-        if (auto it = connections_.find(connection_number(tag)); it != connections_.end())
-          it->second->on_transport_failure(e.what());
+      } else if (tag == kTagTimer) {
+        on_tick();
+      } else if (tag == kTagPool) {
+        // Each connection's callbacks run under its own failure policy.
+        pool_.run_completions();
+      } else if (Peer* p = peer_of(tag - kFirstConnectionTag)) {
+        p->connection->poll();
       }
     }
     reap_closed();
   }
-  connections_.clear();
+  wait_for_disk_work();
+  peers_.clear();
   spdlog::info("stopped");
-  return 0;
+  return status_;
 }
 
-Connection* Daemon::connection_of(rdma_cm_id* id) {
-  return id != nullptr ? static_cast<Connection*>(id->context) : nullptr;
+void Daemon::stop(int status) {
+  if (status != 0) status_ = status;
+  if (stopping_) return;
+  stopping_ = true;
+  for (auto& [number, p] : peers_) p.connection->shut_down();
+}
+
+Daemon::Peer* Daemon::peer_of(std::uint64_t number) {
+  auto it = peers_.find(number);
+  return it != peers_.end() ? &it->second : nullptr;
 }
 
 void Daemon::on_cm_events() {
   while (auto event = channel_.try_get()) {
     const rdma_cm_event_type type = event->type();
     rdma_cm_id* id = event->id();
-    const int status = event->status();
-    spdlog::debug("cm event {} (status {})", rdma_event_str(type), status);
+    spdlog::debug("cm event {} (status {})", rdma_event_str(type), event->status());
+    event->ack();  // before handling: handling may destroy the id
     if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
-      event->ack();
       on_connect_request(id);
       continue;
     }
-    event->ack();  // acked before handling: handling may destroy the id
-    if (id == listener_.get()) {
-      if (type == RDMA_CM_EVENT_DEVICE_REMOVAL) {
-        spdlog::error("the RDMA device was removed; stopping");
-        stopping_ = true;
-      }
+    if (type == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+      // Every connection on it is gone, and so is the listener: nothing left to serve.
+      spdlog::error("the RDMA device was removed; stopping (restart rdma-recv once it is back)");
+      if (Peer* p = id != listener_.get() ? peer_of(number_of(id)) : nullptr)
+        p->connection->on_cm_failure("the RDMA device was removed");
+      stop(1);
       continue;
     }
-    Connection* c = connection_of(id);
-    if (c == nullptr) continue;
+    if (id == listener_.get()) continue;
+    Peer* p = peer_of(number_of(id));
+    if (p == nullptr) continue;  // a connection already reaped
     switch (type) {
       case RDMA_CM_EVENT_ESTABLISHED:
-        c->on_established();
+        spdlog::debug("[{}] connection established", p->connection->label());
         break;
       case RDMA_CM_EVENT_DISCONNECTED:
-        c->on_disconnected();
+        p->connection->on_disconnected();
         break;
       case RDMA_CM_EVENT_CONNECT_ERROR:
       case RDMA_CM_EVENT_UNREACHABLE:
       case RDMA_CM_EVENT_REJECTED:
-      case RDMA_CM_EVENT_DEVICE_REMOVAL:
-        c->on_transport_failure(rdma_event_str(type));
+        p->connection->on_cm_failure(rdma_event_str(type));
         break;
       default:
         break;
@@ -129,46 +148,68 @@ void Daemon::on_cm_events() {
 }
 
 void Daemon::on_connect_request(rdma_cm_id* id) {
-  if (stopping_ || connections_.size() >= options_.max_connections) {
+  CmId cm_id = CmId::adopt(id);  // destroyed on any early return
+  if (stopping_ || peers_.size() >= options_.max_connections) {
     spdlog::warn("refusing a connection: {}", stopping_ ? "shutting down" : "too many connections");
-    CmId refused = CmId::adopt(id);  // destroyed on return, whatever reject does
     try {
-      refused.reject(nullptr, 0);
+      cm_id.reject(nullptr, 0);
     } catch (const std::exception& e) {
       spdlog::warn("{}", e.what());
     }
     return;
   }
   const std::uint64_t number = next_number_++;
-  std::unique_ptr<Connection> c;
+  cm_id.set_context(context_for(number));
+  const std::string peer = cm_id.peer_address();
   try {
-    c = std::make_unique<Connection>(number, id, context_);
+    Peer p;
+    // Receives are posted here, before rdma_accept: the sender may send as soon as the
+    // connection is established.
+    const std::uint32_t depth = options_.slots + kSpareMessages;
+    p.transport =
+        std::make_unique<RdmaTransport>(std::move(cm_id), RdmaTransport::Depths{depth, depth, 0});
+    p.connection = std::make_unique<Connection>(*p.transport, peer, context_);
+    epoll_.add(p.transport->completion_fd(), EPOLLIN, kFirstConnectionTag + number);
+    peers_.emplace(number, std::move(p));
+    peers_.at(number).transport->accept();
   } catch (const std::exception& e) {
-    // The id now belongs to the half-built connection, which destroyed it.
-    spdlog::error("cannot set up a connection: {}", e.what());
-    return;
+    spdlog::error("[{}] cannot set up a connection: {}", peer, e.what());
+    if (Peer* p = peer_of(number)) {
+      epoll_.remove(p->transport->completion_fd());
+      peers_.erase(number);
+    }
   }
-  epoll_.add(c->completion_fd(), EPOLLIN, completion_tag(number));
-  epoll_.add(c->chunks_stored_fd(), EPOLLIN, chunks_stored_tag(number));
-  c->accept();
-  connections_.emplace(number, std::move(c));
 }
 
 void Daemon::on_tick() {
   (void)timer_.read_expirations();
   const auto now = std::chrono::steady_clock::now();
-  for (auto& [number, c] : connections_) c->on_tick(now);
+  for (auto& [number, p] : peers_) p.connection->tick(now);
 }
 
 void Daemon::reap_closed() {
-  for (auto it = connections_.begin(); it != connections_.end();) {
-    if (it->second->closed()) {
-      epoll_.remove(it->second->completion_fd());
-      epoll_.remove(it->second->chunks_stored_fd());
-      it = connections_.erase(it);
+  for (auto it = peers_.begin(); it != peers_.end();) {
+    if (it->second.connection->reapable()) {
+      epoll_.remove(it->second.transport->completion_fd());
+      it = peers_.erase(it);
     } else {
       ++it;
     }
+  }
+}
+
+void Daemon::wait_for_disk_work() {
+  auto busy = [&] {
+    return std::any_of(peers_.begin(), peers_.end(),
+                       [](const auto& entry) { return !entry.second.connection->idle(); });
+  };
+  if (!busy()) return;
+  spdlog::info("waiting for the disk work in progress to finish");
+  for (auto& [number, p] : peers_) p.connection->abandon();
+  while (busy()) {
+    pollfd fd{pool_.ready_fd(), POLLIN, 0};
+    ::poll(&fd, 1, 1000);
+    pool_.run_completions();
   }
 }
 

@@ -1,20 +1,24 @@
 #pragma once
 // The receiver daemon: one epoll loop serving every connection. It owns the listening
-// cm_id, routes CM events to connections (cm_id->context), completion-channel fds and
-// slot-worker eventfds to their connection, ticks timeouts, and shuts down cleanly on
-// SIGINT/SIGTERM. The only other threads are the connections' slot workers, which hash
-// and write (receiver/slot_worker.hpp); every verbs and CM call is made here.
+// cm_id, creates each connection's transport (its device resources) on CONNECT_REQUEST,
+// routes CM events (by the number in cm_id->context), completion fds and the worker
+// pool's results to their connection, ticks timeouts, and shuts down cleanly on
+// SIGINT/SIGTERM. Disk and hashing work runs on the pool (common/work_pool.hpp); every
+// verbs and CM call is made on the loop.
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "common/epoll.hpp"
 #include "common/fd.hpp"
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/event_channel.hpp"
+#include "common/rdma/rdma_transport.hpp"
 #include "common/signal_fd.hpp"
 #include "common/timer_fd.hpp"
+#include "common/work_pool.hpp"
 #include "protocol/secrets.hpp"
 #include "receiver/connection.hpp"
 #include "receiver/options.hpp"
@@ -24,29 +28,41 @@ namespace rdmax::receiver {
 class Daemon {
  public:
   Daemon(const ReceiverOptions& options, Fd dir, std::optional<proto::SecretStore> secrets);
-  // Runs until a signal asks it to stop and every connection has closed (bounded).
+  ~Daemon();
+  // Runs until a signal asks it to stop (0) or the device goes away (1), and every
+  // connection has closed (bounded).
   int run();
 
  private:
+  // A connection and the transport it runs on; the transport goes last.
+  struct Peer {
+    std::unique_ptr<RdmaTransport> transport;
+    std::unique_ptr<Connection> connection;
+  };
+
   void on_cm_events();
   void on_connect_request(rdma_cm_id* id);
   void on_tick();
+  void stop(int status);
   void reap_closed();
-  Connection* connection_of(rdma_cm_id* id);
+  void wait_for_disk_work();
+  Peer* peer_of(std::uint64_t number);
 
   const ReceiverOptions& options_;
   Fd dir_;
   std::optional<proto::SecretStore> secrets_;
+  WorkPool pool_;  // outlives every connection (their files' queues)
   ReceiverContext context_;
   Epoll epoll_;
   SignalFd signals_;
   TimerFd timer_;
   EventChannel channel_;
   CmId listener_;
-  // Declared after the channel: connections (and their cm_ids) go before it.
-  std::map<std::uint64_t, std::unique_ptr<Connection>> connections_;
+  // After the channel: connections (and their cm_ids) go before it.
+  std::map<std::uint64_t, Peer> peers_;
   std::uint64_t next_number_ = 1;
   bool stopping_ = false;
+  int status_ = 0;
 };
 
 }  // namespace rdmax::receiver

@@ -1,7 +1,9 @@
 #include "receiver/options.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
+#include <thread>
 
 #include "protocol/sizes.hpp"
 #include "protocol/wire.hpp"
@@ -36,6 +38,10 @@ std::optional<std::uint64_t> size_option(const std::string& text, const char* wh
   return v;
 }
 }  // namespace
+
+unsigned default_workers() {
+  return std::max(4u, std::thread::hardware_concurrency());
+}
 
 std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv) {
   ReceiverOptions o;
@@ -72,6 +78,10 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
   app.add_option("--max-connections", o.max_connections, "concurrent senders")
       ->capture_default_str()
       ->check(CLI::Range(1u, 4096u));
+  app.add_option("--workers", o.workers,
+                 "threads for disk and hashing work, shared by every connection (default: the "
+                 "number of CPUs, at least 4)")
+      ->check(CLI::Range(1u, 256u));
   std::uint32_t timeout_s = 30;
   app.add_option("--timeout", timeout_s, "seconds without progress before a sender is dropped")
       ->capture_default_str()

@@ -9,6 +9,8 @@
 
 namespace rdmax::receiver {
 
+unsigned default_workers();
+
 struct ReceiverOptions {
   std::uint16_t port = 18515;
   std::optional<std::string> bind_address;  // default: every IPv4 address
@@ -23,6 +25,9 @@ struct ReceiverOptions {
   std::uint32_t max_connections = 64;
   std::uint64_t max_memory = 1ull << 30;  // receive windows of all connections together
   std::chrono::seconds timeout{30};       // no progress for this long ends a connection
+  // Threads for disk and hashing work (common/work_pool.hpp). More than the CPUs: a thread
+  // waiting on one file's fsync must not hold up every other connection's writes.
+  unsigned workers = default_workers();
   int verbosity = 0;
 };
 

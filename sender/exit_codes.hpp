@@ -22,6 +22,7 @@ inline int exit_code_for(proto::SenderOutcome outcome) {
     case O::ConnectionLost:
       return kExitConnection;
     case O::Rejected:
+    case O::VersionUnsupported:  // only when even version 1 is refused
       return kExitRejected;
     case O::HashMismatch:
       return kExitHashMismatch;
@@ -30,6 +31,7 @@ inline int exit_code_for(proto::SenderOutcome outcome) {
     case O::ReceiverFailed:
     case O::ProtocolError:
     case O::Interrupted:
+    case O::LocalFailure:
       return kExitOther;
   }
   return kExitOther;

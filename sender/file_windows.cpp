@@ -8,10 +8,14 @@
 
 namespace rdmax::sender {
 
-FileWindows::FileWindows(ibv_pd* pd, std::span<const std::uint8_t> mapping,
+FileWindows::FileWindows(Transport& transport, std::span<const std::uint8_t> mapping,
                          std::uint64_t window_bytes)
-    : pd_(pd), mapping_(mapping), window_bytes_(window_bytes) {
+    : transport_(transport), mapping_(mapping), window_bytes_(window_bytes) {
   if (window_bytes_ == 0) throw std::invalid_argument("FileWindows: zero window");
+}
+
+FileWindows::~FileWindows() {
+  for (const Window& w : windows_) transport_.deregister(w.registration);
 }
 
 FileWindows::Window& FileWindows::find_or_register(std::uint64_t index) {
@@ -20,16 +24,17 @@ FileWindows::Window& FileWindows::find_or_register(std::uint64_t index) {
   const std::uint64_t begin = index * window_bytes_;
   const std::uint64_t end = std::min<std::uint64_t>(begin + window_bytes_, mapping_.size());
   if (begin >= end) throw std::out_of_range("FileWindows: window past the end of the file");
-  // Access 0 (local read only): the HCA reads these pages and never writes them, which is
-  // what a PROT_READ mapping allows. ibv_reg_mr takes a non-const pointer regardless.
-  void* start = const_cast<std::uint8_t*>(mapping_.data() + begin);
+  // Local read only: the HCA reads these pages and never writes them, which is what a
+  // PROT_READ mapping allows. ibv_reg_mr takes a non-const pointer regardless.
+  std::span<std::uint8_t> pages(const_cast<std::uint8_t*>(mapping_.data() + begin),
+                                static_cast<std::size_t>(end - begin));
   try {
     const auto t0 = std::chrono::steady_clock::now();
-    MemoryRegion region(pd_, start, static_cast<std::size_t>(end - begin), 0);
+    const Registration registration = transport_.register_memory(pages, Access::LocalRead);
     registration_time_ += std::chrono::steady_clock::now() - t0;
     auto at = std::find_if(windows_.begin(), windows_.end(),
                            [&](const Window& w) { return w.index > index; });
-    return *windows_.insert(at, Window{index, std::move(region)});
+    return *windows_.insert(at, Window{index, registration});
   } catch (const SysError& e) {
     // EFAULT: pages past the end of a file that shrank after it was mapped.
     throw std::runtime_error("cannot register bytes " + std::to_string(begin) + "-" +
@@ -38,13 +43,13 @@ FileWindows::Window& FileWindows::find_or_register(std::uint64_t index) {
   }
 }
 
-std::uint32_t FileWindows::acquire(std::uint64_t offset, std::uint32_t length) {
+Registration FileWindows::acquire(std::uint64_t offset, std::uint32_t length) {
   Window& w = find_or_register(offset / window_bytes_);
   ++w.in_flight;
   posted_end_ = std::max(posted_end_, offset + length);
-  const std::uint32_t lkey = w.region.lkey();
+  const Registration registration = w.registration;
   drop_finished();
-  return lkey;
+  return registration;
 }
 
 void FileWindows::release(std::uint64_t offset) {
@@ -61,7 +66,7 @@ void FileWindows::release(std::uint64_t offset) {
 void FileWindows::register_ahead(std::uint64_t offset) {
   const std::uint64_t index = offset / window_bytes_;
   for (std::uint64_t i = index; i <= index + 1 && i * window_bytes_ < mapping_.size(); ++i)
-    (void)find_or_register(i);
+    find_or_register(i);
 }
 
 void FileWindows::drop_finished() {
@@ -69,6 +74,7 @@ void FileWindows::drop_finished() {
   while (!windows_.empty() && windows_.front().in_flight == 0 &&
          (windows_.front().index + 1) * window_bytes_ <= posted_end_) {
     const auto t0 = std::chrono::steady_clock::now();
+    transport_.deregister(windows_.front().registration);
     windows_.pop_front();
     registration_time_ += std::chrono::steady_clock::now() - t0;
   }

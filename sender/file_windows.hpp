@@ -9,30 +9,34 @@
 //
 // Chunks never straddle windows: a window is a whole number of chunks.
 
-#include <infiniband/verbs.h>
-
 #include <chrono>
 #include <cstdint>
 #include <deque>
 #include <span>
 
-#include "common/rdma/memory_region.hpp"
+#include "common/connection/transport.hpp"
 
 namespace rdmax::sender {
 
 class FileWindows {
  public:
-  // `window_bytes` must be a multiple of the chunk size.
-  FileWindows(ibv_pd* pd, std::span<const std::uint8_t> mapping, std::uint64_t window_bytes);
+  // `window_bytes` must be a multiple of the chunk size. The transport outlives this.
+  FileWindows(Transport& transport, std::span<const std::uint8_t> mapping,
+              std::uint64_t window_bytes);
+  FileWindows(const FileWindows&) = delete;
+  FileWindows& operator=(const FileWindows&) = delete;
+  ~FileWindows();
 
-  // The local key covering [offset, offset + length); registers its window if needed and
-  // counts the chunk as in flight. Throws (SysError) when registration fails.
-  [[nodiscard]] std::uint32_t acquire(std::uint64_t offset, std::uint32_t length);
+  // The registration covering [offset, offset + length); registers its window if needed
+  // and counts the chunk as in flight. Throws when registration fails.
+  [[nodiscard]] Registration acquire(std::uint64_t offset, std::uint32_t length);
   // The chunk at `offset` has been written (its SEND completed).
   void release(std::uint64_t offset);
   // Registers the window holding `offset` and the one after it (if the file has one),
   // ahead of their first writes; does nothing for windows already registered.
   void register_ahead(std::uint64_t offset);
+  // Windows registered now (pinned memory is at most this many windows).
+  std::size_t registered() const { return windows_.size(); }
 
   std::span<const std::uint8_t> bytes(std::uint64_t offset, std::uint32_t length) const {
     return mapping_.subspan(static_cast<std::size_t>(offset), length);
@@ -43,13 +47,13 @@ class FileWindows {
  private:
   struct Window {
     std::uint64_t index;
-    MemoryRegion region;
+    Registration registration;
     std::uint32_t in_flight = 0;
   };
   Window& find_or_register(std::uint64_t index);
   void drop_finished();
 
-  ibv_pd* pd_;
+  Transport& transport_;
   std::span<const std::uint8_t> mapping_;
   std::uint64_t window_bytes_;
   std::uint64_t posted_end_ = 0;  // end of the furthest chunk acquired so far

@@ -82,9 +82,27 @@ int main(int argc, char** argv) {
     spdlog::debug("SHA-256 {} of {} in {:.2f}s", to_hex(digest), proto::format_size(file->size()),
                   hash_s);
 
-    sender::SendSession session(options, *file, digest, progress);
-    const proto::SenderOutcome outcome = session.run();
-    const auto& stats = session.stats();
+    sender::SenderSettings settings{options.name,
+                                    options.id,
+                                    proto::kLatestVersion,
+                                    options.connect_timeout,
+                                    options.timeout,
+                                    options.chunk_size_hint,
+                                    options.zero_copy,
+                                    options.inject_corruption,
+                                    progress};
+    std::optional<sender::SendSession> session;
+    session.emplace(options, settings, *file, digest);
+    proto::SenderOutcome outcome = session->run();
+    if (outcome == proto::SenderOutcome::VersionUnsupported) {
+      // A receiver from before version 2 refuses our Hello with Reject(UnsupportedVersion):
+      // everything it can do, version 1 does (no keepalives while it commits).
+      spdlog::warn("the receiver speaks only protocol version 1: connecting again with version 1");
+      settings.version = proto::kVersion1;
+      session.emplace(options, settings, *file, digest);
+      outcome = session->run();
+    }
+    const auto& stats = session->stats();
     const int rc = sender::exit_code_for(outcome);
     if (outcome == proto::SenderOutcome::Success) {
       const double rate =
@@ -107,10 +125,10 @@ int main(int argc, char** argv) {
                             stats.zero_copy,
                             outcome,
                             rc,
-                            session.secret()};
+                            session->secret()};
       std::puts(sender::to_json(report).c_str());
-    } else if (outcome == proto::SenderOutcome::Success && !session.secret().empty()) {
-      std::fwrite(session.secret().data(), 1, session.secret().size(), stdout);
+    } else if (outcome == proto::SenderOutcome::Success && !session->secret().empty()) {
+      std::fwrite(session->secret().data(), 1, session->secret().size(), stdout);
       std::fputc('\n', stdout);
     }
     return rc;

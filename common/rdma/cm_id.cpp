@@ -72,7 +72,6 @@ CmId::~CmId() {
 
 void CmId::destroy() noexcept {
   if (id_ == nullptr) return;
-  destroy_qp();
   if (::rdma_destroy_id(std::exchange(id_, nullptr)) != 0) {
     warn_release_failure("rdma_destroy_id", errno);
   }
@@ -119,31 +118,14 @@ void CmId::reject(const void* private_data, uint8_t length) {
   if (::rdma_reject(id_, private_data, length) != 0) throw_sys("rdma_reject");
 }
 
-int CmId::disconnect() noexcept {
-  return ::rdma_disconnect(id_) == 0 ? 0 : errno;
-}
-
-void CmId::create_qp(ibv_pd* pd, ibv_qp_init_attr& attr) {
-  if (::rdma_create_qp(id_, pd, &attr) != 0) throw_sys("rdma_create_qp");
+void CmId::disconnect() noexcept {
+  ::rdma_disconnect(id_);
 }
 
 void CmId::set_ack_timeout(std::uint8_t exponent) {
   if (::rdma_set_option(id_, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &exponent,
                         sizeof exponent) != 0)
     throw_sys("rdma_set_option(ACK_TIMEOUT)");
-}
-
-int CmId::set_qp_error() noexcept {
-  if (id_ == nullptr || id_->qp == nullptr) return 0;
-  ibv_qp_attr attr{};
-  attr.qp_state = IBV_QPS_ERR;
-  // ibv_modify_qp returns the errno value itself.
-  return ::ibv_modify_qp(id_->qp, &attr, IBV_QP_STATE);
-}
-
-void CmId::destroy_qp() noexcept {
-  // rdma_destroy_qp clears id->qp, so this is idempotent.
-  if (id_ != nullptr && id_->qp != nullptr) ::rdma_destroy_qp(id_);
 }
 
 std::string CmId::peer_address() const {

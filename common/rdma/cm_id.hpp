@@ -12,12 +12,12 @@
 
 namespace rdmax {
 
-// Owns an rdma_cm_id (RDMA_PS_TCP, i.e. a reliable connected QP) and the QP created on it.
+// Owns an rdma_cm_id (RDMA_PS_TCP, i.e. a reliable connected QP).
 //
-// Lifetime: destroy a CmId before the ProtectionDomain and CompletionQueues its QP uses,
-// and before the EventChannel it was created on (declare those first in the owner), and
-// only after every CmEvent naming it has been acked. The destructor destroys the QP
-// first (rdma_destroy_id requires it) and then the id.
+// Lifetime: destroy a CmId after the QueuePair created on it and the device resources
+// (PD, CQ, MRs) of its connection, before the EventChannel it was created on, and only
+// after every CmEvent naming it has been acked. common/rdma/rdma_transport.hpp is the
+// owner that encodes this order.
 //
 // Setup calls throw SysError; results of the asynchronous steps (ADDR_RESOLVED,
 // ESTABLISHED, ...) arrive as CM events on the channel.
@@ -44,21 +44,13 @@ class CmId {
   void accept(rdma_conn_param& param);
   void reject(const void* private_data, uint8_t length);
 
-  // Returns 0 or the errno value; errors are ignored by design (the peer may be gone).
-  int disconnect() noexcept;
+  // rdma_disconnect. It fails only when the connection is gone already (the peer left, or
+  // it never connected), which is what the caller wants anyway: nothing to report.
+  void disconnect() noexcept;
   // The RC ACK timeout, as the exponent of 4.096 us * 2^exponent (14 ~ 67 ms, 17 ~ 0.5 s).
   // With retry_count 7 it bounds how long a dead peer goes unnoticed while sending.
   void set_ack_timeout(std::uint8_t exponent);
 
-  // rdma_create_qp: the id must be bound to a device (after ADDR_RESOLVED, or adopted).
-  void create_qp(ibv_pd* pd, ibv_qp_init_attr& attr);
-  // Two-phase teardown: move the QP to the error state so outstanding work requests
-  // complete with IBV_WC_WR_FLUSH_ERR, drain the CQ, then destroy_qp(). Returns 0 or
-  // the errno value.
-  int set_qp_error() noexcept;
-  void destroy_qp() noexcept;
-
-  ibv_qp* qp() const noexcept { return id_->qp; }
   ibv_context* verbs() const noexcept { return id_->verbs; }
   rdma_cm_id* get() const noexcept { return id_; }
   void set_context(void* context) noexcept { id_->context = context; }

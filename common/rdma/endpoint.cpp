@@ -8,33 +8,41 @@ namespace {
 constexpr std::size_t kBuf = proto::kMaxMessageSize;
 }
 
-Endpoint::Endpoint(CmId& id, std::uint32_t recv_depth, std::uint32_t send_depth,
+Endpoint::Endpoint(ibv_context* device, std::uint32_t recv_depth, std::uint32_t send_depth,
                    std::uint32_t extra_send_wrs)
-    : id_(id),
+    : recv_depth_(recv_depth),
       send_depth_(send_depth),
-      pd_(id.verbs()),
-      channel_(id.verbs()),
-      cq_(id.verbs(), static_cast<int>(recv_depth + send_depth + extra_send_wrs + 8), &channel_),
+      extra_send_wrs_(extra_send_wrs),
+      pd_(device),
+      channel_(device),
+      cq_(device, static_cast<int>(recv_depth + send_depth + extra_send_wrs + 8), &channel_),
       recv_buffers_(recv_depth * kBuf),
       send_buffers_(send_depth * kBuf),
       recv_mr_(pd_.get(), recv_buffers_.data(), recv_buffers_.size(), IBV_ACCESS_LOCAL_WRITE),
       send_mr_(pd_.get(), send_buffers_.data(), send_buffers_.size(), 0) {
   channel_.set_nonblocking();
+  free_sends_.reserve(send_depth);
+  sent_bytes_.assign(send_depth, 0);
+  for (std::uint32_t i = send_depth; i > 0; --i) free_sends_.push_back(i - 1);
+  cq_.request_notify();
+}
+
+ibv_qp_init_attr Endpoint::qp_attributes() const {
   ibv_qp_init_attr attr{};
   attr.send_cq = cq_.get();
   attr.recv_cq = cq_.get();
   attr.qp_type = IBV_QPT_RC;
   attr.sq_sig_all = 0;
-  attr.cap.max_send_wr = send_depth + extra_send_wrs;
-  attr.cap.max_recv_wr = recv_depth;
+  attr.cap.max_send_wr = send_depth_ + extra_send_wrs_;
+  attr.cap.max_recv_wr = recv_depth_;
   attr.cap.max_send_sge = 1;
   attr.cap.max_recv_sge = 1;
-  id_.create_qp(pd_.get(), attr);
-  for (std::uint32_t i = 0; i < recv_depth; ++i) post_recv(i);
-  free_sends_.reserve(send_depth);
-  sent_bytes_.assign(send_depth, 0);
-  for (std::uint32_t i = send_depth; i > 0; --i) free_sends_.push_back(i - 1);
-  cq_.request_notify();
+  return attr;
+}
+
+void Endpoint::attach(ibv_qp* qp) {
+  qp_ = qp;
+  for (std::uint32_t i = 0; i < recv_depth_; ++i) post_recv(i);
 }
 
 void Endpoint::post_recv(std::uint32_t index) {
@@ -47,7 +55,7 @@ void Endpoint::post_recv(std::uint32_t index) {
   wr.sg_list = &sge;
   wr.num_sge = 1;
   ibv_recv_wr* bad = nullptr;
-  if (int err = ::ibv_post_recv(id_.qp(), &wr, &bad); err != 0) throw_sys("ibv_post_recv", err);
+  if (int err = ::ibv_post_recv(qp_, &wr, &bad); err != 0) throw_sys("ibv_post_recv", err);
 }
 
 void Endpoint::drain_completions(std::vector<ibv_wc>& out) {
@@ -63,20 +71,24 @@ void Endpoint::drain_completions(std::vector<ibv_wc>& out) {
   }
 }
 
-std::variant<proto::Message, proto::DecodeFailure> Endpoint::take_received(const ibv_wc& wc) {
+std::variant<proto::Message, proto::DecodeFailure> Endpoint::take_received(const ibv_wc& wc,
+                                                                           std::uint16_t* version) {
   const std::uint32_t index = wr_index(wc.wr_id);
   auto bytes = std::span<const std::uint8_t>(recv_buffers_.data() + index * kBuf,
                                              std::min<std::size_t>(wc.byte_len, kBuf));
+  if (version != nullptr) *version = proto::peek_version(bytes).value_or(0);
   auto result = proto::decode(bytes);
+  // A received Secret does not linger in the registered buffer.
+  proto::secure_wipe(recv_buffers_.data() + index * kBuf, bytes.size());
   post_recv(index);
   return result;
 }
 
-std::optional<std::uint32_t> Endpoint::send(const proto::Message& message) {
+std::optional<std::uint32_t> Endpoint::send(const proto::Message& message, std::uint16_t version) {
   if (free_sends_.empty()) return std::nullopt;
   const std::uint32_t index = free_sends_.back();
   auto buffer = std::span<std::uint8_t>(send_buffers_.data() + index * kBuf, kBuf);
-  const std::size_t length = proto::encode_into(message, buffer);
+  const std::size_t length = proto::encode_into(message, buffer, version);
   if (length == 0) throw std::logic_error("message does not encode: a bug in the caller");
   ibv_sge sge{};
   sge.addr = reinterpret_cast<std::uintptr_t>(buffer.data());
@@ -89,7 +101,7 @@ std::optional<std::uint32_t> Endpoint::send(const proto::Message& message) {
   wr.opcode = IBV_WR_SEND;
   wr.send_flags = IBV_SEND_SIGNALED;
   ibv_send_wr* bad = nullptr;
-  if (int err = ::ibv_post_send(id_.qp(), &wr, &bad); err != 0) throw_sys("ibv_post_send", err);
+  if (int err = ::ibv_post_send(qp_, &wr, &bad); err != 0) throw_sys("ibv_post_send", err);
   free_sends_.pop_back();
   sent_bytes_[index] = static_cast<std::uint32_t>(length);
   return index;
@@ -119,7 +131,7 @@ void Endpoint::post_write(std::span<const std::uint8_t> local, std::uint32_t lke
   wr.wr.rdma.remote_addr = remote_addr;
   wr.wr.rdma.rkey = rkey;
   ibv_send_wr* bad = nullptr;
-  if (int err = ::ibv_post_send(id_.qp(), &wr, &bad); err != 0) throw_sys("ibv_post_send", err);
+  if (int err = ::ibv_post_send(qp_, &wr, &bad); err != 0) throw_sys("ibv_post_send", err);
 }
 
 }  // namespace rdmax

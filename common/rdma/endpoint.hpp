@@ -1,11 +1,13 @@
 #pragma once
-// One side of one RC connection: its protection domain, completion channel and CQ, the
-// QP (created on the caller's cm_id), and registered buffers for control messages.
+// The device resources of one side of one RC connection, but for the queue pair: its
+// protection domain, completion channel and CQ, and registered buffers for control
+// messages. The QueuePair is created by the owner with qp_attributes() and handed to
+// attach(), which posts the receives (before the peer can send).
 //
-// Lifecycle: construct after the cm_id has a device (route resolved, or a connect
-// request arrived); receives are posted by the constructor, i.e. before the peer can
-// send. The owner declares the Endpoint BEFORE its CmId, so the QP (owned by the cm_id)
-// is destroyed first, then MRs, CQ, channel and PD, the order rdma_server.c unwinds in.
+// Lifecycle: construct after the cm_id has a device (route resolved, or a connect request
+// arrived). The owner destroys the QueuePair first, then this Endpoint (its MRs, CQ,
+// channel and PD, in that order), then the cm_id: the order rdma_server.c unwinds in.
+// common/rdma/rdma_transport.hpp is that owner.
 //
 // wr_id encodes (kind, index), never a pointer: a stale completion cannot point at freed
 // memory, and each connection has its own CQ, so the connection is known already.
@@ -18,7 +20,6 @@
 #include <vector>
 
 #include "common/aligned_buffer.hpp"
-#include "common/rdma/cm_id.hpp"
 #include "common/rdma/completion.hpp"
 #include "common/rdma/memory_region.hpp"
 #include "common/rdma/protection_domain.hpp"
@@ -42,8 +43,14 @@ class Endpoint {
  public:
   // recv_depth: receive buffers kept posted; send_depth: control messages in flight;
   // extra_send_wrs: room on the send queue for RDMA WRITEs.
-  Endpoint(CmId& id, std::uint32_t recv_depth, std::uint32_t send_depth,
+  Endpoint(ibv_context* device, std::uint32_t recv_depth, std::uint32_t send_depth,
            std::uint32_t extra_send_wrs);
+
+  // What the QueuePair must be created with (CQs, depths).
+  ibv_qp_init_attr qp_attributes() const;
+  // Starts using `qp` (created with qp_attributes(), destroyed before this Endpoint):
+  // posts every receive buffer.
+  void attach(ibv_qp* qp);
 
   ProtectionDomain& pd() { return pd_; }
   int completion_fd() const { return channel_.fd(); }
@@ -53,18 +60,21 @@ class Endpoint {
 
   // Decoding of a received message; the buffer is reposted before returning, so the
   // peer's next message can land while this one is handled.
-  [[nodiscard]] std::variant<proto::Message, proto::DecodeFailure> take_received(const ibv_wc& wc);
+  // `version`, when given, gets the header's version (0 if it carried none).
+  [[nodiscard]] std::variant<proto::Message, proto::DecodeFailure> take_received(
+      const ibv_wc& wc, std::uint16_t* version = nullptr);
 
-  // Posts one control message. Returns the send slot index, or nullopt when every send
-  // buffer is in flight (the caller treats that as a peer not keeping up).
-  [[nodiscard]] std::optional<std::uint32_t> send(const proto::Message& message);
+  // Posts one control message encoded in `version`. Returns the send slot index, or
+  // nullopt when every send buffer is in flight (the peer is not keeping up).
+  [[nodiscard]] std::optional<std::uint32_t> send(const proto::Message& message,
+                                                  std::uint16_t version = proto::kVersion1);
   void send_completed(std::uint32_t index);
   std::uint32_t sends_in_flight() const {
     return send_depth_ - static_cast<std::uint32_t>(free_sends_.size());
   }
 
-  // RDMA WRITE of local registered memory to (remote_addr, rkey); unsignaled: its
-  // completion is implied by the signaled SEND that follows it on the same QP.
+  // RDMA WRITE of local registered memory to (remote_addr, rkey). Unsignaled writes'
+  // completions are implied by the signaled SEND that follows them on the same QP.
   void post_write(std::span<const std::uint8_t> local, std::uint32_t lkey,
                   std::uint64_t remote_addr, std::uint32_t rkey, bool signaled,
                   std::uint32_t index);
@@ -72,8 +82,10 @@ class Endpoint {
  private:
   void post_recv(std::uint32_t index);
 
-  CmId& id_;
+  ibv_qp* qp_ = nullptr;  // attached; owned by the caller
+  std::uint32_t recv_depth_;
   std::uint32_t send_depth_;
+  std::uint32_t extra_send_wrs_;
   ProtectionDomain pd_;
   CompletionChannel channel_;
   CompletionQueue cq_;

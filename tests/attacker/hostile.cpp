@@ -241,7 +241,7 @@ bool hostile_garbage(const Options& o, const Payload&) {
   ok &= attempt_on_fresh_connection(o, "short-5", Expect::Violation, send_raw_now(random_bytes(5)));
   auto framed = random_bytes(64);
   put_le(framed, 0, proto::kMagic, 4);
-  put_le(framed, kHeaderVersion, proto::kProtocolVersion, 2);
+  put_le(framed, kHeaderVersion, proto::kVersion1, 2);
   ok &= attempt_on_fresh_connection(o, "magic-v1-then-random", Expect::Violation,
                                     send_raw_now(framed));
   // Longer than every RECV buffer (4096): the receive fails at the receiver, which can

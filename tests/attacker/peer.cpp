@@ -45,7 +45,9 @@ void Peer::connect(std::size_t local_bytes) {
   expect_cm(RDMA_CM_EVENT_ADDR_RESOLVED);
   id_.resolve_route(bound);
   expect_cm(RDMA_CM_EVENT_ROUTE_RESOLVED);
-  endpoint_.emplace(id_, kRecvDepth, kSendDepth, kWriteWrs + raw_slots_);
+  endpoint_.emplace(id_.verbs(), kRecvDepth, kSendDepth, kWriteWrs + raw_slots_);
+  qp_.emplace(id_, endpoint_->pd().get(), endpoint_->qp_attributes());
+  endpoint_->attach(qp_->get());
   local_ = AlignedBuffer(std::max(local_bytes, kMinLocalBytes));
   // The attacker's own memory needs no remote access at all.
   local_mr_.emplace(endpoint_->pd().get(), local_.data(), local_.size(), IBV_ACCESS_LOCAL_WRITE);
@@ -95,7 +97,7 @@ void Peer::send_raw(std::span<const std::uint8_t> bytes) {
   wr.opcode = IBV_WR_SEND;
   wr.send_flags = IBV_SEND_SIGNALED;
   ibv_send_wr* bad = nullptr;
-  if (int err = ::ibv_post_send(id_.qp(), &wr, &bad); err != 0)
+  if (int err = ::ibv_post_send(qp_->get(), &wr, &bad); err != 0)
     throw SetupError(label_ + ": ibv_post_send (raw): " + std::strerror(err));
   raw_busy_[*slot] = true;
 }
@@ -181,7 +183,7 @@ std::string Peer::describe(const proto::Message& m) {
 void Peer::close() noexcept {
   if (!connected_) return;
   connected_ = false;
-  (void)id_.disconnect();
+  id_.disconnect();
   try {
     wait_disconnected(std::chrono::seconds(2));
   } catch (...) {

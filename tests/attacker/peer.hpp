@@ -22,6 +22,7 @@
 #include "common/rdma/endpoint.hpp"
 #include "common/rdma/event_channel.hpp"
 #include "common/rdma/memory_region.hpp"
+#include "common/rdma/queue_pair.hpp"
 #include "common/sha256.hpp"
 #include "protocol/wire.hpp"
 
@@ -149,15 +150,16 @@ class Peer {
   std::deque<proto::Message> messages_;
   std::map<std::uint32_t, ibv_wc_status> writes_;
   std::vector<ibv_wc> completions_;
-  // Destroyed in reverse: the cm_id (and QP) first, then the MRs and their buffers, the
-  // endpoint (CQ, PD), the channel. The same order as rdma-send.
+  // Destroyed in reverse: the QP first, then the MRs and their buffers, the endpoint
+  // (its MRs, CQ, channel, PD), the cm_id, the event channel. The order of RdmaTransport.
   EventChannel channel_;
+  CmId id_;
   std::optional<Endpoint> endpoint_;
   AlignedBuffer local_;
   std::optional<MemoryRegion> local_mr_;
   AlignedBuffer raw_;
   std::optional<MemoryRegion> raw_mr_;
-  CmId id_;
+  std::optional<QueuePair> qp_;
 };
 
 // The file offered in every Hello: random bytes, hashed here.

@@ -45,6 +45,8 @@ bool codes_known(const Message& m) {
   if (const auto* v = std::get_if<Verdict>(&m)) return known(to_string(v->code));
   if (const auto* r = std::get_if<Reject>(&m)) return known(to_string(r->reason));
   if (const auto* e = std::get_if<Error>(&m)) return known(to_string(e->code));
+  if (const auto* w = std::get_if<Working>(&m)) return known(to_string(w->phase));
+  if (const auto* h = std::get_if<Hello>(&m)) return known(to_string(h->digest_algorithm));
   return true;
 }
 
@@ -66,12 +68,13 @@ void check_failure(Bytes bytes, DecodeError error, std::optional<std::uint16_t> 
   }
   FUZZ_CHECK(version.has_value());
   if (error == DecodeError::BadVersion) {
-    FUZZ_CHECK(*version != kProtocolVersion);
+    FUZZ_CHECK(*version != kVersion1 && *version != kVersion2);
     return;
   }
-  FUZZ_CHECK(*version == kProtocolVersion);
+  FUZZ_CHECK(*version == kVersion1 || *version == kVersion2);
   const std::uint16_t type = le16(bytes, 6);
-  if (error == DecodeError::BadType) FUZZ_CHECK(type < 1 || type > 12);
+  if (error == DecodeError::BadType)
+    FUZZ_CHECK(type < 1 || type > (*version == kVersion1 ? 12 : 13));
   if (error == DecodeError::TooLarge) {
     FUZZ_CHECK(bytes.size() > kMaxMessageSize ||
                kHeaderSize + std::uint64_t{le32(bytes, 8)} > kMaxMessageSize);
@@ -83,20 +86,21 @@ void check_failure(Bytes bytes, DecodeError error, std::optional<std::uint16_t> 
 }
 
 void check_decoded(Bytes bytes, const Message& m, std::optional<std::uint16_t> version) {
-  FUZZ_CHECK(version == kProtocolVersion);
+  FUZZ_CHECK(version == kVersion1 || version == kVersion2);
+  const std::uint16_t v = *version;
   FUZZ_CHECK(static_cast<std::uint16_t>(type_of(m)) == le16(bytes, 6));
   FUZZ_CHECK(known(to_string(type_of(m))));
   FUZZ_CHECK(codes_known(m));
-  FUZZ_CHECK(encoded_size(m) == bytes.size());
+  FUZZ_CHECK(encoded_size(m, v) == bytes.size());
 
-  const std::vector<std::uint8_t> again = encode(m);
+  const std::vector<std::uint8_t> again = encode(m, v);
   FUZZ_CHECK(equal(again, bytes));
 
   // encode_into must fill an exact-size buffer and refuse one a byte short, never overrun it.
   std::vector<std::uint8_t> buffer(bytes.size());
-  FUZZ_CHECK(encode_into(m, buffer) == bytes.size());
+  FUZZ_CHECK(encode_into(m, buffer, v) == bytes.size());
   FUZZ_CHECK(equal(buffer, bytes));
-  FUZZ_CHECK(encode_into(m, std::span(buffer).first(bytes.size() - 1)) == 0);
+  FUZZ_CHECK(encode_into(m, std::span(buffer).first(bytes.size() - 1), v) == 0);
 
   const auto back = decode(again);
   const auto* message = std::get_if<Message>(&back);
@@ -124,12 +128,17 @@ Message make_message(FuzzedDataProvider& in) {
     return sha;
   };
   auto text = [&] { return in.ConsumeRandomLengthString(2 * kMaxMessageSize); };
-  switch (in.ConsumeIntegralInRange<int>(1, 12)) {
+  switch (in.ConsumeIntegralInRange<int>(1, 13)) {
     case 1: {
       Hello m{in.ConsumeIntegral<std::uint64_t>(), sha(), in.ConsumeIntegral<std::uint32_t>(), {}};
       m.name = text();
+      m.digest_algorithm = static_cast<DigestAlgorithm>(in.ConsumeIntegral<std::uint8_t>());
+      m.keepalive_ms = in.ConsumeIntegral<std::uint32_t>();
       return m;
     }
+    case 13:
+      return Working{static_cast<WorkPhase>(in.ConsumeIntegral<std::uint8_t>()),
+                     in.ConsumeIntegral<std::uint64_t>()};
     case 2:
       return Accept{in.ConsumeIntegral<std::uint64_t>(), in.ConsumeIntegral<std::uint32_t>(),
                     in.ConsumeIntegral<std::uint32_t>(), in.ConsumeIntegral<std::uint32_t>()};
@@ -164,16 +173,18 @@ Message make_message(FuzzedDataProvider& in) {
 }
 
 void check_encode(FuzzedDataProvider& in) {
+  const std::uint16_t version = in.ConsumeBool() ? kVersion1 : kVersion2;
   const Message m = make_message(in);
-  const std::vector<std::uint8_t> bytes = encode(m);
+  const std::vector<std::uint8_t> bytes = encode(m, version);
   // encode and encode_into must agree on refusing and on the bytes.
   std::vector<std::uint8_t> buffer(kMaxMessageSize + 1);
-  const std::size_t written = encode_into(m, buffer);
+  const std::size_t written = encode_into(m, buffer, version);
   FUZZ_CHECK(written == bytes.size());
   FUZZ_CHECK(equal(std::span(buffer).first(written), bytes));
   if (bytes.empty()) return;
 
-  FUZZ_CHECK(bytes.size() == encoded_size(m) && bytes.size() <= kMaxMessageSize);
+  FUZZ_CHECK(bytes.size() == encoded_size(m, version) && bytes.size() <= kMaxMessageSize);
+  FUZZ_CHECK(peek_version(bytes) == version);
   const auto back = decode(bytes);
   const auto* message = std::get_if<Message>(&back);
   FUZZ_CHECK(message != nullptr && *message == m);

@@ -366,7 +366,7 @@ class Conversation {
         clean_ = false;
         break;
       case AnyStored:
-        (void)receiver_.stored(in.slot());
+        receiver_.stored(in.slot());
         clean_ = false;
         break;
       case Close:

@@ -223,7 +223,7 @@ void deliver_to_receiver(ReceiverRun& receiver, std::span<const std::uint8_t> by
   const auto result = decode(bytes);
   if (std::holds_alternative<DecodeFailure>(result)) {
     const auto version = peek_version(bytes);
-    if (version && *version != kProtocolVersion && receiver.state() == RS::AwaitHello) {
+    if (version && *version != kVersion1 && receiver.state() == RS::AwaitHello) {
       receiver.step(RE::GotHello);
       receiver.step(RE::HelloRejected);
     } else {

@@ -43,6 +43,7 @@ constexpr std::array kAllEvents{E::GotHello,
                                 E::IdUnknown,
                                 E::IdAttemptsExhausted,
                                 E::ProtocolViolation,
+                                E::LocalFailure,
                                 E::Timeout,
                                 E::TransportFailed,
                                 E::Disconnected,
@@ -129,6 +130,7 @@ std::vector<Row> abort_rows() {
     rows.push_back({s, E::TransportFailed, S::Closed, gone});
     rows.push_back({s, E::GotError, S::Closing, peer_error});
     rows.push_back({s, E::ProtocolViolation, S::Closing, our_error});
+    rows.push_back({s, E::LocalFailure, S::Closing, our_error});
     rows.push_back({s, E::Timeout, S::Closing, our_error});
     rows.push_back({s, E::ShuttingDown, S::Closing, our_error});
   }
@@ -448,7 +450,7 @@ TEST(ReceiverMachine, OwnAbortsFromEveryOpenStateSendErrorFirst) {
     const Actions expected = before_verdict(s)
                                  ? Actions{A::SendError, A::DiscardFile, A::Disconnect}
                                  : Actions{A::SendError, A::Disconnect};
-    for (E e : {E::ProtocolViolation, E::Timeout, E::ShuttingDown})
+    for (E e : {E::ProtocolViolation, E::LocalFailure, E::Timeout, E::ShuttingDown})
       expect_transition(s, e, S::Closing, expected);
   }
 }

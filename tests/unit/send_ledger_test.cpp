@@ -271,4 +271,20 @@ TEST(SendLedger, HugeFileSizesAndAddresses) {
   EXPECT_EQ(tail.bytes_completed(), 3ULL * big + 5);
 }
 
+TEST(SendLedger, RemembersTheOffsetOfTheChunkInFlightInEachSlot) {
+  SendLedger ledger(10000, accept(4096, 2), 2);
+  ASSERT_FALSE(ledger.credit({0, 1}));
+  ASSERT_FALSE(ledger.credit({1, 2}));
+  ASSERT_TRUE(ledger.next());
+  ASSERT_TRUE(ledger.next());
+  EXPECT_EQ(ledger.offset_in_flight(0), 0u);
+  EXPECT_EQ(ledger.offset_in_flight(1), 4096u);
+  EXPECT_EQ(ledger.completed(1), 4096u);
+  EXPECT_EQ(ledger.offset_in_flight(1), 0u);  // no longer in flight
+  ASSERT_FALSE(ledger.credit({1, 3}));
+  ASSERT_TRUE(ledger.next());
+  EXPECT_EQ(ledger.offset_in_flight(1), 8192u);
+  EXPECT_EQ(ledger.offset_in_flight(7), 0u);  // out of range
+}
+
 }  // namespace

@@ -28,24 +28,26 @@ constexpr std::array kAllStates{S::ResolvingAddress, S::ResolvingRoute, S::Conne
                                 S::AwaitSecret,      S::Closing,        S::Done};
 
 constexpr std::array kAllEvents{
-    E::AddressResolved,   E::RouteResolved, E::Established,     E::ConnectFailed,  E::GotAccept,
-    E::GotReject,         E::GotCredit,     E::AllDataSent,     E::GotVerdictGood, E::GotVerdictBad,
-    E::GotVerdictFailed,  E::GotSecret,     E::GotDenied,       E::GotError,       E::GotUnexpected,
-    E::ProtocolViolation, E::Timeout,       E::TransportFailed, E::Disconnected,   E::Interrupted};
+    E::AddressResolved, E::RouteResolved,    E::Established,       E::ConnectFailed, E::GotAccept,
+    E::GotReject,       E::GotRejectVersion, E::GotCredit,         E::GotWorking,    E::AllDataSent,
+    E::GotVerdictGood,  E::GotVerdictBad,    E::GotVerdictFailed,  E::GotSecret,     E::GotDenied,
+    E::GotError,        E::GotUnexpected,    E::ProtocolViolation, E::LocalFailure,  E::Timeout,
+    E::TransportFailed, E::Disconnected,     E::Interrupted};
 
-constexpr std::array kAllActions{A::ResolveRoute, A::Connect,    A::SendHello, A::StartData,
-                                 A::SendMore,     A::SendDone,   A::SendId,    A::SendBye,
-                                 A::SendError,    A::Disconnect, A::Finish};
+constexpr std::array kAllActions{A::ResolveRoute, A::Connect,   A::SendHello,  A::StartData,
+                                 A::SendMore,     A::SendDone,  A::SendId,     A::KeepSecret,
+                                 A::SendBye,      A::SendError, A::Disconnect, A::Finish};
 
-constexpr std::array kAllOutcomes{O::Success,        O::ConnectFailed, O::ConnectionLost,
-                                  O::Rejected,       O::HashMismatch,  O::Denied,
-                                  O::ReceiverFailed, O::ProtocolError, O::Interrupted};
+constexpr std::array kAllOutcomes{
+    O::Success,     O::ConnectFailed,  O::ConnectionLost, O::Rejected,    O::HashMismatch,
+    O::Denied,      O::ReceiverFailed, O::ProtocolError,  O::Interrupted, O::VersionUnsupported,
+    O::LocalFailure};
 
 // The enums are dense from 0: a new enumerator breaks these until it joins its list.
 static_assert(static_cast<std::size_t>(S::Done) + 1 == kAllStates.size());
 static_assert(static_cast<std::size_t>(E::Interrupted) + 1 == kAllEvents.size());
 static_assert(static_cast<std::size_t>(A::Finish) + 1 == kAllActions.size());
-static_assert(static_cast<std::size_t>(O::Interrupted) + 1 == kAllOutcomes.size());
+static_assert(static_cast<std::size_t>(O::LocalFailure) + 1 == kAllOutcomes.size());
 
 constexpr SenderContext kWithId{true};
 constexpr SenderContext kWithoutId{false};
@@ -90,13 +92,17 @@ const std::vector<Row> kProtocolRows{
     {S::Connecting, E::Established, S::AwaitAccept, {A::SendHello}, {}},
     {S::AwaitAccept, E::GotAccept, S::Sending, {A::StartData}, {}},
     {S::AwaitAccept, E::GotReject, S::Closing, {A::Disconnect}, O::Rejected},
+    {S::AwaitAccept, E::GotRejectVersion, S::Closing, {A::Disconnect}, O::VersionUnsupported},
+    {S::AwaitAccept, E::GotWorking, S::AwaitAccept, {}, {}},
+    {S::Sending, E::GotWorking, S::Sending, {}, {}},
+    {S::AwaitVerdict, E::GotWorking, S::AwaitVerdict, {}, {}},
     {S::Sending, E::GotCredit, S::Sending, {A::SendMore}, {}},
     {S::Sending, E::AllDataSent, S::AwaitVerdict, {A::SendDone}, {}},
     {S::Sending, E::GotVerdictFailed, S::Closing, {A::Disconnect}, O::ReceiverFailed},
     {S::AwaitVerdict, E::GotCredit, S::AwaitVerdict, {}, {}},
     {S::AwaitVerdict, E::GotVerdictBad, S::Closing, {A::Disconnect}, O::HashMismatch},
     {S::AwaitVerdict, E::GotVerdictFailed, S::Closing, {A::Disconnect}, O::ReceiverFailed},
-    {S::AwaitSecret, E::GotSecret, S::Closing, {A::Disconnect}, O::Success},
+    {S::AwaitSecret, E::GotSecret, S::Closing, {A::KeepSecret, A::Disconnect}, O::Success},
     {S::AwaitSecret, E::GotDenied, S::Closing, {A::Disconnect}, O::Denied},
 };
 
@@ -128,10 +134,12 @@ std::vector<Row> abort_rows() {
     if (connected(s)) {
       rows.push_back({s, E::GotError, S::Closing, {A::Disconnect}, O::ProtocolError});
       rows.push_back({s, E::ProtocolViolation, S::Closing, say_why, O::ProtocolError});
+      rows.push_back({s, E::LocalFailure, S::Closing, say_why, O::LocalFailure});
     } else {
       // Before connecting there is nothing to disconnect: finish at once.
       rows.push_back({s, E::GotError, S::Done, {A::Finish}, O::ProtocolError});
       rows.push_back({s, E::ProtocolViolation, S::Done, {A::Finish}, O::ProtocolError});
+      rows.push_back({s, E::LocalFailure, S::Done, {A::Finish}, O::ConnectFailed});
     }
   }
   return rows;
@@ -216,8 +224,8 @@ TEST(SenderMachine, EveryPairOutsideTheTableIsIllegalWithProtocolError) {
         expect_illegal(s, e, ctx);
       }
     }
-    // 7 open states x 20 events, minus 14 protocol rows, 3 x 7 + 4 x 6 abort rows.
-    EXPECT_EQ(illegal, 7U * 20U - 14U - 21U - 24U);
+    // 7 open states x 23 events, minus 18 protocol rows, 3 x 8 + 4 x 7 abort rows.
+    EXPECT_EQ(illegal, 7U * 23U - 18U - 24U - 28U);
   }
 }
 
@@ -275,7 +283,8 @@ TEST(SenderMachine, BadVerdicts) {
 }
 
 TEST(SenderMachine, SecretOrDenial) {
-  expect_transition(S::AwaitSecret, E::GotSecret, S::Closing, {A::Disconnect}, O::Success);
+  expect_transition(S::AwaitSecret, E::GotSecret, S::Closing, {A::KeepSecret, A::Disconnect},
+                    O::Success);
   expect_transition(S::AwaitSecret, E::GotDenied, S::Closing, {A::Disconnect}, O::Denied);
 }
 
@@ -334,10 +343,11 @@ TEST(SenderMachine, HappyPathWithoutId) {
 }
 
 TEST(SenderMachine, HappyPathWithId) {
-  const auto steps = then(up_to_data(4), {{E::GotCredit, S::AwaitVerdict, {}, {}},
-                                          {E::GotVerdictGood, S::AwaitSecret, {A::SendId}, {}},
-                                          {E::GotSecret, S::Closing, {A::Disconnect}, O::Success},
-                                          kDisconnected});
+  const auto steps =
+      then(up_to_data(4), {{E::GotCredit, S::AwaitVerdict, {}, {}},
+                           {E::GotVerdictGood, S::AwaitSecret, {A::SendId}, {}},
+                           {E::GotSecret, S::Closing, {A::KeepSecret, A::Disconnect}, O::Success},
+                           kDisconnected});
   EXPECT_EQ(walk(kWithId, steps), O::Success);
 }
 

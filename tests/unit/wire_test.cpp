@@ -110,7 +110,7 @@ void put32(Bytes& b, std::size_t at, std::uint32_t v) {
 Bytes frame(std::uint16_t type, const Bytes& payload) {
   Bytes b(kHeaderSize + payload.size(), 0);
   put32(b, 0, kMagic);
-  put16(b, 4, kProtocolVersion);
+  put16(b, 4, kVersion1);
   put16(b, 6, type);
   put32(b, 8, static_cast<std::uint32_t>(payload.size()));
   std::copy(payload.begin(), payload.end(), b.begin() + kHeaderSize);
@@ -256,8 +256,8 @@ TEST(Wire, WrongMagicIsRejected) {
 
 TEST(Wire, WrongVersionIsRejectedButPeekable) {
   const Bytes good = encoded(Hello{1, {}, 0, "f"});
-  EXPECT_EQ(peek_version(good), kProtocolVersion);
-  for (std::uint16_t version : std::initializer_list<std::uint16_t>{0, 2, 0x0100, 0xFFFF}) {
+  EXPECT_EQ(peek_version(good), kVersion1);
+  for (std::uint16_t version : std::initializer_list<std::uint16_t>{0, 3, 0x0100, 0xFFFF}) {
     Bytes b = good;
     put16(b, 4, version);
     EXPECT_EQ(decode_error(b), DecodeError::BadVersion) << version;

@@ -1,0 +1,110 @@
+#include "common/rdma/rdma_transport.hpp"
+
+#include "common/error.hpp"
+#include "common/rdma/connection_params.hpp"
+
+namespace rdmax {
+namespace {
+
+int access_flags(Access access) {
+  // Remote write is the only remote access a window ever needs; a source needs none.
+  return access == Access::RemoteWrite ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE : 0;
+}
+
+}  // namespace
+
+RdmaTransport::RdmaTransport(CmId id, Depths depths)
+    : id_(std::move(id)),
+      endpoint_(id_.verbs(), depths.recv, depths.send, depths.writes),
+      send_tags_(depths.send, 0),
+      qp_(id_, endpoint_.pd().get(), endpoint_.qp_attributes()) {
+  endpoint_.attach(qp_.get());
+}
+
+RdmaTransport::~RdmaTransport() = default;
+
+void RdmaTransport::connect() {
+  rdma_conn_param param = reliable_conn_param();
+  id_.set_ack_timeout(kAckTimeoutExponent);
+  id_.connect(param);
+}
+
+void RdmaTransport::accept() {
+  rdma_conn_param param = reliable_conn_param();
+  id_.set_ack_timeout(kAckTimeoutExponent);
+  id_.accept(param);
+}
+
+void RdmaTransport::send(const proto::Message& message, std::uint16_t version, std::uint64_t tag) {
+  const auto index = endpoint_.send(message, version);
+  if (!index) throw TransportError("every send buffer is in flight: the peer does not acknowledge");
+  send_tags_[*index] = tag;
+}
+
+void RdmaTransport::write(const Registration& source, std::span<const std::uint8_t> local,
+                          std::uint64_t remote_addr, std::uint32_t rkey) {
+  endpoint_.post_write(local, source.lkey, remote_addr, rkey, false, 0);
+}
+
+Registration RdmaTransport::register_memory(std::span<std::uint8_t> memory, Access access) {
+  std::uint32_t handle = 0;
+  if (free_regions_.empty()) {
+    handle = static_cast<std::uint32_t>(regions_.size());
+    regions_.emplace_back();
+  } else {
+    handle = free_regions_.back();
+  }
+  auto& region = regions_[handle];
+  region.emplace(endpoint_.pd().get(), memory.data(), memory.size(), access_flags(access));
+  if (!free_regions_.empty() && free_regions_.back() == handle) free_regions_.pop_back();
+  return {handle, region->lkey(), region->rkey()};
+}
+
+void RdmaTransport::deregister(const Registration& registration) {
+  if (registration.handle >= regions_.size() || !regions_[registration.handle]) return;
+  regions_[registration.handle].reset();
+  free_regions_.push_back(registration.handle);
+}
+
+std::span<std::uint8_t> RdmaTransport::allocate(std::size_t bytes) {
+  allocations_.emplace_back(bytes);
+  return {allocations_.back().data(), allocations_.back().size()};
+}
+
+void RdmaTransport::poll(TransportSink& sink) {
+  endpoint_.drain_completions(completions_);
+  for (const ibv_wc& wc : completions_) {
+    if (wc.status != IBV_WC_SUCCESS) {
+      sink.on_transport_failed(std::string("completion error: ") + ibv_wc_status_str(wc.status));
+      continue;
+    }
+    switch (wr_kind(wc.wr_id)) {
+      case WorkKind::Recv: {
+        Inbound inbound;
+        inbound.decoded = endpoint_.take_received(wc, &inbound.version);
+        sink.on_received(std::move(inbound));
+        break;
+      }
+      case WorkKind::Send: {
+        const std::uint32_t index = wr_index(wc.wr_id);
+        endpoint_.send_completed(index);
+        sink.on_send_completed(index < send_tags_.size() ? send_tags_[index] : 0);
+        break;
+      }
+      case WorkKind::Write:
+        break;  // unsignaled; a signaled one would only confirm what the next SEND does
+    }
+  }
+}
+
+void RdmaTransport::disconnect() noexcept {
+  if (disconnected_) return;
+  disconnected_ = true;
+  id_.disconnect();
+}
+
+void RdmaTransport::shut_down() noexcept {
+  qp_.to_error();
+}
+
+}  // namespace rdmax

@@ -1,0 +1,415 @@
+#include "sender/sender_connection.hpp"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "common/error.hpp"
+#include "protocol/names.hpp"
+#include "protocol/secure_wipe.hpp"
+#include "protocol/sizes.hpp"
+
+namespace rdmax::sender {
+
+namespace {
+using Input = SenderInput;
+
+// The sender keeps at most this many chunks in flight, whatever the receiver offers: it
+// bounds the send queue and the staging buffer.
+constexpr std::uint32_t kMaxActiveSlots = 32;
+// rxe on Linux 6.1 advertises an 8 MiB max message; larger slots are refused.
+constexpr std::uint32_t kMaxSlotSize = 8u << 20;
+// Zero-copy registers the file a window at a time: 8x what can be in flight but at most
+// 32 MiB (unless more than that can be in flight), so that registering costs little per
+// byte and pinned memory (up to three windows) stays modest whatever the file size.
+constexpr std::uint64_t kFileWindowBytes = 32u << 20;
+constexpr std::uint64_t kFileWindowsPerFlight = 8;
+constexpr auto kCloseGrace = std::chrono::seconds(3);
+
+double seconds_between(std::chrono::steady_clock::time_point a,
+                       std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+void read_fully(int fd, std::uint8_t* out, std::size_t length, std::uint64_t offset) {
+  while (length > 0) {
+    ssize_t n = ::pread(fd, out, length, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_sys("pread");
+    if (n == 0) throw std::runtime_error("the file shrank while it was being sent");
+    out += n;
+    length -= static_cast<std::size_t>(n);
+    offset += static_cast<std::uint64_t>(n);
+  }
+}
+
+// A version-2 Hello asks for a Working at least three times per timeout, so one lost to
+// scheduling never times a healthy receiver out.
+std::uint32_t keepalive_for(std::chrono::seconds timeout) {
+  const auto ms = static_cast<std::uint64_t>(timeout.count()) * 1000 / 3;
+  return static_cast<std::uint32_t>(
+      std::clamp<std::uint64_t>(ms, proto::kMinKeepaliveMs, proto::kMaxKeepaliveMs));
+}
+}  // namespace
+
+SenderConnection::SenderConnection(const SenderSettings& settings, InputFile& file,
+                                   const Digest& digest, SenderCm& cm, std::string peer_label)
+    : DriverCore(std::move(peer_label)),
+      settings_(settings),
+      file_(file),
+      digest_(digest),
+      cm_(cm) {}
+
+SenderConnection::~SenderConnection() {
+  proto::secure_wipe(secret_.data(), secret_.size());
+}
+
+void SenderConnection::start() {
+  started_ = Clock::now();
+  expect("address resolution", settings_.connect_timeout);
+}
+
+void SenderConnection::on_address_resolved() {
+  guarded([&] { dispatch({Event::AddressResolved, {}}); });
+}
+void SenderConnection::on_route_resolved() {
+  guarded([&] { dispatch({Event::RouteResolved, {}}); });
+}
+void SenderConnection::on_established() {
+  guarded([&] { dispatch({Event::Established, {}}); });
+}
+void SenderConnection::on_connect_failed(const std::string& why) {
+  spdlog::error("{}", why);
+  guarded([&] { dispatch({Event::ConnectFailed, {}}); });
+}
+void SenderConnection::on_cm_failure(const std::string& why) {
+  mark_transport_gone();
+  spdlog::error("{}", why);
+  guarded([&] { dispatch({Event::TransportFailed, {}}); });
+}
+void SenderConnection::interrupt(int signal) {
+  spdlog::warn("interrupted by signal {}", signal);
+  guarded([&] {
+    dispatch(
+        {Event::Interrupted, Input::Abort{proto::ErrorCode::ShuttingDown, "sender interrupted"}});
+  });
+}
+
+void SenderConnection::tick(Clock::time_point now) {
+  if (progress_ && state_ == State::Sending) progress_->refresh();
+  on_tick(now);
+}
+
+void SenderConnection::dispatch(SenderInput input) {
+  dispatcher_.dispatch(std::move(input), [this](SenderInput& next) { step(next); });
+}
+
+void SenderConnection::step(SenderInput& input) {
+  const auto t = proto::sender_next(state_, input.event, {settings_.id.has_value()});
+  if (t.illegal) {
+    spdlog::error("protocol error: {} is not allowed in state {}", proto::to_string(input.event),
+                  proto::to_string(state_));
+    input.data = Input::Abort{proto::ErrorCode::ProtocolViolation,
+                              std::string("unexpected ") + proto::to_string(input.event)};
+  }
+  spdlog::trace("{} --{}--> {}", proto::to_string(state_), proto::to_string(input.event),
+                proto::to_string(t.next));
+  state_ = t.next;
+  if (t.outcome && !outcome_) outcome_ = t.outcome;
+  for (Action a : t.actions) perform(a, input);
+  if (state_ == State::Done && progress_) progress_->abandon();
+}
+
+void SenderConnection::perform(Action action, SenderInput& cause) {
+  switch (action) {
+    case Action::ResolveRoute:
+      expect("route resolution", settings_.connect_timeout);
+      cm_.resolve_route();
+      break;
+    case Action::Connect: {
+      expect("the connection to be accepted", settings_.connect_timeout);
+      attach(cm_.connect());
+      set_version(settings_.version);
+      break;
+    }
+    case Action::SendHello: {
+      stats_.connect_seconds = seconds_between(started_, Clock::now());
+      spdlog::info("connected to {}", label());
+      expect_reply("the receiver's answer to Hello");
+      proto::Hello hello{file_.size(), digest_, settings_.chunk_size_hint, settings_.name};
+      if (version() >= proto::kVersion2) hello.keepalive_ms = keepalive_for(settings_.timeout);
+      post(hello);
+      break;
+    }
+    case Action::StartData:
+      start_data(std::get<proto::Accept>(cause.data));
+      break;
+    case Action::SendMore:
+      pump();
+      break;
+    case Action::SendDone:
+      done_sent_ = Clock::now();
+      stats_.data_seconds = seconds_between(data_started_, done_sent_);
+      expect_reply("the verdict");
+      post(proto::Done{file_.size()});
+      break;
+    case Action::SendId:
+      expect_reply("the answer to the id");
+      post(proto::Id{*settings_.id});
+      break;
+    case Action::KeepSecret: {
+      auto& received = std::get<proto::Secret>(cause.data).secret;
+      secret_.assign(received);
+      proto::secure_wipe(received.data(), received.size());
+      break;
+    }
+    case Action::SendBye:
+      post(proto::Bye{});
+      break;
+    case Action::SendError: {
+      const auto* abort = std::get_if<Input::Abort>(&cause.data);
+      const Input::Abort reason =
+          abort != nullptr ? *abort : Input::Abort{proto::ErrorCode::Internal, "sender failure"};
+      post(proto::Error{reason.code, reason.text.substr(0, proto::kMaxTextBytes)});
+      break;
+    }
+    case Action::Disconnect:
+      begin_disconnect(kCloseGrace);
+      break;
+    case Action::Finish:
+      break;
+  }
+}
+
+void SenderConnection::start_data(const proto::Accept& accept) {
+  if (accept.slot_size > kMaxSlotSize) {
+    spdlog::error("the receiver offers {} slots, above the {} this sender supports",
+                  proto::format_size(accept.slot_size), proto::format_size(kMaxSlotSize));
+    return dispatch({Event::ProtocolViolation,
+                     Input::Abort{proto::ErrorCode::ProtocolViolation, "slot size too large"}});
+  }
+  accept_ = accept;
+  data_started_ = Clock::now();
+  expect_reply("credits from the receiver");
+  progress_.emplace(settings_.progress, "sending", file_.size());
+  ledger_ = proto::SendLedger(file_.size(), accept, kMaxActiveSlots);
+  if (ledger_.active_slots() > 0) {
+    // Copying is the default: pinning page-cache pages cost more than copying them where
+    // it was measured (Soft-RoCE: 2.0 s of registration against 0.6 s of copying per
+    // 256 MiB, both on the event loop; docs/BENCHMARKS.md). --zero-copy asks for it.
+    if (settings_.zero_copy && !settings_.inject_corruption) start_zero_copy();
+    if (!file_windows_) {
+      staging_ = transport()->allocate(std::size_t{ledger_.active_slots()} * accept.slot_size);
+      staging_key_ = transport()->register_memory(staging_, Access::LocalRead);
+    }
+  }
+  stats_.zero_copy = file_windows_.has_value();
+  spdlog::debug("data phase: {} chunks of {}, {} slots in flight, {}", ledger_.plan().chunk_count(),
+                proto::format_size(accept.slot_size), ledger_.active_slots(),
+                file_windows_ ? "zero-copy from the file's mapping" : "copied through a buffer");
+  pump();
+}
+
+void SenderConnection::start_zero_copy() {
+  const std::uint64_t chunk = accept_.slot_size;
+  const std::uint64_t in_flight = chunk * ledger_.active_slots();
+  const std::uint64_t chunks = std::max<std::uint64_t>(
+      ledger_.active_slots(),
+      std::min(kFileWindowBytes, in_flight * kFileWindowsPerFlight) / chunk);
+  try {
+    file_windows_.emplace(*transport(), file_.map(), chunks * chunk);
+    file_windows_->register_ahead(0);  // fails here, not mid-transfer, if it cannot work
+  } catch (const std::exception& e) {
+    // A file system that cannot be mapped, or a memlock limit too low to pin a window:
+    // copying through a small registered buffer still works.
+    spdlog::warn("zero-copy unavailable, copying through a buffer instead: {}", e.what());
+    file_windows_.reset();
+  }
+}
+
+std::pair<Registration, std::span<const std::uint8_t>> SenderConnection::chunk_bytes(
+    const proto::SendLedger::Planned& c) {
+  if (file_windows_)
+    return {file_windows_->acquire(c.offset, c.length), file_windows_->bytes(c.offset, c.length)};
+  std::uint8_t* buffer = staging_.data() + static_cast<std::size_t>(c.slot) * accept_.slot_size;
+  read_fully(file_.fd(), buffer, c.length, c.offset);
+  // Read ahead, asynchronously, the chunk this slot will carry next, so that its pread
+  // finds the page cache warm even when the hashing pass's pages have been evicted (a file
+  // larger than memory). Advisory: failure changes nothing but speed.
+  const std::uint64_t in_flight = std::uint64_t{ledger_.active_slots()} * accept_.slot_size;
+  ::posix_fadvise(file_.fd(), static_cast<off_t>(c.offset + in_flight),
+                  static_cast<off_t>(c.length), POSIX_FADV_WILLNEED);
+  if (const auto at = settings_.inject_corruption;
+      at && *at >= c.offset && *at < c.offset + c.length) {
+    buffer[*at - c.offset] ^= 0xFF;
+    spdlog::warn("testing: corrupted the byte at offset {}", *at);
+  }
+  return {*staging_key_, {buffer, c.length}};
+}
+
+void SenderConnection::pump() {
+  if (state_ != State::Sending) return;
+  while (auto chunk = ledger_.next()) {
+    const auto [source, bytes] = chunk_bytes(*chunk);
+    transport()->write(source, bytes, chunk->remote_addr, chunk->rkey);
+    // The tag names the slot: its completion frees the slot (and the chunk's window).
+    post(proto::Chunk{chunk->offset, chunk->length, chunk->slot}, chunk->slot + 1);
+    stats_.bytes += chunk->length;
+  }
+  // Pin the next window while the writes just posted are on the wire. Best effort: a
+  // memlock limit that allows two windows but not a third only means acquire() registers
+  // that window when its first chunk is due.
+  if (file_windows_ && ledger_.bytes_sent() < file_.size()) {
+    try {
+      file_windows_->register_ahead(ledger_.bytes_sent());
+    } catch (const std::exception& e) {
+      spdlog::debug("not registering ahead: {}", e.what());
+    }
+  }
+  if (ledger_.all_done() && !all_sent_signalled_) {
+    all_sent_signalled_ = true;
+    if (progress_) progress_->finish();
+    if (file_windows_)
+      spdlog::debug("registering and releasing the file's windows took {:.3f}s",
+                    std::chrono::duration<double>(file_windows_->registration_time()).count());
+    dispatch({Event::AllDataSent, {}});
+  }
+}
+
+void SenderConnection::on_sent(std::uint64_t tag) {
+  if (tag == 0) return;  // a control message
+  const auto slot = static_cast<std::uint32_t>(tag - 1);
+  const std::uint64_t offset = ledger_.offset_in_flight(slot);
+  // The Chunk's SEND completed, so the WRITE before it did too: those bytes are at the
+  // receiver.
+  if (ledger_.completed(slot) == 0) return;
+  if (file_windows_) file_windows_->release(offset);
+  if (progress_) progress_->update(ledger_.bytes_completed());
+  pump();
+}
+
+void SenderConnection::expect_reply(const char* what) {
+  expect(what, settings_.timeout);
+}
+
+void SenderConnection::on_message(Inbound inbound) {
+  if (finished()) return;
+  auto* message = std::get_if<proto::Message>(&inbound.decoded);
+  const auto* reject = message != nullptr ? std::get_if<proto::Reject>(message) : nullptr;
+  const bool version_refusal =
+      reject != nullptr && reject->reason == proto::RejectReason::UnsupportedVersion;
+  if (inbound.version != version() && !version_refusal) {
+    spdlog::error("a version-{} message from the receiver on a version-{} connection",
+                  inbound.version, version());
+    return dispatch(
+        {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation,
+                                                "message version differs from the connection's"}});
+  }
+  if (message == nullptr) {
+    const auto& failure = std::get<proto::DecodeFailure>(inbound.decoded);
+    spdlog::error("malformed message from the receiver: {} ({})", proto::to_string(failure.error),
+                  failure.detail);
+    return dispatch({Event::ProtocolViolation,
+                     Input::Abort{proto::ErrorCode::ProtocolViolation, "malformed message"}});
+  }
+  // The receiver spoke: the wait starts again (in Closing, the close grace stands).
+  if (state_ != State::Closing) expect_reply(waiting_for());
+  handle(*message);
+}
+
+void SenderConnection::handle(proto::Message& message) {
+  using proto::VerdictCode;
+  if (const auto* m = std::get_if<proto::Accept>(&message)) return dispatch({Event::GotAccept, *m});
+  if (const auto* m = std::get_if<proto::Reject>(&message)) {
+    if (m->reason == proto::RejectReason::UnsupportedVersion && version() > proto::kVersion1) {
+      spdlog::warn("the receiver does not speak protocol version {}{}{}", version(),
+                   m->text.empty() ? "" : ": ", proto::escape_for_log(m->text));
+      return dispatch({Event::GotRejectVersion, {}});
+    }
+    spdlog::error("rejected by the receiver: {}{}{}", proto::to_string(m->reason),
+                  m->text.empty() ? "" : ": ", proto::escape_for_log(m->text));
+    return dispatch({Event::GotReject, {}});
+  }
+  if (const auto* m = std::get_if<proto::Credit>(&message)) {
+    // The ledger exists from the Accept on; a Credit before it is the machine's to refuse.
+    if (state_ == State::Sending || state_ == State::AwaitVerdict) {
+      if (auto error = ledger_.credit(*m)) {
+        spdlog::error("the receiver credited slot {}: {}", m->slot, proto::to_string(*error));
+        return dispatch({Event::ProtocolViolation,
+                         Input::Abort{proto::ErrorCode::ProtocolViolation,
+                                      std::string("bad credit: ") + proto::to_string(*error)}});
+      }
+    }
+    return dispatch({Event::GotCredit, {}});
+  }
+  if (const auto* m = std::get_if<proto::Verdict>(&message)) {
+    stats_.verify_seconds = seconds_between(done_sent_, Clock::now());
+    if (m->code == VerdictCode::Good) {
+      spdlog::info("verdict: good ({} {})",
+                   proto::to_string(proto::DigestAlgorithm::WholeFileSha256), to_hex(digest_));
+      return dispatch({Event::GotVerdictGood, {}});
+    }
+    if (m->code == VerdictCode::StorageError) {
+      spdlog::error(
+          "verdict: the receiver could not store the file (for example its disk is full)");
+      return dispatch({Event::GotVerdictFailed, {}});
+    }
+    spdlog::error("verdict: bad ({}); sent SHA-256 {}, receiver computed {}",
+                  proto::to_string(m->code), to_hex(digest_), to_hex(m->received_sha256));
+    return dispatch({Event::GotVerdictBad, {}});
+  }
+  if (auto* m = std::get_if<proto::Secret>(&message)) {
+    SenderInput input{Event::GotSecret, proto::Secret{m->secret}};
+    proto::secure_wipe(m->secret.data(), m->secret.size());  // the decoded copy
+    return dispatch(std::move(input));
+  }
+  if (std::holds_alternative<proto::Denied>(message)) {
+    spdlog::error("the receiver denied the id");
+    return dispatch({Event::GotDenied, {}});
+  }
+  if (const auto* m = std::get_if<proto::Error>(&message)) {
+    spdlog::error("the receiver aborted: {}{}{}", proto::to_string(m->code),
+                  m->text.empty() ? "" : ": ", proto::escape_for_log(m->text));
+    return dispatch({Event::GotError, {}});
+  }
+  if (const auto* m = std::get_if<proto::Working>(&message)) {
+    spdlog::debug("the receiver is still at work ({}, {} stored)", proto::to_string(m->phase),
+                  proto::format_size(m->stored_bytes));
+    return dispatch({Event::GotWorking, {}});
+  }
+  spdlog::error("unexpected {} from the receiver", proto::to_string(proto::type_of(message)));
+  dispatch({Event::GotUnexpected,
+            Input::Abort{proto::ErrorCode::ProtocolViolation, "unexpected message"}});
+}
+
+void SenderConnection::on_transport_failure(const std::string& why) {
+  if (state_ != State::Closing && !finished())
+    spdlog::error("RDMA {} (while waiting for {})", why, waiting_for());
+  dispatch({Event::TransportFailed, {}});
+}
+
+void SenderConnection::on_peer_disconnected() {
+  if (finished()) return;
+  if (state_ != State::Closing) spdlog::error("the receiver disconnected");
+  dispatch({Event::Disconnected, {}});
+}
+
+void SenderConnection::on_timeout() {
+  if (finished()) return;
+  if (state_ == State::Closing) return dispatch({Event::Timeout, {}});
+  spdlog::error("timed out waiting for {}", waiting_for());
+  dispatch({Event::Timeout, Input::Abort{proto::ErrorCode::Timeout, "sender timed out"}});
+}
+
+void SenderConnection::on_local_failure(const std::string&) {
+  dispatch({Event::LocalFailure, Input::Abort{proto::ErrorCode::Internal, "sender failure"}});
+}
+
+void SenderConnection::on_transport_lost(const std::string&) {
+  dispatch({Event::TransportFailed, {}});
+}
+
+}  // namespace rdmax::sender

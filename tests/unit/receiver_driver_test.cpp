@@ -1,0 +1,238 @@
+// The receiver's connection driver, driven message by message through the fake transport:
+// what it sends, what it writes to disk, and how it ends, for the paths of docs/PROTOCOL.md
+// sections 4.5 and 5.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "driver_harness.hpp"
+
+namespace rdmax::test {
+namespace {
+
+using proto::ReceiverState;
+
+class ReceiverDriver : public ::testing::Test {
+ protected:
+  ReceiverHarness h;
+
+  // Hello -> Accept + one Credit per slot, for `bytes` named `name`.
+  void offer(const std::vector<std::uint8_t>& bytes, const std::string& name = "f.bin",
+             std::uint16_t version = proto::kVersion1, std::uint32_t keepalive_ms = 0) {
+    h.start();
+    proto::Hello hello{bytes.size(), sha256_of(bytes), 0, name};
+    hello.keepalive_ms = keepalive_ms;
+    h.send(hello, version);
+    ASSERT_TRUE(h.settle([&] { return h.state() != ReceiverState::CheckingHello; }));
+  }
+  proto::Accept accept() const { return h.transport.sent_of<proto::Accept>().at(0); }
+  // The latest rkey credited for `slot`.
+  std::uint32_t rkey_of(std::uint32_t slot) const {
+    std::optional<std::uint32_t> key;
+    for (const auto& c : h.transport.sent_of<proto::Credit>())
+      if (c.slot == slot) key = c.rkey;
+    EXPECT_TRUE(key.has_value());
+    return key.value_or(0);
+  }
+  // The peer WRITEs chunk [offset, offset+length) into `slot` and announces it.
+  bool write_chunk(const std::vector<std::uint8_t>& bytes, std::uint64_t offset,
+                   std::uint32_t length, std::uint32_t slot, std::uint16_t version = 1) {
+    const auto a = accept();
+    const bool landed = h.transport.write_remote(
+        a.region_addr + std::uint64_t{slot} * a.slot_size, rkey_of(slot),
+        std::span(bytes).subspan(static_cast<std::size_t>(offset), length));
+    h.send(proto::Chunk{offset, length, slot}, version);
+    return landed;
+  }
+};
+
+TEST_F(ReceiverDriver, StoresAVerifiedFileAndGivesTheSecret) {
+  const auto bytes = random_bytes(3 * 4096 + 100);
+  offer(bytes);
+  ASSERT_EQ(h.state(), ReceiverState::Receiving);
+  EXPECT_EQ(accept().slot_count, 4u);
+  EXPECT_EQ(h.transport.sent_of<proto::Credit>().size(), 4u);
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    const std::uint64_t offset = std::uint64_t{i} * 4096;
+    ASSERT_TRUE(write_chunk(bytes, offset, i < 3 ? 4096 : 100, i));
+  }
+  h.send(proto::Done{bytes.size()});
+  ASSERT_TRUE(h.settle([&] { return h.state() == ReceiverState::AwaitId; }));
+  const auto verdicts = h.transport.sent_of<proto::Verdict>();
+  ASSERT_EQ(verdicts.size(), 1u);
+  EXPECT_EQ(verdicts[0].code, proto::VerdictCode::Good);
+  EXPECT_EQ(verdicts[0].received_sha256, sha256_of(bytes));
+  EXPECT_EQ(read_file(h.dir.path() / "f.bin"), std::string(bytes.begin(), bytes.end()));
+  // Every slot's key was revoked at Done: nothing can write into the window any more.
+  EXPECT_EQ(h.transport.live_regions(), 0u);
+  h.send(proto::Id{"alice"});
+  ASSERT_EQ(h.transport.sent_of<proto::Secret>().size(), 1u);
+  EXPECT_EQ(h.transport.sent_of<proto::Secret>()[0].secret, "s3cret");
+  EXPECT_EQ(h.state(), ReceiverState::Closing);
+  EXPECT_FALSE(h.transport.disconnected);  // not before the Secret's SEND completed
+  h.transport.complete_sends();
+  h.poll();
+  EXPECT_TRUE(h.transport.disconnected);
+  h.connection->on_disconnected();
+  EXPECT_EQ(h.state(), ReceiverState::Closed);
+  EXPECT_TRUE(h.connection->reapable());
+  for (const auto& s : h.transport.sent) EXPECT_EQ(s.version, proto::kVersion1);
+}
+
+TEST_F(ReceiverDriver, RevokesAChunksKeyBeforeStoringItAndRekeysItsCredit) {
+  const auto bytes = random_bytes(8 * 4096);
+  offer(bytes);
+  const std::uint32_t old_key = rkey_of(0);
+  ASSERT_TRUE(write_chunk(bytes, 0, 4096, 0));
+  // The slot's key is dead from the Chunk on: a late write with it fails at the writer.
+  EXPECT_FALSE(h.transport.write_remote(accept().region_addr, old_key, std::span(bytes).first(8)));
+  ASSERT_TRUE(h.settle([&] { return h.transport.sent_of<proto::Credit>().size() == 5; }));
+  EXPECT_NE(rkey_of(0), old_key);
+}
+
+TEST_F(ReceiverDriver, ChunkBreakingTheRulesIsAViolationAndLeavesNoFile) {
+  const auto bytes = random_bytes(8 * 4096);
+  offer(bytes);
+  write_chunk(bytes, 4096, 4096, 0);  // offset 4096 where 0 is due
+  ASSERT_TRUE(h.settle([&] { return h.connection->idle(); }));
+  EXPECT_EQ(h.state(), ReceiverState::Closing);
+  ASSERT_TRUE(h.transport.last_is<proto::Error>());
+  EXPECT_EQ(h.transport.sent_of<proto::Error>()[0].code, proto::ErrorCode::ProtocolViolation);
+  EXPECT_FALSE(std::filesystem::exists(h.dir.path() / "f.bin"));
+  EXPECT_TRUE(std::filesystem::is_empty(h.dir.path()));
+}
+
+TEST_F(ReceiverDriver, ChunkReusingASlotBeforeItsCreditIsAViolation) {
+  const auto bytes = random_bytes(8 * 4096);
+  offer(bytes);
+  ASSERT_TRUE(write_chunk(bytes, 0, 4096, 0));
+  // Slot 0 is being stored and not credited again yet: a Chunk for it breaks 5.4, and the
+  // WRITE before it used a dead key.
+  EXPECT_FALSE(write_chunk(bytes, 4096, 4096, 0));
+  EXPECT_EQ(h.state(), ReceiverState::Closing);
+  EXPECT_EQ(h.transport.sent_of<proto::Error>().at(0).code, proto::ErrorCode::ProtocolViolation);
+}
+
+TEST_F(ReceiverDriver, ForeignVersionGetsRejectInVersion1) {
+  h.start();
+  std::vector<std::uint8_t> bytes = proto::encode(proto::Bye{});
+  bytes[4] = 9;  // version 9
+  h.transport.deliver_bytes(bytes);
+  h.poll();
+  ASSERT_EQ(h.transport.sent.size(), 1u);
+  const auto reject = h.transport.sent_of<proto::Reject>().at(0);
+  EXPECT_EQ(reject.reason, proto::RejectReason::UnsupportedVersion);
+  EXPECT_EQ(h.transport.sent[0].version, proto::kVersion1);
+  EXPECT_EQ(h.state(), ReceiverState::Closing);
+}
+
+TEST_F(ReceiverDriver, Version2ConnectionAnswersInVersion2AndKeepsTheSenderInformed) {
+  const auto bytes = random_bytes(4096);
+  offer(bytes, "v2.bin", proto::kVersion2, 200);
+  ASSERT_EQ(h.state(), ReceiverState::Receiving);
+  for (const auto& s : h.transport.sent) EXPECT_EQ(s.version, proto::kVersion2);
+  ASSERT_TRUE(write_chunk(bytes, 0, 4096, 0, proto::kVersion2));
+  h.send(proto::Done{bytes.size()}, proto::kVersion2);
+  // Without running the pool's completions, the connection stays busy storing/committing:
+  // a tick a keepalive period later sends a Working.
+  const std::size_t before = h.transport.sent_of<proto::Working>().size();
+  h.connection->tick(Clock::now() + std::chrono::milliseconds(250));
+  EXPECT_EQ(h.transport.sent_of<proto::Working>().size(), before + 1);
+  ASSERT_TRUE(h.settle([&] { return h.state() == ReceiverState::AwaitId; }));
+  // No Working once the verdict is out.
+  const std::size_t after = h.transport.sent_of<proto::Working>().size();
+  h.connection->tick(Clock::now() + std::chrono::seconds(1));
+  EXPECT_EQ(h.transport.sent_of<proto::Working>().size(), after);
+}
+
+TEST_F(ReceiverDriver, Version1SenderGetsNoWorking) {
+  const auto bytes = random_bytes(4096);
+  offer(bytes);
+  h.connection->tick(Clock::now() + std::chrono::seconds(1));
+  EXPECT_TRUE(h.transport.sent_of<proto::Working>().empty());
+}
+
+TEST_F(ReceiverDriver, MessageOfAnotherVersionMidConnectionIsAViolation) {
+  const auto bytes = random_bytes(4096);
+  offer(bytes, "mixed.bin", proto::kVersion2, 0);
+  h.send(proto::Done{bytes.size()}, proto::kVersion1);
+  EXPECT_EQ(h.state(), ReceiverState::Closing);
+  EXPECT_EQ(h.transport.sent_of<proto::Error>().at(0).code, proto::ErrorCode::ProtocolViolation);
+}
+
+TEST_F(ReceiverDriver, ActionThatThrowsIsALocalFailureOfThatConnection) {
+  const auto bytes = random_bytes(8 * 4096);
+  offer(bytes);
+  h.transport.fail_registration_after = 0;  // re-keying the slot after its chunk fails
+  ASSERT_TRUE(write_chunk(bytes, 0, 4096, 0));
+  ASSERT_TRUE(h.settle([&] { return h.state() == ReceiverState::Closing; }));
+  ASSERT_FALSE(h.transport.sent_of<proto::Error>().empty());
+  EXPECT_EQ(h.transport.sent_of<proto::Error>().back().code, proto::ErrorCode::Internal);
+  ASSERT_TRUE(h.settle([&] { return h.connection->idle(); }));
+  EXPECT_TRUE(std::filesystem::is_empty(h.dir.path()));
+}
+
+TEST_F(ReceiverDriver, FailureWhileHandlingAFailureReleasesWithoutAWord) {
+  const auto bytes = random_bytes(8 * 4096);
+  offer(bytes);
+  h.transport.fail_registration_after = 0;
+  h.transport.fail_send_after = 0;  // the Error cannot be posted either
+  ASSERT_TRUE(write_chunk(bytes, 0, 4096, 0));
+  ASSERT_TRUE(h.settle([&] { return h.state() == ReceiverState::Closed; }));
+  EXPECT_TRUE(h.transport.shut);
+  EXPECT_TRUE(h.transport.sent_of<proto::Error>().empty());
+}
+
+TEST_F(ReceiverDriver, TimeoutWaitingForHelloSendsErrorTimeout) {
+  h.start();
+  h.connection->tick(Clock::now() + std::chrono::seconds(6));
+  EXPECT_EQ(h.state(), ReceiverState::Closing);
+  EXPECT_EQ(h.transport.sent_of<proto::Error>().at(0).code, proto::ErrorCode::Timeout);
+  // In Closing the close grace bounds the wait for DISCONNECTED.
+  h.connection->tick(Clock::now() + std::chrono::seconds(10));
+  EXPECT_EQ(h.state(), ReceiverState::Closed);
+}
+
+TEST_F(ReceiverDriver, NoTimeoutWhileItsOwnDiskWorkIsPending) {
+  const auto bytes = random_bytes(4096);
+  offer(bytes);
+  ASSERT_TRUE(write_chunk(bytes, 0, 4096, 0));
+  h.send(proto::Done{bytes.size()});
+  // Draining or Verifying: waiting on its own pool, however long that takes.
+  h.connection->tick(Clock::now() + std::chrono::hours(1));
+  EXPECT_NE(h.state(), ReceiverState::Closing);
+  ASSERT_TRUE(h.settle([&] { return h.state() == ReceiverState::AwaitId; }));
+}
+
+TEST_F(ReceiverDriver, DisconnectRacingTheLastMessageHandlesTheMessageFirst) {
+  const auto bytes = random_bytes(100);
+  offer(bytes);
+  ASSERT_TRUE(write_chunk(bytes, 0, 100, 0));
+  h.send(proto::Done{bytes.size()});
+  ASSERT_TRUE(h.settle([&] { return h.state() == ReceiverState::AwaitId; }));
+  // The Id is in the CQ when DISCONNECTED arrives on the CM channel.
+  h.transport.deliver(proto::Id{"alice"});
+  h.connection->on_disconnected();
+  EXPECT_EQ(h.state(), ReceiverState::Closed);
+  EXPECT_EQ(h.transport.sent_of<proto::Secret>().size(), 1u);
+}
+
+TEST_F(ReceiverDriver, ExistingFileIsRejectedBeforeAnyWindowIsOffered) {
+  std::ofstream(h.dir.path() / "taken.bin") << "x";
+  offer(random_bytes(10), "taken.bin");
+  EXPECT_EQ(h.transport.sent_of<proto::Reject>().at(0).reason, proto::RejectReason::Exists);
+  EXPECT_TRUE(h.transport.sent_of<proto::Accept>().empty());
+  EXPECT_EQ(read_file(h.dir.path() / "taken.bin"), "x");
+}
+
+TEST_F(ReceiverDriver, MemoryCapRejectsBeforeCreatingAFile) {
+  h.options.max_memory = 4096;  // less than the 4 slots this file would need
+  offer(random_bytes(4 * 4096));
+  EXPECT_EQ(h.transport.sent_of<proto::Reject>().at(0).reason, proto::RejectReason::NoMemory);
+  ASSERT_TRUE(h.settle([&] { return h.connection->idle(); }));
+  EXPECT_TRUE(std::filesystem::is_empty(h.dir.path()));
+}
+
+}  // namespace
+}  // namespace rdmax::test

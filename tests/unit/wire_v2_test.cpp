@@ -1,0 +1,120 @@
+// Version 2 of the wire format (docs/PROTOCOL.md section 7): the Hello's new layout, the
+// Working message, and the rules that keep version 1 exactly as it was.
+
+#include <gtest/gtest.h>
+
+#include "protocol/wire.hpp"
+
+namespace {
+
+using namespace rdmax::proto;
+using Bytes = std::vector<std::uint8_t>;
+
+std::optional<DecodeError> decode_error(const Bytes& bytes) {
+  auto result = decode(bytes);
+  if (const auto* failure = std::get_if<DecodeFailure>(&result)) return failure->error;
+  return std::nullopt;
+}
+
+Hello example_hello() {
+  Hello h;
+  h.file_size = 1 << 20;
+  for (std::size_t i = 0; i < h.sha256.size(); ++i)
+    h.sha256[i] = static_cast<std::uint8_t>(0xa0 + i);
+  h.name = "a.bin";
+  h.keepalive_ms = 10000;
+  return h;
+}
+
+// The worked example of docs/PROTOCOL.md 7.2, byte for byte.
+TEST(WireV2, HelloLayoutMatchesTheDocument) {
+  const Bytes b = encode(example_hello(), kVersion2);
+  Bytes expected = {
+      0x52, 0x4d, 0x41, 0x58, 0x02, 0x00, 0x01, 0x00,  // RMAX, version 2, type 1
+      0x3b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // payload 59, reserved
+      0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00,  // file_size 1048576
+      0x01, 0x00, 0x00, 0x00,                          // digest_algorithm 1, reserved
+  };
+  for (int i = 0; i < 32; ++i) expected.push_back(static_cast<std::uint8_t>(0xa0 + i));
+  const Bytes tail = {
+      0x00, 0x00, 0x00, 0x00,  // chunk_size_hint 0
+      0x10, 0x27, 0x00, 0x00,  // keepalive_ms 10000
+      0x05, 0x00,              // name_len 5
+      'a',  '.',  'b',  'i',  'n',
+  };
+  expected.insert(expected.end(), tail.begin(), tail.end());
+  EXPECT_EQ(b, expected);
+  EXPECT_EQ(b.size(), encoded_size(example_hello(), kVersion2));
+  auto back = decode(b);
+  ASSERT_TRUE(std::holds_alternative<Message>(back));
+  EXPECT_EQ(std::get<Message>(back), Message{example_hello()});
+  EXPECT_EQ(peek_version(b), kVersion2);
+}
+
+TEST(WireV2, WorkingLayoutAndRoundTrip) {
+  const Bytes b = encode(Working{WorkPhase::Committing, 0x0102030405060708}, kVersion2);
+  const Bytes expected = {0x52, 0x4d, 0x41, 0x58, 0x02, 0x00, 0x0d, 0x00, 0x09,
+                          0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0x08,
+                          0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01};
+  EXPECT_EQ(b, expected);
+  auto back = decode(b);
+  ASSERT_TRUE(std::holds_alternative<Message>(back));
+  EXPECT_EQ(std::get<Message>(back), Message{(Working{WorkPhase::Committing, 0x0102030405060708})});
+}
+
+TEST(WireV2, Version1CannotExpressVersion2Things) {
+  EXPECT_TRUE(encode(Working{WorkPhase::Storing, 1}, kVersion1).empty());
+  EXPECT_TRUE(encode(example_hello(), kVersion1).empty());  // keepalive_ms != 0
+  Hello plain = example_hello();
+  plain.keepalive_ms = 0;
+  EXPECT_EQ(encode(plain, kVersion1).size(), kHeaderSize + 46 + 5);  // the version-1 layout
+  // Type 13 does not exist in version 1.
+  Bytes b = encode(Working{WorkPhase::Storing, 1}, kVersion2);
+  b[4] = 1;
+  EXPECT_EQ(decode_error(b), DecodeError::BadType);
+}
+
+TEST(WireV2, OtherMessagesKeepTheirPayloadInVersion2) {
+  const std::vector<Message> samples{Accept{0x1000, 0, 4096, 2},
+                                     Chunk{0, 4096, 1},
+                                     Credit{1, 2},
+                                     Done{7},
+                                     Verdict{},
+                                     Id{"x"},
+                                     Secret{"y"},
+                                     Denied{2},
+                                     Reject{RejectReason::Exists, "e"},
+                                     Bye{},
+                                     Error{ErrorCode::Timeout, "t"}};
+  for (const auto& m : samples) {
+    const Bytes v1 = encode(m, kVersion1);
+    const Bytes v2 = encode(m, kVersion2);
+    ASSERT_FALSE(v1.empty());
+    ASSERT_EQ(v1.size(), v2.size());
+    EXPECT_EQ(v2[4], 2);
+    EXPECT_TRUE(std::equal(v1.begin() + 6, v1.end(), v2.begin() + 6)) << to_string(type_of(m));
+  }
+}
+
+TEST(WireV2, StaticRulesOfTheNewFields) {
+  Bytes b = encode(example_hello(), kVersion2);
+  Bytes reserved = b;
+  reserved[16 + 10] = 1;  // a reserved byte after digest_algorithm
+  EXPECT_EQ(decode_error(reserved), DecodeError::BadReserved);
+  Bytes algorithm = b;
+  algorithm[16 + 8] = 9;
+  EXPECT_EQ(decode_error(algorithm), DecodeError::BadField);
+  Bytes keepalive = b;
+  keepalive[16 + 48] = 50;  // 50 ms: below the 100 ms minimum
+  keepalive[16 + 49] = 0;
+  EXPECT_EQ(decode_error(keepalive), DecodeError::BadField);
+  Bytes phase = encode(Working{WorkPhase::Storing, 1}, kVersion2);
+  phase[16] = 0;
+  EXPECT_EQ(decode_error(phase), DecodeError::BadField);
+  Bytes truncated = encode(Working{WorkPhase::Storing, 1}, kVersion2);
+  truncated.pop_back();
+  truncated[8] = 8;
+  EXPECT_EQ(decode_error(truncated), DecodeError::LengthMismatch);
+}
+
+}  // namespace
