@@ -1,5 +1,8 @@
 #include "common/work_pool.hpp"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <iterator>
 #include <stdexcept>
 #include <utility>
@@ -50,6 +53,11 @@ void WorkPool::schedule(const std::shared_ptr<QueueState>& queue) {
 }
 
 void WorkPool::run_thread() {
+  // Signals are the event loop's (a signalfd reads them there): a worker that let one in
+  // would take SIGTERM's default action and kill the process mid-commit.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
   std::unique_lock lock(mutex_);
   for (;;) {
     wake_.wait(lock, [this] { return stopping_ || !runnable_.empty(); });

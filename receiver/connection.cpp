@@ -306,7 +306,8 @@ void Connection::discard_file() {
   if (!file_ || file_->committed()) return;
   // Jobs not started are dropped; the temporary goes once the running one is done.
   file_->discard();
-  if (!logged_end_) log_transfer_end("none (abandoned)");
+  // An offer rejected before Accept has no transfer to report.
+  if (!logged_end_ && data_started_ != Clock::time_point{}) log_transfer_end("none (abandoned)");
 }
 
 void Connection::release() {

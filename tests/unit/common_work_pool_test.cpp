@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <signal.h>
 
 #include <atomic>
 #include <chrono>
@@ -396,4 +397,23 @@ TEST(WorkPool, DestructionWaitsForTheRunningJob) {
 }
 
 }  // namespace
+TEST(WorkPool, WorkersBlockEverySignal) {
+  // The process's signals belong to the event loop's signalfd: a worker that let SIGTERM in
+  // would take its default action and kill the daemon.
+  WorkPool pool(1);
+  WorkQueue queue(pool);
+  bool term_blocked = false, int_blocked = false, done = false;
+  queue.post(
+      [&] {
+        sigset_t mask;
+        pthread_sigmask(SIG_BLOCK, nullptr, &mask);
+        term_blocked = sigismember(&mask, SIGTERM) == 1;
+        int_blocked = sigismember(&mask, SIGINT) == 1;
+      },
+      [&] { done = true; });
+  ASSERT_TRUE(run_until(pool, [&] { return done; }));
+  EXPECT_TRUE(term_blocked);
+  EXPECT_TRUE(int_blocked);
+}
+
 }  // namespace rdmax
