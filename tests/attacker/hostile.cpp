@@ -248,13 +248,23 @@ bool hostile_garbage(const Options& o, const Payload&) {
   // only drop the connection.
   ok &= attempt_on_fresh_connection(o, "oversized-6000", Expect::Disconnect,
                                     send_raw_now(random_bytes(6000)));
+  // A SEND of no bytes is a message of 0 bytes: too short for a header (PROTOCOL.md 2).
+  ok &= attempt_on_fresh_connection(o, "empty-send", Expect::Violation, send_raw_now({}));
   return ok;
 }
 
 bool hostile_wrong_version(const Options& o, const Payload& p) {
-  auto bytes = encoded(hello_for(p, attempt_name(o, "hello-v2")));
-  put_le(bytes, kHeaderVersion, 2, 2);
-  return attempt_on_fresh_connection(o, "hello-v2", Expect::VersionAnswer, send_raw_now(bytes));
+  // Versions 1 and 2 are spoken; 3 is not (yet).
+  auto bytes = encoded(hello_for(p, attempt_name(o, "hello-v3")));
+  put_le(bytes, kHeaderVersion, 3, 2);
+  bool ok =
+      attempt_on_fresh_connection(o, "hello-v3", Expect::VersionAnswer, send_raw_now(bytes));
+  // A version-1 Hello labelled version 2 does not have the version-2 layout.
+  auto mislabelled = encoded(hello_for(p, attempt_name(o, "hello-v1-as-v2")));
+  put_le(mislabelled, kHeaderVersion, 2, 2);
+  ok &= attempt_on_fresh_connection(o, "hello-v1-as-v2", Expect::Violation,
+                                    send_raw_now(mislabelled));
+  return ok;
 }
 
 bool hostile_lying_length(const Options& o, const Payload& p) {
@@ -272,6 +282,18 @@ bool hostile_lying_length(const Options& o, const Payload& p) {
       {"name-len+10", kHelloNameLen, 10, 0, 2},
       {"name-len-2", kHelloNameLen, -2, 0, 2},
   };
+  // name_len 0 and 256 with the bytes to match: the length is a static rule of the
+  // decoder, so this is a violation, not Reject(BadName) (PROTOCOL.md 3.1).
+  bool ok_names = true;
+  for (std::size_t length : {std::size_t{0}, std::size_t{256}}) {
+    auto bytes = encoded(hello_for(p, "x"));
+    bytes.resize(bytes.size() - 1);
+    bytes.insert(bytes.end(), length, 'n');
+    put_le(bytes, kHelloNameLen, length, 2);
+    put_le(bytes, kHeaderLength, bytes.size() - 16, 4);
+    ok_names &= attempt_on_fresh_connection(o, "name-len-" + std::to_string(length),
+                                            Expect::Violation, send_raw_now(bytes));
+  }
   bool ok = true;
   for (const Lie& lie : lies) {
     auto bytes = encoded(hello_for(p, attempt_name(o, lie.attempt)));
@@ -284,7 +306,7 @@ bool hostile_lying_length(const Options& o, const Payload& p) {
            lie.width);
     ok &= attempt_on_fresh_connection(o, lie.attempt, Expect::Violation, send_raw_now(bytes));
   }
-  return ok;
+  return ok && ok_names;
 }
 
 // An attempt after a good Hello, its Accept and first Credits: `act` does the rest.

@@ -158,6 +158,40 @@ case_many_idle() {
   pass "$many_idle idle connections: ${line#*: ok: }; receiver held $during meanwhile, back to idle after; $legit_note"
 }
 
+# A receiver at --max-connections refuses at the CM level (PROTOCOL.md 4.1): the sender
+# must say so ("refused the connection": busy, try again), not "nobody listens", exit 3;
+# once the held connection is gone the same command works.
+case_busy() {
+  local busy_port=$((port + 1)) busy_log=$RXE_SCRATCH/rdma-recv-busy.log apid err
+  start_daemon busy "$busy_log" "$recv" --bind "$RXE_ADDR" --port "$busy_port" --dir "$out" \
+    --max-connections 1 --timeout "$recv_timeout"
+  wait_for_line 30 busy "$busy_log" 'listening on'
+  last_cmd="rdmax-attacker idle --count 1 --port $busy_port"
+  timeout -k 5 60 "$attacker" idle --count 1 --host "$RXE_ADDR" --port "$busy_port" \
+    --timeout 10 --receiver-timeout "$recv_timeout" --slack 3 --tag busy --dir "$out" \
+    >"$attack_out" 2>"$attack_err" </dev/null &
+  apid=$!
+  wait_for 30 grep -q "1 idle connections open" "$attack_err"
+  head -c 65536 /dev/urandom >"$in/busy.bin"
+  err=$RXE_SCRATCH/busy.err
+  last_cmd="rdma-send to a receiver at --max-connections 1"
+  rc=0
+  timeout -k 5 30 "$send" --host "$RXE_ADDR" --port "$busy_port" "$in/busy.bin" >/dev/null 2>"$err" || rc=$?
+  ((rc == 3)) || fail "a sender refused for --max-connections exited $rc, expected 3"
+  grep -q "refused the connection" "$err" || fail "the sender did not say it was refused: $(cat "$err")"
+  ! grep -q "no rdma-recv listens" "$err" || fail "a refusal was reported as nobody listening"
+  grep -q "too many connections" "$busy_log" || fail "the receiver did not log why it refused"
+  wait "$apid" || true
+  rc=0
+  timeout -k 5 30 "$send" --host "$RXE_ADDR" --port "$busy_port" "$in/busy.bin" >/dev/null \
+    2>"$err.again" || rc=$?
+  ((rc == 0)) || fail "after the held connection was dropped, rdma-send exited $rc: $(tail -n 2 "$err.again")"
+  cmp -s "$in/busy.bin" "$out/busy.bin" || fail "busy.bin arrived different"
+  rm -f "$out/busy.bin"
+  kill "$daemon_pid" 2>/dev/null || true
+  pass "at --max-connections: refused at the CM level, sender exit 3 saying '$(grep -o 'refused the connection[^;]*' "$err" | head -1)'; accepted once the slot was free"
+}
+
 # After everything: still up, only the legitimate files, nothing temporary, idle again.
 case_aftermath() {
   local name unexpected=()
@@ -196,6 +230,7 @@ run_case flood case_hostile flood $((3 * 1048576))
 run_case hello-then-silence case_timed hello-then-silence $((3 * 1048576))
 run_case idle case_timed idle $((3 * 1048576))
 run_case many-idle case_many_idle
+run_case busy case_busy
 run_case aftermath case_aftermath
 echo "time in the test bed: ${SECONDS}s"
 report_cases hostile
