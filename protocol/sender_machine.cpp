@@ -30,6 +30,11 @@ SenderTransition abort_from(S s, E e) {
     case E::GotError:
       if (!connected(s)) return {S::Done, {A::Finish}, O::ProtocolError};
       return {S::Closing, {A::Disconnect}, O::ProtocolError};
+    case E::GotErrorGaveUp:
+      // The receiver timed out waiting for us, or is stopping: the connection is lost
+      // (retryable), not a protocol error.
+      if (!connected(s)) return {S::Done, {A::Finish}, O::ConnectionLost};
+      return {S::Closing, {A::Disconnect}, O::ConnectionLost};
     case E::ProtocolViolation:
       if (!connected(s)) return {S::Done, {A::Finish}, O::ProtocolError};
       return {S::Closing, {A::SendError, A::Disconnect}, O::ProtocolError};
@@ -154,6 +159,8 @@ const char* to_string(SenderEvent e) {
       return "GotDenied";
     case E::GotError:
       return "GotError";
+    case E::GotErrorGaveUp:
+      return "GotErrorGaveUp";
     case E::GotUnexpected:
       return "GotUnexpected";
     case E::ProtocolViolation:

@@ -42,7 +42,8 @@ enum class SenderEvent : std::uint8_t {
   GotSecret,
   GotDenied,
   GotError,
-  GotUnexpected,  // a message only a sender may send, or one out of place
+  GotErrorGaveUp,  // Error(Timeout) or Error(ShuttingDown): the connection ends, not a bug
+  GotUnexpected,   // a message only a sender may send, or one out of place
   ProtocolViolation,
   LocalFailure,  // one of our own actions failed (a registration, a read, a post...)
   Timeout,

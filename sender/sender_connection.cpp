@@ -373,7 +373,9 @@ void SenderConnection::handle(proto::Message& message) {
   if (const auto* m = std::get_if<proto::Error>(&message)) {
     spdlog::error("the receiver aborted: {}{}{}", proto::to_string(m->code),
                   m->text.empty() ? "" : ": ", proto::escape_for_log(m->text));
-    return dispatch({Event::GotError, {}});
+    const bool gave_up =
+        m->code == proto::ErrorCode::Timeout || m->code == proto::ErrorCode::ShuttingDown;
+    return dispatch({gave_up ? Event::GotErrorGaveUp : Event::GotError, {}});
   }
   if (const auto* m = std::get_if<proto::Working>(&message)) {
     spdlog::debug("the receiver is still at work ({}, {} stored)", proto::to_string(m->phase),

@@ -257,8 +257,7 @@ bool hostile_wrong_version(const Options& o, const Payload& p) {
   // Versions 1 and 2 are spoken; 3 is not (yet).
   auto bytes = encoded(hello_for(p, attempt_name(o, "hello-v3")));
   put_le(bytes, kHeaderVersion, 3, 2);
-  bool ok =
-      attempt_on_fresh_connection(o, "hello-v3", Expect::VersionAnswer, send_raw_now(bytes));
+  bool ok = attempt_on_fresh_connection(o, "hello-v3", Expect::VersionAnswer, send_raw_now(bytes));
   // A version-1 Hello labelled version 2 does not have the version-2 layout.
   auto mislabelled = encoded(hello_for(p, attempt_name(o, "hello-v1-as-v2")));
   put_le(mislabelled, kHeaderVersion, 2, 2);

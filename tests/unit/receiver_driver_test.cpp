@@ -234,5 +234,36 @@ TEST_F(ReceiverDriver, MemoryCapRejectsBeforeCreatingAFile) {
   EXPECT_TRUE(std::filesystem::is_empty(h.dir.path()));
 }
 
+TEST_F(ReceiverDriver, EmptySendIsAViolation) {
+  h.start();
+  h.transport.deliver_bytes({});
+  h.poll();
+  EXPECT_EQ(h.state(), ReceiverState::Closing);
+  EXPECT_EQ(h.transport.sent_of<proto::Error>().at(0).code, proto::ErrorCode::ProtocolViolation);
+  EXPECT_TRUE(h.transport.sent_of<proto::Reject>().empty());
+}
+
+TEST_F(ReceiverDriver, NameLengthOutsideTheWireRuleIsAViolationNotBadName) {
+  // PROTOCOL.md 3.1: name_len 1..255 is the decoder's rule.
+  h.start();
+  auto bytes = proto::encode(proto::Hello{1, {}, 0, std::string(255, 'n')});
+  bytes.push_back('n');
+  bytes[16 + 44] = 0x00;  // name_len = 256
+  bytes[16 + 45] = 0x01;
+  const auto payload = static_cast<std::uint32_t>(bytes.size() - 16);
+  bytes[8] = static_cast<std::uint8_t>(payload);
+  bytes[9] = static_cast<std::uint8_t>(payload >> 8);
+  h.transport.deliver_bytes(bytes);
+  h.poll();
+  EXPECT_EQ(h.transport.sent_of<proto::Error>().at(0).code, proto::ErrorCode::ProtocolViolation);
+  EXPECT_TRUE(h.transport.sent_of<proto::Reject>().empty());
+}
+
+TEST_F(ReceiverDriver, BadNameInsideTheLengthRuleIsRejectBadName) {
+  offer(random_bytes(10), "..");
+  EXPECT_EQ(h.transport.sent_of<proto::Reject>().at(0).reason, proto::RejectReason::BadName);
+  EXPECT_TRUE(std::filesystem::is_empty(h.dir.path()));
+}
+
 }  // namespace
 }  // namespace rdmax::test

@@ -248,5 +248,20 @@ TEST_F(SenderDriver, InterruptWhileSendingSaysShuttingDown) {
   EXPECT_EQ(driver->outcome(), SenderOutcome::Interrupted);
 }
 
+TEST_F(SenderDriver, ReceiverTimeoutOrShutdownIsAConnectionLostNotAProtocolError) {
+  for (auto code : {proto::ErrorCode::Timeout, proto::ErrorCode::ShuttingDown}) {
+    transport.sent.clear();
+    connect();
+    accept_and_credit();
+    receive(proto::Error{code, "gave up"});
+    EXPECT_EQ(driver->state(), SenderState::Closing);
+    EXPECT_EQ(driver->outcome(), SenderOutcome::ConnectionLost) << proto::to_string(code);
+    EXPECT_TRUE(transport.sent_of<proto::Error>().empty());  // no Error back to an Error
+  }
+  connect();
+  receive(proto::Error{proto::ErrorCode::ProtocolViolation, "bad"});
+  EXPECT_EQ(driver->outcome(), SenderOutcome::ProtocolError);
+}
+
 }  // namespace
 }  // namespace rdmax::test

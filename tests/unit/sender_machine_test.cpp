@@ -28,11 +28,12 @@ constexpr std::array kAllStates{S::ResolvingAddress, S::ResolvingRoute, S::Conne
                                 S::AwaitSecret,      S::Closing,        S::Done};
 
 constexpr std::array kAllEvents{
-    E::AddressResolved, E::RouteResolved,    E::Established,       E::ConnectFailed, E::GotAccept,
-    E::GotReject,       E::GotRejectVersion, E::GotCredit,         E::GotWorking,    E::AllDataSent,
-    E::GotVerdictGood,  E::GotVerdictBad,    E::GotVerdictFailed,  E::GotSecret,     E::GotDenied,
-    E::GotError,        E::GotUnexpected,    E::ProtocolViolation, E::LocalFailure,  E::Timeout,
-    E::TransportFailed, E::Disconnected,     E::Interrupted};
+    E::AddressResolved,  E::RouteResolved,   E::Established,       E::ConnectFailed,
+    E::GotAccept,        E::GotReject,       E::GotRejectVersion,  E::GotCredit,
+    E::GotWorking,       E::AllDataSent,     E::GotVerdictGood,    E::GotVerdictBad,
+    E::GotVerdictFailed, E::GotSecret,       E::GotDenied,         E::GotError,
+    E::GotErrorGaveUp,   E::GotUnexpected,   E::ProtocolViolation, E::LocalFailure,
+    E::Timeout,          E::TransportFailed, E::Disconnected,      E::Interrupted};
 
 constexpr std::array kAllActions{A::ResolveRoute, A::Connect,   A::SendHello,  A::StartData,
                                  A::SendMore,     A::SendDone,  A::SendId,     A::KeepSecret,
@@ -133,11 +134,13 @@ std::vector<Row> abort_rows() {
     }
     if (connected(s)) {
       rows.push_back({s, E::GotError, S::Closing, {A::Disconnect}, O::ProtocolError});
+      rows.push_back({s, E::GotErrorGaveUp, S::Closing, {A::Disconnect}, O::ConnectionLost});
       rows.push_back({s, E::ProtocolViolation, S::Closing, say_why, O::ProtocolError});
       rows.push_back({s, E::LocalFailure, S::Closing, say_why, O::LocalFailure});
     } else {
       // Before connecting there is nothing to disconnect: finish at once.
       rows.push_back({s, E::GotError, S::Done, {A::Finish}, O::ProtocolError});
+      rows.push_back({s, E::GotErrorGaveUp, S::Done, {A::Finish}, O::ConnectionLost});
       rows.push_back({s, E::ProtocolViolation, S::Done, {A::Finish}, O::ProtocolError});
       rows.push_back({s, E::LocalFailure, S::Done, {A::Finish}, O::ConnectFailed});
     }
@@ -224,8 +227,8 @@ TEST(SenderMachine, EveryPairOutsideTheTableIsIllegalWithProtocolError) {
         expect_illegal(s, e, ctx);
       }
     }
-    // 7 open states x 23 events, minus 18 protocol rows, 3 x 8 + 4 x 7 abort rows.
-    EXPECT_EQ(illegal, 7U * 23U - 18U - 24U - 28U);
+    // 7 open states x 24 events, minus 18 protocol rows, 3 x 9 + 4 x 8 abort rows.
+    EXPECT_EQ(illegal, 7U * 24U - 18U - 27U - 32U);
   }
 }
 

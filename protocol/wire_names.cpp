@@ -1,0 +1,133 @@
+// The names of the wire format's codes, for logs and diagnostics (protocol/wire.hpp).
+
+#include "protocol/wire.hpp"
+
+namespace rdmax::proto {
+
+const char* to_string(MessageType type) {
+  switch (type) {
+    case MessageType::Hello:
+      return "Hello";
+    case MessageType::Accept:
+      return "Accept";
+    case MessageType::Chunk:
+      return "Chunk";
+    case MessageType::Credit:
+      return "Credit";
+    case MessageType::Done:
+      return "Done";
+    case MessageType::Verdict:
+      return "Verdict";
+    case MessageType::Id:
+      return "Id";
+    case MessageType::Secret:
+      return "Secret";
+    case MessageType::Denied:
+      return "Denied";
+    case MessageType::Reject:
+      return "Reject";
+    case MessageType::Bye:
+      return "Bye";
+    case MessageType::Error:
+      return "Error";
+    case MessageType::Working:
+      return "Working";
+  }
+  return "UnknownMessageType";
+}
+
+const char* to_string(VerdictCode code) {
+  switch (code) {
+    case VerdictCode::Good:
+      return "Good";
+    case VerdictCode::HashMismatch:
+      return "HashMismatch";
+    case VerdictCode::StorageError:
+      return "StorageError";
+    case VerdictCode::SizeMismatch:
+      return "SizeMismatch";
+  }
+  return "UnknownVerdictCode";
+}
+
+const char* to_string(RejectReason reason) {
+  switch (reason) {
+    case RejectReason::BadName:
+      return "BadName";
+    case RejectReason::Exists:
+      return "Exists";
+    case RejectReason::TooLarge:
+      return "TooLarge";
+    case RejectReason::NoSpace:
+      return "NoSpace";
+    case RejectReason::Busy:
+      return "Busy";
+    case RejectReason::UnsupportedVersion:
+      return "UnsupportedVersion";
+    case RejectReason::Internal:
+      return "Internal";
+    case RejectReason::NoMemory:
+      return "NoMemory";
+  }
+  return "UnknownRejectReason";
+}
+
+const char* to_string(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::ProtocolViolation:
+      return "ProtocolViolation";
+    case ErrorCode::Timeout:
+      return "Timeout";
+    case ErrorCode::Internal:
+      return "Internal";
+    case ErrorCode::TooManyAttempts:
+      return "TooManyAttempts";
+    case ErrorCode::ShuttingDown:
+      return "ShuttingDown";
+  }
+  return "UnknownErrorCode";
+}
+
+const char* to_string(DecodeError error) {
+  switch (error) {
+    case DecodeError::Short:
+      return "Short";
+    case DecodeError::BadMagic:
+      return "BadMagic";
+    case DecodeError::BadVersion:
+      return "BadVersion";
+    case DecodeError::BadType:
+      return "BadType";
+    case DecodeError::LengthMismatch:
+      return "LengthMismatch";
+    case DecodeError::TooLarge:
+      return "TooLarge";
+    case DecodeError::BadReserved:
+      return "BadReserved";
+    case DecodeError::BadField:
+      return "BadField";
+  }
+  return "UnknownDecodeError";
+}
+
+const char* to_string(DigestAlgorithm algorithm) {
+  switch (algorithm) {
+    case DigestAlgorithm::WholeFileSha256:
+      return "sha256";
+  }
+  return "unknown";
+}
+
+const char* to_string(WorkPhase phase) {
+  switch (phase) {
+    case WorkPhase::Preparing:
+      return "Preparing";
+    case WorkPhase::Storing:
+      return "Storing";
+    case WorkPhase::Committing:
+      return "Committing";
+  }
+  return "UnknownWorkPhase";
+}
+
+}  // namespace rdmax::proto
