@@ -82,15 +82,9 @@ int main(int argc, char** argv) {
     spdlog::debug("SHA-256 {} of {} in {:.2f}s", to_hex(digest), proto::format_size(file->size()),
                   hash_s);
 
-    sender::SenderSettings settings{options.name,
-                                    options.id,
-                                    proto::kLatestVersion,
-                                    options.connect_timeout,
-                                    options.timeout,
-                                    options.chunk_size_hint,
-                                    options.zero_copy,
-                                    options.inject_corruption,
-                                    progress};
+    sender::SenderSettings settings{
+        options.name,    options.id,        proto::kLatestVersion,     options.connect_timeout,
+        options.timeout, options.zero_copy, options.inject_corruption, progress};
     std::optional<sender::SendSession> session;
     session.emplace(options, settings, *file, digest);
     proto::SenderOutcome outcome = session->run();

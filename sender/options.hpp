@@ -21,8 +21,7 @@ struct SenderOptions {
   // --progress / --no-progress; unset: a progress bar exactly when stderr is a terminal.
   std::optional<bool> progress;
   std::chrono::seconds connect_timeout{10};
-  std::chrono::seconds timeout{30};  // no progress for this long ends the transfer
-  std::uint32_t chunk_size_hint = 0;
+  std::chrono::seconds timeout{30};                // no progress for this long ends the transfer
   std::optional<std::uint64_t> inject_corruption;  // testing: flip the byte at this offset
   // Register the file's pages instead of copying them through a buffer (see send_session).
   bool zero_copy = false;

@@ -139,7 +139,8 @@ void SenderConnection::perform(Action action, SenderInput& cause) {
       stats_.connect_seconds = seconds_between(started_, Clock::now());
       spdlog::info("connected to {}", label());
       expect_reply("the receiver's answer to Hello");
-      proto::Hello hello{file_.size(), digest_, settings_.chunk_size_hint, settings_.name};
+      // No chunk size hint (0): the receiver sizes its slots for its own memory and device.
+      proto::Hello hello{file_.size(), digest_, 0, settings_.name};
       if (version() >= proto::kVersion2) hello.keepalive_ms = keepalive_for(settings_.timeout);
       post(hello);
       break;

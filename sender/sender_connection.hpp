@@ -37,7 +37,6 @@ struct SenderSettings {
   std::uint16_t version = proto::kLatestVersion;
   std::chrono::seconds connect_timeout{10};
   std::chrono::seconds timeout{30};  // no word from the receiver for this long ends it
-  std::uint32_t chunk_size_hint = 0;
   bool zero_copy = false;
   std::optional<std::uint64_t> inject_corruption;  // testing: flip the byte at this offset
   ProgressMode progress = ProgressMode::Off;

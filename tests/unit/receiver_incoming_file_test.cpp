@@ -1,0 +1,116 @@
+// The receiver's disk side on the real worker pool: create, store (hash + write, results in
+// order), commit, discard, and what a failing write reports.
+
+#include "receiver/incoming_file.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <filesystem>
+
+#include "driver_harness.hpp"
+
+namespace rdmax::test {
+namespace {
+
+using receiver::IncomingFile;
+using Kind = IncomingFile::Outcome::Kind;
+
+struct IncomingFileTest : ::testing::Test {
+  TempDir dir{"rdmax-incoming"};
+  WorkPool pool{2};
+
+  IncomingFile::Outcome create(IncomingFile& f, std::uint64_t size) {
+    std::optional<IncomingFile::Outcome> result;
+    f.create(size, [&](const IncomingFile::Outcome& o) { result = o; });
+    EXPECT_TRUE(run_pool_until(pool, [&] { return result.has_value(); }));
+    return result.value_or(IncomingFile::Outcome{Kind::Failed, "no result"});
+  }
+};
+
+TEST_F(IncomingFileTest, StoresChunksInOrderAndCommitsTheVerifiedFile) {
+  const auto bytes = random_bytes(5 * 4096 + 11);
+  IncomingFile f(pool, dir.fd(), "out.bin", false);
+  ASSERT_TRUE(create(f, bytes.size()).ok());
+  std::vector<std::uint32_t> order;
+  for (std::uint32_t i = 0; i < 6; ++i) {
+    const std::size_t offset = std::size_t{i} * 4096;
+    const std::size_t length = std::min<std::size_t>(4096, bytes.size() - offset);
+    f.store(i, offset, std::span(bytes).subspan(offset, length),
+            [&](const IncomingFile::Stored& s) {
+              EXPECT_TRUE(s.outcome.ok()) << s.outcome.error;
+              order.push_back(s.slot);
+            });
+  }
+  ASSERT_TRUE(run_pool_until(pool, [&] { return order.size() == 6; }));
+  EXPECT_EQ(order, (std::vector<std::uint32_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(f.bytes_stored(), bytes.size());
+  EXPECT_EQ(f.finish_hash(), sha256_of(bytes));
+  // Nothing under the final name before the commit.
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "out.bin"));
+  std::optional<IncomingFile::Outcome> committed;
+  f.commit([&](const IncomingFile::Outcome& o) { committed = o; });
+  ASSERT_TRUE(run_pool_until(pool, [&] { return committed.has_value(); }));
+  EXPECT_TRUE(committed->ok()) << committed->error;
+  EXPECT_TRUE(f.committed());
+  EXPECT_EQ(read_file(dir.path() / "out.bin"), std::string(bytes.begin(), bytes.end()));
+  EXPECT_TRUE(f.idle());
+}
+
+TEST_F(IncomingFileTest, ExistingNameIsReportedAsExists) {
+  std::ofstream(dir.path() / "taken") << "x";
+  IncomingFile f(pool, dir.fd(), "taken", false);
+  EXPECT_EQ(create(f, 10).kind, Kind::Exists);
+  EXPECT_EQ(read_file(dir.path() / "taken"), "x");
+}
+
+TEST_F(IncomingFileTest, TooLargeForTheFreeSpaceIsNoSpace) {
+  IncomingFile f(pool, dir.fd(), "huge", false);
+  EXPECT_EQ(create(f, std::uint64_t{1} << 62).kind, Kind::NoSpace);
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+TEST_F(IncomingFileTest, DiscardRemovesTheTemporary) {
+  IncomingFile f(pool, dir.fd(), "gone.bin", false);
+  ASSERT_TRUE(create(f, 4096).ok());
+  const auto bytes = random_bytes(4096);
+  bool stored = false;
+  f.store(0, 0, bytes, [&](const IncomingFile::Stored&) { stored = true; });
+  f.discard();
+  ASSERT_TRUE(run_pool_until(pool, [&] { return f.idle(); }));
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+  EXPECT_FALSE(stored);  // a discarded store reports nothing
+}
+
+TEST_F(IncomingFileTest, FailedWriteIsReportedWithItsReason) {
+  // A file-size limit makes the write past it fail (EFBIG) as a full disk would.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  struct sigaction before {};
+  ASSERT_EQ(sigaction(SIGXFSZ, &ignore, &before), 0);
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  IncomingFile f(pool, dir.fd(), "limited.bin", false);
+  ASSERT_TRUE(create(f, 0).ok());
+  rlimit small = old;
+  small.rlim_cur = 8192;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  const auto bytes = random_bytes(4096);
+  std::optional<IncomingFile::Stored> result;
+  f.store(3, 65536, bytes, [&](const IncomingFile::Stored& s) { result = s; });
+  const bool done = run_pool_until(pool, [&] { return result.has_value(); });
+  setrlimit(RLIMIT_FSIZE, &old);
+  sigaction(SIGXFSZ, &before, nullptr);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(result->slot, 3u);
+  EXPECT_EQ(result->outcome.kind, Kind::Failed);
+  EXPECT_NE(result->outcome.error.find("large"), std::string::npos) << result->outcome.error;
+  EXPECT_EQ(f.bytes_stored(), 0u);
+  f.discard();
+  ASSERT_TRUE(run_pool_until(pool, [&] { return f.idle(); }));
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+}  // namespace
+}  // namespace rdmax::test
