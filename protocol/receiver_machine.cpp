@@ -82,7 +82,10 @@ ReceiverTransition receiver_next(S s, E e) {
       break;
     case S::Closing:
       // Already on the way out: late messages and timers change nothing but the end.
-      if (e == E::Disconnected || e == E::TransportFailed || e == E::Timeout)
+      // A failure of our own on the way out (a post on a full send queue) skipped the rest
+      // of its step: end here (Release also discards an uncommitted temporary).
+      if (e == E::Disconnected || e == E::TransportFailed || e == E::Timeout ||
+          e == E::LocalFailure)
         return {S::Closed, {A::Release}};
       return {S::Closing, {}};
     case S::Closed:

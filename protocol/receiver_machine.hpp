@@ -8,7 +8,7 @@
 //            is possible) or Closed (the transport is gone). See docs/PROTOCOL.md, 4.
 //
 // Storing a chunk (hash + write) is asynchronous: StoreChunk hands it to the driver's
-// worker, and ChunkStored reports, in file order, that one chunk has been stored. A Done
+// worker pool, and ChunkStored reports, in file order, that one chunk has been stored. A Done
 // may overtake the last of them; Draining waits for them before the verdict.
 
 #include <cstdint>

@@ -92,7 +92,8 @@ SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
       if (e == E::GotDenied) return {S::Closing, {A::Disconnect}, O::Denied};
       break;
     case S::Closing:
-      if (e == E::Disconnected || e == E::TransportFailed || e == E::Timeout)
+      if (e == E::Disconnected || e == E::TransportFailed || e == E::Timeout ||
+          e == E::LocalFailure)
         return {S::Done, {A::Finish}};
       return {S::Closing, {}};
     case S::Done:

@@ -14,7 +14,6 @@ namespace {
 using proto::ReceiverState;
 using Input = ReceiverInput;
 constexpr unsigned kMaxIdAttempts = 3;
-constexpr auto kCloseGrace = std::chrono::seconds(3);
 
 template <typename T>
 const T* data_of(const ReceiverInput& input) {
@@ -23,7 +22,7 @@ const T* data_of(const ReceiverInput& input) {
 }  // namespace
 
 Connection::Connection(Transport& transport, std::string peer, ReceiverContext& context)
-    : DriverCore(std::move(peer)), context_(context), transport_(transport) {
+    : DriverCore(std::move(peer)), context_(context) {
   attach(transport);
   expect("Hello", context_.options.timeout);
 }
@@ -112,6 +111,7 @@ void Connection::perform(Action action, const ReceiverInput& cause) {
     }
     case Action::SendDenied:
       spdlog::warn("[{}] denied an id ({} of {} attempts)", label(), id_attempts_, kMaxIdAttempts);
+      expect("Id or Bye", context_.options.timeout);
       post(proto::Denied{static_cast<std::uint16_t>(kMaxIdAttempts - id_attempts_)});
       break;
     case Action::SendError:
@@ -121,7 +121,7 @@ void Connection::perform(Action action, const ReceiverInput& cause) {
       discard_file();
       break;
     case Action::Disconnect:
-      begin_disconnect(kCloseGrace);
+      begin_disconnect();
       break;
     case Action::Release:
       release();
@@ -156,18 +156,8 @@ void Connection::check_hello(const ReceiverInput& cause) {
   context_.window_bytes_in_use += window_bytes;
   window_charge_ = window_bytes;
   ledger_ = proto::ReceiveLedger(hello_.file_size, o.slot_size, slot_count_);
-  if (window_bytes > 0) {
-    try {
-      window_ = transport_.allocate(static_cast<std::size_t>(window_bytes));
-      slot_keys_.resize(slot_count_);
-      for (std::uint32_t slot = 0; slot < slot_count_; ++slot) register_slot(slot);
-    } catch (const std::exception& e) {
-      spdlog::error("[{}] cannot register the receive window: {}", label(), e.what());
-      for (std::uint32_t slot = 0; slot < slot_keys_.size(); ++slot) revoke_slot(slot);
-      return reject(proto::RejectReason::NoMemory, "cannot register memory");
-    }
-  }
-  // Creating (and preallocating) the file is disk work: the pool does it.
+  // Creating (and preallocating) the file is disk work: the pool does it. The window is
+  // pinned only for an offer that passed every check.
   expect_own_work("the file to be created");
   file_.emplace(context_.pool, context_.dir_fd, hello_.name, o.overwrite);
   file_->create(hello_.file_size, [this](const IncomingFile::Outcome& outcome) {
@@ -176,6 +166,10 @@ void Connection::check_hello(const ReceiverInput& cause) {
       using Kind = IncomingFile::Outcome::Kind;
       switch (outcome.kind) {
         case Kind::Ok:
+          if (!register_window()) {
+            return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::NoMemory,
+                                                                    "cannot register memory"}});
+          }
           spdlog::info("[{}] receiving '{}' ({})", label(), proto::escape_for_log(hello_.name),
                        proto::format_size(hello_.file_size));
           return dispatch({Event::HelloAccepted, {}});
@@ -193,6 +187,20 @@ void Connection::check_hello(const ReceiverInput& cause) {
       }
     });
   });
+}
+
+bool Connection::register_window() {
+  if (window_charge_ == 0) return true;  // an empty file: no window
+  try {
+    window_ = transport()->allocate(static_cast<std::size_t>(window_charge_));
+    slot_keys_.resize(slot_count_);
+    for (std::uint32_t slot = 0; slot < slot_count_; ++slot) register_slot(slot);
+    return true;
+  } catch (const std::exception& e) {
+    spdlog::error("[{}] cannot register the receive window: {}", label(), e.what());
+    for (std::uint32_t slot = 0; slot < slot_keys_.size(); ++slot) revoke_slot(slot);
+    return false;
+  }
 }
 
 void Connection::send_accept() {
@@ -238,8 +246,9 @@ void Connection::on_stored(const IncomingFile::Stored& stored) {
 }
 
 void Connection::send_credit(std::uint32_t slot) {
-  // Once every byte has arrived no slot is handed back (docs/PROTOCOL.md 5.4).
-  if (!ledger_.stored(slot)) return;
+  // Once every byte has arrived no slot is handed back (docs/PROTOCOL.md 5.4); the wait
+  // is for the sender's Done then.
+  if (!ledger_.stored(slot)) return expect_data();
   register_slot(slot);  // a fresh registration, hence a fresh key
   if (!ledger_.grant(slot)) throw std::logic_error("slot granted twice");
   post(proto::Credit{slot, slot_keys_[slot]->rkey});
@@ -272,13 +281,27 @@ void Connection::verify() {
     return dispatch({Event::VerifiedBad, Input::Verdict{Code::HashMismatch}});
   // fsync, then rename into place: only then may the verdict say Good. On the pool.
   expect_own_work("the file to be committed");
+  committing_ = true;
   file_->commit([this](const IncomingFile::Outcome& outcome) {
+    committing_ = false;
     guarded([&] {
-      if (state_ != State::Verifying) return;
-      if (outcome.ok()) return dispatch({Event::VerifiedGood, Input::Verdict{Code::Good}});
-      spdlog::error("[{}] cannot store '{}': {}", label(), proto::escape_for_log(hello_.name),
-                    outcome.error);
-      dispatch({Event::VerifiedBad, Input::Verdict{Code::StorageError}});
+      if (state_ != State::Verifying) {
+        // The connection was lost meanwhile: a running fsync and rename cannot be called
+        // back, so the file may be in place with no verdict sent (PROTOCOL.md 5.5).
+        if (outcome.ok())
+          spdlog::warn("[{}] '{}' was committed, but the sender was gone before its verdict",
+                       label(), proto::escape_for_log(hello_.name));
+        return;
+      }
+      if (outcome.ok()) {
+        dispatch({Event::VerifiedGood, Input::Verdict{Code::Good}});
+      } else {
+        spdlog::error("[{}] cannot store '{}': {}", label(), proto::escape_for_log(hello_.name),
+                      outcome.error);
+        dispatch({Event::VerifiedBad, Input::Verdict{Code::StorageError}});
+      }
+      // A shutdown asked for during the commit: the sender has its verdict first.
+      if (shutdown_after_commit_) shut_down();
     });
   });
 }
@@ -306,25 +329,28 @@ void Connection::discard_file() {
   if (!file_ || file_->committed()) return;
   // Jobs not started are dropped; the temporary goes once the running one is done.
   file_->discard();
-  // An offer rejected before Accept has no transfer to report.
-  if (!logged_end_ && data_started_ != Clock::time_point{}) log_transfer_end("none (abandoned)");
+  // An offer rejected before Accept has no transfer to report; a commit under way reports
+  // itself when it is done.
+  if (!logged_end_ && data_started_ != Clock::time_point{} && !committing_)
+    log_transfer_end("none (abandoned)");
 }
 
 void Connection::release() {
   // Nothing more lands in the window or leaves this side; the daemon destroys the
-  // connection, then its transport (QP, MRs, CQ, PD, cm_id), once no job uses them.
-  transport_.shut_down();
-  mark_transport_gone();
+  // connection, then its transport (QP, MRs, CQ, PD, cm_id), once no job uses them. A
+  // temporary still there (a step on the way out failed before DiscardFile) goes too.
+  release_transport();
+  discard_file();
   spdlog::debug("[{}] connection released", label());
 }
 
 void Connection::register_slot(std::uint32_t slot) {
-  slot_keys_[slot] = transport_.register_memory(slot_bytes(slot), Access::RemoteWrite);
+  slot_keys_[slot] = transport()->register_memory(slot_bytes(slot), Access::RemoteWrite);
 }
 
 void Connection::revoke_slot(std::uint32_t slot) {
   if (!slot_keys_[slot]) return;
-  transport_.deregister(*slot_keys_[slot]);
+  transport()->deregister(*slot_keys_[slot]);
   slot_keys_[slot].reset();
 }
 
@@ -334,6 +360,8 @@ std::span<std::uint8_t> Connection::slot_bytes(std::uint32_t slot) {
 }
 
 void Connection::expect_data() {
+  // Every byte is here: the sender owes Done.
+  if (ledger_.complete()) return expect("Done", context_.options.timeout);
   // While every slot's chunk is being stored the sender cannot send: the wait is on our
   // own disk, which must not time the sender out.
   for (std::uint32_t slot = 0; slot < ledger_.slot_count(); ++slot)
@@ -443,6 +471,12 @@ void Connection::tick(Clock::time_point now) {
 
 void Connection::shut_down() {
   if (closed() || state_ == State::Closing) return;
+  // A commit under way finishes (it cannot be called back) and its verdict goes out first:
+  // otherwise the file could appear after the sender was told the receiver stopped.
+  if (committing_) {
+    shutdown_after_commit_ = true;
+    return;
+  }
   guarded([&] {
     dispatch({Event::ShuttingDown,
               Input::Abort{proto::ErrorCode::ShuttingDown, "receiver shutting down"}});
@@ -450,8 +484,7 @@ void Connection::shut_down() {
 }
 
 void Connection::abandon() {
-  transport_.shut_down();
-  mark_transport_gone();
+  release_transport();
   if (file_ && !file_->committed()) file_->discard();
 }
 

@@ -123,6 +123,7 @@ class Connection final : public DriverCore {
   void discard_file();
   void release();
 
+  bool register_window();
   void register_slot(std::uint32_t slot);
   void revoke_slot(std::uint32_t slot);
   std::span<std::uint8_t> slot_bytes(std::uint32_t slot);
@@ -130,7 +131,6 @@ class Connection final : public DriverCore {
   void log_transfer_end(const char* verdict);
 
   ReceiverContext& context_;
-  Transport& transport_;
   State state_ = State::AwaitHello;
   Dispatcher<ReceiverInput> dispatcher_;
 
@@ -145,8 +145,10 @@ class Connection final : public DriverCore {
   unsigned id_attempts_ = 0;
   Clock::time_point data_started_{};
   bool logged_end_ = false;
-  std::uint64_t window_charge_ = 0;  // this connection's share of window_bytes_in_use
-  std::span<std::uint8_t> window_;   // the transport's allocation
+  bool committing_ = false;             // the commit job is queued or running
+  bool shutdown_after_commit_ = false;  // SIGTERM arrived while committing
+  std::uint64_t window_charge_ = 0;     // this connection's share of window_bytes_in_use
+  std::span<std::uint8_t> window_;      // the transport's allocation
   std::vector<std::optional<Registration>> slot_keys_;  // engaged: the slot is registered
   // Last: its jobs use the window (which the transport owns and outlives it).
   std::optional<IncomingFile> file_;

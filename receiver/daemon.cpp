@@ -19,6 +19,9 @@ enum Tag : std::uint64_t {
   kFirstConnectionTag = 16
 };
 constexpr auto kShutdownGrace = std::chrono::seconds(5);
+// After the connections: how long disk work still running may take before rdma-recv exits
+// regardless (a hung file system must not make SIGTERM useless).
+constexpr auto kDiskGrace = std::chrono::seconds(10);
 constexpr auto kTick = std::chrono::milliseconds(100);  // also the keepalive resolution
 // Receives a connection keeps posted: a Chunk per slot, plus the few other messages that
 // can accompany them (docs/PROTOCOL.md 4.2).
@@ -52,7 +55,7 @@ Daemon::Daemon(const ReceiverOptions& options, Fd dir, std::optional<proto::Secr
 
 Daemon::~Daemon() {
   // Jobs still running use their connection's window and file: let them finish before
-  // anything is destroyed.
+  // anything is destroyed. (When run() gave up on them, main exits without destroying.)
   wait_for_disk_work();
   peers_.clear();
 }
@@ -90,7 +93,10 @@ int Daemon::run() {
     }
     reap_closed();
   }
-  wait_for_disk_work();
+  if (!wait_for_disk_work()) {
+    disk_work_left_ = true;
+    return status_ != 0 ? status_ : 1;
+  }
   peers_.clear();
   spdlog::info("stopped");
   return status_;
@@ -198,19 +204,28 @@ void Daemon::reap_closed() {
   }
 }
 
-void Daemon::wait_for_disk_work() {
+bool Daemon::wait_for_disk_work() {
   auto busy = [&] {
     return std::any_of(peers_.begin(), peers_.end(),
                        [](const auto& entry) { return !entry.second.connection->idle(); });
   };
-  if (!busy()) return;
+  if (!busy()) return true;
   spdlog::info("waiting for the disk work in progress to finish");
   for (auto& [number, p] : peers_) p.connection->abandon();
+  const auto give_up = std::chrono::steady_clock::now() + kDiskGrace;
   while (busy()) {
+    if (std::chrono::steady_clock::now() > give_up) {
+      spdlog::error(
+          "a disk operation (write, fsync or rename) has not finished after {}s; exiting "
+          "without waiting for it (its temporary file may be left in the directory)",
+          std::chrono::duration_cast<std::chrono::seconds>(kDiskGrace).count());
+      return false;
+    }
     pollfd fd{pool_.ready_fd(), POLLIN, 0};
     ::poll(&fd, 1, 1000);
     pool_.run_completions();
   }
+  return true;
 }
 
 }  // namespace rdmax::receiver

@@ -32,6 +32,9 @@ class Daemon {
   // Runs until a signal asks it to stop (0) or the device goes away (1), and every
   // connection has closed (bounded).
   int run();
+  // run() returned while a disk job still runs (a hung file system): the caller must exit
+  // without destroying this daemon, whose memory the job still uses.
+  bool disk_work_left() const { return disk_work_left_; }
 
  private:
   // A connection and the transport it runs on; the transport goes last.
@@ -45,7 +48,7 @@ class Daemon {
   void on_tick();
   void stop(int status);
   void reap_closed();
-  void wait_for_disk_work();
+  bool wait_for_disk_work();  // false: gave up after kDiskGrace
   Peer* peer_of(std::uint64_t number);
 
   const ReceiverOptions& options_;
@@ -63,6 +66,7 @@ class Daemon {
   std::uint64_t next_number_ = 1;
   bool stopping_ = false;
   int status_ = 0;
+  bool disk_work_left_ = false;
 };
 
 }  // namespace rdmax::receiver

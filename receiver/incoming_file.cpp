@@ -117,6 +117,8 @@ void IncomingFile::commit(Done done) {
 }
 
 void IncomingFile::discard() {
+  if (discarded_) return;
+  discarded_ = true;
   disk_.cancel();
   hashing_.cancel();
   stores_.clear();  // their jobs were cancelled, or their results no longer matter

@@ -91,7 +91,7 @@ class IncomingFile {
   std::uint64_t next_sequence_ = 0;
   std::uint64_t bytes_stored_ = 0;
   bool committed_ = false;
-  bool hash_failed_ = false;
+  bool discarded_ = false;
   // Last: destroyed first, so no job outlives what it uses (they cancel what has not
   // started; the owner waited for idle() before destroying this).
   WorkQueue disk_;

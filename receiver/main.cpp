@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 
@@ -114,7 +115,14 @@ int main(int argc, char** argv) {
 
   try {
     receiver::Daemon daemon(options, std::move(dir), std::move(secrets));
-    return daemon.run();
+    const int rc = daemon.run();
+    if (daemon.disk_work_left()) {
+      // A worker is stuck in the kernel (a hung file system): destroying the daemon would
+      // wait for it, or free what it still uses. Leave without destructors.
+      spdlog::shutdown();
+      std::_Exit(rc);
+    }
+    return rc;
   } catch (const SysError& e) {
     if (e.error() == EADDRINUSE) {
       spdlog::error(

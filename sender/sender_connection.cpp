@@ -27,7 +27,6 @@ constexpr std::uint32_t kMaxSlotSize = 8u << 20;
 // byte and pinned memory (up to three windows) stays modest whatever the file size.
 constexpr std::uint64_t kFileWindowBytes = 32u << 20;
 constexpr std::uint64_t kFileWindowsPerFlight = 8;
-constexpr auto kCloseGrace = std::chrono::seconds(3);
 
 double seconds_between(std::chrono::steady_clock::time_point a,
                        std::chrono::steady_clock::time_point b) {
@@ -178,7 +177,7 @@ void SenderConnection::perform(Action action, SenderInput& cause) {
       break;
     }
     case Action::Disconnect:
-      begin_disconnect(kCloseGrace);
+      begin_disconnect();
       break;
     case Action::Finish:
       break;
@@ -302,7 +301,11 @@ void SenderConnection::on_message(Inbound inbound) {
   const auto* reject = message != nullptr ? std::get_if<proto::Reject>(message) : nullptr;
   const bool version_refusal =
       reject != nullptr && reject->reason == proto::RejectReason::UnsupportedVersion;
-  if (inbound.version != version() && !version_refusal) {
+  // Before our Hello reached it, the receiver writes in version 1 (an Error(Timeout) or
+  // Error(ShuttingDown) in AwaitHello): PROTOCOL.md 7.1.
+  const bool early_error = inbound.version == proto::kVersion1 && state_ == State::AwaitAccept &&
+                           message != nullptr && std::holds_alternative<proto::Error>(*message);
+  if (inbound.version != version() && !version_refusal && !early_error) {
     spdlog::error("a version-{} message from the receiver on a version-{} connection",
                   inbound.version, version());
     return dispatch(

@@ -33,8 +33,6 @@ class Dispatcher {
     }
   }
 
-  bool running() const { return running_; }
-
  private:
   std::deque<Input> pending_;
   bool running_ = false;

@@ -50,8 +50,13 @@ void DriverCore::post(const proto::Message& message, std::uint64_t tag) {
   last_sent_ = Clock::now();
 }
 
-void DriverCore::begin_disconnect(std::chrono::seconds grace) {
-  expect("the disconnect", grace);
+void DriverCore::release_transport() noexcept {
+  transport_gone_ = true;
+  if (transport_ != nullptr) transport_->shut_down();
+}
+
+void DriverCore::begin_disconnect() {
+  expect("the disconnect", kCloseGrace);
   disconnect_pending_ = true;
   disconnect_when_drained();
 }

@@ -1,6 +1,6 @@
 #pragma once
 // The skeleton both connection drivers share (the receiver's Connection, the sender's
-// SendSession): what they do the same way is here, once.
+// SenderConnection): what they do the same way is here, once.
 //
 // - One failure policy. Every entry point (a received message, a send completion, a
 //   transport failure, a disconnect, a tick, an owner's call) runs guarded: an exception
@@ -9,7 +9,7 @@
 //   the way out). If handling that throws as well, the transport is shut down and
 //   on_transport_lost() ends the connection without another word on the wire.
 // - Posting. post() sends a control message in the connection's protocol version; once
-//   the connection is disconnecting or its transport is gone, it sends nothing.
+//   the connection is disconnected or its transport is gone, it sends nothing.
 // - Graceful disconnect: begin_disconnect() lets every posted SEND complete, so the last
 //   message (a verdict, a secret, an Error) reaches the peer, then disconnects; the close
 //   grace bounds the wait.
@@ -64,11 +64,14 @@ class DriverCore : protected TransportSink {
   }
 
   void post(const proto::Message& message, std::uint64_t tag = 0);
-  void begin_disconnect(std::chrono::seconds grace);
-  bool disconnect_requested() const { return disconnect_pending_; }
+  // How long a side waits for DISCONNECTED once it disconnected.
+  static constexpr std::chrono::seconds kCloseGrace{3};
+  void begin_disconnect();
   // The peer or the transport is gone: post nothing more.
   void mark_transport_gone() { transport_gone_ = true; }
-  bool transport_gone() const { return transport_gone_; }
+  // Moves the queue pair to the error state (nothing more lands in our memory or leaves
+  // this side) and posts nothing more.
+  void release_transport() noexcept;
   Clock::time_point last_sent() const { return last_sent_; }
 
   void expect(const char* what, Clock::duration within);

@@ -1,6 +1,6 @@
 #pragma once
 // The seam between a connection driver and the wire. A driver (receiver/connection.hpp,
-// sender/send_session.hpp) posts control messages and RDMA WRITEs and registers memory
+// sender/sender_connection.hpp) posts control messages and RDMA WRITEs and registers memory
 // through a Transport; what comes back (received messages, send completions, a broken
 // queue pair) reaches it through the TransportSink it passes to poll(). Two implementations
 // exist: the verbs/rdma_cm one (common/rdma/rdma_transport.hpp) and an in-memory fake the
@@ -8,7 +8,7 @@
 //
 // Error model: every Transport call that cannot do its job throws (TransportError for a
 // peer that does not keep up, SysError for a failed verbs call); the driver's one dispatch
-// guard turns that into a local failure of that connection (common/connection/driver.hpp).
+// guard turns that into a local failure of that connection (common/connection/driver_core.hpp).
 
 #include <cstdint>
 #include <span>

@@ -47,17 +47,16 @@ void RdmaTransport::write(const Registration& source, std::span<const std::uint8
 }
 
 Registration RdmaTransport::register_memory(std::span<std::uint8_t> memory, Access access) {
-  std::uint32_t handle = 0;
+  MemoryRegion region(endpoint_.pd().get(), memory.data(), memory.size(), access_flags(access));
+  const Registration keys{0, region.lkey(), region.rkey()};
   if (free_regions_.empty()) {
-    handle = static_cast<std::uint32_t>(regions_.size());
-    regions_.emplace_back();
-  } else {
-    handle = free_regions_.back();
+    regions_.emplace_back(std::move(region));
+    return {static_cast<std::uint32_t>(regions_.size() - 1), keys.lkey, keys.rkey};
   }
-  auto& region = regions_[handle];
-  region.emplace(endpoint_.pd().get(), memory.data(), memory.size(), access_flags(access));
-  if (!free_regions_.empty() && free_regions_.back() == handle) free_regions_.pop_back();
-  return {handle, region->lkey(), region->rkey()};
+  const std::uint32_t handle = free_regions_.back();
+  free_regions_.pop_back();
+  regions_[handle].emplace(std::move(region));
+  return {handle, keys.lkey, keys.rkey};
 }
 
 void RdmaTransport::deregister(const Registration& registration) {

@@ -164,17 +164,18 @@ case_many_idle() {
 case_busy() {
   local busy_port=$((port + 1)) busy_log=$RXE_SCRATCH/rdma-recv-busy.log apid err
   start_daemon busy "$busy_log" "$recv" --bind "$RXE_ADDR" --port "$busy_port" --dir "$out" \
-    --max-connections 1 --timeout "$recv_timeout"
+    --max-connections 2 --timeout "$recv_timeout"
   wait_for_line 30 busy "$busy_log" 'listening on'
-  last_cmd="rdmax-attacker idle --count 1 --port $busy_port"
-  timeout -k 5 60 "$attacker" idle --count 1 --host "$RXE_ADDR" --port "$busy_port" \
+  # Two idle connections fill the receiver's two places.
+  last_cmd="rdmax-attacker idle --count 2 --port $busy_port"
+  timeout -k 5 60 "$attacker" idle --count 2 --host "$RXE_ADDR" --port "$busy_port" \
     --timeout 10 --receiver-timeout "$recv_timeout" --slack 3 --tag busy --dir "$out" \
     >"$attack_out" 2>"$attack_err" </dev/null &
   apid=$!
-  wait_for 30 grep -q "1 idle connections open" "$attack_err"
+  wait_for 30 grep -q "2 idle connections open" "$attack_err"
   head -c 65536 /dev/urandom >"$in/busy.bin"
   err=$RXE_SCRATCH/busy.err
-  last_cmd="rdma-send to a receiver at --max-connections 1"
+  last_cmd="rdma-send to a receiver at --max-connections 2"
   rc=0
   timeout -k 5 30 "$send" --host "$RXE_ADDR" --port "$busy_port" "$in/busy.bin" >/dev/null 2>"$err" || rc=$?
   ((rc == 3)) || fail "a sender refused for --max-connections exited $rc, expected 3"

@@ -294,5 +294,43 @@ TEST_F(ReceiverDriver, WriteFailureEndsWithAStorageVerdictAndNoFile) {
   EXPECT_TRUE(std::filesystem::is_empty(h.dir.path()));
 }
 
+TEST_F(ReceiverDriver, FullSendQueueOnTheWayOutStillEndsTheConnectionAndDiscards) {
+  const auto bytes = random_bytes(8 * 4096);
+  offer(bytes);
+  // The peer acknowledges nothing: every send buffer fills up, so the Error of a timeout
+  // cannot be posted; the connection must still end, and the temporary go.
+  h.transport.send_capacity = static_cast<std::uint32_t>(h.transport.sends_in_flight());
+  h.connection->tick(Clock::now() + std::chrono::seconds(6));
+  EXPECT_EQ(h.state(), ReceiverState::Closed);
+  ASSERT_TRUE(h.settle([&] { return h.connection->reapable(); }));
+  EXPECT_TRUE(std::filesystem::is_empty(h.dir.path()));
+}
+
+TEST_F(ReceiverDriver, AfterTheLastChunkIsStoredTheWaitForDoneIsBounded) {
+  const auto bytes = random_bytes(100);
+  offer(bytes);
+  ASSERT_TRUE(write_chunk(bytes, 0, 100, 0));
+  ASSERT_TRUE(h.settle([&] { return h.connection->idle(); }));
+  EXPECT_STREQ(h.connection->waiting_for(), "Done");
+  h.connection->tick(Clock::now() + std::chrono::seconds(6));
+  EXPECT_EQ(h.state(), ReceiverState::Closing);
+  EXPECT_EQ(h.transport.sent_of<proto::Error>().at(0).code, proto::ErrorCode::Timeout);
+}
+
+TEST_F(ReceiverDriver, ShutdownDuringTheCommitSendsTheVerdictFirst) {
+  const auto bytes = random_bytes(100);
+  offer(bytes);
+  ASSERT_TRUE(write_chunk(bytes, 0, 100, 0));
+  h.send(proto::Done{bytes.size()});
+  ASSERT_TRUE(h.settle([&] { return h.state() == ReceiverState::Verifying; }));
+  h.connection->shut_down();  // the commit job is queued or running
+  EXPECT_EQ(h.state(), ReceiverState::Verifying);
+  ASSERT_TRUE(h.settle([&] { return h.state() == ReceiverState::Closing; }));
+  ASSERT_EQ(h.transport.sent_of<proto::Verdict>().size(), 1u);
+  EXPECT_EQ(h.transport.sent_of<proto::Verdict>()[0].code, proto::VerdictCode::Good);
+  EXPECT_EQ(h.transport.sent_of<proto::Error>().at(0).code, proto::ErrorCode::ShuttingDown);
+  EXPECT_EQ(read_file(h.dir.path() / "f.bin"), std::string(bytes.begin(), bytes.end()));
+}
+
 }  // namespace
 }  // namespace rdmax::test

@@ -138,13 +138,14 @@ std::vector<Row> abort_rows() {
 }
 
 // Closing and Closed absorb everything; only the transport's end (or giving up on it) moves
-// Closing to Closed.
+// Closing to Closed, and a failure of our own on the way out (its step's remaining actions
+// did not run) ends it at once.
 std::vector<Row> absorbing_rows() {
   std::vector<Row> rows;
   for (E e : kAllEvents) {
     const bool ends = e == E::Disconnected || e == E::TransportFailed || e == E::Timeout;
-    rows.push_back(
-        {S::Closing, e, ends ? S::Closed : S::Closing, ends ? Actions{A::Release} : Actions{}});
+    rows.push_back({S::Closing, e, ends || e == E::LocalFailure ? S::Closed : S::Closing,
+                    ends || e == E::LocalFailure ? Actions{A::Release} : Actions{}});
     rows.push_back({S::Closed, e, S::Closed, {}});
   }
   return rows;
@@ -482,7 +483,8 @@ TEST(ReceiverMachine, AfterTheVerdictNothingDiscardsTheCommittedFile) {
 
 TEST(ReceiverMachine, ClosingAbsorbsLateEvents) {
   for (E e : kAllEvents) {
-    const bool ends = e == E::Disconnected || e == E::TransportFailed || e == E::Timeout;
+    const bool ends =
+        e == E::Disconnected || e == E::TransportFailed || e == E::Timeout || e == E::LocalFailure;
     expect_transition(S::Closing, e, ends ? S::Closed : S::Closing,
                       ends ? Actions{A::Release} : Actions{});
   }

@@ -263,5 +263,13 @@ TEST_F(SenderDriver, ReceiverTimeoutOrShutdownIsAConnectionLostNotAProtocolError
   EXPECT_EQ(driver->outcome(), SenderOutcome::ProtocolError);
 }
 
+TEST_F(SenderDriver, Version1ErrorBeforeTheHelloWasSeenIsAcceptedOnVersion2) {
+  connect();
+  // The receiver timed out waiting for the Hello before it arrived: it wrote version 1.
+  receive(proto::Error{proto::ErrorCode::Timeout, "no Hello"}, proto::kVersion1);
+  EXPECT_EQ(driver->outcome(), SenderOutcome::ConnectionLost);
+  EXPECT_TRUE(transport.sent_of<proto::Error>().empty());
+}
+
 }  // namespace
 }  // namespace rdmax::test

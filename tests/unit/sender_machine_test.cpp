@@ -148,11 +148,13 @@ std::vector<Row> abort_rows() {
   return rows;
 }
 
-// Closing and Done absorb everything: the outcome is already decided.
+// Closing and Done absorb everything: the outcome is already decided. A failure of our own
+// on the way out ends it at once.
 std::vector<Row> absorbing_rows() {
   std::vector<Row> rows;
   for (E e : kAllEvents) {
-    const bool ends = e == E::Disconnected || e == E::TransportFailed || e == E::Timeout;
+    const bool ends =
+        e == E::Disconnected || e == E::TransportFailed || e == E::Timeout || e == E::LocalFailure;
     rows.push_back({S::Closing, e, ends ? S::Done : S::Closing,
                     ends ? Actions{A::Finish} : Actions{}, std::nullopt});
     rows.push_back({S::Done, e, S::Done, {}, std::nullopt});
@@ -453,7 +455,8 @@ TEST(SenderMachine, EveryWayIntoClosingOrDoneFromAnOpenStateNamesAnOutcome) {
 
 TEST(SenderMachine, ClosingAbsorbsLateEvents) {
   for (E e : kAllEvents) {
-    const bool ends = e == E::Disconnected || e == E::TransportFailed || e == E::Timeout;
+    const bool ends =
+        e == E::Disconnected || e == E::TransportFailed || e == E::Timeout || e == E::LocalFailure;
     expect_transition(S::Closing, e, ends ? S::Done : S::Closing,
                       ends ? Actions{A::Finish} : Actions{}, std::nullopt);
   }
