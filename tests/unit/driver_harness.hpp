@@ -3,14 +3,28 @@
 // SenderConnection over a FakeTransport, with a real worker pool and a temporary directory.
 
 #include <poll.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <climits>
+#include <condition_variable>
+#include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "common/input_file.hpp"
 #include "common/sha256.hpp"
@@ -43,6 +57,37 @@ inline std::string read_file(const std::filesystem::path& path) {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
+// While it lives, every log line goes to a string instead of the console, trace level
+// included: the drivers log each transition as "<state> --<event>--> <next>", which tells
+// a test which (state, event) row its input really raised.
+class LogCapture {
+ public:
+  LogCapture() : previous_(spdlog::default_logger()) {
+    auto logger = std::make_shared<spdlog::logger>(
+        "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(out_));
+    logger->set_level(spdlog::level::trace);
+    logger->set_pattern("%l: %v");
+    spdlog::set_default_logger(std::move(logger));
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+
+  std::size_t size() const { return out_.str().size(); }
+  std::string since(std::size_t from) const { return out_.str().substr(from); }
+  // Whether the driver took `state` --`event`--> since `from`.
+  template <typename State, typename Event>
+  bool took(std::size_t from, State state, Event event) const {
+    const std::string step =
+        std::string(proto::to_string(state)) + " --" + proto::to_string(event) + "-->";
+    return since(from).find(step) != std::string::npos;
+  }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
 // Runs the pool's completions until `done` holds (bounded: a bug fails, it does not hang).
 inline bool run_pool_until(WorkPool& pool, const std::function<bool()>& done,
                            std::chrono::milliseconds limit = std::chrono::seconds(10)) {
@@ -58,6 +103,10 @@ inline bool run_pool_until(WorkPool& pool, const std::function<bool()>& done,
 
 // A receiver connection over a fake transport.
 struct ReceiverHarness {
+  ReceiverHarness() = default;
+  // `threads` pool threads: with one, a PoolGate decides exactly how far the disk work gets.
+  explicit ReceiverHarness(unsigned threads) : pool(threads) {}
+
   TempDir dir{"rdmax-driver"};
   receiver::ReceiverOptions options = [] {
     receiver::ReceiverOptions o;
@@ -88,6 +137,273 @@ struct ReceiverHarness {
     });
   }
   proto::ReceiverState state() const { return connection->state(); }
+};
+
+// Holds the pool's thread in jobs of its own (barriers 1, 2, ... in the order added): the
+// work queued behind a barrier waits until it is opened, so a test decides how far the
+// disk and hashing work gets, and what has finished when. With a one-thread pool the jobs
+// queued before a barrier is reached have all run once it is.
+class PoolGate {
+ public:
+  explicit PoolGate(WorkPool& pool) : queue_(pool) {}
+  ~PoolGate() { open_all(); }  // a thread left waiting would keep the pool from stopping
+  PoolGate(const PoolGate&) = delete;
+  PoolGate& operator=(const PoolGate&) = delete;
+
+  // Queues the next barrier.
+  void add() {
+    const int number = ++added_;
+    queue_.post(
+        [s = state_, number] {
+          std::unique_lock lock(s->mutex);
+          s->reached = number;
+          s->changed.notify_all();
+          s->changed.wait(lock, [&] { return s->opened >= number; });
+        },
+        [] {});
+  }
+  // Waits (bounded) until a thread waits at barrier `number`.
+  bool reached(int number) {
+    std::unique_lock lock(state_->mutex);
+    return state_->changed.wait_for(lock, std::chrono::seconds(10),
+                                    [&] { return state_->reached >= number; });
+  }
+  // Queues a barrier and waits until the thread holds there.
+  bool hold() {
+    add();
+    return reached(added_);
+  }
+  // Lets the oldest closed barrier pass.
+  void open_next() { open_until(state_->opened + 1); }
+  void open_all() { open_until(INT_MAX); }
+  int added() const { return added_; }
+
+ private:
+  struct State {
+    std::mutex mutex;
+    std::condition_variable changed;
+    int reached = 0;
+    int opened = 0;
+  };
+  void open_until(int number) {
+    std::lock_guard lock(state_->mutex);
+    state_->opened = number;
+    state_->changed.notify_all();
+  }
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+  int added_ = 0;
+  WorkQueue queue_;
+};
+
+// Runs the completions of the jobs that have finished, once (after waiting, bounded, for one).
+inline std::size_t run_pool_once(WorkPool& pool) {
+  pollfd fd{pool.ready_fd(), POLLIN, 0};
+  ::poll(&fd, 1, 10'000);
+  return pool.run_completions();
+}
+
+// While it lives, writes past `bytes` into any file of this process fail with EFBIG, as
+// a full disk fails them with ENOSPC (SIGXFSZ is ignored meanwhile). Keep its life short:
+// it is process-wide.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    ::getrlimit(RLIMIT_FSIZE, &saved_);
+    previous_ = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit lower = saved_;
+    lower.rlim_cur = bytes;
+    ::setrlimit(RLIMIT_FSIZE, &lower);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &saved_);
+    std::signal(SIGXFSZ, previous_);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+ private:
+  rlimit saved_{};
+  void (*previous_)(int) = SIG_DFL;
+};
+
+// Files under `dir` this process holds open: a temporary (named or O_TMPFILE) shows here
+// even when it has no name in the directory.
+inline std::size_t open_files_under(const std::filesystem::path& dir) {
+  const std::string prefix = dir.string() + "/";
+  std::size_t n = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    const auto target = std::filesystem::read_symlink(entry.path(), ec);
+    if (!ec && target.string().starts_with(prefix)) ++n;
+  }
+  return n;
+}
+
+// A message with the rdmax header of `version` but an unknown type: it does not decode.
+inline std::vector<std::uint8_t> undecodable(std::uint16_t version) {
+  std::vector<std::uint8_t> bytes = proto::encode(proto::Bye{}, version);
+  bytes[6] = 99;  // header.type
+  return bytes;
+}
+
+// What a driver posted, as one line ("Error(1) Credit(0)"), so a failure shows all of it.
+// The number is the message's code (Error, Reject, Verdict), Denied's attempts left, the
+// slot of a Credit or a Chunk, Working's phase; none for the others.
+struct Posted {
+  proto::MessageType type;
+  int code = -1;  // -1: any
+};
+
+inline int code_of(const proto::Message& message) {
+  return std::visit(
+      [](const auto& m) -> int {
+        using M = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<M, proto::Error> || std::is_same_v<M, proto::Verdict>)
+          return static_cast<int>(m.code);
+        else if constexpr (std::is_same_v<M, proto::Reject>)
+          return static_cast<int>(m.reason);
+        else if constexpr (std::is_same_v<M, proto::Denied>)
+          return m.attempts_left;
+        else if constexpr (std::is_same_v<M, proto::Credit> || std::is_same_v<M, proto::Chunk>)
+          return static_cast<int>(m.slot);
+        else if constexpr (std::is_same_v<M, proto::Working>)
+          return static_cast<int>(m.phase);
+        else
+          return -1;
+      },
+      message);
+}
+
+inline std::string describe(const std::vector<Posted>& posted) {
+  std::string text;
+  for (const Posted& p : posted) {
+    if (!text.empty()) text += ' ';
+    text += proto::to_string(p.type);
+    if (p.code >= 0) text += "(" + std::to_string(p.code) + ")";
+  }
+  return text.empty() ? "nothing" : text;
+}
+
+// What `transport` posted from message `from` on, described the way `want` asks: with the
+// code where `want` names one.
+inline std::string describe_sent(const FakeTransport& transport, std::size_t from,
+                                 const std::vector<Posted>& want) {
+  std::vector<Posted> got;
+  for (std::size_t i = from; i < transport.sent.size(); ++i) {
+    const auto& m = transport.sent[i].message;
+    const std::size_t k = i - from;
+    const bool coded = k < want.size() && want[k].code >= 0 && want[k].type == proto::type_of(m);
+    got.push_back({proto::type_of(m), coded ? code_of(m) : -1});
+  }
+  return describe(got);
+}
+
+// The sender driver's view of rdma_cm: it hands out the fake transport, or fails as told.
+struct ScriptedCm final : sender::SenderCm {
+  FakeTransport& transport;
+  int routes = 0;
+  int connects = 0;
+  bool fail_route = false;    // rdma_resolve_route fails
+  bool fail_connect = false;  // creating the queue pair or rdma_connect fails
+  explicit ScriptedCm(FakeTransport& t) : transport(t) {}
+  void resolve_route() override {
+    ++routes;
+    if (fail_route) throw std::runtime_error("rdma_resolve_route: injected failure");
+  }
+  Transport& connect() override {
+    ++connects;
+    if (fail_connect) throw std::runtime_error("ibv_create_qp: injected failure");
+    return transport;
+  }
+};
+
+// A sender connection over a fake transport, for `bytes` read from a real file.
+struct SenderHarness {
+  TempDir dir{"rdmax-sender"};
+  std::vector<std::uint8_t> bytes;
+  std::optional<InputFile> file;
+  sender::SenderSettings settings;
+  FakeTransport transport;
+  ScriptedCm cm{transport};
+  std::optional<sender::SenderConnection> driver;
+
+  void source(std::vector<std::uint8_t> content) {
+    bytes = std::move(content);
+    std::ofstream(dir.path() / "src", std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
+    file.emplace((dir.path() / "src").string());
+  }
+  // ResolvingAddress: the owner has called rdma_resolve_addr.
+  void start(std::uint16_t version = proto::kVersion2) {
+    settings.name = "f.bin";
+    settings.version = version;
+    settings.timeout = std::chrono::seconds(3);
+    settings.connect_timeout = std::chrono::seconds(3);
+    driver.emplace(settings, *file, sha256_of(bytes), cm, "peer");
+    driver->start();
+  }
+  // The receiver sends `message` (in the connection's version unless told).
+  void receive(const proto::Message& message, std::uint16_t version = 0) {
+    transport.deliver(message, version != 0 ? version : settings.version);
+    driver->poll();
+  }
+  void complete_sends() {
+    transport.complete_sends();
+    driver->poll();
+  }
+  proto::SenderState state() const { return driver->state(); }
+};
+
+// A receiver and a sender connected through their fakes, as RC would connect them: the
+// sender's WRITE lands in the receiver's window before the Chunk that follows it is
+// delivered, or fails there (dead or foreign key), which breaks the sender's queue pair
+// (IBV_WC_REM_ACCESS_ERR) and flushes what it posted after; SENDs delivered complete.
+struct Link {
+  Link(ReceiverHarness& r, SenderHarness& s) : receiver(r), sender(s) {}
+
+  ReceiverHarness& receiver;
+  SenderHarness& sender;
+  // Sees (and may change) each of the receiver's messages on its way.
+  std::function<void(proto::Message&)> tamper;
+  bool broken = false;  // a WRITE failed at the receiver
+  std::size_t from_sender = 0, writes = 0, from_receiver = 0;
+
+  // Moves what is there; returns whether anything moved.
+  bool step() {
+    bool moved = false;
+    auto& out = sender.transport;
+    for (; !broken && from_sender < out.sent.size(); ++from_sender, moved = true) {
+      const auto& sent = out.sent[from_sender];
+      if (std::holds_alternative<proto::Chunk>(sent.message)) {
+        const auto& w = out.writes.at(writes++);  // the WRITE just before this Chunk
+        if (!receiver.transport.write_remote(w.remote_addr, w.rkey, w.bytes)) {
+          broken = true;
+          out.fail("completion error: remote access error");
+          break;
+        }
+      }
+      receiver.transport.deliver(sent.message, sent.version);
+      out.complete_sends(1);
+    }
+    auto& back = receiver.transport;
+    for (; from_receiver < back.sent.size(); ++from_receiver, moved = true) {
+      proto::Message message = back.sent[from_receiver].message;
+      if (tamper) tamper(message);
+      if (!broken) out.deliver(message, back.sent[from_receiver].version);
+      back.complete_sends(1);
+    }
+    receiver.poll();
+    sender.driver->poll();
+    return moved;
+  }
+  // Steps, running the receiver's pool, until `done` holds (bounded).
+  bool run_until(const std::function<bool()>& done) {
+    return run_pool_until(receiver.pool, [&] {
+      step();
+      return done();
+    });
+  }
 };
 
 }  // namespace rdmax::test

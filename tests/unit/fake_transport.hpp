@@ -53,6 +53,12 @@ class FakeTransport final : public Transport {
   std::uint32_t send_capacity = 128;  // SENDs in flight before send() throws TransportError
   int fail_registration_after = -1;   // register_memory throws after this many (-1: never)
   int fail_send_after = -1;           // send throws SysError-like after this many
+  // Like fail_send_after, but only that one send fails (a post refused once); later sends
+  // go through, so the driver's answer to the failure (an Error) can be seen.
+  int fail_one_send_after = -1;
+  // The next poll() throws before it delivers anything, as the real one does when
+  // ibv_poll_cq fails or a receive buffer cannot be posted again.
+  bool fail_next_poll = false;
 
   // What the peer does; delivered at the next poll(), in order.
   void deliver(const proto::Message& message, std::uint16_t version = proto::kVersion1) {
@@ -111,6 +117,11 @@ class FakeTransport final : public Transport {
       throw std::logic_error("the driver posted a message that does not encode");
     if (fail_send_after == 0) throw std::runtime_error("ibv_post_send: injected failure");
     if (fail_send_after > 0) --fail_send_after;
+    if (fail_one_send_after == 0) {
+      fail_one_send_after = -1;
+      throw std::runtime_error("ibv_post_send: injected one-off failure");
+    }
+    if (fail_one_send_after > 0) --fail_one_send_after;
     if (in_flight_.size() >= send_capacity) throw TransportError("send queue full (fake)");
     sent.push_back({message, version, tag});
     in_flight_.push_back(tag);
@@ -146,6 +157,10 @@ class FakeTransport final : public Transport {
     return {allocations_.back().get(), bytes};
   }
   void poll(TransportSink& sink) override {
+    if (fail_next_poll) {
+      fail_next_poll = false;
+      throw std::runtime_error("ibv_poll_cq: injected failure");
+    }
     while (!queue_.empty()) {
       Queued next = std::move(queue_.front());
       queue_.pop_front();

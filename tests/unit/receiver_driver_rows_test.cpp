@@ -1,0 +1,553 @@
+// Every row of the receiver's transition table (docs/PROTOCOL.md 4.5; the reference is
+// protocol/receiver_machine.cpp), driven through the real Connection over the fake
+// transport. Each row is brought about by real inputs (messages, send completions, CM
+// events, ticks, the pool's results, injected failures); the driver's trace log proves the
+// row's (state, event) was taken, and what it did is checked from outside: its state, what
+// it posted, the file on disk and how it leaves. receiver_machine_test.cpp checks the pure
+// table; this file checks that the driver carries it out, and lists, with the reason, every
+// (state, event) pair no real input can raise. The data-phase rules are driven in
+// receiver_driver_ledger_test.cpp.
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <initializer_list>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "receiver_driver_rig.hpp"
+
+namespace rdmax::test::receiver_rig {
+namespace {
+
+// A row of the table, and how the event was raised where a row has several ways.
+struct At {
+  S state;
+  E event;
+  std::string variant;
+};
+
+struct Row {
+  At at;
+  Step reach;
+  Step inject;
+  Want want;
+  Step also = nullptr;  // row-specific checks, after the common ones
+};
+
+std::ostream& operator<<(std::ostream& out, const Row& row) {
+  return out << proto::to_string(row.at.state) << " + " << proto::to_string(row.at.event) << " "
+             << row.at.variant;
+}
+
+std::string row_name(const ::testing::TestParamInfo<Row>& info) {
+  const Row& r = info.param;
+  return std::string(proto::to_string(r.at.state)) + "_" + proto::to_string(r.at.event) +
+         (r.at.variant.empty() ? "" : "_" + r.at.variant);
+}
+
+// ---- The protocol's rows ----
+
+std::vector<Row> protocol_rows() {
+  using V = proto::VerdictCode;
+  using R = proto::RejectReason;
+  const Posted credit0{T::Credit, 0}, credit1{T::Credit, 1};
+  return {
+      {{S::AwaitHello, E::GotHello, ""},
+       [](Rig& r) { r.await_hello(); },
+       [](Rig& r) { r.peer(r.hello()); },
+       {S::CheckingHello, {}}},
+      {{S::CheckingHello, E::HelloAccepted, ""},
+       [](Rig& r) { r.checking_hello(); },
+       [](Rig& r) { r.settle_out_of(S::CheckingHello); },
+       {S::Receiving, {{T::Accept}, credit0, credit1}, File::Temp},
+       [](Rig& r) { EXPECT_EQ(r.h.transport.live_regions(), 2u); }},
+      {{S::CheckingHello, E::HelloRejected, "Exists"},
+       [](Rig& r) {
+         std::ofstream(r.h.dir.path() / r.name) << "taken";
+         r.checking_hello();
+       },
+       [](Rig& r) { r.settle_out_of(S::CheckingHello); },
+       {S::Closing, {reject(R::Exists)}, File::Any, End::Disconnects},
+       [](Rig& r) {
+         EXPECT_EQ(read_file(r.h.dir.path() / r.name), "taken");
+         EXPECT_EQ(open_files_under(r.h.dir.path()), 0u);
+       }},
+      {{S::CheckingHello, E::HelloRejected, "BadName"},
+       [](Rig& r) { r.await_hello(); },
+       [](Rig& r) {
+         r.name = "a/b";
+         r.peer(r.hello());
+       },
+       {S::Closing, {reject(R::BadName)}, File::None, End::Disconnects}},
+      {{S::CheckingHello, E::HelloRejected, "RegistrationFails"},
+       [](Rig& r) {
+         r.await_hello();
+         r.h.transport.fail_registration_after = 1;  // the second slot's
+       },
+       [](Rig& r) { r.peer(r.hello()); },
+       {S::Closing, {reject(R::NoMemory)}, File::None, End::Disconnects},
+       [](Rig& r) { EXPECT_EQ(r.h.transport.live_regions(), 0u); }},
+      {{S::CheckingHello, E::HelloRejected, "ForeignVersion"},
+       [](Rig& r) { r.await_hello(); },
+       [](Rig& r) {
+         std::vector<std::uint8_t> m = proto::encode(r.hello());
+         m[4] = 3;  // header.version
+         r.h.transport.deliver_bytes(m);
+         r.h.poll();
+       },
+       {S::Closing, {reject(R::UnsupportedVersion)}, File::None, End::Disconnects}},
+      {{S::Receiving, E::GotChunk, ""},
+       [](Rig& r) { r.receiving(); },
+       [](Rig& r) { EXPECT_TRUE(r.chunk(0)); },
+       {S::Receiving, {}, File::Temp},
+       [](Rig& r) {  // the slot's key died with its Chunk
+         EXPECT_EQ(r.h.transport.live_regions(), 1u);
+         EXPECT_FALSE(r.h.transport.write_remote(r.accept().region_addr, r.rkey_of(0), r.bytes));
+       }},
+      {{S::Receiving, E::ChunkStored, ""},
+       [](Rig& r) {
+         r.receiving();
+         ASSERT_TRUE(r.chunk(0));
+       },
+       [](Rig& r) { r.settle_idle(); },
+       {S::Receiving, {credit0}, File::Temp},
+       [](Rig& r) {
+         const auto credits = r.h.transport.sent_of<proto::Credit>();
+         EXPECT_NE(credits.back().rkey, credits.front().rkey);
+         EXPECT_EQ(r.h.transport.live_regions(), 2u);
+       }},
+      {{S::Receiving, E::GotDone, ""},
+       [](Rig& r) {
+         r.receiving();
+         ASSERT_TRUE(r.chunk(0));
+       },
+       [](Rig& r) { r.done(); },
+       {S::Draining, {}, File::Temp},
+       [](Rig& r) { EXPECT_EQ(r.h.transport.live_regions(), 0u); }},
+      {{S::Receiving, E::VerifiedBad, "WriteFails"},
+       [](Rig& r) { r.failed_store(false); },
+       [](Rig& r) { run_pool_once(r.h.pool); },
+       {S::Closing, {verdict(V::StorageError)}, File::None, End::Disconnects},
+       [](Rig& r) {
+         EXPECT_EQ(r.h.transport.sent_of<proto::Verdict>().at(0).received_sha256, Digest{});
+       }},
+      {{S::Draining, E::ChunkStored, ""},
+       [](Rig& r) { r.draining_two_stores(); },
+       [](Rig& r) { run_pool_once(r.h.pool); },
+       {S::Draining, {}, File::Temp}},
+      {{S::Draining, E::Drained, ""},
+       [](Rig& r) { r.draining_last_store(); },
+       [](Rig& r) { run_pool_once(r.h.pool); },
+       {S::Verifying, {}, File::Temp}},
+      {{S::Draining, E::VerifiedBad, "WriteFails"},
+       [](Rig& r) { r.failed_store(true); },
+       [](Rig& r) { run_pool_once(r.h.pool); },
+       {S::Closing, {verdict(V::StorageError)}, File::None, End::Disconnects}},
+      {{S::Verifying, E::VerifiedGood, ""},
+       [](Rig& r) { r.verifying(); },
+       [](Rig& r) {
+         r.gate.open_all();
+         r.settle_out_of(S::Verifying);
+       },
+       {S::AwaitId, {verdict(V::Good)}, File::Final},
+       [](Rig& r) {
+         EXPECT_EQ(r.h.transport.sent_of<proto::Verdict>().at(0).received_sha256,
+                   sha256_of(r.bytes));
+       }},
+      {{S::Verifying, E::VerifiedBad, "HashMismatch"},
+       [](Rig& r) {
+         r.digest = Digest{};
+         r.all_stored();
+       },
+       [](Rig& r) { r.done(); },
+       {S::Closing, {verdict(V::HashMismatch)}, File::None, End::Disconnects}},
+      {{S::Verifying, E::VerifiedBad, "SizeMismatch"},
+       [](Rig& r) { r.all_stored(); },
+       [](Rig& r) { r.peer(proto::Done{r.bytes.size() - 1}); },
+       {S::Closing, {verdict(V::SizeMismatch)}, File::None, End::Disconnects}},
+      {{S::Verifying, E::VerifiedBad, "CommitFails"},
+       [](Rig& r) {
+         r.verifying();
+         std::ofstream(r.h.dir.path() / r.name) << "taken";  // appeared since the Hello
+       },
+       [](Rig& r) {
+         r.gate.open_all();
+         r.settle_out_of(S::Verifying);
+       },
+       {S::Closing, {verdict(V::StorageError)}, File::Any, End::Disconnects},
+       [](Rig& r) {
+         EXPECT_EQ(read_file(r.h.dir.path() / r.name), "taken");
+         EXPECT_EQ(open_files_under(r.h.dir.path()), 0u);
+       }},
+      // LookupId answers within the dispatch of GotId: CheckingId shows only in the log.
+      {{S::AwaitId, E::GotId, ""},
+       [](Rig& r) { r.await_id(); },
+       [](Rig& r) { r.peer(proto::Id{"mallory"}); },
+       {S::AwaitId, {{T::Denied, 2}}, File::Final},
+       [](Rig& r) { EXPECT_TRUE(r.log.took(0, S::CheckingId, E::IdUnknown)); }},
+      {{S::AwaitId, E::GotBye, ""},
+       [](Rig& r) { r.await_id(); },
+       [](Rig& r) { r.peer(proto::Bye{}); },
+       {S::Closing, {}, File::Final, End::Disconnects}},
+      {{S::CheckingId, E::IdKnown, ""},
+       [](Rig& r) { r.await_id(); },
+       [](Rig& r) { r.peer(proto::Id{"alice"}); },
+       {S::Closing, {{T::Secret}}, File::Final, End::Disconnects},
+       [](Rig& r) { EXPECT_EQ(r.h.transport.sent_of<proto::Secret>().at(0).secret, "s3cret"); }},
+      {{S::CheckingId, E::IdUnknown, ""},
+       [](Rig& r) {
+         r.await_id();
+         r.peer(proto::Id{"mallory"});
+       },
+       [](Rig& r) { r.peer(proto::Id{"bob"}); },
+       {S::AwaitId, {{T::Denied, 1}}, File::Final}},
+      {{S::CheckingId, E::IdAttemptsExhausted, ""},
+       [](Rig& r) {
+         r.await_id();
+         r.peer(proto::Id{"mallory"});
+         r.peer(proto::Id{"bob"});
+       },
+       [](Rig& r) { r.peer(proto::Id{"eve"}); },
+       {S::Closing, {{T::Denied, 0}}, File::Final, End::Disconnects}},
+  };
+}
+
+// ---- The aborts, from every open state the connection rests in ----
+
+constexpr std::array kRestingStates{S::AwaitHello, S::CheckingHello, S::Receiving,
+                                    S::Draining,   S::Verifying,     S::AwaitId};
+
+bool before_verdict(S s) {
+  return s != S::AwaitId && s != S::CheckingId;
+}
+
+// The Timeout rows of the states that wait on the receiver's own disk work cannot happen.
+bool times_out(S s) {
+  return s != S::CheckingHello && s != S::Draining && s != S::Verifying;
+}
+
+std::vector<Row> abort_rows() {
+  struct Abort {
+    E event;
+    Step inject;
+    S next;
+    std::optional<ErrorCode> says;  // the Error it sends
+  };
+  const std::vector<Abort> aborts{
+      {E::Disconnected, [](Rig& r) { r.disconnected(); }, S::Closed, {}},
+      {E::TransportFailed, [](Rig& r) { r.transport_fails(); }, S::Closed, {}},
+      {E::GotError,
+       [](Rig& r) {
+         r.peer(proto::Error{ErrorCode::Internal, "gave up"});
+       },
+       S::Closing,
+       {}},
+      {E::ProtocolViolation, [](Rig& r) { r.undecodable_message(); }, S::Closing,
+       ErrorCode::ProtocolViolation},
+      {E::LocalFailure, [](Rig& r) { r.poll_fails(); }, S::Closing, ErrorCode::Internal},
+      {E::Timeout, [](Rig& r) { r.tick_late(); }, S::Closing, ErrorCode::Timeout},
+      {E::ShuttingDown, [](Rig& r) { r.h.connection->shut_down(); }, S::Closing,
+       ErrorCode::ShuttingDown},
+  };
+  // A Step cannot capture the state: one recipe per resting state.
+  const std::map<S, Step> reach{
+      {S::AwaitHello, [](Rig& r) { r.reach(S::AwaitHello); }},
+      {S::CheckingHello, [](Rig& r) { r.reach(S::CheckingHello); }},
+      {S::Receiving, [](Rig& r) { r.reach(S::Receiving); }},
+      {S::Draining, [](Rig& r) { r.reach(S::Draining); }},
+      {S::Verifying, [](Rig& r) { r.reach(S::Verifying); }},
+      {S::AwaitId, [](Rig& r) { r.reach(S::AwaitId); }},
+  };
+  std::vector<Row> rows;
+  for (S s : kRestingStates) {
+    for (const Abort& a : aborts) {
+      if (a.event == E::Timeout && !times_out(s)) continue;
+      Want want{a.next,
+                {},
+                before_verdict(s) ? File::None : File::Final,
+                a.next == S::Closed ? End::Released : End::Disconnects};
+      if (a.says) want.posted.push_back(error(*a.says));
+      rows.push_back({{s, a.event, ""}, reach.at(s), a.inject, want});
+    }
+  }
+  // LocalFailure through the failures of the driver's own actions, not only a poll.
+  rows.push_back({{S::CheckingHello, E::LocalFailure, "WorkingPostFails"},
+                  [](Rig& r) {
+                    r.version = proto::kVersion2;
+                    r.keepalive_ms = 200;
+                    r.checking_hello();
+                    r.h.transport.fail_one_send_after = 0;
+                  },
+                  [](Rig& r) { r.h.connection->tick(Clock::now()); },
+                  {S::Closing, {error(ErrorCode::Internal)}, File::None, End::Disconnects}});
+  rows.push_back({{S::Receiving, E::LocalFailure, "CreditRegistrationFails"},
+                  [](Rig& r) {
+                    r.receiving();
+                    r.h.transport.fail_registration_after = 0;
+                    ASSERT_TRUE(r.chunk(0));
+                  },
+                  [](Rig& r) { r.settle_idle(); },
+                  {S::Closing, {error(ErrorCode::Internal)}, File::None, End::Disconnects}});
+  rows.push_back({{S::AwaitId, E::LocalFailure, "VerdictPostFails"},
+                  [](Rig& r) {
+                    r.verifying();
+                    r.h.transport.fail_one_send_after = 0;
+                  },
+                  [](Rig& r) {
+                    r.gate.open_all();
+                    r.settle_out_of(S::Verifying);
+                  },
+                  {S::Closing, {error(ErrorCode::Internal)}, File::Final, End::Disconnects}});
+  rows.push_back({{S::Receiving, E::TransportFailed, "CmEvent"},
+                  [](Rig& r) { r.receiving(); },
+                  [](Rig& r) { r.h.connection->on_cm_failure("RDMA_CM_EVENT_DEVICE_REMOVAL"); },
+                  {S::Closed, {}, File::None, End::Released}});
+  return rows;
+}
+
+// ---- Closing and Closed ----
+
+std::vector<Row> closing_rows() {
+  const Step closing = [](Rig& r) { r.closing(); };
+  const Step closed = [](Rig& r) { r.closed(); };
+  const Want ends{S::Closed, {}, File::Final, End::Released};
+  const Want stays{S::Closing, {}, File::Final, End::Disconnects};
+  return {
+      {{S::Closing, E::Disconnected, ""}, closing, [](Rig& r) { r.disconnected(); }, ends},
+      {{S::Closing, E::TransportFailed, ""}, closing, [](Rig& r) { r.transport_fails(); }, ends},
+      {{S::Closing, E::Timeout, ""}, closing, [](Rig& r) { r.tick_late(); }, ends},
+      {{S::Closing, E::GotChunk, ""}, closing, [](Rig& r) { r.write(0, kSlot, 0); }, stays},
+      {{S::Closing, E::GotHello, ""}, closing, [](Rig& r) { r.peer(r.hello()); }, stays},
+      {{S::Closing, E::GotError, ""},
+       closing,
+       [](Rig& r) {
+         r.peer(proto::Error{ErrorCode::Internal, ""});
+       },
+       stays},
+      {{S::Closing, E::ProtocolViolation, ""},
+       closing,
+       [](Rig& r) { r.undecodable_message(); },
+       stays},
+      {{S::Closing, E::LocalFailure, ""}, closing, [](Rig& r) { r.poll_fails(); }, stays},
+      // shut_down() and Closed take no event at all: the log shows no step.
+      {{S::Closing, E::ShuttingDown, ""},
+       closing,
+       [](Rig& r) { r.h.connection->shut_down(); },
+       stays},
+      {{S::Closed, E::GotId, ""}, closed, [](Rig& r) { r.peer(proto::Id{"alice"}); }, ends},
+      {{S::Closed, E::Timeout, ""}, closed, [](Rig& r) { r.tick_late(); }, ends},
+      {{S::Closed, E::ShuttingDown, ""}, closed, [](Rig& r) { r.h.connection->shut_down(); }, ends},
+      {{S::Closed, E::Disconnected, ""}, closed, [](Rig& r) { r.disconnected(); }, ends},
+  };
+}
+
+std::vector<Row> all_rows() {
+  std::vector<Row> rows = protocol_rows();
+  for (auto& part : {abort_rows(), closing_rows()})
+    rows.insert(rows.end(), part.begin(), part.end());
+  return rows;
+}
+
+class ReceiverDriverRows : public ::testing::TestWithParam<Row> {
+ protected:
+  Rig r;
+};
+
+TEST_P(ReceiverDriverRows, DriverCarriesOutTheRow) {
+  const Row& row = GetParam();
+  row.reach(r);
+  ASSERT_FALSE(HasFatalFailure()) << "could not reach " << proto::to_string(row.at.state);
+  const std::size_t sent = r.h.transport.sent.size();
+  const std::size_t logged = r.log.size();
+  row.inject(r);
+  // Closing and Closed take some inputs without a step (shut_down(), or anything once
+  // Closed): for those the state staying put is the whole row.
+  const bool steps =
+      row.at.state != S::Closed && !(row.at.state == S::Closing && row.at.event == E::ShuttingDown);
+  if (steps) {
+    EXPECT_TRUE(r.log.took(logged, row.at.state, row.at.event)) << r.log.since(logged);
+  }
+  r.check(row.want, sent);
+  if (row.also != nullptr) row.also(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, ReceiverDriverRows, ::testing::ValuesIn(all_rows()), row_name);
+
+// ---- A peer message out of place, in every state it can arrive in ----
+
+struct Misplaced {
+  S state;
+  std::string name;
+  E event;
+  proto::Message message;
+};
+
+std::ostream& operator<<(std::ostream& out, const Misplaced& m) {
+  return out << m.name << " in " << proto::to_string(m.state);
+}
+
+std::vector<Misplaced> misplaced_messages() {
+  using W = proto::WorkPhase;
+  const std::vector<std::tuple<std::string, E, proto::Message>> messages{
+      {"Hello", E::GotHello, proto::Hello{10, {}, 0, "other.bin"}},
+      {"Chunk", E::GotChunk, proto::Chunk{0, kSlot, 0}},
+      {"Done", E::GotDone, proto::Done{2 * kSlot}},
+      {"Id", E::GotId, proto::Id{"alice"}},
+      {"Bye", E::GotBye, proto::Bye{}},
+      {"Accept", E::GotUnexpected, proto::Accept{0x1000, 1, kSlot, 1}},
+      {"Credit", E::GotUnexpected, proto::Credit{0, 1}},
+      {"Verdict", E::GotUnexpected, proto::Verdict{}},
+      {"Secret", E::GotUnexpected, proto::Secret{"x"}},
+      {"Denied", E::GotUnexpected, proto::Denied{1}},
+      {"Reject", E::GotUnexpected, proto::Reject{proto::RejectReason::Exists, ""}},
+      {"Working", E::GotUnexpected, proto::Working{W::Storing, 0}},
+  };
+  const std::set<std::pair<S, E>> legal{{S::AwaitHello, E::GotHello},
+                                        {S::Receiving, E::GotChunk},
+                                        {S::Receiving, E::GotDone},
+                                        {S::AwaitId, E::GotId},
+                                        {S::AwaitId, E::GotBye}};
+  std::vector<Misplaced> out;
+  for (S s : kRestingStates)
+    for (const auto& [name, event, message] : messages)
+      if (!legal.contains({s, event})) out.push_back({s, name, event, message});
+  return out;
+}
+
+class ReceiverDriverIllegal : public ::testing::TestWithParam<Misplaced> {
+ protected:
+  Rig r;
+};
+
+// The named IllegalEvent abort: Error(ProtocolViolation) naming the event and the state,
+// the temporary removed before the verdict, then the disconnect.
+TEST_P(ReceiverDriverIllegal, IsAProtocolViolation) {
+  const Misplaced& m = GetParam();
+  r.version = proto::kVersion2;  // Working exists only in version 2
+  r.reach(m.state);
+  ASSERT_FALSE(HasFatalFailure());
+  const std::size_t sent = r.h.transport.sent.size();
+  const std::size_t logged = r.log.size();
+  r.peer(m.message);
+  EXPECT_TRUE(r.log.took(logged, m.state, m.event)) << r.log.since(logged);
+  ASSERT_GT(r.h.transport.sent.size(), sent);
+  EXPECT_EQ(
+      std::get<proto::Error>(r.h.transport.sent[sent].message).text,
+      std::string(proto::to_string(m.event)) + " not allowed in " + proto::to_string(m.state));
+  r.check({S::Closing,
+           {error(ErrorCode::ProtocolViolation)},
+           before_verdict(m.state) ? File::None : File::Final,
+           End::Disconnects},
+          sent);
+}
+
+std::string misplaced_name(const ::testing::TestParamInfo<Misplaced>& p) {
+  return p.param.name + "_in_" + proto::to_string(p.param.state);
+}
+
+INSTANTIATE_TEST_SUITE_P(Messages, ReceiverDriverIllegal, ::testing::ValuesIn(misplaced_messages()),
+                         misplaced_name);
+
+// ---- What no real input can raise, and why ----
+
+struct Unreachable {
+  S state;
+  E event;
+  const char* why;
+};
+
+std::vector<Unreachable> unreachable_rows() {
+  std::vector<Unreachable> out;
+  auto add = [&](std::initializer_list<S> states, std::initializer_list<E> events,
+                 const char* why) {
+    for (S s : states)
+      for (E e : events) out.push_back({s, e, why});
+  };
+  constexpr std::array kAllEvents{E::GotHello,
+                                  E::GotChunk,
+                                  E::GotDone,
+                                  E::GotId,
+                                  E::GotBye,
+                                  E::GotError,
+                                  E::GotUnexpected,
+                                  E::HelloAccepted,
+                                  E::HelloRejected,
+                                  E::ChunkStored,
+                                  E::Drained,
+                                  E::VerifiedGood,
+                                  E::VerifiedBad,
+                                  E::IdKnown,
+                                  E::IdUnknown,
+                                  E::IdAttemptsExhausted,
+                                  E::ProtocolViolation,
+                                  E::LocalFailure,
+                                  E::Timeout,
+                                  E::TransportFailed,
+                                  E::Disconnected,
+                                  E::ShuttingDown};
+  static_assert(static_cast<std::size_t>(E::ShuttingDown) + 1 == kAllEvents.size());
+  for (E e : kAllEvents)
+    if (e != E::IdKnown && e != E::IdUnknown && e != E::IdAttemptsExhausted)
+      add({S::CheckingId}, {e},
+          "LookupId is synchronous: its answer is dispatched within GotId's dispatch, so no "
+          "input ever finds the connection in CheckingId");
+  add({S::CheckingHello, S::Draining, S::Verifying}, {E::Timeout},
+      "the wait is on the receiver's own disk work: expect_own_work() clears the deadline "
+      "(PROTOCOL.md 4.4); see NoDeadlineWhileTheDiskWorks");
+  add({S::AwaitHello, S::Receiving, S::Draining, S::Verifying, S::AwaitId},
+      {E::HelloAccepted, E::HelloRejected},
+      "only check_hello() (run by GotHello) and its create callback raise them, and the "
+      "callback returns unless the state is CheckingHello");
+  add({S::AwaitHello, S::CheckingHello, S::Verifying, S::AwaitId}, {E::ChunkStored},
+      "on_stored() returns unless the state is Receiving or Draining");
+  add({S::AwaitHello, S::CheckingHello, S::Receiving, S::Verifying, S::AwaitId}, {E::Drained},
+      "only await_drain() raises it, and AwaitDrain belongs to transitions into Draining");
+  add({S::AwaitHello, S::CheckingHello, S::Receiving, S::Draining, S::AwaitId}, {E::VerifiedGood},
+      "only the commit callback raises it, and it returns unless Verifying");
+  add({S::AwaitHello, S::CheckingHello, S::AwaitId}, {E::VerifiedBad},
+      "raised by on_stored() (Receiving, Draining) and by verify() and the commit callback "
+      "(Verifying) only");
+  add({S::AwaitHello, S::CheckingHello, S::Receiving, S::Draining, S::Verifying, S::AwaitId},
+      {E::IdKnown, E::IdUnknown, E::IdAttemptsExhausted},
+      "only lookup_id() raises them, run by LookupId on entering CheckingId");
+  return out;
+}
+
+// Every (open state, event) pair is a row driven above, a misplaced message driven above,
+// or listed as unreachable with its reason; never two of these.
+TEST(ReceiverDriverCoverage, EveryPairOfAnOpenStateIsDrivenOrExplained) {
+  std::map<std::pair<S, E>, std::string> seen;
+  std::size_t table_rows = 0;
+  for (const Row& row : all_rows()) {
+    if (row.at.state == S::Closing || row.at.state == S::Closed) continue;
+    if (seen.emplace(std::pair{row.at.state, row.at.event}, "row").second) ++table_rows;
+  }
+  for (const Misplaced& m : misplaced_messages()) {
+    auto [it, added] = seen.emplace(std::pair{m.state, m.event}, "illegal");
+    EXPECT_TRUE(added || it->second == "illegal") << m;
+  }
+  for (const Unreachable& u : unreachable_rows())
+    EXPECT_TRUE(seen.emplace(std::pair{u.state, u.event}, u.why).second)
+        << proto::to_string(u.state) << " + " << proto::to_string(u.event) << " twice";
+  EXPECT_EQ(seen.size(), 7u * 22u);                // every open state, every event
+  EXPECT_EQ(table_rows, 17u + 7u * 7u - 7u - 3u);  // driven: all but CheckingId's aborts
+  EXPECT_EQ(unreachable_rows().size(), 19u + 3u + 45u);
+}
+
+TEST(ReceiverDriverCoverage, NoDeadlineWhileTheDiskWorks) {
+  for (S s : {S::CheckingHello, S::Draining, S::Verifying}) {
+    SCOPED_TRACE(proto::to_string(s));
+    Rig r;
+    r.reach(s);
+    ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    const std::size_t sent = r.h.transport.sent.size();
+    r.tick_late();
+    EXPECT_EQ(r.h.state(), s);
+    EXPECT_EQ(r.h.transport.sent.size(), sent);
+  }
+}
+
+}  // namespace
+}  // namespace rdmax::test::receiver_rig

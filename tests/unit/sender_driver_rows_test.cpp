@@ -1,0 +1,558 @@
+// Every row of the sender's transition table (docs/PROTOCOL.md 4.6; the reference is
+// protocol/sender_machine.cpp), driven through the real SenderConnection over the fake
+// transport. Each row is brought about by real inputs (CM events, messages, send
+// completions, ticks, signals, injected failures); the driver's trace log proves the row's
+// (state, event) was taken, and what it did is checked from outside: its state, what it
+// posted, the outcome it reports and how it leaves. sender_machine_test.cpp checks the pure
+// table; this file checks that the driver carries it out, and lists, with the reason, every
+// (state, event) pair no real input can raise. The data-phase rules are driven in
+// sender_driver_ledger_test.cpp.
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <map>
+#include <set>
+
+#include "sender_driver_rig.hpp"
+
+namespace rdmax::test::sender_rig {
+namespace {
+
+// A row of the table, and how the event was raised where a row has several ways.
+struct At {
+  S state;
+  E event;
+  std::string variant;
+};
+
+struct Row {
+  At at;
+  Step reach;
+  Step inject;
+  Want want;
+  Step also = nullptr;  // row-specific checks, after the common ones
+};
+
+std::ostream& operator<<(std::ostream& out, const Row& row) {
+  return out << proto::to_string(row.at.state) << " + " << proto::to_string(row.at.event) << " "
+             << row.at.variant;
+}
+
+std::string row_name(const ::testing::TestParamInfo<Row>& p) {
+  const Row& r = p.param;
+  return std::string(proto::to_string(r.at.state)) + "_" + proto::to_string(r.at.event) +
+         (r.at.variant.empty() ? "" : "_" + r.at.variant);
+}
+
+// ---- The protocol's rows ----
+
+std::vector<Row> protocol_rows() {
+  const Step verdict_good = [](Rig& r) {
+    r.h.receive(proto::Verdict{VerdictCode::Good, sha256_of(r.h.bytes)});
+  };
+  const Step working = [](Rig& r) { r.h.receive(proto::Working{proto::WorkPhase::Storing, 0}); };
+  const Step failed = [](Rig& r) { r.h.receive(proto::Verdict{VerdictCode::StorageError, {}}); };
+  return {
+      {{S::ResolvingAddress, E::AddressResolved, ""},
+       [](Rig& r) { r.resolving_address(); },
+       [](Rig& r) { r.h.driver->on_address_resolved(); },
+       {S::ResolvingRoute, {}},
+       [](Rig& r) { EXPECT_EQ(r.h.cm.routes, 1); }},
+      {{S::ResolvingRoute, E::RouteResolved, ""},
+       [](Rig& r) { r.resolving_route(); },
+       [](Rig& r) { r.h.driver->on_route_resolved(); },
+       {S::Connecting, {}},
+       [](Rig& r) { EXPECT_EQ(r.h.cm.connects, 1); }},
+      {{S::Connecting, E::Established, ""},
+       [](Rig& r) { r.connecting(); },
+       [](Rig& r) { r.h.driver->on_established(); },
+       {S::AwaitAccept, {{T::Hello}}},
+       [](Rig& r) {
+         const auto hello = r.h.transport.sent_of<proto::Hello>().at(0);
+         EXPECT_EQ(hello.file_size, r.h.bytes.size());
+         EXPECT_EQ(hello.sha256, sha256_of(r.h.bytes));
+         EXPECT_EQ(hello.keepalive_ms, 1000u);
+       }},
+      {{S::AwaitAccept, E::GotAccept, ""},
+       [](Rig& r) { r.await_accept(); },
+       [](Rig& r) { r.h.receive(r.accept); },
+       {S::Sending, {}},
+       [](Rig& r) {  // the staging buffer is registered; nothing is written before a credit
+         EXPECT_EQ(r.h.transport.live_regions(), 1u);
+         EXPECT_TRUE(r.h.transport.writes.empty());
+       }},
+      {{S::AwaitAccept, E::GotReject, ""},
+       [](Rig& r) { r.await_accept(); },
+       [](Rig& r) {
+         r.h.receive(proto::Reject{proto::RejectReason::Exists, "exists"});
+       },
+       {S::Closing, {}, O::Rejected, End::Disconnects}},
+      {{S::AwaitAccept, E::GotRejectVersion, ""},
+       [](Rig& r) { r.await_accept(); },
+       [](Rig& r) {  // a version-1 receiver answers in version 1
+         r.h.receive(proto::Reject{proto::RejectReason::UnsupportedVersion, ""}, proto::kVersion1);
+       },
+       {S::Closing, {}, O::VersionUnsupported, End::Disconnects}},
+      {{S::AwaitAccept, E::GotWorking, ""},
+       [](Rig& r) { r.await_accept(); },
+       working,
+       {S::AwaitAccept, {}}},
+      {{S::Sending, E::GotWorking, ""}, [](Rig& r) { r.sending(); }, working, {S::Sending, {}}},
+      {{S::AwaitVerdict, E::GotWorking, ""},
+       [](Rig& r) { r.await_verdict(); },
+       working,
+       {S::AwaitVerdict, {}}},
+      {{S::Sending, E::GotCredit, ""},
+       [](Rig& r) { r.sending_idle(); },
+       [](Rig& r) {
+         r.h.receive(proto::Credit{0, 200});
+       },
+       {S::Sending, {{T::Chunk, 0}}},
+       [](Rig& r) {
+         EXPECT_EQ(r.chunks().back(), (proto::Chunk{2 * kSlot, 100, 0}));
+         EXPECT_EQ(r.h.transport.writes.back().rkey, 200u);
+         EXPECT_EQ(r.h.transport.writes.back().remote_addr, r.accept.region_addr);
+       }},
+      {{S::Sending, E::AllDataSent, ""},
+       [](Rig& r) { r.last_chunk_out(); },
+       [](Rig& r) { r.h.complete_sends(); },
+       {S::AwaitVerdict, {{T::Done}}},
+       [](Rig& r) {
+         EXPECT_EQ(r.h.transport.sent_of<proto::Done>().at(0).total_bytes, r.h.bytes.size());
+       }},
+      {{S::Sending, E::AllDataSent, "EmptyFile"},
+       [](Rig& r) {
+         r.h.source({});
+         r.await_accept();
+       },
+       [](Rig& r) { r.h.receive(r.accept); },
+       {S::AwaitVerdict, {{T::Done}}}},
+      {{S::Sending, E::GotVerdictFailed, ""},
+       [](Rig& r) { r.sending(); },
+       failed,
+       {S::Closing, {}, O::ReceiverFailed, End::Disconnects}},
+      {{S::AwaitVerdict, E::GotCredit, ""},
+       [](Rig& r) { r.await_verdict(); },
+       [](Rig& r) {
+         r.h.receive(proto::Credit{1, 300});
+       },
+       {S::AwaitVerdict, {}},
+       [](Rig& r) { EXPECT_EQ(r.chunks().size(), 3u); }},
+      {{S::AwaitVerdict, E::GotVerdictGood, "NoId"},
+       [](Rig& r) { r.await_verdict(); },
+       verdict_good,
+       {S::Closing, {{T::Bye}}, O::Success, End::Disconnects}},
+      {{S::AwaitVerdict, E::GotVerdictGood, "WithId"},
+       [](Rig& r) {
+         r.h.settings.id = "alice";
+         r.await_verdict();
+       },
+       verdict_good,
+       {S::AwaitSecret, {{T::Id}}},
+       [](Rig& r) { EXPECT_EQ(r.h.transport.sent_of<proto::Id>().at(0).id, "alice"); }},
+      {{S::AwaitVerdict, E::GotVerdictBad, "HashMismatch"},
+       [](Rig& r) { r.await_verdict(); },
+       [](Rig& r) {
+         r.h.receive(proto::Verdict{VerdictCode::HashMismatch, {}});
+       },
+       {S::Closing, {}, O::HashMismatch, End::Disconnects}},
+      {{S::AwaitVerdict, E::GotVerdictBad, "SizeMismatch"},
+       [](Rig& r) { r.await_verdict(); },
+       [](Rig& r) {
+         r.h.receive(proto::Verdict{VerdictCode::SizeMismatch, {}});
+       },
+       {S::Closing, {}, O::HashMismatch, End::Disconnects}},
+      {{S::AwaitVerdict, E::GotVerdictFailed, ""},
+       [](Rig& r) { r.await_verdict(); },
+       failed,
+       {S::Closing, {}, O::ReceiverFailed, End::Disconnects}},
+      {{S::AwaitSecret, E::GotSecret, ""},
+       [](Rig& r) { r.await_secret(); },
+       [](Rig& r) { r.h.receive(proto::Secret{"s3cret"}); },
+       {S::Closing, {}, O::Success, End::Disconnects},
+       [](Rig& r) { EXPECT_EQ(r.h.driver->secret(), "s3cret"); }},
+      {{S::AwaitSecret, E::GotDenied, ""},
+       [](Rig& r) { r.await_secret(); },
+       [](Rig& r) { r.h.receive(proto::Denied{2}); },
+       {S::Closing, {}, O::Denied, End::Disconnects}},
+  };
+}
+
+// ---- The aborts ----
+
+bool connected(S s) {
+  return s == S::AwaitAccept || s == S::Sending || s == S::AwaitVerdict || s == S::AwaitSecret;
+}
+
+constexpr std::array kOpenStates{S::ResolvingAddress, S::ResolvingRoute, S::Connecting,
+                                 S::AwaitAccept,      S::Sending,        S::AwaitVerdict,
+                                 S::AwaitSecret};
+
+// What an abort does: before a connection exists the sender finishes at once; connected,
+// it says why (unless the receiver did) and disconnects.
+Want abort_want(S s, E e) {
+  if (!connected(s)) {
+    const O o = e == E::Interrupted                             ? O::Interrupted
+                : e == E::GotError || e == E::ProtocolViolation ? O::ProtocolError
+                                                                : O::ConnectFailed;
+    return {S::Done, {}, o, End::Finished};
+  }
+  switch (e) {
+    case E::Disconnected:
+    case E::TransportFailed:
+      return {S::Done, {}, O::ConnectionLost, End::Finished};
+    case E::Timeout:
+      return {S::Closing, {error(ErrorCode::Timeout)}, O::ConnectionLost, End::Disconnects};
+    case E::Interrupted:
+      return {S::Closing, {error(ErrorCode::ShuttingDown)}, O::Interrupted, End::Disconnects};
+    case E::GotError:
+      return {S::Closing, {}, O::ProtocolError, End::Disconnects};
+    case E::ProtocolViolation:
+      return {
+          S::Closing, {error(ErrorCode::ProtocolViolation)}, O::ProtocolError, End::Disconnects};
+    default:  // LocalFailure
+      return {S::Closing, {error(ErrorCode::Internal)}, O::LocalFailure, End::Disconnects};
+  }
+}
+
+std::vector<Row> abort_rows() {
+  const std::vector<std::pair<E, Step>> aborts{
+      {E::ConnectFailed, [](Rig& r) { r.h.driver->on_connect_failed("REJECTED"); }},
+      {E::Disconnected, [](Rig& r) { r.h.driver->on_disconnected(); }},
+      {E::TransportFailed, [](Rig& r) { r.transport_fails(); }},
+      {E::Timeout, [](Rig& r) { r.tick_late(); }},
+      {E::Interrupted, [](Rig& r) { r.h.driver->interrupt(SIGINT); }},
+      {E::GotError,
+       [](Rig& r) {
+         r.h.receive(proto::Error{ErrorCode::Internal, "gave up"});
+       }},
+      {E::ProtocolViolation, [](Rig& r) { r.undecodable_message(); }},
+      {E::LocalFailure, [](Rig& r) { r.poll_fails(); }},
+  };
+  const std::map<S, Step> reach{
+      {S::ResolvingAddress, [](Rig& r) { r.reach(S::ResolvingAddress); }},
+      {S::ResolvingRoute, [](Rig& r) { r.reach(S::ResolvingRoute); }},
+      {S::Connecting, [](Rig& r) { r.reach(S::Connecting); }},
+      {S::AwaitAccept, [](Rig& r) { r.reach(S::AwaitAccept); }},
+      {S::Sending, [](Rig& r) { r.reach(S::Sending); }},
+      {S::AwaitVerdict, [](Rig& r) { r.reach(S::AwaitVerdict); }},
+      {S::AwaitSecret, [](Rig& r) { r.reach(S::AwaitSecret); }},
+  };
+  std::vector<Row> rows;
+  for (S s : kOpenStates) {
+    for (const auto& [e, inject] : aborts) {
+      if (connected(s) && e == E::ConnectFailed) continue;  // not an abort once connected
+      // Nothing can be received, nor poll fail, before the transport exists (Connect).
+      const bool needs_transport =
+          e == E::GotError || e == E::ProtocolViolation || e == E::LocalFailure;
+      if (needs_transport && (s == S::ResolvingAddress || s == S::ResolvingRoute)) continue;
+      rows.push_back({{s, e, ""}, reach.at(s), inject, abort_want(s, e)});
+    }
+  }
+  const Want local{S::Closing, {error(ErrorCode::Internal)}, O::LocalFailure, End::Disconnects};
+  const Want cannot_connect{S::Done, {}, O::ConnectFailed, End::Finished};
+  std::vector<Row> more{
+      // LocalFailure through the failures of the driver's own actions, not only a poll.
+      {{S::ResolvingRoute, E::LocalFailure, "RouteFails"},
+       [](Rig& r) {
+         r.resolving_address();
+         r.h.cm.fail_route = true;
+       },
+       [](Rig& r) { r.h.driver->on_address_resolved(); },
+       cannot_connect},
+      {{S::Connecting, E::LocalFailure, "ConnectFails"},
+       [](Rig& r) {
+         r.resolving_route();
+         r.h.cm.fail_connect = true;
+       },
+       [](Rig& r) { r.h.driver->on_route_resolved(); },
+       cannot_connect},
+      {{S::AwaitAccept, E::LocalFailure, "HelloPostFails"},
+       [](Rig& r) {
+         r.connecting();
+         r.h.transport.fail_one_send_after = 0;
+       },
+       [](Rig& r) { r.h.driver->on_established(); },
+       local},
+      {{S::Sending, E::LocalFailure, "StagingRegistrationFails"},
+       [](Rig& r) {
+         r.await_accept();
+         r.h.transport.fail_registration_after = 0;
+       },
+       [](Rig& r) { r.h.receive(r.accept); },
+       local},
+      {{S::AwaitVerdict, E::LocalFailure, "DonePostFails"},
+       [](Rig& r) {
+         r.last_chunk_out();
+         r.h.transport.fail_one_send_after = 0;
+       },
+       [](Rig& r) { r.h.complete_sends(); },
+       local},
+      {{S::AwaitSecret, E::LocalFailure, "IdPostFails"},
+       [](Rig& r) {
+         r.h.settings.id = "alice";
+         r.await_verdict();
+         r.h.transport.fail_one_send_after = 0;
+       },
+       [](Rig& r) {
+         r.h.receive(proto::Verdict{VerdictCode::Good, sha256_of(r.h.bytes)});
+       },
+       local},
+      {{S::Sending, E::TransportFailed, "CmEvent"},
+       [](Rig& r) { r.sending(); },
+       [](Rig& r) { r.h.driver->on_cm_failure("the RDMA device was removed"); },
+       {S::Done, {}, O::ConnectionLost, End::Finished}},
+      {{S::Sending, E::ProtocolViolation, "SlotTooLarge"},
+       [](Rig& r) { r.await_accept(); },
+       [](Rig& r) {
+         r.h.receive(proto::Accept{0x10000, 0, 16u << 20, 2});
+       },
+       abort_want(S::Sending, E::ProtocolViolation)},
+      {{S::AwaitAccept, E::ProtocolViolation, "OtherVersion"},
+       [](Rig& r) { r.await_accept(); },
+       [](Rig& r) { r.h.receive(r.accept, proto::kVersion1); },
+       abort_want(S::AwaitAccept, E::ProtocolViolation)},
+  };
+  rows.insert(rows.end(), more.begin(), more.end());
+  return rows;
+}
+
+// ---- Closing and Done ----
+
+std::vector<Row> closing_rows() {
+  const Step closing = [](Rig& r) { r.closing(); };
+  const Step done = [](Rig& r) { r.done(); };
+  const Want ends{S::Done, {}, O::Rejected, End::Finished};
+  const Want stays{S::Closing, {}, O::Rejected, End::Disconnects};  // the first outcome stands
+  return {
+      {{S::Closing, E::Disconnected, ""},
+       closing,
+       [](Rig& r) { r.h.driver->on_disconnected(); },
+       ends},
+      {{S::Closing, E::TransportFailed, ""}, closing, [](Rig& r) { r.transport_fails(); }, ends},
+      {{S::Closing, E::Timeout, ""}, closing, [](Rig& r) { r.tick_late(); }, ends},
+      {{S::Closing, E::GotCredit, ""},
+       closing,
+       [](Rig& r) {
+         r.h.receive(proto::Credit{0, 1});
+       },
+       stays},
+      {{S::Closing, E::GotError, ""},
+       closing,
+       [](Rig& r) {
+         r.h.receive(proto::Error{ErrorCode::Internal, ""});
+       },
+       stays},
+      {{S::Closing, E::ProtocolViolation, ""},
+       closing,
+       [](Rig& r) { r.undecodable_message(); },
+       stays},
+      {{S::Closing, E::LocalFailure, ""}, closing, [](Rig& r) { r.poll_fails(); }, stays},
+      {{S::Closing, E::Interrupted, ""},
+       closing,
+       [](Rig& r) { r.h.driver->interrupt(SIGTERM); },
+       stays},
+      {{S::Closing, E::ConnectFailed, ""},
+       closing,
+       [](Rig& r) { r.h.driver->on_connect_failed("CONNECT_ERROR"); },
+       stays},
+      {{S::Done, E::GotAccept, ""}, done, [](Rig& r) { r.h.receive(r.accept); }, ends},
+      {{S::Done, E::Interrupted, ""}, done, [](Rig& r) { r.h.driver->interrupt(SIGINT); }, ends},
+      {{S::Done, E::Timeout, ""}, done, [](Rig& r) { r.tick_late(); }, ends},
+      {{S::Done, E::Disconnected, ""}, done, [](Rig& r) { r.h.driver->on_disconnected(); }, ends},
+  };
+}
+
+std::vector<Row> all_rows() {
+  std::vector<Row> rows = protocol_rows();
+  for (auto& part : {abort_rows(), closing_rows()})
+    rows.insert(rows.end(), part.begin(), part.end());
+  return rows;
+}
+
+class SenderDriverRows : public ::testing::TestWithParam<Row> {
+ protected:
+  Rig r;
+};
+
+TEST_P(SenderDriverRows, DriverCarriesOutTheRow) {
+  const Row& row = GetParam();
+  row.reach(r);
+  ASSERT_FALSE(HasFatalFailure()) << "could not reach " << proto::to_string(row.at.state);
+  const std::size_t sent = r.h.transport.sent.size();
+  const std::size_t logged = r.log.size();
+  row.inject(r);
+  // Once Done, messages, ticks and DISCONNECTED are not even dispatched.
+  if (row.at.state != S::Done) {
+    EXPECT_TRUE(r.log.took(logged, row.at.state, row.at.event)) << r.log.since(logged);
+  }
+  r.check(row.want, sent);
+  if (row.also != nullptr) row.also(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, SenderDriverRows, ::testing::ValuesIn(all_rows()), row_name);
+
+// ---- An input out of place: every receiver message and CM event, in every state it can
+// arrive in ----
+
+struct Misplaced {
+  S state;
+  std::string name;
+  E event;
+  std::function<void(Rig&)> inject;
+};
+
+std::ostream& operator<<(std::ostream& out, const Misplaced& m) {
+  return out << m.name << " in " << proto::to_string(m.state);
+}
+
+std::vector<Misplaced> misplaced_inputs() {
+  using V = VerdictCode;
+  using R = proto::RejectReason;
+  const std::vector<std::tuple<std::string, E, proto::Message>> messages{
+      {"Hello", E::GotUnexpected, proto::Hello{10, {}, 0, "x"}},
+      {"Chunk", E::GotUnexpected, proto::Chunk{0, kSlot, 0}},
+      {"Done", E::GotUnexpected, proto::Done{1}},
+      {"Id", E::GotUnexpected, proto::Id{"alice"}},
+      {"Bye", E::GotUnexpected, proto::Bye{}},
+      {"Accept", E::GotAccept, proto::Accept{0x20000, 0, kSlot, 2}},
+      {"Reject", E::GotReject, proto::Reject{R::Exists, ""}},
+      {"RejectVersion", E::GotRejectVersion, proto::Reject{R::UnsupportedVersion, ""}},
+      {"Credit", E::GotCredit, proto::Credit{1, 77}},
+      {"VerdictGood", E::GotVerdictGood, proto::Verdict{V::Good, {}}},
+      {"VerdictHashMismatch", E::GotVerdictBad, proto::Verdict{V::HashMismatch, {}}},
+      {"VerdictSizeMismatch", E::GotVerdictBad, proto::Verdict{V::SizeMismatch, {}}},
+      {"VerdictStorageError", E::GotVerdictFailed, proto::Verdict{V::StorageError, {}}},
+      {"Secret", E::GotSecret, proto::Secret{"s"}},
+      {"Denied", E::GotDenied, proto::Denied{1}},
+      {"Working", E::GotWorking, proto::Working{proto::WorkPhase::Storing, 0}},
+  };
+  const std::set<std::pair<S, E>> legal{{S::AwaitAccept, E::GotAccept},
+                                        {S::AwaitAccept, E::GotReject},
+                                        {S::AwaitAccept, E::GotRejectVersion},
+                                        {S::AwaitAccept, E::GotWorking},
+                                        {S::Sending, E::GotCredit},
+                                        {S::Sending, E::GotWorking},
+                                        {S::Sending, E::GotVerdictFailed},
+                                        {S::AwaitVerdict, E::GotCredit},
+                                        {S::AwaitVerdict, E::GotWorking},
+                                        {S::AwaitVerdict, E::GotVerdictGood},
+                                        {S::AwaitVerdict, E::GotVerdictBad},
+                                        {S::AwaitVerdict, E::GotVerdictFailed},
+                                        {S::AwaitSecret, E::GotSecret},
+                                        {S::AwaitSecret, E::GotDenied}};
+  std::vector<Misplaced> out;
+  // A receiver's message can arrive once the queue pair exists: from Connecting on.
+  for (S s : {S::Connecting, S::AwaitAccept, S::Sending, S::AwaitVerdict, S::AwaitSecret})
+    for (const auto& [name, event, message] : messages)
+      if (!legal.contains({s, event}))
+        out.push_back({s, name, event, [m = message](Rig& r) { r.h.receive(m); }});
+  const std::vector<std::tuple<std::string, E, S, std::function<void(Rig&)>>> cm{
+      {"AddressResolved", E::AddressResolved, S::ResolvingAddress,
+       [](Rig& r) { r.h.driver->on_address_resolved(); }},
+      {"RouteResolved", E::RouteResolved, S::ResolvingRoute,
+       [](Rig& r) { r.h.driver->on_route_resolved(); }},
+      {"Established", E::Established, S::Connecting, [](Rig& r) { r.h.driver->on_established(); }},
+  };
+  for (S s : kOpenStates) {
+    for (const auto& [name, event, expected_in, inject] : cm)
+      if (s != expected_in) out.push_back({s, name, event, inject});
+    if (connected(s))
+      out.push_back({s, "ConnectFailed", E::ConnectFailed,
+                     [](Rig& r) { r.h.driver->on_connect_failed("CONNECT_ERROR"); }});
+  }
+  return out;
+}
+
+class SenderDriverIllegal : public ::testing::TestWithParam<Misplaced> {
+ protected:
+  Rig r;
+};
+
+// Connected: Error(ProtocolViolation), then the disconnect; before that: finished at once.
+// A protocol error either way.
+TEST_P(SenderDriverIllegal, IsAProtocolError) {
+  const Misplaced& m = GetParam();
+  if (m.state == S::AwaitSecret) r.h.settings.id = "alice";
+  r.reach(m.state);
+  ASSERT_FALSE(HasFatalFailure());
+  const std::size_t sent = r.h.transport.sent.size();
+  const std::size_t logged = r.log.size();
+  m.inject(r);
+  EXPECT_TRUE(r.log.took(logged, m.state, m.event)) << r.log.since(logged);
+  if (!connected(m.state)) {
+    r.check({S::Done, {}, O::ProtocolError, End::Finished}, sent);
+    return;
+  }
+  r.check({S::Closing, {error(ErrorCode::ProtocolViolation)}, O::ProtocolError, End::Disconnects},
+          sent);
+  EXPECT_EQ(r.h.transport.sent_of<proto::Error>().at(0).text,
+            std::string("unexpected ") + proto::to_string(m.event));
+}
+
+std::string misplaced_name(const ::testing::TestParamInfo<Misplaced>& p) {
+  return p.param.name + "_in_" + proto::to_string(p.param.state);
+}
+
+INSTANTIATE_TEST_SUITE_P(Inputs, SenderDriverIllegal, ::testing::ValuesIn(misplaced_inputs()),
+                         misplaced_name);
+
+// ---- What no real input can raise, and why ----
+
+struct Unreachable {
+  S state;
+  E event;
+  const char* why;
+};
+
+std::vector<Unreachable> unreachable_rows() {
+  std::vector<Unreachable> out;
+  for (S s : kOpenStates)
+    if (s != S::Sending)
+      out.push_back({s, E::AllDataSent, "pump() raises AllDataSent only while Sending"});
+  for (S s : {S::ResolvingAddress, S::ResolvingRoute})
+    for (E e : {E::GotAccept, E::GotReject, E::GotRejectVersion, E::GotCredit, E::GotWorking,
+                E::GotVerdictGood, E::GotVerdictBad, E::GotVerdictFailed, E::GotSecret,
+                E::GotDenied, E::GotError, E::GotUnexpected, E::ProtocolViolation})
+      out.push_back({s, e,
+                     "no transport before Connect: nothing can be received (the other "
+                     "ProtocolViolations come from the data phase)"});
+  out.push_back({S::ResolvingAddress, E::LocalFailure,
+                 "no action runs in ResolvingAddress: start() only sets a deadline, and "
+                 "rdma_resolve_addr is the owner's call"});
+  return out;
+}
+
+TEST(SenderDriverCoverage, EveryPairOfAnOpenStateIsDrivenOrExplained) {
+  constexpr std::array kAllEvents{
+      E::AddressResolved,  E::RouteResolved,     E::Established,      E::ConnectFailed,
+      E::GotAccept,        E::GotReject,         E::GotRejectVersion, E::GotCredit,
+      E::GotWorking,       E::AllDataSent,       E::GotVerdictGood,   E::GotVerdictBad,
+      E::GotVerdictFailed, E::GotSecret,         E::GotDenied,        E::GotError,
+      E::GotUnexpected,    E::ProtocolViolation, E::LocalFailure,     E::Timeout,
+      E::TransportFailed,  E::Disconnected,      E::Interrupted};
+  static_assert(static_cast<std::size_t>(E::Interrupted) + 1 == kAllEvents.size());
+  std::map<std::pair<S, E>, std::string> seen;
+  std::size_t table_rows = 0;
+  for (const Row& row : all_rows()) {
+    if (row.at.state == S::Closing || row.at.state == S::Done) continue;
+    if (seen.emplace(std::pair{row.at.state, row.at.event}, "row").second) ++table_rows;
+  }
+  for (const Misplaced& m : misplaced_inputs()) {
+    auto [it, added] = seen.emplace(std::pair{m.state, m.event}, "illegal");
+    EXPECT_TRUE(added || it->second == "illegal") << m;
+  }
+  for (const Unreachable& u : unreachable_rows())
+    EXPECT_TRUE(seen.emplace(std::pair{u.state, u.event}, u.why).second)
+        << proto::to_string(u.state) << " + " << proto::to_string(u.event) << " twice";
+  for (S s : kOpenStates)
+    for (E e : kAllEvents)
+      EXPECT_TRUE(seen.contains({s, e})) << proto::to_string(s) << " + " << proto::to_string(e);
+  EXPECT_EQ(seen.size(), 7u * 23u);
+  EXPECT_EQ(table_rows, 18u + 52u - 5u);  // driven: all but 5 aborts before Connect
+  EXPECT_EQ(unreachable_rows().size(), 6u + 26u + 1u);
+}
+
+}  // namespace
+}  // namespace rdmax::test::sender_rig
