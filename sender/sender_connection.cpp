@@ -180,6 +180,8 @@ void SenderConnection::perform(Action action, SenderInput& cause) {
       begin_disconnect();
       break;
     case Action::Finish:
+      // Whatever the way out, nothing more is sent or lands in our memory.
+      release_transport();
       break;
   }
 }
