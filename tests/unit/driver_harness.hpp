@@ -124,6 +124,16 @@ struct ReceiverHarness {
   std::optional<receiver::Connection> connection;
 
   void start() { connection.emplace(transport, "peer", context); }
+  // As the daemon does: a connection is destroyed only once no job of it runs on the pool
+  // (a discard may still be removing the temporary when a test ends).
+  ~ReceiverHarness() {
+    if (!connection) return;
+    connection->abandon();
+    run_pool_until(pool, [&] { return connection->idle(); });
+    connection.reset();
+  }
+  ReceiverHarness(const ReceiverHarness&) = delete;
+  ReceiverHarness& operator=(const ReceiverHarness&) = delete;
   void poll() { connection->poll(); }
   // The peer sends `message`; the connection handles it.
   void send(const proto::Message& message, std::uint16_t version = proto::kVersion1) {
