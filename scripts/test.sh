@@ -17,7 +17,7 @@ cmake -S . -B "$san" -DCMAKE_BUILD_TYPE=Debug -DRDMAX_WERROR=ON -DRDMAX_SANITIZE
 cmake --build "$san" -j "$(nproc)"
 ctest --test-dir "$san" --output-on-failure -L unit -j "$(nproc)"
 # And under ThreadSanitizer (it cannot share a binary with ASan): data races and lock-order
-# inversions between the event loop and the worker threads (WorkPool, the slot worker).
+# inversions between the event loop and the worker pool (common/work_pool.hpp).
 # The whole build, because the `install` test in the unit label needs the programs.
 tsan=${build}-tsan
 cmake -S . -B "$tsan" -DCMAKE_BUILD_TYPE=Debug -DRDMAX_WERROR=ON -DRDMAX_TSAN=ON >/dev/null
