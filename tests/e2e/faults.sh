@@ -50,8 +50,9 @@ verify_delivered() {  # NAME: the file on B equals the source
   [[ $theirs == "$(sha256sum <"$in/$1" | cut -d' ' -f1)" ]] || fail "$1 on host B differs from the source"
 }
 send_ok() {  # NAME: a transfer that must succeed now
-  "$send" -H "$RXE_PEER_ADDR" --timeout 20 "$in/$1" >"$shared/$1.out" 2>"$shared/$1.err" ||
-    { cat "$shared/$1.err" >&2; fail "transfer of $1 failed (exit $?)"; }
+  local rc=0
+  "$send" -H "$RXE_PEER_ADDR" --timeout 20 "$in/$1" >"$shared/$1.out" 2>"$shared/$1.err" || rc=$?
+  ((rc == 0)) || { cat "$shared/$1.err" >&2; fail "transfer of $1 failed (exit $rc)"; }
   verify_delivered "$1"
 }
 # Files delivered so far, one per line (cases run in subshells: a file keeps the list).
@@ -90,8 +91,7 @@ case_loss() {
   local t; t=$(now)
   "$send" -H "$RXE_PEER_ADDR" --timeout 30 "$in/lossy.bin" >"$shared/lossy.out" 2>"$shared/lossy.err"
   local rc=$?
-  tc qdisc del dev eth0 root
-  rxe-peer tc qdisc del dev eth0 root
+  restore_wire || fail "the wire could not be restored"
   ((rc == 0)) || { cat "$shared/lossy.err" >&2; fail "transfer under 2% loss failed (exit $rc)"; }
   verify_delivered lossy.bin
   mark_delivered lossy.bin
@@ -105,9 +105,22 @@ cut_wire() {
   tc qdisc add dev eth0 root netem loss 100%
   rxe-peer tc qdisc add dev eth0 root netem loss 100%
 }
+no_netem_here() { ! tc qdisc show dev eth0 | grep -q netem; }
+no_netem_on_b() { local q; q=$(rxe-peer tc qdisc show dev eth0) && [[ -n $q && $q != *netem* ]]; }
+# Restoring is checked, not assumed: a command posted to host B can be lost while B is
+# busy, and a wire still cut on one side shows up later as a failed address resolution.
+# Once both qdiscs are gone, wait until the hosts reach each other (the neighbour entry
+# that failed during the cut is resolved again) before the next transfer.
 restore_wire() {
-  tc qdisc del dev eth0 root 2>/dev/null || true
-  rxe-peer tc qdisc del dev eth0 root 2>/dev/null || true
+  local try
+  for try in 1 2 3 4 5; do
+    no_netem_here || tc qdisc del dev eth0 root 2>/dev/null || true
+    no_netem_on_b || rxe-peer tc qdisc del dev eth0 root 2>/dev/null || true
+    no_netem_here && no_netem_on_b && break
+    sleep 1
+  done
+  no_netem_here && no_netem_on_b || { echo "could not remove the netem qdiscs" >&2; return 1; }
+  eventually 20 ping -c 1 -W 1 "$RXE_PEER_ADDR" || { echo "host B unreachable after restoring the wire" >&2; return 1; }
 }
 case_wire_cut() {
   make_file cut.bin $((32 << 20))
@@ -126,7 +139,7 @@ case_wire_cut() {
     fail "the receiver did not give up on the cut connection"
   eventually 10 no_leftovers_except $(delivered) ||
     fail "left behind after the cut: $(out_listing | tr '\n' ' ')"
-  restore_wire
+  restore_wire || fail "the wire could not be restored"
   receiver_alive || fail "the receiver died"
   make_file after-cut.bin $((1 << 20)) && send_ok after-cut.bin
   mark_delivered after-cut.bin
