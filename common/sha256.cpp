@@ -3,8 +3,6 @@
 #include <fcntl.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
-#include <setjmp.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +11,7 @@
 
 #include "common/aligned_buffer.hpp"
 #include "common/error.hpp"
+#include "common/mapping_guard.hpp"
 
 namespace rdmax {
 namespace {
@@ -25,28 +24,6 @@ constexpr size_t kReadSize = 4 << 20;
   char text[256] = {};
   ERR_error_string_n(ERR_get_error(), text, sizeof text);
   throw std::runtime_error(std::string(call) + ": " + text);
-}
-
-// Where a SIGBUS raised by this thread while it hashes a mapping returns to.
-// Set only while OpenSSL reads [begin, end) of a mapping, so that nothing else (a
-// progress callback holding a lock, another fault, `kill -BUS`) is ever jumped out of.
-struct MappingFaultExit {
-  sigjmp_buf* exit = nullptr;
-  const uint8_t* begin = nullptr;
-  const uint8_t* end = nullptr;
-};
-thread_local MappingFaultExit mapping_fault_exit;
-
-void on_sigbus(int signal, siginfo_t* info, void*) {
-  const MappingFaultExit& m = mapping_fault_exit;
-  const auto* address = static_cast<const uint8_t*>(info->si_addr);
-  if (m.exit != nullptr && info->si_code > 0 /* raised by the kernel, not sent */ &&
-      address >= m.begin && address < m.end) {
-    siglongjmp(*m.exit, 1);
-  }
-  // Not a fault of a mapping being hashed: die of it as if there were no handler.
-  ::signal(signal, SIG_DFL);
-  ::raise(signal);
 }
 
 }  // namespace
@@ -120,37 +97,31 @@ Digest sha256_of_file(int fd, uint64_t size, const std::function<void(uint64_t d
 Digest sha256_of_mapping(std::span<const uint8_t> mapping,
                          const std::function<void(uint64_t done)>& progress) {
   Sha256 hash;
-  // Installed for this call only; restored on return and on exceptions (OpenSSL errors,
-  // the progress callback).
-  struct SigbusScope {
-    struct sigaction previous {};
-    SigbusScope() {
-      struct sigaction handler {};
-      handler.sa_sigaction = on_sigbus;
-      handler.sa_flags = SA_SIGINFO;
-      sigemptyset(&handler.sa_mask);
-      if (::sigaction(SIGBUS, &handler, &previous) != 0) throw_sys("sigaction(SIGBUS)");
-    }
-    ~SigbusScope() {
-      mapping_fault_exit = {};
-      ::sigaction(SIGBUS, &previous, nullptr);
-    }
-  } scope;
-  // The jump skips only OpenSSL's C frames: the exit is armed around hash.update alone,
-  // and everything owned lives outside it.
-  sigjmp_buf fault_exit;
-  volatile uint64_t done = 0;
-  if (sigsetjmp(fault_exit, 1) != 0) {
-    mapping_fault_exit = {};
-    throw std::runtime_error("the file shrank while it was being hashed (" + std::to_string(done) +
-                             " of " + std::to_string(mapping.size()) + " bytes read)");
-  }
+  SigbusScope scope;
+  struct Step {
+    evp_md_ctx_st* ctx;
+    std::span<const uint8_t> bytes;
+    bool ok;
+  };
+  uint64_t done = 0;
   while (done < mapping.size()) {
-    const auto step = static_cast<size_t>(std::min<uint64_t>(kReadSize, mapping.size() - done));
-    mapping_fault_exit = {&fault_exit, mapping.data(), mapping.data() + mapping.size()};
-    hash.update(mapping.subspan(static_cast<size_t>(done), step));
-    mapping_fault_exit = {};
-    done = done + step;
+    Step step{hash.context(),
+              mapping.subspan(static_cast<size_t>(done),
+                              static_cast<size_t>(std::min<uint64_t>(kReadSize, mapping.size() - done))),
+              true};
+    const bool read = read_mapping_guarded(
+        step.bytes,
+        [](void* context) {
+          auto* s = static_cast<Step*>(context);
+          s->ok = EVP_DigestUpdate(s->ctx, s->bytes.data(), s->bytes.size()) == 1;
+        },
+        &step);
+    if (!read) {
+      throw std::runtime_error("the file shrank while it was being hashed (" + std::to_string(done) +
+                               " of " + std::to_string(mapping.size()) + " bytes read)");
+    }
+    if (!step.ok) throw_openssl("EVP_DigestUpdate");
+    done += step.bytes.size();
     if (progress) progress(done);
   }
   return hash.finish();

@@ -25,6 +25,8 @@ class Sha256 {
 
   // Returns the digest of everything fed so far and resets for reuse.
   Digest finish();
+  // The OpenSSL context, for a guarded read of a mapping (common/mapping_guard.hpp).
+  evp_md_ctx_st* context() const { return ctx_.get(); }
 
  private:
   struct CtxDeleter {

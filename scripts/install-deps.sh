@@ -16,6 +16,8 @@ packages=(
   qemu-system-x86 linux-image-amd64 busybox-static kmod cpio gzip iproute2 procps
   # tests and benchmarks
   socat coreutils iputils-ping tmux
+  # the reference for the fs-verity digest (tests compare with `fsverity digest`)
+  fsverity
 )
 
 missing=()

@@ -1,0 +1,185 @@
+#include "common/file_digest.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/mapping_guard.hpp"
+#include "common/merkle.hpp"
+
+namespace rdmax {
+namespace {
+
+// 4 MiB: large enough that taking a segment costs nothing next to hashing it, small enough
+// that a few per thread keep every core busy on a file of tens of megabytes.
+constexpr std::uint64_t kSegmentBytes = 8 * merkle::kGroupBytes;
+constexpr unsigned kSegmentsAhead = 4;
+
+// Hashes one segment [offset, offset + length) into `out` on a worker thread. Throws on a
+// failed read.
+using SegmentHasher = std::function<void(std::uint64_t offset, std::size_t length,
+                                         merkle::BlockHasher& hasher, std::vector<std::uint8_t>& scratch,
+                                         std::vector<merkle::Node>& out)>;
+
+Digest parallel_digest(std::uint64_t size, unsigned threads, const SegmentHasher& hash_segment,
+                       const HashProgress& progress) {
+  if (threads == 0) throw std::invalid_argument("hashing needs at least one thread");
+  const std::uint64_t segments = (size + kSegmentBytes - 1) / kSegmentBytes;
+  const std::size_t window = static_cast<std::size_t>(threads) * kSegmentsAhead;
+  struct Result {
+    bool ready = false;
+    std::vector<merkle::Node> nodes;
+    std::exception_ptr error;
+  };
+  std::vector<Result> ring(window);
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::uint64_t next_to_take = 0;
+  std::uint64_t next_to_fold = 0;
+  bool stopping = false;
+
+  auto work = [&] {
+    merkle::BlockHasher hasher;
+    std::vector<std::uint8_t> scratch;
+    std::vector<merkle::Node> nodes;
+    std::unique_lock lock(mutex);
+    for (;;) {
+      changed.wait(lock, [&] {
+        return stopping || next_to_take >= segments || next_to_take < next_to_fold + window;
+      });
+      if (stopping || next_to_take >= segments) return;
+      const std::uint64_t index = next_to_take++;
+      lock.unlock();
+      const std::uint64_t offset = index * kSegmentBytes;
+      std::exception_ptr error;
+      nodes.clear();
+      try {
+        hash_segment(offset, static_cast<std::size_t>(std::min(kSegmentBytes, size - offset)),
+                     hasher, scratch, nodes);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      lock.lock();
+      Result& r = ring[index % window];
+      r.nodes.swap(nodes);
+      r.error = error;
+      r.ready = true;
+      changed.notify_all();
+    }
+  };
+
+  std::vector<std::jthread> workers;
+  // Stops and joins the workers on every way out, exceptions included.
+  struct Stop {
+    std::mutex& mutex;
+    std::condition_variable& changed;
+    bool& stopping;
+    std::vector<std::jthread>& workers;
+    ~Stop() {
+      {
+        std::lock_guard lock(mutex);
+        stopping = true;
+      }
+      changed.notify_all();
+      workers.clear();
+    }
+  } stop{mutex, changed, stopping, workers};
+  const unsigned started = static_cast<unsigned>(std::min<std::uint64_t>(threads, segments));
+  for (unsigned i = 0; i < started; ++i) workers.emplace_back(work);
+
+  merkle::TreeFolder folder;
+  std::vector<merkle::Node> nodes;
+  for (std::uint64_t index = 0; index < segments; ++index) {
+    std::exception_ptr error;
+    {
+      std::unique_lock lock(mutex);
+      Result& r = ring[index % window];
+      changed.wait(lock, [&] { return r.ready; });
+      r.ready = false;
+      nodes.swap(r.nodes);
+      error = r.error;
+      next_to_fold = index + 1;
+    }
+    changed.notify_all();
+    if (error) std::rethrow_exception(error);
+    folder.add(nodes);
+    if (progress) progress(std::min(size, (index + 1) * kSegmentBytes));
+  }
+  return merkle::file_digest(size, folder.root());
+}
+
+}  // namespace
+
+Digest fsverity_digest_of_mapping(std::span<const std::uint8_t> mapping, unsigned threads,
+                                  const HashProgress& progress) {
+  SigbusScope scope;
+  auto hash_segment = [mapping](std::uint64_t offset, std::size_t length,
+                                merkle::BlockHasher& hasher, std::vector<std::uint8_t>&,
+                                std::vector<merkle::Node>& out) {
+    // The guarded read may be left by a jump: it only hashes into storage reserved here.
+    out.reserve(length / merkle::kBlockSize + 1);
+    struct Read {
+      merkle::BlockHasher* hasher;
+      std::uint64_t offset;
+      std::span<const std::uint8_t> bytes;
+      std::vector<merkle::Node>* out;
+      const char* error;
+    } read{&hasher, offset, mapping.subspan(static_cast<std::size_t>(offset), length), &out,
+           nullptr};
+    const bool whole = read_mapping_guarded(
+        read.bytes,
+        [](void* context) {
+          auto* r = static_cast<Read*>(context);
+          try {
+            r->hasher->nodes(r->offset, r->bytes, *r->out);
+          } catch (...) {
+            r->error = "hashing failed";
+          }
+        },
+        &read);
+    if (!whole) {
+      throw std::runtime_error("the file shrank while it was being hashed (at byte " +
+                               std::to_string(offset) + " of " + std::to_string(mapping.size()) +
+                               ")");
+    }
+    if (read.error != nullptr) throw std::runtime_error(read.error);
+  };
+  return parallel_digest(mapping.size(), threads, hash_segment, progress);
+}
+
+Digest fsverity_digest_of_file(int fd, std::uint64_t size, unsigned threads,
+                               const HashProgress& progress) {
+  // Advisory only (doubles the readahead window); failure changes nothing but speed.
+  (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  auto hash_segment = [fd, size](std::uint64_t offset, std::size_t length,
+                                 merkle::BlockHasher& hasher, std::vector<std::uint8_t>& scratch,
+                                 std::vector<merkle::Node>& out) {
+    scratch.resize(length);
+    std::size_t got = 0;
+    while (got < length) {
+      const ssize_t n = ::pread(fd, scratch.data() + got, length - got,
+                                static_cast<off_t>(offset + got));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw_sys("pread");
+      }
+      if (n == 0) {
+        throw std::runtime_error("file shrank while hashing: expected " + std::to_string(size) +
+                                 " bytes, got " + std::to_string(offset + got));
+      }
+      got += static_cast<std::size_t>(n);
+    }
+    hasher.nodes(offset, std::span<const std::uint8_t>(scratch.data(), length), out);
+  };
+  return parallel_digest(size, threads, hash_segment, progress);
+}
+
+}  // namespace rdmax

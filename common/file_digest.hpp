@@ -1,0 +1,30 @@
+#pragma once
+// The sender's hashing pass: the fs-verity digest (common/merkle.hpp) of a file on several
+// threads, reading it once, with memory bounded whatever its size.
+//
+// How: the file is cut into segments (a few whole tree groups each). Worker threads take
+// segments in order and hash them into tree nodes; the calling thread folds the nodes in
+// file order and reports progress. At most kSegmentsAhead segments per thread are hashed
+// ahead of the fold, so memory is bounded by the threads, not by the file.
+
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "common/sha256.hpp"
+
+namespace rdmax {
+
+using HashProgress = std::function<void(std::uint64_t bytes_done)>;
+
+// The digest of a read-only mapping of the whole file, hashed in place. A file truncated
+// meanwhile is reported as an exception ("the file shrank while it was being hashed").
+Digest fsverity_digest_of_mapping(std::span<const std::uint8_t> mapping, unsigned threads,
+                                  const HashProgress& progress = {});
+
+// The digest of the first `size` bytes of `fd`, read with pread (independent of the file
+// offset), for files that cannot be mapped. Throws if the file is shorter than `size`.
+Digest fsverity_digest_of_file(int fd, std::uint64_t size, unsigned threads,
+                               const HashProgress& progress = {});
+
+}  // namespace rdmax
