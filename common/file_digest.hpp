@@ -12,8 +12,16 @@
 #include <span>
 
 #include "common/sha256.hpp"
+#include "protocol/wire.hpp"
 
 namespace rdmax {
+
+// A file's digest and how it was computed (the Hello carries both).
+struct FileDigest {
+  proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::FsVeritySha256;
+  Digest value{};
+  bool operator==(const FileDigest&) const = default;
+};
 
 using HashProgress = std::function<void(std::uint64_t bytes_done)>;
 

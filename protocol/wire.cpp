@@ -59,7 +59,8 @@ bool is_known(ErrorCode code) {
   return v >= 1 && v <= 5;
 }
 bool is_known(DigestAlgorithm algorithm) {
-  return algorithm == DigestAlgorithm::WholeFileSha256;
+  return algorithm == DigestAlgorithm::WholeFileSha256 ||
+         algorithm == DigestAlgorithm::FsVeritySha256;
 }
 bool is_known(WorkPhase phase) {
   auto v = static_cast<std::uint8_t>(phase);
@@ -159,13 +160,13 @@ void write_payload(ByteWriter& w, const Message& message, std::uint16_t version)
                  [&](const Hello& m) {
                    w.u64(m.file_size);
                    if (version == kVersion1) {
-                     w.bytes(m.sha256);
+                     w.bytes(m.digest);
                      w.u32(m.chunk_size_hint);
                    } else {
                      w.u8(static_cast<std::uint8_t>(m.digest_algorithm));
                      w.u8(0);  // reserved
                      w.u16(0);
-                     w.bytes(m.sha256);
+                     w.bytes(m.digest);
                      w.u32(m.chunk_size_hint);
                      w.u32(m.keepalive_ms);
                    }
@@ -191,7 +192,7 @@ void write_payload(ByteWriter& w, const Message& message, std::uint16_t version)
                  [&](const Done& m) { w.u64(m.total_bytes); },
                  [&](const Verdict& m) {
                    w.u8(static_cast<std::uint8_t>(m.code));
-                   w.bytes(m.received_sha256);
+                   w.bytes(m.received_digest);
                  },
                  [&](const Id& m) {
                    w.u16(static_cast<std::uint16_t>(m.id.size()));
@@ -278,7 +279,7 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       if (version == kVersion1) {
         if (auto f = at_least(kHelloFixedBytes)) return *f;
         m.file_size = r.u64();
-        read_sha(m.sha256);
+        read_sha(m.digest);
         m.chunk_size_hint = r.u32();
       } else {
         if (auto f = at_least(kHello2FixedBytes)) return *f;
@@ -286,7 +287,7 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
         const std::uint8_t algorithm = r.u8();
         const std::uint8_t reserved8 = r.u8();
         const std::uint16_t reserved16 = r.u16();
-        read_sha(m.sha256);
+        read_sha(m.digest);
         m.chunk_size_hint = r.u32();
         m.keepalive_ms = r.u32();
         if (reserved8 != 0 || reserved16 != 0)
@@ -333,7 +334,7 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       Verdict m;
       const std::uint8_t code = r.u8();
       m.code = static_cast<VerdictCode>(code);
-      read_sha(m.received_sha256);
+      read_sha(m.received_digest);
       return m;
     }
     case MessageType::Id: {

@@ -85,7 +85,12 @@ using Sha256 = std::array<std::uint8_t, kSha256Bytes>;
 // The digest a Hello announces. Version 1 knows only the first.
 enum class DigestAlgorithm : std::uint8_t {
   WholeFileSha256 = 1,  // SHA-256 of the whole file content (version 1's digest)
+  // The fs-verity file digest: a Merkle tree of SHA-256 over 4096-byte blocks, no salt
+  // (docs/PROTOCOL.md 7.4). Chunks must then start on 4096-byte boundaries.
+  FsVeritySha256 = 2,
 };
+// The block size of FsVeritySha256's tree: with it, Accept.slot_size must be a multiple.
+inline constexpr std::uint32_t kFsVerityBlockSize = 4096;
 
 // Hello.keepalive_ms: 0 (no keepalives) or within these bounds.
 inline constexpr std::uint32_t kMinKeepaliveMs = 100;
@@ -95,7 +100,7 @@ inline constexpr std::uint32_t kMaxKeepaliveMs = 60000;
 // file name is the receiver's decision (check_file_name, then Reject BadName), not the codec's.
 struct Hello {
   std::uint64_t file_size = 0;
-  Sha256 sha256{};
+  Sha256 digest{};
   std::uint32_t chunk_size_hint = 0;  // 0 = receiver chooses
   std::string name;                   // 1..kMaxNameBytes bytes
   // Version 2 only (a version-1 Hello cannot carry anything but these defaults).
@@ -138,7 +143,7 @@ struct Done {
 // receiver -> sender: outcome of the transfer.
 struct Verdict {
   VerdictCode code = VerdictCode::Good;
-  Sha256 received_sha256{};  // all zero if the receiver did not compute it
+  Sha256 received_digest{};  // all zero if the receiver did not compute it
   bool operator==(const Verdict&) const = default;
 };
 

@@ -114,6 +114,8 @@ const char* to_string(DigestAlgorithm algorithm) {
   switch (algorithm) {
     case DigestAlgorithm::WholeFileSha256:
       return "sha256";
+    case DigestAlgorithm::FsVeritySha256:
+      return "fsverity-sha256";
   }
   return "unknown";
 }

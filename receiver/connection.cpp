@@ -159,7 +159,7 @@ void Connection::check_hello(const ReceiverInput& cause) {
   // Creating (and preallocating) the file is disk work: the pool does it. The window is
   // pinned only for an offer that passed every check.
   expect_own_work("the file to be created");
-  file_.emplace(context_.pool, context_.dir_fd, hello_.name, o.overwrite);
+  file_.emplace(context_.pool, context_.dir_fd, hello_.name, o.overwrite, hello_.digest_algorithm);
   file_->create(hello_.file_size, [this](const IncomingFile::Outcome& outcome) {
     guarded([&] {
       if (state_ != State::CheckingHello) return;  // abandoned meanwhile
@@ -277,7 +277,7 @@ void Connection::verify() {
   using Code = proto::VerdictCode;
   if (ledger_.received() != hello_.file_size || done_total_ != ledger_.received())
     return dispatch({Event::VerifiedBad, Input::Verdict{Code::SizeMismatch}});
-  if (computed_ != hello_.sha256)
+  if (computed_ != hello_.digest)
     return dispatch({Event::VerifiedBad, Input::Verdict{Code::HashMismatch}});
   // fsync, then rename into place: only then may the verdict say Good. On the pool.
   expect_own_work("the file to be committed");

@@ -5,8 +5,25 @@
 
 namespace rdmax::receiver {
 
-IncomingFile::IncomingFile(WorkPool& pool, int dir_fd, std::string name, bool overwrite)
-    : dir_fd_(dir_fd), name_(std::move(name)), overwrite_(overwrite), disk_(pool), hashing_(pool) {}
+IncomingFile::IncomingFile(WorkPool& pool, int dir_fd, std::string name, bool overwrite,
+                           proto::DigestAlgorithm algorithm)
+    : dir_fd_(dir_fd),
+      name_(std::move(name)),
+      overwrite_(overwrite),
+      algorithm_(algorithm),
+      disk_(pool),
+      hashing_(pool) {
+  if (algorithm_ == proto::DigestAlgorithm::FsVeritySha256) {
+    for (unsigned i = 0; i < pool.threads(); ++i)
+      tree_queues_.push_back(std::make_unique<WorkQueue>(pool));
+  }
+}
+
+bool IncomingFile::idle() const {
+  for (const auto& queue : tree_queues_)
+    if (!queue->idle()) return false;
+  return disk_.idle() && hashing_.idle();
+}
 
 void IncomingFile::create(std::uint64_t size, Done done) {
   auto outcome = std::make_shared<Outcome>();
@@ -38,31 +55,12 @@ void IncomingFile::store(std::uint32_t slot, std::uint64_t offset,
                      {slot, static_cast<std::uint32_t>(bytes.size()), {}},
                      false,
                      false,
+                     {},
                      std::move(done)});
-  // Each job finds its entry by sequence number: entries leave only from the front, in
-  // order, once both of their jobs are done, or all at once on discard().
-  auto entry = [this, sequence]() -> PendingStore* {
-    if (stores_.empty() || sequence < stores_.front().sequence) return nullptr;
-    const auto index = static_cast<std::size_t>(sequence - stores_.front().sequence);
-    return index < stores_.size() ? &stores_[index] : nullptr;
-  };
-  auto hash_error = std::make_shared<std::string>();
-  hashing_.post(
-      [this, bytes, hash_error] {
-        try {
-          hash_.update(bytes);
-        } catch (const std::exception& e) {
-          *hash_error = e.what();
-        }
-      },
-      [this, entry, hash_error] {
-        PendingStore* p = entry();
-        if (p == nullptr) return;  // discarded meanwhile
-        p->hashed = true;
-        if (!hash_error->empty() && p->stored.outcome.ok())
-          p->stored.outcome = {Outcome::Kind::Failed, *hash_error};
-        finish_stores();
-      });
+  if (algorithm_ == proto::DigestAlgorithm::FsVeritySha256)
+    hash_tree(sequence, offset, bytes);
+  else
+    hash_sequential(sequence, bytes);
   auto write_error = std::make_shared<std::string>();
   disk_.post(
       [this, offset, bytes, write_error] {
@@ -73,8 +71,8 @@ void IncomingFile::store(std::uint32_t slot, std::uint64_t offset,
           *write_error = e.what();
         }
       },
-      [this, entry, write_error] {
-        PendingStore* p = entry();
+      [this, sequence, write_error] {
+        PendingStore* p = entry(sequence);
         if (p == nullptr) return;  // discarded meanwhile
         p->written = true;
         if (!write_error->empty() && p->stored.outcome.ok())
@@ -83,17 +81,79 @@ void IncomingFile::store(std::uint32_t slot, std::uint64_t offset,
       });
 }
 
+// Each job finds its entry by sequence number: entries leave only from the front, in
+// order, once both of their jobs are done, or all at once on discard().
+IncomingFile::PendingStore* IncomingFile::entry(std::uint64_t sequence) {
+  if (stores_.empty() || sequence < stores_.front().sequence) return nullptr;
+  const auto index = static_cast<std::size_t>(sequence - stores_.front().sequence);
+  return index < stores_.size() ? &stores_[index] : nullptr;
+}
+
+void IncomingFile::hash_sequential(std::uint64_t sequence, std::span<const std::uint8_t> bytes) {
+  auto error = std::make_shared<std::string>();
+  hashing_.post(
+      [this, bytes, error] {
+        try {
+          hash_.update(bytes);
+        } catch (const std::exception& e) {
+          *error = e.what();
+        }
+      },
+      [this, sequence, error] { on_hashed(sequence, *error); });
+}
+
+void IncomingFile::hash_tree(std::uint64_t sequence, std::uint64_t offset,
+                             std::span<const std::uint8_t> bytes) {
+  struct Result {
+    std::vector<merkle::Node> nodes;
+    std::string error;
+  };
+  auto result = std::make_shared<Result>();
+  WorkQueue& queue = *tree_queues_[next_tree_queue_];
+  next_tree_queue_ = (next_tree_queue_ + 1) % tree_queues_.size();
+  queue.post(
+      [offset, bytes, result] {
+        try {
+          merkle::BlockHasher hasher;
+          hasher.nodes(offset, bytes, result->nodes);
+        } catch (const std::exception& e) {
+          result->error = e.what();
+        }
+      },
+      [this, sequence, result] {
+        if (PendingStore* p = entry(sequence)) p->tree_nodes = std::move(result->nodes);
+        on_hashed(sequence, result->error);
+      });
+}
+
+void IncomingFile::on_hashed(std::uint64_t sequence, const std::string& error) {
+  PendingStore* p = entry(sequence);
+  if (p == nullptr) return;  // discarded meanwhile
+  p->hashed = true;
+  if (!error.empty() && p->stored.outcome.ok()) p->stored.outcome = {Outcome::Kind::Failed, error};
+  finish_stores();
+}
+
 void IncomingFile::finish_stores() {
   while (!stores_.empty() && stores_.front().hashed && stores_.front().written) {
     PendingStore p = std::move(stores_.front());
     stores_.pop_front();
-    if (p.stored.outcome.ok()) bytes_stored_ += p.stored.length;
+    if (p.stored.outcome.ok()) {
+      bytes_stored_ += p.stored.length;
+      // In file order: stores leave the front in order. After a failed store the tree has
+      // a gap and is not folded further (the transfer fails anyway).
+      if (!tree_gap_) tree_.add(p.tree_nodes);
+    } else {
+      tree_gap_ = true;
+    }
     p.done(p.stored);
   }
 }
 
 Digest IncomingFile::finish_hash() {
   if (!stores_.empty()) throw std::logic_error("finish_hash while chunks are being stored");
+  if (algorithm_ == proto::DigestAlgorithm::FsVeritySha256)
+    return tree_gap_ ? Digest{} : merkle::file_digest(bytes_stored_, tree_.root());
   return hash_.finish();
 }
 
@@ -121,6 +181,7 @@ void IncomingFile::discard() {
   discarded_ = true;
   disk_.cancel();
   hashing_.cancel();
+  for (auto& queue : tree_queues_) queue->cancel();
   stores_.clear();  // their jobs were cancelled, or their results no longer matter
   disk_.post(
       [this] {

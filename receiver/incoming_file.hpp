@@ -5,15 +5,22 @@
 // temporary on discard.
 //
 // Order. Disk steps run on one WorkQueue (create, writes in file order, commit or
-// discard), hashing on another (SHA-256 is one sequential stream over the chunks in file
-// order), so one chunk's hash overlaps another's write while both stay in order. A chunk
-// is stored when both of its jobs are done; store() results come back in submission order.
+// discard). Hashing depends on the digest algorithm of the Hello:
+// - whole-file SHA-256 is one sequential stream over the chunks in file order: one more
+//   queue, so one chunk's hash overlaps another's write while both stay in order;
+// - the fs-verity digest hashes each chunk's blocks independently (common/merkle.hpp): the
+//   chunks are spread over one queue per pool thread and hashed in any order, on every
+//   core; their tree nodes wait in the chunk's entry and are folded in file order when the
+//   chunk is stored. Memory: the nodes of the chunks outstanding (32 bytes per 4 KiB, at
+//   most one window's worth) and the folder's one partial block per tree level.
+// A chunk is stored when both of its jobs are done; store() results come back in
+// submission order.
 //
 // Threads. Every public function and every callback runs on the event loop thread (the
 // callbacks from WorkPool::run_completions()). The OutputFile is touched only by jobs of
 // the disk queue, the hash only by jobs of the hash queue and by finish_hash() once no
 // store is outstanding: each queue runs one job at a time, and the pool's hand-over
-// orders them.
+// orders them. A tree-hashing job touches only its chunk's bytes and its own node list.
 //
 // Lifetime. The owner keeps this object, and the memory a store() reads, alive until
 // idle(): discard() cancels what has not started, then removes the temporary.
@@ -21,13 +28,17 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
+#include "common/merkle.hpp"
 #include "common/output_file.hpp"
 #include "common/sha256.hpp"
 #include "common/work_pool.hpp"
+#include "protocol/wire.hpp"
 
 namespace rdmax::receiver {
 
@@ -52,24 +63,27 @@ class IncomingFile {
   };
   using StoreDone = std::function<void(const Stored&)>;
 
-  IncomingFile(WorkPool& pool, int dir_fd, std::string name, bool overwrite);
+  IncomingFile(WorkPool& pool, int dir_fd, std::string name, bool overwrite,
+               proto::DigestAlgorithm algorithm);
   IncomingFile(const IncomingFile&) = delete;
   IncomingFile& operator=(const IncomingFile&) = delete;
 
   // Checks the free space, creates the temporary and preallocates `size` bytes.
   void create(std::uint64_t size, Done done);
-  // Hashes and writes `bytes` at `offset`; `bytes` must stay valid until `done` ran.
+  // Hashes and writes `bytes` at `offset`; `bytes` must stay valid until `done` ran. For
+  // the fs-verity digest `offset` must be a multiple of 4096 (else the store fails).
   void store(std::uint32_t slot, std::uint64_t offset, std::span<const std::uint8_t> bytes,
              StoreDone done);
   std::size_t stores_outstanding() const { return stores_.size(); }
   std::uint64_t bytes_stored() const { return bytes_stored_; }
-  // SHA-256 of every chunk stored, in order. Only when no store is outstanding.
+  // The digest (by the algorithm given) of every chunk stored, in order; all zero for the
+  // fs-verity digest once a store failed. Only when no store is outstanding.
   Digest finish_hash();
   // fsync, rename into place, fsync the directory. `done` says whether the file is there.
   void commit(Done done);
   // Drops every job not started and removes the temporary (unless committed).
   void discard();
-  bool idle() const { return disk_.idle() && hashing_.idle(); }
+  bool idle() const;
   bool committed() const { return committed_; }
 
  private:
@@ -78,15 +92,23 @@ class IncomingFile {
     Stored stored;
     bool hashed = false;
     bool written = false;
+    std::vector<merkle::Node> tree_nodes;  // fs-verity: this chunk's, folded when stored
     StoreDone done;
   };
+  PendingStore* entry(std::uint64_t sequence);
+  void hash_sequential(std::uint64_t sequence, std::span<const std::uint8_t> bytes);
+  void hash_tree(std::uint64_t sequence, std::uint64_t offset, std::span<const std::uint8_t> bytes);
+  void on_hashed(std::uint64_t sequence, const std::string& error);
   void finish_stores();
 
   int dir_fd_;
   std::string name_;
   bool overwrite_;
+  proto::DigestAlgorithm algorithm_;
   std::optional<OutputFile> file_;  // the disk queue's
-  Sha256 hash_;                     // the hash queue's
+  Sha256 hash_;                     // the hash queue's (whole-file SHA-256)
+  merkle::TreeFolder tree_;         // the loop's (fs-verity), fed by finish_stores()
+  bool tree_gap_ = false;           // a store failed: tree_ misses its nodes
   std::deque<PendingStore> stores_;
   std::uint64_t next_sequence_ = 0;
   std::uint64_t bytes_stored_ = 0;
@@ -96,6 +118,8 @@ class IncomingFile {
   // started; the owner waited for idle() before destroying this).
   WorkQueue disk_;
   WorkQueue hashing_;
+  std::vector<std::unique_ptr<WorkQueue>> tree_queues_;  // fs-verity: one per pool thread
+  std::size_t next_tree_queue_ = 0;
 };
 
 }  // namespace rdmax::receiver

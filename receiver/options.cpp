@@ -108,9 +108,10 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
   o.max_memory = *mm;
   auto ss = size_option(slot_size, "--slot-size");
   if (!ss) return kExitUsage;
-  // rxe on Linux 6.1 caps one message at 8 MiB; below 4 KiB the protocol refuses.
-  if (*ss < 4096 || *ss > (8u << 20)) {
-    std::cerr << "rdma-recv: --slot-size must be between 4K and 8M\n";
+  // rxe on Linux 6.1 caps one message at 8 MiB; below 4 KiB the protocol refuses. Whole
+  // 4 KiB blocks keep every chunk aligned to the fs-verity digest's blocks (PROTOCOL 7.4).
+  if (*ss < 4096 || *ss > (8u << 20) || *ss % 4096 != 0) {
+    std::cerr << "rdma-recv: --slot-size must be a multiple of 4K between 4K and 8M\n";
     return kExitUsage;
   }
   o.slot_size = static_cast<std::uint32_t>(*ss);

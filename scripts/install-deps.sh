@@ -8,6 +8,7 @@ packages=(
   # build
   g++ cmake make pkg-config git
   libibverbs-dev librdmacm-dev libssl-dev libcli11-dev libspdlog-dev libgtest-dev
+  nlohmann-json3-dev  # rdma-send --json
   # fuzz build (tests/fuzz): clang, and compiler-rt for libFuzzer and the sanitizers
   clang libclang-rt-dev
   # RDMA userspace and rdma-core's own tools used by the tests and benchmarks

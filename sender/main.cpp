@@ -1,5 +1,6 @@
-// rdma-send: sends one file to an rdma-recv daemon and reports the verdict. The secret
-// (if an --id was given and accepted) is the only thing written to stdout.
+// rdma-send: sends one file to an rdma-recv daemon and reports the verdict, or (--checksum)
+// prints files' digests. When sending, the secret (if an --id was given and accepted) is
+// the only thing written to stdout.
 
 #include <spdlog/spdlog.h>
 
@@ -10,6 +11,8 @@
 #include <string>
 #include <system_error>
 
+#include "common/checksum_line.hpp"
+#include "common/digest_cache.hpp"
 #include "common/error.hpp"
 #include "common/error_hints.hpp"
 #include "common/input_file.hpp"
@@ -19,34 +22,82 @@
 #include "common/sha256.hpp"
 #include "protocol/sizes.hpp"
 #include "sender/exit_codes.hpp"
+#include "sender/hashing_pass.hpp"
 #include "sender/options.hpp"
 #include "sender/report.hpp"
 #include "sender/send_session.hpp"
 
 using namespace rdmax;
 
+namespace {
+
+// The digest cache, unless --no-digest-cache or there is no home to keep it in.
+std::optional<DigestCache> open_digest_cache(const sender::SenderOptions& options) {
+  if (!options.digest_cache) return std::nullopt;
+  auto path = DigestCache::default_path();
+  if (!path) {
+    spdlog::debug("digest cache: neither XDG_CACHE_HOME nor HOME is set; not caching");
+    return std::nullopt;
+  }
+  return DigestCache(*path);
+}
+
+// Opens FILE for sending or hashing; logs why not.
+std::optional<InputFile> open_input(const std::string& path) {
+  try {
+    return InputFile(path);
+  } catch (const SysError& e) {
+    const std::string hint = input_file_hint(e.error());
+    spdlog::error(
+        "cannot read {}: {}", path,
+        hint.empty() ? e.what() : std::system_category().message(e.error()) + "; " + hint);
+  } catch (const std::exception& e) {
+    if (std::filesystem::is_directory(path))
+      spdlog::error("cannot send {}: it is a directory; {}", path, input_file_hint(EISDIR));
+    else
+      spdlog::error("cannot send {}: {}", path, e.what());
+  }
+  return std::nullopt;
+}
+
+// --checksum: each FILE's digest line, as the reference tool prints it. Like sha256sum, a
+// file that cannot be read is reported and skipped, and the exit status says so.
+int print_checksums(const sender::SenderOptions& options) {
+  auto cache = open_digest_cache(options);
+  const ProgressMode progress = choose_progress_mode(options.progress, options.verbosity < 0);
+  int rc = 0;
+  for (const std::string& path : options.files) {
+    auto file = open_input(path);
+    if (!file) {
+      rc = sender::kExitUsage;
+      continue;
+    }
+    try {
+      const auto pass = sender::hash_file(
+          *file, {options.digest, options.hash_threads, progress, cache ? &*cache : nullptr});
+      const std::string line = checksum_line(options.digest, pass.digest.value, path);
+      std::fwrite(line.data(), 1, line.size(), stdout);
+      std::fputc('\n', stdout);
+      std::fflush(stdout);
+    } catch (const std::exception& e) {
+      spdlog::error("cannot hash {}: {}", path, e.what());
+      rc = sender::kExitOther;
+    }
+  }
+  return rc;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   auto parsed = sender::parse_sender_options(argc, argv);
   if (auto* rc = std::get_if<int>(&parsed)) return *rc;
   const auto& options = std::get<sender::SenderOptions>(parsed);
   init_logging(options.verbosity, "rdma-send");
+  if (options.checksum) return print_checksums(options);
 
-  std::optional<InputFile> file;
-  try {
-    file.emplace(options.file);
-  } catch (const SysError& e) {
-    const std::string hint = input_file_hint(e.error());
-    spdlog::error(
-        "cannot read {}: {}", options.file,
-        hint.empty() ? e.what() : std::system_category().message(e.error()) + "; " + hint);
-    return sender::kExitUsage;
-  } catch (const std::exception& e) {
-    if (std::filesystem::is_directory(options.file))
-      spdlog::error("cannot send {}: it is a directory; {}", options.file, input_file_hint(EISDIR));
-    else
-      spdlog::error("cannot send {}: {}", options.file, e.what());
-    return sender::kExitUsage;
-  }
+  std::optional<InputFile> file = open_input(options.file);
+  if (!file) return sender::kExitUsage;
 
   // Fail before hashing a large file when this host cannot do RDMA at all.
   if (!any_rdma_device()) {
@@ -62,38 +113,32 @@ int main(int argc, char** argv) {
     using Clock = std::chrono::steady_clock;
     const ProgressMode progress = choose_progress_mode(options.progress, options.verbosity < 0);
     const auto t0 = Clock::now();
-    Digest digest;
-    {
-      ProgressBar bar(progress, "hashing", file->size());
-      const auto show = [&](std::uint64_t done) { bar.update(done); };
-      // Hashing the mapping in place avoids a copy; a file system that cannot map the
-      // file still gets hashed, through pread.
-      std::span<const std::uint8_t> mapping;
-      try {
-        mapping = file->map();
-      } catch (const SysError& e) {
-        spdlog::debug("hashing through pread: {}", e.what());
-      }
-      digest = mapping.size() == file->size() ? sha256_of_mapping(mapping, show)
-                                              : sha256_of_file(file->fd(), file->size(), show);
-      bar.finish();
-    }
-    const double hash_s = std::chrono::duration<double>(Clock::now() - t0).count();
-    spdlog::debug("SHA-256 {} of {} in {:.2f}s", to_hex(digest), proto::format_size(file->size()),
-                  hash_s);
+    auto cache = open_digest_cache(options);
+    sender::HashingSettings hashing{options.digest, options.hash_threads, progress,
+                                    cache ? &*cache : nullptr};
+    sender::HashingPass pass = sender::hash_file(*file, hashing);
 
     sender::SenderSettings settings{
         options.name,    options.id,        proto::kLatestVersion,     options.connect_timeout,
         options.timeout, options.zero_copy, options.inject_corruption, progress};
     std::optional<sender::SendSession> session;
-    session.emplace(options, settings, *file, digest);
+    session.emplace(options, settings, *file, pass.digest);
     proto::SenderOutcome outcome = session->run();
     if (outcome == proto::SenderOutcome::VersionUnsupported) {
       // A receiver from before version 2 refuses our Hello with Reject(UnsupportedVersion):
-      // everything it can do, version 1 does (no keepalives while it commits).
-      spdlog::warn("the receiver speaks only protocol version 1: connecting again with version 1");
+      // version 1 does everything it can, but carries only the whole-file SHA-256 (and no
+      // keepalives while it commits).
+      const bool rehash = pass.digest.algorithm != proto::DigestAlgorithm::WholeFileSha256;
+      spdlog::warn("the receiver speaks only protocol version 1: connecting again with version 1{}",
+                   rehash ? " (and the whole-file SHA-256 digest it knows)" : "");
+      if (rehash) {
+        hashing.algorithm = proto::DigestAlgorithm::WholeFileSha256;
+        const double first = pass.seconds;
+        pass = sender::hash_file(*file, hashing);
+        pass.seconds += first;
+      }
       settings.version = proto::kVersion1;
-      session.emplace(options, settings, *file, digest);
+      session.emplace(options, settings, *file, pass.digest);
       outcome = session->run();
     }
     const auto& stats = session->stats();
@@ -101,9 +146,10 @@ int main(int argc, char** argv) {
     if (outcome == proto::SenderOutcome::Success) {
       const double rate =
           stats.data_seconds > 0 ? static_cast<double>(stats.bytes) / stats.data_seconds : 0;
-      spdlog::info("sent {} as '{}': {} in {:.2f}s ({}/s), verified", options.file, options.name,
-                   proto::format_size(stats.bytes), stats.data_seconds,
-                   proto::format_size(static_cast<std::uint64_t>(rate)));
+      spdlog::info("sent {} as '{}': {} in {:.2f}s ({}/s), verified ({} {})", options.file,
+                   options.name, proto::format_size(stats.bytes), stats.data_seconds,
+                   proto::format_size(static_cast<std::uint64_t>(rate)),
+                   proto::to_string(pass.digest.algorithm), to_hex(pass.digest.value));
     } else {
       spdlog::error("transfer failed: {}", outcome_message(outcome));
     }
@@ -111,7 +157,9 @@ int main(int argc, char** argv) {
       sender::Report report{options.file,
                             options.name,
                             file->size(),
-                            hash_s,
+                            pass.digest,
+                            pass.from_cache,
+                            pass.seconds,
                             stats.connect_seconds,
                             stats.data_seconds,
                             stats.verify_seconds,

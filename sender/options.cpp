@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <thread>
 
 #include "sender/exit_codes.hpp"
 #include "version.hpp"
@@ -16,7 +18,7 @@ constexpr const char* kFooter = R"(Exit status:
   2  usage error, or FILE cannot be read (nothing was sent)
   3  cannot connect, or the connection broke or timed out
   4  rejected by the receiver (name, size, existing file, no space)
-  5  verdict bad: the receiver's SHA-256 differs from the sender's
+  5  verdict bad: the receiver's digest differs from the sender's
   6  the receiver denied the ID
 
 Progress (hashing, then sending: bytes, rate, ETA) is drawn on stderr when it
@@ -24,18 +26,30 @@ is a terminal; --progress prints it as plain lines elsewhere, --no-progress
 hides it. Logs go to stderr; stdout carries the secret and nothing else, so
   SECRET=$(rdma-send -H HOST --id ID FILE) captures it.
 
+The digest (--digest): "fsverity" (default) is the fs-verity file digest,
+SHA-256 over 4 KiB blocks as a Merkle tree, hashed on every core at both
+ends; `rdma-send --checksum FILE` prints it exactly as
+`fsverity digest --hash-alg=sha256 --block-size=4096 FILE` does. "sha256" is
+the whole file's SHA-256, as `sha256sum FILE` prints it (one core per end).
+A receiver older than protocol version 2 knows only "sha256": rdma-send then
+falls back to it and says so. Digests are cached per file (device, inode,
+size, times) under ~/.cache/rdmax, so an unchanged file is not hashed again.
+
 Examples:
   rdma-send -H 192.0.2.1 backup.tar
+  rdma-send --checksum backup.tar
   rdma-send -H recv.example.org --id alice --name today.tar backup.tar
   rdma-send -H fd00::2 -d mlx5_0 -p 18600 image.iso)";
 }
 
 std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
   SenderOptions o;
-  CLI::App app{"Send a file to an rdma-recv daemon over RDMA, verified by SHA-256.", "rdma-send"};
+  CLI::App app{"Send a file to an rdma-recv daemon over RDMA, verified by its digest.",
+               "rdma-send"};
   app.footer(kFooter);
   app.set_version_flag("--version", std::string("rdma-send ") + kVersion);
-  app.add_option("-H,--host", o.host, "receiver host name or address (IPv4 or IPv6)")->required();
+  app.add_option("-H,--host", o.host,
+                 "receiver host name or address (IPv4 or IPv6); required unless --checksum");
   app.add_option("-p,--port", o.port, "receiver port")
       ->capture_default_str()
       ->check(CLI::Range(1, 65535));
@@ -78,7 +92,27 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
                "register the file's pages for the RDMA WRITEs instead of copying them through "
                "a buffer: no copy, but every page is pinned (slower on Soft-RoCE; see "
                "docs/BENCHMARKS.md)");
-  app.add_option("FILE", o.file, "the file to send")->required();
+  const std::map<std::string, proto::DigestAlgorithm> digests{
+      {"fsverity", proto::DigestAlgorithm::FsVeritySha256},
+      {"sha256", proto::DigestAlgorithm::WholeFileSha256}};
+  app.add_option("--digest", o.digest,
+                 "how the file is verified: fsverity (the fs-verity SHA-256 digest, hashed on "
+                 "every core; default) or sha256 (the whole file's SHA-256, as sha256sum)")
+      ->transform(CLI::CheckedTransformer(digests, CLI::ignore_case).description(""))
+      ->option_text("fsverity|sha256");
+  o.hash_threads = std::max(1u, std::thread::hardware_concurrency());
+  app.add_option("--hash-threads", o.hash_threads,
+                 "threads that hash the file before sending (fsverity digest only)")
+      ->default_str("the online CPUs")
+      ->check(CLI::Range(1u, 1024u));
+  bool no_cache = false;
+  app.add_flag("--no-digest-cache", no_cache,
+               "always hash the file, and remember nothing (default: reuse the digest of an "
+               "unchanged file from ~/.cache/rdmax/digests)");
+  app.add_flag("--checksum", o.checksum,
+               "print each FILE's digest, in the format of the reference tool (fsverity "
+               "digest, or sha256sum with --digest sha256), and connect nowhere");
+  app.add_option("FILE", o.files, "the file to send (several with --checksum)")->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -86,6 +120,18 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
     return rc == 0 ? 0 : kExitUsage;
   }
   o.verbosity = quiet ? -1 : verbose;
+  o.digest_cache = !no_cache;
+  if (!o.checksum) {
+    if (o.host.empty()) {
+      std::cerr << "rdma-send: --host is required (unless --checksum)\n";
+      return kExitUsage;
+    }
+    if (o.files.size() != 1) {
+      std::cerr << "rdma-send: one FILE per transfer (several only with --checksum)\n";
+      return kExitUsage;
+    }
+  }
+  o.file = o.files.front();
   o.connect_timeout = std::chrono::seconds(connect_s);
   o.timeout = std::chrono::seconds(timeout_s);
   if (o.name.empty()) o.name = std::filesystem::path(o.file).filename().string();

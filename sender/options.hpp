@@ -6,6 +6,9 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
+
+#include "protocol/wire.hpp"
 
 namespace rdmax::sender {
 
@@ -15,7 +18,13 @@ struct SenderOptions {
   std::optional<std::string> device;  // -d: the RDMA device the connection must use
   std::optional<std::string> id;
   std::string name;  // defaults to the file's base name
-  std::string file;
+  std::string file;                // the file to send
+  std::vector<std::string> files;  // every FILE given (several only with --checksum)
+  // The digest the Hello announces (--digest): fs-verity (default) or whole-file SHA-256.
+  proto::DigestAlgorithm digest = proto::DigestAlgorithm::FsVeritySha256;
+  unsigned hash_threads = 1;  // --hash-threads, default: the online CPUs
+  bool digest_cache = true;   // --no-digest-cache turns it off
+  bool checksum = false;      // --checksum: print each FILE's digest line, connect nowhere
   int verbosity = 0;
   bool json = false;  // one JSON object on stdout instead of the bare secret
   // --progress / --no-progress; unset: a progress bar exactly when stderr is a terminal.

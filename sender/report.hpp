@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "common/file_digest.hpp"
 #include "protocol/sender_machine.hpp"
 
 namespace rdmax::sender {
@@ -11,6 +12,8 @@ struct Report {
   std::string file;
   std::string name;
   unsigned long long bytes = 0;
+  FileDigest digest;
+  bool digest_from_cache = false;  // the digest cache knew the file: it was not read
   double hash_seconds = 0;
   double connect_seconds = 0;
   double data_seconds = 0;
@@ -22,6 +25,8 @@ struct Report {
   std::string secret;  // empty: none
 };
 
+// One line of JSON (nlohmann/json). Bytes of names and secrets that are not UTF-8 are
+// replaced by U+FFFD: the output stays valid JSON whatever the peer or the file system said.
 [[nodiscard]] std::string to_json(const Report& report);
 
 }  // namespace rdmax::sender

@@ -20,7 +20,7 @@ std::chrono::milliseconds ms(std::chrono::seconds s) {
 }  // namespace
 
 SendSession::SendSession(const SenderOptions& options, const SenderSettings& settings,
-                         InputFile& file, const Digest& digest)
+                         InputFile& file, const FileDigest& digest)
     : options_(options),
       id_(std::in_place, channel_),
       raw_id_(id_->get()),

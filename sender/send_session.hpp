@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/epoll.hpp"
+#include "common/file_digest.hpp"
 #include "common/input_file.hpp"
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/event_channel.hpp"
@@ -23,7 +24,7 @@ namespace rdmax::sender {
 class SendSession final : private SenderCm {
  public:
   SendSession(const SenderOptions& options, const SenderSettings& settings, InputFile& file,
-              const Digest& digest);
+              const FileDigest& digest);
   // Connects, transfers and returns the outcome (the exit status follows from it).
   [[nodiscard]] proto::SenderOutcome run();
   const std::string& secret() const { return driver_.secret(); }

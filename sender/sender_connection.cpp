@@ -55,7 +55,7 @@ std::uint32_t keepalive_for(std::chrono::seconds timeout) {
 }  // namespace
 
 SenderConnection::SenderConnection(const SenderSettings& settings, InputFile& file,
-                                   const Digest& digest, SenderCm& cm, std::string peer_label)
+                                   const FileDigest& digest, SenderCm& cm, std::string peer_label)
     : DriverCore(std::move(peer_label)),
       settings_(settings),
       file_(file),
@@ -139,8 +139,13 @@ void SenderConnection::perform(Action action, SenderInput& cause) {
       spdlog::info("connected to {}", label());
       expect_reply("the receiver's answer to Hello");
       // No chunk size hint (0): the receiver sizes its slots for its own memory and device.
-      proto::Hello hello{file_.size(), digest_, 0, settings_.name};
-      if (version() >= proto::kVersion2) hello.keepalive_ms = keepalive_for(settings_.timeout);
+      proto::Hello hello{file_.size(), digest_.value, 0, settings_.name};
+      if (version() >= proto::kVersion2) {
+        hello.keepalive_ms = keepalive_for(settings_.timeout);
+        hello.digest_algorithm = digest_.algorithm;
+      } else if (digest_.algorithm != proto::DigestAlgorithm::WholeFileSha256) {
+        throw std::logic_error("protocol version 1 carries only the whole-file SHA-256");
+      }
       post(hello);
       break;
     }
@@ -192,6 +197,15 @@ void SenderConnection::start_data(const proto::Accept& accept) {
                   proto::format_size(accept.slot_size), proto::format_size(kMaxSlotSize));
     return dispatch({Event::ProtocolViolation,
                      Input::Abort{proto::ErrorCode::ProtocolViolation, "slot size too large"}});
+  }
+  // The tree's blocks must not straddle chunks (PROTOCOL 7.4).
+  if (digest_.algorithm == proto::DigestAlgorithm::FsVeritySha256 &&
+      accept.slot_size % proto::kFsVerityBlockSize != 0) {
+    spdlog::error("the receiver offers {}-byte slots: the fs-verity digest needs a multiple of {}",
+                  accept.slot_size, proto::kFsVerityBlockSize);
+    return dispatch({Event::ProtocolViolation,
+                     Input::Abort{proto::ErrorCode::ProtocolViolation,
+                                  "slot size not a multiple of 4096 with the fs-verity digest"}});
   }
   accept_ = accept;
   data_started_ = Clock::now();
@@ -354,8 +368,8 @@ void SenderConnection::handle(proto::Message& message) {
   if (const auto* m = std::get_if<proto::Verdict>(&message)) {
     stats_.verify_seconds = seconds_between(done_sent_, Clock::now());
     if (m->code == VerdictCode::Good) {
-      spdlog::info("verdict: good ({} {})",
-                   proto::to_string(proto::DigestAlgorithm::WholeFileSha256), to_hex(digest_));
+      spdlog::info("verdict: good ({} {})", proto::to_string(digest_.algorithm),
+                   to_hex(digest_.value));
       return dispatch({Event::GotVerdictGood, {}});
     }
     if (m->code == VerdictCode::StorageError) {
@@ -363,8 +377,9 @@ void SenderConnection::handle(proto::Message& message) {
           "verdict: the receiver could not store the file (for example its disk is full)");
       return dispatch({Event::GotVerdictFailed, {}});
     }
-    spdlog::error("verdict: bad ({}); sent SHA-256 {}, receiver computed {}",
-                  proto::to_string(m->code), to_hex(digest_), to_hex(m->received_sha256));
+    spdlog::error("verdict: bad ({}); sent {} digest {}, receiver computed {}",
+                  proto::to_string(m->code), proto::to_string(digest_.algorithm),
+                  to_hex(digest_.value), to_hex(m->received_digest));
     return dispatch({Event::GotVerdictBad, {}});
   }
   if (auto* m = std::get_if<proto::Secret>(&message)) {

@@ -21,6 +21,7 @@
 #include "common/connection/dispatcher.hpp"
 #include "common/connection/driver_core.hpp"
 #include "common/connection/transport.hpp"
+#include "common/file_digest.hpp"
 #include "common/input_file.hpp"
 #include "common/progress_bar.hpp"
 #include "common/sha256.hpp"
@@ -72,7 +73,7 @@ struct SenderInput {
 
 class SenderConnection final : public DriverCore {
  public:
-  SenderConnection(const SenderSettings& settings, InputFile& file, const Digest& digest,
+  SenderConnection(const SenderSettings& settings, InputFile& file, const FileDigest& digest,
                    SenderCm& cm, std::string peer_label);
   ~SenderConnection();
 
@@ -125,7 +126,7 @@ class SenderConnection final : public DriverCore {
 
   const SenderSettings& settings_;
   InputFile& file_;
-  Digest digest_;
+  FileDigest digest_;
   SenderCm& cm_;
   State state_ = State::ResolvingAddress;
   Dispatcher<SenderInput> dispatcher_;

@@ -206,7 +206,7 @@ std::string attempt_name(const Options& o, const std::string& attempt) {
 }
 
 proto::Hello hello_for(const Payload& p, const std::string& name) {
-  return proto::Hello{p.bytes.size(), p.sha256, 0, name};
+  return proto::Hello{p.bytes.size(), p.digest, 0, name};
 }
 
 constexpr std::size_t kHeaderVersion = 4, kHeaderLength = 8, kHelloNameLen = 16 + 44;
@@ -397,7 +397,7 @@ bool hostile_bad_chunk(const Options& o, const Payload& p) {
   // An empty file: Accept announces a slot, but no Credit ever comes for it.
   Payload empty;
   Sha256 hash;
-  empty.sha256 = hash.finish();
+  empty.digest = hash.finish();
   ok &= attempt_in_session(o, empty, "empty-file-uncredited-slot", [](Session& s) {
     s.peer->send(proto::Chunk{0, 1, 0});
   });

@@ -292,7 +292,7 @@ Payload make_payload(const Options& options) {
   for (auto& b : p.bytes) b = static_cast<std::uint8_t>(random());
   Sha256 hash;
   hash.update(std::span<const std::uint8_t>(p.bytes));
-  p.sha256 = hash.finish();
+  p.digest = hash.finish();
   if (!options.save.empty()) {
     std::ofstream out(options.save, std::ios::binary);
     out.write(reinterpret_cast<const char*>(p.bytes.data()),
@@ -307,7 +307,7 @@ Session open_session(const Options& options, const Payload& payload, const std::
   s.peer = std::make_unique<Peer>(options, name);
   s.peer->connect(payload.bytes.size());
   std::copy(payload.bytes.begin(), payload.bytes.end(), s.peer->local());
-  s.peer->send(proto::Hello{payload.bytes.size(), payload.sha256, 0, name});
+  s.peer->send(proto::Hello{payload.bytes.size(), payload.digest, 0, name});
   s.accept = s.peer->expect_message<proto::Accept>("Accept");
   s.slot_rkey.assign(s.accept.slot_count, s.accept.region_rkey);
   // An older receiver announced one key for the whole region and sent no first Credits;

@@ -67,7 +67,9 @@ case_usage_errors() {
   run "$recv" --slot-size 12Q
   expect_status 2 && expect_stderr 'slot-size.*not a size'
   run "$recv" --slot-size 1K
-  expect_status 2 && expect_stderr 'slot-size must be between'
+  expect_status 2 && expect_stderr 'slot-size must be a multiple of 4K between'
+  run "$recv" --slot-size 6000
+  expect_status 2 && expect_stderr 'slot-size must be a multiple of 4K between'
   run "$send" -H "$RXE_ADDR" -p 70000 "$work/in/hello.txt"
   expect_status 2 && expect_stderr 'port'
   run "$send" -H "$RXE_ADDR" -p 0 "$work/in/hello.txt"

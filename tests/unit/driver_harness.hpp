@@ -336,6 +336,8 @@ struct SenderHarness {
   FakeTransport transport;
   ScriptedCm cm{transport};
   std::optional<sender::SenderConnection> driver;
+  // The digest the Hello announces; source() sets the whole-file SHA-256 of the bytes.
+  FileDigest digest;
 
   void source(std::vector<std::uint8_t> content) {
     bytes = std::move(content);
@@ -343,6 +345,7 @@ struct SenderHarness {
         .write(reinterpret_cast<const char*>(bytes.data()),
                static_cast<std::streamsize>(bytes.size()));
     file.emplace((dir.path() / "src").string());
+    digest = {proto::DigestAlgorithm::WholeFileSha256, sha256_of(bytes)};
   }
   // ResolvingAddress: the owner has called rdma_resolve_addr.
   void start(std::uint16_t version = proto::kVersion2) {
@@ -350,7 +353,7 @@ struct SenderHarness {
     settings.version = version;
     settings.timeout = std::chrono::seconds(3);
     settings.connect_timeout = std::chrono::seconds(3);
-    driver.emplace(settings, *file, sha256_of(bytes), cm, "peer");
+    driver.emplace(settings, *file, digest, cm, "peer");
     driver->start();
   }
   // The receiver sends `message` (in the connection's version unless told).

@@ -135,7 +135,7 @@ std::vector<Row> protocol_rows() {
        [](Rig& r) { run_pool_once(r.h.pool); },
        {S::Closing, {verdict(V::StorageError)}, File::None, End::Disconnects},
        [](Rig& r) {
-         EXPECT_EQ(r.h.transport.sent_of<proto::Verdict>().at(0).received_sha256, Digest{});
+         EXPECT_EQ(r.h.transport.sent_of<proto::Verdict>().at(0).received_digest, Digest{});
        }},
       {{S::Draining, E::ChunkStored, ""},
        [](Rig& r) { r.draining_two_stores(); },
@@ -157,7 +157,7 @@ std::vector<Row> protocol_rows() {
        },
        {S::AwaitId, {verdict(V::Good)}, File::Final},
        [](Rig& r) {
-         EXPECT_EQ(r.h.transport.sent_of<proto::Verdict>().at(0).received_sha256,
+         EXPECT_EQ(r.h.transport.sent_of<proto::Verdict>().at(0).received_digest,
                    sha256_of(r.bytes));
        }},
       {{S::Verifying, E::VerifiedBad, "HashMismatch"},

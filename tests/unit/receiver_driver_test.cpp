@@ -65,7 +65,7 @@ TEST_F(ReceiverDriver, StoresAVerifiedFileAndGivesTheSecret) {
   const auto verdicts = h.transport.sent_of<proto::Verdict>();
   ASSERT_EQ(verdicts.size(), 1u);
   EXPECT_EQ(verdicts[0].code, proto::VerdictCode::Good);
-  EXPECT_EQ(verdicts[0].received_sha256, sha256_of(bytes));
+  EXPECT_EQ(verdicts[0].received_digest, sha256_of(bytes));
   EXPECT_EQ(read_file(h.dir.path() / "f.bin"), std::string(bytes.begin(), bytes.end()));
   // Every slot's key was revoked at Done: nothing can write into the window any more.
   EXPECT_EQ(h.transport.live_regions(), 0u);

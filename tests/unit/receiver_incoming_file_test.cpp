@@ -7,8 +7,10 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <filesystem>
 
+#include "common/merkle.hpp"
 #include "driver_harness.hpp"
 
 namespace rdmax::test {
@@ -31,7 +33,7 @@ struct IncomingFileTest : ::testing::Test {
 
 TEST_F(IncomingFileTest, StoresChunksInOrderAndCommitsTheVerifiedFile) {
   const auto bytes = random_bytes(5 * 4096 + 11);
-  IncomingFile f(pool, dir.fd(), "out.bin", false);
+  IncomingFile f(pool, dir.fd(), "out.bin", false, proto::DigestAlgorithm::WholeFileSha256);
   ASSERT_TRUE(create(f, bytes.size()).ok());
   std::vector<std::uint32_t> order;
   for (std::uint32_t i = 0; i < 6; ++i) {
@@ -58,21 +60,72 @@ TEST_F(IncomingFileTest, StoresChunksInOrderAndCommitsTheVerifiedFile) {
   EXPECT_TRUE(f.idle());
 }
 
+// The fs-verity digest: chunks hashed on every pool thread, finishing in whatever order the
+// threads take, folded in file order. Chunk sizes cover single blocks, whole 128-block groups
+// and groups split across chunks; the result must equal the digest of the whole file.
+TEST(IncomingFileTree, ChunksHashedOnEveryThreadFoldToTheFileDigest) {
+  TempDir dir{"rdmax-incoming-tree"};
+  WorkPool pool{4};
+  for (std::size_t chunk : {std::size_t{4096}, std::size_t{64} << 10, std::size_t{512} << 10,
+                            std::size_t{1} << 20, std::size_t{3} << 20}) {
+    SCOPED_TRACE("chunk " + std::to_string(chunk));
+    const auto bytes = random_bytes((std::size_t{5} << 20) + 1234);
+    const std::string name = "tree-" + std::to_string(chunk);
+    IncomingFile f(pool, dir.fd(), name, false, proto::DigestAlgorithm::FsVeritySha256);
+    std::optional<IncomingFile::Outcome> created;
+    f.create(bytes.size(), [&](const IncomingFile::Outcome& o) { created = o; });
+    ASSERT_TRUE(run_pool_until(pool, [&] { return created.has_value(); }));
+    ASSERT_TRUE(created->ok()) << created->error;
+    std::vector<std::uint32_t> order;
+    std::uint32_t chunks = 0;
+    for (std::size_t offset = 0; offset < bytes.size(); offset += chunk, ++chunks) {
+      const std::size_t length = std::min(chunk, bytes.size() - offset);
+      f.store(chunks, offset, std::span(bytes).subspan(offset, length),
+              [&](const IncomingFile::Stored& s) {
+                EXPECT_TRUE(s.outcome.ok()) << s.outcome.error;
+                order.push_back(s.slot);
+              });
+    }
+    ASSERT_TRUE(run_pool_until(pool, [&] { return order.size() == chunks; }));
+    ASSERT_TRUE(std::is_sorted(order.begin(), order.end()));  // results stay in file order
+    EXPECT_EQ(f.finish_hash(), merkle::digest_of(bytes));
+    f.discard();
+    ASSERT_TRUE(run_pool_until(pool, [&] { return f.idle(); }));
+  }
+}
+
+TEST(IncomingFileTree, AChunkOffTheBlockGridFailsItsStore) {
+  TempDir dir{"rdmax-incoming-tree"};
+  WorkPool pool{2};
+  IncomingFile f(pool, dir.fd(), "odd", false, proto::DigestAlgorithm::FsVeritySha256);
+  std::optional<IncomingFile::Outcome> created;
+  f.create(10000, [&](const IncomingFile::Outcome& o) { created = o; });
+  ASSERT_TRUE(run_pool_until(pool, [&] { return created.has_value(); }));
+  const auto bytes = random_bytes(100);
+  std::optional<IncomingFile::Stored> stored;
+  f.store(0, 100, bytes, [&](const IncomingFile::Stored& s) { stored = s; });
+  ASSERT_TRUE(run_pool_until(pool, [&] { return stored.has_value(); }));
+  EXPECT_FALSE(stored->outcome.ok());
+  EXPECT_EQ(f.finish_hash(), Digest{});  // a gap in the tree: no digest
+  f.discard();
+  ASSERT_TRUE(run_pool_until(pool, [&] { return f.idle(); }));
+}
+
 TEST_F(IncomingFileTest, ExistingNameIsReportedAsExists) {
   std::ofstream(dir.path() / "taken") << "x";
-  IncomingFile f(pool, dir.fd(), "taken", false);
+  IncomingFile f(pool, dir.fd(), "taken", false, proto::DigestAlgorithm::WholeFileSha256);
   EXPECT_EQ(create(f, 10).kind, Kind::Exists);
   EXPECT_EQ(read_file(dir.path() / "taken"), "x");
 }
 
 TEST_F(IncomingFileTest, TooLargeForTheFreeSpaceIsNoSpace) {
-  IncomingFile f(pool, dir.fd(), "huge", false);
+  IncomingFile f(pool, dir.fd(), "huge", false, proto::DigestAlgorithm::WholeFileSha256);
   EXPECT_EQ(create(f, std::uint64_t{1} << 62).kind, Kind::NoSpace);
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
 TEST_F(IncomingFileTest, DiscardRemovesTheTemporary) {
-  IncomingFile f(pool, dir.fd(), "gone.bin", false);
+  IncomingFile f(pool, dir.fd(), "gone.bin", false, proto::DigestAlgorithm::WholeFileSha256);
   ASSERT_TRUE(create(f, 4096).ok());
   const auto bytes = random_bytes(4096);
   bool stored = false;
@@ -91,7 +144,7 @@ TEST_F(IncomingFileTest, FailedWriteIsReportedWithItsReason) {
   ASSERT_EQ(sigaction(SIGXFSZ, &ignore, &before), 0);
   rlimit old{};
   ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
-  IncomingFile f(pool, dir.fd(), "limited.bin", false);
+  IncomingFile f(pool, dir.fd(), "limited.bin", false, proto::DigestAlgorithm::WholeFileSha256);
   ASSERT_TRUE(create(f, 0).ok());
   rlimit small = old;
   small.rlim_cur = 8192;

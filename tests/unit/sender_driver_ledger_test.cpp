@@ -8,8 +8,10 @@
 
 #include <csignal>
 #include <map>
+#include <optional>
 #include <set>
 
+#include "common/merkle.hpp"
 #include "sender_driver_rig.hpp"
 
 namespace rdmax::test::sender_rig {
@@ -190,9 +192,15 @@ struct Pair {
   SenderHarness sender;
   Link link{receiver, sender};
 
-  explicit Pair(std::size_t bytes) {
+  explicit Pair(std::size_t bytes,
+                proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::WholeFileSha256,
+                std::uint32_t slot_size = kSlot, std::optional<std::uint64_t> corrupt_at = {}) {
     receiver.options.slots = 2;
+    sender.settings.inject_corruption = corrupt_at;
+    receiver.options.slot_size = slot_size;
     sender.source(random_bytes(bytes));
+    if (algorithm == proto::DigestAlgorithm::FsVeritySha256)
+      sender.digest = {algorithm, merkle::digest_of(sender.bytes)};
     receiver.start();
     sender.start();
     sender.driver->on_address_resolved();
@@ -222,6 +230,35 @@ TEST(SenderDriverLink, TransferThroughBothDrivers) {
   EXPECT_EQ(p.sender.driver->secret(), "s3cret");
   EXPECT_EQ(read_file(p.receiver.dir.path() / "f.bin"),
             std::string(p.sender.bytes.begin(), p.sender.bytes.end()));
+}
+
+// The fs-verity digest end to end: the receiver hashes the chunks on its pool and folds
+// the tree; slots of one block, and slots of whole 128-block groups and a half.
+TEST(SenderDriverLink, TransferVerifiedByTheFsVerityDigest) {
+  for (std::uint32_t slot : {kSlot, 192 * kSlot}) {
+    Pair p(3 * 192 * kSlot + 77, proto::DigestAlgorithm::FsVeritySha256, slot);
+    ASSERT_TRUE(p.link.run_until([&] {
+      p.pass_disconnects();
+      return p.sender.driver->finished() && p.receiver.connection->closed();
+    }));
+    EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+    const auto verdicts = p.receiver.transport.sent_of<proto::Verdict>();
+    ASSERT_EQ(verdicts.size(), 1u);
+    EXPECT_EQ(verdicts[0].received_digest, p.sender.digest.value);
+    EXPECT_EQ(read_file(p.receiver.dir.path() / "f.bin"),
+              std::string(p.sender.bytes.begin(), p.sender.bytes.end()));
+    EXPECT_NE(p.log.since(0).find("fsverity-sha256"), std::string::npos);
+  }
+}
+
+TEST(SenderDriverLink, AFlippedByteFailsTheFsVerityDigest) {
+  Pair p(40 * kSlot + 5, proto::DigestAlgorithm::FsVeritySha256, kSlot, 17 * kSlot + 3);
+  ASSERT_TRUE(p.link.run_until([&] {
+    p.pass_disconnects();
+    return p.sender.driver->finished() && p.receiver.connection->closed();
+  }));
+  EXPECT_EQ(p.sender.driver->outcome(), O::HashMismatch);
+  EXPECT_FALSE(std::filesystem::exists(p.receiver.dir.path() / "f.bin"));
 }
 
 // 5.4: a WRITE with a key the receiver revoked fails at the writer. A receiver that handed

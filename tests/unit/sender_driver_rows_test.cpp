@@ -71,7 +71,7 @@ std::vector<Row> protocol_rows() {
        [](Rig& r) {
          const auto hello = r.h.transport.sent_of<proto::Hello>().at(0);
          EXPECT_EQ(hello.file_size, r.h.bytes.size());
-         EXPECT_EQ(hello.sha256, sha256_of(r.h.bytes));
+         EXPECT_EQ(hello.digest, sha256_of(r.h.bytes));
          EXPECT_EQ(hello.keepalive_ms, 1000u);
        }},
       {{S::AwaitAccept, E::GotAccept, ""},

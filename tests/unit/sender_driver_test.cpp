@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/merkle.hpp"
 #include "driver_harness.hpp"
 
 namespace rdmax::test {
@@ -39,12 +40,18 @@ class SenderDriver : public ::testing::Test {
     file.emplace((dir.path() / "src").string());
     bytes = content;
   }
+  proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::WholeFileSha256;
+  FileDigest digest() const {
+    return {algorithm, algorithm == proto::DigestAlgorithm::WholeFileSha256
+                           ? sha256_of(bytes)
+                           : merkle::digest_of(bytes)};
+  }
   // Up to the Hello.
   void connect(std::uint16_t version = proto::kVersion2) {
     settings.name = "f.bin";
     settings.version = version;
     settings.timeout = std::chrono::seconds(3);
-    driver.emplace(settings, *file, sha256_of(bytes), cm, "peer");
+    driver.emplace(settings, *file, digest(), cm, "peer");
     driver->start();
     driver->on_address_resolved();
     driver->on_route_resolved();
@@ -70,7 +77,7 @@ TEST_F(SenderDriver, SendsHelloWithKeepaliveInVersion2) {
   EXPECT_EQ(transport.sent[0].version, proto::kVersion2);
   const auto hello = transport.sent_of<proto::Hello>().at(0);
   EXPECT_EQ(hello.file_size, bytes.size());
-  EXPECT_EQ(hello.sha256, sha256_of(bytes));
+  EXPECT_EQ(hello.digest, sha256_of(bytes));
   EXPECT_EQ(hello.keepalive_ms, 1000u);  // a third of the 3 s timeout
   EXPECT_EQ(hello.name, "f.bin");
 }
@@ -230,9 +237,46 @@ TEST_F(SenderDriver, EmptyFileSendsDoneRightAfterAccept) {
   EXPECT_EQ(transport.sent_of<proto::Done>()[0].total_bytes, 0u);
 }
 
+TEST_F(SenderDriver, TheHelloNamesTheFsVerityDigest) {
+  algorithm = proto::DigestAlgorithm::FsVeritySha256;
+  connect();
+  const auto hello = transport.sent_of<proto::Hello>().at(0);
+  EXPECT_EQ(hello.digest_algorithm, proto::DigestAlgorithm::FsVeritySha256);
+  EXPECT_EQ(hello.digest, merkle::digest_of(bytes));
+}
+
+TEST_F(SenderDriver, VersionOneCannotCarryTheFsVerityDigest) {
+  algorithm = proto::DigestAlgorithm::FsVeritySha256;
+  connect(proto::kVersion1);
+  // The Hello cannot be built: a local failure, nothing offered.
+  EXPECT_TRUE(transport.sent_of<proto::Hello>().empty());
+  EXPECT_TRUE(driver->finished() || driver->state() == proto::SenderState::Closing);
+  EXPECT_EQ(driver->outcome(), SenderOutcome::LocalFailure);
+}
+
+TEST_F(SenderDriver, SlotsOffTheBlockGridAreAProtocolViolationWithTheFsVerityDigest) {
+  algorithm = proto::DigestAlgorithm::FsVeritySha256;
+  connect();
+  accept.slot_size = 6000;
+  receive(accept);
+  EXPECT_TRUE(chunks().empty());
+  const auto errors = transport.sent_of<proto::Error>();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].code, proto::ErrorCode::ProtocolViolation);
+  EXPECT_EQ(driver->outcome(), SenderOutcome::ProtocolError);
+}
+
+TEST_F(SenderDriver, TheWholeFileDigestTakesAnySlotSize) {
+  connect();
+  accept.slot_size = 6000;
+  accept_and_credit();
+  EXPECT_FALSE(chunks().empty());
+  EXPECT_TRUE(transport.sent_of<proto::Error>().empty());
+}
+
 TEST_F(SenderDriver, ConnectFailureBeforeConnectingFinishesAtOnce) {
   settings.name = "f.bin";
-  driver.emplace(settings, *file, sha256_of(bytes), cm, "peer");
+  driver.emplace(settings, *file, digest(), cm, "peer");
   driver->start();
   driver->on_connect_failed("nobody listens");
   EXPECT_TRUE(driver->finished());

@@ -19,8 +19,8 @@ std::optional<DecodeError> decode_error(const Bytes& bytes) {
 Hello example_hello() {
   Hello h;
   h.file_size = 1 << 20;
-  for (std::size_t i = 0; i < h.sha256.size(); ++i)
-    h.sha256[i] = static_cast<std::uint8_t>(0xa0 + i);
+  for (std::size_t i = 0; i < h.digest.size(); ++i)
+    h.digest[i] = static_cast<std::uint8_t>(0xa0 + i);
   h.name = "a.bin";
   h.keepalive_ms = 10000;
   return h;
@@ -96,14 +96,30 @@ TEST(WireV2, OtherMessagesKeepTheirPayloadInVersion2) {
   }
 }
 
+TEST(WireV2, TheFsVerityDigestIsAlgorithmTwoAndVersion1CannotCarryIt) {
+  Hello h = example_hello();
+  h.digest_algorithm = DigestAlgorithm::FsVeritySha256;
+  Bytes b = encode(h, kVersion2);
+  ASSERT_FALSE(b.empty());
+  EXPECT_EQ(b[16 + 8], 2);
+  auto back = decode(b);
+  ASSERT_TRUE(std::holds_alternative<Message>(back));
+  EXPECT_EQ(std::get<Message>(back), Message{h});
+  h.keepalive_ms = 0;
+  EXPECT_TRUE(encode(h, kVersion1).empty());
+  EXPECT_STREQ(to_string(DigestAlgorithm::FsVeritySha256), "fsverity-sha256");
+}
+
 TEST(WireV2, StaticRulesOfTheNewFields) {
   Bytes b = encode(example_hello(), kVersion2);
   Bytes reserved = b;
   reserved[16 + 10] = 1;  // a reserved byte after digest_algorithm
   EXPECT_EQ(decode_error(reserved), DecodeError::BadReserved);
-  Bytes algorithm = b;
-  algorithm[16 + 8] = 9;
-  EXPECT_EQ(decode_error(algorithm), DecodeError::BadField);
+  for (int unknown : {0, 3, 9, 255}) {
+    Bytes algorithm = b;
+    algorithm[16 + 8] = static_cast<std::uint8_t>(unknown);
+    EXPECT_EQ(decode_error(algorithm), DecodeError::BadField) << unknown;
+  }
   Bytes keepalive = b;
   keepalive[16 + 48] = 50;  // 50 ms: below the 100 ms minimum
   keepalive[16 + 49] = 0;

@@ -1,0 +1,84 @@
+#include "sender/hashing_pass.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "common/digest_cache.hpp"
+#include "protocol/sizes.hpp"
+
+namespace rdmax::sender {
+namespace {
+
+Digest compute(InputFile& file, const HashingSettings& settings) {
+  ProgressBar bar(settings.progress, "hashing", file.size());
+  const auto show = [&](std::uint64_t done) { bar.update(done); };
+  // Hashing the mapping in place avoids a copy; a file system that cannot map the file
+  // still gets hashed, through pread.
+  std::span<const std::uint8_t> mapping;
+  try {
+    mapping = file.map();
+  } catch (const SysError& e) {
+    spdlog::debug("hashing through pread: {}", e.what());
+  }
+  const bool mapped = mapping.size() == file.size();
+  Digest digest;
+  if (settings.algorithm == proto::DigestAlgorithm::FsVeritySha256) {
+    digest = mapped ? fsverity_digest_of_mapping(mapping, settings.threads, show)
+                    : fsverity_digest_of_file(file.fd(), file.size(), settings.threads, show);
+  } else {
+    digest = mapped ? sha256_of_mapping(mapping, show)
+                    : sha256_of_file(file.fd(), file.size(), show);
+  }
+  bar.finish();
+  return digest;
+}
+
+}  // namespace
+
+HashingPass hash_file(InputFile& file, const HashingSettings& settings) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  HashingPass pass;
+  pass.digest.algorithm = settings.algorithm;
+  const auto algorithm = static_cast<std::uint8_t>(settings.algorithm);
+  std::optional<FileIdentity> before;
+  if (settings.cache != nullptr) {
+    try {
+      before = identity_of(file.fd());
+    } catch (const std::exception& e) {
+      spdlog::debug("digest cache: {}", e.what());
+    }
+  }
+  if (before) {
+    std::string problem;
+    if (auto known = settings.cache->lookup(algorithm, *before, &problem)) {
+      pass.digest.value = *known;
+      pass.from_cache = true;
+    } else if (!problem.empty()) {
+      spdlog::debug("digest cache: {}", problem);
+    }
+  }
+  if (!pass.from_cache) {
+    pass.digest.value = compute(file, settings);
+    // Remembered only if the file did not change while it was read (the cache refuses
+    // too-recent times itself: a change within the same timestamp tick would be invisible).
+    if (before) {
+      std::string problem;
+      try {
+        if (identity_of(file.fd()) == *before)
+          settings.cache->remember(algorithm, *before, pass.digest.value, &problem);
+      } catch (const std::exception& e) {
+        problem = e.what();
+      }
+      if (!problem.empty()) spdlog::debug("digest cache: {}", problem);
+    }
+  }
+  pass.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  spdlog::debug("{} digest {} of {}{} in {:.2f}s", proto::to_string(settings.algorithm),
+                to_hex(pass.digest.value), proto::format_size(file.size()),
+                pass.from_cache ? " (from the digest cache)" : "", pass.seconds);
+  return pass;
+}
+
+}  // namespace rdmax::sender

@@ -1,0 +1,35 @@
+#pragma once
+// rdma-send's pass over the file before the Hello: its digest by the chosen algorithm, from
+// the digest cache when the file is unchanged since it was last hashed, else computed
+// (the fs-verity digest on --hash-threads threads, the whole-file SHA-256 on one) and
+// remembered.
+
+#include <optional>
+
+#include "common/file_digest.hpp"
+#include "common/input_file.hpp"
+#include "common/progress_bar.hpp"
+
+namespace rdmax {
+class DigestCache;
+}
+
+namespace rdmax::sender {
+
+struct HashingPass {
+  FileDigest digest;
+  double seconds = 0;       // wall time of the pass
+  bool from_cache = false;  // the digest cache knew the file: nothing was read
+};
+
+struct HashingSettings {
+  proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::FsVeritySha256;
+  unsigned threads = 1;
+  ProgressMode progress = ProgressMode::Off;
+  DigestCache* cache = nullptr;  // none: always hash, remember nothing
+};
+
+// Throws when the file cannot be read to its end (it shrank, an I/O error).
+HashingPass hash_file(InputFile& file, const HashingSettings& settings);
+
+}  // namespace rdmax::sender
