@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "common/digest_cache.hpp"
+#include "common/error.hpp"
 #include "protocol/sizes.hpp"
 
 namespace rdmax::sender {
@@ -41,7 +42,7 @@ HashingPass hash_file(InputFile& file, const HashingSettings& settings) {
   const auto t0 = Clock::now();
   HashingPass pass;
   pass.digest.algorithm = settings.algorithm;
-  const auto algorithm = static_cast<std::uint8_t>(settings.algorithm);
+  const auto algorithm = settings.algorithm;
   std::optional<FileIdentity> before;
   if (settings.cache != nullptr) {
     try {

@@ -165,7 +165,7 @@ class Peer {
 // The file offered in every Hello: random bytes, hashed here.
 struct Payload {
   std::vector<std::uint8_t> bytes;
-  Digest sha256{};
+  Digest digest{};  // the whole-file SHA-256 (the attacker offers algorithm 1)
 };
 Payload make_payload(const Options& options);
 

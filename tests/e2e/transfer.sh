@@ -14,11 +14,14 @@ recv_log=$RXE_SCRATCH/rdma-recv.log secrets=$RXE_SCRATCH/secrets
 send_out=$RXE_SCRATCH/send.out send_err=$RXE_SCRATCH/send.err
 rm -rf "$in" "$out" "$RXE_SCRATCH/evil"
 mkdir -p "$in" "$out"
+# rdma-send's digest cache: this run's own, not the home directory's.
+export XDG_CACHE_HOME=$RXE_SCRATCH/cache
+rm -rf "$XDG_CACHE_HOME"
 
 # Every name a passing case leaves in $out; the final listing may hold nothing else.
 expected_names=(empty.bin one.bin odd-65535.bin odd-65537.bin odd-262145.bin odd-1000003.bin
   large.bin large-json.bin 'my file ü 日本.bin' 'source file with spaces.bin' alice.bin mallory.bin dup.bin
-  final.bin)
+  final.bin digest-fsverity.bin digest-sha256.bin cached-1.bin cached-2.bin cached-3.bin)
 
 # ---------------------------------------------------------------------------------
 # Helpers
@@ -187,6 +190,67 @@ case_bad_hash() {
   pass "byte flipped at 70000 after hashing: exit 5, no file, no temporary"
 }
 
+# The digest --json reports: "algorithm","value","from_cache" in that order.
+json_digest() { grep -o '"digest":{[^}]*}' "$send_out"; }
+expect_json_digest() {  # ALGORITHM HEX FROM_CACHE
+  local want="\"digest\":{\"algorithm\":\"$1\",\"value\":\"$2\",\"from_cache\":$3}"
+  [[ $(json_digest) == "$want" ]] || fail "--json digest: expected $want, got $(json_digest || cat "$send_out")"
+}
+# The receiver's log line for NAME names the algorithm and the digest it computed.
+expect_receiver_logged() {  # NAME ALGORITHM HEX
+  eventually 5 grep -q "'$1'.*$2 $3, verdict Good" "$recv_log" ||
+    fail "rdma-recv's log has no \"'$1' ... $2 $3, verdict Good\": $(grep -F "'$1'" "$recv_log" | tail -2)"
+}
+
+case_digest_algorithms() {
+  make_input digest-fsverity.bin $((1048576 + 3))
+  send_file --json "$in/digest-fsverity.bin"
+  expect_status 0
+  local fsv; fsv=$(fsverity digest --hash-alg=sha256 --block-size=4096 "$in/digest-fsverity.bin" | cut -d' ' -f1)
+  fsv=${fsv#sha256:}
+  expect_json_digest fsverity-sha256 "$fsv" false
+  expect_delivered "$in/digest-fsverity.bin" digest-fsverity.bin
+  expect_receiver_logged digest-fsverity.bin fsverity-sha256 "$fsv"
+  make_input digest-sha256.bin $((1048576 + 5))
+  send_file --json --digest sha256 "$in/digest-sha256.bin"
+  expect_status 0
+  local sha; sha=$(sha256sum <"$in/digest-sha256.bin" | cut -d' ' -f1)
+  expect_json_digest sha256 "$sha" false
+  expect_delivered "$in/digest-sha256.bin" digest-sha256.bin
+  expect_receiver_logged digest-sha256.bin sha256 "$sha"
+  # A flipped byte fails either digest.
+  make_input corrupt-sha.bin 300000
+  send_file --digest sha256 --inject-corruption 123 "$in/corrupt-sha.bin"
+  expect_status 5
+  expect_absent corrupt-sha.bin
+  pass "both digests: the default fs-verity one (= fsverity digest) and --digest sha256 (= sha256sum), at both ends; a flipped byte fails sha256 too"
+}
+
+case_digest_cache() {
+  make_input cached.bin $((2 * 1048576 + 7))
+  touch -d '-1 hour' "$in/cached.bin"
+  sleep 2.2  # the ctime touch set must leave the cache's 2 s racy window
+  local fsv
+  send_file --json --name cached-1.bin "$in/cached.bin"
+  expect_status 0
+  fsv=$(json_digest | grep -o '"value":"[0-9a-f]*"')
+  json_digest | grep -q '"from_cache":false' || fail "the first send came from the cache: $(json_digest)"
+  expect_delivered "$in/cached.bin" cached-1.bin
+  send_file --json --name cached-2.bin "$in/cached.bin"
+  expect_status 0
+  json_digest | grep -q "$fsv,\"from_cache\":true" || fail "the second send of the unchanged file was hashed again: $(json_digest)"
+  expect_delivered "$in/cached.bin" cached-2.bin
+  # Same size, same mtime, other content: only the ctime tells, and the cache must see it.
+  printf 'X' | dd of="$in/cached.bin" bs=1 seek=1000000 conv=notrunc status=none
+  touch -d '-1 hour' "$in/cached.bin"
+  send_file --json --name cached-3.bin "$in/cached.bin"
+  expect_status 0
+  json_digest | grep -q '"from_cache":false' || fail "a changed file came from the cache: $(json_digest)"
+  ! json_digest | grep -q "$fsv" || fail "a changed file kept its old digest: $(json_digest)"
+  expect_delivered "$in/cached.bin" cached-3.bin
+  pass "digest cache: a second send of the unchanged file skipped hashing; a same-size change with the mtime put back was hashed again and verified"
+}
+
 case_unsafe_names() {
   local before name
   make_input unsafe.bin 1000
@@ -286,6 +350,8 @@ run_case unusual-names case_unusual_names
 run_case secret-for-known-id case_secret_for_known_id
 run_case unknown-id-denied case_unknown_id_denied
 run_case bad-hash case_bad_hash
+run_case digest-algorithms case_digest_algorithms
+run_case digest-cache case_digest_cache
 run_case unsafe-names case_unsafe_names
 run_case rejected-requests case_rejected_requests
 run_case missing-file case_missing_file
