@@ -26,6 +26,7 @@ constexpr std::size_t kHelloFixedBytes = 8 + kSha256Bytes + 4 + 2;  // 46, then 
 // Version 2: file_size, digest_algorithm, 3 reserved, digest, chunk_size_hint, keepalive_ms,
 // name_len: 54, then the name.
 constexpr std::size_t kHello2FixedBytes = 8 + 1 + 3 + kSha256Bytes + 4 + 4 + 2;
+constexpr std::size_t kExtensionHeaderBytes = 2 + 2;  // type, length, then the value
 constexpr std::size_t kWorkingBytes = 1 + 8;
 constexpr std::size_t kAcceptBytes = 8 + 4 + 4 + 4 + 4;
 constexpr std::size_t kChunkBytes = 8 + 4 + 4;
@@ -73,8 +74,12 @@ bool is_known_version(std::uint16_t version) {
 std::size_t payload_size(const Message& message, std::uint16_t version) {
   return std::visit(Overloaded{
                         [&](const Hello& m) {
-                          return (version == kVersion1 ? kHelloFixedBytes : kHello2FixedBytes) +
-                                 m.name.size();
+                          std::size_t size =
+                              (version == kVersion1 ? kHelloFixedBytes : kHello2FixedBytes) +
+                              m.name.size();
+                          for (const auto& e : m.extensions)
+                            size += kExtensionHeaderBytes + e.value.size();
+                          return size;
                         },
                         [](const Accept&) { return kAcceptBytes; },
                         [](const Chunk&) { return kChunkBytes; },
@@ -102,7 +107,8 @@ bool expressible(const Message& message, std::uint16_t version) {
   if (version == kVersion2) return true;
   if (std::holds_alternative<Working>(message)) return false;
   if (const auto* hello = std::get_if<Hello>(&message))
-    return hello->digest_algorithm == DigestAlgorithm::WholeFileSha256 && hello->keepalive_ms == 0;
+    return hello->digest_algorithm == DigestAlgorithm::WholeFileSha256 &&
+           hello->keepalive_ms == 0 && hello->extensions.empty();
   return version == kVersion1;
 }
 
@@ -117,6 +123,9 @@ const char* field_problem(const Message& message) {
             if (!is_known(m.digest_algorithm)) return "Hello.digest_algorithm unknown";
             if (m.keepalive_ms != 0 && !in_range(m.keepalive_ms, kMinKeepaliveMs, kMaxKeepaliveMs))
               return "Hello.keepalive_ms not 0 or in 100..60000";
+            std::size_t size = kHello2FixedBytes + m.name.size();
+            for (const auto& e : m.extensions) size += kExtensionHeaderBytes + e.value.size();
+            if (size > kMaxMessageSize - kHeaderSize) return "Hello does not fit one message";
             return nullptr;
           },
           [](const Accept& m) -> const char* {
@@ -172,6 +181,11 @@ void write_payload(ByteWriter& w, const Message& message, std::uint16_t version)
                    }
                    w.u16(static_cast<std::uint16_t>(m.name.size()));
                    w.text(m.name);
+                   for (const auto& e : m.extensions) {  // version 2 only (expressible)
+                     w.u16(e.type);
+                     w.u16(static_cast<std::uint16_t>(e.value.size()));
+                     w.text(e.value);
+                   }
                  },
                  [&](const Accept& m) {
                    w.u64(m.region_addr);
@@ -293,6 +307,29 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
         if (reserved8 != 0 || reserved16 != 0)
           return fail(DecodeError::BadReserved, "Hello.reserved is not zero");
         m.digest_algorithm = static_cast<DigestAlgorithm>(algorithm);
+        // The name, then extensions (type, length, value) to the end of the payload.
+        const std::uint16_t name_len = r.u16();
+        if (name_len > r.remaining()) {
+          return fail(DecodeError::LengthMismatch, "Hello.name length " + std::to_string(name_len) +
+                                                       " but " + std::to_string(r.remaining()) +
+                                                       " bytes follow");
+        }
+        m.name = as_string(r.take(name_len));
+        while (r.remaining() > 0) {
+          if (r.remaining() < kExtensionHeaderBytes)
+            return fail(DecodeError::LengthMismatch, "Hello extension header truncated");
+          HelloExtension e;
+          e.type = r.u16();
+          const std::uint16_t len = r.u16();
+          if (len > r.remaining()) {
+            return fail(DecodeError::LengthMismatch,
+                        "Hello extension length " + std::to_string(len) + " but " +
+                            std::to_string(r.remaining()) + " bytes follow");
+          }
+          e.value = as_string(r.take(len));
+          m.extensions.push_back(std::move(e));
+        }
+        return m;
       }
       if (auto f = read_counted(r, "Hello.name", m.name)) return *f;
       return m;

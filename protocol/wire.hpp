@@ -96,6 +96,17 @@ inline constexpr std::uint32_t kFsVerityBlockSize = 4096;
 inline constexpr std::uint32_t kMinKeepaliveMs = 100;
 inline constexpr std::uint32_t kMaxKeepaliveMs = 60000;
 
+// Version 2: an optional field a later revision adds to Hello without a new layout
+// (docs/PROTOCOL.md 7.2). None is defined yet. A receiver ignores a type it does not know,
+// unless the type has kExtensionMustUnderstand set: then it refuses the Hello with
+// Reject(UnsupportedVersion).
+struct HelloExtension {
+  std::uint16_t type = 0;
+  std::string value;  // raw bytes
+  bool operator==(const HelloExtension&) const = default;
+};
+inline constexpr std::uint16_t kExtensionMustUnderstand = 0x8000;
+
 // sender -> receiver: the file on offer. The name is raw bytes; whether it is an acceptable
 // file name is the receiver's decision (check_file_name, then Reject BadName), not the codec's.
 struct Hello {
@@ -106,6 +117,7 @@ struct Hello {
   // Version 2 only (a version-1 Hello cannot carry anything but these defaults).
   DigestAlgorithm digest_algorithm = DigestAlgorithm::WholeFileSha256;
   std::uint32_t keepalive_ms = 0;  // send Working at least this often while I wait on you
+  std::vector<HelloExtension> extensions{};  // after the name, in order
   bool operator==(const Hello&) const = default;
 };
 

@@ -140,6 +140,15 @@ void Connection::check_hello(const ReceiverInput& cause) {
         "this receiver speaks protocol versions 1 and 2, not " + std::to_string(foreign->version));
   }
   hello_ = std::get<proto::Hello>(cause.data);
+  // No extension is defined yet (PROTOCOL 7.2): one the sender needs understood is refused.
+  for (const auto& e : hello_.extensions) {
+    if (e.type & proto::kExtensionMustUnderstand) {
+      return reject(proto::RejectReason::UnsupportedVersion,
+                    fmt::format("this receiver does not know Hello extension 0x{:04x}", e.type));
+    }
+    spdlog::debug("[{}] ignoring Hello extension 0x{:04x} ({} bytes)", label(), e.type,
+                  e.value.size());
+  }
   // Cheap checks first: nothing is created for an offer that fails them.
   if (auto err = proto::check_file_name(hello_.name))
     return reject(proto::RejectReason::BadName, proto::to_string(*err));

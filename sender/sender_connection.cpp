@@ -337,14 +337,17 @@ void SenderConnection::on_message(Inbound inbound) {
   }
   // The receiver spoke: the wait starts again (in Closing, the close grace stands).
   if (state_ != State::Closing) expect_reply(waiting_for());
-  handle(*message);
+  handle(*message, inbound.version);
 }
 
-void SenderConnection::handle(proto::Message& message) {
+void SenderConnection::handle(proto::Message& message, std::uint16_t message_version) {
   using proto::VerdictCode;
   if (const auto* m = std::get_if<proto::Accept>(&message)) return dispatch({Event::GotAccept, *m});
   if (const auto* m = std::get_if<proto::Reject>(&message)) {
-    if (m->reason == proto::RejectReason::UnsupportedVersion && version() > proto::kVersion1) {
+    // A receiver that speaks only an older version refuses in that version (PROTOCOL 7.1):
+    // worth connecting again in it. A refusal in our own version is about something else
+    // in the Hello (an extension it must understand) and is final.
+    if (m->reason == proto::RejectReason::UnsupportedVersion && message_version < version()) {
       spdlog::warn("the receiver does not speak protocol version {}{}{}", version(),
                    m->text.empty() ? "" : ": ", proto::escape_for_log(m->text));
       return dispatch({Event::GotRejectVersion, {}});

@@ -116,7 +116,7 @@ class SenderConnection final : public DriverCore {
   void on_local_failure(const std::string& what) override;
   void on_transport_lost(const std::string& what) override;
 
-  void handle(proto::Message& message);
+  void handle(proto::Message& message, std::uint16_t message_version);
   void start_data(const proto::Accept& accept);
   void start_zero_copy();
   void pump();

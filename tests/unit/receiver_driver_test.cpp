@@ -229,6 +229,35 @@ TEST_F(ReceiverDriver, ExistingFileIsRejectedBeforeAnyWindowIsOffered) {
   EXPECT_EQ(read_file(h.dir.path() / "taken.bin"), "x");
 }
 
+// PROTOCOL 7.2: an extension the receiver does not know is ignored, unless the sender marked
+// it must-understand, which refuses the offer before any file exists.
+TEST_F(ReceiverDriver, UnknownHelloExtensionsAreIgnoredUnlessMustUnderstand) {
+  h.start();
+  const auto bytes = random_bytes(100);
+  proto::Hello hello{bytes.size(), sha256_of(bytes), 0, "ext.bin"};
+  hello.extensions = {{0x0042, "whatever"}};
+  h.send(hello, proto::kVersion2);
+  ASSERT_TRUE(h.settle([&] { return h.state() != ReceiverState::CheckingHello; }));
+  EXPECT_EQ(h.state(), ReceiverState::Receiving);
+  EXPECT_EQ(h.transport.sent_of<proto::Accept>().size(), 1u);
+}
+
+TEST_F(ReceiverDriver, MustUnderstandHelloExtensionIsRejectedInVersion2) {
+  h.start();
+  proto::Hello hello{10, {}, 0, "ext.bin"};
+  hello.extensions = {{0x0001, ""}, {proto::kExtensionMustUnderstand | 0x0007, "x"}};
+  h.send(hello, proto::kVersion2);
+  ASSERT_TRUE(h.settle([&] { return h.state() != ReceiverState::CheckingHello; }));
+  const auto rejects = h.transport.sent_of<proto::Reject>();
+  ASSERT_EQ(rejects.size(), 1u);
+  EXPECT_EQ(rejects[0].reason, proto::RejectReason::UnsupportedVersion);
+  EXPECT_NE(rejects[0].text.find("0x8007"), std::string::npos) << rejects[0].text;
+  EXPECT_EQ(h.transport.sent[0].version, proto::kVersion2);
+  EXPECT_TRUE(h.transport.sent_of<proto::Accept>().empty());
+  EXPECT_EQ(open_files_under(h.dir.path()), 0u);
+  EXPECT_TRUE(std::filesystem::is_empty(h.dir.path()));
+}
+
 TEST_F(ReceiverDriver, MemoryCapRejectsBeforeCreatingAFile) {
   h.options.max_memory = 4096;  // less than the 4 slots this file would need
   offer(random_bytes(4 * 4096));

@@ -454,8 +454,11 @@ std::vector<Misplaced> misplaced_inputs() {
   // A receiver's message can arrive once the queue pair exists: from Connecting on.
   for (S s : {S::Connecting, S::AwaitAccept, S::Sending, S::AwaitVerdict, S::AwaitSecret})
     for (const auto& [name, event, message] : messages)
-      if (!legal.contains({s, event}))
-        out.push_back({s, name, event, [m = message](Rig& r) { r.h.receive(m); }});
+      if (!legal.contains({s, event})) {
+        // Only a version-1 refusal means "speaks only version 1" (PROTOCOL 7.1, 7.2).
+        const std::uint16_t version = name == "RejectVersion" ? proto::kVersion1 : 0;
+        out.push_back({s, name, event, [m = message, version](Rig& r) { r.h.receive(m, version); }});
+      }
   const std::vector<std::tuple<std::string, E, S, std::function<void(Rig&)>>> cm{
       {"AddressResolved", E::AddressResolved, S::ResolvingAddress,
        [](Rig& r) { r.h.driver->on_address_resolved(); }},

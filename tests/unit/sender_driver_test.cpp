@@ -174,6 +174,15 @@ TEST_F(SenderDriver, Version1ReceiverRefusalEndsWithVersionUnsupported) {
   EXPECT_EQ(transport.sent.size(), 1u);  // the Hello; no Error to a peer that said why
 }
 
+TEST_F(SenderDriver, AVersion2RefusalIsAnOrdinaryRejectNotAFallback) {
+  connect();
+  // A version-2 receiver that does not understand something in our Hello (PROTOCOL 7.2).
+  receive(proto::Reject{proto::RejectReason::UnsupportedVersion, "extension 0x8001"},
+          proto::kVersion2);
+  EXPECT_EQ(driver->state(), SenderState::Closing);
+  EXPECT_EQ(driver->outcome(), SenderOutcome::Rejected);
+}
+
 TEST_F(SenderDriver, Version1ConnectionSpeaksVersion1) {
   connect(proto::kVersion1);
   for (const auto& s : transport.sent) EXPECT_EQ(s.version, proto::kVersion1);

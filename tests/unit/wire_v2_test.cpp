@@ -110,6 +110,50 @@ TEST(WireV2, TheFsVerityDigestIsAlgorithmTwoAndVersion1CannotCarryIt) {
   EXPECT_STREQ(to_string(DigestAlgorithm::FsVeritySha256), "fsverity-sha256");
 }
 
+TEST(WireV2, HelloExtensionsFollowTheNameAndRoundTrip) {
+  Hello h = example_hello();
+  h.extensions = {{0x0001, "ab"}, {0x8002, ""}};
+  const Bytes b = encode(h, kVersion2);
+  ASSERT_EQ(b.size(), kHeaderSize + 54 + 5 + (4 + 2) + 4);
+  const std::size_t at = kHeaderSize + 54 + 5;  // after the name
+  EXPECT_EQ(b[at], 0x01);
+  EXPECT_EQ(b[at + 1], 0x00);
+  EXPECT_EQ(b[at + 2], 2);  // length
+  EXPECT_EQ(b[at + 4], 'a');
+  EXPECT_EQ(b[at + 6], 0x02);
+  EXPECT_EQ(b[at + 7], 0x80);
+  auto back = decode(b);
+  ASSERT_TRUE(std::holds_alternative<Message>(back));
+  EXPECT_EQ(std::get<Message>(back), Message{h});
+  // Version 1 has no room for them.
+  h.keepalive_ms = 0;
+  EXPECT_TRUE(encode(h, kVersion1).empty());
+  // Too large for one message: not encoded.
+  h.extensions = {{1, std::string(4100, 'x')}};
+  EXPECT_TRUE(encode(h, kVersion2).empty());
+}
+
+TEST(WireV2, MalformedHelloExtensionsAreLengthMismatches) {
+  Hello h = example_hello();
+  h.extensions = {{0x0001, "abc"}};
+  const Bytes good = encode(h, kVersion2);
+  auto with_payload = [](Bytes b, std::size_t payload) {
+    b.resize(kHeaderSize + payload);
+    b[8] = static_cast<std::uint8_t>(payload);
+    b[9] = static_cast<std::uint8_t>(payload >> 8);
+    return b;
+  };
+  const std::size_t full = good.size() - kHeaderSize;
+  // Two bytes of an extension header, then the end.
+  EXPECT_EQ(decode_error(with_payload(good, 54 + 5 + 2)), DecodeError::LengthMismatch);
+  // A length that runs past the payload.
+  EXPECT_EQ(decode_error(with_payload(good, full - 1)), DecodeError::LengthMismatch);
+  // A name_len past the payload.
+  Bytes name = good;
+  name[kHeaderSize + 52] = 200;
+  EXPECT_EQ(decode_error(name), DecodeError::LengthMismatch);
+}
+
 TEST(WireV2, StaticRulesOfTheNewFields) {
   Bytes b = encode(example_hello(), kVersion2);
   Bytes reserved = b;
