@@ -25,9 +25,9 @@ constexpr unsigned kSegmentsAhead = 4;
 
 // Hashes one segment [offset, offset + length) into `out` on a worker thread. Throws on a
 // failed read.
-using SegmentHasher = std::function<void(std::uint64_t offset, std::size_t length,
-                                         merkle::BlockHasher& hasher, std::vector<std::uint8_t>& scratch,
-                                         std::vector<merkle::Node>& out)>;
+using SegmentHasher =
+    std::function<void(std::uint64_t offset, std::size_t length, merkle::BlockHasher& hasher,
+                       std::vector<std::uint8_t>& scratch, std::vector<merkle::Node>& out)>;
 
 Digest parallel_digest(std::uint64_t size, unsigned threads, const SegmentHasher& hash_segment,
                        const HashProgress& progress) {
@@ -165,8 +165,8 @@ Digest fsverity_digest_of_file(int fd, std::uint64_t size, unsigned threads,
     scratch.resize(length);
     std::size_t got = 0;
     while (got < length) {
-      const ssize_t n = ::pread(fd, scratch.data() + got, length - got,
-                                static_cast<off_t>(offset + got));
+      const ssize_t n =
+          ::pread(fd, scratch.data() + got, length - got, static_cast<off_t>(offset + got));
       if (n < 0) {
         if (errno == EINTR) continue;
         throw_sys("pread");

@@ -37,8 +37,7 @@ SigbusScope::SigbusScope() {
   handler.sa_sigaction = on_sigbus;
   handler.sa_flags = SA_SIGINFO;
   sigemptyset(&handler.sa_mask);
-  if (::sigaction(SIGBUS, &handler, &previous_) != 0)
-    throw_sys("sigaction(SIGBUS)");
+  if (::sigaction(SIGBUS, &handler, &previous_) != 0) throw_sys("sigaction(SIGBUS)");
 }
 
 SigbusScope::~SigbusScope() {

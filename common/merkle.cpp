@@ -13,7 +13,9 @@ namespace {
 
 constexpr std::array<std::uint8_t, kBlockSize> kZeros{};
 
-[[noreturn]] void fail(const char* call) { throw std::runtime_error(std::string(call) + " failed"); }
+[[noreturn]] void fail(const char* call) {
+  throw std::runtime_error(std::string(call) + " failed");
+}
 
 }  // namespace
 

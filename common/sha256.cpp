@@ -106,8 +106,8 @@ Digest sha256_of_mapping(std::span<const uint8_t> mapping,
   uint64_t done = 0;
   while (done < mapping.size()) {
     Step step{hash.context(),
-              mapping.subspan(static_cast<size_t>(done),
-                              static_cast<size_t>(std::min<uint64_t>(kReadSize, mapping.size() - done))),
+              mapping.subspan(static_cast<size_t>(done), static_cast<size_t>(std::min<uint64_t>(
+                                                             kReadSize, mapping.size() - done))),
               true};
     const bool read = read_mapping_guarded(
         step.bytes,
@@ -117,8 +117,9 @@ Digest sha256_of_mapping(std::span<const uint8_t> mapping,
         },
         &step);
     if (!read) {
-      throw std::runtime_error("the file shrank while it was being hashed (" + std::to_string(done) +
-                               " of " + std::to_string(mapping.size()) + " bytes read)");
+      throw std::runtime_error("the file shrank while it was being hashed (" +
+                               std::to_string(done) + " of " + std::to_string(mapping.size()) +
+                               " bytes read)");
     }
     if (!step.ok) throw_openssl("EVP_DigestUpdate");
     done += step.bytes.size();

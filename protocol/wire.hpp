@@ -116,7 +116,7 @@ struct Hello {
   std::string name;                   // 1..kMaxNameBytes bytes
   // Version 2 only (a version-1 Hello cannot carry anything but these defaults).
   DigestAlgorithm digest_algorithm = DigestAlgorithm::WholeFileSha256;
-  std::uint32_t keepalive_ms = 0;  // send Working at least this often while I wait on you
+  std::uint32_t keepalive_ms = 0;            // send Working at least this often while I wait on you
   std::vector<HelloExtension> extensions{};  // after the name, in order
   bool operator==(const Hello&) const = default;
 };

@@ -28,8 +28,8 @@ Digest compute(InputFile& file, const HashingSettings& settings) {
     digest = mapped ? fsverity_digest_of_mapping(mapping, settings.threads, show)
                     : fsverity_digest_of_file(file.fd(), file.size(), settings.threads, show);
   } else {
-    digest = mapped ? sha256_of_mapping(mapping, show)
-                    : sha256_of_file(file.fd(), file.size(), show);
+    digest =
+        mapped ? sha256_of_mapping(mapping, show) : sha256_of_file(file.fd(), file.size(), show);
   }
   bar.finish();
   return digest;

@@ -75,10 +75,10 @@ int print_checksums(const sender::SenderOptions& options) {
     try {
       const auto pass = sender::hash_file(
           *file, {options.digest, options.hash_threads, progress, cache ? &*cache : nullptr});
-      const std::string line = checksum_line(options.digest == proto::DigestAlgorithm::FsVeritySha256
-                                                  ? ChecksumFormat::FsVerity
-                                                  : ChecksumFormat::Sha256,
-                                              pass.digest.value, path);
+      const std::string line = checksum_line(
+          options.digest == proto::DigestAlgorithm::FsVeritySha256 ? ChecksumFormat::FsVerity
+                                                                   : ChecksumFormat::Sha256,
+          pass.digest.value, path);
       std::fwrite(line.data(), 1, line.size(), stdout);
       std::fputc('\n', stdout);
       std::fflush(stdout);

@@ -17,7 +17,7 @@ struct SenderOptions {
   std::uint16_t port = 18515;
   std::optional<std::string> device;  // -d: the RDMA device the connection must use
   std::optional<std::string> id;
-  std::string name;  // defaults to the file's base name
+  std::string name;                // defaults to the file's base name
   std::string file;                // the file to send
   std::vector<std::string> files;  // every FILE given (several only with --checksum)
   // The digest the Hello announces (--digest): fs-verity (default) or whole-file SHA-256.

@@ -73,9 +73,9 @@ const std::vector<std::size_t> kSizes = {
     3 * kGroupBytes + 12345,
     8 * kGroupBytes,  // one segment of the parallel pass
     8 * kGroupBytes + 1,
-    kGroupBytes * merkle::kHashesPerBlock - kBlockSize,
-    kGroupBytes * merkle::kHashesPerBlock,
-    kGroupBytes * merkle::kHashesPerBlock + 5,
+    kGroupBytes* merkle::kHashesPerBlock - kBlockSize,
+    kGroupBytes* merkle::kHashesPerBlock,
+    kGroupBytes* merkle::kHashesPerBlock + 5,
 };
 
 class FsVerityDigest : public ::testing::Test {
@@ -114,8 +114,8 @@ TEST(MerkleChunks, ChunksHashedInRandomOrderFoldToTheWholeFileDigest) {
   std::mt19937 rng(7);
   for (std::size_t chunk : {kBlockSize, 16 * kBlockSize, kGroupBytes, 2 * kGroupBytes + kBlockSize,
                             std::size_t{1} << 20}) {
-    for (std::size_t size : {std::size_t{0}, std::size_t{1}, 3 * kGroupBytes + 777,
-                             std::size_t{5} << 20}) {
+    for (std::size_t size :
+         {std::size_t{0}, std::size_t{1}, 3 * kGroupBytes + 777, std::size_t{5} << 20}) {
       SCOPED_TRACE("chunk " + std::to_string(chunk) + ", size " + std::to_string(size));
       const auto data = random_bytes(size, static_cast<std::uint32_t>(size + chunk));
       const std::size_t count = (size + chunk - 1) / chunk;
@@ -126,9 +126,10 @@ TEST(MerkleChunks, ChunksHashedInRandomOrderFoldToTheWholeFileDigest) {
       merkle::BlockHasher hasher;
       for (std::size_t i : order) {
         const std::size_t offset = i * chunk;
-        hasher.nodes(offset,
-                     std::span<const std::uint8_t>(data).subspan(offset, std::min(chunk, size - offset)),
-                     nodes[i]);
+        hasher.nodes(
+            offset,
+            std::span<const std::uint8_t>(data).subspan(offset, std::min(chunk, size - offset)),
+            nodes[i]);
       }
       merkle::TreeFolder folder;
       for (const auto& n : nodes) folder.add(n);
@@ -169,7 +170,8 @@ TEST_F(FsVerityDigest, ProgressReachesTheSizeInOrder) {
   write_file(file("p"), data);
   InputFile input(file("p"));
   std::vector<std::uint64_t> seen;
-  (void)fsverity_digest_of_mapping(input.map(), 2, [&](std::uint64_t done) { seen.push_back(done); });
+  (void)fsverity_digest_of_mapping(input.map(), 2,
+                                   [&](std::uint64_t done) { seen.push_back(done); });
   ASSERT_FALSE(seen.empty());
   EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
   EXPECT_EQ(seen.back(), data.size());
@@ -180,7 +182,8 @@ TEST_F(FsVerityDigest, AFileThatShrinksIsAnErrorNotACrash) {
   write_file(path, random_bytes(40 * kGroupBytes, 11));
   InputFile input(path);
   const auto mapping = input.map();
-  EXPECT_THROW((void)fsverity_digest_of_file(input.fd(), mapping.size() + 1, 2), std::runtime_error);
+  EXPECT_THROW((void)fsverity_digest_of_file(input.fd(), mapping.size() + 1, 2),
+               std::runtime_error);
   ASSERT_EQ(::truncate(path.c_str(), 4096), 0);  // the mapped pages past 4 KiB are gone
   for (unsigned threads : {1u, 2u}) {
     try {

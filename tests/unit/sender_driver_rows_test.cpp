@@ -457,7 +457,8 @@ std::vector<Misplaced> misplaced_inputs() {
       if (!legal.contains({s, event})) {
         // Only a version-1 refusal means "speaks only version 1" (PROTOCOL 7.1, 7.2).
         const std::uint16_t version = name == "RejectVersion" ? proto::kVersion1 : 0;
-        out.push_back({s, name, event, [m = message, version](Rig& r) { r.h.receive(m, version); }});
+        out.push_back(
+            {s, name, event, [m = message, version](Rig& r) { r.h.receive(m, version); }});
       }
   const std::vector<std::tuple<std::string, E, S, std::function<void(Rig&)>>> cm{
       {"AddressResolved", E::AddressResolved, S::ResolvingAddress,
