@@ -300,22 +300,15 @@ TEST_F(ReceiverDriver, BadNameInsideTheLengthRuleIsRejectBadName) {
 TEST_F(ReceiverDriver, WriteFailureEndsWithAStorageVerdictAndNoFile) {
   // A file-size limit of one slot makes the second chunk's write fail (EFBIG), as a full
   // disk would mid-transfer.
-  struct sigaction ignore {};
-  ignore.sa_handler = SIG_IGN;
-  struct sigaction before {};
-  ASSERT_EQ(sigaction(SIGXFSZ, &ignore, &before), 0);
-  rlimit old{};
-  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
   const auto bytes = random_bytes(4 * 4096);
   offer(bytes);
-  rlimit small = old;
-  small.rlim_cur = 4096;
-  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
-  ASSERT_TRUE(write_chunk(bytes, 0, 4096, 0));
-  ASSERT_TRUE(write_chunk(bytes, 4096, 4096, 1));
-  const bool ended = h.settle([&] { return h.state() == ReceiverState::Closing; });
-  setrlimit(RLIMIT_FSIZE, &old);
-  sigaction(SIGXFSZ, &before, nullptr);
+  bool ended = false;
+  {
+    FileSizeLimit limit(4096);
+    ASSERT_TRUE(write_chunk(bytes, 0, 4096, 0));
+    ASSERT_TRUE(write_chunk(bytes, 4096, 4096, 1));
+    ended = h.settle([&] { return h.state() == ReceiverState::Closing; });
+  }
   ASSERT_TRUE(ended);
   ASSERT_EQ(h.transport.sent_of<proto::Verdict>().size(), 1u);
   EXPECT_EQ(h.transport.sent_of<proto::Verdict>()[0].code, proto::VerdictCode::StorageError);

@@ -138,23 +138,16 @@ TEST_F(IncomingFileTest, DiscardRemovesTheTemporary) {
 
 TEST_F(IncomingFileTest, FailedWriteIsReportedWithItsReason) {
   // A file-size limit makes the write past it fail (EFBIG) as a full disk would.
-  struct sigaction ignore {};
-  ignore.sa_handler = SIG_IGN;
-  struct sigaction before {};
-  ASSERT_EQ(sigaction(SIGXFSZ, &ignore, &before), 0);
-  rlimit old{};
-  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
   IncomingFile f(pool, dir.fd(), "limited.bin", false, proto::DigestAlgorithm::WholeFileSha256);
   ASSERT_TRUE(create(f, 0).ok());
-  rlimit small = old;
-  small.rlim_cur = 8192;
-  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
   const auto bytes = random_bytes(4096);
   std::optional<IncomingFile::Stored> result;
-  f.store(3, 65536, bytes, [&](const IncomingFile::Stored& s) { result = s; });
-  const bool done = run_pool_until(pool, [&] { return result.has_value(); });
-  setrlimit(RLIMIT_FSIZE, &old);
-  sigaction(SIGXFSZ, &before, nullptr);
+  bool done = false;
+  {
+    FileSizeLimit limit(8192);
+    f.store(3, 65536, bytes, [&](const IncomingFile::Stored& s) { result = s; });
+    done = run_pool_until(pool, [&] { return result.has_value(); });
+  }
   ASSERT_TRUE(done);
   EXPECT_EQ(result->slot, 3u);
   EXPECT_EQ(result->outcome.kind, Kind::Failed);
