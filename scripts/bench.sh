@@ -17,6 +17,7 @@ export BENCH_MAX_MIB=${BENCH_MAX_MIB:-256} BENCH_RSS_MIB=${BENCH_RSS_MIB:-1024}
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 export BENCH_RESULTS=$results
+cmake --build "$build" -j "$(nproc)" --target rdmax-revoke-bench >/dev/null
 hashing=$(scripts/lib/bench-hashing.sh "$build/bin/rdma-send" "${BENCH_HASH_MIB:-1024}")
 echo "$hashing"
 scripts/rxe-run --mem 4096 --timeout 900 -- scripts/lib/bench-guest.sh

@@ -104,6 +104,13 @@ grep -q '"zero_copy":true' <<<"$out" || { echo "bench: --zero-copy did not go ze
 zc_data=$(json_num data <<<"$out") zc_total=$(json_num total <<<"$out")
 kill $recv_pid; wait $recv_pid || true
 
+# Revoking a slot's key: re-registration (what rdma-recv does) against type-2 memory
+# windows, with the safety checks (tests/bench/revoke_bench.cpp). Its tables go to the
+# results; a failed check shows there as "no" (rxe does not confine a window to its own
+# bounds when its region spans several slots), so its exit status does not stop the run.
+revoke=$(RDMAX_BIN=$RDMAX_BIN scripts/lib/bench-revoke.sh --cycles 1000 2>"$S/revoke.err" | grep -E '^(\||$|Run:|S = )' || true)
+[[ -n $revoke ]] || { echo "bench: the revocation benchmark printed nothing:" >&2; cat "$S/revoke.err" >&2; }
+
 # Receiver memory for a large file with a 16 MiB window.
 rss_mib=$BENCH_RSS_MIB
 rm -f "$S/in-"* "$S/out/"* "$S/file"
@@ -164,4 +171,8 @@ ours_rate=$(rate "$bytes" "$ours_data")
   echo "| rdma-send --digest sha256 | $(per_gib "$sha_run_cpu" "$bytes") | $(per_gib "$sha_total" "$bytes") |"
   echo
   echo "Receiver peak RSS (VmHWM) for a $rss_mib MiB file with a 16 MiB window: $((hwm_kib / 1024)) MiB (target < 64 MiB); that transfer's data phase ran at $big_rate MiB/s."
+  echo
+  echo "Revoking a slot's key, per cycle (revoke + grant), in the same boot:"
+  echo
+  echo "$revoke"
 } | tee "$BENCH_RESULTS"
