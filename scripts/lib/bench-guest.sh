@@ -108,7 +108,8 @@ kill $recv_pid; wait $recv_pid || true
 # windows, with the safety checks (tests/bench/revoke_bench.cpp). Its tables go to the
 # results; a failed check shows there as "no" (rxe does not confine a window to its own
 # bounds when its region spans several slots), so its exit status does not stop the run.
-revoke=$(RDMAX_BIN=$RDMAX_BIN scripts/lib/bench-revoke.sh --cycles 1000 2>"$S/revoke.err" | grep -E '^(\||$|Run:|S = )' || true)
+revoke=$(RDMAX_BIN=$RDMAX_BIN scripts/lib/bench-revoke.sh --cycles 1000 2>"$S/revoke.err" |
+  grep -E '^(\||$|## Slot|Ratio)' | sed 's/^## \(.*\)/**\1**/' || true)
 [[ -n $revoke ]] || { echo "bench: the revocation benchmark printed nothing:" >&2; cat "$S/revoke.err" >&2; }
 
 # Receiver memory for a large file with a 16 MiB window.
