@@ -16,6 +16,7 @@
 #include <set>
 #include <tuple>
 
+#include "machine_enums.hpp"
 #include "receiver_driver_rig.hpp"
 
 namespace rdmax::test::receiver_rig {
@@ -476,29 +477,7 @@ std::vector<Unreachable> unreachable_rows() {
       "shut_down() during the commit is held until the commit reports, so the verdict goes "
       "out first (PROTOCOL.md 5.5): the event reaches AwaitId, not Verifying "
       "(ReceiverDriverRows.ShutdownDuringTheCommitWaitsForTheVerdict)");
-  constexpr std::array kAllEvents{E::GotHello,
-                                  E::GotChunk,
-                                  E::GotDone,
-                                  E::GotId,
-                                  E::GotBye,
-                                  E::GotError,
-                                  E::GotUnexpected,
-                                  E::HelloAccepted,
-                                  E::HelloRejected,
-                                  E::ChunkStored,
-                                  E::Drained,
-                                  E::VerifiedGood,
-                                  E::VerifiedBad,
-                                  E::IdKnown,
-                                  E::IdUnknown,
-                                  E::IdAttemptsExhausted,
-                                  E::ProtocolViolation,
-                                  E::LocalFailure,
-                                  E::Timeout,
-                                  E::TransportFailed,
-                                  E::Disconnected,
-                                  E::ShuttingDown};
-  static_assert(static_cast<std::size_t>(E::ShuttingDown) + 1 == kAllEvents.size());
+  constexpr const auto& kAllEvents = kAllReceiverEvents;
   for (E e : kAllEvents)
     if (e != E::IdKnown && e != E::IdUnknown && e != E::IdAttemptsExhausted)
       add({S::CheckingId}, {e},

@@ -1,5 +1,7 @@
 #include "protocol/receiver_machine.hpp"
 
+#include "machine_enums.hpp"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -22,32 +24,9 @@ using E = ReceiverEvent;
 using A = ReceiverAction;
 using Actions = ActionList<A>;
 
-constexpr std::array kAllStates{S::AwaitHello, S::CheckingHello, S::Receiving,
-                                S::Draining,   S::Verifying,     S::AwaitId,
-                                S::CheckingId, S::Closing,       S::Closed};
+constexpr const auto& kAllStates = rdmax::test::kAllReceiverStates;
 
-constexpr std::array kAllEvents{E::GotHello,
-                                E::GotChunk,
-                                E::GotDone,
-                                E::GotId,
-                                E::GotBye,
-                                E::GotError,
-                                E::GotUnexpected,
-                                E::HelloAccepted,
-                                E::HelloRejected,
-                                E::ChunkStored,
-                                E::Drained,
-                                E::VerifiedGood,
-                                E::VerifiedBad,
-                                E::IdKnown,
-                                E::IdUnknown,
-                                E::IdAttemptsExhausted,
-                                E::ProtocolViolation,
-                                E::LocalFailure,
-                                E::Timeout,
-                                E::TransportFailed,
-                                E::Disconnected,
-                                E::ShuttingDown};
+constexpr const auto& kAllEvents = rdmax::test::kAllReceiverEvents;
 
 constexpr std::array kAllActions{A::CheckHello,  A::SendAccept, A::SendReject, A::StoreChunk,
                                  A::SendCredit,  A::AwaitDrain, A::Verify,     A::SendVerdict,
@@ -56,8 +35,6 @@ constexpr std::array kAllActions{A::CheckHello,  A::SendAccept, A::SendReject, A
 
 // The lists above name every enumerator: the enums are dense from 0, so the last one's value
 // plus one is the count. A new enumerator breaks these until it is added to its list.
-static_assert(static_cast<std::size_t>(S::Closed) + 1 == kAllStates.size());
-static_assert(static_cast<std::size_t>(E::ShuttingDown) + 1 == kAllEvents.size());
 static_assert(static_cast<std::size_t>(A::Release) + 1 == kAllActions.size());
 
 // Before the verdict is sent a temporary file may exist and must be removed on any abort.

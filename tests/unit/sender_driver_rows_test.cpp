@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 
+#include "machine_enums.hpp"
 #include "sender_driver_rig.hpp"
 
 namespace rdmax::test::sender_rig {
@@ -538,14 +539,7 @@ std::vector<Unreachable> unreachable_rows() {
 }
 
 TEST(SenderDriverCoverage, EveryPairOfAnOpenStateIsDrivenOrExplained) {
-  constexpr std::array kAllEvents{
-      E::AddressResolved,  E::RouteResolved,   E::Established,       E::ConnectFailed,
-      E::GotAccept,        E::GotReject,       E::GotRejectVersion,  E::GotCredit,
-      E::GotWorking,       E::AllDataSent,     E::GotVerdictGood,    E::GotVerdictBad,
-      E::GotVerdictFailed, E::GotSecret,       E::GotDenied,         E::GotError,
-      E::GotErrorGaveUp,   E::GotUnexpected,   E::ProtocolViolation, E::LocalFailure,
-      E::Timeout,          E::TransportFailed, E::Disconnected,      E::Interrupted};
-  static_assert(static_cast<std::size_t>(E::Interrupted) + 1 == kAllEvents.size());
+  constexpr const auto& kAllEvents = kAllSenderEvents;
   std::map<std::pair<S, E>, std::string> seen;
   std::size_t table_rows = 0;
   for (const Row& row : all_rows()) {

@@ -1,5 +1,7 @@
 #include "protocol/sender_machine.hpp"
 
+#include "machine_enums.hpp"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -23,17 +25,9 @@ using A = SenderAction;
 using O = SenderOutcome;
 using Actions = ActionList<A>;
 
-constexpr std::array kAllStates{S::ResolvingAddress, S::ResolvingRoute, S::Connecting,
-                                S::AwaitAccept,      S::Sending,        S::AwaitVerdict,
-                                S::AwaitSecret,      S::Closing,        S::Done};
+constexpr const auto& kAllStates = rdmax::test::kAllSenderStates;
 
-constexpr std::array kAllEvents{
-    E::AddressResolved,  E::RouteResolved,   E::Established,       E::ConnectFailed,
-    E::GotAccept,        E::GotReject,       E::GotRejectVersion,  E::GotCredit,
-    E::GotWorking,       E::AllDataSent,     E::GotVerdictGood,    E::GotVerdictBad,
-    E::GotVerdictFailed, E::GotSecret,       E::GotDenied,         E::GotError,
-    E::GotErrorGaveUp,   E::GotUnexpected,   E::ProtocolViolation, E::LocalFailure,
-    E::Timeout,          E::TransportFailed, E::Disconnected,      E::Interrupted};
+constexpr const auto& kAllEvents = rdmax::test::kAllSenderEvents;
 
 constexpr std::array kAllActions{A::ResolveRoute, A::Connect,   A::SendHello,  A::StartData,
                                  A::SendMore,     A::SendDone,  A::SendId,     A::KeepSecret,
@@ -45,8 +39,6 @@ constexpr std::array kAllOutcomes{
     O::LocalFailure};
 
 // The enums are dense from 0: a new enumerator breaks these until it joins its list.
-static_assert(static_cast<std::size_t>(S::Done) + 1 == kAllStates.size());
-static_assert(static_cast<std::size_t>(E::Interrupted) + 1 == kAllEvents.size());
 static_assert(static_cast<std::size_t>(A::Finish) + 1 == kAllActions.size());
 static_assert(static_cast<std::size_t>(O::LocalFailure) + 1 == kAllOutcomes.size());
 

@@ -1,0 +1,77 @@
+#pragma once
+// Every state and every event of both machines, for the tests that walk all pairs (the
+// machines' own tests and the drivers' row tests). One list each, so a new event is added
+// in one place; the static_asserts catch a list that falls behind its enum.
+
+#include <array>
+#include <cstddef>
+
+#include "protocol/receiver_machine.hpp"
+#include "protocol/sender_machine.hpp"
+
+namespace rdmax::test {
+
+inline constexpr std::array kAllReceiverStates{
+    proto::ReceiverState::AwaitHello, proto::ReceiverState::CheckingHello,
+    proto::ReceiverState::Receiving,  proto::ReceiverState::Draining,
+    proto::ReceiverState::Verifying,  proto::ReceiverState::AwaitId,
+    proto::ReceiverState::CheckingId, proto::ReceiverState::Closing,
+    proto::ReceiverState::Closed};
+
+inline constexpr std::array kAllReceiverEvents{proto::ReceiverEvent::GotHello,
+                                               proto::ReceiverEvent::GotChunk,
+                                               proto::ReceiverEvent::GotDone,
+                                               proto::ReceiverEvent::GotId,
+                                               proto::ReceiverEvent::GotBye,
+                                               proto::ReceiverEvent::GotError,
+                                               proto::ReceiverEvent::GotUnexpected,
+                                               proto::ReceiverEvent::HelloAccepted,
+                                               proto::ReceiverEvent::HelloRejected,
+                                               proto::ReceiverEvent::ChunkStored,
+                                               proto::ReceiverEvent::Drained,
+                                               proto::ReceiverEvent::VerifiedGood,
+                                               proto::ReceiverEvent::VerifiedBad,
+                                               proto::ReceiverEvent::IdKnown,
+                                               proto::ReceiverEvent::IdUnknown,
+                                               proto::ReceiverEvent::IdAttemptsExhausted,
+                                               proto::ReceiverEvent::ProtocolViolation,
+                                               proto::ReceiverEvent::LocalFailure,
+                                               proto::ReceiverEvent::Timeout,
+                                               proto::ReceiverEvent::TransportFailed,
+                                               proto::ReceiverEvent::Disconnected,
+                                               proto::ReceiverEvent::ShuttingDown};
+
+inline constexpr std::array kAllSenderStates{proto::SenderState::ResolvingAddress,
+                                             proto::SenderState::ResolvingRoute,
+                                             proto::SenderState::Connecting,
+                                             proto::SenderState::AwaitAccept,
+                                             proto::SenderState::Sending,
+                                             proto::SenderState::AwaitVerdict,
+                                             proto::SenderState::AwaitSecret,
+                                             proto::SenderState::Closing,
+                                             proto::SenderState::Done};
+
+inline constexpr std::array kAllSenderEvents{
+    proto::SenderEvent::AddressResolved,   proto::SenderEvent::RouteResolved,
+    proto::SenderEvent::Established,       proto::SenderEvent::ConnectFailed,
+    proto::SenderEvent::GotAccept,         proto::SenderEvent::GotReject,
+    proto::SenderEvent::GotRejectVersion,  proto::SenderEvent::GotCredit,
+    proto::SenderEvent::GotWorking,        proto::SenderEvent::AllDataSent,
+    proto::SenderEvent::GotVerdictGood,    proto::SenderEvent::GotVerdictBad,
+    proto::SenderEvent::GotVerdictFailed,  proto::SenderEvent::GotSecret,
+    proto::SenderEvent::GotDenied,         proto::SenderEvent::GotError,
+    proto::SenderEvent::GotErrorGaveUp,    proto::SenderEvent::GotUnexpected,
+    proto::SenderEvent::ProtocolViolation, proto::SenderEvent::LocalFailure,
+    proto::SenderEvent::Timeout,           proto::SenderEvent::TransportFailed,
+    proto::SenderEvent::Disconnected,      proto::SenderEvent::Interrupted};
+
+// The enums are dense from 0: the last value + 1 is the count.
+static_assert(static_cast<std::size_t>(proto::ReceiverState::Closed) + 1 ==
+              kAllReceiverStates.size());
+static_assert(static_cast<std::size_t>(proto::ReceiverEvent::ShuttingDown) + 1 ==
+              kAllReceiverEvents.size());
+static_assert(static_cast<std::size_t>(proto::SenderState::Done) + 1 == kAllSenderStates.size());
+static_assert(static_cast<std::size_t>(proto::SenderEvent::Interrupted) + 1 ==
+              kAllSenderEvents.size());
+
+}  // namespace rdmax::test
