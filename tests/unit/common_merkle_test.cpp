@@ -36,7 +36,9 @@ void write_file(const std::string& path, const std::vector<std::uint8_t>& data) 
   std::FILE* f = std::fopen(path.c_str(), "wb");
   ASSERT_NE(f, nullptr);
   // fwrite's buffer must not be null, even for 0 bytes (an empty vector's data() may be).
-  if (!data.empty()) ASSERT_EQ(std::fwrite(data.data(), 1, data.size(), f), data.size());
+  if (!data.empty()) {
+    ASSERT_EQ(std::fwrite(data.data(), 1, data.size(), f), data.size());
+  }
   ASSERT_EQ(std::fclose(f), 0);
 }
 
