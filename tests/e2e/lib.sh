@@ -8,6 +8,8 @@ PATH=$repo/scripts:$PATH
 # A working directory that both hosts of the two-host topology can see (host filesystem).
 shared=$(mktemp -d "${RXE_SHARED_TMP:-/tmp}/rdmax-e2e.XXXXXX")
 bg_pids=()
+# rdma-send's digest cache: the test's own, never the home directory's.
+export XDG_CACHE_HOME=$shared/cache
 
 # alive PID: the process exists and is not a zombie waiting to be reaped.
 alive() {
