@@ -1,6 +1,10 @@
 #pragma once
 
+#include <sys/types.h>
+
+#include <ctime>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -54,14 +58,17 @@ class OutputFile {
 
   // Reserves `size` bytes up front so that a full disk fails now rather than mid-transfer.
   // Filesystems that cannot preallocate are silently accepted; tmpfs is skipped (there it
-  // would only zero pages the writes fill anyway).
-  void preallocate(uint64_t size);
+  // would only zero pages the writes fill anyway). Returns whether the space is reserved.
+  bool preallocate(uint64_t size);
 
   // fsync the data, publish under final_name (atomically; without overwrite also
   // race-free against a file created meanwhile, which gives FileExistsError), fsync the
   // directory. If publishing fails the temporary is kept for discard() / the destructor;
   // if only the final directory fsync fails, the file is already in place.
   void commit();
+  // The permission bits (masked by the umask, set-id bits never) and modification time
+  // commit() gives the file, instead of 0666 & ~umask and the time of the writes.
+  void set_final_metadata(mode_t mode, timespec mtime) { metadata_ = Metadata{mode, mtime}; }
 
   // Removes the temporary; no-op after commit. Never throws.
   void discard() noexcept;
@@ -80,6 +87,11 @@ class OutputFile {
   std::string temp_name_;  // empty: O_TMPFILE, or already renamed
   bool overwrite_ = false;
   bool finished_ = false;  // committed or discarded
+  struct Metadata {
+    mode_t mode;
+    timespec mtime;
+  };
+  std::optional<Metadata> metadata_;
 };
 
 }  // namespace rdmax

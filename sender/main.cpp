@@ -1,5 +1,5 @@
-// rdma-send: sends one file to an rdma-recv daemon and reports the verdict, or (--checksum)
-// prints files' digests. When sending, the secret (if an --id was given and accepted) is
+// rdma-send: sends files (and with -r directories) to an rdma-recv daemon and reports the
+// verdicts, or (--checksum) prints files' digests. When sending, the secret (if an --id was given and accepted) is
 // the only thing written to stdout.
 
 #include <spdlog/spdlog.h>
@@ -26,6 +26,7 @@
 #include "sender/options.hpp"
 #include "sender/report.hpp"
 #include "sender/send_session.hpp"
+#include "sender/session_command.hpp"
 
 using namespace rdmax;
 
@@ -99,17 +100,37 @@ int main(int argc, char** argv) {
   init_logging(options.verbosity, "rdma-send");
   if (options.checksum) return print_checksums(options);
 
-  std::optional<InputFile> file = open_input(options.file);
-  if (!file) return sender::kExitUsage;
+  const bool many = sender::needs_session(options);
+  std::optional<InputFile> file;
+  if (!many) {
+    file = open_input(options.file);
+    if (!file) return sender::kExitUsage;
+  }
 
   // Fail before hashing a large file when this host cannot do RDMA at all.
   if (!any_rdma_device()) {
     spdlog::error("{}", no_rdma_device_message());
     return sender::kExitConnection;
   }
-  if (options.device && !rdma_device_exists(*options.device)) {
-    spdlog::error("{}", unknown_device_message(*options.device));
-    return sender::kExitUsage;
+  for (const auto& device : options.devices) {
+    if (!rdma_device_exists(device)) {
+      spdlog::error("{}", unknown_device_message(device));
+      return sender::kExitUsage;
+    }
+  }
+  if (many) {
+    if (options.zero_copy) spdlog::warn("--zero-copy applies to single-file transfers only");
+    try {
+      return sender::run_session_command(
+          options, choose_progress_mode(options.progress, options.verbosity < 0));
+    } catch (const SysError& e) {
+      const std::string hint = rdma_setup_hint(e.error());
+      spdlog::error("{}{}{}", e.what(), hint.empty() ? "" : "; ", hint);
+      return hint.empty() ? sender::kExitOther : sender::kExitConnection;
+    } catch (const std::exception& e) {
+      spdlog::error("{}", e.what());
+      return sender::kExitOther;
+    }
   }
 
   try {

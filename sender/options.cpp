@@ -53,15 +53,25 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
   app.add_option("-p,--port", o.port, "receiver port")
       ->capture_default_str()
       ->check(CLI::Range(1, 65535));
-  app.add_option("-d,--device", o.device,
+  std::string devices;
+  app.add_option("-d,--device", devices,
                  "RDMA device the connection must go through (exit 3 if the route to HOST "
-                 "uses another)");
+                 "uses another); DEV1,DEV2,...: spread the -P connections over these devices, "
+                 "each connecting from its device's first IPv4 address");
   app.add_option(
       "--id", o.id,
       "identity to present after a good verdict; the secret the receiver holds for it goes "
       "to stdout");
-  app.add_option("--name", o.name,
-                 "name to store the file under, no '/' (default: FILE's base name)");
+  app.add_option("--name", o.rename,
+                 "name to store a single FILE under, no '/' (default: its base name)");
+  app.add_flag("-r,--recursive", o.recursive,
+               "send directories with everything under them (a directory DIR arrives as "
+               "DIR's base name, like cp -r); symbolic links and special files are skipped");
+  app.add_option("-P,--parallel", o.parallel,
+                 "spread the files over N connections (largest files first), on one device or "
+                 "on those of -d DEV1,DEV2")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 64u));
   app.add_flag(
       "--json", o.json,
       "print one JSON object on stdout: bytes, phase timings, throughput, verdict, secret");
@@ -112,7 +122,7 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
   app.add_flag("--checksum", o.checksum,
                "print each FILE's digest, in the format of the reference tool (fsverity "
                "digest, or sha256sum with --digest sha256), and connect nowhere");
-  app.add_option("FILE", o.files, "the file to send (several with --checksum)")->required();
+  app.add_option("PATH", o.files, "files to send (and directories with -r)")->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -126,17 +136,28 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
       std::cerr << "rdma-send: --host is required (unless --checksum)\n";
       return kExitUsage;
     }
-    if (o.files.size() != 1) {
-      std::cerr << "rdma-send: one FILE per transfer (several only with --checksum)\n";
+    if (o.rename && o.files.size() != 1) {
+      std::cerr << "rdma-send: --name renames a single FILE; " << o.files.size()
+                << " PATHs were given\n";
       return kExitUsage;
     }
   }
+  for (std::size_t start = 0; start <= devices.size() && !devices.empty();) {
+    const auto comma = std::min(devices.find(',', start), devices.size());
+    o.devices.push_back(devices.substr(start, comma - start));
+    if (o.devices.back().empty()) {
+      std::cerr << "rdma-send: -d: an empty device name in '" << devices << "'\n";
+      return kExitUsage;
+    }
+    start = comma + 1;
+  }
+  if (o.devices.size() == 1) o.device = o.devices.front();
   o.file = o.files.front();
   o.connect_timeout = std::chrono::seconds(connect_s);
   o.timeout = std::chrono::seconds(timeout_s);
-  if (o.name.empty()) o.name = std::filesystem::path(o.file).filename().string();
-  if (o.name.empty() || o.name.size() > 255) {
-    std::cerr << "rdma-send: --name must be 1 to 255 bytes (got " << o.name.size() << ")\n";
+  o.name = o.rename ? *o.rename : std::filesystem::path(o.file).filename().string();
+  if (o.rename && (o.rename->empty() || o.rename->size() > 255)) {
+    std::cerr << "rdma-send: --name must be 1 to 255 bytes (got " << o.rename->size() << ")\n";
     return kExitUsage;
   }
   if (o.id && (o.id->empty() || o.id->size() > 256)) {
@@ -144,6 +165,12 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
     return kExitUsage;
   }
   return o;
+}
+
+bool needs_session(const SenderOptions& o) {
+  if (o.files.size() != 1 || o.recursive || o.parallel > 1 || o.devices.size() > 1) return true;
+  std::error_code error;
+  return !std::filesystem::is_regular_file(std::filesystem::symlink_status(o.file, error));
 }
 
 }  // namespace rdmax::sender

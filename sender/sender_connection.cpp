@@ -188,6 +188,9 @@ void SenderConnection::perform(Action action, SenderInput& cause) {
       // Whatever the way out, nothing more is sent or lands in our memory.
       release_transport();
       break;
+    case Action::StartSession:
+      // Only a session driver (sender/session_connection.hpp) is asked this.
+      throw std::logic_error("one-file driver asked to start a session");
   }
 }
 
