@@ -2,8 +2,8 @@
 
 #include <sys/types.h>
 
-#include <ctime>
 #include <cstdint>
+#include <ctime>
 #include <optional>
 #include <span>
 #include <stdexcept>

@@ -60,9 +60,9 @@ enum class ReceiverEvent : std::uint8_t {
   IdAttemptsExhausted,
   OpenAccepted,
   OpenRejected,
-  EntryTaken,     // an offered file is created: Take it
-  EntryRefused,   // an offered entry is refused (name, existing file, size, space)
-  EntrySettled,   // an entry's verdict is known (a directory made, a file committed or not)
+  EntryTaken,    // an offered file is created: Take it
+  EntryRefused,  // an offered entry is refused (name, existing file, size, space)
+  EntrySettled,  // an entry's verdict is known (a directory made, a file committed or not)
   // Transport and environment.
   ProtocolViolation,  // undecodable message, or a chunk that breaks the data rules
   LocalFailure,       // one of our own actions failed (a registration, a post...)
@@ -92,9 +92,9 @@ enum class ReceiverAction : std::uint8_t {
   Disconnect,   // let posted sends drain, then rdma_disconnect
   Release,      // destroy QP, MRs, CQ, PD, cm_id
   // Version-2 sessions.
-  CheckOpen,        // validate the Open -> OpenAccepted / OpenRejected
-  CheckOffer,       // check the path and limits, create the file or directory
-                    // -> EntryTaken / EntryRefused / EntrySettled (a directory)
+  CheckOpen,   // validate the Open -> OpenAccepted / OpenRejected
+  CheckOffer,  // check the path and limits, create the file or directory
+               // -> EntryTaken / EntryRefused / EntrySettled (a directory)
   SendTake,
   SendRefuse,
   FinishEntries,    // verify and commit every file whose chunks are all stored after its

@@ -74,8 +74,8 @@ enum class SenderAction : std::uint8_t {
   KeepSecret,  // the Secret that arrived is the program's result
   SendBye,
   SendError,
-  Disconnect,  // let posted sends drain, then rdma_disconnect
-  Finish,      // release everything; the loop ends
+  Disconnect,    // let posted sends drain, then rdma_disconnect
+  Finish,        // release everything; the loop ends
   StartSession,  // set up the staging buffer; offer entries, write chunks as credits allow
 };
 

@@ -23,18 +23,18 @@
 namespace rdmax::proto {
 
 enum class SessionError : std::uint8_t {
-  EntryOutOfOrder,   // an Offer's entry is not the next number
-  TooManyEntries,    // more Offers than Open.entry_count
-  TooManyInFlight,   // more than kMaxEntriesInFlight entries unsettled
-  TooManyBytes,      // the offered files' sizes exceed Open.total_bytes
-  UnknownEntry,      // a FileChunk or FileDone for an entry not in flight
-  EntryNotReceiving, // a FileChunk or FileDone for an entry not taken, or already done
+  EntryOutOfOrder,    // an Offer's entry is not the next number
+  TooManyEntries,     // more Offers than Open.entry_count
+  TooManyInFlight,    // more than kMaxEntriesInFlight entries unsettled
+  TooManyBytes,       // the offered files' sizes exceed Open.total_bytes
+  UnknownEntry,       // a FileChunk or FileDone for an entry not in flight
+  EntryNotReceiving,  // a FileChunk or FileDone for an entry not taken, or already done
   SlotOutOfRange,
   SlotNotCredited,
   WrongOffset,
   WrongLength,
   PastEnd,
-  Unsettled,         // Id or Bye while entries are in flight or still to be offered
+  Unsettled,  // Id or Bye while entries are in flight or still to be offered
 };
 const char* to_string(SessionError);
 
@@ -46,9 +46,9 @@ class SessionReceiveLedger {
     EntryKind kind = EntryKind::File;
     EntryState state = EntryState::Checking;
     std::uint64_t size = 0;
-    std::uint64_t received = 0;      // bytes of accepted FileChunks
-    std::uint32_t storing = 0;       // its chunks still being stored
-    std::uint64_t done_total = 0;    // FileDone.total_bytes
+    std::uint64_t received = 0;    // bytes of accepted FileChunks
+    std::uint32_t storing = 0;     // its chunks still being stored
+    std::uint64_t done_total = 0;  // FileDone.total_bytes
   };
 
   SessionReceiveLedger() = default;
@@ -104,9 +104,9 @@ class SessionReceiveLedger {
   Open open_{};
   std::uint32_t slot_size_ = 0;
   std::vector<SlotState> slots_;
-  std::vector<std::uint32_t> slot_owner_;  // the entry of a Storing slot's chunk
+  std::vector<std::uint32_t> slot_owner_;   // the entry of a Storing slot's chunk
   std::map<std::uint32_t, Entry> entries_;  // in flight
-  std::vector<std::uint32_t> abandoned_;     // settled while Receiving
+  std::vector<std::uint32_t> abandoned_;    // settled while Receiving
   std::uint32_t offered_ = 0;
   std::uint64_t offered_bytes_ = 0;
   std::uint32_t storing_ = 0;

@@ -84,7 +84,7 @@ class SessionSendLedger {
  private:
   struct EntryProgress {
     EntryState state = EntryState::Waiting;
-    std::uint64_t next_offset = 0;     // of the next chunk to write
+    std::uint64_t next_offset = 0;  // of the next chunk to write
     std::uint32_t chunks_in_flight = 0;
   };
   bool files_unsettled() const;
@@ -97,9 +97,9 @@ class SessionSendLedger {
   std::vector<bool> credited_;
   std::vector<bool> busy_;
   std::vector<std::uint32_t> rkey_;
-  std::vector<std::uint32_t> length_;  // of the chunk in flight in a busy slot
-  std::vector<std::uint32_t> owner_;   // and its entry
-  std::vector<std::uint32_t> taken_order_;  // taken files with chunks left, oldest first
+  std::vector<std::uint32_t> length_;        // of the chunk in flight in a busy slot
+  std::vector<std::uint32_t> owner_;         // and its entry
+  std::vector<std::uint32_t> taken_order_;   // taken files with chunks left, oldest first
   std::vector<std::uint32_t> open_entries_;  // offered, not settled
   std::uint32_t next_offer_ = 0;
   std::uint32_t in_flight_ = 0;  // offered, not settled

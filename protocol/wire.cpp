@@ -198,7 +198,8 @@ const char* field_problem(const Message& message) {
             if (!is_known(m.kind)) return "Offer.kind unknown";
             if (m.mode > kMaxMode) return "Offer.mode above 07777";
             if (m.mtime_nsec >= kNanosecondsPerSecond) return "Offer.mtime_nsec not below 10^9";
-            if (!in_range(m.path.size(), 1, kMaxPathBytes)) return "Offer.path length not in 1..2048";
+            if (!in_range(m.path.size(), 1, kMaxPathBytes))
+              return "Offer.path length not in 1..2048";
             if (m.kind == EntryKind::Directory && (m.size != 0 || !is_zero(m.digest)))
               return "Offer of a directory with a size or digest";
             return nullptr;

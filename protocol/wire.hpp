@@ -231,10 +231,10 @@ inline constexpr std::uint16_t kMaxMode = 07777;
 // sender -> receiver, instead of Hello: a session of entry_count entries follows.
 struct Open {
   DigestAlgorithm digest_algorithm = DigestAlgorithm::FsVeritySha256;  // of every file
-  std::uint32_t keepalive_ms = 0;     // as in Hello
-  std::uint32_t chunk_size_hint = 0;  // as in Hello
-  std::uint32_t entry_count = 0;      // >= 1: Offers the session will carry
-  std::uint64_t total_bytes = 0;      // the sizes of its files together
+  std::uint32_t keepalive_ms = 0;                                      // as in Hello
+  std::uint32_t chunk_size_hint = 0;                                   // as in Hello
+  std::uint32_t entry_count = 0;  // >= 1: Offers the session will carry
+  std::uint64_t total_bytes = 0;  // the sizes of its files together
   bool operator==(const Open&) const = default;
 };
 
@@ -248,12 +248,12 @@ enum class EntryKind : std::uint8_t {
 struct Offer {
   std::uint32_t entry = 0;
   EntryKind kind = EntryKind::File;
-  std::uint16_t mode = 0644;      // permission bits (<= 07777); set-id bits are never applied
-  std::uint64_t size = 0;         // 0 for a directory
-  std::int64_t mtime_sec = 0;     // modification time, seconds since the epoch
-  std::uint32_t mtime_nsec = 0;   // and nanoseconds (< 10^9)
-  Sha256 digest{};                // by Open.digest_algorithm; zero for a directory
-  std::string path;               // 1..kMaxPathBytes bytes, checked by the receiver
+  std::uint16_t mode = 0644;     // permission bits (<= 07777); set-id bits are never applied
+  std::uint64_t size = 0;        // 0 for a directory
+  std::int64_t mtime_sec = 0;    // modification time, seconds since the epoch
+  std::uint32_t mtime_nsec = 0;  // and nanoseconds (< 10^9)
+  Sha256 digest{};               // by Open.digest_algorithm; zero for a directory
+  std::string path;              // 1..kMaxPathBytes bytes, checked by the receiver
   bool operator==(const Offer&) const = default;
 };
 
@@ -296,9 +296,9 @@ struct FileVerdict {
   bool operator==(const FileVerdict&) const = default;
 };
 
-using Message = std::variant<Hello, Accept, Chunk, Credit, Done, Verdict, Id, Secret, Denied,
-                             Reject, Bye, Error, Working, Open, Offer, Take, Refuse, FileChunk,
-                             FileDone, FileVerdict>;
+using Message =
+    std::variant<Hello, Accept, Chunk, Credit, Done, Verdict, Id, Secret, Denied, Reject, Bye,
+                 Error, Working, Open, Offer, Take, Refuse, FileChunk, FileDone, FileVerdict>;
 
 enum class DecodeError {
   Short,           // fewer bytes than a header

@@ -75,10 +75,10 @@ void Connection::perform(Action action, const ReceiverInput& cause) {
       const auto* r = data_of<Input::Rejection>(cause);
       const Input::Rejection rejection =
           r != nullptr ? *r : Input::Rejection{proto::RejectReason::Internal, "rejected"};
-      spdlog::warn("[{}] rejected {}: {} {}", label(),
-                   session_ ? std::string("a session")
-                            : "'" + proto::escape_for_log(hello_.name) + "'",
-                   proto::to_string(rejection.reason), rejection.text);
+      spdlog::warn(
+          "[{}] rejected {}: {} {}", label(),
+          session_ ? std::string("a session") : "'" + proto::escape_for_log(hello_.name) + "'",
+          proto::to_string(rejection.reason), rejection.text);
       post(proto::Reject{rejection.reason, rejection.text});
       break;
     }
@@ -201,40 +201,43 @@ void Connection::check_hello(const ReceiverInput& cause) {
   // pinned only for an offer that passed every check.
   expect_own_work("the file to be created");
   file_.emplace(context_.pool, context_.dir_fd, hello_.name, o.overwrite, hello_.digest_algorithm);
-  file_->create(hello_.file_size, context_.promised_bytes, [this](const IncomingFile::Outcome& outcome) {
-    guarded([&] {
-      if (state_ != State::CheckingHello) return;  // abandoned meanwhile
-      using Kind = IncomingFile::Outcome::Kind;
-      switch (outcome.kind) {
-        case Kind::Ok:
-          if (!file_->preallocated()) {
-            promised_ = hello_.file_size;
-            context_.promised_bytes += promised_;
+  file_->create(
+      hello_.file_size, context_.promised_bytes, [this](const IncomingFile::Outcome& outcome) {
+        guarded([&] {
+          if (state_ != State::CheckingHello) return;  // abandoned meanwhile
+          using Kind = IncomingFile::Outcome::Kind;
+          switch (outcome.kind) {
+            case Kind::Ok:
+              if (!file_->preallocated()) {
+                promised_ = hello_.file_size;
+                context_.promised_bytes += promised_;
+              }
+              if (!register_window()) {
+                return dispatch(
+                    {Event::HelloRejected,
+                     Input::Rejection{proto::RejectReason::NoMemory, "cannot register memory"}});
+              }
+              spdlog::info("[{}] receiving '{}' ({})", label(), proto::escape_for_log(hello_.name),
+                           proto::format_size(hello_.file_size));
+              return dispatch({Event::HelloAccepted, {}});
+            case Kind::Exists:
+              return dispatch(
+                  {Event::HelloRejected,
+                   Input::Rejection{proto::RejectReason::Exists, "a file of that name exists"}});
+            case Kind::NoSpace:
+              return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::NoSpace,
+                                                                      "not enough free space"}});
+            case Kind::BadPath:
+              return dispatch({Event::HelloRejected,
+                               Input::Rejection{proto::RejectReason::BadName, outcome.error}});
+            case Kind::Failed:
+              spdlog::error("[{}] cannot create a file for '{}': {}", label(),
+                            proto::escape_for_log(hello_.name), outcome.error);
+              return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::Internal,
+                                                                      "cannot create the file"}});
           }
-          if (!register_window()) {
-            return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::NoMemory,
-                                                                    "cannot register memory"}});
-          }
-          spdlog::info("[{}] receiving '{}' ({})", label(), proto::escape_for_log(hello_.name),
-                       proto::format_size(hello_.file_size));
-          return dispatch({Event::HelloAccepted, {}});
-        case Kind::Exists:
-          return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::Exists,
-                                                                  "a file of that name exists"}});
-        case Kind::NoSpace:
-          return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::NoSpace,
-                                                                  "not enough free space"}});
-        case Kind::BadPath:
-          return dispatch({Event::HelloRejected,
-                           Input::Rejection{proto::RejectReason::BadName, outcome.error}});
-        case Kind::Failed:
-          spdlog::error("[{}] cannot create a file for '{}': {}", label(),
-                        proto::escape_for_log(hello_.name), outcome.error);
-          return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::Internal,
-                                                                  "cannot create the file"}});
-      }
-    });
-  });
+        });
+      });
 }
 
 bool Connection::register_window() {

@@ -39,8 +39,9 @@ void Connection::check_open(const ReceiverInput& cause) {
   };
   // Every file needs a chunk of its own: a session of small files wants as many slots as
   // it may have files in flight, a large file as many as its chunks.
-  const std::uint64_t chunks = open_.total_bytes / o.slot_size + 1 +
-                               std::min<std::uint64_t>(open_.entry_count, proto::kMaxEntriesInFlight);
+  const std::uint64_t chunks =
+      open_.total_bytes / o.slot_size + 1 +
+      std::min<std::uint64_t>(open_.entry_count, proto::kMaxEntriesInFlight);
   slot_count_ = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(chunks, 1, o.slots));
   const std::uint64_t window_bytes =
       open_.total_bytes > 0 ? std::uint64_t{o.slot_size} * slot_count_ : 0;
@@ -50,8 +51,7 @@ void Connection::check_open(const ReceiverInput& cause) {
   window_charge_ = window_bytes;
   session_ledger_ = proto::SessionReceiveLedger(open_, o.slot_size, slot_count_);
   directories_.emplace(context_.pool);
-  if (!register_window())
-    return reject(proto::RejectReason::NoMemory, "cannot register memory");
+  if (!register_window()) return reject(proto::RejectReason::NoMemory, "cannot register memory");
   spdlog::info("[{}] session of {} entries ({}), {}", label(), open_.entry_count,
                proto::format_size(open_.total_bytes), proto::to_string(open_.digest_algorithm));
   dispatch({Event::OpenAccepted, {}});
@@ -119,35 +119,35 @@ void Connection::check_offer(const proto::Offer& offer) {
   // The size is spoken for at once, so that offers checked meanwhile count it.
   entry.promised = offer.size;
   context_.promised_bytes += entry.promised;
-  entry.file->create(offer.size, context_.promised_bytes - entry.promised,
-                     [this, id](const IncomingFile::Outcome& outcome) {
-                       guarded([&] {
-                         SessionEntry* e = session_entry(id);
-                         if (state_ != State::InSession || e == nullptr) return;
-                         using Kind = IncomingFile::Outcome::Kind;
-                         using R = proto::RejectReason;
-                         auto refused = [&](R reason, std::string text) {
-                           dispatch({Event::EntryRefused,
-                                     Input::EntryRefusal{id, reason, std::move(text)}});
-                         };
-                         switch (outcome.kind) {
-                           case Kind::Ok:
-                             // A preallocated file's space is taken on the disk already.
-                             if (e->file->preallocated()) release_promise(*e);
-                             return dispatch({Event::EntryTaken, Input::EntryTaken{id}});
-                           case Kind::Exists:
-                             return refused(R::Exists, "a file of that name exists");
-                           case Kind::NoSpace:
-                             return refused(R::NoSpace, "not enough free space");
-                           case Kind::BadPath:
-                             return refused(R::BadName, outcome.error);
-                           case Kind::Failed:
-                             spdlog::error("[{}] cannot create {}: {}", label(),
-                                           quoted(e->offer.path), outcome.error);
-                             return refused(R::Internal, "cannot create the file");
-                         }
-                       });
-                     });
+  entry.file->create(
+      offer.size, context_.promised_bytes - entry.promised,
+      [this, id](const IncomingFile::Outcome& outcome) {
+        guarded([&] {
+          SessionEntry* e = session_entry(id);
+          if (state_ != State::InSession || e == nullptr) return;
+          using Kind = IncomingFile::Outcome::Kind;
+          using R = proto::RejectReason;
+          auto refused = [&](R reason, std::string text) {
+            dispatch({Event::EntryRefused, Input::EntryRefusal{id, reason, std::move(text)}});
+          };
+          switch (outcome.kind) {
+            case Kind::Ok:
+              // A preallocated file's space is taken on the disk already.
+              if (e->file->preallocated()) release_promise(*e);
+              return dispatch({Event::EntryTaken, Input::EntryTaken{id}});
+            case Kind::Exists:
+              return refused(R::Exists, "a file of that name exists");
+            case Kind::NoSpace:
+              return refused(R::NoSpace, "not enough free space");
+            case Kind::BadPath:
+              return refused(R::BadName, outcome.error);
+            case Kind::Failed:
+              spdlog::error("[{}] cannot create {}: {}", label(), quoted(e->offer.path),
+                            outcome.error);
+              return refused(R::Internal, "cannot create the file");
+          }
+        });
+      });
 }
 
 void Connection::check_directory(SessionEntry& entry) {
@@ -180,15 +180,16 @@ void Connection::check_directory(SessionEntry& entry) {
         guarded([&] {
           if (state_ != State::InSession || session_entry(id) == nullptr) return;
           if (result->ok)
-            return dispatch({Event::EntrySettled, Input::EntryVerdict{id, proto::VerdictCode::Good}});
+            return dispatch(
+                {Event::EntrySettled, Input::EntryVerdict{id, proto::VerdictCode::Good}});
           if (!result->bad_path)
             spdlog::error("[{}] cannot make directory: {}", label(), result->error);
-          dispatch({Event::EntryRefused,
-                    Input::EntryRefusal{id,
-                                        result->bad_path ? proto::RejectReason::BadName
-                                                         : proto::RejectReason::Internal,
-                                        result->bad_path ? result->error
-                                                         : "cannot make the directory"}});
+          dispatch(
+              {Event::EntryRefused,
+               Input::EntryRefusal{
+                   id,
+                   result->bad_path ? proto::RejectReason::BadName : proto::RejectReason::Internal,
+                   result->bad_path ? result->error : "cannot make the directory"}});
         });
       });
 }

@@ -1,6 +1,6 @@
 // rdma-send: sends files (and with -r directories) to an rdma-recv daemon and reports the
-// verdicts, or (--checksum) prints files' digests. When sending, the secret (if an --id was given and accepted) is
-// the only thing written to stdout.
+// verdicts, or (--checksum) prints files' digests. When sending, the secret (if an --id was given
+// and accepted) is the only thing written to stdout.
 
 #include <spdlog/spdlog.h>
 

@@ -52,8 +52,8 @@ std::vector<std::vector<std::uint32_t>> share_out(const SessionPlan& plan, unsig
     });
     std::vector<std::uint64_t> load(n, 0);
     for (std::uint32_t f : files) {
-      const auto least = static_cast<std::size_t>(
-          std::min_element(load.begin(), load.end()) - load.begin());
+      const auto least =
+          static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
       shares[least].push_back(f);
       load[least] += plan.entries[f].size + 4096;  // a file costs a round trip of its own
     }
@@ -122,9 +122,8 @@ int run_session_command(const SenderOptions& options, ProgressMode progress) {
   summary.skipped = tree.skipped.size();
   std::size_t from_cache = 0;
   hash_files(options, plan, summary.hash_seconds, from_cache);
-  spdlog::info("{} files ({}) hashed in {:.2f}s, {} from the digest cache",
-               tree.files.size(), proto::format_size(tree.total_bytes), summary.hash_seconds,
-               from_cache);
+  spdlog::info("{} files ({}) hashed in {:.2f}s, {} from the digest cache", tree.files.size(),
+               proto::format_size(tree.total_bytes), summary.hash_seconds, from_cache);
   // Files that could not be read are not offered.
   SessionPlan sendable;
   sendable.algorithm = plan.algorithm;
@@ -139,9 +138,9 @@ int run_session_command(const SenderOptions& options, ProgressMode progress) {
   proto::SenderOutcome lead = proto::SenderOutcome::Success;
   std::string secret;
   if (!sendable.entries.empty()) {
-    SenderSettings settings{options.name,    options.id,        proto::kVersion2,
-                            options.connect_timeout, options.timeout, false,
-                            options.inject_corruption, progress};
+    SenderSettings settings{
+        options.name,    options.id, proto::kVersion2,          options.connect_timeout,
+        options.timeout, false,      options.inject_corruption, progress};
     SessionRun run(options, settings, sendable, share_out(sendable, options.parallel), progress);
     const auto data_started = Clock::now();
     lead = run.run();

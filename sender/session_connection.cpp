@@ -65,8 +65,7 @@ SessionConnection::SessionConnection(const SenderSettings& settings, SessionPlan
       settings_(settings),
       plan_(plan),
       entries_(std::move(entries)),
-      cm_(cm) {
-}
+      cm_(cm) {}
 
 SessionConnection::~SessionConnection() {
   proto::secure_wipe(secret_.data(), secret_.size());
@@ -232,7 +231,8 @@ void SessionConnection::start_session(const proto::Accept& accept) {
 
 InputFile& SessionConnection::input(std::uint32_t local) {
   auto it = open_files_.find(local);
-  if (it == open_files_.end()) it = open_files_.emplace(local, InputFile(entry(local).local_path)).first;
+  if (it == open_files_.end())
+    it = open_files_.emplace(local, InputFile(entry(local).local_path)).first;
   return it->second;
 }
 
@@ -240,8 +240,8 @@ void SessionConnection::pump() {
   if (state_ != State::InSession) return;
   while (auto local = ledger_.next_offer()) {
     const PlannedEntry& e = entry(*local);
-    post(proto::Offer{*local, e.kind, static_cast<std::uint16_t>(e.mode & proto::kMaxMode),
-                      e.size, e.mtime_sec, e.mtime_nsec,
+    post(proto::Offer{*local, e.kind, static_cast<std::uint16_t>(e.mode & proto::kMaxMode), e.size,
+                      e.mtime_sec, e.mtime_nsec,
                       e.kind == proto::EntryKind::File ? e.digest : Digest{}, e.remote_path});
   }
   while (auto chunk = ledger_.next_chunk()) {
@@ -344,9 +344,8 @@ void SessionConnection::handle(proto::Message& message) {
     if (in_session) {
       if (auto error = ledger_.settled(m->entry, false))
         return violation(std::string("bad Refuse: ") + proto::to_string(*error));
-      const std::string detail =
-          std::string(proto::to_string(m->reason)) + (m->text.empty() ? "" : ": ") +
-          proto::escape_for_log(m->text);
+      const std::string detail = std::string(proto::to_string(m->reason)) +
+                                 (m->text.empty() ? "" : ": ") + proto::escape_for_log(m->text);
       spdlog::error("{}: refused by the receiver ({})", quoted(entry(m->entry).local_path), detail);
       settle(m->entry, {EntryResult::Status::Refused, proto::SenderOutcome::Rejected, detail, 0});
     }
@@ -365,10 +364,10 @@ void SessionConnection::handle(proto::Message& message) {
         spdlog::error("{}: verdict {}{}", quoted(entry(m->entry).local_path),
                       proto::to_string(m->code),
                       stored ? " (the receiver could not store it)" : "");
-        settle(m->entry, {EntryResult::Status::Failed,
-                          stored ? proto::SenderOutcome::ReceiverFailed
-                                 : proto::SenderOutcome::HashMismatch,
-                          proto::to_string(m->code), 0});
+        settle(m->entry,
+               {EntryResult::Status::Failed,
+                stored ? proto::SenderOutcome::ReceiverFailed : proto::SenderOutcome::HashMismatch,
+                proto::to_string(m->code), 0});
       }
     }
     return dispatch({Event::GotFileVerdict, {}});

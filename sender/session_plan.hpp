@@ -35,7 +35,7 @@ struct EntryResult {
   Status status = Status::NotSent;
   // Why it is not Good, as the outcome a one-file run would have had (its exit status).
   proto::SenderOutcome outcome = proto::SenderOutcome::ConnectionLost;
-  std::string detail;  // the refusal's reason and text, or the verdict
+  std::string detail;       // the refusal's reason and text, or the verdict
   std::uint64_t bytes = 0;  // bytes written for it
 };
 

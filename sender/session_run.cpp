@@ -28,8 +28,8 @@ std::chrono::milliseconds ms(std::chrono::seconds s) {
 struct SessionRun::Link final : SenderCm {
   SessionRun& run;
   std::size_t index;
-  std::optional<std::string> device;   // -d: the device it must use
-  std::optional<std::string> source;   // and the address it connects from
+  std::optional<std::string> device;  // -d: the device it must use
+  std::optional<std::string> source;  // and the address it connects from
   std::optional<CmId> id;
   rdma_cm_id* raw = nullptr;
   std::unique_ptr<RdmaTransport> transport;
@@ -152,8 +152,8 @@ void SessionRun::on_cm_events() {
     rdma_cm_id* const id = event->id();
     event->ack();  // before anything that might destroy the id
     spdlog::debug("cm event {} (status {})", rdma_event_str(type), status);
-    auto it = std::find_if(links_.begin(), links_.end(),
-                           [&](const auto& l) { return l->raw == id; });
+    auto it =
+        std::find_if(links_.begin(), links_.end(), [&](const auto& l) { return l->raw == id; });
     if (it == links_.end()) continue;
     Link& link = **it;
     SessionConnection& driver = *link.driver;

@@ -71,7 +71,8 @@ class Walker {
     }
     const int read_error = errno;
     std::sort(names.begin(), names.end());
-    for (const auto& name : names) visit(::dirfd(stream), local + "/" + name, remote + "/" + name, name);
+    for (const auto& name : names)
+      visit(::dirfd(stream), local + "/" + name, remote + "/" + name, name);
     ::closedir(stream);
     if (read_error != 0) skip(local, "unreadable (partly): " + errno_text(read_error));
   }
@@ -86,7 +87,8 @@ class Walker {
     if (S_ISLNK(st.st_mode)) return skip(local, "symbolic link");
     if (S_ISREG(st.st_mode)) return add_file(entry_of(SourceEntry::Kind::File, local, remote, st));
     if (!S_ISDIR(st.st_mode)) return skip(local, "special file");
-    const int fd = ::openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const int fd =
+        ::openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return skip(local, "unreadable: " + errno_text(errno));
     const SourceEntry dir = entry_of(SourceEntry::Kind::Directory, local, remote, st);
     walk(fd, local, remote);

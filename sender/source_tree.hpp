@@ -29,7 +29,8 @@ struct SourceEntry {
 
 struct Skipped {
   std::string local_path;
-  std::string reason;  // "symbolic link", "special file", "unreadable: ...", "name cannot be sent: ..."
+  std::string
+      reason;  // "symbolic link", "special file", "unreadable: ...", "name cannot be sent: ..."
 };
 
 struct SourceTree {

@@ -35,8 +35,8 @@ constexpr std::array kAllActions{A::ResolveRoute, A::Connect,   A::SendHello,  A
                                  A::StartSession};
 
 constexpr std::array kAllOutcomes{
-    O::Success,     O::ConnectFailed,  O::ConnectionLost, O::Rejected,    O::HashMismatch,
-    O::Denied,      O::ReceiverFailed, O::ProtocolError,  O::Interrupted, O::VersionUnsupported,
+    O::Success,      O::ConnectFailed,  O::ConnectionLost, O::Rejected,    O::HashMismatch,
+    O::Denied,       O::ReceiverFailed, O::ProtocolError,  O::Interrupted, O::VersionUnsupported,
     O::LocalFailure, O::SomeFailed};
 
 // The enums are dense from 0: a new enumerator breaks these until it joins its list.
@@ -110,7 +110,10 @@ const std::vector<Row> kSessionRows{
     {S::InSession, E::GotRefuse, S::InSession, {A::SendMore}, {}},
     {S::InSession, E::GotFileVerdict, S::InSession, {A::SendMore}, {}},
     {S::InSession, E::GotWorking, S::InSession, {}, {}},
-    {S::InSession, E::AllSettledWithFailures, S::Closing, {A::SendBye, A::Disconnect},
+    {S::InSession,
+     E::AllSettledWithFailures,
+     S::Closing,
+     {A::SendBye, A::Disconnect},
      O::SomeFailed},
 };
 
@@ -208,8 +211,7 @@ void expect_transition(S s, E e, const SenderContext& ctx, S next, Actions actio
 
 // The same for both contexts.
 void expect_transition(S s, E e, S next, Actions actions, std::optional<O> outcome) {
-  for (const SenderContext& ctx : kContexts)
-    expect_transition(s, e, ctx, next, actions, outcome);
+  for (const SenderContext& ctx : kContexts) expect_transition(s, e, ctx, next, actions, outcome);
 }
 
 void expect_illegal(S s, E e, const SenderContext& ctx) {

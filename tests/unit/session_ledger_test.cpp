@@ -119,7 +119,8 @@ TEST(SessionSendLedger, OffersAtMostSixteenAndDirectoriesAfterFiles) {
   EXPECT_EQ(ledger.next_offer(), std::nullopt);
   EXPECT_EQ(ledger.settled(0, false), std::nullopt);  // refused
   EXPECT_EQ(ledger.next_offer(), kMaxEntriesInFlight);
-  for (std::uint32_t i = 1; i <= kMaxEntriesInFlight; ++i) ASSERT_EQ(ledger.settled(i, false), std::nullopt);
+  for (std::uint32_t i = 1; i <= kMaxEntriesInFlight; ++i)
+    ASSERT_EQ(ledger.settled(i, false), std::nullopt);
   for (std::uint32_t i = 17; i < 20; ++i) EXPECT_EQ(ledger.next_offer(), i);
   EXPECT_EQ(ledger.next_offer(), std::nullopt) << "the directory waits for the files";
   for (std::uint32_t i = 17; i < 20; ++i) ASSERT_EQ(ledger.settled(i, false), std::nullopt);
@@ -163,8 +164,9 @@ TEST(SessionLedgers, AWholeSessionAgainstEachOther) {
   const std::uint32_t slots = 3;
   const Accept accept{0x10000, 0, kSlot, slots};
   SessionSendLedger sender(plans, accept, 32);
-  RL receiver(Open{DigestAlgorithm::FsVeritySha256, 0, 0, static_cast<std::uint32_t>(plans.size()), total},
-              kSlot, slots);
+  RL receiver(
+      Open{DigestAlgorithm::FsVeritySha256, 0, 0, static_cast<std::uint32_t>(plans.size()), total},
+      kSlot, slots);
   for (std::uint32_t s = 0; s < slots; ++s) {
     ASSERT_TRUE(receiver.grant(s));
     ASSERT_EQ(sender.credit({s, 100 + s}), std::nullopt);
