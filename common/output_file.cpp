@@ -112,6 +112,7 @@ OutputFile::OutputFile(OutputFile&& other) noexcept
       file_(std::move(other.file_)),
       final_name_(std::move(other.final_name_)),
       temp_name_(std::exchange(other.temp_name_, {})),
+      metadata_(other.metadata_),
       overwrite_(other.overwrite_),
       finished_(std::exchange(other.finished_, true)) {}
 
@@ -122,6 +123,7 @@ OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
     file_ = std::move(other.file_);
     final_name_ = std::move(other.final_name_);
     temp_name_ = std::exchange(other.temp_name_, {});
+    metadata_ = other.metadata_;
     overwrite_ = other.overwrite_;
     finished_ = std::exchange(other.finished_, true);
   }
@@ -225,17 +227,30 @@ void OutputFile::publish() {
   temp_name_.clear();
 }
 
+void OutputFile::set_final_metadata(mode_t mode, struct timespec mtime) {
+  metadata_ = FinalMetadata{mode, mtime};
+}
+
 void OutputFile::commit() {
   if (finished_) throw std::logic_error("OutputFile::commit after commit or discard");
+  // Mode and time go first so that the one fsync makes them durable with the data.
+  const mode_t mode = metadata_ ? metadata_->mode & 01777 : 0666 & ~current_umask();
+  if (::fchmod(file_.get(), mode) != 0) {
+    const int err = errno;
+    throw_sys("fchmod " + final_name_, err);
+  }
+  if (metadata_) {
+    const struct timespec times[2] = {{0, UTIME_OMIT}, metadata_->mtime};
+    if (::futimens(file_.get(), times) != 0) {
+      const int err = errno;
+      throw_sys("futimens " + final_name_, err);
+    }
+  }
   // Data must be durable before the name points at it, or a crash could leave a complete-
   // looking file with missing blocks.
   if (::fsync(file_.get()) != 0) {
     const int err = errno;
     throw_sys("fsync " + final_name_, err);
-  }
-  if (::fchmod(file_.get(), 0666 & ~current_umask()) != 0) {
-    const int err = errno;
-    throw_sys("fchmod " + final_name_, err);
   }
   publish();
   finished_ = true;
