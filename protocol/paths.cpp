@@ -1,19 +1,21 @@
 #include "protocol/paths.hpp"
 
+#include "protocol/wire.hpp"
+
 namespace rdmax::proto {
 namespace {
 
 // NameError in words; to_string(NameError) gives the enum's name, which suits logs of
 // protocol errors but not a message to the user who named the file.
-const char* in_words(NameError error) {
+std::string in_words(NameError error) {
   switch (error) {
     case NameError::Empty:
       return "is empty";
     case NameError::TooLong:
-      return "is longer than 255 bytes";
+      return "is longer than " + std::to_string(kMaxNameBytes) + " bytes";
     case NameError::DotOrDotDot:
       return "is \".\" or \"..\"";
-    case NameError::PathSeparator:
+    case NameError::PathSeparator:  // '/' splits components, so within one it is '\\'
       return "contains a backslash";
     case NameError::ControlChar:
       return "contains a control character";
