@@ -112,9 +112,9 @@ OutputFile::OutputFile(OutputFile&& other) noexcept
       file_(std::move(other.file_)),
       final_name_(std::move(other.final_name_)),
       temp_name_(std::exchange(other.temp_name_, {})),
+      metadata_(other.metadata_),
       overwrite_(other.overwrite_),
-      finished_(std::exchange(other.finished_, true)),
-      metadata_(other.metadata_) {}
+      finished_(std::exchange(other.finished_, true)) {}
 
 OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
   if (this != &other) {
@@ -123,9 +123,9 @@ OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
     file_ = std::move(other.file_);
     final_name_ = std::move(other.final_name_);
     temp_name_ = std::exchange(other.temp_name_, {});
+    metadata_ = other.metadata_;
     overwrite_ = other.overwrite_;
     finished_ = std::exchange(other.finished_, true);
-    metadata_ = other.metadata_;
   }
   return *this;
 }
@@ -227,17 +227,22 @@ void OutputFile::publish() {
   temp_name_.clear();
 }
 
+void OutputFile::set_final_metadata(mode_t mode, struct timespec mtime) {
+  metadata_ = FinalMetadata{mode, mtime};
+}
+
 void OutputFile::commit() {
   if (finished_) throw std::logic_error("OutputFile::commit after commit or discard");
-  // The sender's mode, as far as our umask allows (never a set-id bit), and its time;
-  // before the fsync, so that they are as durable as the data.
+  // The sender's mode as far as our umask allows (never a set-id bit: 01777 keeps the
+  // permission bits and the sticky bit), and its time. Both go first so that the one fsync
+  // makes them durable with the data.
   const mode_t mode = (metadata_ ? metadata_->mode & 01777 : 0666) & ~current_umask();
   if (::fchmod(file_.get(), mode) != 0) {
     const int err = errno;
     throw_sys("fchmod " + final_name_, err);
   }
   if (metadata_) {
-    const timespec times[2] = {{0, UTIME_OMIT}, metadata_->mtime};
+    const struct timespec times[2] = {{0, UTIME_OMIT}, metadata_->mtime};
     if (::futimens(file_.get(), times) != 0) {
       const int err = errno;
       throw_sys("futimens " + final_name_, err);

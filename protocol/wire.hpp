@@ -225,6 +225,8 @@ struct Working {
 // FileVerdict): it bounds the receiver's open files and both sides' receive buffers.
 inline constexpr std::uint32_t kMaxEntriesInFlight = 16;
 // Offer.path: a relative path of file names (protocol/paths.hpp), at most this long.
+// PATH_MAX is 4096; half of it leaves the receiver room for its own output directory in
+// front, and no real tree comes close.
 inline constexpr std::size_t kMaxPathBytes = 2048;
 inline constexpr std::uint16_t kMaxMode = 07777;
 

@@ -169,7 +169,8 @@ void Connection::check_directory(SessionEntry& entry) {
               timespec{static_cast<time_t>(offer.mtime_sec), static_cast<long>(offer.mtime_nsec)});
         } catch (const SysError& e) {
           result->ok = false;
-          result->bad_path = e.error() == ELOOP || e.error() == ENOTDIR || e.error() == EEXIST;
+          // A symbolic link or a non-directory on the way (receiver/output_tree.hpp).
+          result->bad_path = e.error() == ELOOP || e.error() == ENOTDIR;
           result->error = e.what();
         } catch (const std::exception& e) {
           result->ok = false;

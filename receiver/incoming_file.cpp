@@ -52,10 +52,11 @@ void IncomingFile::create(std::uint64_t size, std::uint64_t spoken_for, Done don
           *outcome = {Kind::Exists, e.what()};
           file_.reset();
         } catch (const SysError& e) {
-          // ELOOP: a symbolic link on the way; ENOTDIR/EEXIST: a file where a directory
-          // should be. The sender's path is at fault, not the receiver.
+          // ELOOP: a symbolic link on the way; ENOTDIR: something other than a directory
+          // where one should be (receiver/output_tree.hpp). The sender's path is at fault,
+          // not the receiver.
           const int err = e.error();
-          const bool bad_path = err == ELOOP || err == ENOTDIR || err == EEXIST || err == EXDEV;
+          const bool bad_path = err == ELOOP || err == ENOTDIR;
           *outcome = {bad_path ? Kind::BadPath : Kind::Failed, e.what()};
           file_.reset();
         } catch (const std::exception& e) {

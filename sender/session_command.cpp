@@ -38,8 +38,9 @@ PlannedEntry planned(const SourceEntry& s, proto::EntryKind kind) {
   return p;
 }
 
-// Files over `connections` connections, largest first, each to the least loaded one (by
-// bytes); the directories go last on the first (the lead), deepest first.
+// Files over `connections` connections in plan order (largest first when there are several:
+// sort_largest_first), each to the least loaded one (by bytes); the directories go last on
+// the first (the lead), deepest first.
 std::vector<std::vector<std::uint32_t>> share_out(const SessionPlan& plan, unsigned connections) {
   std::vector<std::uint32_t> files, directories;
   for (std::uint32_t i = 0; i < plan.entries.size(); ++i)
@@ -47,9 +48,6 @@ std::vector<std::vector<std::uint32_t>> share_out(const SessionPlan& plan, unsig
   const std::size_t n = std::max<std::size_t>(1, std::min<std::size_t>(connections, files.size()));
   std::vector<std::vector<std::uint32_t>> shares(n);
   if (n > 1) {
-    std::stable_sort(files.begin(), files.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return plan.entries[a].size > plan.entries[b].size;
-    });
     std::vector<std::uint64_t> load(n, 0);
     for (std::uint32_t f : files) {
       const auto least =
@@ -106,6 +104,9 @@ int run_session_command(const SenderOptions& options, ProgressMode progress) {
   }
   for (const auto& s : tree.skipped)
     spdlog::warn("skipping '{}': {}", proto::escape_for_log(s.local_path), s.reason);
+  // One connection takes the files in walk order; several share them out largest first, so
+  // that no big file starts last.
+  if (options.parallel > 1) sort_largest_first(tree.files);
 
   SessionPlan plan;
   plan.algorithm = options.digest;

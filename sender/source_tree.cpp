@@ -2,154 +2,201 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
-#include <cstdlib>
-#include <cstring>
-#include <set>
+#include <map>
+#include <memory>
+#include <string_view>
+#include <system_error>
 
 #include "common/fd.hpp"
 #include "protocol/names.hpp"
 #include "protocol/paths.hpp"
 
 namespace rdmax::sender {
-
 namespace {
 
-std::string errno_text(int err) {
-  return std::strerror(err);
+using Kind = SourceEntry::Kind;
+
+std::string error_text(int err) {
+  return std::system_category().message(err);
 }
 
-SourceEntry entry_of(SourceEntry::Kind kind, std::string local, std::string remote,
-                     const struct stat& st) {
-  SourceEntry e;
-  e.kind = kind;
-  e.local_path = std::move(local);
-  e.remote_path = std::move(remote);
-  e.size = kind == SourceEntry::Kind::File ? static_cast<std::uint64_t>(st.st_size) : 0;
-  e.mode = static_cast<std::uint32_t>(st.st_mode & 07777);
-  e.mtime = st.st_mtim;
-  return e;
+// Names from the disk may hold control bytes: a message quotes them escaped.
+std::string quoted(std::string_view path) {
+  return "'" + proto::escape_for_log(path) + "'";
 }
 
-// What a PATH arrives as: its last component, ignoring trailing slashes; "." and ".."
-// are named after the directory they stand for.
-std::string base_name_of(const std::string& path) {
-  std::string p = path;
-  while (p.size() > 1 && p.back() == '/') p.pop_back();
-  std::string base = p.substr(p.rfind('/') == std::string::npos ? 0 : p.rfind('/') + 1);
-  if (base == "." || base == ".." || base.empty()) {
-    char* real = ::realpath(p.c_str(), nullptr);
-    if (real == nullptr) return {};
-    const std::string r = real;
-    std::free(real);
-    base = r.substr(r.rfind('/') + 1);  // "" for "/"
-  }
-  return base;
+SourceEntry entry_of(Kind kind, std::string local, std::string remote, const struct stat& st) {
+  return SourceEntry{kind,
+                     std::move(local),
+                     std::move(remote),
+                     kind == Kind::File ? static_cast<std::uint64_t>(st.st_size) : 0,
+                     st.st_mode & 07777,
+                     st.st_mtim};
 }
+
+struct DirCloser {
+  void operator()(DIR* dir) const noexcept { ::closedir(dir); }
+};
+using DirStream = std::unique_ptr<DIR, DirCloser>;
 
 class Walker {
  public:
   explicit Walker(SourceTree& tree) : tree_(tree) {}
 
-  // The directory open as `dir_fd`, known as `local` here and `remote` at the receiver.
-  void walk(int dir_fd, const std::string& local, const std::string& remote) {
-    DIR* stream = ::fdopendir(dir_fd);
-    if (stream == nullptr) {
-      ::close(dir_fd);
-      return skip(local, "unreadable: " + errno_text(errno));
-    }
-    std::vector<std::string> names;
-    errno = 0;
-    while (const dirent* d = ::readdir(stream)) {
-      const std::string name = d->d_name;
-      if (name != "." && name != "..") names.push_back(name);
-    }
-    const int read_error = errno;
-    std::sort(names.begin(), names.end());
-    for (const auto& name : names)
-      visit(::dirfd(stream), local + "/" + name, remote + "/" + name, name);
-    ::closedir(stream);
-    if (read_error != 0) skip(local, "unreadable (partly): " + errno_text(read_error));
+  void add_file(std::string local, std::string remote, const struct stat& st) {
+    tree_.total_bytes += static_cast<std::uint64_t>(st.st_size);
+    tree_.files.push_back(entry_of(Kind::File, std::move(local), std::move(remote), st));
   }
 
-  void visit(int parent_fd, const std::string& local, const std::string& remote,
-             const std::string& name) {
+  // `dir` is open on the directory; its entries are added, then the directory itself (so
+  // a directory follows its children), unless it cannot be listed.
+  void add_directory(Fd dir, const std::string& local, const std::string& remote) {
     struct stat st {};
-    if (::fstatat(parent_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-      return skip(local, "unreadable: " + errno_text(errno));
-    if (auto problem = proto::check_relative_path(remote))
-      return skip(local, "name cannot be sent: " + proto::describe(*problem));
-    if (S_ISLNK(st.st_mode)) return skip(local, "symbolic link");
-    if (S_ISREG(st.st_mode)) return add_file(entry_of(SourceEntry::Kind::File, local, remote, st));
-    if (!S_ISDIR(st.st_mode)) return skip(local, "special file");
-    const int fd =
-        ::openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return skip(local, "unreadable: " + errno_text(errno));
-    const SourceEntry dir = entry_of(SourceEntry::Kind::Directory, local, remote, st);
-    walk(fd, local, remote);
-    tree_.directories.push_back(dir);  // after its children: deepest first
-  }
+    if (::fstat(dir.get(), &st) != 0) return skip(local, "unreadable: " + error_text(errno));
+    DirStream stream(::fdopendir(dir.get()));
+    if (!stream) return skip(local, "unreadable: " + error_text(errno));
+    (void)dir.release();  // the stream owns it now
 
-  void add_file(SourceEntry e) {
-    tree_.total_bytes += e.size;
-    tree_.files.push_back(std::move(e));
-  }
-  void skip(const std::string& local, std::string reason) {
-    tree_.skipped.push_back({local, std::move(reason)});
+    std::vector<std::string> names;
+    while (true) {
+      errno = 0;
+      const dirent* entry = ::readdir(stream.get());
+      if (entry == nullptr) break;
+      const std::string_view name = entry->d_name;
+      if (name != "." && name != "..") names.emplace_back(name);
+    }
+    if (errno != 0) return skip(local, "unreadable: " + error_text(errno));
+    std::sort(names.begin(), names.end());  // char_traits compare: bytewise, unsigned
+
+    for (const std::string& name : names) {
+      add_child(::dirfd(stream.get()), name, local + "/" + name, remote + "/" + name);
+    }
+    tree_.directories.push_back(entry_of(Kind::Directory, local, remote, st));
   }
 
  private:
+  void skip(std::string local, std::string reason) {
+    tree_.skipped.push_back(Skipped{std::move(local), std::move(reason)});
+  }
+
+  void add_child(int parent_fd, const std::string& name, std::string local, std::string remote) {
+    // Also what bounds the recursion: a path too deep or too long is not descended into.
+    if (const auto problem = proto::check_relative_path(remote)) {
+      return skip(std::move(local), "name cannot be sent: " + proto::describe(*problem));
+    }
+    struct stat st {};
+    if (::fstatat(parent_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      return skip(std::move(local), "unreadable: " + error_text(errno));
+    }
+    if (S_ISREG(st.st_mode)) return add_file(std::move(local), std::move(remote), st);
+    if (S_ISLNK(st.st_mode)) return skip(std::move(local), "symbolic link");
+    if (!S_ISDIR(st.st_mode)) return skip(std::move(local), "special file (fifo/socket/device)");
+    // O_NOFOLLOW: the directory may have been replaced by a symbolic link since fstatat.
+    Fd dir(::openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!dir) return skip(std::move(local), "unreadable: " + error_text(errno));
+    add_directory(std::move(dir), local, remote);
+  }
+
   SourceTree& tree_;
 };
+
+// The PATH without trailing slashes ("dir/" and "dir" are the same source); "/" stays.
+std::string without_trailing_slashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+std::string base_name(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The name a top-level PATH arrives as, like `cp -r`: its last component, or for "." and
+// "..", which name no entry of their own, the last component of the canonical path.
+std::string arrival_name(const std::string& path) {
+  std::string name = base_name(path);
+  if (name == "." || name == "..") {
+    const std::unique_ptr<char, decltype(&::free)> canonical(::realpath(path.c_str(), nullptr),
+                                                             &::free);
+    if (!canonical) throw SourceError("cannot read " + quoted(path) + ": " + error_text(errno));
+    name = base_name(canonical.get());
+  }
+  if (name.empty()) {  // "/", or "." in it
+    throw SourceError("cannot send " + quoted(path) +
+                      ": the root directory has no name to arrive as; name what is in it");
+  }
+  return name;
+}
 
 }  // namespace
 
 SourceTree walk_sources(const std::vector<std::string>& paths, bool recursive,
                         const std::optional<std::string>& rename) {
-  if (rename && paths.size() != 1)
-    throw SourceError("--name renames a single FILE; " + std::to_string(paths.size()) +
-                      " PATHs were given");
+  if (rename && paths.size() != 1) throw SourceError("--name needs exactly one PATH");
   SourceTree tree;
   Walker walker(tree);
-  std::set<std::string> names;
-  for (const auto& path : paths) {
+  std::map<std::string, std::string> local_by_remote;  // to refuse two PATHs for one name
+  for (const std::string& given : paths) {
+    const std::string local = without_trailing_slashes(given);
     struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0)
-      throw SourceError("cannot read " + path + ": " + errno_text(errno));
-    if (S_ISDIR(st.st_mode) && !recursive)
-      throw SourceError(path + " is a directory; use -r (--recursive) to send directories");
-    if (S_ISDIR(st.st_mode) && rename)
-      throw SourceError("--name renames a file, and " + path + " is a directory");
-    const std::string remote = rename ? *rename : base_name_of(path);
-    if (remote.empty()) throw SourceError("cannot send " + path + ": it has no name to arrive as");
-    if (auto error = proto::check_file_name(remote))
-      throw SourceError("cannot send " + path + ": its name breaks the receiver's rule (" +
-                        proto::to_string(*error) + ")");
-    if (!names.insert(remote).second)
-      throw SourceError("two PATHs would arrive as '" + proto::escape_for_log(remote) +
-                        "'; send them separately or rename one with --name");
-    if (S_ISLNK(st.st_mode)) {
-      walker.skip(path, "symbolic link");
-    } else if (S_ISREG(st.st_mode)) {
-      walker.add_file(entry_of(SourceEntry::Kind::File, path, remote, st));
-    } else if (S_ISDIR(st.st_mode)) {
-      const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (fd < 0) throw SourceError("cannot read " + path + ": " + errno_text(errno));
-      const SourceEntry dir = entry_of(SourceEntry::Kind::Directory, path, remote, st);
-      std::string local = path;
-      while (local.size() > 1 && local.back() == '/') local.pop_back();
-      walker.walk(fd, local, remote);
-      tree.directories.push_back(dir);
-    } else {
-      walker.skip(path, "special file");
+    if (::lstat(local.c_str(), &st) != 0) {
+      throw SourceError("cannot read " + quoted(given) + ": " + error_text(errno));
     }
+    if (S_ISLNK(st.st_mode)) {
+      tree.skipped.push_back(Skipped{local, "symbolic link"});
+      continue;
+    }
+    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+      tree.skipped.push_back(Skipped{local, "special file (fifo/socket/device)"});
+      continue;
+    }
+    if (S_ISDIR(st.st_mode) && !recursive) {
+      throw SourceError(quoted(given) +
+                        " is a directory; use -r (--recursive) to send directories");
+    }
+    if (S_ISDIR(st.st_mode) && rename) {
+      throw SourceError("--name renames a file; " + quoted(given) + " is a directory");
+    }
+    std::string remote = rename ? *rename : arrival_name(local);
+    if (const auto problem = proto::check_relative_path(remote)) {
+      throw SourceError("cannot send " + quoted(given) + " as " + quoted(remote) + ": " +
+                        proto::describe(*problem));
+    }
+    // A PATH arrives as one name, as with cp; check_relative_path lets "a/b" through.
+    if (remote.find('/') != std::string::npos) {
+      throw SourceError("--name is one file name, without '/': " + quoted(remote));
+    }
+    if (const auto [it, added] = local_by_remote.emplace(remote, given); !added) {
+      throw SourceError(quoted(it->second) + " and " + quoted(given) + " would both arrive as " +
+                        quoted(remote));
+    }
+    if (S_ISREG(st.st_mode)) {
+      walker.add_file(local, std::move(remote), st);
+      continue;
+    }
+    Fd dir(::open(local.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!dir) throw SourceError("cannot read " + quoted(given) + ": " + error_text(errno));
+    walker.add_directory(std::move(dir), local, remote);
   }
+  // Children come before parents already; deepest first over the whole list also orders
+  // directories of separate branches and separate PATHs.
+  std::stable_sort(tree.directories.begin(), tree.directories.end(),
+                   [](const SourceEntry& a, const SourceEntry& b) {
+                     return std::count(a.remote_path.begin(), a.remote_path.end(), '/') >
+                            std::count(b.remote_path.begin(), b.remote_path.end(), '/');
+                   });
   return tree;
+}
+
+void sort_largest_first(std::vector<SourceEntry>& files) {
+  std::stable_sort(files.begin(), files.end(),
+                   [](const SourceEntry& a, const SourceEntry& b) { return a.size > b.size; });
 }
 
 }  // namespace rdmax::sender

@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include "protocol/paths.hpp"
 #include "protocol/session_receive_ledger.hpp"
 #include "protocol/session_send_ledger.hpp"
 
@@ -212,31 +211,6 @@ TEST(SessionLedgers, AWholeSessionAgainstEachOther) {
   EXPECT_TRUE(receiver.all_settled());
   EXPECT_EQ(sender.bytes_completed(), total);
   for (std::size_t i = 0; i < sizes.size(); ++i) EXPECT_EQ(received[i], sizes[i]) << i;
-}
-
-TEST(Paths, RelativePathsOfFileNamesOnly) {
-  for (const char* good : {"a", "a/b", "dir with space/Ünïcödé/日本.txt", "...", ".hidden/x"})
-    EXPECT_EQ(check_relative_path(good), std::nullopt) << good;
-  auto error = [](std::string_view p) { return check_relative_path(p)->error; };
-  EXPECT_EQ(error(""), PathError::Empty);
-  EXPECT_EQ(error("/abs"), PathError::Absolute);
-  EXPECT_EQ(error("../x"), PathError::BadComponent);
-  EXPECT_EQ(error("a/../../b"), PathError::BadComponent);
-  EXPECT_EQ(error("a/./b"), PathError::BadComponent);
-  EXPECT_EQ(error("a//b"), PathError::EmptyComponent);
-  EXPECT_EQ(error("a/"), PathError::EmptyComponent);
-  EXPECT_EQ(error("a\\b"), PathError::BadComponent);
-  EXPECT_EQ(error(std::string("a/b\x01/c")), PathError::BadComponent);
-  EXPECT_EQ(error("a/\xff/c"), PathError::BadComponent);
-  EXPECT_EQ(error(std::string(kMaxPathBytes + 1, 'a')), PathError::TooLong);
-  std::string deep;
-  for (std::size_t i = 0; i <= kMaxPathComponents; ++i) deep += "a/";
-  deep += "a";
-  EXPECT_EQ(error(deep), PathError::TooDeep);
-  const auto problem = *check_relative_path("a/b/..");
-  EXPECT_EQ(problem.component, 2u);
-  EXPECT_EQ(problem.component_error, NameError::DotOrDotDot);
-  EXPECT_NE(describe(problem).find("component 3"), std::string::npos);
 }
 
 }  // namespace
