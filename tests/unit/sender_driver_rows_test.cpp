@@ -746,14 +746,12 @@ std::vector<SessionRow> session_abort_rows() {
        },
        [](SessionRig& r) { r.h.receive(proto::Take{0}); },
        abort_want(S::InSession, E::LocalFailure)},
-      {{S::InSession, E::LocalFailure, "ByePostFails"},
+      {{S::InSession, E::LocalFailure, "OfferPostFails"},
        [](SessionRig& r) {
-         r.all_but_last_settled();
+         r.await_accept();
          r.h.transport.fail_one_send_after = 0;
        },
-       [](SessionRig& r) {
-         r.h.receive(proto::FileVerdict{1, VerdictCode::Good, {}});
-       },
+       [](SessionRig& r) { r.h.receive(r.accept); },
        abort_want(S::InSession, E::LocalFailure)},
   };
   return rows;
