@@ -477,7 +477,13 @@ void Connection::on_message(Inbound inbound) {
     return on_session_message(message);
   if (auto* hello = std::get_if<proto::Hello>(&message))
     return dispatch({Event::GotHello, std::move(*hello)});
-  if (auto* chunk = std::get_if<proto::Chunk>(&message)) return dispatch({Event::GotChunk, *chunk});
+  if (auto* chunk = std::get_if<proto::Chunk>(&message)) {
+    // A session's data comes in FileChunks: a version-1 Chunk names no entry, and as GotChunk
+    // (legal in InSession) StoreChunk would take it for a FileChunk and fail as our own
+    // error (Error(Internal)) instead of the peer's.
+    if (session_) return dispatch({Event::GotUnexpected, {}});
+    return dispatch({Event::GotChunk, *chunk});
+  }
   if (auto* done = std::get_if<proto::Done>(&message)) return dispatch({Event::GotDone, *done});
   const bool id_or_bye =
       std::holds_alternative<proto::Id>(message) || std::holds_alternative<proto::Bye>(message);
