@@ -313,7 +313,7 @@ bool DigestCache::racy(const FileIdentity& identity) const {
 void DigestCache::update(std::span<const DigestCacheEntry> fresh) {
   const fs::path dir = file_.has_parent_path() ? file_.parent_path() : fs::path(".");
   make_directories(dir);
-  const Fd lock = lock_exclusive(fs::path(file_).concat(".lock"), file_);
+  const Fd lock = lock_exclusive(fs::path(file_).concat(".lock"));
 
   // One entry per (algorithm, dev, ino): the fresh ones replace the file's, and of several
   // fresh ones the last wins. Oldest first, so the fresh entries go at the end.
