@@ -65,6 +65,7 @@ std::optional<InputFile> open_input(const std::string& path) {
 // file that cannot be read is reported and skipped, and the exit status says so.
 int print_checksums(const sender::SenderOptions& options) {
   auto cache = open_digest_cache(options);
+  auto batch = sender::open_digest_cache_batch(cache ? &*cache : nullptr);
   const ProgressMode progress = choose_progress_mode(options.progress, options.verbosity < 0);
   int rc = 0;
   for (const std::string& path : options.files) {
@@ -75,7 +76,7 @@ int print_checksums(const sender::SenderOptions& options) {
     }
     try {
       const auto pass = sender::hash_file(
-          *file, {options.digest, options.hash_threads, progress, cache ? &*cache : nullptr});
+          *file, {options.digest, options.hash_threads, progress, batch ? &*batch : nullptr});
       const std::string line = checksum_line(
           options.digest == proto::DigestAlgorithm::FsVeritySha256 ? ChecksumFormat::FsVerity
                                                                    : ChecksumFormat::Sha256,
@@ -88,6 +89,7 @@ int print_checksums(const sender::SenderOptions& options) {
       rc = sender::kExitOther;
     }
   }
+  sender::commit_digest_cache(batch);
   return rc;
 }
 
@@ -138,9 +140,11 @@ int main(int argc, char** argv) {
     const ProgressMode progress = choose_progress_mode(options.progress, options.verbosity < 0);
     const auto t0 = Clock::now();
     auto cache = open_digest_cache(options);
+    auto batch = sender::open_digest_cache_batch(cache ? &*cache : nullptr);
     sender::HashingSettings hashing{options.digest, options.hash_threads, progress,
-                                    cache ? &*cache : nullptr};
+                                    batch ? &*batch : nullptr};
     sender::HashingPass pass = sender::hash_file(*file, hashing);
+    sender::commit_digest_cache(batch);
 
     sender::SenderSettings settings{
         options.name,    options.id,        proto::kLatestVersion,     options.connect_timeout,
@@ -159,6 +163,7 @@ int main(int argc, char** argv) {
         hashing.algorithm = proto::DigestAlgorithm::WholeFileSha256;
         const double first = pass.seconds;
         pass = sender::hash_file(*file, hashing);
+        sender::commit_digest_cache(batch);
         pass.seconds += first;
       }
       settings.version = proto::kVersion1;

@@ -63,7 +63,8 @@ std::vector<std::vector<std::uint32_t>> share_out(const SessionPlan& plan, unsig
 }
 
 // The digest of every file, from the cache where it knows the file. A file that cannot be
-// read is reported, marked failed, and not offered.
+// read is reported, marked failed, and not offered. The cache is read once and written once
+// for all the files: a read and rewrite of it per file cost more than hashing small files.
 void hash_files(const SenderOptions& options, SessionPlan& plan, double& seconds,
                 std::size_t& from_cache) {
   std::optional<DigestCache> cache;
@@ -71,8 +72,9 @@ void hash_files(const SenderOptions& options, SessionPlan& plan, double& seconds
     if (auto path = DigestCache::default_path()) cache.emplace(*path);
   }
   const auto t0 = Clock::now();
+  auto batch = open_digest_cache_batch(cache ? &*cache : nullptr);
   HashingSettings settings{plan.algorithm, options.hash_threads, ProgressMode::Off,
-                           cache ? &*cache : nullptr};
+                           batch ? &*batch : nullptr};
   for (std::size_t i = 0; i < plan.entries.size(); ++i) {
     PlannedEntry& e = plan.entries[i];
     if (e.kind != proto::EntryKind::File) continue;
@@ -87,6 +89,11 @@ void hash_files(const SenderOptions& options, SessionPlan& plan, double& seconds
       plan.results[i] = {EntryResult::Status::Failed, proto::SenderOutcome::LocalFailure,
                          std::string("cannot read: ") + ex.what(), 0};
     }
+  }
+  commit_digest_cache(batch);
+  if (cache) {
+    spdlog::debug("digest cache: {} read(s), {} write(s)", cache->stats().reads,
+                  cache->stats().writes);
   }
   seconds = seconds_since(t0);
 }
