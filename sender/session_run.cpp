@@ -78,7 +78,10 @@ SessionRun::SessionRun(const SenderOptions& options, const SenderSettings& setti
     if (i == 0 && shares.size() > 1) link->driver->hold_for_others();
     links_.push_back(std::move(link));
   }
-  if (progress != ProgressMode::Off) progress_.emplace(progress, "sending", total_bytes_);
+  if (progress != ProgressMode::Off) {
+    progress_.emplace(progress, "sending", total_bytes_);
+    progress_->set_files(0, total_files_);
+  }
 }
 
 SessionRun::~SessionRun() = default;
@@ -121,6 +124,7 @@ proto::SenderOutcome SessionRun::run() {
     update_lead();
   }
   if (progress_) {
+    progress_->set_files(files_settled(), total_files_);
     if (bytes() == total_bytes_)
       progress_->finish();
     else
@@ -142,7 +146,20 @@ void SessionRun::update_lead() {
 void SessionRun::on_tick() {
   const auto now = std::chrono::steady_clock::now();
   for (auto& link : links_) link->driver->tick(now);
-  if (progress_) progress_->update(bytes());
+  if (progress_) {
+    progress_->set_files(files_settled(), total_files_);
+    progress_->update(bytes());
+  }
+}
+
+std::size_t SessionRun::files_settled() const {
+  std::size_t settled = 0;
+  for (std::size_t i = 0; i < plan_.entries.size(); ++i) {
+    if (plan_.entries[i].kind == proto::EntryKind::File &&
+        plan_.results[i].status != EntryResult::Status::NotSent)
+      ++settled;
+  }
+  return settled;
 }
 
 void SessionRun::on_cm_events() {

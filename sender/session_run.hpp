@@ -43,6 +43,8 @@ class SessionRun {
   void on_cm_events();
   void on_tick();
   void update_lead();
+  // Files whose entry is settled (good, refused or failed), for the progress bar.
+  std::size_t files_settled() const;
 
   const SenderOptions& options_;
   SessionPlan& plan_;
