@@ -442,7 +442,11 @@ void Connection::on_transport_failure(const std::string& why) {
 
 void Connection::on_peer_disconnected() {
   if (closed()) return;
-  if (state_ != State::Closing)
+  // A sender that leaves before its Hello offered nothing to lose (rdma-send --check does
+  // exactly that): worth a line, not a warning.
+  if (state_ == State::AwaitHello)
+    spdlog::info("[{}] sender left before offering a file", label());
+  else if (state_ != State::Closing)
     spdlog::warn("[{}] sender disconnected while waiting for {}", label(), waiting_for());
   dispatch({Event::Disconnected, {}});
 }

@@ -34,6 +34,8 @@ struct SenderOptions {
   std::optional<std::uint64_t> inject_corruption;  // testing: flip the byte at this offset
   // Register the file's pages instead of copying them through a buffer (see send_session).
   bool zero_copy = false;
+  std::optional<std::uint64_t> bwlimit;  // --bwlimit: bytes per second
+  bool check = false;                    // --check: preflight checks only (sender/preflight.hpp)
 };
 
 // Either options, or the exit status to leave with (0 after --help/--version).
