@@ -54,6 +54,11 @@ std::optional<int> gid_index(ibv_context* verbs, std::uint8_t port, const ibv_gi
 
 }  // namespace
 
+std::string host_port(const std::string& host, std::uint16_t port) {
+  const bool bare_v6 = host.find(':') != std::string::npos && host.front() != '[';
+  return (bare_v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
 std::string format_check(const Check& check) {
   if (check.ok) return "ok   " + check.what;
   return "FAIL " + check.what + (check.remedy.empty() ? "" : ": " + check.remedy);
@@ -170,7 +175,7 @@ std::string describe_endpoint(const rdma_cm_id* id) {
 
 Check route_check(const std::string& host, std::uint16_t port,
                   const std::optional<std::string>& wanted, std::chrono::milliseconds timeout) {
-  const std::string what = "route to " + host + ":" + std::to_string(port);
+  const std::string what = "route to " + host_port(host, port);
   try {
     EventChannel channel;
     channel.set_nonblocking();
@@ -188,6 +193,9 @@ Check route_check(const std::string& host, std::uint16_t port,
     if (type != RDMA_CM_EVENT_ADDR_RESOLVED)
       return failure(what + ": " + rdma_event_str(type),
                      connect_failure_message(type, status, host, port));
+    if (id.verbs() == nullptr)
+      return failure(what + ": resolved to no RDMA device",
+                     "give the receiver's address on an RDMA interface (see --list-devices)");
     const std::string endpoint = describe_endpoint(id.get());
     const std::string device = ::ibv_get_device_name(id.verbs()->device);
     if (wanted && device != *wanted)
