@@ -69,6 +69,15 @@ void Report::add(const Check& check) {
   out_ << format_check(check) << '\n' << std::flush;
 }
 
+bool Report::add_all(const std::vector<Check>& checks) {
+  bool ok = true;
+  for (const auto& check : checks) {
+    ok = ok && check.ok;
+    add(check);
+  }
+  return ok;
+}
+
 MemlockLimit current_memlock_limit() {
   MemlockLimit limit;
   limit.capability = has_ipc_lock_capability();

@@ -40,6 +40,8 @@ class Report {
  public:
   explicit Report(std::ostream& out) : out_(out) {}
   void add(const Check& check);
+  // Adds each; returns whether all of them passed (a later check may depend on them).
+  bool add_all(const std::vector<Check>& checks);
   bool all_ok() const { return failed_ == 0; }
   int failed() const { return failed_; }
 

@@ -108,11 +108,7 @@ Check secrets_check(const ReceiverOptions& o) {
 
 int run_preflight(const ReceiverOptions& o, std::ostream& out) {
   preflight::Report report(out);
-  bool devices_ok = true;
-  for (const auto& check : preflight::device_checks(o.device)) {
-    devices_ok = devices_ok && check.ok;
-    report.add(check);
-  }
+  const bool devices_ok = report.add_all(preflight::device_checks(o.device));
   if (devices_ok) {
     for (const auto& check : listen_checks(o)) report.add(check);
   } else {

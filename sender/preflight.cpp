@@ -69,11 +69,7 @@ preflight::Check receiver_answers_check(const SenderOptions& o) {
 
 int run_preflight(const SenderOptions& o, std::ostream& out) {
   preflight::Report report(out);
-  bool devices_ok = true;
-  for (const auto& check : preflight::device_checks(o.device)) {
-    devices_ok = devices_ok && check.ok;
-    report.add(check);
-  }
+  const bool devices_ok = report.add_all(preflight::device_checks(o.device));
   const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o.connect_timeout);
   const auto route =
       devices_ok
