@@ -21,8 +21,8 @@ packages=(
   # the reference for the fs-verity digest (tests compare with `fsverity digest`)
   fsverity
   # the Debian package (scripts/build-deb.sh) and its checks; systemd-analyze verifies the
-  # unit; bash-completion and python3 (a notify socket) for the completion and notify tests
-  dpkg-dev debhelper fakeroot lintian systemd bash-completion python3
+  # unit; bash-completion for the completion test
+  dpkg-dev debhelper fakeroot lintian systemd bash-completion
 )
 
 missing=()
