@@ -199,7 +199,7 @@ case_ipv6_transfer() {
   expect_status 0
   cmp -s "$work/in/hello.txt" "$work/dir/hello.txt" || fail "hello.txt did not arrive intact"
   cmp -s "$work/in/hello.txt" "$work/dir/hello6.txt" || fail "hello6.txt did not arrive intact"
-  eventually 10 grep -Eq "^.*\[\[$v6\]:[0-9]+\] 'hello6.txt'.*verdict good" "$log" ||
+  eventually 10 grep -Eqi "^.*\[\[$v6\]:[0-9]+\] 'hello6.txt'.*verdict good" "$log" ||
     fail "the receiver's log lacks [[$v6]:PORT] 'hello6.txt' ... verdict good: $(tail -n 5 "$log")"
   kill -TERM "$daemon_pid"
   eventually 10 daemon_exited v6t || fail "rdma-recv --bind $v6 did not stop after SIGTERM"
