@@ -69,5 +69,6 @@ if ((rc != 0)); then
   echo "build-deb: lintian reports errors (status $rc)" >&2
   exit 1
 fi
+rm -rf "$out/src"  # the copy and its build tree (a few hundred MB); build.log stays
 echo "build-deb: $deb ($(dpkg-deb -f "$deb" Version), lintian: no errors," \
   "$(grep -c '^W:' "$out/lintian.txt" || true) warning(s))"
