@@ -54,11 +54,6 @@ std::optional<int> gid_index(ibv_context* verbs, std::uint8_t port, const ibv_gi
 
 }  // namespace
 
-std::string host_port(const std::string& host, std::uint16_t port) {
-  const bool bare_v6 = host.find(':') != std::string::npos && host.front() != '[';
-  return (bare_v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
 std::string format_check(const Check& check) {
   if (check.ok) return "ok   " + check.what;
   return "FAIL " + check.what + (check.remedy.empty() ? "" : ": " + check.remedy);
@@ -184,7 +179,7 @@ std::string describe_endpoint(const rdma_cm_id* id) {
 
 Check route_check(const std::string& host, std::uint16_t port,
                   const std::optional<std::string>& wanted, std::chrono::milliseconds timeout) {
-  const std::string what = "route to " + host_port(host, port);
+  const std::string what = "route to " + host_and_port(host, port);
   try {
     EventChannel channel;
     channel.set_nonblocking();

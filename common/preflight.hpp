@@ -28,9 +28,6 @@ inline Check failure(std::string what, std::string remedy) {
   return {false, std::move(what), std::move(remedy)};
 }
 
-// "HOST:PORT", with an IPv6 literal in brackets ("[fd00::2]:18515").
-[[nodiscard]] std::string host_port(const std::string& host, std::uint16_t port);
-
 // "ok   WHAT" or "FAIL WHAT: REMEDY".
 [[nodiscard]] std::string format_check(const Check& check);
 

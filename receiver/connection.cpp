@@ -239,6 +239,7 @@ void Connection::store_chunk(const proto::Chunk& c) {
   // filled this slot completed before its Chunk arrived: nothing legitimate is still
   // landing, and from here a write with that key fails at the writer.
   revoke_slot(c.slot);
+  context_.bytes_received += c.length;
   expect_data();
   file_->store(c.slot, c.offset, slot_bytes(c.slot).first(c.length),
                [this](const IncomingFile::Stored& stored) { guarded([&] { on_stored(stored); }); });
@@ -293,6 +294,7 @@ void Connection::verify() {
   committing_ = true;
   file_->commit([this](const IncomingFile::Outcome& outcome) {
     committing_ = false;
+    if (outcome.ok()) ++context_.files_stored;
     guarded([&] {
       if (state_ != State::Verifying) {
         // The connection was lost meanwhile: a running fsync and rename cannot be called

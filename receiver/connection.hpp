@@ -43,6 +43,9 @@ struct ReceiverContext {
   const proto::SecretStore* secrets;  // null: every id is denied
   WorkPool& pool;
   std::uint64_t window_bytes_in_use = 0;  // registered by all connections, vs --max-memory
+  // For the daemon's status line (systemd STATUS=): totals since start.
+  std::uint64_t bytes_received = 0;  // chunk bytes that arrived, good or bad
+  std::uint64_t files_stored = 0;    // files committed into the directory
 };
 
 // An event and the data it carries (docs/PROTOCOL.md 4.5 names the events).

@@ -38,7 +38,7 @@ std::optional<preflight::Check> expect_event(EventChannel& channel, rdma_cm_even
 }  // namespace
 
 preflight::Check receiver_answers_check(const SenderOptions& o) {
-  const std::string what = "receiver at " + preflight::host_port(o.host, o.port);
+  const std::string what = "receiver at " + host_and_port(o.host, o.port);
   const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o.connect_timeout);
   try {
     EventChannel channel;
@@ -72,18 +72,17 @@ int run_preflight(const SenderOptions& o, std::ostream& out) {
   const bool devices_ok = report.add_all(preflight::device_checks(o.device));
   const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o.connect_timeout);
   const auto route =
-      devices_ok
-          ? preflight::route_check(o.host, o.port, o.device, timeout)
-          : preflight::failure("route to " + preflight::host_port(o.host, o.port) + ": not tried",
-                               "fix the RDMA device first");
+      devices_ok ? preflight::route_check(o.host, o.port, o.device, timeout)
+                 : preflight::failure("route to " + host_and_port(o.host, o.port) + ": not tried",
+                                      "fix the RDMA device first");
   report.add(route);
   report.add(preflight::memlock_check(
       preflight::current_memlock_limit(), kCheckStagingBytes,
       "the staging buffer (8 x 1.0 MiB against a default receiver; up to 32 x its --slot-size)"));
-  report.add(route.ok ? receiver_answers_check(o)
-                      : preflight::failure(
-                            "receiver at " + preflight::host_port(o.host, o.port) + ": not tried",
-                            "fix the route first"));
+  report.add(
+      route.ok ? receiver_answers_check(o)
+               : preflight::failure("receiver at " + host_and_port(o.host, o.port) + ": not tried",
+                                    "fix the route first"));
   return report.all_ok() ? 0 : 1;
 }
 

@@ -24,7 +24,7 @@ SendSession::SendSession(const SenderOptions& options, const SenderSettings& set
     : options_(options),
       id_(std::in_place, channel_),
       raw_id_(id_->get()),
-      driver_(settings, file, digest, *this, options.host + ":" + std::to_string(options.port)) {
+      driver_(settings, file, digest, *this, host_and_port(options.host, options.port)) {
   channel_.set_nonblocking();
   epoll_.add(channel_.fd(), EPOLLIN, kTagCm);
   epoll_.add(signals_.fd(), EPOLLIN, kTagSignal);

@@ -2,8 +2,10 @@
 # End-to-end: the command-line interface of rdma-send and rdma-recv. --help and --version,
 # usage errors, unusable files and directories, a port already in use, --list-devices and
 # -d/--device on the Soft-RoCE device, --check (both programs: a working set-up, a missing
-# device, a memlock limit too low, no receiver, bad secrets files) and --bwlimit's rate. Each error must give its exit status and a message
-# on stderr that says what is wrong. Cases run one by one (run_case); the last line counts.
+# device, a memlock limit too low, no receiver, bad secrets files), --bwlimit's rate, a
+# transfer over IPv6, and the systemd notifications (sd_notify). Each error must give its
+# exit status and a message on stderr that says what is wrong. Cases run one by one
+# (run_case); the last line counts.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -297,6 +299,67 @@ case_bwlimit_rate() {
   pass "--bwlimit 4M: 24 MiB in ${seconds}s of data phase, $(awk -v r="$rate" -v l=$limit 'BEGIN { printf "%.0f B/s, %+.2f%% from the limit", r, (r - l) * 100 / l }')"
 }
 
+# A transfer between IPv6 addresses: the netdev gets fd00::1 (rxe adds its RoCE v2 GID), the
+# receiver binds to it, the sender addresses it, with and without brackets; the logs show
+# the address as [fd00::1]:PORT.
+case_ipv6_transfer() {
+  local v6=fd00::1 log=$work/v6-transfer.log dev=${RXE_NETDEV:?}
+  sysctl -qw "net.ipv6.conf.$dev.disable_ipv6=0" 2>/dev/null || true
+  ip -6 addr add "$v6/64" dev "$dev" nodad 2>/dev/null ||
+    ip -6 addr show dev "$dev" | grep -q "inet6 $v6/" || fail "cannot add $v6 to $dev"
+  # rxe adds a GID for the new address; rdma_cm needs it before the bind succeeds.
+  eventually 10 grep -qi '^fd00:0000:0000:0000:0000:0000:0000:0001$' \
+    /sys/class/infiniband/"$RXE_DEV"/ports/1/gids/* || fail "no GID for $v6 on $RXE_DEV"
+  run "$recv" --list-devices
+  expect_status 0 && expect_stdout "$v6"
+  rm -f "$work/dir/hello.txt" "$work/dir/hello6.txt"
+  start_daemon v6t "$log" "$recv" -d "$RXE_DEV" --bind "$v6" --port "$port" --dir "$work/dir"
+  wait_for_line 20 v6t "$log" 'listening on'
+  grep -q "listening on \[$v6\]:$port " "$log" || fail "listening: $(grep 'listening on' "$log")"
+  run "$send" -v -d "$RXE_DEV" -H "$v6" -p "$port" "$work/in/hello.txt"
+  expect_status 0
+  expect_stderr "connected to \[$v6\]:$port"
+  run "$send" -H "[$v6]" -p "$port" --name hello6.txt "$work/in/hello.txt"
+  expect_status 0
+  cmp -s "$work/in/hello.txt" "$work/dir/hello.txt" || fail "hello.txt did not arrive intact"
+  cmp -s "$work/in/hello.txt" "$work/dir/hello6.txt" || fail "hello6.txt did not arrive intact"
+  eventually 10 grep -Eqi "^.*\[\[$v6\]:[0-9]+\] 'hello6.txt'.*verdict good" "$log" ||
+    fail "the receiver's log lacks [[$v6]:PORT] 'hello6.txt' ... verdict good: $(tail -n 5 "$log")"
+  kill -TERM "$daemon_pid"
+  eventually 10 daemon_exited v6t || fail "rdma-recv --bind $v6 did not stop after SIGTERM"
+  ip -6 addr del "$v6/64" dev "$dev" 2>/dev/null || true
+  pass "IPv6: -H $v6 and -H [$v6] to --bind $v6, verdict good; logs show [$v6]:port"
+}
+
+# Under systemd (Type=notify): a notify socket of the test's own gets READY=1 once
+# rdma-recv listens, STATUS= lines that count the transfer, WATCHDOG=1 pings when
+# WATCHDOG_USEC asks for them, and STOPPING=1 at SIGTERM.
+case_systemd_notify() {
+  local socket=$work/notify.sock notes=$work/notify.log log=$work/notify-recv.log
+  rm -f "$socket" "$notes" "$work/dir/hello.txt"
+  # The notify socket: socat receives each datagram in a child of its own, which appends
+  # it to $notes as lines (READY=1, STATUS=...) followed by a line "--".
+  start_daemon notify-socket "$work/notify-socket.log" \
+    socat -u "UNIX-RECVFROM:$socket,fork" SYSTEM:"cat >>'$notes'; echo >>'$notes'; echo -- >>'$notes'"
+  wait_for 20 test -S "$socket"
+  start_daemon notified "$log" env NOTIFY_SOCKET="$socket" WATCHDOG_USEC=1000000 \
+    "$recv" --bind "$RXE_ADDR" --port "$port" --dir "$work/dir"
+  wait_for_line 20 notified "$log" 'listening on'
+  wait_for 10 grep -qx 'READY=1' "$notes"
+  grep -qx 'STATUS=0 connections, 0 B received, 0 files stored' "$notes" ||
+    fail "no first STATUS= line: $(head -n 5 "$notes" | tr '\n' ' ')"
+  run "$send" -H "$RXE_ADDR" -p "$port" "$work/in/hello.txt"
+  expect_status 0
+  eventually 10 grep -qE '^STATUS=0 connections, 6 B received, 1 file stored$' "$notes" ||
+    fail "no STATUS= line counting the transfer: $(grep STATUS= "$notes" | tr '\n' ' ')"
+  eventually 5 grep -qx 'WATCHDOG=1' "$notes" || fail "no WATCHDOG=1 ping within 5 s"
+  kill -TERM "$daemon_pid"
+  eventually 10 daemon_exited notified || fail "rdma-recv did not stop after SIGTERM"
+  grep -qx 'STOPPING=1' "$notes" || fail "no STOPPING=1"
+  (($(daemon_status notified) == 0)) || fail "rdma-recv exited $(daemon_status notified)"
+  pass "sd_notify: READY=1, STATUS=$(grep STATUS= "$notes" | tail -n 2 | head -n 1 | cut -d= -f2-), WATCHDOG=1, STOPPING=1"
+}
+
 run_case help-and-version case_help_and_version
 run_case usage-errors case_usage_errors
 run_case unusable-file case_unusable_file
@@ -314,4 +377,6 @@ run_case check-no-receiver case_check_no_receiver
 run_case check-bad-secrets case_check_bad_secrets
 run_case bwlimit-usage case_bwlimit_usage
 run_case bwlimit-rate case_bwlimit_rate
+run_case ipv6-transfer case_ipv6_transfer
+run_case systemd-notify case_systemd_notify
 report_cases cli

@@ -54,13 +54,6 @@ TEST(Preflight, MemlockFits) {
   EXPECT_EQ(memlock_fits({1, true}, 8u << 20), UINT64_MAX);
 }
 
-TEST(Preflight, HostPortBracketsIpv6) {
-  EXPECT_EQ(host_port("192.0.2.1", 18515), "192.0.2.1:18515");
-  EXPECT_EQ(host_port("fd00::2", 18515), "[fd00::2]:18515");
-  EXPECT_EQ(host_port("[fd00::2]", 1), "[fd00::2]:1");
-  EXPECT_EQ(host_port("recv.example.org", 7), "recv.example.org:7");
-}
-
 TEST(Preflight, Remedies) {
   EXPECT_NE(remedy_no_device().find("modprobe rdma_rxe"), std::string::npos);
   EXPECT_NE(remedy_no_device().find("rdma link add"), std::string::npos);
