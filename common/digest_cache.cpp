@@ -32,7 +32,8 @@ namespace fs = std::filesystem;
 // only this much of it is read (a line cut short does not parse), and the next update
 // replaces it.
 constexpr std::size_t kMaxFileBytes = 4 << 20;
-// How long remember() waits for another sender's update before giving up on its own.
+// How long remember() waits for a lock held by a sender that updates nothing before giving
+// up on its own update.
 constexpr auto kLockTimeout = std::chrono::seconds(2);
 constexpr auto kLockRetry = std::chrono::milliseconds(5);
 
@@ -157,16 +158,34 @@ void make_directories(const fs::path& dir) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw_sys("mkdir " + dir.string());
 }
 
-// An exclusive flock on `lock_file`, released when the returned descriptor closes. Waits at
-// most kLockTimeout: a sender that hangs while holding it must not hang the others.
-Fd lock_exclusive(const fs::path& lock_file) {
+// The identity of the cache file as it stands, to tell whether another sender is still
+// updating it: every update renames a new file in, so the inode changes.
+std::pair<ino_t, std::int64_t> generation_of(const fs::path& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) return {0, 0};
+  return {st.st_ino, static_cast<std::int64_t>(nanoseconds(st.st_mtim))};
+}
+
+// An exclusive flock on `lock_file`, released when the returned descriptor closes. Gives up
+// once the lock has been held for kLockTimeout without `file` changing: a sender that hangs
+// while holding it must not hang the others, but senders busy updating the cache one after
+// the other are making progress and are waited for (polling is not fair, so a waiter can
+// lose many rounds in a row).
+Fd lock_exclusive(const fs::path& lock_file, const fs::path& file) {
   Fd fd(::open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600));
   if (!fd) throw_sys("open " + lock_file.string());
-  const auto deadline = std::chrono::steady_clock::now() + kLockTimeout;
+  auto deadline = std::chrono::steady_clock::now() + kLockTimeout;
+  auto generation = generation_of(file);
   while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
-    if (errno != EWOULDBLOCK || std::chrono::steady_clock::now() >= deadline) {
-      throw_sys("flock " + lock_file.string());
+    if (errno != EWOULDBLOCK) throw_sys("flock " + lock_file.string());
+    const auto now = std::chrono::steady_clock::now();
+    if (const auto seen = generation_of(file); seen != generation) {
+      generation = seen;
+      deadline = now + kLockTimeout;
+    } else if (now >= deadline) {
+      errno = EWOULDBLOCK;
+      throw_sys("flock " + lock_file.string() + " (held without progress)");
     }
     std::this_thread::sleep_for(kLockRetry);
   }
@@ -313,7 +332,7 @@ bool DigestCache::racy(const FileIdentity& identity) const {
 void DigestCache::update(std::span<const DigestCacheEntry> fresh) {
   const fs::path dir = file_.has_parent_path() ? file_.parent_path() : fs::path(".");
   make_directories(dir);
-  const Fd lock = lock_exclusive(fs::path(file_).concat(".lock"));
+  const Fd lock = lock_exclusive(fs::path(file_).concat(".lock"), file_);
 
   // One entry per (algorithm, dev, ino): the fresh ones replace the file's, and of several
   // fresh ones the last wins. Oldest first, so the fresh entries go at the end.

@@ -36,6 +36,15 @@ void TimerFd::arm_periodic(std::chrono::milliseconds period) {
   set_time(fd_.get(), spec);
 }
 
+void TimerFd::arm_once_at(std::chrono::steady_clock::time_point when) {
+  itimerspec spec{};
+  spec.it_value = to_timespec(when.time_since_epoch());
+  // Zero would disarm: the earliest representable time fires at once instead.
+  if (spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0) spec.it_value.tv_nsec = 1;
+  if (::timerfd_settime(fd_.get(), TFD_TIMER_ABSTIME, &spec, nullptr) != 0)
+    throw_sys("timerfd_settime");
+}
+
 uint64_t TimerFd::read_expirations() {
   return read_fd_counter(fd_.get(), "read(timerfd)");
 }

@@ -16,6 +16,10 @@ class TimerFd {
   // Every `period` starting one period from now; period must be positive.
   void arm_periodic(std::chrono::milliseconds period);
 
+  // Once, at `when` on the steady clock (CLOCK_MONOTONIC); a time already past fires at
+  // once. Replaces any earlier setting.
+  void arm_once_at(std::chrono::steady_clock::time_point when);
+
   // Expirations since the last read; 0 if none (the fd is non-blocking).
   uint64_t read_expirations();
 

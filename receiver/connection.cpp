@@ -290,6 +290,7 @@ void Connection::store_chunk(const proto::Chunk& c) {
   // filled this slot completed before its Chunk arrived: nothing legitimate is still
   // landing, and from here a write with that key fails at the writer.
   revoke_slot(c.slot);
+  context_.bytes_received += c.length;
   expect_data();
   file_->store(c.slot, c.offset, slot_bytes(c.slot).first(c.length),
                [this](const IncomingFile::Stored& stored) { guarded([&] { on_stored(stored); }); });
@@ -347,6 +348,7 @@ void Connection::verify() {
   committing_ = true;
   file_->commit([this](const IncomingFile::Outcome& outcome) {
     committing_ = false;
+    if (outcome.ok()) ++context_.files_stored;
     guarded([&] {
       if (state_ != State::Verifying) {
         // The connection was lost meanwhile: a running fsync and rename cannot be called
@@ -514,7 +516,11 @@ void Connection::on_transport_failure(const std::string& why) {
 
 void Connection::on_peer_disconnected() {
   if (closed()) return;
-  if (state_ != State::Closing)
+  // A sender that leaves before its Hello offered nothing to lose (rdma-send --check does
+  // exactly that): worth a line, not a warning.
+  if (state_ == State::AwaitHello)
+    spdlog::info("[{}] sender left before offering a file", label());
+  else if (state_ != State::Closing)
     spdlog::warn("[{}] sender disconnected while waiting for {}", label(), waiting_for());
   dispatch({Event::Disconnected, {}});
 }

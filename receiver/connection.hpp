@@ -50,6 +50,9 @@ struct ReceiverContext {
   // free-space check of the next offer counts them as taken (an early NoSpace on file
   // systems that do not preallocate, such as tmpfs).
   std::uint64_t promised_bytes = 0;
+  // For the daemon's status line (systemd STATUS=): totals since start.
+  std::uint64_t bytes_received = 0;  // chunk bytes that arrived, good or bad
+  std::uint64_t files_stored = 0;    // files committed into the directory
 };
 
 // An event and the data it carries (docs/PROTOCOL.md 4.5 names the events).

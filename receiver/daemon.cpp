@@ -63,6 +63,7 @@ Daemon::~Daemon() {
 int Daemon::run() {
   spdlog::info("listening on {} (files go to {}; {} worker threads)", listener_.local_address(),
                options_.dir, pool_.threads());
+  notifier_.ready(service_status(), std::chrono::steady_clock::now());
   std::chrono::steady_clock::time_point give_up{};
   epoll_event events[16];
   while (!stopping_ || !peers_.empty()) {
@@ -106,6 +107,7 @@ void Daemon::stop(int status) {
   if (status != 0) status_ = status;
   if (stopping_) return;
   stopping_ = true;
+  notifier_.stopping();
   for (auto& [number, p] : peers_) p.connection->shut_down();
 }
 
@@ -193,6 +195,11 @@ void Daemon::on_tick() {
   (void)timer_.read_expirations();
   const auto now = std::chrono::steady_clock::now();
   for (auto& [number, p] : peers_) p.connection->tick(now);
+  notifier_.tick(service_status(), now);
+}
+
+ServiceStatus Daemon::service_status() const {
+  return {peers_.size(), context_.bytes_received, context_.files_stored};
 }
 
 void Daemon::reap_closed() {

@@ -22,6 +22,7 @@
 #include "protocol/secrets.hpp"
 #include "receiver/connection.hpp"
 #include "receiver/options.hpp"
+#include "receiver/service_notify.hpp"
 
 namespace rdmax::receiver {
 
@@ -50,6 +51,7 @@ class Daemon {
   void reap_closed();
   bool wait_for_disk_work();  // false: gave up after kDiskGrace
   Peer* peer_of(std::uint64_t number);
+  ServiceStatus service_status() const;
 
   const ReceiverOptions& options_;
   Fd dir_;
@@ -63,6 +65,7 @@ class Daemon {
   CmId listener_;
   // After the channel: connections (and their cm_ids) go before it.
   std::map<std::uint64_t, Peer> peers_;
+  ServiceNotifier notifier_;  // systemd readiness, status and watchdog
   std::uint64_t next_number_ = 1;
   bool stopping_ = false;
   int status_ = 0;

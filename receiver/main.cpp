@@ -19,6 +19,7 @@
 #include "protocol/sizes.hpp"
 #include "receiver/daemon.hpp"
 #include "receiver/options.hpp"
+#include "receiver/preflight.hpp"
 #include "receiver/secrets_file.hpp"
 
 using namespace rdmax;
@@ -82,6 +83,7 @@ int main(int argc, char** argv) {
     return kExitFailure;
   }
   init_logging(options.verbosity, "rdma-recv");
+  if (options.check) return receiver::run_preflight(options, std::cout);
 
   Fd dir(::open(options.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir) {

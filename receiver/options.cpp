@@ -23,9 +23,11 @@ Exit status:
   1  cannot listen (port in use, no RDMA device for the address, ...), or
      --list-devices found no device
   2  usage error, or DIR / the secrets file / -d is unusable (nothing was started)
+  --check: 0 when every check passed, 1 when one failed, 2 usage error
 
 Examples:
   rdma-recv --list-devices
+  rdma-recv --check -o /srv/incoming --secrets /etc/rdmax/secrets
   rdma-recv -o /srv/incoming --secrets /etc/rdmax/secrets
   rdma-recv -d mlx5_0 -p 18515 --max-size 10G --overwrite
   rdma-recv -a 192.0.2.1 -o /srv/incoming)";
@@ -59,6 +61,9 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
   app.add_flag("--list-devices", o.list_devices,
                "list RDMA devices, their ports, state, MTU, network interface and addresses, "
                "then exit");
+  app.add_flag("--check", o.check,
+               "check, one line each, what these options need (device, port, memlock limit, "
+               "DIR, secrets file), serve nothing, and exit 0 if all passed, else 1");
   app.add_option("-o,--dir", o.dir, "directory to store files in")->capture_default_str();
   app.add_option(
       "--secrets", o.secrets_file,

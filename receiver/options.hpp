@@ -16,6 +16,7 @@ struct ReceiverOptions {
   std::optional<std::string> bind_address;  // default: every IPv4 address
   std::optional<std::string> device;        // -d: RDMA device; without --bind, its first IPv4
   bool list_devices = false;                // --list-devices: print them and exit
+  bool check = false;                       // --check: preflight checks only (preflight.hpp)
   std::string dir = ".";
   std::optional<std::string> secrets_file;
   std::uint64_t max_size = UINT64_MAX;

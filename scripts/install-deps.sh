@@ -9,6 +9,7 @@ packages=(
   g++ cmake make pkg-config git
   libibverbs-dev librdmacm-dev libssl-dev libcli11-dev libspdlog-dev libgtest-dev
   nlohmann-json3-dev  # rdma-send --json
+  libsystemd-dev      # rdma-recv's sd_notify (Type=notify)
   # fuzz build (tests/fuzz): clang, and compiler-rt for libFuzzer and the sanitizers
   clang libclang-rt-dev
   # RDMA userspace and rdma-core's own tools used by the tests and benchmarks
@@ -19,6 +20,9 @@ packages=(
   socat coreutils iputils-ping tmux
   # the reference for the fs-verity digest (tests compare with `fsverity digest`)
   fsverity
+  # the Debian package (scripts/build-deb.sh) and its checks; systemd-analyze verifies the
+  # unit; bash-completion for the completion test
+  dpkg-dev debhelper fakeroot lintian systemd bash-completion
 )
 
 missing=()

@@ -24,6 +24,7 @@
 #include "sender/exit_codes.hpp"
 #include "sender/hashing_pass.hpp"
 #include "sender/options.hpp"
+#include "sender/preflight.hpp"
 #include "sender/report.hpp"
 #include "sender/send_session.hpp"
 #include "sender/session_command.hpp"
@@ -101,6 +102,7 @@ int main(int argc, char** argv) {
   const auto& options = std::get<sender::SenderOptions>(parsed);
   init_logging(options.verbosity, "rdma-send");
   if (options.checksum) return print_checksums(options);
+  if (options.check) return sender::run_preflight(options, std::cout);
 
   const bool many = sender::needs_session(options);
   std::optional<InputFile> file;
@@ -148,7 +150,8 @@ int main(int argc, char** argv) {
 
     sender::SenderSettings settings{
         options.name,    options.id,        proto::kLatestVersion,     options.connect_timeout,
-        options.timeout, options.zero_copy, options.inject_corruption, progress};
+        options.timeout, options.zero_copy, options.inject_corruption, progress,
+        options.bwlimit};
     std::optional<sender::SendSession> session;
     session.emplace(options, settings, *file, pass.digest);
     proto::SenderOutcome outcome = session->run();

@@ -6,6 +6,7 @@
 #include <map>
 #include <thread>
 
+#include "common/rate_limit.hpp"
 #include "sender/exit_codes.hpp"
 #include "version.hpp"
 
@@ -20,6 +21,7 @@ constexpr const char* kFooter = R"(Exit status:
   4  rejected by the receiver (name, size, existing file, no space)
   5  verdict bad: the receiver's digest differs from the sender's
   6  the receiver denied the ID
+  --check: 0 when every check passed, 1 when one failed, 2 usage error
 
 Progress (hashing, then sending: bytes, rate, ETA) is drawn on stderr when it
 is a terminal; --progress prints it as plain lines elsewhere, --no-progress
@@ -38,6 +40,8 @@ size, times) under ~/.cache/rdmax, so an unchanged file is not hashed again.
 Examples:
   rdma-send -H 192.0.2.1 backup.tar
   rdma-send --checksum backup.tar
+  rdma-send --check -H 192.0.2.1
+  rdma-send -H 192.0.2.1 --bwlimit 500M backup.tar
   rdma-send -H recv.example.org --id alice --name today.tar backup.tar
   rdma-send -H fd00::2 -d mlx5_0 -p 18600 image.iso)";
 }
@@ -122,7 +126,16 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
   app.add_flag("--checksum", o.checksum,
                "print each FILE's digest, in the format of the reference tool (fsverity "
                "digest, or sha256sum with --digest sha256), and connect nowhere");
-  app.add_option("PATH", o.files, "files to send (and directories with -r)")->required();
+  app.add_flag("--check", o.check,
+               "check, one line each, what a transfer to HOST needs (device, port, route, "
+               "memlock limit, a receiver answering), send nothing, and exit 0 if all passed");
+  std::optional<std::string> bwlimit;
+  app.add_option("--bwlimit", bwlimit,
+                 "send at most RATE bytes per second, e.g. 500M (K/M/G: 10^3/10^6/10^9; "
+                 "Ki/Mi/Gi: 2^10/2^20/2^30)")
+      ->option_text("RATE");
+  app.add_option("PATH", o.files,
+                 "files to send (and directories with -r; several with --checksum)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -131,6 +144,18 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
   }
   o.verbosity = quiet ? -1 : verbose;
   o.digest_cache = !no_cache;
+  if (bwlimit) {
+    o.bwlimit = parse_rate(*bwlimit);
+    if (!o.bwlimit) {
+      std::cerr << "rdma-send: --bwlimit: '" << *bwlimit
+                << "' is not a rate above 0 in bytes per second (e.g. 500M, 1Gi)\n";
+      return kExitUsage;
+    }
+  }
+  if (o.files.empty() && !o.check) {
+    std::cerr << "rdma-send: PATH is required (or --check, or --help)\n";
+    return kExitUsage;
+  }
   if (!o.checksum) {
     if (o.host.empty()) {
       std::cerr << "rdma-send: --host is required (unless --checksum)\n";
@@ -152,9 +177,10 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
     start = comma + 1;
   }
   if (o.devices.size() == 1) o.device = o.devices.front();
-  o.file = o.files.front();
   o.connect_timeout = std::chrono::seconds(connect_s);
   o.timeout = std::chrono::seconds(timeout_s);
+  if (o.files.empty()) return o;  // --check
+  o.file = o.files.front();
   o.name = o.rename ? *o.rename : std::filesystem::path(o.file).filename().string();
   if (o.rename && (o.rename->empty() || o.rename->size() > 255)) {
     std::cerr << "rdma-send: --name must be 1 to 255 bytes (got " << o.rename->size() << ")\n";

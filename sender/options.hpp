@@ -38,6 +38,8 @@ struct SenderOptions {
   std::optional<std::uint64_t> inject_corruption;  // testing: flip the byte at this offset
   // Register the file's pages instead of copying them through a buffer (see send_session).
   bool zero_copy = false;
+  std::optional<std::uint64_t> bwlimit;  // --bwlimit: bytes per second
+  bool check = false;                    // --check: preflight checks only (sender/preflight.hpp)
 };
 
 // A run of one regular file without -r or -P goes as one transfer (Hello, docs/PROTOCOL.md

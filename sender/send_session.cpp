@@ -8,7 +8,7 @@
 namespace rdmax::sender {
 
 namespace {
-enum Tag : std::uint64_t { kTagCm = 1, kTagCq = 2, kTagSignal = 3, kTagTimer = 4 };
+enum Tag : std::uint64_t { kTagCm = 1, kTagCq = 2, kTagSignal = 3, kTagTimer = 4, kTagPace = 5 };
 
 constexpr std::uint32_t kRecvDepth = proto::kMaxSlotCount + 16;  // Credits burst after Accept
 constexpr std::uint32_t kSendDepth = 32 + 8;                     // a Chunk per slot in flight
@@ -24,12 +24,13 @@ SendSession::SendSession(const SenderOptions& options, const SenderSettings& set
     : options_(options),
       id_(std::in_place, channel_),
       raw_id_(id_->get()),
-      driver_(settings, file, digest, *this, options.host + ":" + std::to_string(options.port)) {
+      driver_(settings, file, digest, *this, host_and_port(options.host, options.port)) {
   channel_.set_nonblocking();
   epoll_.add(channel_.fd(), EPOLLIN, kTagCm);
   epoll_.add(signals_.fd(), EPOLLIN, kTagSignal);
   epoll_.add(timer_.fd(), EPOLLIN, kTagTimer);
   timer_.arm_periodic(std::chrono::milliseconds(100));
+  epoll_.add(pace_timer_.fd(), EPOLLIN, kTagPace);
 }
 
 proto::SenderOutcome SendSession::run() {
@@ -58,8 +59,15 @@ proto::SenderOutcome SendSession::run() {
           (void)timer_.read_expirations();
           driver_.tick(std::chrono::steady_clock::now());
           break;
+        case kTagPace:
+          (void)pace_timer_.read_expirations();
+          driver_.tick(std::chrono::steady_clock::now());
+          break;
       }
     }
+    // --bwlimit: the next chunk is due at an exact time, finer than the 100 ms tick.
+    if (const auto at = driver_.resume_at(); at && !driver_.finished())
+      pace_timer_.arm_once_at(*at);
   }
   return driver_.outcome();
 }

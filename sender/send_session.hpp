@@ -42,6 +42,7 @@ class SendSession final : private SenderCm {
   Epoll epoll_;
   SignalFd signals_;
   TimerFd timer_;
+  TimerFd pace_timer_;  // --bwlimit: wakes the driver when the next chunk may go
   EventChannel channel_;
   std::optional<CmId> id_;  // until connect() hands it to the transport
   rdma_cm_id* raw_id_;      // the same id, to recognise its events

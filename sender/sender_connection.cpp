@@ -99,6 +99,10 @@ void SenderConnection::interrupt(int signal) {
 
 void SenderConnection::tick(Clock::time_point now) {
   if (progress_ && state_ == State::Sending) progress_->refresh();
+  if (resume_at_ && now >= *resume_at_) {
+    resume_at_.reset();
+    guarded([&] { pump(); });
+  }
   on_tick(now);
 }
 
@@ -215,6 +219,7 @@ void SenderConnection::start_data(const proto::Accept& accept) {
   expect_reply("credits from the receiver");
   progress_.emplace(settings_.progress, "sending", file_.size());
   ledger_ = proto::SendLedger(file_.size(), accept, kMaxActiveSlots);
+  if (settings_.bwlimit) bwlimit_.emplace(*settings_.bwlimit, accept.slot_size, data_started_);
   if (ledger_.active_slots() > 0) {
     // Copying is the default: pinning page-cache pages cost more than copying them where
     // it was measured (Soft-RoCE: 2.0 s of registration against 0.6 s of copying per
@@ -271,7 +276,8 @@ std::pair<Registration, std::span<const std::uint8_t>> SenderConnection::chunk_b
 
 void SenderConnection::pump() {
   if (state_ != State::Sending) return;
-  while (auto chunk = ledger_.next()) {
+  while (auto chunk = held_by_bwlimit() ? std::nullopt : ledger_.next()) {
+    if (bwlimit_) bwlimit_->take(chunk->length, Clock::now());
     const auto [source, bytes] = chunk_bytes(*chunk);
     transport()->write(source, bytes, chunk->remote_addr, chunk->rkey);
     // The tag names the slot: its completion frees the slot (and the chunk's window).
@@ -296,6 +302,18 @@ void SenderConnection::pump() {
                     std::chrono::duration<double>(file_windows_->registration_time()).count());
     dispatch({Event::AllDataSent, {}});
   }
+}
+
+// --bwlimit: whether the next chunk must wait for the token bucket (then resume_at() says
+// until when).
+bool SenderConnection::held_by_bwlimit() {
+  resume_at_.reset();
+  const std::uint64_t left = file_.size() - ledger_.bytes_sent();
+  if (!bwlimit_ || left == 0) return false;
+  const std::uint64_t next = std::min<std::uint64_t>(left, accept_.slot_size);
+  const auto now = Clock::now();
+  if (const auto at = bwlimit_->ready_at(next, now); at > now) resume_at_ = at;
+  return resume_at_.has_value();
 }
 
 void SenderConnection::on_sent(std::uint64_t tag) {

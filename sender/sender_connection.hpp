@@ -24,6 +24,7 @@
 #include "common/file_digest.hpp"
 #include "common/input_file.hpp"
 #include "common/progress_bar.hpp"
+#include "common/rate_limit.hpp"
 #include "common/sha256.hpp"
 #include "protocol/send_ledger.hpp"
 #include "protocol/sender_machine.hpp"
@@ -41,6 +42,7 @@ struct SenderSettings {
   bool zero_copy = false;
   std::optional<std::uint64_t> inject_corruption;  // testing: flip the byte at this offset
   ProgressMode progress = ProgressMode::Off;
+  std::optional<std::uint64_t> bwlimit;  // --bwlimit: bytes per second (common/rate_limit.hpp)
 };
 
 struct TransferStats {
@@ -97,6 +99,8 @@ class SenderConnection final : public DriverCore {
   }
   const std::string& secret() const { return secret_; }
   const TransferStats& stats() const { return stats_; }
+  // --bwlimit holds the next chunk until then: the owner calls tick() at that time.
+  std::optional<Clock::time_point> resume_at() const { return resume_at_; }
 
  private:
   using Event = proto::SenderEvent;
@@ -120,6 +124,7 @@ class SenderConnection final : public DriverCore {
   void start_data(const proto::Accept& accept);
   void start_zero_copy();
   void pump();
+  bool held_by_bwlimit();
   std::pair<Registration, std::span<const std::uint8_t>> chunk_bytes(
       const proto::SendLedger::Planned& chunk);
   void expect_reply(const char* what);
@@ -142,6 +147,8 @@ class SenderConnection final : public DriverCore {
   std::span<std::uint8_t> staging_;  // the transport's allocation (copy mode)
   std::optional<Registration> staging_key_;
   std::optional<ProgressBar> progress_;
+  std::optional<TokenBucket> bwlimit_;
+  std::optional<Clock::time_point> resume_at_;
   // Last: it deregisters its windows through the transport, which outlives this.
   std::optional<FileWindows> file_windows_;
 };

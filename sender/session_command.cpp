@@ -148,7 +148,8 @@ int run_session_command(const SenderOptions& options, ProgressMode progress) {
   if (!sendable.entries.empty()) {
     SenderSettings settings{
         options.name,    options.id, proto::kVersion2,          options.connect_timeout,
-        options.timeout, false,      options.inject_corruption, progress};
+        options.timeout, false,      options.inject_corruption, progress,
+        options.bwlimit};
     SessionRun run(options, settings, sendable, share_out(sendable, options.parallel), progress);
     const auto data_started = Clock::now();
     lead = run.run();

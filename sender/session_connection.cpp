@@ -102,6 +102,8 @@ void SessionConnection::interrupt(int) {
 }
 void SessionConnection::tick(Clock::time_point now) {
   on_tick(now);
+  // Chunks held by --bwlimit go when the bucket has refilled.
+  if (bwlimit_ != nullptr && state_ == State::InSession) guarded([&] { pump(); });
 }
 
 void SessionConnection::others_finished(std::uint32_t failures) {
@@ -244,7 +246,16 @@ void SessionConnection::pump() {
                       e.mtime_sec, e.mtime_nsec,
                       e.kind == proto::EntryKind::File ? e.digest : Digest{}, e.remote_path});
   }
-  while (auto chunk = ledger_.next_chunk()) {
+  // --bwlimit: a chunk goes while the shared bucket is not in debt, and its length is then
+  // taken (the bucket may go below zero by one chunk and refills from there), so chunks of
+  // any size keep the long-run rate; the run's 100 ms tick resumes held chunks.
+  auto bwlimit_allows = [this] {
+    return bwlimit_ == nullptr || bwlimit_->ready(1, std::chrono::steady_clock::now());
+  };
+  while (bwlimit_allows()) {
+    auto chunk = ledger_.next_chunk();
+    if (!chunk) break;
+    if (bwlimit_ != nullptr) bwlimit_->take(chunk->length, std::chrono::steady_clock::now());
     std::uint8_t* buffer = staging_.data() + std::size_t{chunk->slot} * accept_.slot_size;
     read_fully(input(chunk->entry).fd(), buffer, chunk->length, chunk->offset);
     if (const auto at = settings_.inject_corruption;

@@ -22,6 +22,7 @@
 #include "common/connection/driver_core.hpp"
 #include "common/connection/transport.hpp"
 #include "common/input_file.hpp"
+#include "common/rate_limit.hpp"
 #include "protocol/sender_machine.hpp"
 #include "protocol/session_send_ledger.hpp"
 #include "protocol/wire.hpp"
@@ -50,6 +51,8 @@ class SessionConnection final : public DriverCore {
   // others are finished: then the run tells it how many of their entries failed.
   void hold_for_others() { holding_ = true; }
   void others_finished(std::uint32_t failures);
+  // --bwlimit: the command's one bucket, shared by its connections (owned by the run).
+  void share_bwlimit(TokenBucket* bucket) { bwlimit_ = bucket; }
 
   bool finished() const { return state_ == proto::SenderState::Done; }
   proto::SenderState state() const { return state_; }
@@ -103,6 +106,7 @@ class SessionConnection final : public DriverCore {
   bool settled_signalled_ = false;
   bool holding_ = false;
   std::uint32_t others_failures_ = 0;
+  TokenBucket* bwlimit_ = nullptr;
 
   proto::Accept accept_{};
   proto::SessionSendLedger ledger_;

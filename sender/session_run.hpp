@@ -13,6 +13,7 @@
 
 #include "common/epoll.hpp"
 #include "common/progress_bar.hpp"
+#include "common/rate_limit.hpp"
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/event_channel.hpp"
 #include "common/rdma/rdma_transport.hpp"
@@ -57,6 +58,7 @@ class SessionRun {
   EventChannel channel_;
   std::vector<std::unique_ptr<Link>> links_;  // after the channel: destroyed before it
   std::optional<ProgressBar> progress_;
+  std::optional<TokenBucket> bwlimit_;  // --bwlimit, shared by every connection
 };
 
 }  // namespace rdmax::sender

@@ -144,6 +144,11 @@ uint16_t CmId::local_port() const noexcept {
   return ntohs(::rdma_get_src_port(id_));
 }
 
+std::string host_and_port(const std::string& host, std::uint16_t port) {
+  const bool bare_ipv6 = host.find(':') != std::string::npos && host.front() != '[';
+  return (bare_ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
 std::string sockaddr_to_string(const sockaddr* addr) {
   if (addr == nullptr) return {};
   char text[INET6_ADDRSTRLEN] = {};

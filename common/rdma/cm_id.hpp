@@ -71,5 +71,8 @@ class CmId {
 
 // "ip:port" / "[ip6]:port" for AF_INET and AF_INET6, empty for anything else.
 std::string sockaddr_to_string(const sockaddr* addr);
+// "HOST:PORT" for a host name or address as the user wrote it, with an IPv6 literal in
+// brackets ("[fd00::1]:18515"), as sockaddr_to_string writes resolved addresses.
+std::string host_and_port(const std::string& host, std::uint16_t port);
 
 }  // namespace rdmax

@@ -1,13 +1,15 @@
 // The sender's digest cache (common/digest_cache.hpp): hits and misses by identity and
 // algorithm, a changed file with its mtime put back, replacement, racy entries, the entry
-// bound, corrupt files, concurrent updates, unwritable directories, and the default path.
-// Every cache lives in a test's own temporary directory; the clock is injected and far
-// later than any identity (real files included) unless a test is about racy entries.
+// bound, corrupt files, concurrent updates, a lock held by a hung sender, unwritable directories,
+// and the default path. Every cache lives in a test's own temporary directory; the clock is
+// injected and far later than any identity (real files included) unless a test is about racy
+// entries.
 #include "common/digest_cache.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -285,6 +287,25 @@ TEST_F(DigestCacheTest, ConcurrentUpdatesLoseNoEntry) {
   }
   EXPECT_EQ(found, 2 * kPerWriter);
   EXPECT_EQ(lines_of(file_).size(), 2 * kPerWriter + 1);
+}
+
+// A sender that hangs holding the lock (here: the test holds it and writes nothing) costs
+// the others one update each after kLockTimeout, never a hang and never an exception.
+TEST_F(DigestCacheTest, GivesUpOnALockHeldWithoutProgress) {
+  cache_.remember(kSha256, identity(1), digest_of(1), &problem_);
+  ASSERT_EQ(problem_, "");
+  const auto lock_file = std::filesystem::path(file_).concat(".lock");
+  Fd holder(::open(lock_file.c_str(), O_RDWR | O_CLOEXEC));
+  ASSERT_TRUE(holder);
+  ASSERT_EQ(::flock(holder.get(), LOCK_EX), 0);
+
+  const auto start = std::chrono::steady_clock::now();
+  cache_.remember(kSha256, identity(2), digest_of(2), &problem_);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_NE(problem_.find("held without progress"), std::string::npos) << problem_;
+  EXPECT_GE(waited, std::chrono::seconds(2));
+  EXPECT_EQ(cache_.lookup(kSha256, identity(2)), std::nullopt);
+  EXPECT_EQ(cache_.lookup(kSha256, identity(1)), digest_of(1));
 }
 
 TEST_F(DigestCacheTest, CreatesAPrivateDirectoryAndFile) {

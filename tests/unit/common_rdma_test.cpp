@@ -45,6 +45,14 @@ TEST(SockaddrToString, FormatsIpv4AndIpv6) {
 
 // Either outcome is checked: a usable fd, or the SysError the "no RDMA CM" diagnostics rely
 // on, naming the call and an errno (ENOENT or ENODEV when rdma_ucm is not loaded).
+TEST(HostAndPort, BracketsIpv6LiteralsOnly) {
+  EXPECT_EQ(host_and_port("192.0.2.1", 18515), "192.0.2.1:18515");
+  EXPECT_EQ(host_and_port("recv.example.org", 1), "recv.example.org:1");
+  EXPECT_EQ(host_and_port("fd00::1", 18515), "[fd00::1]:18515");
+  EXPECT_EQ(host_and_port("[fd00::1]", 18515), "[fd00::1]:18515");
+  EXPECT_EQ(host_and_port("fe80::1%eth0", 7), "[fe80::1%eth0]:7");
+}
+
 TEST(EventChannel, OpensOrFailsNamingTheCall) {
   try {
     EventChannel channel;

@@ -1,0 +1,49 @@
+#pragma once
+// rdma-send --bwlimit: the rate as people type it, and a token bucket that paces chunks.
+// Pure (no clock of its own): the caller passes the time, so tests drive it with a fake one.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace rdmax {
+
+// Bytes per second: decimal digits, then an optional unit K, M, G, T (powers of 1000) or
+// Ki, Mi, Gi, Ti (powers of 1024), case-insensitive, optionally followed by "B" and "/s"
+// ("500M", "1GiB/s", "4Mi"). Rejects empty text, zero, signs, fractions, whitespace,
+// unknown units and values that do not fit in 64 bits.
+[[nodiscard]] std::optional<std::uint64_t> parse_rate(std::string_view text);
+
+// A token bucket: tokens accrue at `rate` bytes per second up to `burst` bytes (one chunk),
+// and a chunk goes only when the bucket holds its length; the bucket starts empty, so over
+// any span from the start the average never exceeds the rate, even for the first chunk.
+class TokenBucket {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  TokenBucket(std::uint64_t rate, std::uint64_t burst, Clock::time_point start);
+
+  // Whether `bytes` may go at `now` (a request above the burst needs only a full bucket).
+  [[nodiscard]] bool ready(std::uint64_t bytes, Clock::time_point now);
+  // When `bytes` may go: `now` when ready(), else the moment the bucket holds enough.
+  [[nodiscard]] Clock::time_point ready_at(std::uint64_t bytes, Clock::time_point now);
+  // `bytes` went at `now`: the bucket loses them (it may go below zero only when a caller
+  // sent without asking, and then refills from there).
+  void take(std::uint64_t bytes, Clock::time_point now);
+
+  std::uint64_t rate() const { return rate_; }
+  std::uint64_t burst() const { return burst_; }
+
+ private:
+  void refill(Clock::time_point now);
+  double need(std::uint64_t bytes) const;
+
+  std::uint64_t rate_;
+  std::uint64_t burst_;
+  double tokens_ = 0;  // bytes
+  Clock::time_point last_;
+};
+
+}  // namespace rdmax

@@ -1,0 +1,136 @@
+#include "receiver/preflight.hpp"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <ostream>
+#include <variant>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/error_hints.hpp"
+#include "common/preflight.hpp"
+#include "common/rdma/cm_id.hpp"
+#include "common/rdma/devices.hpp"
+#include "common/rdma/event_channel.hpp"
+#include "protocol/sizes.hpp"
+#include "receiver/secrets_file.hpp"
+
+namespace rdmax::receiver {
+
+namespace {
+
+using preflight::Check;
+using preflight::failure;
+using preflight::pass;
+
+// The address the daemon would listen on (main.cpp's -d rule: without --bind, the device's
+// first IPv4 address), or a FAIL line.
+std::variant<std::optional<std::string>, Check> listen_address(const ReceiverOptions& o) {
+  if (!o.device) return o.bind_address;
+  if (o.bind_address) {
+    if (!device_serves_address(*o.device, *o.bind_address))
+      return failure("address " + *o.bind_address + ": not an address of " + *o.device +
+                         "'s network interface",
+                     "leave out --bind to use its first IPv4 address (see --list-devices)");
+    return o.bind_address;
+  }
+  if (auto address = first_ipv4_address(*o.device)) return address;
+  return failure(*o.device + ": no IPv4 address to listen on",
+                 "add one (ip addr add ADDRESS/PREFIX dev NETDEV) or give an IPv6 address "
+                 "with --bind");
+}
+
+// Binds and listens on the port, then closes it again: the port is free, and the device
+// and GID a bound address uses.
+std::vector<Check> listen_checks(const ReceiverOptions& o) {
+  auto address = listen_address(o);
+  if (auto* check = std::get_if<Check>(&address)) return {*check};
+  const auto& bind = std::get<std::optional<std::string>>(address);
+  const std::string shown = bind ? *bind : "0.0.0.0";
+  const std::string what = "listen on " + shown + " port " + std::to_string(o.port);
+  try {
+    EventChannel channel;
+    CmId id(channel);
+    id.bind_and_listen(bind ? bind->c_str() : nullptr, o.port, 1);
+    std::vector<Check> checks{pass(what + ": the port is free")};
+    const std::string endpoint = preflight::describe_endpoint(id.get());
+    if (endpoint.empty())
+      checks.push_back(pass("bound address " + id.local_address() +
+                            ": a wildcard, served by every RDMA device"));
+    else
+      checks.push_back(pass("bound address " + id.local_address() + ": " + endpoint));
+    return checks;
+  } catch (const SysError& e) {
+    if (e.error() == EADDRINUSE)
+      return {failure(what + ": the port is in use (another rdma-recv?)",
+                      "stop the other listener or choose another --port")};
+    const std::string hint = rdma_setup_hint(e.error());
+    return {failure(what + ": " + e.what(),
+                    hint.empty() ? "check --bind against the RDMA interfaces' addresses" : hint)};
+  } catch (const std::exception& e) {
+    return {failure(what + ": " + e.what(), "check --bind")};
+  }
+}
+
+Check secrets_check(const ReceiverOptions& o) {
+  if (!o.secrets_file) return pass("secrets file: none (--secrets): every id is denied");
+  // The mode first, with its own remedy; the loader checks it again (on what it reads).
+  struct stat st {};
+  const std::string& path = *o.secrets_file;
+  if (::stat(path.c_str(), &st) != 0)
+    return failure("secrets file " + path + ": " + std::strerror(errno),
+                   "check the path given to --secrets, or leave out --secrets");
+  if (S_ISREG(st.st_mode) && (st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return failure("secrets file " + path + ": mode " + mode + " lets group or others read it",
+                   "chmod 600 " + path);
+  }
+  try {
+    const auto store = load_secrets_file(*o.secrets_file);
+    return pass("secrets file " + *o.secrets_file + ": owner-only, " +
+                std::to_string(store.size()) + " id(s)");
+  } catch (const std::exception& e) {
+    // "PATH:LINE: what" for a syntax error; other messages name the file themselves.
+    const std::string message = e.what();
+    if (message.rfind(path + ":", 0) != 0) return failure(message, "check --secrets");
+    return failure("secrets file " + message,
+                   "fix that line: one 'ID SECRET' per line, '#' starts a comment "
+                   "(docs/SECURITY.md)");
+  }
+}
+
+}  // namespace
+
+int run_preflight(const ReceiverOptions& o, std::ostream& out) {
+  preflight::Report report(out);
+  const bool devices_ok = report.add_all(preflight::device_checks(o.device));
+  if (devices_ok) {
+    for (const auto& check : listen_checks(o)) report.add(check);
+  } else {
+    report.add(failure("listen on port " + std::to_string(o.port) + ": not tried",
+                       "fix the RDMA device first"));
+  }
+  const std::uint64_t window = std::uint64_t{o.slots} * o.slot_size;
+  const auto limit = preflight::current_memlock_limit();
+  auto memlock = preflight::memlock_check(limit, window,
+                                          "one connection's receive window (--slots " +
+                                              std::to_string(o.slots) + " x --slot-size " +
+                                              proto::format_size(o.slot_size) + ")");
+  if (memlock.ok) {
+    const std::uint64_t fits = preflight::memlock_fits(limit, window);
+    if (fits < o.max_connections)
+      memlock.what += "; room for " + std::to_string(fits) + " of --max-connections " +
+                      std::to_string(o.max_connections) + " at once";
+  }
+  report.add(memlock);
+  report.add(preflight::directory_check(o.dir, o.slot_size));
+  report.add(secrets_check(o));
+  return report.all_ok() ? kExitSuccess : kExitFailure;
+}
+
+}  // namespace rdmax::receiver

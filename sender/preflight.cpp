@@ -1,0 +1,89 @@
+#include "sender/preflight.hpp"
+
+#include <chrono>
+#include <ostream>
+
+#include "common/error.hpp"
+#include "common/error_hints.hpp"
+#include "common/rdma/cm_id.hpp"
+#include "common/rdma/event_channel.hpp"
+#include "common/rdma/rdma_transport.hpp"
+#include "protocol/sizes.hpp"
+
+namespace rdmax::sender {
+
+namespace {
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// The CM event `wanted` on `channel` within `timeout`; otherwise why not, as a FAIL line's
+// text and remedy.
+std::optional<preflight::Check> expect_event(EventChannel& channel, rdma_cm_event_type wanted,
+                                             std::chrono::milliseconds timeout,
+                                             const SenderOptions& o, const std::string& what) {
+  auto event = preflight::wait_cm_event(channel, Clock::now() + timeout);
+  if (!event)
+    return preflight::failure(
+        what + ": no answer within " + std::to_string(timeout.count()) + " ms",
+        "check that rdma-recv runs there and that UDP port 4791 (RoCE) "
+        "is open between the hosts");
+  const rdma_cm_event_type type = event->type();
+  const int status = event->status();
+  event->ack();
+  if (type == wanted) return std::nullopt;
+  return preflight::failure(
+      what + ": " + rdma_event_str(type) + " (status " + std::to_string(status) + ")",
+      connect_failure_message(type, status, o.host, o.port));
+}
+}  // namespace
+
+preflight::Check receiver_answers_check(const SenderOptions& o) {
+  const std::string what = "receiver at " + host_and_port(o.host, o.port);
+  const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o.connect_timeout);
+  try {
+    EventChannel channel;
+    channel.set_nonblocking();
+    CmId id(channel);
+    id.resolve_addr(o.host.c_str(), o.port, timeout);
+    if (auto f = expect_event(channel, RDMA_CM_EVENT_ADDR_RESOLVED, timeout, o, what)) return *f;
+    id.resolve_route(timeout);
+    if (auto f = expect_event(channel, RDMA_CM_EVENT_ROUTE_RESOLVED, timeout, o, what)) return *f;
+    RdmaTransport transport(std::move(id), RdmaTransport::Depths{4, 4, 1});
+    transport.connect();
+    if (auto f = expect_event(channel, RDMA_CM_EVENT_ESTABLISHED, timeout, o, what)) return *f;
+    // Leave before the Hello: the receiver logs a sender that offered nothing.
+    transport.disconnect();
+    (void)preflight::wait_cm_event(channel, Clock::now() + 2s);  // DISCONNECTED, acked
+    return preflight::pass(what +
+                           ": accepts connections (connected, then left before "
+                           "offering a file)");
+  } catch (const std::exception& e) {
+    const std::string hint = [&] {
+      if (const auto* sys = dynamic_cast<const SysError*>(&e)) return rdma_setup_hint(sys->error());
+      return std::string();
+    }();
+    return preflight::failure(what + ": " + e.what(),
+                              hint.empty() ? "check --host and --port" : hint);
+  }
+}
+
+int run_preflight(const SenderOptions& o, std::ostream& out) {
+  preflight::Report report(out);
+  const bool devices_ok = report.add_all(preflight::device_checks(o.device));
+  const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o.connect_timeout);
+  const auto route =
+      devices_ok ? preflight::route_check(o.host, o.port, o.device, timeout)
+                 : preflight::failure("route to " + host_and_port(o.host, o.port) + ": not tried",
+                                      "fix the RDMA device first");
+  report.add(route);
+  report.add(preflight::memlock_check(
+      preflight::current_memlock_limit(), kCheckStagingBytes,
+      "the staging buffer (8 x 1.0 MiB against a default receiver; up to 32 x its --slot-size)"));
+  report.add(
+      route.ok ? receiver_answers_check(o)
+               : preflight::failure("receiver at " + host_and_port(o.host, o.port) + ": not tried",
+                                    "fix the route first"));
+  return report.all_ok() ? 0 : 1;
+}
+
+}  // namespace rdmax::sender

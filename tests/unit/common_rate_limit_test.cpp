@@ -1,0 +1,93 @@
+// --bwlimit: the rate parser and the token bucket, driven by a fake clock.
+#include "common/rate_limit.hpp"
+
+#include <gtest/gtest.h>
+
+namespace rdmax {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = TokenBucket::Clock;
+
+TEST(ParseRate, DecimalAndBinaryUnits) {
+  EXPECT_EQ(parse_rate("1"), 1u);
+  EXPECT_EQ(parse_rate("500M"), 500'000'000u);
+  EXPECT_EQ(parse_rate("4M"), 4'000'000u);
+  EXPECT_EQ(parse_rate("4k"), 4'000u);
+  EXPECT_EQ(parse_rate("2G"), 2'000'000'000u);
+  EXPECT_EQ(parse_rate("1T"), 1'000'000'000'000u);
+  EXPECT_EQ(parse_rate("4Ki"), 4096u);
+  EXPECT_EQ(parse_rate("4Mi"), 4u << 20);
+  EXPECT_EQ(parse_rate("1Gi"), 1u << 30);
+  EXPECT_EQ(parse_rate("1GiB/s"), 1u << 30);
+  EXPECT_EQ(parse_rate("10MB"), 10'000'000u);
+  EXPECT_EQ(parse_rate("10MB/s"), 10'000'000u);
+  EXPECT_EQ(parse_rate("100B"), 100u);
+}
+
+TEST(ParseRate, RejectsZeroNegativesAndGarbage) {
+  for (const char* bad : {"", "0", "0M", "-5M", "+5M", "5.5M", " 5M", "5M ", "M", "5X", "5Mx",
+                          "5 M", "abc", "5MiBs", "18446744073709551616", "20000000000T"})
+    EXPECT_FALSE(parse_rate(bad)) << bad;
+  EXPECT_EQ(parse_rate("18446744073709551615"), UINT64_MAX);
+}
+
+TEST(TokenBucket, StartsEmptyAndPacesOneChunkPerInterval) {
+  const auto t0 = Clock::time_point{} + 1000s;
+  TokenBucket bucket(1'000'000, 100'000, t0);  // 1 MB/s, 100 kB chunks: one per 100 ms
+  EXPECT_FALSE(bucket.ready(100'000, t0));
+  EXPECT_EQ(bucket.ready_at(100'000, t0), t0 + 100ms);
+  EXPECT_FALSE(bucket.ready(100'000, t0 + 99ms));
+  EXPECT_TRUE(bucket.ready(100'000, t0 + 100ms));
+  bucket.take(100'000, t0 + 100ms);
+  EXPECT_EQ(bucket.ready_at(100'000, t0 + 100ms), t0 + 200ms);
+}
+
+TEST(TokenBucket, BurstIsOneChunk) {
+  const auto t0 = Clock::time_point{} + 1000s;
+  TokenBucket bucket(1'000'000, 100'000, t0);
+  // Idle for 10 s: the bucket holds one chunk, not ten seconds' worth.
+  const auto t = t0 + 10s;
+  EXPECT_TRUE(bucket.ready(100'000, t));
+  bucket.take(100'000, t);
+  EXPECT_FALSE(bucket.ready(100'000, t));
+  EXPECT_EQ(bucket.ready_at(100'000, t), t + 100ms);
+  // A request above the burst waits for a full bucket only.
+  EXPECT_EQ(bucket.ready_at(500'000, t), t + 100ms);
+}
+
+TEST(TokenBucket, ShortLastChunkWaitsOnlyForItsBytes) {
+  const auto t0 = Clock::time_point{} + 1000s;
+  TokenBucket bucket(1'000'000, 100'000, t0);
+  EXPECT_EQ(bucket.ready_at(10'000, t0), t0 + 10ms);
+}
+
+TEST(TokenBucket, LongRunAverageMatchesTheRate) {
+  // A sender that asks when it may go and is woken then, up to 3 ms late each time (a
+  // timer's slack): the average over many chunks stays at the rate.
+  const auto t0 = Clock::time_point{} + 1000s;
+  const std::uint64_t rate = 4'000'000, chunk = 1u << 20;
+  TokenBucket bucket(rate, chunk, t0);
+  auto now = t0;
+  std::uint64_t sent = 0;
+  for (int i = 0; i < 200; ++i) {
+    now = bucket.ready_at(chunk, now) + std::chrono::milliseconds(i % 4);
+    ASSERT_TRUE(bucket.ready(chunk, now));
+    bucket.take(chunk, now);
+    sent += chunk;
+  }
+  const double seconds = std::chrono::duration<double>(now - t0).count();
+  const double measured = static_cast<double>(sent) / seconds;
+  EXPECT_NEAR(measured, static_cast<double>(rate), rate * 0.01);
+  EXPECT_LE(measured, static_cast<double>(rate));
+}
+
+TEST(TokenBucket, ClockGoingBackwardsAddsNothing) {
+  const auto t0 = Clock::time_point{} + 1000s;
+  TokenBucket bucket(1'000'000, 100'000, t0);
+  EXPECT_FALSE(bucket.ready(1, t0 - 5s));
+  EXPECT_TRUE(bucket.ready(100'000, t0 + 100ms));
+}
+
+}  // namespace
+}  // namespace rdmax
