@@ -51,7 +51,9 @@ ReceiverTransition receiver_next(S s, E e) {
       break;
     case S::CheckingOpen:
       if (e == E::OpenAccepted) return {S::InSession, {A::SendAccept}};
-      if (e == E::OpenRejected) return {S::Closing, {A::SendReject, A::Disconnect}};
+      // No file exists yet; DiscardFile anyway, as for a rejected Hello: every way out
+      // before the verdicts discards, so none can leave a temporary behind.
+      if (e == E::OpenRejected) return {S::Closing, {A::SendReject, A::DiscardFile, A::Disconnect}};
       break;
     case S::InSession:
       if (e == E::GotOffer) return {S::InSession, {A::CheckOffer}};
@@ -64,7 +66,9 @@ ReceiverTransition receiver_next(S s, E e) {
       // The driver lets these through only once every entry is settled (the ledger's
       // all_settled); earlier they are a ProtocolViolation.
       if (e == E::GotId) return {S::CheckingId, {A::LookupId}};
-      if (e == E::GotBye) return {S::Closing, {A::Disconnect}};
+      // (Every entry is settled by then, so DiscardFile finds nothing: it is there so that
+      // no way out of a session can leave a temporary behind.)
+      if (e == E::GotBye) return {S::Closing, {A::DiscardFile, A::Disconnect}};
       break;
     case S::CheckingHello:
       if (e == E::HelloAccepted) return {S::Receiving, {A::SendAccept}};

@@ -95,7 +95,7 @@ const std::vector<Row> kProtocolRows{
     // Version-2 sessions (docs/PROTOCOL.md 7.5).
     {S::AwaitHello, E::GotOpen, S::CheckingOpen, {A::CheckOpen}},
     {S::CheckingOpen, E::OpenAccepted, S::InSession, {A::SendAccept}},
-    {S::CheckingOpen, E::OpenRejected, S::Closing, {A::SendReject, A::Disconnect}},
+    {S::CheckingOpen, E::OpenRejected, S::Closing, {A::SendReject, A::DiscardFile, A::Disconnect}},
     {S::InSession, E::GotOffer, S::InSession, {A::CheckOffer}},
     {S::InSession, E::EntryTaken, S::InSession, {A::SendTake}},
     {S::InSession, E::EntryRefused, S::InSession, {A::SendRefuse}},
@@ -104,7 +104,7 @@ const std::vector<Row> kProtocolRows{
     {S::InSession, E::GotFileDone, S::InSession, {A::FinishEntries}},
     {S::InSession, E::EntrySettled, S::InSession, {A::SendFileVerdict}},
     {S::InSession, E::GotId, S::CheckingId, {A::LookupId}},
-    {S::InSession, E::GotBye, S::Closing, {A::Disconnect}},
+    {S::InSession, E::GotBye, S::Closing, {A::DiscardFile, A::Disconnect}},
 };
 
 // The common aborts, legal in every open state; DiscardFile only before the verdict.
@@ -191,8 +191,9 @@ TEST(ReceiverMachine, EveryPairOutsideTheTableIsTheIllegalEventAbort) {
       expect_illegal(s, e);
     }
   }
-  // 7 open states x 21 events, minus 17 protocol rows and 7 x 6 abort rows.
-  EXPECT_EQ(illegal, 7U * 21U - 17U - 42U);
+  // 9 open states x 30 events, minus 29 protocol rows (17 of one file, 12 of sessions) and
+  // 9 x 7 abort rows.
+  EXPECT_EQ(illegal, 9U * 30U - 29U - 9U * 7U);
 }
 
 // ---- Each protocol transition, named ----

@@ -251,8 +251,9 @@ TEST(SenderMachine, EveryPairOutsideTheTableIsIllegalWithProtocolError) {
         expect_illegal(s, e, ctx);
       }
     }
-    // 7 open states x 24 events, minus 18 protocol rows, 3 x 9 + 4 x 8 abort rows.
-    EXPECT_EQ(illegal, 7U * 24U - 18U - 27U - 32U);
+    // 8 open states x 29 events, minus 25 protocol rows (16, the good verdict, the Accept,
+    // AllSettled and 6 more of sessions), 3 x 9 (not connected) + 5 x 8 abort rows.
+    EXPECT_EQ(illegal, 8U * 29U - 25U - 27U - 40U);
   }
 }
 
@@ -271,8 +272,11 @@ TEST(SenderMachine, ConnectionSetup) {
   expect_transition(S::Connecting, E::Established, S::AwaitAccept, {A::SendHello}, {});
 }
 
-TEST(SenderMachine, AcceptStartsTheData) {
-  expect_transition(S::AwaitAccept, E::GotAccept, S::Sending, {A::StartData}, {});
+TEST(SenderMachine, AcceptStartsTheDataOfOneFileOrTheSession) {
+  for (const SenderContext& ctx : {kWithId, kWithoutId})
+    expect_transition(S::AwaitAccept, E::GotAccept, ctx, S::Sending, {A::StartData}, {});
+  for (const SenderContext& ctx : {kSessionWithId, kSessionWithoutId})
+    expect_transition(S::AwaitAccept, E::GotAccept, ctx, S::InSession, {A::StartSession}, {});
 }
 
 TEST(SenderMachine, RejectIsReported) {
