@@ -45,7 +45,12 @@ std::string temp_name_for(const std::string& final_name) {
   return "." + final_name.substr(0, 200) + ".rdmax-" + random_suffix() + ".part";
 }
 
-// The process umask, read without the set-and-restore race of umask(2).
+[[noreturn]] void throw_exists(const std::string& name) {
+  throw FileExistsError(name + ": already exists (not overwriting)");
+}
+
+}  // namespace
+
 mode_t current_umask() {
   std::ifstream status("/proc/self/status");
   std::string line;
@@ -57,12 +62,6 @@ mode_t current_umask() {
   ::umask(mask);
   return mask;
 }
-
-[[noreturn]] void throw_exists(const std::string& name) {
-  throw FileExistsError(name + ": already exists (not overwriting)");
-}
-
-}  // namespace
 
 OutputFile OutputFile::create(int dir_fd, std::string final_name, bool overwrite, TempMode mode) {
   validate_name(final_name);

@@ -13,6 +13,10 @@
 
 namespace rdmax {
 
+// The process umask, read without the set-and-restore race of umask(2) (from
+// /proc/self/status). A sender's mode applies as far as it allows, to files and directories.
+[[nodiscard]] mode_t current_umask();
+
 // The destination name is taken and overwriting was not requested.
 class FileExistsError : public std::runtime_error {
  public:

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/output_file.hpp"
 #include "protocol/names.hpp"
 #include "protocol/paths.hpp"
 
@@ -102,7 +103,8 @@ void make_directory_beneath(int root_fd, std::string_view checked_path) {
 void set_directory_attributes(int root_fd, std::string_view checked_path, mode_t mode,
                               struct timespec mtime) {
   const Fd dir = open_directory_beneath(root_fd, checked_path, false);
-  if (::fchmod(dir.get(), mode & 07777 & ~static_cast<mode_t>(S_ISUID | S_ISGID)) != 0) {
+  // As for files: the sender's bits as far as our umask allows, never a set-id bit.
+  if (::fchmod(dir.get(), mode & 01777 & ~current_umask()) != 0) {
     throw_at("fchmod", checked_path, errno);
   }
   const struct timespec times[2] = {{0, UTIME_OMIT}, mtime};

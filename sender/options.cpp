@@ -14,18 +14,25 @@ namespace rdmax::sender {
 
 namespace {
 constexpr const char* kFooter = R"(Exit status:
-  0  success: the receiver verified the file (and the secret, if any, is on stdout)
+  0  success: the receiver verified the file, every file of several (and the secret,
+     if any, is on stdout); with several files, else the status of the first that failed
   1  any other failure (for example the receiver could not store the file)
-  2  usage error, or FILE cannot be read (nothing was sent)
+  2  usage error, or a PATH cannot be read (nothing was sent)
   3  cannot connect, or the connection broke or timed out
   4  rejected by the receiver (name, size, existing file, no space)
   5  verdict bad: the receiver's digest differs from the sender's
   6  the receiver denied the ID
   --check: 0 when every check passed, 1 when one failed, 2 usage error
 
-Progress (hashing, then sending: bytes, rate, ETA) is drawn on stderr when it
-is a terminal; --progress prints it as plain lines elsewhere, --no-progress
-hides it. Logs go to stderr; stdout carries the secret and nothing else, so
+Several PATHs, -r or -P send every file in one version-2 session per connection
+(a directory DIR arrives as DIR's base name with its tree under it, as with
+cp -r; modes and modification times are kept; links and special files are
+skipped with a warning). One summary line counts the files good, failed and
+skipped; --json gives one entry per file.
+
+Progress (hashing, then sending: bytes, rate, ETA, and the files settled when
+there are several) is drawn on stderr when it is a terminal; --progress prints
+it as plain lines elsewhere, --no-progress hides it. Logs go to stderr; stdout carries the secret and nothing else, so
   SECRET=$(rdma-send -H HOST --id ID FILE) captures it.
 
 The digest (--digest): "fsverity" (default) is the fs-verity file digest,
@@ -48,8 +55,9 @@ Examples:
 
 std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
   SenderOptions o;
-  CLI::App app{"Send a file to an rdma-recv daemon over RDMA, verified by its digest.",
-               "rdma-send"};
+  CLI::App app{
+      "Send files and directories to an rdma-recv daemon over RDMA, each verified by its digest.",
+      "rdma-send"};
   app.footer(kFooter);
   app.set_version_flag("--version", std::string("rdma-send ") + kVersion);
   app.add_option("-H,--host", o.host,

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "common/output_file.hpp"
 #include "tests/unit/temp_dir.hpp"
 
 namespace rdmax::receiver {
@@ -166,11 +167,20 @@ TEST_F(OutputTreeTest, AttributesAreAppliedAndAccessTimeLeftAlone) {
 TEST_F(OutputTreeTest, SetIdBitsAreDroppedAndTheStickyBitKept) {
   make_directory_beneath(root_.fd(), "shared");
   set_directory_attributes(root_.fd(), "shared", 07775, {1, 0});
-  EXPECT_EQ(lstat_of(at("shared")).st_mode & 07777, 01775u);
+  EXPECT_EQ(lstat_of(at("shared")).st_mode & 07777, 01775u & ~current_umask());
   // Bits above the permission bits (a file type from the sender's st_mode) are ignored.
   set_directory_attributes(root_.fd(), "shared", S_IFREG | 0700, {1, 0});
   EXPECT_TRUE(S_ISDIR(lstat_of(at("shared")).st_mode));
   EXPECT_EQ(lstat_of(at("shared")).st_mode & 07777, 0700u);
+}
+
+// The receiver's umask limits a directory's mode as it does a file's (docs/PROTOCOL.md 7.5).
+TEST_F(OutputTreeTest, TheUmaskLimitsTheSendersMode) {
+  make_directory_beneath(root_.fd(), "private");
+  const mode_t saved = ::umask(077);
+  set_directory_attributes(root_.fd(), "private", 0755, {1, 0});
+  ::umask(saved);
+  EXPECT_EQ(lstat_of(at("private")).st_mode & 07777, 0700u);
 }
 
 TEST_F(OutputTreeTest, IntermediateDirectoriesNeedOnlySearchPermission) {
