@@ -110,6 +110,17 @@ std::optional<SessionSendLedger::Planned> SessionSendLedger::next_chunk() {
   return std::nullopt;
 }
 
+std::optional<std::uint32_t> SessionSendLedger::next_chunk_length() const {
+  if (taken_order_.empty()) return std::nullopt;
+  for (std::uint32_t slot = 0; slot < active_slots_; ++slot) {
+    if (!credited_[slot] || busy_[slot]) continue;
+    const std::uint32_t entry = taken_order_.front();
+    const std::uint64_t left = plans_[entry].size - progress_.at(entry).next_offset;
+    return static_cast<std::uint32_t>(std::min<std::uint64_t>(slot_size_, left));
+  }
+  return std::nullopt;
+}
+
 std::uint32_t SessionSendLedger::completed(std::uint32_t slot) {
   if (slot >= busy_.size() || !busy_[slot]) return 0;
   busy_[slot] = false;

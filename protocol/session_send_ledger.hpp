@@ -68,6 +68,9 @@ class SessionSendLedger {
   // The next chunk to write, if a taken file has bytes left and an active slot is credited
   // and not busy. The slot becomes uncredited and busy.
   [[nodiscard]] std::optional<Planned> next_chunk();
+  // The length of the chunk next_chunk() would plan now, without planning it (--bwlimit
+  // asks whether the bucket holds that much first).
+  [[nodiscard]] std::optional<std::uint32_t> next_chunk_length() const;
   // Our FileChunk SEND for `slot` completed; returns its length (0 if the slot was not busy).
   std::uint32_t completed(std::uint32_t slot);
   // A taken file whose every chunk was written and completed: its FileDone goes now (the

@@ -246,16 +246,15 @@ void SessionConnection::pump() {
                       e.mtime_sec, e.mtime_nsec,
                       e.kind == proto::EntryKind::File ? e.digest : Digest{}, e.remote_path});
   }
-  // --bwlimit: a chunk goes while the shared bucket is not in debt, and its length is then
-  // taken (the bucket may go below zero by one chunk and refills from there), so chunks of
-  // any size keep the long-run rate; the run's 100 ms tick resumes held chunks.
-  auto bwlimit_allows = [this] {
-    return bwlimit_ == nullptr || bwlimit_->ready(1, std::chrono::steady_clock::now());
-  };
-  while (bwlimit_allows()) {
-    auto chunk = ledger_.next_chunk();
-    if (!chunk) break;
-    if (bwlimit_ != nullptr) bwlimit_->take(chunk->length, std::chrono::steady_clock::now());
+  // --bwlimit: a chunk goes only when the shared bucket holds its length (as for one
+  // file, so that the rate is never beaten); the run's 100 ms tick resumes held chunks.
+  while (auto length = ledger_.next_chunk_length()) {
+    if (bwlimit_ != nullptr) {
+      TokenBucket& bucket = bwlimit_->bucket(Clock::now());
+      if (!bucket.ready(*length, Clock::now())) break;
+      bucket.take(*length, Clock::now());
+    }
+    const auto chunk = ledger_.next_chunk();
     std::uint8_t* buffer = staging_.data() + std::size_t{chunk->slot} * accept_.slot_size;
     read_fully(input(chunk->entry).fd(), buffer, chunk->length, chunk->offset);
     if (const auto at = settings_.inject_corruption;

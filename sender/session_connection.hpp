@@ -31,6 +31,23 @@
 
 namespace rdmax::sender {
 
+// --bwlimit for a whole command: one token bucket that every connection draws from. It
+// starts, empty, when the first chunk of the command is ready, so that connection set-up
+// and hashing do not fill it. The burst is one default slot (1 MiB) plus 200 ms at the rate:
+// a chunk the run's 100 ms tick resumes late loses none of the rate.
+class SharedBwlimit {
+ public:
+  explicit SharedBwlimit(std::uint64_t rate) : rate_(rate) {}
+  TokenBucket& bucket(std::chrono::steady_clock::time_point now) {
+    if (!bucket_) bucket_.emplace(rate_, (std::uint64_t{1} << 20) + rate_ / 5, now);
+    return *bucket_;
+  }
+
+ private:
+  std::uint64_t rate_;
+  std::optional<TokenBucket> bucket_;
+};
+
 class SessionConnection final : public DriverCore {
  public:
   // `entries` index into plan.entries: this connection's share, in the order to offer
@@ -52,7 +69,7 @@ class SessionConnection final : public DriverCore {
   void hold_for_others() { holding_ = true; }
   void others_finished(std::uint32_t failures);
   // --bwlimit: the command's one bucket, shared by its connections (owned by the run).
-  void share_bwlimit(TokenBucket* bucket) { bwlimit_ = bucket; }
+  void share_bwlimit(SharedBwlimit* bwlimit) { bwlimit_ = bwlimit; }
 
   bool finished() const { return state_ == proto::SenderState::Done; }
   proto::SenderState state() const { return state_; }
@@ -106,7 +123,7 @@ class SessionConnection final : public DriverCore {
   bool settled_signalled_ = false;
   bool holding_ = false;
   std::uint32_t others_failures_ = 0;
-  TokenBucket* bwlimit_ = nullptr;
+  SharedBwlimit* bwlimit_ = nullptr;
 
   proto::Accept accept_{};
   proto::SessionSendLedger ledger_;

@@ -79,10 +79,7 @@ SessionRun::SessionRun(const SenderOptions& options, const SenderSettings& setti
     links_.push_back(std::move(link));
   }
   if (settings.bwlimit) {
-    // The burst: 1 MiB (rdma-recv's default slot), or 200 ms at the rate when that is more,
-    // so that a chunk resumed up to one 100 ms tick late loses none of the rate.
-    const std::uint64_t burst = std::max<std::uint64_t>(1u << 20, *settings.bwlimit / 5);
-    bwlimit_.emplace(*settings.bwlimit, burst, std::chrono::steady_clock::now());
+    bwlimit_.emplace(*settings.bwlimit);
     for (auto& link : links_) link->driver->share_bwlimit(&*bwlimit_);
   }
   if (progress != ProgressMode::Off) {

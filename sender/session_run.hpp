@@ -58,7 +58,7 @@ class SessionRun {
   EventChannel channel_;
   std::vector<std::unique_ptr<Link>> links_;  // after the channel: destroyed before it
   std::optional<ProgressBar> progress_;
-  std::optional<TokenBucket> bwlimit_;  // --bwlimit, shared by every connection
+  std::optional<SharedBwlimit> bwlimit_;  // --bwlimit, shared by every connection
 };
 
 }  // namespace rdmax::sender

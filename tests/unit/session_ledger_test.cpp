@@ -185,7 +185,11 @@ TEST(SessionLedgers, AWholeSessionAgainstEachOther) {
       }
     }
     std::vector<FileChunk> in_flight;
-    while (auto c = sender.next_chunk()) {
+    // next_chunk_length() tells each chunk's length before next_chunk() plans it.
+    for (auto length = sender.next_chunk_length(); length; length = sender.next_chunk_length()) {
+      const auto c = sender.next_chunk();
+      ASSERT_TRUE(c.has_value());
+      EXPECT_EQ(c->length, *length);
       EXPECT_EQ(c->remote_addr, accept.region_addr + std::uint64_t{c->slot} * kSlot);
       EXPECT_EQ(c->rkey, 100 + c->slot);
       const FileChunk chunk{c->entry, c->slot, c->offset, c->length};
@@ -193,6 +197,7 @@ TEST(SessionLedgers, AWholeSessionAgainstEachOther) {
       received[c->entry] += c->length;
       in_flight.push_back(chunk);
     }
+    EXPECT_EQ(sender.next_chunk(), std::nullopt);
     for (const auto& chunk : in_flight) {
       EXPECT_EQ(sender.completed(chunk.slot), chunk.length);
       if (receiver.stored(chunk.slot, chunk.entry)) {
