@@ -164,22 +164,15 @@ void SessionConnection::perform(Action action, SenderInput& cause) {
       expect("the answer to the id", settings_.timeout);
       post(proto::Id{*settings_.id});
       break;
-    case Action::KeepSecret: {
-      auto& received = std::get<proto::Secret>(cause.data).secret;
-      secret_.assign(received);
-      proto::secure_wipe(received.data(), received.size());
+    case Action::KeepSecret:
+      keep_secret(cause, secret_);
       break;
-    }
     case Action::SendBye:
       post(proto::Bye{});
       break;
-    case Action::SendError: {
-      const auto* abort = std::get_if<Input::Abort>(&cause.data);
-      const Input::Abort reason =
-          abort != nullptr ? *abort : Input::Abort{proto::ErrorCode::Internal, "sender failure"};
-      post(proto::Error{reason.code, reason.text.substr(0, proto::kMaxTextBytes)});
+    case Action::SendError:
+      post(error_to_send(cause));
       break;
-    }
     case Action::Disconnect:
       begin_disconnect();
       break;

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "common/error_hints.hpp"
 #include "common/fd.hpp"
 #include "protocol/names.hpp"
 #include "protocol/paths.hpp"
@@ -29,6 +30,13 @@ std::string error_text(int err) {
 // Names from the disk may hold control bytes: a message quotes them escaped.
 std::string quoted(std::string_view path) {
   return "'" + proto::escape_for_log(path) + "'";
+}
+
+// A PATH given on the command line cannot be read: the cause, and what to do about it.
+SourceError unreadable(std::string_view path, int err) {
+  const std::string hint = input_file_hint(err);
+  return SourceError("cannot read " + quoted(path) + ": " + error_text(err) +
+                     (hint.empty() ? "" : "; " + hint));
 }
 
 SourceEntry entry_of(Kind kind, std::string local, std::string remote, const struct stat& st) {
@@ -124,7 +132,7 @@ std::string arrival_name(const std::string& path) {
   if (name == "." || name == "..") {
     const std::unique_ptr<char, decltype(&::free)> canonical(::realpath(path.c_str(), nullptr),
                                                              &::free);
-    if (!canonical) throw SourceError("cannot read " + quoted(path) + ": " + error_text(errno));
+    if (!canonical) throw unreadable(path, errno);
     name = base_name(canonical.get());
   }
   if (name.empty()) {  // "/", or "." in it
@@ -146,7 +154,7 @@ SourceTree walk_sources(const std::vector<std::string>& paths, bool recursive,
     const std::string local = without_trailing_slashes(given);
     struct stat st {};
     if (::lstat(local.c_str(), &st) != 0) {
-      throw SourceError("cannot read " + quoted(given) + ": " + error_text(errno));
+      throw unreadable(given, errno);
     }
     if (S_ISLNK(st.st_mode)) {
       tree.skipped.push_back(Skipped{local, "symbolic link"});
@@ -181,7 +189,7 @@ SourceTree walk_sources(const std::vector<std::string>& paths, bool recursive,
       continue;
     }
     Fd dir(::open(local.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!dir) throw SourceError("cannot read " + quoted(given) + ": " + error_text(errno));
+    if (!dir) throw unreadable(given, errno);
     walker.add_directory(std::move(dir), local, remote);
   }
   // Children come before parents already; deepest first over the whole list also orders

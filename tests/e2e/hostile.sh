@@ -207,24 +207,30 @@ case_paths() {
   touch -d '2010-01-01 00:00:00' "$outside"
   ln -s "$outside" "$out/planted-link"
   echo plain >"$out/plain-file"
-  before=$(stat -c '%a %Y %s' "$outside"; ls -la --time-style=+%s "$outside")
+  snapshot() { find "$outside" -printf '%p %m %T@ %s\n' | LC_ALL=C sort; }
+  before=$(snapshot)
   start_legit "$legit" $((2 * 1048576))
   hostile paths
+  finish_legit "$legit"
+  after=$(snapshot)
+  escaped=$(find "$RXE_SCRATCH" /tmp / -maxdepth 2 -name 'hostile-*' ! -path "$out/*" 2>/dev/null)
+  local link_target good=no unexpected=()
+  link_target=$(readlink "$out/planted-link")
+  [[ -f $out/hostile-paths-good/hostile-paths-good.bin ]] && good=yes
+  while IFS= read -r entry; do
+    [[ -z $entry || $entry =~ ^(warmup|legit-[a-z0-9-]+)\.bin$|^(planted-link|plain-file|hostile-paths-good)$ ]] ||
+      unexpected+=("$entry")
+  done <<<"$(listing)"
+  [[ $(cat "$out/plain-file") == plain ]] || unexpected+=("plain-file (changed)")
+  # Cleaned up before judging, so that a failure here does not fail the later cases.
+  rm -rf "$out/planted-link" "$out/plain-file" "$out/hostile-paths-good" "$outside"
   ((rc == 0)) || fail "paths: a hostile path was not refused as it must be (attacker status $rc)"
   grep -q "^hostile paths: ok$" "$attack_out" || fail "paths: no final ok line"
-  finish_legit "$legit"
-  after=$(stat -c '%a %Y %s' "$outside"; ls -la --time-style=+%s "$outside")
   [[ $before == "$after" ]] || fail "the planted link's target changed: $before -> $after"
-  escaped=$(find "$RXE_SCRATCH" /tmp / -maxdepth 2 -name 'hostile-*' ! -path "$out/*" 2>/dev/null)
   [[ -z $escaped ]] || fail "written outside --dir: $escaped"
-  [[ $(readlink "$out/planted-link") == "$outside" ]] || fail "the planted link was replaced"
-  [[ $(cat "$out/plain-file") == plain ]] || fail "plain-file changed"
-  [[ -f $out/hostile-paths-good/hostile-paths-good.bin ]] || fail "the legitimate entry did not arrive"
-  while IFS= read -r entry; do
-    [[ $entry =~ ^(warmup|legit-[a-z0-9-]+)\.bin$|^(planted-link|plain-file|hostile-paths-good)$ ]] ||
-      fail "unexpected entry in --dir after the hostile paths: $entry"
-  done <<<"$(listing)"
-  rm -rf "$out/planted-link" "$out/plain-file" "$out/hostile-paths-good" "$outside"
+  [[ $link_target == "$outside" ]] || fail "the planted link was replaced ($link_target)"
+  [[ $good == yes ]] || fail "the legitimate entry did not arrive"
+  ((${#unexpected[@]} == 0)) || fail "unexpected in --dir after the hostile paths: ${unexpected[*]}"
   expect_alive
   pass "paths: $(grep -c '^hostile paths/.*: ok: ' "$attack_out") attempts answered as the path rule says; nothing outside --dir touched; $legit_note"
 }
