@@ -12,9 +12,11 @@
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <stdexcept>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -40,6 +42,12 @@ struct Entry {
   FileIdentity identity;
   Digest digest{};
 };
+
+// What one entry replaces: an entry for the same inode under the same algorithm.
+using InodeKey = std::tuple<std::uint8_t, std::uint64_t, std::uint64_t>;
+InodeKey inode_key(const DigestCacheEntry& entry) {
+  return {static_cast<std::uint8_t>(entry.algorithm), entry.identity.dev, entry.identity.ino};
+}
 
 std::uint64_t nanoseconds(const struct timespec& time) {
   // A time before 1970 wraps to a huge value: it then looks like the future, which is racy,
@@ -263,6 +271,7 @@ std::optional<Digest> DigestCache::lookup(proto::DigestAlgorithm algorithm,
     std::optional<Digest> found;
     // The last match wins: remember() leaves one per (algorithm, dev, ino), but a file
     // edited by hand may hold more, and the later line is the newer.
+    ++stats_.reads;
     for_each_entry(read_cache_file(file_), [&](const Entry& entry) {
       if (entry.algorithm == wanted && entry.identity == identity) found = entry.digest;
     });
@@ -277,15 +286,41 @@ std::optional<Digest> DigestCache::lookup(proto::DigestAlgorithm algorithm,
 
 void DigestCache::remember(proto::DigestAlgorithm algorithm, const FileIdentity& identity,
                            const Digest& digest, std::string* problem) {
+  const DigestCacheEntry entry{algorithm, identity, digest};
+  remember_all(std::span(&entry, 1), problem);
+}
+
+void DigestCache::remember_all(std::span<const DigestCacheEntry> entries, std::string* problem) {
   if (problem != nullptr) problem->clear();
   try {
-    if (racy(identity)) return;
-    update(static_cast<std::uint8_t>(algorithm), identity, digest);
+    std::vector<DigestCacheEntry> fresh;
+    for (const DigestCacheEntry& entry : entries)
+      if (!racy(entry.identity)) fresh.push_back(entry);
+    if (!fresh.empty()) update(fresh);
   } catch (const std::exception& error) {
     report(problem, file_, error.what());
   } catch (...) {
     report(problem, file_, "unknown error");
   }
+}
+
+std::vector<DigestCacheEntry> DigestCache::load(std::string* problem) const {
+  if (problem != nullptr) problem->clear();
+  std::vector<DigestCacheEntry> entries;
+  try {
+    ++stats_.reads;
+    for_each_entry(read_cache_file(file_), [&](const Entry& entry) {
+      entries.push_back(DigestCacheEntry{static_cast<proto::DigestAlgorithm>(entry.algorithm),
+                                         entry.identity, entry.digest});
+    });
+  } catch (const std::exception& error) {
+    entries.clear();
+    report(problem, file_, error.what());
+  } catch (...) {
+    entries.clear();
+    report(problem, file_, "unknown error");
+  }
+  return entries;
 }
 
 bool DigestCache::racy(const FileIdentity& identity) const {
@@ -294,19 +329,26 @@ bool DigestCache::racy(const FileIdentity& identity) const {
   return newest > now || now - newest < kRacyWindowNs;
 }
 
-void DigestCache::update(std::uint8_t algorithm, const FileIdentity& identity,
-                         const Digest& digest) {
+void DigestCache::update(std::span<const DigestCacheEntry> fresh) {
   const fs::path dir = file_.has_parent_path() ? file_.parent_path() : fs::path(".");
   make_directories(dir);
   const Fd lock = lock_exclusive(fs::path(file_).concat(".lock"), file_);
 
+  // One entry per (algorithm, dev, ino): the fresh ones replace the file's, and of several
+  // fresh ones the last wins. Oldest first, so the fresh entries go at the end.
+  std::map<InodeKey, std::size_t> last;  // the index in `fresh` of each key's last entry
+  for (std::size_t i = 0; i < fresh.size(); ++i) last[inode_key(fresh[i])] = i;
   std::vector<Entry> entries;
+  ++stats_.reads;
   for_each_entry(read_cache_file(file_), [&](const Entry& entry) {
-    const bool replaced = entry.algorithm == algorithm && entry.identity.dev == identity.dev &&
-                          entry.identity.ino == identity.ino;
-    if (!replaced) entries.push_back(entry);
+    if (!last.contains(InodeKey{entry.algorithm, entry.identity.dev, entry.identity.ino}))
+      entries.push_back(entry);
   });
-  entries.push_back(Entry{algorithm, identity, digest});
+  for (std::size_t i = 0; i < fresh.size(); ++i) {
+    if (last[inode_key(fresh[i])] != i) continue;
+    entries.push_back(
+        Entry{static_cast<std::uint8_t>(fresh[i].algorithm), fresh[i].identity, fresh[i].digest});
+  }
   const std::size_t dropped = entries.size() - std::min(entries.size(), kMaxEntries);
 
   std::string text = std::string(kFormatTag) + '\n';
@@ -316,6 +358,43 @@ void DigestCache::update(std::uint8_t algorithm, const FileIdentity& identity,
     text += '\n';
   }
   replace_file(file_, text);
+  ++stats_.writes;
+}
+
+DigestCacheBatch::DigestCacheBatch(DigestCache& cache, std::string* problem) : cache_(&cache) {
+  for (const DigestCacheEntry& entry : cache.load(problem))
+    known_[key_of(entry.algorithm, entry.identity)] = entry.digest;  // the later line wins
+}
+
+DigestCacheBatch::Key DigestCacheBatch::key_of(proto::DigestAlgorithm algorithm,
+                                               const FileIdentity& identity) {
+  return {static_cast<std::uint8_t>(algorithm),
+          identity.dev,
+          identity.ino,
+          identity.size,
+          identity.mtime_ns,
+          identity.ctime_ns};
+}
+
+std::optional<Digest> DigestCacheBatch::lookup(proto::DigestAlgorithm algorithm,
+                                               const FileIdentity& identity) const {
+  const auto it = known_.find(key_of(algorithm, identity));
+  if (it == known_.end()) return std::nullopt;
+  return it->second;
+}
+
+void DigestCacheBatch::remember(proto::DigestAlgorithm algorithm, const FileIdentity& identity,
+                                const Digest& digest) {
+  if (cache_->racy(identity)) return;
+  known_[key_of(algorithm, identity)] = digest;
+  pending_.push_back(DigestCacheEntry{algorithm, identity, digest});
+}
+
+void DigestCacheBatch::commit(std::string* problem) {
+  if (problem != nullptr) problem->clear();
+  if (pending_.empty()) return;
+  cache_->remember_all(pending_, problem);
+  pending_.clear();
 }
 
 }  // namespace rdmax

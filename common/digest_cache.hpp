@@ -23,6 +23,10 @@
 // "<file name>.lock" beside the file, re-read it under the lock, and rename a new file into
 // place, so concurrent senders neither lose each other's entries nor see a torn file.
 //
+// A command that hashes many files uses a DigestCacheBatch: the file is read once for all
+// its lookups and written once for all its new entries (remember_all), instead of a read
+// per lookup and a locked read and rewrite per remember.
+//
 // The cache is advisory: no method throws. lookup() and remember() report what went wrong
 // (the cache file unreadable, its directory unwritable, ...) as one line in `*problem`
 // when `problem` is given, for the caller to log at debug level; a miss or an entry not
@@ -31,8 +35,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
+#include <span>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "common/sha256.hpp"
 #include "protocol/wire.hpp"
@@ -51,6 +59,13 @@ struct FileIdentity {
 
 // Throws SysError if fstat fails.
 FileIdentity identity_of(int fd);
+
+struct DigestCacheEntry {
+  proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::WholeFileSha256;
+  FileIdentity identity;
+  Digest digest{};
+  bool operator==(const DigestCacheEntry&) const = default;
+};
 
 // Wall-clock time in nanoseconds since the epoch.
 using WallClock = std::function<std::uint64_t()>;
@@ -83,12 +98,62 @@ class DigestCache {
   void remember(proto::DigestAlgorithm algorithm, const FileIdentity& identity,
                 const Digest& digest, std::string* problem = nullptr);
 
- private:
+  // remember() for many entries in one update: one lock, one read, one write (none when
+  // every entry is racy). The racy ones are left out; of several for one (algorithm, dev,
+  // ino) the last is kept; when more than kMaxEntries remain, the oldest are dropped,
+  // which may include the first of `entries`.
+  void remember_all(std::span<const DigestCacheEntry> entries, std::string* problem = nullptr);
+
+  // Every entry of the file, oldest first: empty if it does not exist or on a problem.
+  std::vector<DigestCacheEntry> load(std::string* problem = nullptr) const;
+
+  // Too recent to be stored (see above).
   bool racy(const FileIdentity& identity) const;
-  void update(std::uint8_t algorithm, const FileIdentity& identity, const Digest& digest);
+
+  // How often this object read the cache file and replaced it, for tests and logs.
+  struct Stats {
+    std::size_t reads = 0;
+    std::size_t writes = 0;
+  };
+  Stats stats() const { return stats_; }
+
+ private:
+  void update(std::span<const DigestCacheEntry> fresh);
 
   std::filesystem::path file_;
   WallClock now_;
+  mutable Stats stats_;
+};
+
+// One command's use of the cache: the file is read once, when the batch is made, and
+// lookups are answered from that snapshot (entries other senders store meanwhile are not
+// seen, which only costs a hashing pass); remembered entries are collected and written by
+// commit() in one update. Entries not committed are dropped. Not thread-safe.
+class DigestCacheBatch {
+ public:
+  // Reads the cache; a problem leaves the snapshot empty.
+  explicit DigestCacheBatch(DigestCache& cache, std::string* problem = nullptr);
+
+  // As DigestCache::lookup, from the snapshot and what this batch remembered.
+  std::optional<Digest> lookup(proto::DigestAlgorithm algorithm,
+                               const FileIdentity& identity) const;
+  // As DigestCache::remember, kept for commit(); a racy identity is not kept.
+  void remember(proto::DigestAlgorithm algorithm, const FileIdentity& identity,
+                const Digest& digest);
+  // The entries remember() kept since the last commit().
+  std::size_t pending() const { return pending_.size(); }
+  // Writes the pending entries (DigestCache::remember_all) and forgets them; nothing to
+  // write, no I/O.
+  void commit(std::string* problem = nullptr);
+
+ private:
+  using Key = std::tuple<std::uint8_t, std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t,
+                         std::uint64_t>;
+  static Key key_of(proto::DigestAlgorithm algorithm, const FileIdentity& identity);
+
+  DigestCache* cache_;
+  std::map<Key, Digest> known_;
+  std::vector<DigestCacheEntry> pending_;
 };
 
 }  // namespace rdmax

@@ -118,7 +118,7 @@ std::string input_file_hint(int err) {
       return "rdma-send runs as uid " + std::to_string(::getuid()) +
              ": make the file readable by it (chmod, chown) or run as the file's owner";
     case EISDIR:
-      return "send one file (pack a directory with tar first)";
+      return "add -r (--recursive) to send a directory and everything under it";
     default:
       return {};
   }

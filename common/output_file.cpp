@@ -45,7 +45,12 @@ std::string temp_name_for(const std::string& final_name) {
   return "." + final_name.substr(0, 200) + ".rdmax-" + random_suffix() + ".part";
 }
 
-// The process umask, read without the set-and-restore race of umask(2).
+[[noreturn]] void throw_exists(const std::string& name) {
+  throw FileExistsError(name + ": already exists (not overwriting)");
+}
+
+}  // namespace
+
 mode_t current_umask() {
   std::ifstream status("/proc/self/status");
   std::string line;
@@ -57,12 +62,6 @@ mode_t current_umask() {
   ::umask(mask);
   return mask;
 }
-
-[[noreturn]] void throw_exists(const std::string& name) {
-  throw FileExistsError(name + ": already exists (not overwriting)");
-}
-
-}  // namespace
 
 OutputFile OutputFile::create(int dir_fd, std::string final_name, bool overwrite, TempMode mode) {
   validate_name(final_name);
@@ -112,6 +111,7 @@ OutputFile::OutputFile(OutputFile&& other) noexcept
       file_(std::move(other.file_)),
       final_name_(std::move(other.final_name_)),
       temp_name_(std::exchange(other.temp_name_, {})),
+      metadata_(other.metadata_),
       overwrite_(other.overwrite_),
       finished_(std::exchange(other.finished_, true)) {}
 
@@ -122,6 +122,7 @@ OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
     file_ = std::move(other.file_);
     final_name_ = std::move(other.final_name_);
     temp_name_ = std::exchange(other.temp_name_, {});
+    metadata_ = other.metadata_;
     overwrite_ = other.overwrite_;
     finished_ = std::exchange(other.finished_, true);
   }
@@ -146,17 +147,17 @@ void OutputFile::write_at(uint64_t offset, std::span<const uint8_t> data) {
   }
 }
 
-void OutputFile::preallocate(uint64_t size) {
-  if (size == 0) return;
+bool OutputFile::preallocate(uint64_t size) {
+  if (size == 0) return true;
   // On tmpfs, fallocate allocates and zeroes every page up front (1.4 s for 256 MiB under
   // emulation, stalling the daemon's event loop), pages the writes then fill again; the
   // caller's free-space check has already refused what cannot fit.
   struct statfs fs {};
-  if (::fstatfs(file_.get(), &fs) == 0 && fs.f_type == TMPFS_MAGIC) return;
+  if (::fstatfs(file_.get(), &fs) == 0 && fs.f_type == TMPFS_MAGIC) return false;
   // fallocate rather than posix_fallocate: where the filesystem cannot preallocate, glibc's
   // posix_fallocate falls back to writing every block, which is slow and pointless here.
-  if (::fallocate(file_.get(), 0, 0, static_cast<off_t>(size)) == 0) return;
-  if (errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS) return;
+  if (::fallocate(file_.get(), 0, 0, static_cast<off_t>(size)) == 0) return true;
+  if (errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS) return false;
   const int err = errno;
   throw_sys("fallocate " + final_name_, err);
 }
@@ -225,17 +226,32 @@ void OutputFile::publish() {
   temp_name_.clear();
 }
 
+void OutputFile::set_final_metadata(mode_t mode, struct timespec mtime) {
+  metadata_ = FinalMetadata{mode, mtime};
+}
+
 void OutputFile::commit() {
   if (finished_) throw std::logic_error("OutputFile::commit after commit or discard");
+  // The sender's mode as far as our umask allows (never a set-id bit: 01777 keeps the
+  // permission bits and the sticky bit), and its time. Both go first so that the one fsync
+  // makes them durable with the data.
+  const mode_t mode = (metadata_ ? metadata_->mode & 01777 : 0666) & ~current_umask();
+  if (::fchmod(file_.get(), mode) != 0) {
+    const int err = errno;
+    throw_sys("fchmod " + final_name_, err);
+  }
+  if (metadata_) {
+    const struct timespec times[2] = {{0, UTIME_OMIT}, metadata_->mtime};
+    if (::futimens(file_.get(), times) != 0) {
+      const int err = errno;
+      throw_sys("futimens " + final_name_, err);
+    }
+  }
   // Data must be durable before the name points at it, or a crash could leave a complete-
   // looking file with missing blocks.
   if (::fsync(file_.get()) != 0) {
     const int err = errno;
     throw_sys("fsync " + final_name_, err);
-  }
-  if (::fchmod(file_.get(), 0666 & ~current_umask()) != 0) {
-    const int err = errno;
-    throw_sys("fchmod " + final_name_, err);
   }
   publish();
   finished_ = true;

@@ -1,6 +1,10 @@
 #pragma once
 
+#include <sys/types.h>
+#include <time.h>
+
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -8,6 +12,10 @@
 #include "common/fd.hpp"
 
 namespace rdmax {
+
+// The process umask, read without the set-and-restore race of umask(2) (from
+// /proc/self/status). A sender's mode applies as far as it allows, to files and directories.
+[[nodiscard]] mode_t current_umask();
 
 // The destination name is taken and overwriting was not requested.
 class FileExistsError : public std::runtime_error {
@@ -21,7 +29,8 @@ class FileExistsError : public std::runtime_error {
 //
 // The temporary is an O_TMPFILE (nameless; nothing to clean up after a crash) where the
 // filesystem supports it, else a hidden ".<name>.rdmax-<random>.part" created with
-// O_EXCL|O_NOFOLLOW, mode 0600. Committed files get mode 0666 & ~umask.
+// O_EXCL|O_NOFOLLOW, mode 0600. Committed files get mode 0666 & ~umask, unless
+// set_final_metadata() gives the sender's mode and modification time.
 //
 // The directory fd is duplicated, so the caller may close its own.
 class OutputFile {
@@ -54,13 +63,21 @@ class OutputFile {
 
   // Reserves `size` bytes up front so that a full disk fails now rather than mid-transfer.
   // Filesystems that cannot preallocate are silently accepted; tmpfs is skipped (there it
-  // would only zero pages the writes fill anyway).
-  void preallocate(uint64_t size);
+  // would only zero pages the writes fill anyway). Returns whether the space is reserved.
+  bool preallocate(uint64_t size);
 
-  // fsync the data, publish under final_name (atomically; without overwrite also
-  // race-free against a file created meanwhile, which gives FileExistsError), fsync the
-  // directory. If publishing fails the temporary is kept for discard() / the destructor;
-  // if only the final directory fsync fails, the file is already in place.
+  // What commit() gives the file instead of mode 0666 & ~umask and the time of the last
+  // write: the permission bits and sticky bit of `mode` as far as the umask allows (never
+  // set-user-ID or set-group-ID: a sender must not be able to plant a file that runs as the
+  // receiver's user or group) and `mtime` as the modification time. The access time is
+  // left alone.
+  void set_final_metadata(mode_t mode, struct timespec mtime);
+
+  // Applies the final mode (and time), fsyncs the data, publishes under final_name
+  // (atomically; without overwrite also race-free against a file created meanwhile, which
+  // gives FileExistsError), fsyncs the directory. If publishing fails the temporary is kept
+  // for discard() / the destructor; if only the final directory fsync fails, the file is
+  // already in place.
   void commit();
 
   // Removes the temporary; no-op after commit. Never throws.
@@ -78,6 +95,11 @@ class OutputFile {
   Fd file_;
   std::string final_name_;
   std::string temp_name_;  // empty: O_TMPFILE, or already renamed
+  struct FinalMetadata {
+    mode_t mode = 0;
+    struct timespec mtime {};
+  };
+  std::optional<FinalMetadata> metadata_;  // nullopt: 0666 & ~umask, mtime untouched
   bool overwrite_ = false;
   bool finished_ = false;  // committed or discarded
 };

@@ -59,6 +59,11 @@ void ProgressBar::update(std::uint64_t done) {
   if (now - last_draw_ >= interval) draw(now);
 }
 
+void ProgressBar::set_files(std::uint64_t done, std::uint64_t total) {
+  files_done_ = done;
+  files_total_ = total;
+}
+
 void ProgressBar::refresh() {
   update(done_);
 }
@@ -74,7 +79,8 @@ double ProgressBar::current_rate(Clock::time_point now) {
 
 void ProgressBar::draw(Clock::time_point now) {
   last_draw_ = now;
-  const ProgressSnapshot snapshot{label_, done_, total_, current_rate(now)};
+  const ProgressSnapshot snapshot{label_,      done_,       total_, current_rate(now),
+                                  files_done_, files_total_};
   if (mode_ == ProgressMode::Terminal) {
     status_line::set(format_progress_line(snapshot, terminal_width()));
   } else if (mode_ == ProgressMode::Lines && now != started_) {
@@ -87,7 +93,7 @@ void ProgressBar::finish() {
   if (mode_ == ProgressMode::Off || ended_) return;
   ended_ = true;
   const std::string summary =
-      format_progress_summary(label_, done_, seconds(Clock::now() - started_));
+      format_progress_summary(label_, done_, seconds(Clock::now() - started_), files_total_);
   if (mode_ == ProgressMode::Terminal) {
     status_line::finish_with(summary);
   } else {

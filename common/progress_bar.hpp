@@ -29,6 +29,8 @@ class ProgressBar {
 
   // Cheap enough to call per chunk: draws only when the last draw is old enough.
   void update(std::uint64_t done);
+  // A phase of many files: `done` of `total` settled, shown beside the bytes.
+  void set_files(std::uint64_t done, std::uint64_t total);
   // Redraws with the current count, so that a stalled phase shows its rate falling.
   void refresh();
   // Replaces the bar with the phase's summary line.
@@ -44,6 +46,8 @@ class ProgressBar {
   std::string label_;
   std::uint64_t total_;
   std::uint64_t done_ = 0;
+  std::uint64_t files_done_ = 0;
+  std::uint64_t files_total_ = 0;
   bool ended_ = false;
   Clock::time_point started_;
   Clock::time_point last_draw_{};

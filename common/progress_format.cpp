@@ -57,15 +57,20 @@ std::string format_progress_line(const ProgressSnapshot& s, unsigned width) {
   const unsigned percent = s.total == 0 ? 100u : static_cast<unsigned>(done * 100 / s.total);
   char pct[8];
   std::snprintf(pct, sizeof pct, "%3u%%", percent);
-  const std::string counts = proto::format_size(done) + " / " + proto::format_size(s.total);
+  const std::string bytes = proto::format_size(done) + " / " + proto::format_size(s.total);
+  const std::string counts = s.files_total == 0
+                                 ? bytes
+                                 : std::to_string(std::min(s.files_done, s.files_total)) + "/" +
+                                       std::to_string(s.files_total) + " files  " + bytes;
   const std::string rate = rate_text(s.rate);
   const double eta_s = s.rate > 0 ? static_cast<double>(s.total - done) / s.rate : -1;
   const std::string eta = "ETA " + format_eta(eta_s);
 
   // Try the full line, then drop the ETA, then the rate; the bar takes what is left.
   const std::string label = padded_label(s.label);
+  // With files, their count goes last: the bytes say more about the time left.
   const std::string tails[] = {"  " + counts + "  " + rate + "  " + eta,
-                               "  " + counts + "  " + rate, "  " + counts, ""};
+                               "  " + counts + "  " + rate, "  " + counts, "  " + bytes, ""};
   for (const std::string& tail : tails) {
     const std::size_t fixed = label.size() + 1 + 2 + 1 + std::string_view(pct).size() + tail.size();
     if (fixed + kMinBar > width) continue;
@@ -78,10 +83,13 @@ std::string format_progress_line(const ProgressSnapshot& s, unsigned width) {
   return text;
 }
 
-std::string format_progress_summary(std::string_view label, std::uint64_t bytes, double seconds) {
+std::string format_progress_summary(std::string_view label, std::uint64_t bytes, double seconds,
+                                    std::uint64_t files) {
   char time[32];
   std::snprintf(time, sizeof time, "%.1fs", seconds);
-  std::string text = padded_label(label) + " " + proto::format_size(bytes) + " in " + time;
+  std::string text = padded_label(label) + " ";
+  if (files > 0) text += std::to_string(files) + (files == 1 ? " file, " : " files, ");
+  text += proto::format_size(bytes) + " in " + time;
   if (seconds > 0) text += " (" + rate_text(static_cast<double>(bytes) / seconds) + ")";
   return text;
 }

@@ -10,7 +10,7 @@ using A = ReceiverAction;
 // Before a good verdict the temporary file must go; after it, the file is committed.
 bool holds_uncommitted_file(S s) {
   return s == S::AwaitHello || s == S::CheckingHello || s == S::Receiving || s == S::Draining ||
-         s == S::Verifying;
+         s == S::Verifying || s == S::CheckingOpen || s == S::InSession;
 }
 
 // Events that end a connection the same way from every open state.
@@ -47,6 +47,28 @@ ReceiverTransition receiver_next(S s, E e) {
   switch (s) {
     case S::AwaitHello:
       if (e == E::GotHello) return {S::CheckingHello, {A::CheckHello}};
+      if (e == E::GotOpen) return {S::CheckingOpen, {A::CheckOpen}};
+      break;
+    case S::CheckingOpen:
+      if (e == E::OpenAccepted) return {S::InSession, {A::SendAccept}};
+      // No file exists yet; DiscardFile anyway, as for a rejected Hello: every way out
+      // before the verdicts discards, so none can leave a temporary behind.
+      if (e == E::OpenRejected) return {S::Closing, {A::SendReject, A::DiscardFile, A::Disconnect}};
+      break;
+    case S::InSession:
+      if (e == E::GotOffer) return {S::InSession, {A::CheckOffer}};
+      if (e == E::EntryTaken) return {S::InSession, {A::SendTake}};
+      if (e == E::EntryRefused) return {S::InSession, {A::SendRefuse}};
+      if (e == E::GotChunk) return {S::InSession, {A::StoreChunk}};
+      if (e == E::ChunkStored) return {S::InSession, {A::SendCredit, A::FinishEntries}};
+      if (e == E::GotFileDone) return {S::InSession, {A::FinishEntries}};
+      if (e == E::EntrySettled) return {S::InSession, {A::SendFileVerdict}};
+      // The driver lets these through only once every entry is settled (the ledger's
+      // all_settled); earlier they are a ProtocolViolation.
+      if (e == E::GotId) return {S::CheckingId, {A::LookupId}};
+      // (Every entry is settled by then, so DiscardFile finds nothing: it is there so that
+      // no way out of a session can leave a temporary behind.)
+      if (e == E::GotBye) return {S::Closing, {A::DiscardFile, A::Disconnect}};
       break;
     case S::CheckingHello:
       if (e == E::HelloAccepted) return {S::Receiving, {A::SendAccept}};
@@ -95,7 +117,8 @@ ReceiverTransition receiver_next(S s, E e) {
 }
 
 bool receiver_owes_keepalive(S s) {
-  return s == S::CheckingHello || s == S::Receiving || s == S::Draining || s == S::Verifying;
+  return s == S::CheckingHello || s == S::Receiving || s == S::Draining || s == S::Verifying ||
+         s == S::CheckingOpen || s == S::InSession;
 }
 
 const char* to_string(ReceiverState s) {
@@ -118,6 +141,10 @@ const char* to_string(ReceiverState s) {
       return "Closing";
     case S::Closed:
       return "Closed";
+    case S::CheckingOpen:
+      return "CheckingOpen";
+    case S::InSession:
+      return "InSession";
   }
   return "?";
 }
@@ -138,6 +165,12 @@ const char* to_string(ReceiverEvent e) {
       return "GotError";
     case E::GotUnexpected:
       return "GotUnexpected";
+    case E::GotOpen:
+      return "GotOpen";
+    case E::GotOffer:
+      return "GotOffer";
+    case E::GotFileDone:
+      return "GotFileDone";
     case E::HelloAccepted:
       return "HelloAccepted";
     case E::HelloRejected:
@@ -156,6 +189,16 @@ const char* to_string(ReceiverEvent e) {
       return "IdUnknown";
     case E::IdAttemptsExhausted:
       return "IdAttemptsExhausted";
+    case E::OpenAccepted:
+      return "OpenAccepted";
+    case E::OpenRejected:
+      return "OpenRejected";
+    case E::EntryTaken:
+      return "EntryTaken";
+    case E::EntryRefused:
+      return "EntryRefused";
+    case E::EntrySettled:
+      return "EntrySettled";
     case E::ProtocolViolation:
       return "ProtocolViolation";
     case E::LocalFailure:
@@ -204,6 +247,18 @@ const char* to_string(ReceiverAction a) {
       return "Disconnect";
     case A::Release:
       return "Release";
+    case A::CheckOpen:
+      return "CheckOpen";
+    case A::CheckOffer:
+      return "CheckOffer";
+    case A::SendTake:
+      return "SendTake";
+    case A::SendRefuse:
+      return "SendRefuse";
+    case A::FinishEntries:
+      return "FinishEntries";
+    case A::SendFileVerdict:
+      return "SendFileVerdict";
   }
   return "?";
 }

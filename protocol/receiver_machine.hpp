@@ -6,6 +6,11 @@
 // Lifecycle: AwaitHello -> CheckingHello -> Receiving -> Draining -> Verifying -> AwaitId
 //            -> CheckingId -> Closing -> Closed. Any failure leads to Closing (a goodbye
 //            is possible) or Closed (the transport is gone). See docs/PROTOCOL.md, 4.
+// A version-2 session (docs/PROTOCOL.md 7.5): AwaitHello -> CheckingOpen -> InSession
+//            -> AwaitId (or Closing on Bye). In InSession entries come and go, several at
+//            a time; where each stands is the driver's SessionReceiveLedger
+//            (protocol/session_receive_ledger.hpp), which also decides whether an Id or a Bye
+//            may come yet.
 //
 // Storing a chunk (hash + write) is asynchronous: StoreChunk hands it to the driver's
 // worker pool, and ChunkStored reports, in file order, that one chunk has been stored. A Done
@@ -27,6 +32,8 @@ enum class ReceiverState : std::uint8_t {
   CheckingId,     // the driver looks the id up
   Closing,        // disconnecting: sends drain, then rdma_disconnect, then DISCONNECTED
   Closed,         // resources released; the connection is gone
+  CheckingOpen,   // version 2: the driver validates a session's Open (resources, memory)
+  InSession,      // Accept sent; entries are offered, taken, received and settled
 };
 
 enum class ReceiverEvent : std::uint8_t {
@@ -38,6 +45,9 @@ enum class ReceiverEvent : std::uint8_t {
   GotBye,
   GotError,
   GotUnexpected,  // a message only a receiver may send (Accept, Credit, Verdict, ...)
+  GotOpen,        // version 2: a session instead of a Hello
+  GotOffer,
+  GotFileDone,
   // Results of the driver's own work.
   HelloAccepted,
   HelloRejected,
@@ -48,6 +58,11 @@ enum class ReceiverEvent : std::uint8_t {
   IdKnown,
   IdUnknown,
   IdAttemptsExhausted,
+  OpenAccepted,
+  OpenRejected,
+  EntryTaken,    // an offered file is created: Take it
+  EntryRefused,  // an offered entry is refused (name, existing file, size, space)
+  EntrySettled,  // an entry's verdict is known (a directory made, a file committed or not)
   // Transport and environment.
   ProtocolViolation,  // undecodable message, or a chunk that breaks the data rules
   LocalFailure,       // one of our own actions failed (a registration, a post...)
@@ -76,6 +91,15 @@ enum class ReceiverAction : std::uint8_t {
   DiscardFile,  // remove the temporary; nothing appears under the final name
   Disconnect,   // let posted sends drain, then rdma_disconnect
   Release,      // destroy QP, MRs, CQ, PD, cm_id
+  // Version-2 sessions.
+  CheckOpen,   // validate the Open -> OpenAccepted / OpenRejected
+  CheckOffer,  // check the path and limits, create the file or directory
+               // -> EntryTaken / EntryRefused / EntrySettled (a directory)
+  SendTake,
+  SendRefuse,
+  FinishEntries,    // verify and commit every file whose chunks are all stored after its
+                    // FileDone -> EntrySettled later
+  SendFileVerdict,  // and forget the entry (its temporary removed unless Good)
 };
 
 enum class ReceiverError : std::uint8_t {

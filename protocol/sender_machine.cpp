@@ -9,7 +9,8 @@ using A = SenderAction;
 using O = SenderOutcome;
 
 bool connected(S s) {
-  return s == S::AwaitAccept || s == S::Sending || s == S::AwaitVerdict || s == S::AwaitSecret;
+  return s == S::AwaitAccept || s == S::Sending || s == S::AwaitVerdict || s == S::AwaitSecret ||
+         s == S::InSession;
 }
 
 // Events that end the connection the same way from every open state.
@@ -62,7 +63,10 @@ SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
       if (e == E::Established) return {S::AwaitAccept, {A::SendHello}};
       break;
     case S::AwaitAccept:
-      if (e == E::GotAccept) return {S::Sending, {A::StartData}};
+      if (e == E::GotAccept) {
+        if (ctx.session) return {S::InSession, {A::StartSession}};
+        return {S::Sending, {A::StartData}};
+      }
       if (e == E::GotReject) return {S::Closing, {A::Disconnect}, O::Rejected};
       if (e == E::GotRejectVersion) return {S::Closing, {A::Disconnect}, O::VersionUnsupported};
       // The receiver is still preparing the file.
@@ -86,6 +90,18 @@ SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
       }
       if (e == E::GotVerdictBad) return {S::Closing, {A::Disconnect}, O::HashMismatch};
       if (e == E::GotVerdictFailed) return {S::Closing, {A::Disconnect}, O::ReceiverFailed};
+      break;
+    case S::InSession:
+      if (e == E::GotCredit || e == E::GotTake || e == E::GotRefuse || e == E::GotFileVerdict)
+        return {S::InSession, {A::SendMore}};
+      if (e == E::GotWorking) return {S::InSession, {}};
+      if (e == E::AllSettled) {
+        if (ctx.has_id) return {S::AwaitSecret, {A::SendId}};
+        return {S::Closing, {A::SendBye, A::Disconnect}, O::Success};
+      }
+      // The receiver gives a secret only for a session whose every entry is good.
+      if (e == E::AllSettledWithFailures)
+        return {S::Closing, {A::SendBye, A::Disconnect}, O::SomeFailed};
       break;
     case S::AwaitSecret:
       if (e == E::GotSecret) return {S::Closing, {A::KeepSecret, A::Disconnect}, O::Success};
@@ -122,6 +138,8 @@ const char* to_string(SenderState s) {
       return "Closing";
     case S::Done:
       return "Done";
+    case S::InSession:
+      return "InSession";
   }
   return "?";
 }
@@ -176,6 +194,16 @@ const char* to_string(SenderEvent e) {
       return "Disconnected";
     case E::Interrupted:
       return "Interrupted";
+    case E::GotTake:
+      return "GotTake";
+    case E::GotRefuse:
+      return "GotRefuse";
+    case E::GotFileVerdict:
+      return "GotFileVerdict";
+    case E::AllSettled:
+      return "AllSettled";
+    case E::AllSettledWithFailures:
+      return "AllSettledWithFailures";
   }
   return "?";
 }
@@ -206,6 +234,8 @@ const char* to_string(SenderAction a) {
       return "Disconnect";
     case A::Finish:
       return "Finish";
+    case A::StartSession:
+      return "StartSession";
   }
   return "?";
 }
@@ -234,6 +264,8 @@ const char* to_string(SenderOutcome o) {
       return "VersionUnsupported";
     case O::LocalFailure:
       return "LocalFailure";
+    case O::SomeFailed:
+      return "some entries failed";
   }
   return "?";
 }

@@ -5,6 +5,10 @@
 // Lifecycle: ResolvingAddress -> ResolvingRoute -> Connecting -> AwaitAccept -> Sending
 //            -> AwaitVerdict -> [AwaitSecret] -> Closing -> Done. The first outcome a
 //            transition names is the one the program reports (its exit status).
+// A version-2 session (docs/PROTOCOL.md 7.5): ... AwaitAccept (Open sent) -> InSession
+//            -> [AwaitSecret] -> Closing -> Done. Entries are offered, taken and settled in
+//            InSession, several at a time (the driver's SessionSendLedger); each entry's
+//            outcome is the driver's to report.
 
 #include <cstdint>
 #include <optional>
@@ -23,6 +27,7 @@ enum class SenderState : std::uint8_t {
   AwaitSecret,   // Id sent
   Closing,       // disconnecting; the outcome is decided
   Done,          // finished; resources released
+  InSession,     // version 2: offering entries and writing their chunks
 };
 
 enum class SenderEvent : std::uint8_t {
@@ -50,6 +55,12 @@ enum class SenderEvent : std::uint8_t {
   TransportFailed,
   Disconnected,
   Interrupted,  // SIGINT/SIGTERM
+  // Version-2 sessions.
+  GotTake,
+  GotRefuse,
+  GotFileVerdict,
+  AllSettled,              // every entry settled, every one good
+  AllSettledWithFailures,  // every entry settled, some refused or not verified
 };
 
 enum class SenderAction : std::uint8_t {
@@ -63,8 +74,9 @@ enum class SenderAction : std::uint8_t {
   KeepSecret,  // the Secret that arrived is the program's result
   SendBye,
   SendError,
-  Disconnect,  // let posted sends drain, then rdma_disconnect
-  Finish,      // release everything; the loop ends
+  Disconnect,    // let posted sends drain, then rdma_disconnect
+  Finish,        // release everything; the loop ends
+  StartSession,  // set up the staging buffer; offer entries, write chunks as credits allow
 };
 
 // What the program reports; sender/exit_codes.hpp maps each to an exit status (several
@@ -81,10 +93,13 @@ enum class SenderOutcome : std::uint8_t {
   Interrupted,
   VersionUnsupported,  // the receiver speaks only an older protocol version: retry with it
   LocalFailure,        // the sender itself failed (reading the file, registering memory...)
+  SomeFailed,          // a session ended with entries refused or not verified: the driver
+                       // reports each, and the first one's status
 };
 
 struct SenderContext {
-  bool has_id = false;  // the user gave --id
+  bool has_id = false;   // the user gave --id
+  bool session = false;  // a version-2 session (Open) rather than one file (Hello)
 };
 
 struct SenderTransition {

@@ -36,17 +36,30 @@ constexpr std::size_t kVerdictBytes = 1 + kSha256Bytes;
 constexpr std::size_t kLengthPrefixBytes = 2;      // Id, Secret: u16 length, then bytes
 constexpr std::size_t kCodeAndTextFixedBytes = 4;  // Reject, Error: u16 code, u16 len, text
 constexpr std::size_t kDeniedBytes = 2;
+// Version-2 sessions (docs/PROTOCOL.md 7.5).
+constexpr std::size_t kOpenBytes = 1 + 3 + 4 + 4 + 4 + 8;
+// entry, kind, reserved, mode, size, mtime_sec, mtime_nsec, digest, path_len; then the path.
+constexpr std::size_t kOfferFixedBytes = 4 + 1 + 1 + 2 + 8 + 8 + 4 + kSha256Bytes + 2;
+constexpr std::size_t kTakeBytes = 4;
+constexpr std::size_t kRefuseFixedBytes = 4 + kCodeAndTextFixedBytes;  // entry, then as Reject
+constexpr std::size_t kFileChunkBytes = 4 + 4 + 8 + 4;
+constexpr std::size_t kFileDoneBytes = 4 + 8;
+constexpr std::size_t kFileVerdictBytes = 4 + 1 + kSha256Bytes;
+constexpr std::uint32_t kNanosecondsPerSecond = 1'000'000'000;
 
 // Every message must fit one SEND buffer even at its maximum field lengths.
 static_assert(kHeaderSize + kHello2FixedBytes + kMaxNameBytes <= kMaxMessageSize);
 static_assert(kHeaderSize + kLengthPrefixBytes + kMaxSecretBytes <= kMaxMessageSize);
 static_assert(kHeaderSize + kCodeAndTextFixedBytes + kMaxTextBytes <= kMaxMessageSize);
+static_assert(kHeaderSize + kOfferFixedBytes + kMaxPathBytes <= kMaxMessageSize);
 
 // The variant's alternatives are declared in wire-type order, so index + 1 is the type.
-static_assert(std::variant_size_v<Message> == 13);
+static_assert(std::variant_size_v<Message> == 20);
 static_assert(std::is_same_v<std::variant_alternative_t<0, Message>, Hello>);
 static_assert(std::is_same_v<std::variant_alternative_t<11, Message>, Error>);
 static_assert(std::is_same_v<std::variant_alternative_t<12, Message>, Working>);
+static_assert(std::is_same_v<std::variant_alternative_t<13, Message>, Open>);
+static_assert(std::is_same_v<std::variant_alternative_t<19, Message>, FileVerdict>);
 
 bool is_known(VerdictCode code) {
   return static_cast<std::uint8_t>(code) <= 3;
@@ -66,6 +79,14 @@ bool is_known(DigestAlgorithm algorithm) {
 bool is_known(WorkPhase phase) {
   auto v = static_cast<std::uint8_t>(phase);
   return v >= 1 && v <= 3;
+}
+bool is_known(EntryKind kind) {
+  return kind == EntryKind::File || kind == EntryKind::Directory;
+}
+bool is_zero(const Sha256& digest) {
+  for (std::uint8_t b : digest)
+    if (b != 0) return false;
+  return true;
 }
 bool is_known_version(std::uint16_t version) {
   return version == kVersion1 || version == kVersion2;
@@ -93,6 +114,13 @@ std::size_t payload_size(const Message& message, std::uint16_t version) {
                         [](const Bye&) { return std::size_t{0}; },
                         [](const Error& m) { return kCodeAndTextFixedBytes + m.text.size(); },
                         [](const Working&) { return kWorkingBytes; },
+                        [](const Open&) { return kOpenBytes; },
+                        [](const Offer& m) { return kOfferFixedBytes + m.path.size(); },
+                        [](const Take&) { return kTakeBytes; },
+                        [](const Refuse& m) { return kRefuseFixedBytes + m.text.size(); },
+                        [](const FileChunk&) { return kFileChunkBytes; },
+                        [](const FileDone&) { return kFileDoneBytes; },
+                        [](const FileVerdict&) { return kFileVerdictBytes; },
                     },
                     message);
 }
@@ -101,11 +129,12 @@ bool in_range(std::size_t size, std::size_t min, std::size_t max) {
   return size >= min && size <= max;
 }
 
-// Can `version` express this message at all? Version 1 has no Working, and its Hello has no
-// room for an algorithm other than SHA-256 or for keepalives.
+// Can `version` express this message at all? Version 1 has no Working and no sessions, and
+// its Hello has no room for an algorithm other than SHA-256 or for keepalives.
 bool expressible(const Message& message, std::uint16_t version) {
   if (version == kVersion2) return true;
-  if (std::holds_alternative<Working>(message)) return false;
+  // Working and the session messages come after version 1's twelve types.
+  if (message.index() >= 12) return false;
   if (const auto* hello = std::get_if<Hello>(&message))
     return hello->digest_algorithm == DigestAlgorithm::WholeFileSha256 &&
            hello->keepalive_ms == 0 && hello->extensions.empty();
@@ -158,6 +187,29 @@ const char* field_problem(const Message& message) {
           },
           [](const Working& m) -> const char* {
             return is_known(m.phase) ? nullptr : "Working.phase unknown";
+          },
+          [](const Open& m) -> const char* {
+            if (!is_known(m.digest_algorithm)) return "Open.digest_algorithm unknown";
+            if (m.keepalive_ms != 0 && !in_range(m.keepalive_ms, kMinKeepaliveMs, kMaxKeepaliveMs))
+              return "Open.keepalive_ms not 0 or in 100..60000";
+            return m.entry_count == 0 ? "Open.entry_count is 0" : nullptr;
+          },
+          [](const Offer& m) -> const char* {
+            if (!is_known(m.kind)) return "Offer.kind unknown";
+            if (m.mode > kMaxMode) return "Offer.mode above 07777";
+            if (m.mtime_nsec >= kNanosecondsPerSecond) return "Offer.mtime_nsec not below 10^9";
+            if (!in_range(m.path.size(), 1, kMaxPathBytes))
+              return "Offer.path length not in 1..2048";
+            if (m.kind == EntryKind::Directory && (m.size != 0 || !is_zero(m.digest)))
+              return "Offer of a directory with a size or digest";
+            return nullptr;
+          },
+          [](const Refuse& m) -> const char* {
+            if (!is_known(m.reason)) return "Refuse.reason unknown";
+            return m.text.size() > kMaxTextBytes ? "Refuse.text longer than 512" : nullptr;
+          },
+          [](const FileVerdict& m) -> const char* {
+            return is_known(m.code) ? nullptr : "FileVerdict.code unknown";
           },
           [](const auto&) -> const char* { return nullptr; },  // no static rules
       },
@@ -231,6 +283,49 @@ void write_payload(ByteWriter& w, const Message& message, std::uint16_t version)
                  [&](const Working& m) {
                    w.u8(static_cast<std::uint8_t>(m.phase));
                    w.u64(m.stored_bytes);
+                 },
+                 [&](const Open& m) {
+                   w.u8(static_cast<std::uint8_t>(m.digest_algorithm));
+                   w.u8(0);  // reserved
+                   w.u16(0);
+                   w.u32(m.keepalive_ms);
+                   w.u32(m.chunk_size_hint);
+                   w.u32(m.entry_count);
+                   w.u64(m.total_bytes);
+                 },
+                 [&](const Offer& m) {
+                   w.u32(m.entry);
+                   w.u8(static_cast<std::uint8_t>(m.kind));
+                   w.u8(0);  // reserved
+                   w.u16(m.mode);
+                   w.u64(m.size);
+                   w.u64(static_cast<std::uint64_t>(m.mtime_sec));  // two's complement
+                   w.u32(m.mtime_nsec);
+                   w.bytes(m.digest);
+                   w.u16(static_cast<std::uint16_t>(m.path.size()));
+                   w.text(m.path);
+                 },
+                 [&](const Take& m) { w.u32(m.entry); },
+                 [&](const Refuse& m) {
+                   w.u32(m.entry);
+                   w.u16(static_cast<std::uint16_t>(m.reason));
+                   w.u16(static_cast<std::uint16_t>(m.text.size()));
+                   w.text(m.text);
+                 },
+                 [&](const FileChunk& m) {
+                   w.u32(m.entry);
+                   w.u32(m.slot);
+                   w.u64(m.offset);
+                   w.u32(m.length);
+                 },
+                 [&](const FileDone& m) {
+                   w.u32(m.entry);
+                   w.u64(m.total_bytes);
+                 },
+                 [&](const FileVerdict& m) {
+                   w.u32(m.entry);
+                   w.u8(static_cast<std::uint8_t>(m.code));
+                   w.bytes(m.received_digest);
                  },
              },
              message);
@@ -420,6 +515,75 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       m.phase = static_cast<WorkPhase>(phase);
       return m;
     }
+    case MessageType::Open: {
+      if (auto f = exact(kOpenBytes)) return *f;
+      Open m;
+      const std::uint8_t algorithm = r.u8();
+      const std::uint8_t reserved8 = r.u8();
+      const std::uint16_t reserved16 = r.u16();
+      m.keepalive_ms = r.u32();
+      m.chunk_size_hint = r.u32();
+      m.entry_count = r.u32();
+      m.total_bytes = r.u64();
+      if (reserved8 != 0 || reserved16 != 0)
+        return fail(DecodeError::BadReserved, "Open.reserved is not zero");
+      m.digest_algorithm = static_cast<DigestAlgorithm>(algorithm);
+      return m;
+    }
+    case MessageType::Offer: {
+      if (auto f = at_least(kOfferFixedBytes)) return *f;
+      Offer m;
+      m.entry = r.u32();
+      const std::uint8_t kind = r.u8();
+      const std::uint8_t reserved = r.u8();
+      m.mode = r.u16();
+      m.size = r.u64();
+      m.mtime_sec = static_cast<std::int64_t>(r.u64());
+      m.mtime_nsec = r.u32();
+      read_sha(m.digest);
+      if (reserved != 0) return fail(DecodeError::BadReserved, "Offer.reserved is not zero");
+      m.kind = static_cast<EntryKind>(kind);
+      if (auto f = read_counted(r, "Offer.path", m.path)) return *f;
+      return m;
+    }
+    case MessageType::Take: {
+      if (auto f = exact(kTakeBytes)) return *f;
+      Take m;
+      m.entry = r.u32();
+      return m;
+    }
+    case MessageType::Refuse: {
+      if (auto f = at_least(kRefuseFixedBytes)) return *f;
+      Refuse m;
+      m.entry = r.u32();
+      m.reason = static_cast<RejectReason>(r.u16());
+      if (auto f = read_counted(r, "Refuse.text", m.text)) return *f;
+      return m;
+    }
+    case MessageType::FileChunk: {
+      if (auto f = exact(kFileChunkBytes)) return *f;
+      FileChunk m;
+      m.entry = r.u32();
+      m.slot = r.u32();
+      m.offset = r.u64();
+      m.length = r.u32();
+      return m;
+    }
+    case MessageType::FileDone: {
+      if (auto f = exact(kFileDoneBytes)) return *f;
+      FileDone m;
+      m.entry = r.u32();
+      m.total_bytes = r.u64();
+      return m;
+    }
+    case MessageType::FileVerdict: {
+      if (auto f = exact(kFileVerdictBytes)) return *f;
+      FileVerdict m;
+      m.entry = r.u32();
+      m.code = static_cast<VerdictCode>(r.u8());
+      read_sha(m.received_digest);
+      return m;
+    }
   }
   return fail(DecodeError::BadType, "unknown type");  // unreachable: type was checked
 }
@@ -434,7 +598,7 @@ DecodeResult decode_payload(MessageType type, std::uint16_t version,
 }
 
 bool is_known_type(std::uint16_t type, std::uint16_t version) {
-  return type >= 1 && type <= (version == kVersion1 ? 12 : 13);
+  return type >= 1 && type <= (version == kVersion1 ? 12 : 20);
 }
 
 std::uint32_t read_le32(std::span<const std::uint8_t> b, std::size_t at) {

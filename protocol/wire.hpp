@@ -52,6 +52,14 @@ enum class MessageType : std::uint16_t {
   Bye = 11,
   Error = 12,
   Working = 13,  // version 2 only
+  // Version 2 only: a session of many files on one connection (docs/PROTOCOL.md 7.5).
+  Open = 14,
+  Offer = 15,
+  Take = 16,
+  Refuse = 17,
+  FileChunk = 18,
+  FileDone = 19,
+  FileVerdict = 20,
 };
 
 enum class VerdictCode : std::uint8_t {
@@ -210,8 +218,89 @@ struct Working {
   bool operator==(const Working&) const = default;
 };
 
-using Message = std::variant<Hello, Accept, Chunk, Credit, Done, Verdict, Id, Secret, Denied,
-                             Reject, Bye, Error, Working>;
+// --- Version 2 sessions (docs/PROTOCOL.md 7.5): many entries (files and directories) on
+// one connection, several in flight, sharing one window of slots. ---
+
+// The most entries a sender may have offered and not yet seen settled (by Refuse or
+// FileVerdict): it bounds the receiver's open files and both sides' receive buffers.
+inline constexpr std::uint32_t kMaxEntriesInFlight = 16;
+// Offer.path: a relative path of file names (protocol/paths.hpp), at most this long.
+// PATH_MAX is 4096; half of it leaves the receiver room for its own output directory in
+// front, and no real tree comes close.
+inline constexpr std::size_t kMaxPathBytes = 2048;
+inline constexpr std::uint16_t kMaxMode = 07777;
+
+// sender -> receiver, instead of Hello: a session of entry_count entries follows.
+struct Open {
+  DigestAlgorithm digest_algorithm = DigestAlgorithm::FsVeritySha256;  // of every file
+  std::uint32_t keepalive_ms = 0;                                      // as in Hello
+  std::uint32_t chunk_size_hint = 0;                                   // as in Hello
+  std::uint32_t entry_count = 0;  // >= 1: Offers the session will carry
+  std::uint64_t total_bytes = 0;  // the sizes of its files together
+  bool operator==(const Open&) const = default;
+};
+
+enum class EntryKind : std::uint8_t {
+  File = 1,
+  Directory = 2,
+};
+
+// sender -> receiver: one entry of the session. Entries are numbered 0, 1, 2... in the
+// order offered.
+struct Offer {
+  std::uint32_t entry = 0;
+  EntryKind kind = EntryKind::File;
+  std::uint16_t mode = 0644;     // permission bits (<= 07777); set-id bits are never applied
+  std::uint64_t size = 0;        // 0 for a directory
+  std::int64_t mtime_sec = 0;    // modification time, seconds since the epoch
+  std::uint32_t mtime_nsec = 0;  // and nanoseconds (< 10^9)
+  Sha256 digest{};               // by Open.digest_algorithm; zero for a directory
+  std::string path;              // 1..kMaxPathBytes bytes, checked by the receiver
+  bool operator==(const Offer&) const = default;
+};
+
+// receiver -> sender: the file is created; send its chunks, then FileDone.
+struct Take {
+  std::uint32_t entry = 0;
+  bool operator==(const Take&) const = default;
+};
+
+// receiver -> sender: the entry is refused (settled); the session goes on.
+struct Refuse {
+  std::uint32_t entry = 0;
+  RejectReason reason = RejectReason::Internal;
+  std::string text;  // 0..kMaxTextBytes bytes, for humans
+  bool operator==(const Refuse&) const = default;
+};
+
+// sender -> receiver: as Chunk, for one entry.
+struct FileChunk {
+  std::uint32_t entry = 0;
+  std::uint32_t slot = 0;
+  std::uint64_t offset = 0;
+  std::uint32_t length = 0;
+  bool operator==(const FileChunk&) const = default;
+};
+
+// sender -> receiver: as Done, for one entry.
+struct FileDone {
+  std::uint32_t entry = 0;
+  std::uint64_t total_bytes = 0;
+  bool operator==(const FileDone&) const = default;
+};
+
+// receiver -> sender: as Verdict, for one entry (settled). A directory's is Good once it
+// exists with its mode and time.
+struct FileVerdict {
+  std::uint32_t entry = 0;
+  VerdictCode code = VerdictCode::Good;
+  Sha256 received_digest{};
+  bool operator==(const FileVerdict&) const = default;
+};
+
+using Message =
+    std::variant<Hello, Accept, Chunk, Credit, Done, Verdict, Id, Secret, Denied, Reject, Bye,
+                 Error, Working, Open, Offer, Take, Refuse, FileChunk, FileDone, FileVerdict>;
 
 enum class DecodeError {
   Short,           // fewer bytes than a header
@@ -236,6 +325,7 @@ struct DecodeFailure {
 [[nodiscard]] const char* to_string(DecodeError error);
 [[nodiscard]] const char* to_string(DigestAlgorithm algorithm);
 [[nodiscard]] const char* to_string(WorkPhase phase);
+[[nodiscard]] const char* to_string(EntryKind kind);
 
 [[nodiscard]] MessageType type_of(const Message& message);
 
@@ -245,7 +335,8 @@ struct DecodeFailure {
 
 // The encoder refuses (empty vector / 0) any message that decode would reject, so a message
 // that was encoded always decodes back to itself. Refused too: a message that `version`
-// cannot express (Working, or a Hello with version-2 fields, in version 1).
+// cannot express (Working, the session messages, or a Hello with version-2 fields, in
+// version 1).
 [[nodiscard]] std::vector<std::uint8_t> encode(const Message& message,
                                                std::uint16_t version = kVersion1);
 

@@ -32,6 +32,20 @@ const char* to_string(MessageType type) {
       return "Error";
     case MessageType::Working:
       return "Working";
+    case MessageType::Open:
+      return "Open";
+    case MessageType::Offer:
+      return "Offer";
+    case MessageType::Take:
+      return "Take";
+    case MessageType::Refuse:
+      return "Refuse";
+    case MessageType::FileChunk:
+      return "FileChunk";
+    case MessageType::FileDone:
+      return "FileDone";
+    case MessageType::FileVerdict:
+      return "FileVerdict";
   }
   return "UnknownMessageType";
 }
@@ -130,6 +144,16 @@ const char* to_string(WorkPhase phase) {
       return "Committing";
   }
   return "UnknownWorkPhase";
+}
+
+const char* to_string(EntryKind kind) {
+  switch (kind) {
+    case EntryKind::File:
+      return "file";
+    case EntryKind::Directory:
+      return "directory";
+  }
+  return "unknown";
 }
 
 }  // namespace rdmax::proto

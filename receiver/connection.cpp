@@ -29,7 +29,13 @@ Connection::Connection(Transport& transport, std::string peer, ReceiverContext& 
 
 Connection::~Connection() {
   context_.window_bytes_in_use -= window_charge_;
+  context_.promised_bytes -= promised_;
+  for (auto& [id, entry] : entries_) release_promise(*entry);
   proto::secure_wipe(secret_.data(), secret_.size());
+}
+
+bool Connection::idle() const {
+  return (!file_ || file_->idle()) && session_idle();
 }
 
 void Connection::dispatch(ReceiverInput input) {
@@ -69,16 +75,24 @@ void Connection::perform(Action action, const ReceiverInput& cause) {
       const auto* r = data_of<Input::Rejection>(cause);
       const Input::Rejection rejection =
           r != nullptr ? *r : Input::Rejection{proto::RejectReason::Internal, "rejected"};
-      spdlog::warn("[{}] rejected '{}': {} {}", label(), proto::escape_for_log(hello_.name),
-                   proto::to_string(rejection.reason), rejection.text);
+      spdlog::warn(
+          "[{}] rejected {}: {} {}", label(),
+          session_ ? std::string("a session") : "'" + proto::escape_for_log(hello_.name) + "'",
+          proto::to_string(rejection.reason), rejection.text);
       post(proto::Reject{rejection.reason, rejection.text});
       break;
     }
     case Action::StoreChunk:
-      store_chunk(std::get<proto::Chunk>(cause.data));
+      if (session_)
+        store_session_chunk(std::get<proto::FileChunk>(cause.data));
+      else
+        store_chunk(std::get<proto::Chunk>(cause.data));
       break;
     case Action::SendCredit:
-      send_credit(std::get<Input::StoredSlot>(cause.data).slot);
+      if (session_)
+        send_session_credit(std::get<Input::StoredSlot>(cause.data));
+      else
+        send_credit(std::get<Input::StoredSlot>(cause.data).slot);
       break;
     case Action::AwaitDrain:
       await_drain(cause);
@@ -126,6 +140,24 @@ void Connection::perform(Action action, const ReceiverInput& cause) {
     case Action::Release:
       release();
       break;
+    case Action::CheckOpen:
+      check_open(cause);
+      break;
+    case Action::CheckOffer:
+      check_offer(std::get<proto::Offer>(cause.data));
+      break;
+    case Action::SendTake:
+      send_take(std::get<Input::EntryTaken>(cause.data).entry);
+      break;
+    case Action::SendRefuse:
+      send_refuse(std::get<Input::EntryRefusal>(cause.data));
+      break;
+    case Action::FinishEntries:
+      finish_entries(cause);
+      break;
+    case Action::SendFileVerdict:
+      send_file_verdict(std::get<Input::EntryVerdict>(cause.data));
+      break;
   }
 }
 
@@ -169,33 +201,43 @@ void Connection::check_hello(const ReceiverInput& cause) {
   // pinned only for an offer that passed every check.
   expect_own_work("the file to be created");
   file_.emplace(context_.pool, context_.dir_fd, hello_.name, o.overwrite, hello_.digest_algorithm);
-  file_->create(hello_.file_size, [this](const IncomingFile::Outcome& outcome) {
-    guarded([&] {
-      if (state_ != State::CheckingHello) return;  // abandoned meanwhile
-      using Kind = IncomingFile::Outcome::Kind;
-      switch (outcome.kind) {
-        case Kind::Ok:
-          if (!register_window()) {
-            return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::NoMemory,
-                                                                    "cannot register memory"}});
+  file_->create(
+      hello_.file_size, context_.promised_bytes, [this](const IncomingFile::Outcome& outcome) {
+        guarded([&] {
+          if (state_ != State::CheckingHello) return;  // abandoned meanwhile
+          using Kind = IncomingFile::Outcome::Kind;
+          switch (outcome.kind) {
+            case Kind::Ok:
+              if (!file_->preallocated()) {
+                promised_ = hello_.file_size;
+                context_.promised_bytes += promised_;
+              }
+              if (!register_window()) {
+                return dispatch(
+                    {Event::HelloRejected,
+                     Input::Rejection{proto::RejectReason::NoMemory, "cannot register memory"}});
+              }
+              spdlog::info("[{}] receiving '{}' ({})", label(), proto::escape_for_log(hello_.name),
+                           proto::format_size(hello_.file_size));
+              return dispatch({Event::HelloAccepted, {}});
+            case Kind::Exists:
+              return dispatch(
+                  {Event::HelloRejected,
+                   Input::Rejection{proto::RejectReason::Exists, "a file of that name exists"}});
+            case Kind::NoSpace:
+              return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::NoSpace,
+                                                                      "not enough free space"}});
+            case Kind::BadPath:
+              return dispatch({Event::HelloRejected,
+                               Input::Rejection{proto::RejectReason::BadName, outcome.error}});
+            case Kind::Failed:
+              spdlog::error("[{}] cannot create a file for '{}': {}", label(),
+                            proto::escape_for_log(hello_.name), outcome.error);
+              return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::Internal,
+                                                                      "cannot create the file"}});
           }
-          spdlog::info("[{}] receiving '{}' ({})", label(), proto::escape_for_log(hello_.name),
-                       proto::format_size(hello_.file_size));
-          return dispatch({Event::HelloAccepted, {}});
-        case Kind::Exists:
-          return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::Exists,
-                                                                  "a file of that name exists"}});
-        case Kind::NoSpace:
-          return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::NoSpace,
-                                                                  "not enough free space"}});
-        case Kind::Failed:
-          spdlog::error("[{}] cannot create a file for '{}': {}", label(),
-                        proto::escape_for_log(hello_.name), outcome.error);
-          return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::Internal,
-                                                                  "cannot create the file"}});
-      }
-    });
-  });
+        });
+      });
 }
 
 bool Connection::register_window() {
@@ -214,6 +256,15 @@ bool Connection::register_window() {
 
 void Connection::send_accept() {
   data_started_ = Clock::now();
+  if (session_) {
+    post(proto::Accept{reinterpret_cast<std::uintptr_t>(window_.data()), 0,
+                       context_.options.slot_size, slot_count_});
+    for (std::uint32_t slot = 0; slot < slot_keys_.size(); ++slot) {
+      if (!session_ledger_.grant(slot)) break;  // nothing to receive: no credit
+      post(proto::Credit{slot, slot_keys_[slot]->rkey});
+    }
+    return expect_session();
+  }
   expect("data", context_.options.timeout);
   post(proto::Accept{reinterpret_cast<std::uintptr_t>(window_.data()), 0,
                      context_.options.slot_size, slot_count_});
@@ -252,6 +303,9 @@ void Connection::on_stored(const IncomingFile::Stored& stored) {
                   stored.outcome.error);
     return dispatch({Event::VerifiedBad, Input::Verdict{proto::VerdictCode::StorageError}});
   }
+  const std::uint64_t kept = std::min<std::uint64_t>(promised_, stored.length);
+  promised_ -= kept;  // written: the free space counts it now
+  context_.promised_bytes -= kept;
   dispatch({Event::ChunkStored, Input::StoredSlot{stored.slot}});
 }
 
@@ -337,6 +391,7 @@ void Connection::send_error(const ReceiverInput& cause) {
 }
 
 void Connection::discard_file() {
+  if (session_) return discard_session_files();
   if (!file_ || file_->committed()) return;
   // Jobs not started are dropped; the temporary goes once the running one is done.
   file_->discard();
@@ -420,10 +475,27 @@ void Connection::on_message(Inbound inbound) {
                                                 "message version differs from the connection's"}});
   }
   auto& message = std::get<proto::Message>(inbound.decoded);
+  if (inbound.version >= proto::kVersion2 && proto::type_of(message) >= proto::MessageType::Open)
+    return on_session_message(message);
   if (auto* hello = std::get_if<proto::Hello>(&message))
     return dispatch({Event::GotHello, std::move(*hello)});
-  if (auto* chunk = std::get_if<proto::Chunk>(&message)) return dispatch({Event::GotChunk, *chunk});
+  if (auto* chunk = std::get_if<proto::Chunk>(&message)) {
+    // A session's data comes in FileChunks: a version-1 Chunk names no entry, and as GotChunk
+    // (legal in InSession) StoreChunk would take it for a FileChunk and fail as our own
+    // error (Error(Internal)) instead of the peer's.
+    if (session_) return dispatch({Event::GotUnexpected, {}});
+    return dispatch({Event::GotChunk, *chunk});
+  }
   if (auto* done = std::get_if<proto::Done>(&message)) return dispatch({Event::GotDone, *done});
+  const bool id_or_bye =
+      std::holds_alternative<proto::Id>(message) || std::holds_alternative<proto::Bye>(message);
+  if (session_ && state_ == State::InSession && id_or_bye) {
+    if (auto problem = session_end_problem(std::holds_alternative<proto::Id>(message))) {
+      spdlog::warn("[{}] protocol violation: {}", label(), *problem);
+      return dispatch(
+          {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation, *problem}});
+    }
+  }
   if (auto* id = std::get_if<proto::Id>(&message)) return dispatch({Event::GotId, std::move(*id)});
   if (std::holds_alternative<proto::Bye>(message)) return dispatch({Event::GotBye, {}});
   if (auto* error = std::get_if<proto::Error>(&message)) {
@@ -473,15 +545,18 @@ void Connection::on_transport_lost(const std::string&) {
 
 void Connection::tick(Clock::time_point now) {
   on_tick(now);
+  if (session_) guarded([&] { reap_retired(); });
   // Keep a waiting version-2 sender informed: it restarts its timeout on every message.
-  if (version() != proto::kVersion2 || hello_.keepalive_ms == 0 ||
-      !proto::receiver_owes_keepalive(state_))
+  const std::uint32_t keepalive_ms = session_ ? open_.keepalive_ms : hello_.keepalive_ms;
+  if (version() != proto::kVersion2 || keepalive_ms == 0 || !proto::receiver_owes_keepalive(state_))
     return;
-  if (now - last_sent() < std::chrono::milliseconds(hello_.keepalive_ms)) return;
-  const auto phase = state_ == State::CheckingHello ? proto::WorkPhase::Preparing
-                     : state_ == State::Verifying   ? proto::WorkPhase::Committing
-                                                    : proto::WorkPhase::Storing;
-  guarded([&] { post(proto::Working{phase, file_ ? file_->bytes_stored() : 0}); });
+  if (now - last_sent() < std::chrono::milliseconds(keepalive_ms)) return;
+  const auto phase = state_ == State::CheckingHello || state_ == State::CheckingOpen
+                         ? proto::WorkPhase::Preparing
+                     : state_ == State::Verifying ? proto::WorkPhase::Committing
+                                                  : proto::WorkPhase::Storing;
+  const std::uint64_t stored = session_ ? session_bytes_ : file_ ? file_->bytes_stored() : 0;
+  guarded([&] { post(proto::Working{phase, stored}); });
 }
 
 void Connection::shut_down() {

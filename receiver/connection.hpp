@@ -16,6 +16,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -30,6 +32,7 @@
 #include "protocol/receive_ledger.hpp"
 #include "protocol/receiver_machine.hpp"
 #include "protocol/secrets.hpp"
+#include "protocol/session_receive_ledger.hpp"
 #include "protocol/wire.hpp"
 #include "receiver/incoming_file.hpp"
 #include "receiver/options.hpp"
@@ -43,6 +46,10 @@ struct ReceiverContext {
   const proto::SecretStore* secrets;  // null: every id is denied
   WorkPool& pool;
   std::uint64_t window_bytes_in_use = 0;  // registered by all connections, vs --max-memory
+  // Bytes of files being received that no preallocation reserved yet on the disk: the
+  // free-space check of the next offer counts them as taken (an early NoSpace on file
+  // systems that do not preallocate, such as tmpfs).
+  std::uint64_t promised_bytes = 0;
   // For the daemon's status line (systemd STATUS=): totals since start.
   std::uint64_t bytes_received = 0;  // chunk bytes that arrived, good or bad
   std::uint64_t files_stored = 0;    // files committed into the directory
@@ -59,8 +66,22 @@ struct ReceiverInput {
   };
   struct StoredSlot {
     std::uint32_t slot;
+    std::uint32_t entry = 0;  // sessions: the entry whose chunk it held
   };
   struct Verdict {
+    proto::VerdictCode code;
+  };
+  // Sessions: the outcome of an entry's check or verification.
+  struct EntryRefusal {
+    std::uint32_t entry;
+    proto::RejectReason reason;
+    std::string text;
+  };
+  struct EntryTaken {
+    std::uint32_t entry;
+  };
+  struct EntryVerdict {
+    std::uint32_t entry;
     proto::VerdictCode code;
   };
   struct Abort {  // why the receiver ends the connection; SendError sends it
@@ -69,7 +90,8 @@ struct ReceiverInput {
   };
   proto::ReceiverEvent event;
   std::variant<std::monostate, proto::Hello, ForeignVersion, Rejection, proto::Chunk, StoredSlot,
-               proto::Done, Verdict, proto::Id, Abort>
+               proto::Done, Verdict, proto::Id, Abort, proto::Open, proto::Offer, proto::FileChunk,
+               proto::FileDone, EntryRefusal, EntryTaken, EntryVerdict>
       data;
 };
 
@@ -88,7 +110,7 @@ class Connection final : public DriverCore {
   proto::ReceiverState state() const { return state_; }
   bool closed() const { return state_ == proto::ReceiverState::Closed; }
   // No job on the pool uses this connection's memory or file.
-  bool idle() const { return !file_ || file_->idle(); }
+  bool idle() const;
   // Closed and idle: the daemon may destroy it (and then its transport).
   bool reapable() const { return closed() && idle(); }
   // The daemon is exiting without waiting for this connection to close: stop the queue
@@ -133,6 +155,36 @@ class Connection final : public DriverCore {
   void expect_data();
   void log_transfer_end(const char* verdict);
 
+  // Sessions (receiver/connection_session.cpp).
+  struct SessionEntry {
+    proto::Offer offer;
+    std::optional<IncomingFile> file;  // files only
+    Digest computed{};
+    std::uint64_t promised = 0;  // this file's share of ReceiverContext::promised_bytes
+    bool committing = false;
+  };
+  void check_open(const ReceiverInput& cause);
+  void check_offer(const proto::Offer& offer);
+  void check_directory(SessionEntry& entry);
+  void send_take(std::uint32_t entry);
+  void send_refuse(const ReceiverInput::EntryRefusal& refusal);
+  void store_session_chunk(const proto::FileChunk& chunk);
+  void on_session_stored(std::uint32_t entry, const IncomingFile::Stored& stored);
+  void send_session_credit(const ReceiverInput::StoredSlot& stored);
+  void grant_slot(std::uint32_t slot);
+  std::optional<std::string> session_end_problem(bool id) const;
+  void finish_entries(const ReceiverInput& cause);
+  void verify_entry(std::uint32_t id);
+  void send_file_verdict(const ReceiverInput::EntryVerdict& verdict);
+  void settle_entry(std::uint32_t id);
+  void discard_session_files();
+  bool session_idle() const;
+  void on_session_message(proto::Message& message);
+  void release_promise(SessionEntry& entry);
+  SessionEntry* session_entry(std::uint32_t id);
+  void expect_session();
+  void reap_retired();
+
   ReceiverContext& context_;
   State state_ = State::AwaitHello;
   Dispatcher<ReceiverInput> dispatcher_;
@@ -151,10 +203,23 @@ class Connection final : public DriverCore {
   bool committing_ = false;             // the commit job is queued or running
   bool shutdown_after_commit_ = false;  // SIGTERM arrived while committing
   std::uint64_t window_charge_ = 0;     // this connection's share of window_bytes_in_use
+  std::uint64_t promised_ = 0;          // the Hello's file's share of promised_bytes
   std::span<std::uint8_t> window_;      // the transport's allocation
   std::vector<std::optional<Registration>> slot_keys_;  // engaged: the slot is registered
-  // Last: its jobs use the window (which the transport owns and outlives it).
+  // Sessions.
+  bool session_ = false;
+  proto::Open open_{};
+  proto::SessionReceiveLedger session_ledger_;
+  std::uint32_t entries_failed_ = 0;  // refused or not verified: no secret for this session
+  std::uint64_t session_bytes_ = 0;   // stored, for the end-of-session log
+  std::uint32_t entries_good_ = 0;
+  // Last: their jobs use the window (which the transport owns and outlives them).
   std::optional<IncomingFile> file_;
+  std::map<std::uint32_t, std::unique_ptr<SessionEntry>> entries_;  // in flight
+  // Settled or abandoned, until no job uses them: then their slots, if their chunks were
+  // being stored, go back to the sender.
+  std::vector<std::pair<std::uint32_t, std::unique_ptr<SessionEntry>>> retired_;
+  std::optional<WorkQueue> directories_;  // sessions: directory work, in order
 };
 
 }  // namespace rdmax::receiver

@@ -173,7 +173,9 @@ void Daemon::on_connect_request(rdma_cm_id* id) {
     Peer p;
     // Receives are posted here, before rdma_accept: the sender may send as soon as the
     // connection is established.
-    const std::uint32_t depth = options_.slots + kSpareMessages;
+    // A session adds a Take (or Refuse) and a FileVerdict per entry in flight towards the
+    // sender, and an Offer and a FileDone per entry towards us (docs/PROTOCOL.md 7.5).
+    const std::uint32_t depth = options_.slots + 2 * proto::kMaxEntriesInFlight + kSpareMessages;
     p.transport =
         std::make_unique<RdmaTransport>(std::move(cm_id), RdmaTransport::Depths{depth, depth, 0});
     p.connection = std::make_unique<Connection>(*p.transport, peer, context_);

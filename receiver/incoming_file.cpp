@@ -1,14 +1,20 @@
 #include "receiver/incoming_file.hpp"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <memory>
 #include <utility>
 
+#include "common/error.hpp"
+#include "receiver/output_tree.hpp"
+
 namespace rdmax::receiver {
 
-IncomingFile::IncomingFile(WorkPool& pool, int dir_fd, std::string name, bool overwrite,
+IncomingFile::IncomingFile(WorkPool& pool, int dir_fd, std::string path, bool overwrite,
                            proto::DigestAlgorithm algorithm)
     : dir_fd_(dir_fd),
-      name_(std::move(name)),
+      path_(std::move(path)),
       overwrite_(overwrite),
       algorithm_(algorithm),
       disk_(pool),
@@ -25,20 +31,33 @@ bool IncomingFile::idle() const {
   return disk_.idle() && hashing_.idle();
 }
 
-void IncomingFile::create(std::uint64_t size, Done done) {
+void IncomingFile::create(std::uint64_t size, std::uint64_t spoken_for, Done done) {
   auto outcome = std::make_shared<Outcome>();
   disk_.post(
-      [this, size, outcome] {
+      [this, size, spoken_for, outcome] {
         using Kind = Outcome::Kind;
         try {
-          if (OutputFile::free_bytes(dir_fd_) < size) {
+          const Fd parent = open_parent_beneath(dir_fd_, path_, true);
+          const std::uint64_t free = OutputFile::free_bytes(parent.get());
+          if (free < size || free - size < spoken_for) {
             *outcome = {Kind::NoSpace, "not enough free space"};
             return;
           }
-          file_.emplace(OutputFile::create(dir_fd_, name_, overwrite_));
-          file_->preallocate(size);
+          const auto slash = path_.rfind('/');
+          file_.emplace(OutputFile::create(
+              parent.get(), slash == std::string::npos ? path_ : path_.substr(slash + 1),
+              overwrite_));
+          preallocated_ = file_->preallocate(size);
         } catch (const FileExistsError& e) {
           *outcome = {Kind::Exists, e.what()};
+          file_.reset();
+        } catch (const SysError& e) {
+          // ELOOP: a symbolic link on the way; ENOTDIR: something other than a directory
+          // where one should be (receiver/output_tree.hpp). The sender's path is at fault,
+          // not the receiver.
+          const int err = e.error();
+          const bool bad_path = err == ELOOP || err == ENOTDIR;
+          *outcome = {bad_path ? Kind::BadPath : Kind::Failed, e.what()};
           file_.reset();
         } catch (const std::exception& e) {
           *outcome = {Kind::Failed, e.what()};
@@ -46,6 +65,11 @@ void IncomingFile::create(std::uint64_t size, Done done) {
         }
       },
       [outcome, done = std::move(done)] { done(*outcome); });
+}
+
+void IncomingFile::set_metadata(std::uint32_t mode, std::int64_t mtime_sec,
+                                std::uint32_t mtime_nsec) {
+  metadata_ = Metadata{mode, mtime_sec, mtime_nsec};
 }
 
 void IncomingFile::store(std::uint32_t slot, std::uint64_t offset,
@@ -160,9 +184,14 @@ Digest IncomingFile::finish_hash() {
 void IncomingFile::commit(Done done) {
   auto outcome = std::make_shared<Outcome>();
   disk_.post(
-      [this, outcome] {
+      [this, outcome, metadata = metadata_] {
         try {
           if (!file_) throw std::runtime_error("the file was not created");
+          if (metadata) {
+            file_->set_final_metadata(static_cast<mode_t>(metadata->mode),
+                                      timespec{static_cast<time_t>(metadata->mtime_sec),
+                                               static_cast<long>(metadata->mtime_nsec)});
+          }
           file_->commit();
         } catch (const FileExistsError& e) {
           *outcome = {Outcome::Kind::Exists, e.what()};

@@ -49,6 +49,7 @@ class IncomingFile {
       Ok,
       Exists,   // create/commit: the name is taken (and overwriting is off)
       NoSpace,  // create: the file system has less free space than the file needs
+      BadPath,  // create: the path leads through a symbolic link or a non-directory
       Failed,   // anything else: `error` says what
     };
     Kind kind = Kind::Ok;
@@ -63,13 +64,23 @@ class IncomingFile {
   };
   using StoreDone = std::function<void(const Stored&)>;
 
-  IncomingFile(WorkPool& pool, int dir_fd, std::string name, bool overwrite,
+  // `path` is relative to dir_fd and checked (protocol/paths.hpp): one file name, or
+  // directories and a name; missing directories are created (receiver/output_tree.hpp),
+  // none through a symbolic link.
+  IncomingFile(WorkPool& pool, int dir_fd, std::string path, bool overwrite,
                proto::DigestAlgorithm algorithm);
   IncomingFile(const IncomingFile&) = delete;
   IncomingFile& operator=(const IncomingFile&) = delete;
 
-  // Checks the free space, creates the temporary and preallocates `size` bytes.
-  void create(std::uint64_t size, Done done);
+  // Checks the free space (keeping `spoken_for` bytes free besides: promised to other
+  // files and not reserved by a preallocation), creates the temporary and preallocates
+  // `size` bytes.
+  void create(std::uint64_t size, std::uint64_t spoken_for, Done done);
+  // Whether create() reserved the file's space on the disk (the file system preallocates).
+  bool preallocated() const { return preallocated_; }
+  // The permission bits and modification time commit() gives the file (default: 0666 &
+  // ~umask, and the time of the commit).
+  void set_metadata(std::uint32_t mode, std::int64_t mtime_sec, std::uint32_t mtime_nsec);
   // Hashes and writes `bytes` at `offset`; `bytes` must stay valid until `done` ran. For
   // the fs-verity digest `offset` must be a multiple of 4096 (else the store fails).
   void store(std::uint32_t slot, std::uint64_t offset, std::span<const std::uint8_t> bytes,
@@ -102,7 +113,7 @@ class IncomingFile {
   void finish_stores();
 
   int dir_fd_;
-  std::string name_;
+  std::string path_;
   bool overwrite_;
   proto::DigestAlgorithm algorithm_;
   std::optional<OutputFile> file_;  // the disk queue's
@@ -114,6 +125,13 @@ class IncomingFile {
   std::uint64_t bytes_stored_ = 0;
   bool committed_ = false;
   bool discarded_ = false;
+  bool preallocated_ = false;  // written by the create job, read after its completion
+  struct Metadata {
+    std::uint32_t mode = 0;
+    std::int64_t mtime_sec = 0;
+    std::uint32_t mtime_nsec = 0;
+  };
+  std::optional<Metadata> metadata_;
   // Last: destroyed first, so no job outlives what it uses (they cancel what has not
   // started; the owner waited for idle() before destroying this).
   WorkQueue disk_;

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# Benchmark (issues 4 and 9). First, on this machine outside the test bed, the hashing:
+# Benchmark (issues 4, 9 and 13). First, on this machine outside the test bed, the hashing:
 # rdma-send's fs-verity digest on 1 thread and on every CPU against sha256sum and fsverity
-# digest (scripts/lib/bench-hashing.sh, BENCH_HASH_MIB, default 1024). Then in ONE Soft-RoCE boot, on the same rxe device and the same bytes,
+# digest (scripts/lib/bench-hashing.sh, BENCH_HASH_MIB, default 1024). Then in ONE Soft-RoCE
+# boot, on the same rxe device and the same bytes,
 # runs ib_write_bw (the link's ceiling), rcopy (rdma-core's rsockets file copy), a TCP copy
 # (socat) over the same netdev, sha256sum (the hashing floor), and rdma-send -> rdma-recv
 # for sizes from 4 KiB to BENCH_MAX_MIB (default 256) MiB, plus the receiver's peak RSS
 # for a BENCH_RSS_MIB (default 1024) MiB file with a 16 MiB window. Prints a table with
 # the ratios and rewrites the results section of docs/BENCHMARKS.md.
 # The guest run adds the second send of the unchanged file (digest cached), --digest sha256,
-# and the CPU time every tool costs per GiB (the guest's /proc/stat).
-#   scripts/bench.sh            (installs and builds first, like the other scripts)
+# and the CPU time every tool costs per GiB (the guest's /proc/stat). Last, in the same
+# boot, trees of 1000 x 4 KiB and 16 x 16 MiB (scripts/lib/bench-trees-guest.sh): rdma-send -r
+# with -P 1 and -P 2 against one rdma-send per file and against tar | socat over TCP.
+#   scripts/bench.sh                   (installs and builds first, like the other scripts)
+#   BENCH_ONLY=trees scripts/bench.sh  (only the trees; prints, does not rewrite the doc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/build-programs.sh
@@ -17,6 +21,11 @@ export BENCH_MAX_MIB=${BENCH_MAX_MIB:-256} BENCH_RSS_MIB=${BENCH_RSS_MIB:-1024}
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 export BENCH_RESULTS=$results
+if [[ ${BENCH_ONLY:-} == trees ]]; then
+  export BENCH_ONLY
+  scripts/rxe-run --mem 4096 --timeout 900 -- scripts/lib/bench-guest.sh
+  exit 0
+fi
 cmake --build "$build" -j "$(nproc)" --target rdmax-revoke-bench >/dev/null
 hashing=$(scripts/lib/bench-hashing.sh "$build/bin/rdma-send" "${BENCH_HASH_MIB:-1024}")
 echo "$hashing"

@@ -32,6 +32,7 @@ inline int exit_code_for(proto::SenderOutcome outcome) {
     case O::ProtocolError:
     case O::Interrupted:
     case O::LocalFailure:
+    case O::SomeFailed:  // a session: the first failed entry's status is the command's
       return kExitOther;
   }
   return kExitOther;

@@ -4,7 +4,6 @@
 
 #include <chrono>
 
-#include "common/digest_cache.hpp"
 #include "common/error.hpp"
 #include "protocol/sizes.hpp"
 
@@ -37,6 +36,21 @@ Digest compute(InputFile& file, const HashingSettings& settings) {
 
 }  // namespace
 
+std::optional<DigestCacheBatch> open_digest_cache_batch(DigestCache* cache) {
+  if (cache == nullptr) return std::nullopt;
+  std::string problem;
+  std::optional<DigestCacheBatch> batch(std::in_place, *cache, &problem);
+  if (!problem.empty()) spdlog::debug("digest cache: {}", problem);
+  return batch;
+}
+
+void commit_digest_cache(std::optional<DigestCacheBatch>& batch) {
+  if (!batch) return;
+  std::string problem;
+  batch->commit(&problem);
+  if (!problem.empty()) spdlog::debug("digest cache: {}", problem);
+}
+
 HashingPass hash_file(InputFile& file, const HashingSettings& settings) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
@@ -52,12 +66,9 @@ HashingPass hash_file(InputFile& file, const HashingSettings& settings) {
     }
   }
   if (before) {
-    std::string problem;
-    if (auto known = settings.cache->lookup(algorithm, *before, &problem)) {
+    if (auto known = settings.cache->lookup(algorithm, *before)) {
       pass.digest.value = *known;
       pass.from_cache = true;
-    } else if (!problem.empty()) {
-      spdlog::debug("digest cache: {}", problem);
     }
   }
   if (!pass.from_cache) {
@@ -65,14 +76,12 @@ HashingPass hash_file(InputFile& file, const HashingSettings& settings) {
     // Remembered only if the file did not change while it was read (the cache refuses
     // too-recent times itself: a change within the same timestamp tick would be invisible).
     if (before) {
-      std::string problem;
       try {
         if (identity_of(file.fd()) == *before)
-          settings.cache->remember(algorithm, *before, pass.digest.value, &problem);
+          settings.cache->remember(algorithm, *before, pass.digest.value);
       } catch (const std::exception& e) {
-        problem = e.what();
+        spdlog::debug("digest cache: {}", e.what());
       }
-      if (!problem.empty()) spdlog::debug("digest cache: {}", problem);
     }
   }
   pass.seconds = std::chrono::duration<double>(Clock::now() - t0).count();

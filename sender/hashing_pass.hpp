@@ -2,17 +2,15 @@
 // rdma-send's pass over the file before the Hello: its digest by the chosen algorithm, from
 // the digest cache when the file is unchanged since it was last hashed, else computed
 // (the fs-verity digest on --hash-threads threads, the whole-file SHA-256 on one) and
-// remembered.
+// remembered. The cache is a command's DigestCacheBatch: read once however many files the
+// command hashes, and written once when the caller commits it (commit_digest_cache).
 
 #include <optional>
 
+#include "common/digest_cache.hpp"
 #include "common/file_digest.hpp"
 #include "common/input_file.hpp"
 #include "common/progress_bar.hpp"
-
-namespace rdmax {
-class DigestCache;
-}
 
 namespace rdmax::sender {
 
@@ -26,8 +24,14 @@ struct HashingSettings {
   proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::FsVeritySha256;
   unsigned threads = 1;
   ProgressMode progress = ProgressMode::Off;
-  DigestCache* cache = nullptr;  // none: always hash, remember nothing
+  DigestCacheBatch* cache = nullptr;  // none: always hash, remember nothing
 };
+
+// The batch of a command that hashes files with `cache` (none: none), read now; a problem
+// is logged at debug level and leaves it empty.
+std::optional<DigestCacheBatch> open_digest_cache_batch(DigestCache* cache);
+// Writes what the batch remembered (if any); a problem is logged at debug level.
+void commit_digest_cache(std::optional<DigestCacheBatch>& batch);
 
 // Throws when the file cannot be read to its end (it shrank, an I/O error).
 HashingPass hash_file(InputFile& file, const HashingSettings& settings);

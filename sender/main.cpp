@@ -1,6 +1,6 @@
-// rdma-send: sends one file to an rdma-recv daemon and reports the verdict, or (--checksum)
-// prints files' digests. When sending, the secret (if an --id was given and accepted) is
-// the only thing written to stdout.
+// rdma-send: sends files (and with -r directories) to an rdma-recv daemon and reports the
+// verdicts, or (--checksum) prints files' digests. When sending, the secret (if an --id was given
+// and accepted) is the only thing written to stdout.
 
 #include <spdlog/spdlog.h>
 
@@ -27,6 +27,7 @@
 #include "sender/preflight.hpp"
 #include "sender/report.hpp"
 #include "sender/send_session.hpp"
+#include "sender/session_command.hpp"
 
 using namespace rdmax;
 
@@ -65,6 +66,7 @@ std::optional<InputFile> open_input(const std::string& path) {
 // file that cannot be read is reported and skipped, and the exit status says so.
 int print_checksums(const sender::SenderOptions& options) {
   auto cache = open_digest_cache(options);
+  auto batch = sender::open_digest_cache_batch(cache ? &*cache : nullptr);
   const ProgressMode progress = choose_progress_mode(options.progress, options.verbosity < 0);
   int rc = 0;
   for (const std::string& path : options.files) {
@@ -75,7 +77,7 @@ int print_checksums(const sender::SenderOptions& options) {
     }
     try {
       const auto pass = sender::hash_file(
-          *file, {options.digest, options.hash_threads, progress, cache ? &*cache : nullptr});
+          *file, {options.digest, options.hash_threads, progress, batch ? &*batch : nullptr});
       const std::string line = checksum_line(
           options.digest == proto::DigestAlgorithm::FsVeritySha256 ? ChecksumFormat::FsVerity
                                                                    : ChecksumFormat::Sha256,
@@ -88,6 +90,7 @@ int print_checksums(const sender::SenderOptions& options) {
       rc = sender::kExitOther;
     }
   }
+  sender::commit_digest_cache(batch);
   return rc;
 }
 
@@ -101,17 +104,37 @@ int main(int argc, char** argv) {
   if (options.checksum) return print_checksums(options);
   if (options.check) return sender::run_preflight(options, std::cout);
 
-  std::optional<InputFile> file = open_input(options.file);
-  if (!file) return sender::kExitUsage;
+  const bool many = sender::needs_session(options);
+  std::optional<InputFile> file;
+  if (!many) {
+    file = open_input(options.file);
+    if (!file) return sender::kExitUsage;
+  }
 
   // Fail before hashing a large file when this host cannot do RDMA at all.
   if (!any_rdma_device()) {
     spdlog::error("{}", no_rdma_device_message());
     return sender::kExitConnection;
   }
-  if (options.device && !rdma_device_exists(*options.device)) {
-    spdlog::error("{}", unknown_device_message(*options.device));
-    return sender::kExitUsage;
+  for (const auto& device : options.devices) {
+    if (!rdma_device_exists(device)) {
+      spdlog::error("{}", unknown_device_message(device));
+      return sender::kExitUsage;
+    }
+  }
+  if (many) {
+    if (options.zero_copy) spdlog::warn("--zero-copy applies to single-file transfers only");
+    try {
+      return sender::run_session_command(
+          options, choose_progress_mode(options.progress, options.verbosity < 0));
+    } catch (const SysError& e) {
+      const std::string hint = rdma_setup_hint(e.error());
+      spdlog::error("{}{}{}", e.what(), hint.empty() ? "" : "; ", hint);
+      return hint.empty() ? sender::kExitOther : sender::kExitConnection;
+    } catch (const std::exception& e) {
+      spdlog::error("{}", e.what());
+      return sender::kExitOther;
+    }
   }
 
   try {
@@ -119,9 +142,11 @@ int main(int argc, char** argv) {
     const ProgressMode progress = choose_progress_mode(options.progress, options.verbosity < 0);
     const auto t0 = Clock::now();
     auto cache = open_digest_cache(options);
+    auto batch = sender::open_digest_cache_batch(cache ? &*cache : nullptr);
     sender::HashingSettings hashing{options.digest, options.hash_threads, progress,
-                                    cache ? &*cache : nullptr};
+                                    batch ? &*batch : nullptr};
     sender::HashingPass pass = sender::hash_file(*file, hashing);
+    sender::commit_digest_cache(batch);
 
     sender::SenderSettings settings{
         options.name,    options.id,        proto::kLatestVersion,     options.connect_timeout,
@@ -141,6 +166,7 @@ int main(int argc, char** argv) {
         hashing.algorithm = proto::DigestAlgorithm::WholeFileSha256;
         const double first = pass.seconds;
         pass = sender::hash_file(*file, hashing);
+        sender::commit_digest_cache(batch);
         pass.seconds += first;
       }
       settings.version = proto::kVersion1;

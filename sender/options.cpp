@@ -14,18 +14,25 @@ namespace rdmax::sender {
 
 namespace {
 constexpr const char* kFooter = R"(Exit status:
-  0  success: the receiver verified the file (and the secret, if any, is on stdout)
+  0  success: the receiver verified the file, every file of several (and the secret,
+     if any, is on stdout); with several files, else the status of the first that failed
   1  any other failure (for example the receiver could not store the file)
-  2  usage error, or FILE cannot be read (nothing was sent)
+  2  usage error, or a PATH cannot be read (nothing was sent)
   3  cannot connect, or the connection broke or timed out
   4  rejected by the receiver (name, size, existing file, no space)
   5  verdict bad: the receiver's digest differs from the sender's
   6  the receiver denied the ID
   --check: 0 when every check passed, 1 when one failed, 2 usage error
 
-Progress (hashing, then sending: bytes, rate, ETA) is drawn on stderr when it
-is a terminal; --progress prints it as plain lines elsewhere, --no-progress
-hides it. Logs go to stderr; stdout carries the secret and nothing else, so
+Several PATHs, -r or -P send every file in one version-2 session per connection
+(a directory DIR arrives as DIR's base name with its tree under it, as with
+cp -r; modes and modification times are kept; links and special files are
+skipped with a warning). One summary line counts the files good, failed and
+skipped; --json gives one entry per file.
+
+Progress (hashing, then sending: bytes, rate, ETA, and the files settled when
+there are several) is drawn on stderr when it is a terminal; --progress prints
+it as plain lines elsewhere, --no-progress hides it. Logs go to stderr; stdout carries the secret and nothing else, so
   SECRET=$(rdma-send -H HOST --id ID FILE) captures it.
 
 The digest (--digest): "fsverity" (default) is the fs-verity file digest,
@@ -48,8 +55,9 @@ Examples:
 
 std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
   SenderOptions o;
-  CLI::App app{"Send a file to an rdma-recv daemon over RDMA, verified by its digest.",
-               "rdma-send"};
+  CLI::App app{
+      "Send files and directories to an rdma-recv daemon over RDMA, each verified by its digest.",
+      "rdma-send"};
   app.footer(kFooter);
   app.set_version_flag("--version", std::string("rdma-send ") + kVersion);
   app.add_option("-H,--host", o.host,
@@ -57,15 +65,25 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
   app.add_option("-p,--port", o.port, "receiver port")
       ->capture_default_str()
       ->check(CLI::Range(1, 65535));
-  app.add_option("-d,--device", o.device,
+  std::string devices;
+  app.add_option("-d,--device", devices,
                  "RDMA device the connection must go through (exit 3 if the route to HOST "
-                 "uses another)");
+                 "uses another); DEV1,DEV2,...: spread the -P connections over these devices, "
+                 "each connecting from its device's first IPv4 address");
   app.add_option(
       "--id", o.id,
       "identity to present after a good verdict; the secret the receiver holds for it goes "
       "to stdout");
-  app.add_option("--name", o.name,
-                 "name to store the file under, no '/' (default: FILE's base name)");
+  app.add_option("--name", o.rename,
+                 "name to store a single FILE under, no '/' (default: its base name)");
+  app.add_flag("-r,--recursive", o.recursive,
+               "send directories with everything under them (a directory DIR arrives as "
+               "DIR's base name, like cp -r); symbolic links and special files are skipped");
+  app.add_option("-P,--parallel", o.parallel,
+                 "spread the files over N connections (largest files first), on one device or "
+                 "on those of -d DEV1,DEV2")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 64u));
   app.add_flag(
       "--json", o.json,
       "print one JSON object on stdout: bytes, phase timings, throughput, verdict, secret");
@@ -124,7 +142,8 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
                  "send at most RATE bytes per second, e.g. 500M (K/M/G: 10^3/10^6/10^9; "
                  "Ki/Mi/Gi: 2^10/2^20/2^30)")
       ->option_text("RATE");
-  app.add_option("FILE", o.files, "the file to send (several with --checksum)");
+  app.add_option("PATH", o.files,
+                 "files to send (and directories with -r; several with --checksum)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -142,7 +161,7 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
     }
   }
   if (o.files.empty() && !o.check) {
-    std::cerr << "rdma-send: FILE is required (or --check, or --help)\n";
+    std::cerr << "rdma-send: PATH is required (or --check, or --help)\n";
     return kExitUsage;
   }
   if (!o.checksum) {
@@ -150,18 +169,29 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
       std::cerr << "rdma-send: --host is required (unless --checksum)\n";
       return kExitUsage;
     }
-    if (o.files.size() != 1 && !o.check) {
-      std::cerr << "rdma-send: one FILE per transfer (several only with --checksum)\n";
+    if (o.rename && o.files.size() != 1) {
+      std::cerr << "rdma-send: --name renames a single FILE; " << o.files.size()
+                << " PATHs were given\n";
       return kExitUsage;
     }
   }
-  if (o.files.empty()) return o;  // --check
-  o.file = o.files.front();
+  for (std::size_t start = 0; start <= devices.size() && !devices.empty();) {
+    const auto comma = std::min(devices.find(',', start), devices.size());
+    o.devices.push_back(devices.substr(start, comma - start));
+    if (o.devices.back().empty()) {
+      std::cerr << "rdma-send: -d: an empty device name in '" << devices << "'\n";
+      return kExitUsage;
+    }
+    start = comma + 1;
+  }
+  if (o.devices.size() == 1) o.device = o.devices.front();
   o.connect_timeout = std::chrono::seconds(connect_s);
   o.timeout = std::chrono::seconds(timeout_s);
-  if (o.name.empty()) o.name = std::filesystem::path(o.file).filename().string();
-  if (o.name.empty() || o.name.size() > 255) {
-    std::cerr << "rdma-send: --name must be 1 to 255 bytes (got " << o.name.size() << ")\n";
+  if (o.files.empty()) return o;  // --check
+  o.file = o.files.front();
+  o.name = o.rename ? *o.rename : std::filesystem::path(o.file).filename().string();
+  if (o.rename && (o.rename->empty() || o.rename->size() > 255)) {
+    std::cerr << "rdma-send: --name must be 1 to 255 bytes (got " << o.rename->size() << ")\n";
     return kExitUsage;
   }
   if (o.id && (o.id->empty() || o.id->size() > 256)) {
@@ -169,6 +199,12 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
     return kExitUsage;
   }
   return o;
+}
+
+bool needs_session(const SenderOptions& o) {
+  if (o.files.size() != 1 || o.recursive || o.parallel > 1 || o.devices.size() > 1) return true;
+  std::error_code error;
+  return !std::filesystem::is_regular_file(std::filesystem::symlink_status(o.file, error));
 }
 
 }  // namespace rdmax::sender

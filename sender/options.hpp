@@ -15,11 +15,15 @@ namespace rdmax::sender {
 struct SenderOptions {
   std::string host;
   std::uint16_t port = 18515;
-  std::optional<std::string> device;  // -d: the RDMA device the connection must use
+  std::optional<std::string> device;  // -d with one device: the connection must use it
+  std::vector<std::string> devices;   // -d DEV1,DEV2: connections spread over these
   std::optional<std::string> id;
-  std::string name;                // defaults to the file's base name
-  std::string file;                // the file to send
-  std::vector<std::string> files;  // every FILE given (several only with --checksum)
+  std::optional<std::string> rename;  // --name: the single file's name at the receiver
+  std::string name;                   // one file: --name, else the file's base name
+  std::string file;                   // the first PATH
+  std::vector<std::string> files;     // every PATH given
+  bool recursive = false;             // -r: directories and their trees
+  unsigned parallel = 1;              // -P: connections to spread the files over
   // The digest the Hello announces (--digest): fs-verity (default) or whole-file SHA-256.
   proto::DigestAlgorithm digest = proto::DigestAlgorithm::FsVeritySha256;
   unsigned hash_threads = 1;  // --hash-threads, default: the online CPUs
@@ -37,6 +41,10 @@ struct SenderOptions {
   std::optional<std::uint64_t> bwlimit;  // --bwlimit: bytes per second
   bool check = false;                    // --check: preflight checks only (sender/preflight.hpp)
 };
+
+// A run of one regular file without -r or -P goes as one transfer (Hello, docs/PROTOCOL.md
+// 3-5), which version 1 receivers understand too; anything else is a session (7.5).
+[[nodiscard]] bool needs_session(const SenderOptions& options);
 
 // Either options, or the exit status to leave with (0 after --help/--version).
 [[nodiscard]] std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv);

@@ -14,6 +14,18 @@
 
 namespace rdmax::sender {
 
+proto::Error error_to_send(const SenderInput& cause) {
+  const auto* abort = std::get_if<SenderInput::Abort>(&cause.data);
+  if (abort == nullptr) return proto::Error{proto::ErrorCode::Internal, "sender failure"};
+  return proto::Error{abort->code, abort->text.substr(0, proto::kMaxTextBytes)};
+}
+
+void keep_secret(SenderInput& cause, std::string& kept) {
+  auto& received = std::get<proto::Secret>(cause.data).secret;
+  kept.assign(received);
+  proto::secure_wipe(received.data(), received.size());
+}
+
 namespace {
 using Input = SenderInput;
 
@@ -169,22 +181,15 @@ void SenderConnection::perform(Action action, SenderInput& cause) {
       expect_reply("the answer to the id");
       post(proto::Id{*settings_.id});
       break;
-    case Action::KeepSecret: {
-      auto& received = std::get<proto::Secret>(cause.data).secret;
-      secret_.assign(received);
-      proto::secure_wipe(received.data(), received.size());
+    case Action::KeepSecret:
+      keep_secret(cause, secret_);
       break;
-    }
     case Action::SendBye:
       post(proto::Bye{});
       break;
-    case Action::SendError: {
-      const auto* abort = std::get_if<Input::Abort>(&cause.data);
-      const Input::Abort reason =
-          abort != nullptr ? *abort : Input::Abort{proto::ErrorCode::Internal, "sender failure"};
-      post(proto::Error{reason.code, reason.text.substr(0, proto::kMaxTextBytes)});
+    case Action::SendError:
+      post(error_to_send(cause));
       break;
-    }
     case Action::Disconnect:
       begin_disconnect();
       break;
@@ -192,6 +197,9 @@ void SenderConnection::perform(Action action, SenderInput& cause) {
       // Whatever the way out, nothing more is sent or lands in our memory.
       release_transport();
       break;
+    case Action::StartSession:
+      // Only a session driver (sender/session_connection.hpp) is asked this.
+      throw std::logic_error("one-file driver asked to start a session");
   }
 }
 

@@ -73,6 +73,13 @@ struct SenderInput {
   std::variant<std::monostate, proto::Accept, proto::Secret, Abort> data;
 };
 
+// The end of a connection, the same for one file (SenderConnection) and for a session
+// (SessionConnection). SendError: the Error to post, the abort's reason or else an
+// internal failure. KeepSecret: the received secret moves into `kept`, and the message's
+// copy is wiped.
+[[nodiscard]] proto::Error error_to_send(const SenderInput& cause);
+void keep_secret(SenderInput& cause, std::string& kept);
+
 class SenderConnection final : public DriverCore {
  public:
   SenderConnection(const SenderSettings& settings, InputFile& file, const FileDigest& digest,

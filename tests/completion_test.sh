@@ -65,6 +65,8 @@ expect rdma-send "$work/files/image.img $work/files/image.iso" -H host "$work/fi
 expect rdma-send "$work/files/subdir" -H host "$work/files/s"
 expect rdma-send '' --port ''
 expect rdma-send '' --bwlimit ''
+expect rdma-send '' -P ''
+expect rdma-send '--recursive' --rec
 expect rdma-send '--check --checksum' --che
 expect rdma-recv '--list-devices' --list
 expect rdma-recv "$work/files/subdir" --dir "$work/files/"

@@ -77,9 +77,13 @@ void CmId::destroy() noexcept {
   }
 }
 
-void CmId::resolve_addr(const char* host, uint16_t port, std::chrono::milliseconds timeout) {
+void CmId::resolve_addr(const char* host, uint16_t port, std::chrono::milliseconds timeout,
+                        const char* source) {
   const AddrinfoPtr addr = resolve(host, port, 0);
-  if (::rdma_resolve_addr(id_, nullptr, addr->ai_addr, to_timeout_ms(timeout)) != 0) {
+  AddrinfoPtr from;
+  if (source != nullptr) from = resolve(source, 0, AI_PASSIVE);
+  if (::rdma_resolve_addr(id_, from ? from->ai_addr : nullptr, addr->ai_addr,
+                          to_timeout_ms(timeout)) != 0) {
     throw_sys("rdma_resolve_addr " + std::string(host));
   }
 }

@@ -34,7 +34,9 @@ class CmId {
   ~CmId();
 
   // Active side. `host` is a name, an IPv4 or an IPv6 literal (brackets allowed).
-  void resolve_addr(const char* host, uint16_t port, std::chrono::milliseconds timeout);
+  // `source`: the local address to connect from (and so the device), or null: the route's.
+  void resolve_addr(const char* host, uint16_t port, std::chrono::milliseconds timeout,
+                    const char* source = nullptr);
   void resolve_route(std::chrono::milliseconds timeout);
   void connect(rdma_conn_param& param);
 

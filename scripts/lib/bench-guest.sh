@@ -2,6 +2,8 @@
 # The measuring half of scripts/bench.sh; runs inside scripts/rxe-run. Writes a Markdown
 # table to $BENCH_RESULTS (a host path) and echoes it.
 set -euo pipefail
+# BENCH_ONLY=trees: only the trees (scripts/lib/bench-trees-guest.sh).
+[[ ${BENCH_ONLY:-} == trees ]] && exec "$(dirname "$0")/bench-trees-guest.sh"
 S=$RXE_SCRATCH/bench
 mkdir -p "$S/out" "$S/rcopy" "$S/tcp"
 send=$RDMAX_BIN/rdma-send recv=$RDMAX_BIN/rdma-recv
@@ -177,3 +179,6 @@ ours_rate=$(rate "$bytes" "$ours_data")
   echo
   echo "$revoke"
 } | tee "$BENCH_RESULTS"
+
+# The trees, in the same boot (issue 13).
+"$(dirname "$0")/bench-trees-guest.sh"

@@ -513,6 +513,7 @@ const Command kCommands[] = {
     {"hello-then-silence", hostile_hello_then_silence},
     {"idle", hostile_idle},
     {"flood", hostile_flood},
+    {"paths", hostile_paths},
 };
 
 }  // namespace

@@ -17,4 +17,7 @@ bool is_hostile_command(const std::string& command);
 // 1: at least one was not). Throws SetupError when an attempt could not be set up.
 int run_hostile(const Options& o, const Payload& payload);
 
+// The command "paths" (hostile_paths.cpp): Offers of paths that try to leave --dir.
+bool hostile_paths(const Options& o, const Payload& payload);
+
 }  // namespace rdmax::attacker

@@ -66,8 +66,8 @@ void Peer::connect(std::size_t local_bytes) {
   note(label_ + ": connected to " + id_.peer_address());
 }
 
-void Peer::send(const proto::Message& message) {
-  if (!endpoint_->send(message)) throw SetupError(label_ + ": no free send buffer");
+void Peer::send(const proto::Message& message, std::uint16_t version) {
+  if (!endpoint_->send(message, version)) throw SetupError(label_ + ": no free send buffer");
 }
 
 void Peer::send_raw(std::span<const std::uint8_t> bytes) {
@@ -177,6 +177,12 @@ std::string Peer::describe(const proto::Message& m) {
     detail += std::string("(") + to_string(e->code) + ": \"" + e->text + "\")";
   if (auto* v = std::get_if<proto::Verdict>(&m))
     detail += std::string("(") + to_string(v->code) + ")";
+  if (auto* r = std::get_if<proto::Refuse>(&m))
+    detail += "(entry " + std::to_string(r->entry) + ", " + to_string(r->reason) + ": \"" +
+              r->text + "\")";
+  if (auto* t = std::get_if<proto::Take>(&m)) detail += "(entry " + std::to_string(t->entry) + ")";
+  if (auto* v = std::get_if<proto::FileVerdict>(&m))
+    detail += "(entry " + std::to_string(v->entry) + ", " + to_string(v->code) + ")";
   return detail;
 }
 

@@ -79,8 +79,8 @@ class Peer {
   std::uint8_t* local() { return local_.data(); }
   const std::string& label() const { return label_; }
 
-  // A well-formed message, through the real encoder.
-  void send(const proto::Message& message);
+  // A well-formed message, through the real encoder, in `version`.
+  void send(const proto::Message& message, std::uint16_t version = proto::kVersion1);
   // Any bytes as one SEND, however malformed (longer than a RECV buffer, too).
   void send_raw(std::span<const std::uint8_t> bytes);
 

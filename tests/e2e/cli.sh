@@ -66,7 +66,7 @@ case_usage_errors() {
   run "$send" "$work/in/hello.txt"
   expect_status 2 && expect_stderr 'host.*required'
   run "$send" -H "$RXE_ADDR"
-  expect_status 2 && expect_stderr 'FILE.*required'
+  expect_status 2 && expect_stderr 'PATH.*required'
   run "$recv" --slot-size 12Q
   expect_status 2 && expect_stderr 'slot-size.*not a size'
   run "$recv" --slot-size 1K

@@ -2,8 +2,8 @@
 # End-to-end: a receiver that survives hostile peers (docs/PROTOCOL.md 2, 4.4, 4.5, 5.4).
 # One rdma-recv with a short --timeout (3 s) and a small window faces rdmax-attacker's
 # hostile-protocol commands: garbage, a foreign version, lying lengths, messages out of
-# order, bad chunks, silence after Hello, idle connections (one, then 20 at once) and a
-# flood. The attacker judges each reaction (Error + disconnect, no file left); during
+# order, bad chunks, session paths that try to leave --dir, silence after Hello, idle
+# connections (one, then 20 at once) and a flood. The attacker judges each reaction (Error + disconnect, no file left); during
 # every case a legitimate rdma-send of a few MiB runs alongside and must verify. At the
 # end the receiver is still up, its directory holds only the legitimate files, and its
 # QPs, MRs, cm_ids and open fds are back at their idle level.
@@ -193,6 +193,48 @@ case_busy() {
   pass "at --max-connections: refused at the CM level, sender exit 3 saying '$(grep -o 'refused the connection[^;]*' "$err" | head -1)'; accepted once the slot was free"
 }
 
+# A version-2 session whose Offers try to leave --dir (docs/PROTOCOL.md 7.5, the path
+# rule): "../", absolute paths, "a/../../b", empty components, overlong components and
+# paths, a path through a regular file, and through (and onto) a symbolic link planted in
+# --dir that points outside it. Each is refused, a legitimate entry after them arrives, and
+# nothing outside --dir is created or changed: not the link's target, not its mode or time.
+case_paths() {
+  local outside=$RXE_SCRATCH/outside legit=legit-paths.bin before after entry escaped
+  rm -rf "$outside"
+  mkdir -p "$outside"
+  echo sentinel >"$outside/sentinel"
+  chmod 0711 "$outside"
+  touch -d '2010-01-01 00:00:00' "$outside"
+  ln -s "$outside" "$out/planted-link"
+  echo plain >"$out/plain-file"
+  snapshot() { find "$outside" -printf '%p %m %T@ %s\n' | LC_ALL=C sort; }
+  before=$(snapshot)
+  start_legit "$legit" $((2 * 1048576))
+  hostile paths
+  finish_legit "$legit"
+  after=$(snapshot)
+  escaped=$(find "$RXE_SCRATCH" /tmp / -maxdepth 2 -name 'hostile-*' ! -path "$out/*" 2>/dev/null)
+  local link_target good=no unexpected=()
+  link_target=$(readlink "$out/planted-link")
+  [[ -f $out/hostile-paths-good/hostile-paths-good.bin ]] && good=yes
+  while IFS= read -r entry; do
+    [[ -z $entry || $entry =~ ^(warmup|legit-[a-z0-9-]+)\.bin$|^(planted-link|plain-file|hostile-paths-good)$ ]] ||
+      unexpected+=("$entry")
+  done <<<"$(listing)"
+  [[ $(cat "$out/plain-file") == plain ]] || unexpected+=("plain-file (changed)")
+  # Cleaned up before judging, so that a failure here does not fail the later cases.
+  rm -rf "$out/planted-link" "$out/plain-file" "$out/hostile-paths-good" "$outside"
+  ((rc == 0)) || fail "paths: a hostile path was not refused as it must be (attacker status $rc)"
+  grep -q "^hostile paths: ok$" "$attack_out" || fail "paths: no final ok line"
+  [[ $before == "$after" ]] || fail "the planted link's target changed: $before -> $after"
+  [[ -z $escaped ]] || fail "written outside --dir: $escaped"
+  [[ $link_target == "$outside" ]] || fail "the planted link was replaced ($link_target)"
+  [[ $good == yes ]] || fail "the legitimate entry did not arrive"
+  ((${#unexpected[@]} == 0)) || fail "unexpected in --dir after the hostile paths: ${unexpected[*]}"
+  expect_alive
+  pass "paths: $(grep -c '^hostile paths/.*: ok: ' "$attack_out") attempts answered as the path rule says; nothing outside --dir touched; $legit_note"
+}
+
 # After everything: still up, only the legitimate files, nothing temporary, idle again.
 case_aftermath() {
   local name unexpected=()
@@ -229,6 +271,7 @@ run_case out-of-order case_hostile out-of-order $((3 * 1048576))
 run_case bad-chunk case_hostile bad-chunk $((4 * 1048576))
 run_case flood case_hostile flood $((3 * 1048576))
 run_case hello-then-silence case_timed hello-then-silence $((3 * 1048576))
+run_case paths case_paths
 run_case idle case_timed idle $((3 * 1048576))
 run_case many-idle case_many_idle
 run_case busy case_busy

@@ -47,6 +47,10 @@ bool codes_known(const Message& m) {
   if (const auto* e = std::get_if<Error>(&m)) return known(to_string(e->code));
   if (const auto* w = std::get_if<Working>(&m)) return known(to_string(w->phase));
   if (const auto* h = std::get_if<Hello>(&m)) return known(to_string(h->digest_algorithm));
+  if (const auto* o = std::get_if<Open>(&m)) return known(to_string(o->digest_algorithm));
+  if (const auto* o = std::get_if<Offer>(&m)) return known(to_string(o->kind));
+  if (const auto* r = std::get_if<Refuse>(&m)) return known(to_string(r->reason));
+  if (const auto* v = std::get_if<FileVerdict>(&m)) return known(to_string(v->code));
   return true;
 }
 
@@ -74,7 +78,7 @@ void check_failure(Bytes bytes, DecodeError error, std::optional<std::uint16_t> 
   FUZZ_CHECK(*version == kVersion1 || *version == kVersion2);
   const std::uint16_t type = le16(bytes, 6);
   if (error == DecodeError::BadType)
-    FUZZ_CHECK(type < 1 || type > (*version == kVersion1 ? 12 : 13));
+    FUZZ_CHECK(type < 1 || type > (*version == kVersion1 ? 12 : 20));
   if (error == DecodeError::TooLarge) {
     FUZZ_CHECK(bytes.size() > kMaxMessageSize ||
                kHeaderSize + std::uint64_t{le32(bytes, 8)} > kMaxMessageSize);
@@ -91,6 +95,8 @@ void check_decoded(Bytes bytes, const Message& m, std::optional<std::uint16_t> v
   FUZZ_CHECK(static_cast<std::uint16_t>(type_of(m)) == le16(bytes, 6));
   FUZZ_CHECK(known(to_string(type_of(m))));
   FUZZ_CHECK(codes_known(m));
+  // Working and the session messages (13..20) exist in version 2 only.
+  if (v == kVersion1) FUZZ_CHECK(m.index() < 12);
   FUZZ_CHECK(encoded_size(m, v) == bytes.size());
 
   const std::vector<std::uint8_t> again = encode(m, v);
@@ -128,7 +134,7 @@ Message make_message(FuzzedDataProvider& in) {
     return sha;
   };
   auto text = [&] { return in.ConsumeRandomLengthString(2 * kMaxMessageSize); };
-  switch (in.ConsumeIntegralInRange<int>(1, 13)) {
+  switch (in.ConsumeIntegralInRange<int>(1, 20)) {
     case 1: {
       Hello m{in.ConsumeIntegral<std::uint64_t>(), sha(), in.ConsumeIntegral<std::uint32_t>(), {}};
       m.name = text();
@@ -165,6 +171,48 @@ Message make_message(FuzzedDataProvider& in) {
     }
     case 11:
       return Bye{};
+    case 14: {
+      Open m;
+      m.digest_algorithm = static_cast<DigestAlgorithm>(in.ConsumeIntegral<std::uint8_t>());
+      m.keepalive_ms = in.ConsumeIntegral<std::uint32_t>();
+      m.chunk_size_hint = in.ConsumeIntegral<std::uint32_t>();
+      m.entry_count = in.ConsumeIntegral<std::uint32_t>();
+      m.total_bytes = in.ConsumeIntegral<std::uint64_t>();
+      return m;
+    }
+    case 15: {
+      Offer m;
+      m.entry = in.ConsumeIntegral<std::uint32_t>();
+      m.kind = static_cast<EntryKind>(in.ConsumeIntegral<std::uint8_t>());
+      m.mode = in.ConsumeIntegral<std::uint16_t>();
+      m.size = in.ConsumeIntegral<std::uint64_t>();
+      m.mtime_sec = in.ConsumeIntegral<std::int64_t>();
+      m.mtime_nsec = in.ConsumeIntegral<std::uint32_t>();
+      m.digest = in.ConsumeBool() ? Sha256{} : sha();
+      m.path = text();
+      return m;
+    }
+    case 16:
+      return Take{in.ConsumeIntegral<std::uint32_t>()};
+    case 17: {
+      Refuse m;
+      m.entry = in.ConsumeIntegral<std::uint32_t>();
+      m.reason = static_cast<RejectReason>(in.ConsumeIntegral<std::uint16_t>());
+      m.text = text();
+      return m;
+    }
+    case 18:
+      return FileChunk{in.ConsumeIntegral<std::uint32_t>(), in.ConsumeIntegral<std::uint32_t>(),
+                       in.ConsumeIntegral<std::uint64_t>(), in.ConsumeIntegral<std::uint32_t>()};
+    case 19:
+      return FileDone{in.ConsumeIntegral<std::uint32_t>(), in.ConsumeIntegral<std::uint64_t>()};
+    case 20: {
+      FileVerdict m;
+      m.entry = in.ConsumeIntegral<std::uint32_t>();
+      m.code = static_cast<VerdictCode>(in.ConsumeIntegral<std::uint8_t>());
+      m.received_digest = sha();
+      return m;
+    }
     default: {
       const auto code = static_cast<ErrorCode>(in.ConsumeIntegral<std::uint16_t>());
       return Error{code, text()};
@@ -176,6 +224,8 @@ void check_encode(FuzzedDataProvider& in) {
   const std::uint16_t version = in.ConsumeBool() ? kVersion1 : kVersion2;
   const Message m = make_message(in);
   const std::vector<std::uint8_t> bytes = encode(m, version);
+  // Version 1 has no Working and no session messages: the encoder must refuse them.
+  if (version == kVersion1 && m.index() >= 12) FUZZ_CHECK(bytes.empty());
   // encode and encode_into must agree on refusing and on the bytes.
   std::vector<std::uint8_t> buffer(kMaxMessageSize + 1);
   const std::size_t written = encode_into(m, buffer, version);

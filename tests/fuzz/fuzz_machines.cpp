@@ -10,6 +10,7 @@
 // Which invariants hold was read off the code and docs/PROTOCOL.md section 4.
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -33,7 +34,7 @@ using SE = SenderEvent;
 using SA = SenderAction;
 
 constexpr unsigned kReceiverEvents = static_cast<unsigned>(RE::ShuttingDown) + 1;
-constexpr unsigned kSenderEvents = static_cast<unsigned>(SE::Interrupted) + 1;
+constexpr unsigned kSenderEvents = static_cast<unsigned>(SE::AllSettledWithFailures) + 1;
 
 // Bytes from here up are passed through as out-of-range event values.
 constexpr std::uint8_t kFirstRawEventByte = 0xF0;
@@ -44,10 +45,10 @@ bool named(const char* name) {
 
 // A state is valid iff it is one of the enumerators, which are exactly the ones with a name.
 bool valid(RS s) {
-  return static_cast<unsigned>(s) <= static_cast<unsigned>(RS::Closed) && named(to_string(s));
+  return static_cast<unsigned>(s) <= static_cast<unsigned>(RS::InSession) && named(to_string(s));
 }
 bool valid(SS s) {
-  return static_cast<unsigned>(s) <= static_cast<unsigned>(SS::Done) && named(to_string(s));
+  return static_cast<unsigned>(s) <= static_cast<unsigned>(SS::InSession) && named(to_string(s));
 }
 
 template <typename Action, std::size_t N>
@@ -55,14 +56,16 @@ bool is_last(const ActionList<Action, N>& actions, Action a) {
   return !actions.empty() && *(actions.end() - 1) == a;
 }
 
-// Only here may a temporary file exist (receiver_machine.cpp, docs 4.5 "before the verdict").
+// Only here may a temporary file exist (receiver_machine.cpp, docs 4.5 "before the verdict";
+// in a session, 7.5: until every entry is settled).
 bool before_verdict(RS s) {
   return s == RS::AwaitHello || s == RS::CheckingHello || s == RS::Receiving || s == RS::Draining ||
-         s == RS::Verifying;
+         s == RS::Verifying || s == RS::CheckingOpen || s == RS::InSession;
 }
 
 bool connected(SS s) {
-  return s == SS::AwaitAccept || s == SS::Sending || s == SS::AwaitVerdict || s == SS::AwaitSecret;
+  return s == SS::AwaitAccept || s == SS::Sending || s == SS::AwaitVerdict ||
+         s == SS::AwaitSecret || s == SS::InSession;
 }
 
 class ReceiverRun {
@@ -88,6 +91,9 @@ class ReceiverRun {
     }
 
     if (state_ == RS::Verifying && e == RE::VerifiedGood) committed_ = true;
+    // A session reaches the id only with every entry settled (the driver lets GotId through
+    // only then; docs 7.5): what it delivered is stored.
+    if (state_ == RS::InSession && e == RE::GotId) committed_ = true;
     state_ = t.next;
     // AwaitId and CheckingId are reachable only through a good verdict.
     if (state_ == RS::AwaitId || state_ == RS::CheckingId) FUZZ_CHECK(committed_);
@@ -123,8 +129,13 @@ class ReceiverRun {
       FUZZ_CHECK(committed_ && state_ == RS::CheckingId && e == RE::IdKnown);
     }
     if (t.actions.contains(RA::SendAccept)) {
-      FUZZ_CHECK(state_ == RS::CheckingHello && e == RE::HelloAccepted);
+      FUZZ_CHECK((state_ == RS::CheckingHello && e == RE::HelloAccepted) ||
+                 (state_ == RS::CheckingOpen && e == RE::OpenAccepted));
     }
+    // The session's own actions happen only in a session.
+    for (RA a :
+         {RA::CheckOffer, RA::SendTake, RA::SendRefuse, RA::FinishEntries, RA::SendFileVerdict})
+      if (t.actions.contains(a)) FUZZ_CHECK(state_ == RS::InSession && t.next == RS::InSession);
   }
 
   RS state_ = RS::AwaitHello;
@@ -133,7 +144,7 @@ class ReceiverRun {
 
 class SenderRun {
  public:
-  explicit SenderRun(bool has_id) : context_{has_id} {}
+  SenderRun(bool has_id, bool session) : context_{has_id, session} {}
 
   void step(SE e) {
     const SenderTransition t = sender_next(state_, e, context_);
@@ -154,6 +165,7 @@ class SenderRun {
     }
 
     if (state_ == SS::AwaitVerdict && e == SE::GotVerdictGood) verified_ = true;
+    if (state_ == SS::InSession && e == SE::AllSettled) verified_ = true;
     if (!outcome_) outcome_ = t.outcome;
     state_ = t.next;
     // The program can only exit with a status if a transition named one.
@@ -181,15 +193,22 @@ class SenderRun {
     if (e == SE::Disconnected || e == SE::TransportFailed) {
       FUZZ_CHECK(t.next == SS::Done && t.actions == ActionList<SA>{SA::Finish});
     }
-    // The id goes out only if the user gave one, and only after a good verdict.
+    // The id goes out only if the user gave one, and only after a good verdict (in a
+    // session: once every entry is settled and good).
     if (t.actions.contains(SA::SendId)) {
-      FUZZ_CHECK(context_.has_id && state_ == SS::AwaitVerdict && e == SE::GotVerdictGood);
+      FUZZ_CHECK(context_.has_id && ((state_ == SS::AwaitVerdict && e == SE::GotVerdictGood) ||
+                                     (state_ == SS::InSession && e == SE::AllSettled)));
     }
-    // Success means the receiver verified the file, and with an id, that it sent the secret.
+    // Success means the receiver verified the file (every entry of a session), and with an
+    // id, that it sent the secret.
     if (t.outcome == SenderOutcome::Success) {
       FUZZ_CHECK(context_.has_id ? verified_ && state_ == SS::AwaitSecret && e == SE::GotSecret
-                                 : state_ == SS::AwaitVerdict && e == SE::GotVerdictGood);
+                                 : (state_ == SS::AwaitVerdict && e == SE::GotVerdictGood) ||
+                                       (state_ == SS::InSession && e == SE::AllSettled));
     }
+    // A session starts only from a session's Accept, a file's data only from a file's.
+    if (t.actions.contains(SA::StartSession)) FUZZ_CHECK(context_.session);
+    if (t.actions.contains(SA::StartData)) FUZZ_CHECK(!context_.session);
   }
 
   SenderContext context_;
@@ -206,12 +225,11 @@ Event event_from(std::uint8_t byte, unsigned count) {
 
 void run_events(std::span<const std::uint8_t> input) {
   ReceiverRun receiver;
-  SenderRun sender_without_id(false);
-  SenderRun sender_with_id(true);
+  std::array senders{SenderRun(false, false), SenderRun(true, false), SenderRun(false, true),
+                     SenderRun(true, true)};
   for (std::uint8_t byte : input) {
     receiver.step(event_from<RE>(byte, kReceiverEvents));
-    sender_without_id.step(event_from<SE>(byte, kSenderEvents));
-    sender_with_id.step(event_from<SE>(byte, kSenderEvents));
+    for (SenderRun& sender : senders) sender.step(event_from<SE>(byte, kSenderEvents));
   }
 }
 
@@ -244,6 +262,14 @@ void deliver_to_receiver(ReceiverRun& receiver, std::span<const std::uint8_t> by
       return receiver.step(RE::GotBye);
     case MessageType::Error:
       return receiver.step(RE::GotError);
+    case MessageType::Open:
+      return receiver.step(RE::GotOpen);
+    case MessageType::Offer:
+      return receiver.step(RE::GotOffer);
+    case MessageType::FileChunk:
+      return receiver.step(RE::GotChunk);
+    case MessageType::FileDone:
+      return receiver.step(RE::GotFileDone);
     default:
       return receiver.step(RE::GotUnexpected);
   }
@@ -276,6 +302,14 @@ void deliver_to_sender(SenderRun& sender, std::span<const std::uint8_t> bytes) {
       return sender.step(SE::GotDenied);
     case MessageType::Error:
       return sender.step(SE::GotError);
+    case MessageType::Working:
+      return sender.step(SE::GotWorking);
+    case MessageType::Take:
+      return sender.step(SE::GotTake);
+    case MessageType::Refuse:
+      return sender.step(SE::GotRefuse);
+    case MessageType::FileVerdict:
+      return sender.step(SE::GotFileVerdict);
     default:
       return sender.step(SE::GotUnexpected);
   }
@@ -287,15 +321,14 @@ void deliver_to_sender(SenderRun& sender, std::span<const std::uint8_t> bytes) {
 // takes what is left, so every input means something.
 void run_messages(std::span<const std::uint8_t> input) {
   ReceiverRun receiver;
-  SenderRun sender_without_id(false);
-  SenderRun sender_with_id(true);
+  std::array senders{SenderRun(false, false), SenderRun(true, false), SenderRun(false, true),
+                     SenderRun(true, true)};
   while (!input.empty()) {
     const std::uint8_t tag = input[0];
     input = input.subspan(1);
     if (tag < 0x80) {
       receiver.step(static_cast<RE>(tag % kReceiverEvents));
-      sender_without_id.step(static_cast<SE>(tag % kSenderEvents));
-      sender_with_id.step(static_cast<SE>(tag % kSenderEvents));
+      for (SenderRun& sender : senders) sender.step(static_cast<SE>(tag % kSenderEvents));
       continue;
     }
     std::size_t length = 0;
@@ -305,8 +338,7 @@ void run_messages(std::span<const std::uint8_t> input) {
     const auto message = input.first(std::min(length, input.size()));
     input = input.subspan(message.size());
     deliver_to_receiver(receiver, message);
-    deliver_to_sender(sender_without_id, message);
-    deliver_to_sender(sender_with_id, message);
+    for (SenderRun& sender : senders) deliver_to_sender(sender, message);
   }
 }
 

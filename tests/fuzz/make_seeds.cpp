@@ -59,6 +59,100 @@ std::uint8_t as_byte(Event e) {
   return static_cast<std::uint8_t>(e);
 }
 
+// fuzz_session_ledgers reads a setup, then operations (its enum Op, in this order).
+enum SessionOp : std::uint8_t {
+  RawMessage,
+  AnyReceiverCall,
+  AnySenderCall,
+  Close,
+  ForbidDirectories,
+  SendOffer,
+  SendChunk,
+  CompleteChunk,
+  SendFileDone,
+  DeliverToReceiver,
+  DeliverToSender,
+  GrantAll,
+  Decide,
+  Store,
+  Verify,
+  FailFile,
+  AllowDirectories,
+};
+
+// One round of both drivers by the protocol; `decide` picks take (< 0x80) or refuse.
+void honest_round(Bytes& ops, std::uint8_t decide) {
+  const Bytes round = {SendOffer,
+                       DeliverToReceiver,
+                       Decide,
+                       decide,
+                       GrantAll,
+                       DeliverToSender,
+                       DeliverToSender,
+                       DeliverToSender,
+                       SendChunk,
+                       SendChunk,
+                       DeliverToReceiver,
+                       DeliverToReceiver,
+                       CompleteChunk,
+                       0,
+                       CompleteChunk,
+                       1,
+                       Store,
+                       0,
+                       Store,
+                       0,
+                       SendFileDone,
+                       DeliverToReceiver,
+                       Verify,
+                       0,
+                       DeliverToSender,
+                       DeliverToSender};
+  ops.insert(ops.end(), round.begin(), round.end());
+}
+
+void write_session_seeds(const fs::path& dir) {
+  // 4 entries: 40 bytes, 256 bytes, empty, a directory; 8-byte slots, 3 of them, 2 active.
+  const Bytes small_tree = {3, 0x00, 40, 0x01, 0x00, 0x01, 0x02, 0x80, 7, 2, 1, 0, 0, 0, 2, 2};
+  Bytes ops = small_tree;
+  for (int i = 0; i < 150; ++i) honest_round(ops, 0);
+  write(dir / "honest-small-tree", ops);
+
+  // 20 files of 16 bytes (more than kMaxEntriesInFlight), one 16-byte slot.
+  Bytes many = {19};
+  for (int i = 0; i < 20; ++i) {
+    many.push_back(0x00);
+    many.push_back(16);
+  }
+  many.insert(many.end(), {15, 0, 0, 0, 0, 0, 1, 2});
+  for (int i = 0; i < 40; ++i) many.push_back(SendOffer);
+  for (int i = 0; i < 80; ++i) honest_round(many, static_cast<std::uint8_t>(i % 3 == 0 ? 0x80 : 0));
+  write(dir / "honest-many-files-refusals", many);
+
+  // Files failed mid-way (their chunks still in flight) and hostile messages after.
+  Bytes failing = small_tree;
+  for (int i = 0; i < 30; ++i) {
+    failing.insert(failing.end(),
+                   {SendOffer, DeliverToReceiver, Decide, 0, GrantAll, DeliverToSender,
+                    DeliverToSender, SendChunk, FailFile, 0, DeliverToSender, DeliverToReceiver,
+                    CompleteChunk, 0, SendFileDone, DeliverToReceiver});
+  }
+  const Bytes chunk = encode(FileChunk{1, 0, 8, 8}, kVersion2);
+  failing.insert(failing.end(), {RawMessage, 5, static_cast<std::uint8_t>(chunk.size() - 16)});
+  failing.insert(failing.end(), chunk.begin() + 16, chunk.end());
+  failing.insert(failing.end(), {AnyReceiverCall, 1, 0, 8, AnySenderCall, 2, 0, Close});
+  write(dir / "failures-then-hostile", failing);
+
+  // Lies: an Open whose total_bytes is 5, and one with 2 entries for 4 offered.
+  Bytes lying = {3, 0x00, 40, 0x01, 0x00, 0x01, 0x02, 0x80, 7, 2, 1, 0,
+                 0, 0,    2,  0,    5,    0,    0,    0,    0, 0, 0, 0};
+  for (int i = 0; i < 20; ++i) honest_round(lying, 0);
+  write(dir / "open-lies-about-bytes", lying);
+  Bytes fewer = {3, 0x00, 40, 0x01, 0x00, 0x01, 0x02, 0x80, 7, 2, 1, 0, 0, 0, 2, 1, 1};
+  for (int i = 0; i < 20; ++i) honest_round(fewer, 0);
+  write(dir / "open-lies-about-entries", fewer);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -67,7 +161,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const fs::path root = argv[1];
-  for (const char* dir : {"fuzz_decode", "fuzz_machines", "fuzz_names_secrets"}) {
+  for (const char* dir :
+       {"fuzz_decode", "fuzz_machines", "fuzz_names_secrets", "fuzz_session_ledgers"}) {
     fs::create_directories(root / dir);
   }
 
@@ -89,6 +184,30 @@ int main(int argc, char** argv) {
   Bytes version2 = encode(Hello{1, sample_sha(), 0, "v2"});
   version2[4] = 2;  // the version field: what peek_version must still read
   write(root / "fuzz_decode" / "hello-version-2", version2);
+
+  // Version 2 only: Working and the session messages (docs/PROTOCOL.md 7.5).
+  Offer directory;
+  directory.entry = 3;
+  directory.kind = EntryKind::Directory;
+  directory.mode = 0755;
+  directory.mtime_sec = 1'700'000'000;
+  directory.path = "dir/sub";
+  const std::vector<std::pair<const char*, Message>> version2_messages = {
+      {"hello-v2",
+       Hello{1 << 20, sample_sha(), 0, "a.bin", DigestAlgorithm::FsVeritySha256, 1000, {{7, "x"}}}},
+      {"working", Working{WorkPhase::Storing, 65536}},
+      {"open", Open{DigestAlgorithm::FsVeritySha256, 1000, 0, 3, 3 << 20}},
+      {"offer-file",
+       Offer{0, EntryKind::File, 0644, 1 << 20, 1'700'000'000, 5, sample_sha(), "dir/a.bin"}},
+      {"offer-directory", directory},
+      {"take", Take{0}},
+      {"refuse", Refuse{1, RejectReason::Exists, "exists"}},
+      {"file-chunk", FileChunk{0, 2, 131072, 65536}},
+      {"file-done", FileDone{0, 1 << 20}},
+      {"file-verdict", FileVerdict{0, VerdictCode::Good, sample_sha()}},
+  };
+  for (const auto& [name, message] : version2_messages)
+    write(root / "fuzz_decode" / name, encode(message, kVersion2));
 
   using RE = ReceiverEvent;
   using SE = SenderEvent;
@@ -120,6 +239,8 @@ int main(int argc, char** argv) {
   Bytes every_event;
   for (std::uint8_t e = 0; e < 21; ++e) every_event.push_back(e);
   write(root / "fuzz_machines" / "every-event", every_event);
+
+  write_session_seeds(root / "fuzz_session_ledgers");
 
   write(root / "fuzz_names_secrets" / "name", "report.pdf");
   write(root / "fuzz_names_secrets" / "name-utf8", "données-日本語.txt");

@@ -390,6 +390,188 @@ TEST_F(DigestCacheTest, ACacheFileThatIsADirectoryIsAMissWithAProblem) {
   EXPECT_NE(problem_, "");
 }
 
+// --- DigestCacheBatch: a command's one read and one write ---
+
+TEST_F(DigestCacheTest, BatchAnswersEveryLookupFromOneRead) {
+  cache_.remember(kSha256, identity(1), digest_of(1));
+  cache_.remember(kOther, identity(2), digest_of(2));
+  DigestCache reader(file_, fixed_now);
+  DigestCacheBatch batch(reader, &problem_);
+  EXPECT_EQ(problem_, "");
+  // Another sender replaces the file after the snapshot: the batch does not see it.
+  cache_.remember(kSha256, identity(3), digest_of(3));
+  for (int round = 0; round < 10; ++round) {
+    EXPECT_EQ(batch.lookup(kSha256, identity(1)), digest_of(1));
+    EXPECT_EQ(batch.lookup(kOther, identity(2)), digest_of(2));
+    EXPECT_EQ(batch.lookup(kSha256, identity(2)), std::nullopt);       // another algorithm
+    EXPECT_EQ(batch.lookup(kSha256, identity(1, 101)), std::nullopt);  // another size
+    EXPECT_EQ(batch.lookup(kSha256, identity(3)), std::nullopt);
+  }
+  EXPECT_EQ(reader.stats().reads, 1u);
+  EXPECT_EQ(reader.stats().writes, 0u);
+  EXPECT_EQ(batch.pending(), 0u);
+}
+
+TEST_F(DigestCacheTest, BatchWritesManyEntriesOnce) {
+  cache_.remember(kSha256, identity(1000), digest_of(100));
+  DigestCache writer(file_, fixed_now);
+  DigestCacheBatch batch(writer);
+  constexpr std::uint64_t kFiles = 500;
+  for (std::uint64_t ino = 1; ino <= kFiles; ++ino)
+    batch.remember(kSha256, identity(ino), digest_of(static_cast<std::uint8_t>(ino)));
+  EXPECT_EQ(batch.pending(), kFiles);
+  // Seen by the batch's own lookups at once, written by nothing yet.
+  EXPECT_EQ(batch.lookup(kSha256, identity(7)), digest_of(7));
+  EXPECT_EQ(writer.stats().writes, 0u);
+  EXPECT_EQ(DigestCache(file_, fixed_now).lookup(kSha256, identity(7)), std::nullopt);
+
+  batch.commit(&problem_);
+  EXPECT_EQ(problem_, "");
+  EXPECT_EQ(batch.pending(), 0u);
+  EXPECT_EQ(writer.stats().writes, 1u);
+  EXPECT_EQ(writer.stats().reads, 2u);            // the snapshot, and the merge under the lock
+  EXPECT_EQ(lines_of(file_).size(), kFiles + 2);  // the tag, the older entry, the batch's
+  EXPECT_EQ(cache_.lookup(kSha256, identity(1000)), digest_of(100));
+  for (std::uint64_t ino = 1; ino <= kFiles; ++ino)
+    EXPECT_EQ(cache_.lookup(kSha256, identity(ino)), digest_of(static_cast<std::uint8_t>(ino)));
+
+  // Nothing new: no I/O at all.
+  batch.commit(&problem_);
+  EXPECT_EQ(problem_, "");
+  EXPECT_EQ(writer.stats().writes, 1u);
+  EXPECT_EQ(writer.stats().reads, 2u);
+}
+
+TEST_F(DigestCacheTest, BatchReplacesEntriesAndKeepsTheNewestWithinTheBound) {
+  std::filesystem::create_directory(file_.parent_path());
+  std::string text = std::string(DigestCache::kFormatTag) + '\n';
+  for (std::uint64_t ino = 1; ino <= DigestCache::kMaxEntries; ++ino)
+    text += entry_line(ino, static_cast<std::uint8_t>(ino)) + '\n';
+  write_text(file_, text);
+
+  DigestCacheBatch batch(cache_);
+  batch.remember(kSha256, identity(5, 200), digest_of(200));  // replaces ino 5's entry
+  batch.remember(kSha256, identity(9000), digest_of(90));
+  batch.remember(kSha256, identity(9000, 300), digest_of(91));  // and again: the last wins
+  batch.remember(kSha256, identity(9001), digest_of(92));
+  batch.remember(kOther, identity(9001), digest_of(93));  // another algorithm: both kept
+  batch.commit(&problem_);
+  EXPECT_EQ(problem_, "");
+
+  // 4095 old entries and 4 new ones: the 3 oldest go.
+  EXPECT_EQ(lines_of(file_).size(), DigestCache::kMaxEntries + 1);
+  for (std::uint64_t ino : {1, 2, 3})
+    EXPECT_EQ(cache_.lookup(kSha256, identity(ino)), std::nullopt);
+  EXPECT_EQ(cache_.lookup(kSha256, identity(4)), digest_of(4));
+  EXPECT_EQ(cache_.lookup(kSha256, identity(5)), std::nullopt);
+  EXPECT_EQ(cache_.lookup(kSha256, identity(5, 200)), digest_of(200));
+  EXPECT_EQ(cache_.lookup(kSha256, identity(9000)), std::nullopt);
+  EXPECT_EQ(cache_.lookup(kSha256, identity(9000, 300)), digest_of(91));
+  EXPECT_EQ(cache_.lookup(kSha256, identity(9001)), digest_of(92));
+  EXPECT_EQ(cache_.lookup(kOther, identity(9001)), digest_of(93));
+  const auto lines = lines_of(file_);
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                          [](const std::string& l) { return l.starts_with("1 7 9000 "); }),
+            1);
+
+  // A batch larger than the bound keeps its newest entries only.
+  DigestCacheBatch big(cache_);
+  for (std::uint64_t ino = 1; ino <= DigestCache::kMaxEntries + 10; ++ino)
+    big.remember(kSha256, identity(100000 + ino), digest_of(static_cast<std::uint8_t>(ino)));
+  big.commit(&problem_);
+  EXPECT_EQ(problem_, "");
+  EXPECT_EQ(lines_of(file_).size(), DigestCache::kMaxEntries + 1);
+  EXPECT_EQ(cache_.lookup(kSha256, identity(100010)), std::nullopt);
+  EXPECT_EQ(cache_.lookup(kSha256, identity(100011)), digest_of(11));
+}
+
+TEST_F(DigestCacheTest, BatchDoesNotKeepRacyEntries) {
+  std::uint64_t now = 0;
+  DigestCache cache(file_, [&now] { return now; });
+  DigestCacheBatch batch(cache);
+  FileIdentity id = identity(1);
+  now = std::max(id.mtime_ns, id.ctime_ns) + kSecond;
+  batch.remember(kSha256, id, digest_of(1));
+  EXPECT_EQ(batch.pending(), 0u);
+  EXPECT_EQ(batch.lookup(kSha256, id), std::nullopt);
+  batch.commit(&problem_);
+  EXPECT_EQ(problem_, "");
+  EXPECT_EQ(cache.stats().writes, 0u);
+  EXPECT_FALSE(std::filesystem::exists(file_));
+
+  // remember_all leaves out the racy ones and stores the others.
+  now = id.ctime_ns + DigestCache::kRacyWindowNs;
+  FileIdentity recent = identity(2);
+  recent.ctime_ns = now;
+  const DigestCacheEntry entries[] = {{kSha256, id, digest_of(1)}, {kSha256, recent, digest_of(2)}};
+  cache.remember_all(entries, &problem_);
+  EXPECT_EQ(problem_, "");
+  EXPECT_EQ(cache.lookup(kSha256, id), digest_of(1));
+  EXPECT_EQ(cache.lookup(kSha256, recent), std::nullopt);
+}
+
+TEST_F(DigestCacheTest, BatchProblemsAreReportedNotThrown) {
+  std::filesystem::create_directories(file_);  // the cache file is a directory
+  std::optional<DigestCacheBatch> batch;
+  EXPECT_NO_THROW(batch.emplace(cache_, &problem_));
+  EXPECT_NE(problem_, "");
+  EXPECT_EQ(batch->lookup(kSha256, identity(1)), std::nullopt);
+  batch->remember(kSha256, identity(1), digest_of(1));
+  EXPECT_EQ(batch->lookup(kSha256, identity(1)), digest_of(1));  // this command still knows
+  EXPECT_NO_THROW(batch->commit(&problem_));
+  EXPECT_NE(problem_, "");
+  EXPECT_EQ(batch->pending(), 0u);
+}
+
+TEST_F(DigestCacheTest, ConcurrentBatchesAndSingleRemembersLoseNoEntry) {
+  constexpr std::uint64_t kPerWriter = 200;
+  constexpr std::uint64_t kPerBatch = 25;
+  auto id_of = [](std::uint64_t dev, std::uint64_t ino) {
+    FileIdentity id = identity(ino);
+    id.dev = dev;
+    return id;
+  };
+  auto digest_for = [](std::uint64_t dev, std::uint64_t ino) {
+    return digest_of(static_cast<std::uint8_t>(ino + dev));
+  };
+  // One sender commits batches, the other remembers entry by entry.
+  auto batcher = [&](std::string* problems) {
+    DigestCache cache(file_, fixed_now);
+    for (std::uint64_t first = 1; first <= kPerWriter; first += kPerBatch) {
+      DigestCacheBatch batch(cache);
+      for (std::uint64_t ino = first; ino < first + kPerBatch; ++ino)
+        batch.remember(kSha256, id_of(100, ino), digest_for(100, ino));
+      std::string problem;
+      batch.commit(&problem);
+      if (!problem.empty()) *problems += problem + '\n';
+    }
+  };
+  auto single = [&](std::string* problems) {
+    DigestCache cache(file_, fixed_now);
+    for (std::uint64_t ino = 1; ino <= kPerWriter; ++ino) {
+      std::string problem;
+      cache.remember(kSha256, id_of(200, ino), digest_for(200, ino), &problem);
+      if (!problem.empty()) *problems += problem + '\n';
+    }
+  };
+  std::string problems_a;
+  std::string problems_b;
+  std::thread a(batcher, &problems_a);
+  std::thread b(single, &problems_b);
+  a.join();
+  b.join();
+  EXPECT_EQ(problems_a, "");
+  EXPECT_EQ(problems_b, "");
+
+  DigestCacheBatch check(cache_);
+  std::uint64_t found = 0;
+  for (std::uint64_t dev : {100, 200})
+    for (std::uint64_t ino = 1; ino <= kPerWriter; ++ino)
+      if (check.lookup(kSha256, id_of(dev, ino)) == digest_for(dev, ino)) ++found;
+  EXPECT_EQ(found, 2 * kPerWriter);
+  EXPECT_EQ(lines_of(file_).size(), 2 * kPerWriter + 1);
+}
+
 TEST(FileIdentityTest, IdentityOfABadDescriptorThrowsSysError) {
   EXPECT_THROW(identity_of(-1), SysError);
 }

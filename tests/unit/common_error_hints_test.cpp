@@ -52,7 +52,7 @@ TEST(ErrorHints, StorageFailureMentionsAFullDisk) {
 
 TEST(ErrorHints, FileAndDirectoryHints) {
   EXPECT_TRUE(contains(input_file_hint(EACCES), "readable"));
-  EXPECT_TRUE(contains(input_file_hint(EISDIR), "tar"));
+  EXPECT_TRUE(contains(input_file_hint(EISDIR), "-r (--recursive)"));
   EXPECT_TRUE(contains(output_dir_hint(ENOENT), "mkdir"));
   EXPECT_TRUE(contains(output_dir_hint(EACCES), "write access"));
 }

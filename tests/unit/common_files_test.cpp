@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -23,6 +24,13 @@ namespace rdmax {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The process umask, for expectations on committed modes.
+mode_t current_umask() {
+  const mode_t mask = ::umask(022);
+  ::umask(mask);
+  return mask;
+}
 
 class FilesTest : public ::testing::Test {
  protected:
@@ -145,9 +153,7 @@ TEST_P(OutputFileTest, CommitPublishesBytesAndLeavesNoTemporary) {
   EXPECT_EQ(entries(), std::vector<std::string>{"data.bin"});
   struct stat st {};
   ASSERT_EQ(::stat(path("data.bin").c_str(), &st), 0);
-  const mode_t mask = ::umask(022);
-  ::umask(mask);
-  EXPECT_EQ(st.st_mode & 0777, 0666 & ~mask);
+  EXPECT_EQ(st.st_mode & 0777, 0666 & ~current_umask());
 }
 
 TEST_P(OutputFileTest, DestructorAndDiscardLeaveNothing) {
@@ -172,6 +178,56 @@ TEST_P(OutputFileTest, MovedOutputFileDiscardsOnce) {
     b.commit();
   }
   EXPECT_EQ(read_file("m"), "x");
+}
+
+TEST_P(OutputFileTest, FinalMetadataGivesTheSendersModeAndTime) {
+  {
+    OutputFile out = create("meta", false);
+    out.write_at(0, bytes_of("data"));
+    const struct timespec atime[2] = {{1000000000, 5}, {0, UTIME_OMIT}};
+    ASSERT_EQ(::futimens(out.fd(), atime), 0);
+    out.set_final_metadata(0640, {1234567890, 987654321});
+    OutputFile moved = std::move(out);  // the metadata moves with the file
+    moved.commit();
+  }
+  struct stat st {};  // before reading the file, which may update its access time
+  ASSERT_EQ(::stat(path("meta").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u & ~current_umask());
+  EXPECT_EQ(st.st_mtim.tv_sec, 1234567890);
+  EXPECT_EQ(st.st_mtim.tv_nsec, 987654321);
+  EXPECT_EQ(st.st_atim.tv_sec, 1000000000);  // left alone
+  EXPECT_EQ(st.st_atim.tv_nsec, 5);
+  EXPECT_EQ(read_file("meta"), "data");
+}
+
+TEST_P(OutputFileTest, FinalMetadataNeverSetsSetIdBits) {
+  OutputFile out = create("setid", false);
+  out.set_final_metadata(S_IFREG | 07755, {1, 0});
+  out.commit();
+  struct stat st {};
+  ASSERT_EQ(::stat(path("setid").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 01755u & ~current_umask());
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+}
+
+TEST_P(OutputFileTest, FinalMetadataIsMaskedByTheUmask) {
+  const mode_t saved = ::umask(027);
+  OutputFile out = create("masked", false);
+  out.set_final_metadata(0777, {1, 0});
+  out.commit();
+  ::umask(saved);
+  struct stat st {};
+  ASSERT_EQ(::stat(path("masked").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0750u);
+}
+
+TEST_P(OutputFileTest, WithoutFinalMetadataTheFileKeepsItsWriteTime) {
+  const auto start = fs::file_time_type::clock::now();
+  OutputFile out = create("plain", false);
+  out.write_at(0, bytes_of("x"));
+  out.commit();
+  // Coarse filesystem timestamps may round down by up to a tick.
+  EXPECT_GE(fs::last_write_time(path("plain")), start - std::chrono::seconds(1));
 }
 
 TEST_P(OutputFileTest, ExistingFileWithoutOverwriteThrows) {

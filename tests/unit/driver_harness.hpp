@@ -257,8 +257,8 @@ inline std::vector<std::uint8_t> undecodable(std::uint16_t version) {
 }
 
 // What a driver posted, as one line ("Error(1) Credit(0)"), so a failure shows all of it.
-// The number is the message's code (Error, Reject, Verdict), Denied's attempts left, the
-// slot of a Credit or a Chunk, Working's phase; none for the others.
+// The number is the message's code (Error, Reject, Verdict, Refuse, FileVerdict), Denied's
+// attempts left, the slot of a Credit or a Chunk, Working's phase; none for the others.
 struct Posted {
   proto::MessageType type;
   int code = -1;  // -1: any
@@ -268,9 +268,10 @@ inline int code_of(const proto::Message& message) {
   return std::visit(
       [](const auto& m) -> int {
         using M = std::decay_t<decltype(m)>;
-        if constexpr (std::is_same_v<M, proto::Error> || std::is_same_v<M, proto::Verdict>)
+        if constexpr (std::is_same_v<M, proto::Error> || std::is_same_v<M, proto::Verdict> ||
+                      std::is_same_v<M, proto::FileVerdict>)
           return static_cast<int>(m.code);
-        else if constexpr (std::is_same_v<M, proto::Reject>)
+        else if constexpr (std::is_same_v<M, proto::Reject> || std::is_same_v<M, proto::Refuse>)
           return static_cast<int>(m.reason);
         else if constexpr (std::is_same_v<M, proto::Denied>)
           return m.attempts_left;

@@ -16,7 +16,8 @@ inline constexpr std::array kAllReceiverStates{
     proto::ReceiverState::Receiving,  proto::ReceiverState::Draining,
     proto::ReceiverState::Verifying,  proto::ReceiverState::AwaitId,
     proto::ReceiverState::CheckingId, proto::ReceiverState::Closing,
-    proto::ReceiverState::Closed};
+    proto::ReceiverState::Closed,     proto::ReceiverState::CheckingOpen,
+    proto::ReceiverState::InSession};
 
 inline constexpr std::array kAllReceiverEvents{proto::ReceiverEvent::GotHello,
                                                proto::ReceiverEvent::GotChunk,
@@ -25,6 +26,9 @@ inline constexpr std::array kAllReceiverEvents{proto::ReceiverEvent::GotHello,
                                                proto::ReceiverEvent::GotBye,
                                                proto::ReceiverEvent::GotError,
                                                proto::ReceiverEvent::GotUnexpected,
+                                               proto::ReceiverEvent::GotOpen,
+                                               proto::ReceiverEvent::GotOffer,
+                                               proto::ReceiverEvent::GotFileDone,
                                                proto::ReceiverEvent::HelloAccepted,
                                                proto::ReceiverEvent::HelloRejected,
                                                proto::ReceiverEvent::ChunkStored,
@@ -34,6 +38,11 @@ inline constexpr std::array kAllReceiverEvents{proto::ReceiverEvent::GotHello,
                                                proto::ReceiverEvent::IdKnown,
                                                proto::ReceiverEvent::IdUnknown,
                                                proto::ReceiverEvent::IdAttemptsExhausted,
+                                               proto::ReceiverEvent::OpenAccepted,
+                                               proto::ReceiverEvent::OpenRejected,
+                                               proto::ReceiverEvent::EntryTaken,
+                                               proto::ReceiverEvent::EntryRefused,
+                                               proto::ReceiverEvent::EntrySettled,
                                                proto::ReceiverEvent::ProtocolViolation,
                                                proto::ReceiverEvent::LocalFailure,
                                                proto::ReceiverEvent::Timeout,
@@ -49,29 +58,47 @@ inline constexpr std::array kAllSenderStates{proto::SenderState::ResolvingAddres
                                              proto::SenderState::AwaitVerdict,
                                              proto::SenderState::AwaitSecret,
                                              proto::SenderState::Closing,
-                                             proto::SenderState::Done};
+                                             proto::SenderState::Done,
+                                             proto::SenderState::InSession};
 
-inline constexpr std::array kAllSenderEvents{
-    proto::SenderEvent::AddressResolved,   proto::SenderEvent::RouteResolved,
-    proto::SenderEvent::Established,       proto::SenderEvent::ConnectFailed,
-    proto::SenderEvent::GotAccept,         proto::SenderEvent::GotReject,
-    proto::SenderEvent::GotRejectVersion,  proto::SenderEvent::GotCredit,
-    proto::SenderEvent::GotWorking,        proto::SenderEvent::AllDataSent,
-    proto::SenderEvent::GotVerdictGood,    proto::SenderEvent::GotVerdictBad,
-    proto::SenderEvent::GotVerdictFailed,  proto::SenderEvent::GotSecret,
-    proto::SenderEvent::GotDenied,         proto::SenderEvent::GotError,
-    proto::SenderEvent::GotErrorGaveUp,    proto::SenderEvent::GotUnexpected,
-    proto::SenderEvent::ProtocolViolation, proto::SenderEvent::LocalFailure,
-    proto::SenderEvent::Timeout,           proto::SenderEvent::TransportFailed,
-    proto::SenderEvent::Disconnected,      proto::SenderEvent::Interrupted};
+inline constexpr std::array kAllSenderEvents{proto::SenderEvent::AddressResolved,
+                                             proto::SenderEvent::RouteResolved,
+                                             proto::SenderEvent::Established,
+                                             proto::SenderEvent::ConnectFailed,
+                                             proto::SenderEvent::GotAccept,
+                                             proto::SenderEvent::GotReject,
+                                             proto::SenderEvent::GotRejectVersion,
+                                             proto::SenderEvent::GotCredit,
+                                             proto::SenderEvent::GotWorking,
+                                             proto::SenderEvent::AllDataSent,
+                                             proto::SenderEvent::GotVerdictGood,
+                                             proto::SenderEvent::GotVerdictBad,
+                                             proto::SenderEvent::GotVerdictFailed,
+                                             proto::SenderEvent::GotSecret,
+                                             proto::SenderEvent::GotDenied,
+                                             proto::SenderEvent::GotError,
+                                             proto::SenderEvent::GotErrorGaveUp,
+                                             proto::SenderEvent::GotUnexpected,
+                                             proto::SenderEvent::ProtocolViolation,
+                                             proto::SenderEvent::LocalFailure,
+                                             proto::SenderEvent::Timeout,
+                                             proto::SenderEvent::TransportFailed,
+                                             proto::SenderEvent::Disconnected,
+                                             proto::SenderEvent::Interrupted,
+                                             proto::SenderEvent::GotTake,
+                                             proto::SenderEvent::GotRefuse,
+                                             proto::SenderEvent::GotFileVerdict,
+                                             proto::SenderEvent::AllSettled,
+                                             proto::SenderEvent::AllSettledWithFailures};
 
 // The enums are dense from 0: the last value + 1 is the count.
-static_assert(static_cast<std::size_t>(proto::ReceiverState::Closed) + 1 ==
+static_assert(static_cast<std::size_t>(proto::ReceiverState::InSession) + 1 ==
               kAllReceiverStates.size());
 static_assert(static_cast<std::size_t>(proto::ReceiverEvent::ShuttingDown) + 1 ==
               kAllReceiverEvents.size());
-static_assert(static_cast<std::size_t>(proto::SenderState::Done) + 1 == kAllSenderStates.size());
-static_assert(static_cast<std::size_t>(proto::SenderEvent::Interrupted) + 1 ==
+static_assert(static_cast<std::size_t>(proto::SenderState::InSession) + 1 ==
+              kAllSenderStates.size());
+static_assert(static_cast<std::size_t>(proto::SenderEvent::AllSettledWithFailures) + 1 ==
               kAllSenderEvents.size());
 
 }  // namespace rdmax::test

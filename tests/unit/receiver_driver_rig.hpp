@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+
 #include "driver_harness.hpp"
 
 namespace rdmax::test::receiver_rig {
@@ -47,6 +49,31 @@ inline Posted verdict(proto::VerdictCode code) {
 inline Posted reject(proto::RejectReason reason) {
   return {T::Reject, static_cast<int>(reason)};
 }
+inline Posted refuse(proto::RejectReason reason) {
+  return {T::Refuse, static_cast<int>(reason)};
+}
+inline Posted file_verdict(proto::VerdictCode code) {
+  return {T::FileVerdict, static_cast<int>(code)};
+}
+
+// The process's umask, read without changing it (pool threads may be creating files).
+inline unsigned process_umask() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.starts_with("Umask:"))
+      return static_cast<unsigned>(std::stoul(line.substr(6), nullptr, 8));
+  return 022;
+}
+
+// A session's entry as the sender offers it (docs/PROTOCOL.md 7.5).
+struct SessionFile {
+  std::string path;
+  std::vector<std::uint8_t> bytes;
+  std::uint16_t mode;
+  std::int64_t mtime_sec;
+  std::uint32_t mtime_nsec;
+  proto::EntryKind kind = proto::EntryKind::File;
+};
 
 // The receiver, its inputs, and the recipes that bring it into each state. The window is two
 // slots; the file, unless a test says otherwise, two chunks.
@@ -58,7 +85,10 @@ struct Rig {
   std::string name = "f.bin";
   std::uint16_t version = proto::kVersion1;
   std::uint32_t keepalive_ms = 0;
-  std::optional<Digest> digest;  // what the Hello announces, if not the file's
+  std::optional<Digest> digest;  // what the Hello (or an Offer) announces, if not the file's
+  // A session's entries: a file of two chunks and one of a part of a chunk.
+  std::vector<SessionFile> entries{{"a.bin", random_bytes(2 * kSlot, 11), 0640, 1700000000, 5},
+                                   {"b.bin", random_bytes(100, 12), 0600, 1600000000, 7}};
 
   Rig() { h.options.slots = 2; }
   ~Rig() {
@@ -106,6 +136,70 @@ struct Rig {
   }
   bool settle_out_of(S s) {
     return h.settle([&] { return h.state() != s; });
+  }
+
+  // ---- Session inputs (version 2) ----
+  proto::Open open() const {
+    std::uint64_t total = 0;
+    for (const auto& e : entries) total += e.bytes.size();
+    return {proto::DigestAlgorithm::WholeFileSha256, keepalive_ms, 0,
+            static_cast<std::uint32_t>(entries.size()), total};
+  }
+  proto::Offer offer(std::uint32_t i) const {
+    const SessionFile& e = entries.at(i);
+    const bool file = e.kind == proto::EntryKind::File;
+    return {i,
+            e.kind,
+            e.mode,
+            e.bytes.size(),
+            e.mtime_sec,
+            e.mtime_nsec,
+            file ? digest.value_or(sha256_of(e.bytes)) : Digest{},
+            e.path};
+  }
+  // The sender WRITEs bytes [offset, offset + length) of entry i into `slot` and announces
+  // them in a FileChunk; returns whether the WRITE landed.
+  bool file_chunk(std::uint32_t i, std::uint64_t offset, std::uint32_t length, std::uint32_t slot) {
+    const auto a = accept();
+    const auto& data = entries.at(i).bytes;
+    const bool landed =
+        length == 0 ||
+        h.transport.write_remote(a.region_addr + std::uint64_t{slot} * a.slot_size, rkey_of(slot),
+                                 std::span(data).subspan(static_cast<std::size_t>(offset), length));
+    peer(proto::FileChunk{i, slot, offset, length});
+    return landed;
+  }
+  void file_done(std::uint32_t i) { peer(proto::FileDone{i, entries.at(i).bytes.size()}); }
+  template <typename M>
+  std::size_t sent_count() const {
+    return h.transport.sent_of<M>().size();
+  }
+  bool settle_until_sent(T type, std::size_t count = 1) {
+    return h.settle([&] {
+      std::size_t n = 0;
+      for (const auto& s : h.transport.sent) n += proto::type_of(s.message) == type ? 1 : 0;
+      return n >= count;
+    });
+  }
+  std::optional<proto::FileVerdict> verdict_of(std::uint32_t entry) const {
+    for (const auto& v : h.transport.sent_of<proto::FileVerdict>())
+      if (v.entry == entry) return v;
+    return std::nullopt;
+  }
+  // Entry i committed under its path with its bytes, mode and time.
+  void expect_entry_final(std::uint32_t i) const {
+    const SessionFile& e = entries.at(i);
+    const auto path = h.dir.path() / e.path;
+    struct stat st {};
+    ASSERT_EQ(::stat(path.c_str(), &st), 0) << path;
+    if (e.kind == proto::EntryKind::File) {
+      EXPECT_EQ(read_file(path), std::string(e.bytes.begin(), e.bytes.end()));
+    } else {
+      EXPECT_TRUE(S_ISDIR(st.st_mode));
+    }
+    EXPECT_EQ(st.st_mode & 07777, e.mode & ~process_umask() & 07777);
+    EXPECT_EQ(st.st_mtim.tv_sec, e.mtime_sec);
+    EXPECT_EQ(st.st_mtim.tv_nsec, static_cast<long>(e.mtime_nsec));
   }
 
   // ---- Recipes: each ends in its state or fails ----
@@ -201,8 +295,64 @@ struct Rig {
     h.connection->on_disconnected();
     ASSERT_EQ(h.state(), S::Closed);
   }
+  // Sessions. InSession, the window credited, nothing offered yet.
+  void in_session() {
+    version = proto::kVersion2;
+    h.start();
+    peer(open());
+    ASSERT_EQ(h.state(), S::InSession);
+  }
+  // ... entry 0 offered, its file being created (the result not yet taken).
+  void entry_offered() {
+    in_session();
+    peer(offer(0));
+    ASSERT_EQ(h.state(), S::InSession);
+  }
+  // ... entry 0 taken.
+  void entry_taken() {
+    entry_offered();
+    ASSERT_TRUE(settle_until_sent(T::Take));
+    ASSERT_EQ(open_files_under(h.dir.path()), 1u);
+  }
+  // ... entry 0's first chunk stored and its slot credited again: the sender owes the rest.
+  void session_resting() {
+    entry_taken();
+    ASSERT_TRUE(file_chunk(0, 0, kSlot, 0));
+    ASSERT_TRUE(settle_until_sent(T::Credit, 3));
+    ASSERT_TRUE(settle_idle());
+  }
+  // ... every chunk of entry 0 stored; its FileDone not sent yet.
+  void entry_stored() {
+    session_resting();
+    ASSERT_TRUE(file_chunk(0, kSlot, kSlot, 1));
+    ASSERT_TRUE(settle_until_sent(T::Credit, 4));
+    ASSERT_TRUE(settle_idle());
+  }
+  // Every entry settled Good: the sender may say Id or Bye.
+  void session_settled() {
+    entry_stored();
+    file_done(0);
+    ASSERT_TRUE(settle_until_sent(T::FileVerdict));
+    peer(offer(1));
+    ASSERT_TRUE(settle_until_sent(T::Take, 2));
+    ASSERT_TRUE(file_chunk(1, 0, 100, 0));
+    ASSERT_TRUE(settle_idle());
+    file_done(1);
+    ASSERT_TRUE(settle_until_sent(T::FileVerdict, 2));
+    for (std::uint32_t i = 0; i < 2; ++i)
+      ASSERT_EQ(verdict_of(i).value().code, proto::VerdictCode::Good);
+    ASSERT_EQ(h.state(), S::InSession);
+  }
+  // AwaitId after a session: every entry good, one Id denied.
+  void session_await_id() {
+    session_settled();
+    peer(proto::Id{"mallory"});
+    ASSERT_EQ(h.state(), S::AwaitId);
+  }
   void reach(S s) {
     switch (s) {
+      case S::InSession:
+        return session_resting();
       case S::AwaitHello:
         return await_hello();
       case S::CheckingHello:
@@ -239,13 +389,13 @@ struct Rig {
   // ---- Checks ----
   void expect_file(File file) const {
     const auto dir = h.dir.path();
-    const std::size_t entries = static_cast<std::size_t>(std::distance(
+    const std::size_t in_dir = static_cast<std::size_t>(std::distance(
         std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()));
     switch (file) {
       case File::Any:
         return;
       case File::None:
-        EXPECT_EQ(entries, 0u) << "nothing may be left in the directory";
+        EXPECT_EQ(in_dir, 0u) << "nothing may be left in the directory";
         EXPECT_EQ(open_files_under(dir), 0u) << "the temporary must be gone";
         return;
       case File::Temp:
@@ -253,7 +403,7 @@ struct Rig {
         EXPECT_EQ(open_files_under(dir), 1u) << "the temporary must exist";
         return;
       case File::Final:
-        EXPECT_EQ(entries, 1u);
+        EXPECT_EQ(in_dir, 1u);
         EXPECT_EQ(read_file(dir / name), std::string(bytes.begin(), bytes.end()));
         return;
     }

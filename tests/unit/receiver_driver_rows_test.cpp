@@ -6,7 +6,8 @@
 // it posted, the file on disk and how it leaves. receiver_machine_test.cpp checks the pure
 // table; this file checks that the driver carries it out, and lists, with the reason, every
 // (state, event) pair no real input can raise. The data-phase rules are driven in
-// receiver_driver_ledger_test.cpp.
+// receiver_driver_ledger_test.cpp; whole sessions (PROTOCOL.md 7.5) in
+// receiver_driver_session_test.cpp.
 
 #include <gtest/gtest.h>
 
@@ -219,10 +220,173 @@ std::vector<Row> protocol_rows() {
   };
 }
 
+// ---- A version-2 session's rows (PROTOCOL.md 7.5) ----
+
+std::vector<Row> session_rows() {
+  using V = proto::VerdictCode;
+  using R = proto::RejectReason;
+  const Posted credit0{T::Credit, 0}, credit1{T::Credit, 1};
+  const Step open = [](Rig& r) {
+    r.version = proto::kVersion2;
+    r.await_hello();
+  };
+  const Step send_open = [](Rig& r) { r.peer(r.open()); };
+  const Step entry_refused = [](Rig& r) {  // the refused entry is settled, nothing is left
+    EXPECT_EQ(r.h.transport.sent_of<proto::Refuse>().at(0).entry, 0u);
+    EXPECT_EQ(open_files_under(r.h.dir.path()), 0u);
+  };
+  return {
+      // CheckOpen answers within the dispatch of GotOpen: CheckingOpen shows only in the log.
+      {{S::AwaitHello, E::GotOpen, ""},
+       open,
+       send_open,
+       {S::InSession, {{T::Accept}, credit0, credit1}, File::None},
+       [](Rig& r) {
+         EXPECT_TRUE(r.log.took(0, S::CheckingOpen, E::OpenAccepted));
+         EXPECT_EQ(r.accept().slot_count, 2u);
+         EXPECT_EQ(r.h.transport.live_regions(), 2u);
+       }},
+      {{S::CheckingOpen, E::OpenAccepted, ""},
+       open,
+       send_open,
+       {S::InSession, {{T::Accept}, credit0, credit1}, File::None}},
+      {{S::CheckingOpen, E::OpenRejected, "NoMemory"},
+       [](Rig& r) {
+         r.h.options.max_memory = kSlot;  // the window wants two slots
+         r.version = proto::kVersion2;
+         r.await_hello();
+       },
+       send_open,
+       {S::Closing, {reject(R::NoMemory)}, File::None, End::Disconnects},
+       [](Rig& r) { EXPECT_EQ(r.h.transport.live_regions(), 0u); }},
+      {{S::CheckingOpen, E::OpenRejected, "RegistrationFails"},
+       [](Rig& r) {
+         r.version = proto::kVersion2;
+         r.await_hello();
+         r.h.transport.fail_registration_after = 1;  // the second slot's
+       },
+       send_open,
+       {S::Closing, {reject(R::NoMemory)}, File::None, End::Disconnects},
+       [](Rig& r) { EXPECT_EQ(r.h.transport.live_regions(), 0u); }},
+      {{S::InSession, E::GotOffer, ""},
+       [](Rig& r) { r.in_session(); },
+       [](Rig& r) { r.peer(r.offer(0)); },
+       {S::InSession, {}}},  // the file is created on the pool
+      {{S::InSession, E::EntryTaken, ""},
+       [](Rig& r) { r.entry_offered(); },
+       [](Rig& r) { EXPECT_TRUE(r.settle_until_sent(T::Take)); },
+       {S::InSession, {{T::Take}}},
+       [](Rig& r) {
+         EXPECT_EQ(r.h.transport.sent_of<proto::Take>().at(0).entry, 0u);
+         EXPECT_FALSE(std::filesystem::exists(r.h.dir.path() / "a.bin"));
+         EXPECT_EQ(open_files_under(r.h.dir.path()), 1u);  // the temporary
+       }},
+      // Refused by the path rule before anything is created (PROTOCOL.md 7.5).
+      {{S::InSession, E::EntryRefused, "BadName"},
+       [](Rig& r) {
+         r.entries[0].path = "../a.bin";
+         r.in_session();
+       },
+       [](Rig& r) { r.peer(r.offer(0)); },
+       {S::InSession, {refuse(R::BadName)}, File::None},
+       entry_refused},
+      {{S::InSession, E::EntryRefused, "Exists"},
+       [](Rig& r) {
+         std::ofstream(r.h.dir.path() / "a.bin") << "taken";
+         r.entry_offered();
+       },
+       [](Rig& r) { EXPECT_TRUE(r.settle_until_sent(T::Refuse)); },
+       {S::InSession, {refuse(R::Exists)}},
+       [](Rig& r) {
+         EXPECT_EQ(read_file(r.h.dir.path() / "a.bin"), "taken");
+         EXPECT_EQ(open_files_under(r.h.dir.path()), 0u);
+       }},
+      {{S::InSession, E::GotChunk, ""},
+       [](Rig& r) { r.entry_taken(); },
+       [](Rig& r) { EXPECT_TRUE(r.file_chunk(0, 0, kSlot, 0)); },
+       {S::InSession, {}},
+       [](Rig& r) {  // the slot's key died with its FileChunk
+         EXPECT_EQ(r.h.transport.live_regions(), 1u);
+         EXPECT_FALSE(r.h.transport.write_remote(r.accept().region_addr, r.rkey_of(0), r.bytes));
+       }},
+      {{S::InSession, E::ChunkStored, ""},
+       [](Rig& r) {
+         r.entry_taken();
+         ASSERT_TRUE(r.file_chunk(0, 0, kSlot, 0));
+       },
+       [](Rig& r) { EXPECT_TRUE(r.settle_idle()); },
+       {S::InSession, {credit0}},
+       [](Rig& r) {
+         const auto credits = r.h.transport.sent_of<proto::Credit>();
+         EXPECT_NE(credits.back().rkey, credits.front().rkey);
+         EXPECT_EQ(r.h.transport.live_regions(), 2u);
+       }},
+      // The last chunk stored and FileDone in: the file is verified and committed on the pool.
+      {{S::InSession, E::GotFileDone, ""},
+       [](Rig& r) { r.entry_stored(); },
+       [](Rig& r) { r.file_done(0); },
+       {S::InSession, {}},
+       [](Rig& r) {
+         EXPECT_TRUE(r.settle_until_sent(T::FileVerdict));
+         EXPECT_EQ(r.verdict_of(0).value().code, V::Good);
+       }},
+      {{S::InSession, E::EntrySettled, "Good"},
+       [](Rig& r) {
+         r.entry_stored();
+         r.file_done(0);
+       },
+       [](Rig& r) { EXPECT_TRUE(r.settle_until_sent(T::FileVerdict)); },
+       {S::InSession, {file_verdict(V::Good)}},
+       [](Rig& r) {
+         EXPECT_EQ(r.verdict_of(0).value().received_digest, sha256_of(r.entries[0].bytes));
+         r.expect_entry_final(0);
+       }},
+      {{S::InSession, E::EntrySettled, "HashMismatch"},
+       [](Rig& r) {
+         r.digest = Digest{};  // what the Offer announces
+         r.entry_stored();
+       },
+       [](Rig& r) { r.file_done(0); },
+       {S::InSession, {file_verdict(V::HashMismatch)}},
+       [](Rig& r) {
+         EXPECT_TRUE(r.settle_idle());
+         EXPECT_FALSE(std::filesystem::exists(r.h.dir.path() / "a.bin"));
+         EXPECT_EQ(open_files_under(r.h.dir.path()), 0u);
+       }},
+      {{S::InSession, E::EntrySettled, "Directory"},
+       [](Rig& r) {
+         r.entries = {{"d", {}, 0750, 1500000000, 9, proto::EntryKind::Directory}};
+         r.in_session();
+         r.peer(r.offer(0));
+       },
+       [](Rig& r) { EXPECT_TRUE(r.settle_until_sent(T::FileVerdict)); },
+       {S::InSession, {file_verdict(V::Good)}},
+       [](Rig& r) { r.expect_entry_final(0); }},
+      // LookupId answers within the dispatch of GotId.
+      {{S::InSession, E::GotId, ""},
+       [](Rig& r) { r.session_settled(); },
+       [](Rig& r) { r.peer(proto::Id{"alice"}); },
+       {S::Closing, {{T::Secret}}, File::Any, End::Disconnects},
+       [](Rig& r) {
+         EXPECT_TRUE(r.log.took(0, S::CheckingId, E::IdKnown));
+         r.expect_entry_final(0);
+         r.expect_entry_final(1);
+       }},
+      {{S::InSession, E::GotBye, ""},
+       [](Rig& r) { r.session_settled(); },
+       [](Rig& r) { r.peer(proto::Bye{}); },
+       {S::Closing, {}, File::Any, End::Disconnects},
+       [](Rig& r) {
+         r.expect_entry_final(0);
+         r.expect_entry_final(1);
+       }},
+  };
+}
+
 // ---- The aborts, from every open state the connection rests in ----
 
-constexpr std::array kRestingStates{S::AwaitHello, S::CheckingHello, S::Receiving,
-                                    S::Draining,   S::Verifying,     S::AwaitId};
+constexpr std::array kRestingStates{S::AwaitHello, S::CheckingHello, S::Receiving, S::Draining,
+                                    S::Verifying,  S::AwaitId,       S::InSession};
 
 bool before_verdict(S s) {
   return s != S::AwaitId && s != S::CheckingId;
@@ -264,6 +428,7 @@ std::vector<Row> abort_rows() {
       {S::Draining, [](Rig& r) { r.reach(S::Draining); }},
       {S::Verifying, [](Rig& r) { r.reach(S::Verifying); }},
       {S::AwaitId, [](Rig& r) { r.reach(S::AwaitId); }},
+      {S::InSession, [](Rig& r) { r.reach(S::InSession); }},
   };
   std::vector<Row> rows;
   for (S s : kRestingStates) {
@@ -307,6 +472,32 @@ std::vector<Row> abort_rows() {
                     r.settle_out_of(S::Verifying);
                   },
                   {S::Closing, {error(ErrorCode::Internal)}, File::Final, End::Disconnects}});
+  rows.push_back({{S::InSession, E::LocalFailure, "TakePostFails"},
+                  [](Rig& r) {
+                    r.entry_offered();
+                    r.h.transport.fail_one_send_after = 0;
+                  },
+                  [](Rig& r) { r.settle_out_of(S::InSession); },
+                  {S::Closing, {error(ErrorCode::Internal)}, File::None, End::Disconnects}});
+  // The session's rules, checked before anything is done (PROTOCOL.md 7.5).
+  const Want violation{
+      S::Closing, {error(ErrorCode::ProtocolViolation)}, File::None, End::Disconnects};
+  rows.push_back({{S::InSession, E::ProtocolViolation, "OfferOutOfOrder"},
+                  [](Rig& r) { r.in_session(); },
+                  [](Rig& r) { r.peer(r.offer(1)); },
+                  violation});
+  rows.push_back({{S::InSession, E::ProtocolViolation, "ChunkAtWrongOffset"},
+                  [](Rig& r) { r.entry_taken(); },
+                  [](Rig& r) { r.file_chunk(0, kSlot, kSlot, 0); },
+                  violation});
+  rows.push_back({{S::InSession, E::ProtocolViolation, "IdBeforeEveryEntryIsSettled"},
+                  [](Rig& r) { r.session_resting(); },
+                  [](Rig& r) { r.peer(proto::Id{"alice"}); },
+                  violation});
+  rows.push_back({{S::InSession, E::ProtocolViolation, "ByeBeforeEveryEntryIsSettled"},
+                  [](Rig& r) { r.session_resting(); },
+                  [](Rig& r) { r.peer(proto::Bye{}); },
+                  violation});
   rows.push_back({{S::Receiving, E::TransportFailed, "CmEvent"},
                   [](Rig& r) { r.receiving(); },
                   [](Rig& r) { r.h.connection->on_cm_failure("RDMA_CM_EVENT_DEVICE_REMOVAL"); },
@@ -353,7 +544,7 @@ std::vector<Row> closing_rows() {
 
 std::vector<Row> all_rows() {
   std::vector<Row> rows = protocol_rows();
-  for (auto& part : {abort_rows(), closing_rows()})
+  for (auto& part : {session_rows(), abort_rows(), closing_rows()})
     rows.insert(rows.end(), part.begin(), part.end());
   return rows;
 }
@@ -390,10 +581,11 @@ struct Misplaced {
   std::string name;
   E event;
   proto::Message message;
+  bool session = false;  // AwaitId after a session (Id denied once)
 };
 
 std::ostream& operator<<(std::ostream& out, const Misplaced& m) {
-  return out << m.name << " in " << proto::to_string(m.state);
+  return out << m.name << " in " << proto::to_string(m.state) << (m.session ? " (session)" : "");
 }
 
 std::vector<Misplaced> misplaced_messages() {
@@ -411,16 +603,33 @@ std::vector<Misplaced> misplaced_messages() {
       {"Denied", E::GotUnexpected, proto::Denied{1}},
       {"Reject", E::GotUnexpected, proto::Reject{proto::RejectReason::Exists, ""}},
       {"Working", E::GotUnexpected, proto::Working{W::Storing, 0}},
+      {"Open", E::GotOpen, proto::Open{proto::DigestAlgorithm::WholeFileSha256, 0, 0, 1, 10}},
+      // A session's messages before an Open began one.
+      {"Offer", E::GotUnexpected, proto::Offer{0, proto::EntryKind::File, 0644, 1, 0, 0, {}, "x"}},
+      {"FileChunk", E::GotUnexpected, proto::FileChunk{0, 0, 0, kSlot}},
+      {"FileDone", E::GotUnexpected, proto::FileDone{0, 1}},
+      {"Take", E::GotUnexpected, proto::Take{0}},
+      {"Refuse", E::GotUnexpected, proto::Refuse{0, proto::RejectReason::Exists, ""}},
+      {"FileVerdict", E::GotUnexpected, proto::FileVerdict{}},
   };
-  const std::set<std::pair<S, E>> legal{{S::AwaitHello, E::GotHello},
-                                        {S::Receiving, E::GotChunk},
-                                        {S::Receiving, E::GotDone},
-                                        {S::AwaitId, E::GotId},
-                                        {S::AwaitId, E::GotBye}};
+  // In a session Offer, FileChunk and FileDone are its own, and Id and Bye legal once every
+  // entry is settled (a ProtocolViolation before: see the rows).
+  const std::set<std::string> session_messages{"Offer", "FileChunk", "FileDone", "Id", "Bye"};
+  const std::set<std::pair<S, E>> legal{{S::AwaitHello, E::GotHello}, {S::Receiving, E::GotChunk},
+                                        {S::Receiving, E::GotDone},   {S::AwaitId, E::GotId},
+                                        {S::AwaitId, E::GotBye},      {S::AwaitHello, E::GotOpen}};
   std::vector<Misplaced> out;
   for (S s : kRestingStates)
-    for (const auto& [name, event, message] : messages)
-      if (!legal.contains({s, event})) out.push_back({s, name, event, message});
+    for (const auto& [name, event, message] : messages) {
+      if (s == S::InSession && session_messages.contains(name)) continue;
+      // A version-1 Chunk carries no entry: in a session it is not GotChunk.
+      const E e = s == S::InSession && name == "Chunk" ? E::GotUnexpected : event;
+      if (!legal.contains({s, e})) out.push_back({s, name, e, message});
+    }
+  // Once a session has begun its messages raise their own events, illegal after it.
+  out.push_back({S::AwaitId, "Offer", E::GotOffer,
+                 proto::Offer{2, proto::EntryKind::File, 0644, 0, 0, 0, {}, "c.bin"}, true});
+  out.push_back({S::AwaitId, "FileDone", E::GotFileDone, proto::FileDone{0, 1}, true});
   return out;
 }
 
@@ -434,7 +643,10 @@ class ReceiverDriverIllegal : public ::testing::TestWithParam<Misplaced> {
 TEST_P(ReceiverDriverIllegal, IsAProtocolViolation) {
   const Misplaced& m = GetParam();
   r.version = proto::kVersion2;  // Working exists only in version 2
-  r.reach(m.state);
+  if (m.session)
+    r.session_await_id();
+  else
+    r.reach(m.state);
   ASSERT_FALSE(HasFatalFailure());
   const std::size_t sent = r.h.transport.sent.size();
   const std::size_t logged = r.log.size();
@@ -446,13 +658,20 @@ TEST_P(ReceiverDriverIllegal, IsAProtocolViolation) {
       std::string(proto::to_string(m.event)) + " not allowed in " + proto::to_string(m.state));
   r.check({S::Closing,
            {error(ErrorCode::ProtocolViolation)},
-           before_verdict(m.state) ? File::None : File::Final,
+           m.session                 ? File::Any
+           : before_verdict(m.state) ? File::None
+                                     : File::Final,
            End::Disconnects},
           sent);
+  if (m.session) {  // the committed entries stay
+    r.expect_entry_final(0);
+    r.expect_entry_final(1);
+  }
 }
 
 std::string misplaced_name(const ::testing::TestParamInfo<Misplaced>& p) {
-  return p.param.name + "_in_" + proto::to_string(p.param.state);
+  return p.param.name + "_in_" + proto::to_string(p.param.state) +
+         (p.param.session ? "_AfterASession" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Messages, ReceiverDriverIllegal, ::testing::ValuesIn(misplaced_messages()),
@@ -483,25 +702,45 @@ std::vector<Unreachable> unreachable_rows() {
       add({S::CheckingId}, {e},
           "LookupId is synchronous: its answer is dispatched within GotId's dispatch, so no "
           "input ever finds the connection in CheckingId");
+  for (E e : kAllEvents)
+    if (e != E::OpenAccepted && e != E::OpenRejected)
+      add({S::CheckingOpen}, {e},
+          "CheckOpen is synchronous: its answer is dispatched within GotOpen's dispatch, so no "
+          "input ever finds the connection in CheckingOpen");
   add({S::CheckingHello, S::Draining, S::Verifying}, {E::Timeout},
       "the wait is on the receiver's own disk work: expect_own_work() clears the deadline "
       "(PROTOCOL.md 4.4); see NoDeadlineWhileTheDiskWorks");
-  add({S::AwaitHello, S::Receiving, S::Draining, S::Verifying, S::AwaitId},
+  add({S::AwaitHello, S::Receiving, S::Draining, S::Verifying, S::AwaitId, S::InSession},
       {E::HelloAccepted, E::HelloRejected},
       "only check_hello() (run by GotHello) and its create callback raise them, and the "
       "callback returns unless the state is CheckingHello");
   add({S::AwaitHello, S::CheckingHello, S::Verifying, S::AwaitId}, {E::ChunkStored},
-      "on_stored() returns unless the state is Receiving or Draining");
-  add({S::AwaitHello, S::CheckingHello, S::Receiving, S::Verifying, S::AwaitId}, {E::Drained},
+      "on_stored() returns unless the state is Receiving or Draining, on_session_stored() "
+      "unless InSession");
+  add({S::AwaitHello, S::CheckingHello, S::Receiving, S::Verifying, S::AwaitId, S::InSession},
+      {E::Drained},
       "only await_drain() raises it, and AwaitDrain belongs to transitions into Draining");
-  add({S::AwaitHello, S::CheckingHello, S::Receiving, S::Draining, S::AwaitId}, {E::VerifiedGood},
-      "only the commit callback raises it, and it returns unless Verifying");
-  add({S::AwaitHello, S::CheckingHello, S::AwaitId}, {E::VerifiedBad},
+  add({S::AwaitHello, S::CheckingHello, S::Receiving, S::Draining, S::AwaitId, S::InSession},
+      {E::VerifiedGood}, "only the commit callback raises it, and it returns unless Verifying");
+  add({S::AwaitHello, S::CheckingHello, S::AwaitId, S::InSession}, {E::VerifiedBad},
       "raised by on_stored() (Receiving, Draining) and by verify() and the commit callback "
-      "(Verifying) only");
-  add({S::AwaitHello, S::CheckingHello, S::Receiving, S::Draining, S::Verifying, S::AwaitId},
+      "(Verifying) only; a session's entries fail with EntrySettled");
+  add({S::AwaitHello, S::CheckingHello, S::Receiving, S::Draining, S::Verifying, S::AwaitId,
+       S::InSession},
       {E::IdKnown, E::IdUnknown, E::IdAttemptsExhausted},
       "only lookup_id() raises them, run by LookupId on entering CheckingId");
+  add({S::AwaitHello, S::CheckingHello, S::Receiving, S::Draining, S::Verifying},
+      {E::GotOffer, E::GotFileDone},
+      "on_session_message() raises them only once an Open began a session (GotUnexpected "
+      "before), and a session never enters these states");
+  add({S::AwaitHello, S::CheckingHello, S::Receiving, S::Draining, S::Verifying, S::AwaitId,
+       S::InSession},
+      {E::OpenAccepted, E::OpenRejected},
+      "only check_open() raises them, run by CheckOpen on entering CheckingOpen");
+  add({S::AwaitHello, S::CheckingHello, S::Receiving, S::Draining, S::Verifying, S::AwaitId},
+      {E::EntryTaken, E::EntryRefused, E::EntrySettled},
+      "only check_offer() (run by CheckOffer in InSession), verify_entry() and the callbacks "
+      "of their disk work raise them, and the callbacks return unless InSession");
   return out;
 }
 
@@ -536,9 +775,17 @@ TEST(ReceiverDriverCoverage, EveryPairOfAnOpenStateIsDrivenOrExplained) {
   for (const Unreachable& u : unreachable_rows())
     EXPECT_TRUE(seen.emplace(std::pair{u.state, u.event}, u.why).second)
         << proto::to_string(u.state) << " + " << proto::to_string(u.event) << " twice";
-  EXPECT_EQ(seen.size(), 7u * 22u);                     // every open state, every event
-  EXPECT_EQ(table_rows, 17u + 7u * 7u - 7u - 3u - 1u);  // all but CheckingId's, one held
-  EXPECT_EQ(unreachable_rows().size(), 1u + 19u + 3u + 45u);
+  // 9 open states (7 of version 1, CheckingOpen, InSession), 30 events.
+  EXPECT_EQ(seen.size(), 9u * 30u);
+  // 17 protocol rows; 7 aborts from each of the 7 resting states (InSession among them, not
+  // CheckingId or CheckingOpen) less 3 Timeouts and one held shutdown; and the sessions':
+  // AwaitHello + GotOpen, CheckingOpen's 2 and InSession's 9 own.
+  EXPECT_EQ(table_rows, 17u + 7u * 7u - 3u - 1u + (1u + 2u + 9u));
+  // Held shutdown 1, CheckingId 27, CheckingOpen 28, Timeout 3, Hello results 12,
+  // ChunkStored 4, Drained 6, VerifiedGood 6, VerifiedBad 4, Id results 21, GotOffer and
+  // GotFileDone 10, Open results 14, entry results 18.
+  EXPECT_EQ(unreachable_rows().size(),
+            1u + 27u + 28u + 3u + 12u + 4u + 6u + 6u + 4u + 21u + 10u + 14u + 18u);
 }
 
 TEST(ReceiverDriverCoverage, NoDeadlineWhileTheDiskWorks) {

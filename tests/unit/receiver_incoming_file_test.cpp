@@ -25,7 +25,7 @@ struct IncomingFileTest : ::testing::Test {
 
   IncomingFile::Outcome create(IncomingFile& f, std::uint64_t size) {
     std::optional<IncomingFile::Outcome> result;
-    f.create(size, [&](const IncomingFile::Outcome& o) { result = o; });
+    f.create(size, 0, [&](const IncomingFile::Outcome& o) { result = o; });
     EXPECT_TRUE(run_pool_until(pool, [&] { return result.has_value(); }));
     return result.value_or(IncomingFile::Outcome{Kind::Failed, "no result"});
   }
@@ -73,7 +73,7 @@ TEST(IncomingFileTree, ChunksHashedOnEveryThreadFoldToTheFileDigest) {
     const std::string name = "tree-" + std::to_string(chunk);
     IncomingFile f(pool, dir.fd(), name, false, proto::DigestAlgorithm::FsVeritySha256);
     std::optional<IncomingFile::Outcome> created;
-    f.create(bytes.size(), [&](const IncomingFile::Outcome& o) { created = o; });
+    f.create(bytes.size(), 0, [&](const IncomingFile::Outcome& o) { created = o; });
     ASSERT_TRUE(run_pool_until(pool, [&] { return created.has_value(); }));
     ASSERT_TRUE(created->ok()) << created->error;
     std::vector<std::uint32_t> order;
@@ -99,7 +99,7 @@ TEST(IncomingFileTree, AChunkOffTheBlockGridFailsItsStore) {
   WorkPool pool{2};
   IncomingFile f(pool, dir.fd(), "odd", false, proto::DigestAlgorithm::FsVeritySha256);
   std::optional<IncomingFile::Outcome> created;
-  f.create(10000, [&](const IncomingFile::Outcome& o) { created = o; });
+  f.create(10000, 0, [&](const IncomingFile::Outcome& o) { created = o; });
   ASSERT_TRUE(run_pool_until(pool, [&] { return created.has_value(); }));
   const auto bytes = random_bytes(100);
   std::optional<IncomingFile::Stored> stored;

@@ -28,19 +28,21 @@ constexpr const auto& kAllStates = rdmax::test::kAllReceiverStates;
 
 constexpr const auto& kAllEvents = rdmax::test::kAllReceiverEvents;
 
-constexpr std::array kAllActions{A::CheckHello,  A::SendAccept, A::SendReject, A::StoreChunk,
-                                 A::SendCredit,  A::AwaitDrain, A::Verify,     A::SendVerdict,
-                                 A::LookupId,    A::SendSecret, A::SendDenied, A::SendError,
-                                 A::DiscardFile, A::Disconnect, A::Release};
+constexpr std::array kAllActions{A::CheckHello,     A::SendAccept, A::SendReject, A::StoreChunk,
+                                 A::SendCredit,     A::AwaitDrain, A::Verify,     A::SendVerdict,
+                                 A::LookupId,       A::SendSecret, A::SendDenied, A::SendError,
+                                 A::DiscardFile,    A::Disconnect, A::Release,    A::CheckOpen,
+                                 A::CheckOffer,     A::SendTake,   A::SendRefuse, A::FinishEntries,
+                                 A::SendFileVerdict};
 
 // The lists above name every enumerator: the enums are dense from 0, so the last one's value
 // plus one is the count. A new enumerator breaks these until it is added to its list.
-static_assert(static_cast<std::size_t>(A::Release) + 1 == kAllActions.size());
+static_assert(static_cast<std::size_t>(A::SendFileVerdict) + 1 == kAllActions.size());
 
 // Before the verdict is sent a temporary file may exist and must be removed on any abort.
 bool before_verdict(S s) {
   return s == S::AwaitHello || s == S::CheckingHello || s == S::Receiving || s == S::Draining ||
-         s == S::Verifying;
+         s == S::Verifying || s == S::CheckingOpen || s == S::InSession;
 }
 
 bool open_state(S s) {
@@ -90,6 +92,19 @@ const std::vector<Row> kProtocolRows{
     {S::CheckingId, E::IdKnown, S::Closing, {A::SendSecret, A::Disconnect}},
     {S::CheckingId, E::IdUnknown, S::AwaitId, {A::SendDenied}},
     {S::CheckingId, E::IdAttemptsExhausted, S::Closing, {A::SendDenied, A::Disconnect}},
+    // Version-2 sessions (docs/PROTOCOL.md 7.5).
+    {S::AwaitHello, E::GotOpen, S::CheckingOpen, {A::CheckOpen}},
+    {S::CheckingOpen, E::OpenAccepted, S::InSession, {A::SendAccept}},
+    {S::CheckingOpen, E::OpenRejected, S::Closing, {A::SendReject, A::DiscardFile, A::Disconnect}},
+    {S::InSession, E::GotOffer, S::InSession, {A::CheckOffer}},
+    {S::InSession, E::EntryTaken, S::InSession, {A::SendTake}},
+    {S::InSession, E::EntryRefused, S::InSession, {A::SendRefuse}},
+    {S::InSession, E::GotChunk, S::InSession, {A::StoreChunk}},
+    {S::InSession, E::ChunkStored, S::InSession, {A::SendCredit, A::FinishEntries}},
+    {S::InSession, E::GotFileDone, S::InSession, {A::FinishEntries}},
+    {S::InSession, E::EntrySettled, S::InSession, {A::SendFileVerdict}},
+    {S::InSession, E::GotId, S::CheckingId, {A::LookupId}},
+    {S::InSession, E::GotBye, S::Closing, {A::DiscardFile, A::Disconnect}},
 };
 
 // The common aborts, legal in every open state; DiscardFile only before the verdict.
@@ -176,8 +191,9 @@ TEST(ReceiverMachine, EveryPairOutsideTheTableIsTheIllegalEventAbort) {
       expect_illegal(s, e);
     }
   }
-  // 7 open states x 21 events, minus 17 protocol rows and 7 x 6 abort rows.
-  EXPECT_EQ(illegal, 7U * 21U - 17U - 42U);
+  // 9 open states x 30 events, minus 29 protocol rows (17 of one file, 12 of sessions) and
+  // 9 x 7 abort rows.
+  EXPECT_EQ(illegal, 9U * 30U - 29U - 9U * 7U);
 }
 
 // ---- Each protocol transition, named ----

@@ -5,8 +5,10 @@
 // (state, event) was taken, and what it did is checked from outside: its state, what it
 // posted, the outcome it reports and how it leaves. sender_machine_test.cpp checks the pure
 // table; this file checks that the driver carries it out, and lists, with the reason, every
-// (state, event) pair no real input can raise. The data-phase rules are driven in
-// sender_driver_ledger_test.cpp.
+// (state, event) pair no real input can raise. A version-2 session's rows (InSession, and
+// the session's messages in the other states) are driven the same way through the session
+// driver, SessionConnection (sender_session_rig.hpp). The data-phase rules are driven in
+// sender_driver_ledger_test.cpp; whole sessions in sender_driver_session_test.cpp.
 
 #include <gtest/gtest.h>
 
@@ -16,6 +18,7 @@
 
 #include "machine_enums.hpp"
 #include "sender_driver_rig.hpp"
+#include "sender_session_rig.hpp"
 
 namespace rdmax::test::sender_rig {
 namespace {
@@ -183,7 +186,8 @@ std::vector<Row> protocol_rows() {
 // ---- The aborts ----
 
 bool connected(S s) {
-  return s == S::AwaitAccept || s == S::Sending || s == S::AwaitVerdict || s == S::AwaitSecret;
+  return s == S::AwaitAccept || s == S::Sending || s == S::AwaitVerdict || s == S::AwaitSecret ||
+         s == S::InSession;
 }
 
 constexpr std::array kOpenStates{S::ResolvingAddress, S::ResolvingRoute, S::Connecting,
@@ -511,6 +515,363 @@ std::string misplaced_name(const ::testing::TestParamInfo<Misplaced>& p) {
 INSTANTIATE_TEST_SUITE_P(Inputs, SenderDriverIllegal, ::testing::ValuesIn(misplaced_inputs()),
                          misplaced_name);
 
+// ---- A version-2 session's rows, through the session driver (PROTOCOL.md 7.5) ----
+
+struct SessionRow {
+  At at;
+  SessionStep reach;
+  SessionStep inject;
+  Want want;
+  SessionStep also = nullptr;
+};
+
+std::ostream& operator<<(std::ostream& out, const SessionRow& row) {
+  return out << proto::to_string(row.at.state) << " + " << proto::to_string(row.at.event) << " "
+             << row.at.variant;
+}
+
+std::string session_row_name(const ::testing::TestParamInfo<SessionRow>& p) {
+  const SessionRow& r = p.param;
+  return std::string(proto::to_string(r.at.state)) + "_" + proto::to_string(r.at.event) +
+         (*r.at.variant == '\0' ? std::string() : "_" + std::string(r.at.variant));
+}
+
+std::vector<SessionRow> session_protocol_rows() {
+  const Posted chunk{T::FileChunk}, offer{T::Offer};
+  const SessionStep credited = [](SessionRig& r) { r.credited(); };
+  const SessionStep last_good = [](SessionRig& r) {
+    r.h.receive(proto::FileVerdict{1, VerdictCode::Good, {}});
+  };
+  return {
+      {{S::Connecting, E::Established, "Session"},
+       [](SessionRig& r) { r.connecting(); },
+       [](SessionRig& r) { r.h.driver->on_established(); },
+       {S::AwaitAccept, {{T::Open}}},
+       [](SessionRig& r) {
+         const auto open = r.h.transport.sent_of<proto::Open>().at(0);
+         EXPECT_EQ(open.entry_count, 2u);
+         EXPECT_EQ(open.total_bytes, 2 * kSlot + 100 + 100u);
+         EXPECT_EQ(open.digest_algorithm, proto::DigestAlgorithm::WholeFileSha256);
+       }},
+      {{S::AwaitAccept, E::GotAccept, "Session"},
+       [](SessionRig& r) { r.await_accept(); },
+       [](SessionRig& r) { r.h.receive(r.accept); },
+       {S::InSession, {offer, offer}},
+       [](SessionRig& r) {  // as planned, and nothing written before a Take and a credit
+         const auto offers = r.offers();
+         EXPECT_EQ(offers[0].path, "a.bin");
+         EXPECT_EQ(offers[0].mode, 0640);
+         EXPECT_EQ(offers[0].size, 2 * kSlot + 100u);
+         EXPECT_EQ(offers[0].digest, sha256_of(r.h.contents[0]));
+         EXPECT_EQ(offers[1].path, "d/b.bin");
+         EXPECT_EQ(offers[1].entry, 1u);
+         EXPECT_EQ(r.h.transport.live_regions(), 1u);
+         EXPECT_TRUE(r.h.transport.writes.empty());
+       }},
+      {{S::InSession, E::GotWorking, ""},
+       credited,
+       [](SessionRig& r) {
+         r.h.receive(proto::Working{proto::WorkPhase::Storing, 0});
+       },
+       {S::InSession, {}}},
+      // The Take sends the file's chunks into every credited slot.
+      {{S::InSession, E::GotTake, ""},
+       credited,
+       [](SessionRig& r) { r.h.receive(proto::Take{0}); },
+       {S::InSession, {chunk, chunk}},
+       [](SessionRig& r) {
+         EXPECT_EQ(r.chunks().at(0), (proto::FileChunk{0, 0, 0, kSlot}));
+         EXPECT_EQ(r.chunks().at(1), (proto::FileChunk{0, 1, kSlot, kSlot}));
+         EXPECT_EQ(r.h.transport.writes.at(1).rkey, 101u);
+         EXPECT_EQ(r.h.transport.writes.at(1).remote_addr, r.accept.region_addr + kSlot);
+         EXPECT_EQ(r.h.transport.writes.at(1).bytes,
+                   std::vector<std::uint8_t>(r.h.contents[0].begin() + kSlot,
+                                             r.h.contents[0].begin() + 2 * kSlot));
+       }},
+      {{S::InSession, E::GotCredit, ""},
+       [](SessionRig& r) {
+         r.in_session();
+         r.h.receive(proto::Take{1});
+       },
+       [](SessionRig& r) {
+         r.h.receive(proto::Credit{1, 300});
+       },
+       {S::InSession, {chunk}},
+       [](SessionRig& r) {
+         EXPECT_EQ(r.chunks().at(0), (proto::FileChunk{1, 1, 0, 100}));
+         EXPECT_EQ(r.h.transport.writes.at(0).rkey, 300u);
+       }},
+      {{S::InSession, E::GotRefuse, ""},
+       credited,
+       [](SessionRig& r) {
+         r.h.receive(proto::Refuse{1, proto::RejectReason::Exists, "there"});
+       },
+       {S::InSession, {}},
+       [](SessionRig& r) {
+         EXPECT_EQ(r.h.status(1), Status::Refused);
+         EXPECT_EQ(r.h.plan.results[1].outcome, O::Rejected);
+         EXPECT_EQ(r.h.status(0), Status::NotSent);
+       }},
+      {{S::InSession, E::GotFileVerdict, ""},
+       [](SessionRig& r) { r.second_done(); },
+       last_good,
+       {S::InSession, {}},
+       [](SessionRig& r) {
+         EXPECT_EQ(r.h.status(1), Status::Good);
+         EXPECT_EQ(r.h.plan.results[1].bytes, 100u);
+       }},
+      {{S::InSession, E::AllSettled, "NoId"},
+       [](SessionRig& r) { r.all_but_last_settled(); },
+       last_good,
+       {S::Closing, {{T::Bye}}, O::Success, End::Disconnects}},
+      {{S::InSession, E::AllSettled, "WithId"},
+       [](SessionRig& r) {
+         r.h.settings.id = "alice";
+         r.all_but_last_settled();
+       },
+       last_good,
+       {S::AwaitSecret, {{T::Id}}},
+       [](SessionRig& r) { EXPECT_EQ(r.h.transport.sent_of<proto::Id>().at(0).id, "alice"); }},
+      // No Id after a failure: the receiver gives the secret only for a session all good.
+      {{S::InSession, E::AllSettledWithFailures, ""},
+       [](SessionRig& r) {
+         r.h.settings.id = "alice";
+         r.all_but_last_settled();
+       },
+       [](SessionRig& r) {
+         r.h.receive(proto::FileVerdict{1, VerdictCode::HashMismatch, {}});
+       },
+       {S::Closing, {{T::Bye}}, O::SomeFailed, End::Disconnects},
+       [](SessionRig& r) {
+         EXPECT_EQ(r.h.status(0), Status::Good);
+         EXPECT_EQ(r.h.status(1), Status::Failed);
+         EXPECT_EQ(r.h.plan.results[1].outcome, O::HashMismatch);
+       }},
+      {{S::InSession, E::AllSettledWithFailures, "Refused"},
+       [](SessionRig& r) {
+         r.h.plan.entries.pop_back();
+         r.h.plan.results.pop_back();
+         r.in_session();
+       },
+       [](SessionRig& r) {
+         r.h.receive(proto::Refuse{0, proto::RejectReason::NoSpace, ""});
+       },
+       {S::Closing, {{T::Bye}}, O::SomeFailed, End::Disconnects},
+       [](SessionRig& r) { EXPECT_EQ(r.h.plan.results[0].outcome, O::Rejected); }},
+      {{S::AwaitSecret, E::GotSecret, "Session"},
+       [](SessionRig& r) { r.await_secret(); },
+       [](SessionRig& r) { r.h.receive(proto::Secret{"s3cret"}); },
+       {S::Closing, {}, O::Success, End::Disconnects},
+       [](SessionRig& r) { EXPECT_EQ(r.h.driver->secret(), "s3cret"); }},
+  };
+}
+
+std::vector<SessionRow> session_abort_rows() {
+  const SessionStep credited = [](SessionRig& r) { r.credited(); };
+  const Want violation = abort_want(S::InSession, E::ProtocolViolation);
+  std::vector<SessionRow> rows{
+      {{S::InSession, E::Disconnected, ""},
+       credited,
+       [](SessionRig& r) { r.h.driver->on_disconnected(); },
+       abort_want(S::InSession, E::Disconnected),
+       [](SessionRig& r) {  // what was not settled ends as the connection did
+         EXPECT_EQ(r.h.status(0), Status::NotSent);
+         EXPECT_EQ(r.h.plan.results[0].outcome, O::ConnectionLost);
+       }},
+      {{S::InSession, E::TransportFailed, ""},
+       credited,
+       [](SessionRig& r) { r.transport_fails(); },
+       abort_want(S::InSession, E::TransportFailed)},
+      {{S::InSession, E::TransportFailed, "CmEvent"},
+       credited,
+       [](SessionRig& r) { r.h.driver->on_cm_failure("the RDMA device was removed"); },
+       abort_want(S::InSession, E::TransportFailed)},
+      {{S::InSession, E::Timeout, ""},
+       credited,
+       [](SessionRig& r) { r.tick_late(); },
+       abort_want(S::InSession, E::Timeout)},
+      {{S::InSession, E::Interrupted, ""},
+       credited,
+       [](SessionRig& r) { r.h.driver->interrupt(SIGINT); },
+       abort_want(S::InSession, E::Interrupted)},
+      {{S::InSession, E::GotError, ""},
+       credited,
+       [](SessionRig& r) {
+         r.h.receive(proto::Error{ErrorCode::Internal, "gave up"});
+       },
+       abort_want(S::InSession, E::GotError)},
+      {{S::InSession, E::GotErrorGaveUp, ""},
+       credited,
+       [](SessionRig& r) {
+         r.h.receive(proto::Error{ErrorCode::ShuttingDown, "receiver shutting down"});
+       },
+       abort_want(S::InSession, E::GotErrorGaveUp)},
+      {{S::InSession, E::ProtocolViolation, ""},
+       credited,
+       [](SessionRig& r) { r.undecodable_message(); },
+       violation},
+      // The session's rules (the SessionSendLedger), checked before anything is done.
+      {{S::InSession, E::ProtocolViolation, "TakeOfAnEntryNotOffered"},
+       credited,
+       [](SessionRig& r) { r.h.receive(proto::Take{7}); },
+       violation},
+      {{S::InSession, E::ProtocolViolation, "SecondTake"},
+       [](SessionRig& r) {
+         r.credited();
+         r.h.receive(proto::Take{1});
+       },
+       [](SessionRig& r) { r.h.receive(proto::Take{1}); },
+       violation},
+      {{S::InSession, E::ProtocolViolation, "GoodVerdictBeforeFileDone"},
+       credited,
+       [](SessionRig& r) {
+         r.h.receive(proto::FileVerdict{0, VerdictCode::Good, {}});
+       },
+       violation},
+      {{S::InSession, E::ProtocolViolation, "CreditOutOfRange"},
+       credited,
+       [](SessionRig& r) {
+         r.h.receive(proto::Credit{2, 1});
+       },
+       violation},
+      {{S::InSession, E::LocalFailure, ""},
+       credited,
+       [](SessionRig& r) { r.poll_fails(); },
+       abort_want(S::InSession, E::LocalFailure)},
+      // A file that shrank since the hashing pass cannot be read: our own failure.
+      {{S::InSession, E::LocalFailure, "FileShrank"},
+       [](SessionRig& r) {
+         r.credited();
+         std::filesystem::resize_file(r.h.plan.entries[0].local_path, 10);
+       },
+       [](SessionRig& r) { r.h.receive(proto::Take{0}); },
+       abort_want(S::InSession, E::LocalFailure)},
+      {{S::InSession, E::LocalFailure, "OfferPostFails"},
+       [](SessionRig& r) {
+         r.await_accept();
+         r.h.transport.fail_one_send_after = 0;
+       },
+       [](SessionRig& r) { r.h.receive(r.accept); },
+       abort_want(S::InSession, E::LocalFailure)},
+  };
+  return rows;
+}
+
+std::vector<SessionRow> all_session_rows() {
+  std::vector<SessionRow> rows = session_protocol_rows();
+  const auto aborts = session_abort_rows();
+  rows.insert(rows.end(), aborts.begin(), aborts.end());
+  return rows;
+}
+
+class SenderSessionRows : public ::testing::TestWithParam<SessionRow> {
+ protected:
+  SessionRig r;
+};
+
+TEST_P(SenderSessionRows, DriverCarriesOutTheRow) {
+  const SessionRow& row = GetParam();
+  row.reach(r);
+  ASSERT_FALSE(HasFatalFailure()) << "could not reach " << proto::to_string(row.at.state);
+  const std::size_t sent = r.h.transport.sent.size();
+  const std::size_t logged = r.log.size();
+  row.inject(r);
+  EXPECT_TRUE(r.log.took(logged, row.at.state, row.at.event)) << r.log.since(logged);
+  r.check(row.want, sent);
+  if (row.also != nullptr) row.also(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(Session, SenderSessionRows, ::testing::ValuesIn(all_session_rows()),
+                         session_row_name);
+
+// Receiver messages and CM events out of place in a session: in InSession, and the session's
+// own messages in every other state they can arrive in through the session driver.
+struct SessionMisplaced {
+  S state;
+  std::string name;
+  E event;
+  proto::Message message;  // unless a CM event
+  SessionStep cm = nullptr;
+};
+
+std::ostream& operator<<(std::ostream& out, const SessionMisplaced& m) {
+  return out << m.name << " in " << proto::to_string(m.state);
+}
+
+std::vector<SessionMisplaced> session_misplaced_inputs() {
+  using V = VerdictCode;
+  using R = proto::RejectReason;
+  std::vector<SessionMisplaced> out;
+  const std::vector<std::tuple<std::string, E, proto::Message>> session_messages{
+      {"Take", E::GotTake, proto::Take{0}},
+      {"Refuse", E::GotRefuse, proto::Refuse{0, R::Exists, ""}},
+      {"FileVerdict", E::GotFileVerdict, proto::FileVerdict{0, V::Good, {}}},
+  };
+  for (S s : {S::Connecting, S::AwaitAccept, S::AwaitSecret})
+    for (const auto& [name, event, message] : session_messages)
+      out.push_back({s, name, event, message});
+  // The session driver reads no Verdict: a session's verdicts are FileVerdicts.
+  const std::vector<std::tuple<std::string, E, proto::Message>> in_session{
+      {"Hello", E::GotUnexpected, proto::Hello{10, {}, 0, "x"}},
+      {"Chunk", E::GotUnexpected, proto::Chunk{0, kSlot, 0}},
+      {"Done", E::GotUnexpected, proto::Done{1}},
+      {"Id", E::GotUnexpected, proto::Id{"alice"}},
+      {"Bye", E::GotUnexpected, proto::Bye{}},
+      {"Verdict", E::GotUnexpected, proto::Verdict{V::Good, {}}},
+      {"Open", E::GotUnexpected, proto::Open{proto::DigestAlgorithm::WholeFileSha256, 0, 0, 1, 1}},
+      {"Offer", E::GotUnexpected, proto::Offer{0, proto::EntryKind::File, 0644, 1, 0, 0, {}, "x"}},
+      {"FileChunk", E::GotUnexpected, proto::FileChunk{0, 0, 0, 1}},
+      {"FileDone", E::GotUnexpected, proto::FileDone{0, 1}},
+      {"Accept", E::GotAccept, proto::Accept{0x20000, 0, kSlot, 2}},
+      {"Reject", E::GotReject, proto::Reject{R::Exists, ""}},
+      {"RejectVersion", E::GotRejectVersion, proto::Reject{R::UnsupportedVersion, ""}},
+      {"Secret", E::GotSecret, proto::Secret{"s"}},
+      {"Denied", E::GotDenied, proto::Denied{1}},
+  };
+  for (const auto& [name, event, message] : in_session)
+    out.push_back({S::InSession, name, event, message});
+  out.push_back({S::InSession, "AddressResolved", E::AddressResolved, proto::Bye{},
+                 [](SessionRig& r) { r.h.driver->on_address_resolved(); }});
+  out.push_back({S::InSession, "RouteResolved", E::RouteResolved, proto::Bye{},
+                 [](SessionRig& r) { r.h.driver->on_route_resolved(); }});
+  out.push_back({S::InSession, "Established", E::Established, proto::Bye{},
+                 [](SessionRig& r) { r.h.driver->on_established(); }});
+  out.push_back({S::InSession, "ConnectFailed", E::ConnectFailed, proto::Bye{},
+                 [](SessionRig& r) { r.h.driver->on_connect_failed("CONNECT_ERROR"); }});
+  return out;
+}
+
+class SenderSessionIllegal : public ::testing::TestWithParam<SessionMisplaced> {
+ protected:
+  SessionRig r;
+};
+
+TEST_P(SenderSessionIllegal, IsAProtocolError) {
+  const SessionMisplaced& m = GetParam();
+  r.reach(m.state);
+  ASSERT_FALSE(HasFatalFailure());
+  const std::size_t sent = r.h.transport.sent.size();
+  const std::size_t logged = r.log.size();
+  if (m.cm != nullptr)
+    m.cm(r);
+  else
+    r.h.receive(m.message);
+  EXPECT_TRUE(r.log.took(logged, m.state, m.event)) << r.log.since(logged);
+  if (m.state == S::Connecting) {
+    r.check({S::Done, {}, O::ProtocolError, End::Finished}, sent);
+    return;
+  }
+  r.check({S::Closing, {error(ErrorCode::ProtocolViolation)}, O::ProtocolError, End::Disconnects},
+          sent);
+}
+
+std::string session_misplaced_name(const ::testing::TestParamInfo<SessionMisplaced>& p) {
+  return p.param.name + "_in_" + proto::to_string(p.param.state);
+}
+
+INSTANTIATE_TEST_SUITE_P(Session, SenderSessionIllegal,
+                         ::testing::ValuesIn(session_misplaced_inputs()), session_misplaced_name);
+
 // ---- What no real input can raise, and why ----
 
 struct Unreachable {
@@ -524,6 +885,25 @@ std::vector<Unreachable> unreachable_rows() {
   for (S s : kOpenStates)
     if (s != S::Sending)
       out.push_back({s, E::AllDataSent, "pump() raises AllDataSent only while Sending"});
+  out.push_back({S::InSession, E::AllDataSent,
+                 "only SenderConnection raises AllDataSent, and it never enters InSession"});
+  for (E e : {E::GotVerdictGood, E::GotVerdictBad, E::GotVerdictFailed})
+    out.push_back({S::InSession, e,
+                   "SessionConnection reads a Verdict as GotUnexpected (a session's verdicts "
+                   "are FileVerdicts), and SenderConnection never enters InSession"});
+  for (S s : {S::Sending, S::AwaitVerdict})
+    for (E e : {E::GotTake, E::GotRefuse, E::GotFileVerdict})
+      out.push_back({s, e,
+                     "only SenderConnection enters Sending and AwaitVerdict, and it reads "
+                     "Take, Refuse and FileVerdict as GotUnexpected"});
+  for (S s : {S::ResolvingAddress, S::ResolvingRoute})
+    for (E e : {E::GotTake, E::GotRefuse, E::GotFileVerdict})
+      out.push_back({s, e, "no transport before Connect: nothing can be received"});
+  for (S s : kOpenStates)
+    for (E e : {E::AllSettled, E::AllSettledWithFailures})
+      out.push_back({s, e,
+                     "only SessionConnection::pump() raises them, and it returns unless the "
+                     "state is InSession"});
   for (S s : {S::ResolvingAddress, S::ResolvingRoute})
     for (E e :
          {E::GotAccept, E::GotReject, E::GotRejectVersion, E::GotCredit, E::GotWorking,
@@ -550,15 +930,32 @@ TEST(SenderDriverCoverage, EveryPairOfAnOpenStateIsDrivenOrExplained) {
     auto [it, added] = seen.emplace(std::pair{m.state, m.event}, "illegal");
     EXPECT_TRUE(added || it->second == "illegal") << m;
   }
+  for (const SessionRow& row : all_session_rows()) {
+    if (row.at.state != S::InSession) continue;  // the others are driven above too
+    if (seen.emplace(std::pair{row.at.state, row.at.event}, "session row").second) ++table_rows;
+  }
+  for (const SessionMisplaced& m : session_misplaced_inputs()) {
+    auto [it, added] = seen.emplace(std::pair{m.state, m.event}, "illegal");
+    EXPECT_TRUE(added || it->second == "illegal") << m;
+  }
   for (const Unreachable& u : unreachable_rows())
     EXPECT_TRUE(seen.emplace(std::pair{u.state, u.event}, u.why).second)
         << proto::to_string(u.state) << " + " << proto::to_string(u.event) << " twice";
-  for (S s : kOpenStates)
-    for (E e : kAllEvents)
+  for (S s : kAllSenderStates) {
+    if (s == S::Closing || s == S::Done) continue;
+    for (E e : kAllEvents) {
       EXPECT_TRUE(seen.contains({s, e})) << proto::to_string(s) << " + " << proto::to_string(e);
-  EXPECT_EQ(seen.size(), 7u * 24u);
-  EXPECT_EQ(table_rows, 18u + 59u - 7u);  // driven: all but 7 aborts before Connect
-  EXPECT_EQ(unreachable_rows().size(), 6u + 28u + 1u);
+    }
+  }
+  // 8 open states (7 of version 1, InSession), 29 events.
+  EXPECT_EQ(seen.size(), 8u * 29u);
+  // Driven: the 18 protocol pairs and 59 aborts less 7 before Connect; and InSession's 15:
+  // GotCredit, GotWorking, GotTake, GotRefuse, GotFileVerdict, AllSettled,
+  // AllSettledWithFailures, and 8 aborts (not ConnectFailed).
+  EXPECT_EQ(table_rows, 18u + 59u - 7u + 7u + 8u);
+  // AllDataSent 6 + 1, no transport 28 + 6, ResolvingAddress's LocalFailure 1, InSession's
+  // Verdicts 3, Sending's and AwaitVerdict's session replies 6, AllSettled* 7 x 2.
+  EXPECT_EQ(unreachable_rows().size(), 7u + 34u + 1u + 3u + 6u + 14u);
 }
 
 }  // namespace

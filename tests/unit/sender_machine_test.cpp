@@ -31,23 +31,28 @@ constexpr const auto& kAllEvents = rdmax::test::kAllSenderEvents;
 
 constexpr std::array kAllActions{A::ResolveRoute, A::Connect,   A::SendHello,  A::StartData,
                                  A::SendMore,     A::SendDone,  A::SendId,     A::KeepSecret,
-                                 A::SendBye,      A::SendError, A::Disconnect, A::Finish};
+                                 A::SendBye,      A::SendError, A::Disconnect, A::Finish,
+                                 A::StartSession};
 
 constexpr std::array kAllOutcomes{
-    O::Success,     O::ConnectFailed,  O::ConnectionLost, O::Rejected,    O::HashMismatch,
-    O::Denied,      O::ReceiverFailed, O::ProtocolError,  O::Interrupted, O::VersionUnsupported,
-    O::LocalFailure};
+    O::Success,      O::ConnectFailed,  O::ConnectionLost, O::Rejected,    O::HashMismatch,
+    O::Denied,       O::ReceiverFailed, O::ProtocolError,  O::Interrupted, O::VersionUnsupported,
+    O::LocalFailure, O::SomeFailed};
 
 // The enums are dense from 0: a new enumerator breaks these until it joins its list.
-static_assert(static_cast<std::size_t>(A::Finish) + 1 == kAllActions.size());
-static_assert(static_cast<std::size_t>(O::LocalFailure) + 1 == kAllOutcomes.size());
+static_assert(static_cast<std::size_t>(A::StartSession) + 1 == kAllActions.size());
+static_assert(static_cast<std::size_t>(O::SomeFailed) + 1 == kAllOutcomes.size());
 
-constexpr SenderContext kWithId{true};
-constexpr SenderContext kWithoutId{false};
+constexpr SenderContext kWithId{true, false};
+constexpr SenderContext kWithoutId{false, false};
+constexpr SenderContext kSessionWithId{true, true};
+constexpr SenderContext kSessionWithoutId{false, true};
+constexpr std::array kContexts{kWithId, kWithoutId, kSessionWithId, kSessionWithoutId};
 
 // A queue pair exists and messages can flow.
 bool connected(S s) {
-  return s == S::AwaitAccept || s == S::Sending || s == S::AwaitVerdict || s == S::AwaitSecret;
+  return s == S::AwaitAccept || s == S::Sending || s == S::AwaitVerdict || s == S::AwaitSecret ||
+         s == S::InSession;
 }
 
 bool open_state(S s) {
@@ -83,7 +88,6 @@ const std::vector<Row> kProtocolRows{
     {S::ResolvingAddress, E::AddressResolved, S::ResolvingRoute, {A::ResolveRoute}, {}},
     {S::ResolvingRoute, E::RouteResolved, S::Connecting, {A::Connect}, {}},
     {S::Connecting, E::Established, S::AwaitAccept, {A::SendHello}, {}},
-    {S::AwaitAccept, E::GotAccept, S::Sending, {A::StartData}, {}},
     {S::AwaitAccept, E::GotReject, S::Closing, {A::Disconnect}, O::Rejected},
     {S::AwaitAccept, E::GotRejectVersion, S::Closing, {A::Disconnect}, O::VersionUnsupported},
     {S::AwaitAccept, E::GotWorking, S::AwaitAccept, {}, {}},
@@ -98,6 +102,30 @@ const std::vector<Row> kProtocolRows{
     {S::AwaitSecret, E::GotSecret, S::Closing, {A::KeepSecret, A::Disconnect}, O::Success},
     {S::AwaitSecret, E::GotDenied, S::Closing, {A::Disconnect}, O::Denied},
 };
+
+// Version-2 sessions (docs/PROTOCOL.md 7.5).
+const std::vector<Row> kSessionRows{
+    {S::InSession, E::GotCredit, S::InSession, {A::SendMore}, {}},
+    {S::InSession, E::GotTake, S::InSession, {A::SendMore}, {}},
+    {S::InSession, E::GotRefuse, S::InSession, {A::SendMore}, {}},
+    {S::InSession, E::GotFileVerdict, S::InSession, {A::SendMore}, {}},
+    {S::InSession, E::GotWorking, S::InSession, {}, {}},
+    {S::InSession,
+     E::AllSettledWithFailures,
+     S::Closing,
+     {A::SendBye, A::Disconnect},
+     O::SomeFailed},
+};
+
+Row accept_row(const SenderContext& ctx) {
+  if (ctx.session) return {S::AwaitAccept, E::GotAccept, S::InSession, {A::StartSession}, {}};
+  return {S::AwaitAccept, E::GotAccept, S::Sending, {A::StartData}, {}};
+}
+
+Row settled_row(const SenderContext& ctx) {
+  if (ctx.has_id) return {S::InSession, E::AllSettled, S::AwaitSecret, {A::SendId}, {}};
+  return {S::InSession, E::AllSettled, S::Closing, {A::SendBye, A::Disconnect}, O::Success};
+}
 
 Row good_verdict_row(const SenderContext& ctx) {
   if (ctx.has_id) return {S::AwaitVerdict, E::GotVerdictGood, S::AwaitSecret, {A::SendId}, {}};
@@ -157,6 +185,9 @@ std::vector<Row> absorbing_rows() {
 std::vector<Row> legal_rows(const SenderContext& ctx) {
   std::vector<Row> rows = kProtocolRows;
   rows.push_back(good_verdict_row(ctx));
+  rows.push_back(accept_row(ctx));
+  rows.push_back(settled_row(ctx));
+  for (const Row& r : kSessionRows) rows.push_back(r);
   for (const Row& r : abort_rows()) rows.push_back(r);
   for (const Row& r : absorbing_rows()) rows.push_back(r);
   return rows;
@@ -180,8 +211,7 @@ void expect_transition(S s, E e, const SenderContext& ctx, S next, Actions actio
 
 // The same for both contexts.
 void expect_transition(S s, E e, S next, Actions actions, std::optional<O> outcome) {
-  for (const SenderContext& ctx : {kWithId, kWithoutId})
-    expect_transition(s, e, ctx, next, actions, outcome);
+  for (const SenderContext& ctx : kContexts) expect_transition(s, e, ctx, next, actions, outcome);
 }
 
 void expect_illegal(S s, E e, const SenderContext& ctx) {
@@ -198,7 +228,7 @@ void expect_illegal(S s, E e, const SenderContext& ctx) {
 // ---- The table itself ----
 
 TEST(SenderMachine, TableHasNoDuplicatePairs) {
-  for (const SenderContext& ctx : {kWithId, kWithoutId}) {
+  for (const SenderContext& ctx : kContexts) {
     std::set<std::pair<S, E>> seen;
     for (const Row& r : legal_rows(ctx))
       EXPECT_TRUE(seen.insert({r.state, r.event}).second) << trace(r.state, r.event, ctx);
@@ -206,13 +236,13 @@ TEST(SenderMachine, TableHasNoDuplicatePairs) {
 }
 
 TEST(SenderMachine, EveryLegalPairHasItsExactTransition) {
-  for (const SenderContext& ctx : {kWithId, kWithoutId})
+  for (const SenderContext& ctx : kContexts)
     for (const Row& r : legal_rows(ctx))
       expect_transition(r.state, r.event, ctx, r.next, r.actions, r.outcome);
 }
 
 TEST(SenderMachine, EveryPairOutsideTheTableIsIllegalWithProtocolError) {
-  for (const SenderContext& ctx : {kWithId, kWithoutId}) {
+  for (const SenderContext& ctx : kContexts) {
     std::size_t illegal = 0;
     for (S s : kAllStates) {
       for (E e : kAllEvents) {
@@ -221,13 +251,14 @@ TEST(SenderMachine, EveryPairOutsideTheTableIsIllegalWithProtocolError) {
         expect_illegal(s, e, ctx);
       }
     }
-    // 7 open states x 24 events, minus 18 protocol rows, 3 x 9 + 4 x 8 abort rows.
-    EXPECT_EQ(illegal, 7U * 24U - 18U - 27U - 32U);
+    // 8 open states x 29 events, minus 25 protocol rows (16, the good verdict, the Accept,
+    // AllSettled and 6 more of sessions), 3 x 9 (not connected) + 5 x 8 abort rows.
+    EXPECT_EQ(illegal, 8U * 29U - 25U - 27U - 40U);
   }
 }
 
 TEST(SenderMachine, OnlyIllegalTransitionsAreMarkedIllegal) {
-  for (const SenderContext& ctx : {kWithId, kWithoutId})
+  for (const SenderContext& ctx : kContexts)
     for (const Row& r : legal_rows(ctx))
       EXPECT_FALSE(sender_next(r.state, r.event, ctx).illegal) << trace(r.state, r.event, ctx);
 }
@@ -241,8 +272,11 @@ TEST(SenderMachine, ConnectionSetup) {
   expect_transition(S::Connecting, E::Established, S::AwaitAccept, {A::SendHello}, {});
 }
 
-TEST(SenderMachine, AcceptStartsTheData) {
-  expect_transition(S::AwaitAccept, E::GotAccept, S::Sending, {A::StartData}, {});
+TEST(SenderMachine, AcceptStartsTheDataOfOneFileOrTheSession) {
+  for (const SenderContext& ctx : {kWithId, kWithoutId})
+    expect_transition(S::AwaitAccept, E::GotAccept, ctx, S::Sending, {A::StartData}, {});
+  for (const SenderContext& ctx : {kSessionWithId, kSessionWithoutId})
+    expect_transition(S::AwaitAccept, E::GotAccept, ctx, S::InSession, {A::StartSession}, {});
 }
 
 TEST(SenderMachine, RejectIsReported) {
@@ -431,7 +465,7 @@ TEST(SenderMachine, PeerErrorAndViolationFromEveryOpenState) {
 }
 
 TEST(SenderMachine, EveryWayIntoClosingOrDoneFromAnOpenStateNamesAnOutcome) {
-  for (const SenderContext& ctx : {kWithId, kWithoutId})
+  for (const SenderContext& ctx : kContexts)
     for (S s : kAllStates) {
       if (!open_state(s)) continue;
       for (E e : kAllEvents) {

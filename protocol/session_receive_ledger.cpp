@@ -1,0 +1,173 @@
+#include "protocol/session_receive_ledger.hpp"
+
+#include <algorithm>
+
+namespace rdmax::proto {
+
+const char* to_string(SessionError e) {
+  switch (e) {
+    case SessionError::EntryOutOfOrder:
+      return "EntryOutOfOrder";
+    case SessionError::TooManyEntries:
+      return "TooManyEntries";
+    case SessionError::TooManyInFlight:
+      return "TooManyInFlight";
+    case SessionError::TooManyBytes:
+      return "TooManyBytes";
+    case SessionError::UnknownEntry:
+      return "UnknownEntry";
+    case SessionError::EntryNotReceiving:
+      return "EntryNotReceiving";
+    case SessionError::SlotOutOfRange:
+      return "SlotOutOfRange";
+    case SessionError::SlotNotCredited:
+      return "SlotNotCredited";
+    case SessionError::WrongOffset:
+      return "WrongOffset";
+    case SessionError::WrongLength:
+      return "WrongLength";
+    case SessionError::PastEnd:
+      return "PastEnd";
+    case SessionError::Unsettled:
+      return "Unsettled";
+  }
+  return "?";
+}
+
+SessionReceiveLedger::SessionReceiveLedger(const Open& open, std::uint32_t slot_size,
+                                           std::uint32_t slot_count)
+    : open_(open),
+      slot_size_(slot_size),
+      slots_(slot_count, SlotState::Idle),
+      slot_owner_(slot_count, 0) {}
+
+std::optional<SessionError> SessionReceiveLedger::offer(const Offer& o) {
+  if (offered_ >= open_.entry_count) return SessionError::TooManyEntries;
+  if (o.entry != offered_) return SessionError::EntryOutOfOrder;
+  if (entries_.size() >= kMaxEntriesInFlight) return SessionError::TooManyInFlight;
+  // Computed without overflow: offered_bytes_ <= total_bytes always.
+  if (o.size > open_.total_bytes - offered_bytes_) return SessionError::TooManyBytes;
+  offered_bytes_ += o.size;
+  ++offered_;
+  entries_[o.entry] = Entry{o.kind, EntryState::Checking, o.size, 0, 0, 0};
+  return std::nullopt;
+}
+
+void SessionReceiveLedger::take(std::uint32_t id) {
+  if (auto it = entries_.find(id); it != entries_.end() && it->second.state == EntryState::Checking)
+    it->second.state = EntryState::Receiving;
+}
+
+void SessionReceiveLedger::settle(std::uint32_t id) {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return;
+  if (it->second.state == EntryState::Receiving) abandoned_.push_back(id);
+  entries_.erase(it);
+}
+
+bool SessionReceiveLedger::abandoned(std::uint32_t id) const {
+  return std::find(abandoned_.begin(), abandoned_.end(), id) != abandoned_.end();
+}
+
+bool SessionReceiveLedger::discard_chunk(const FileChunk& c) {
+  if (!abandoned(c.entry) || c.slot >= slots_.size() || slots_[c.slot] != SlotState::Credited)
+    return false;
+  slots_[c.slot] = SlotState::Idle;
+  return true;
+}
+
+bool SessionReceiveLedger::grant(std::uint32_t slot) {
+  if (closed_ || slot >= slots_.size() || slots_[slot] != SlotState::Idle || !wants_data())
+    return false;
+  slots_[slot] = SlotState::Credited;
+  return true;
+}
+
+std::optional<SessionError> SessionReceiveLedger::accept_chunk(const FileChunk& c) {
+  auto it = entries_.find(c.entry);
+  if (it == entries_.end()) return SessionError::UnknownEntry;
+  Entry& e = it->second;
+  if (e.state != EntryState::Receiving) return SessionError::EntryNotReceiving;
+  if (c.slot >= slots_.size()) return SessionError::SlotOutOfRange;
+  if (e.received == e.size) return SessionError::PastEnd;
+  if (slots_[c.slot] != SlotState::Credited) return SessionError::SlotNotCredited;
+  if (c.offset != e.received) return SessionError::WrongOffset;
+  // As in ReceiveLedger: never forms offset + length, which could overflow.
+  const std::uint64_t expected = std::min<std::uint64_t>(slot_size_, e.size - e.received);
+  if (c.length == 0 || c.length != expected) return SessionError::WrongLength;
+  slots_[c.slot] = SlotState::Storing;
+  slot_owner_[c.slot] = c.entry;
+  ++storing_;
+  ++e.storing;
+  e.received += c.length;
+  return std::nullopt;
+}
+
+bool SessionReceiveLedger::stored(std::uint32_t slot, std::uint32_t id) {
+  if (slot >= slots_.size() || slots_[slot] != SlotState::Storing || slot_owner_[slot] != id)
+    return false;
+  slots_[slot] = SlotState::Idle;
+  --storing_;
+  if (auto it = entries_.find(id); it != entries_.end() && it->second.storing > 0)
+    --it->second.storing;
+  return !closed_ && wants_data();
+}
+
+std::vector<std::uint32_t> SessionReceiveLedger::release_slots_of(std::uint32_t id) {
+  std::vector<std::uint32_t> released;
+  for (std::uint32_t slot = 0; slot < slots_.size(); ++slot) {
+    if (slots_[slot] != SlotState::Storing || slot_owner_[slot] != id) continue;
+    slots_[slot] = SlotState::Idle;
+    --storing_;
+    released.push_back(slot);
+  }
+  if (auto it = entries_.find(id); it != entries_.end()) it->second.storing = 0;
+  return released;
+}
+
+std::optional<SessionError> SessionReceiveLedger::file_done(const FileDone& d) {
+  auto it = entries_.find(d.entry);
+  if (it == entries_.end()) return SessionError::UnknownEntry;
+  if (it->second.state != EntryState::Receiving) return SessionError::EntryNotReceiving;
+  it->second.state = EntryState::Draining;
+  it->second.done_total = d.total_bytes;
+  return std::nullopt;
+}
+
+bool SessionReceiveLedger::start_verifying(std::uint32_t id) {
+  auto it = entries_.find(id);
+  if (it == entries_.end() || it->second.state != EntryState::Draining || it->second.storing > 0)
+    return false;
+  it->second.state = EntryState::Verifying;
+  return true;
+}
+
+void SessionReceiveLedger::close() {
+  closed_ = true;
+  std::replace(slots_.begin(), slots_.end(), SlotState::Credited, SlotState::Idle);
+}
+
+bool SessionReceiveLedger::all_settled() const {
+  return offered_ == open_.entry_count && entries_.empty();
+}
+
+bool SessionReceiveLedger::wants_data() const {
+  if (offered_bytes_ < open_.total_bytes) return true;  // a file still to be offered has bytes
+  for (const auto& [id, e] : entries_) {
+    if ((e.state == EntryState::Checking || e.state == EntryState::Receiving) &&
+        e.received < e.size)
+      return true;
+  }
+  return false;
+}
+
+const SessionReceiveLedger::Entry* SessionReceiveLedger::entry(std::uint32_t id) const {
+  auto it = entries_.find(id);
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+SessionReceiveLedger::SlotState SessionReceiveLedger::slot_state(std::uint32_t slot) const {
+  return slot < slots_.size() ? slots_[slot] : SlotState::Idle;
+}
+
+}  // namespace rdmax::proto

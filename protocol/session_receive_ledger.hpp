@@ -1,0 +1,116 @@
+#pragma once
+// The receiver's half of a version-2 session's rules (docs/PROTOCOL.md 7.5), as pure
+// bookkeeping: which entries are in flight and where each stands, which slots the sender
+// holds a credit for, and whether an Offer, a FileChunk or a FileDone obeys the rules. The
+// driver (receiver/) asks it before it acts on any of them.
+//
+// An entry is Checking (offered; the driver checks and creates it), Receiving (Take sent;
+// its chunks arrive), Draining (FileDone arrived; chunks still being stored), Verifying
+// (every chunk stored; the driver verifies and commits) and then settled: Refuse or
+// FileVerdict sent, and the entry forgotten. A directory goes from Checking straight to
+// settled.
+//
+// Slots are shared by every file of the session: Idle, Credited (the sender holds it) or
+// Storing (a chunk of some entry is being hashed and written from it).
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "protocol/wire.hpp"
+
+namespace rdmax::proto {
+
+enum class SessionError : std::uint8_t {
+  EntryOutOfOrder,    // an Offer's entry is not the next number
+  TooManyEntries,     // more Offers than Open.entry_count
+  TooManyInFlight,    // more than kMaxEntriesInFlight entries unsettled
+  TooManyBytes,       // the offered files' sizes exceed Open.total_bytes
+  UnknownEntry,       // a FileChunk or FileDone for an entry not in flight
+  EntryNotReceiving,  // a FileChunk or FileDone for an entry not taken, or already done
+  SlotOutOfRange,
+  SlotNotCredited,
+  WrongOffset,
+  WrongLength,
+  PastEnd,
+  Unsettled,  // Id or Bye while entries are in flight or still to be offered
+};
+const char* to_string(SessionError);
+
+class SessionReceiveLedger {
+ public:
+  enum class EntryState : std::uint8_t { Checking, Receiving, Draining, Verifying };
+  enum class SlotState : std::uint8_t { Idle, Credited, Storing };
+  struct Entry {
+    EntryKind kind = EntryKind::File;
+    EntryState state = EntryState::Checking;
+    std::uint64_t size = 0;
+    std::uint64_t received = 0;    // bytes of accepted FileChunks
+    std::uint32_t storing = 0;     // its chunks still being stored
+    std::uint64_t done_total = 0;  // FileDone.total_bytes
+  };
+
+  SessionReceiveLedger() = default;
+  SessionReceiveLedger(const Open& open, std::uint32_t slot_size, std::uint32_t slot_count);
+
+  // An Offer arrived: on success the entry is Checking.
+  [[nodiscard]] std::optional<SessionError> offer(const Offer& offer);
+  // The driver took the file (Take is about to go): Checking -> Receiving.
+  void take(std::uint32_t entry);
+  // Refuse or FileVerdict is about to go: the entry is forgotten. Its chunks still being
+  // stored keep their slots Storing until stored(). A file settled while Receiving (its
+  // write failed) is remembered as abandoned: the FileChunks the sender sent before it saw
+  // the FileVerdict are still to come, and only free their slots (discard_chunk()).
+  void settle(std::uint32_t entry);
+  [[nodiscard]] bool abandoned(std::uint32_t entry) const;
+  // A FileChunk for an abandoned entry: its slot must be Credited, and becomes Idle (the
+  // driver credits it back). False: the slot rules are broken.
+  [[nodiscard]] bool discard_chunk(const FileChunk& chunk);
+
+  // Marks the slot Credited (its Credit is about to go). Only from Idle, and only while
+  // a byte may still come (wants_data()).
+  [[nodiscard]] bool grant(std::uint32_t slot);
+  // A FileChunk: on success the slot is Storing and the entry's received() advances.
+  [[nodiscard]] std::optional<SessionError> accept_chunk(const FileChunk& chunk);
+  // The chunk in `slot` is stored: the slot becomes Idle. Returns true when it should be
+  // credited back (wants_data()); the driver then calls grant().
+  bool stored(std::uint32_t slot, std::uint32_t entry);
+  // An entry's stores were cancelled (it was settled early, or the connection ends): its
+  // Storing slots become Idle. Returns them (the driver credits them back, if wanted).
+  std::vector<std::uint32_t> release_slots_of(std::uint32_t entry);
+  // A FileDone: Receiving -> Draining.
+  [[nodiscard]] std::optional<SessionError> file_done(const FileDone& done);
+  // A Draining entry with no chunk being stored: -> Verifying, and returns true.
+  bool start_verifying(std::uint32_t entry);
+  // The connection ends: no slot is credited from now on.
+  void close();
+
+  // Id and Bye: allowed once every entry was offered and settled.
+  [[nodiscard]] bool all_settled() const;
+  // A byte may still arrive: an entry is to be offered, or a file taken or being checked
+  // has bytes not received.
+  [[nodiscard]] bool wants_data() const;
+
+  const Entry* entry(std::uint32_t id) const;
+  const std::map<std::uint32_t, Entry>& entries() const { return entries_; }
+  SlotState slot_state(std::uint32_t slot) const;
+  std::uint32_t slot_count() const { return static_cast<std::uint32_t>(slots_.size()); }
+  std::uint32_t slot_size() const { return slot_size_; }
+  std::uint32_t offered() const { return offered_; }
+  std::uint32_t storing() const { return storing_; }
+
+ private:
+  Open open_{};
+  std::uint32_t slot_size_ = 0;
+  std::vector<SlotState> slots_;
+  std::vector<std::uint32_t> slot_owner_;   // the entry of a Storing slot's chunk
+  std::map<std::uint32_t, Entry> entries_;  // in flight
+  std::vector<std::uint32_t> abandoned_;    // settled while Receiving
+  std::uint32_t offered_ = 0;
+  std::uint64_t offered_bytes_ = 0;
+  std::uint32_t storing_ = 0;
+  bool closed_ = false;
+};
+
+}  // namespace rdmax::proto

@@ -1,0 +1,151 @@
+#include "protocol/session_send_ledger.hpp"
+
+#include <algorithm>
+
+namespace rdmax::proto {
+
+const char* to_string(SessionReplyError e) {
+  switch (e) {
+    case SessionReplyError::UnknownEntry:
+      return "UnknownEntry";
+    case SessionReplyError::NotAFile:
+      return "NotAFile";
+    case SessionReplyError::AlreadyTaken:
+      return "AlreadyTaken";
+    case SessionReplyError::TooEarly:
+      return "TooEarly";
+  }
+  return "?";
+}
+
+SessionSendLedger::SessionSendLedger(std::vector<EntryPlan> entries, const Accept& accept,
+                                     std::uint32_t max_active_slots)
+    : plans_(std::move(entries)),
+      progress_(plans_.size()),
+      slot_size_(accept.slot_size),
+      region_addr_(accept.region_addr),
+      active_slots_(std::min(accept.slot_count, std::max(max_active_slots, 1U))),
+      credited_(accept.slot_count, false),
+      busy_(accept.slot_count, false),
+      rkey_(accept.slot_count, 0),
+      length_(accept.slot_count, 0),
+      owner_(accept.slot_count, 0) {}
+
+bool SessionSendLedger::files_unsettled() const {
+  return files_in_flight_ > 0;
+}
+
+std::optional<std::uint32_t> SessionSendLedger::next_offer() {
+  if (next_offer_ >= plans_.size() || in_flight_ >= kMaxEntriesInFlight) return std::nullopt;
+  if (plans_[next_offer_].kind == EntryKind::Directory &&
+      (!directories_allowed_ || files_unsettled()))
+    return std::nullopt;
+  const std::uint32_t entry = next_offer_++;
+  progress_[entry].state = EntryState::Offered;
+  open_entries_.push_back(entry);
+  ++in_flight_;
+  if (plans_[entry].kind == EntryKind::File) ++files_in_flight_;
+  return entry;
+}
+
+std::optional<SessionReplyError> SessionSendLedger::taken(std::uint32_t entry) {
+  if (entry >= plans_.size()) return SessionReplyError::UnknownEntry;
+  const EntryState s = progress_[entry].state;
+  if (s == EntryState::Waiting || s == EntryState::Settled) return SessionReplyError::UnknownEntry;
+  if (plans_[entry].kind != EntryKind::File) return SessionReplyError::NotAFile;
+  if (s != EntryState::Offered) return SessionReplyError::AlreadyTaken;
+  progress_[entry].state = EntryState::Taken;
+  if (plans_[entry].size > 0) taken_order_.push_back(entry);
+  return std::nullopt;
+}
+
+std::optional<SessionReplyError> SessionSendLedger::settled(std::uint32_t entry, bool good) {
+  if (entry >= plans_.size()) return SessionReplyError::UnknownEntry;
+  EntryProgress& p = progress_[entry];
+  if (p.state == EntryState::Waiting || p.state == EntryState::Settled)
+    return SessionReplyError::UnknownEntry;
+  // A good verdict answers a FileDone (or is a directory's); a bad one may come at any
+  // time (the receiver's write failed mid-file).
+  if (good && plans_[entry].kind == EntryKind::File && p.state != EntryState::Finished)
+    return SessionReplyError::TooEarly;
+  p.state = EntryState::Settled;
+  std::erase(taken_order_, entry);  // no more of its chunks
+  std::erase(open_entries_, entry);
+  --in_flight_;
+  if (plans_[entry].kind == EntryKind::File) --files_in_flight_;
+  ++settled_;
+  return std::nullopt;
+}
+
+std::optional<CreditError> SessionSendLedger::credit(const Credit& c) {
+  if (c.slot >= credited_.size()) return CreditError::SlotOutOfRange;
+  if (credited_[c.slot]) return CreditError::AlreadyHeld;
+  credited_[c.slot] = true;
+  rkey_[c.slot] = c.rkey;
+  return std::nullopt;
+}
+
+std::optional<SessionSendLedger::Planned> SessionSendLedger::next_chunk() {
+  if (taken_order_.empty()) return std::nullopt;
+  for (std::uint32_t slot = 0; slot < active_slots_; ++slot) {
+    if (!credited_[slot] || busy_[slot]) continue;
+    const std::uint32_t entry = taken_order_.front();
+    EntryProgress& p = progress_[entry];
+    const std::uint64_t left = plans_[entry].size - p.next_offset;
+    Planned planned{entry,
+                    slot,
+                    p.next_offset,
+                    static_cast<std::uint32_t>(std::min<std::uint64_t>(slot_size_, left)),
+                    region_addr_ + std::uint64_t{slot} * slot_size_,
+                    rkey_[slot]};
+    credited_[slot] = false;
+    busy_[slot] = true;
+    length_[slot] = planned.length;
+    owner_[slot] = entry;
+    p.next_offset += planned.length;
+    ++p.chunks_in_flight;
+    if (p.next_offset == plans_[entry].size) taken_order_.erase(taken_order_.begin());
+    return planned;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::uint32_t> SessionSendLedger::next_chunk_length() const {
+  if (taken_order_.empty()) return std::nullopt;
+  for (std::uint32_t slot = 0; slot < active_slots_; ++slot) {
+    if (!credited_[slot] || busy_[slot]) continue;
+    const std::uint32_t entry = taken_order_.front();
+    const std::uint64_t left = plans_[entry].size - progress_.at(entry).next_offset;
+    return static_cast<std::uint32_t>(std::min<std::uint64_t>(slot_size_, left));
+  }
+  return std::nullopt;
+}
+
+std::uint32_t SessionSendLedger::completed(std::uint32_t slot) {
+  if (slot >= busy_.size() || !busy_[slot]) return 0;
+  busy_[slot] = false;
+  const std::uint32_t length = length_[slot];
+  length_[slot] = 0;
+  bytes_completed_ += length;
+  EntryProgress& p = progress_[owner_[slot]];
+  if (p.chunks_in_flight > 0) --p.chunks_in_flight;
+  return length;
+}
+
+std::optional<std::uint32_t> SessionSendLedger::next_file_done() {
+  for (std::uint32_t entry : open_entries_) {  // at most kMaxEntriesInFlight
+    EntryProgress& p = progress_[entry];
+    if (p.state == EntryState::Taken && p.next_offset == plans_[entry].size &&
+        p.chunks_in_flight == 0) {
+      p.state = EntryState::Finished;
+      return entry;
+    }
+  }
+  return std::nullopt;
+}
+
+SessionSendLedger::EntryState SessionSendLedger::state(std::uint32_t entry) const {
+  return entry < progress_.size() ? progress_[entry].state : EntryState::Settled;
+}
+
+}  // namespace rdmax::proto

@@ -1,0 +1,115 @@
+#pragma once
+// The sender's half of a version-2 session's rules (docs/PROTOCOL.md 7.5), as pure
+// bookkeeping: which entry to offer next (at most kMaxEntriesInFlight unsettled), which
+// chunk of which taken file goes into which credited slot, when a file's FileDone is due,
+// and which entries are settled.
+//
+// An entry is Waiting (not offered yet), Offered, Taken (its chunks go out as credits
+// allow), Finished (FileDone sent) or Settled (Refuse or FileVerdict received). Chunks go
+// out file by file in the order the files were taken, each file's in order; a slot is
+// credited (the receiver's Credit arrived) and busy (our FileChunk SEND has not completed)
+// as in SendLedger.
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "protocol/chunk_plan.hpp"
+#include "protocol/send_ledger.hpp"
+#include "protocol/wire.hpp"
+
+namespace rdmax::proto {
+
+enum class SessionReplyError : std::uint8_t {
+  UnknownEntry,  // a Take, Refuse or FileVerdict for an entry not offered, or settled
+  NotAFile,      // a Take for a directory
+  AlreadyTaken,  // a second Take, or a Take after the file's FileDone
+  TooEarly,      // a FileVerdict(Good) for a file whose FileDone was not sent
+};
+const char* to_string(SessionReplyError);
+
+class SessionSendLedger {
+ public:
+  enum class EntryState : std::uint8_t { Waiting, Offered, Taken, Finished, Settled };
+  struct EntryPlan {
+    EntryKind kind = EntryKind::File;
+    std::uint64_t size = 0;
+  };
+  struct Planned {
+    std::uint32_t entry = 0;
+    std::uint32_t slot = 0;
+    std::uint64_t offset = 0;
+    std::uint32_t length = 0;
+    std::uint64_t remote_addr = 0;
+    std::uint32_t rkey = 0;
+    bool operator==(const Planned&) const = default;
+  };
+
+  SessionSendLedger() = default;
+  // `entries` in the order they will be offered; the sender writes at most
+  // `max_active_slots` slots (>= 1; the lowest-numbered ones).
+  SessionSendLedger(std::vector<EntryPlan> entries, const Accept& accept,
+                    std::uint32_t max_active_slots);
+
+  // The next entry to offer, if one is waiting and fewer than kMaxEntriesInFlight are
+  // unsettled; it becomes Offered. A directory waits until no file is unsettled (and
+  // directories are allowed: see allow_directories), so that its time, set when it is
+  // settled, is not changed by files created in it afterwards.
+  [[nodiscard]] std::optional<std::uint32_t> next_offer();
+  // While false (default true) no directory is offered: the driver holds them back until
+  // the files on other connections are settled too.
+  void allow_directories(bool allowed) { directories_allowed_ = allowed; }
+
+  // Replies. On success the entry's state changes; on failure nothing changes.
+  [[nodiscard]] std::optional<SessionReplyError> taken(std::uint32_t entry);
+  [[nodiscard]] std::optional<SessionReplyError> settled(std::uint32_t entry, bool good);
+  [[nodiscard]] std::optional<CreditError> credit(const Credit& credit);
+
+  // The next chunk to write, if a taken file has bytes left and an active slot is credited
+  // and not busy. The slot becomes uncredited and busy.
+  [[nodiscard]] std::optional<Planned> next_chunk();
+  // The length of the chunk next_chunk() would plan now, without planning it (--bwlimit
+  // asks whether the bucket holds that much first).
+  [[nodiscard]] std::optional<std::uint32_t> next_chunk_length() const;
+  // Our FileChunk SEND for `slot` completed; returns its length (0 if the slot was not busy).
+  std::uint32_t completed(std::uint32_t slot);
+  // A taken file whose every chunk was written and completed: its FileDone goes now (the
+  // entry becomes Finished). An empty file is due as soon as it is taken.
+  [[nodiscard]] std::optional<std::uint32_t> next_file_done();
+
+  EntryState state(std::uint32_t entry) const;
+  bool all_settled() const { return settled_ == plans_.size(); }
+  std::uint32_t unsettled_offers() const { return in_flight_; }
+  std::uint64_t bytes_completed() const { return bytes_completed_; }
+  std::uint32_t active_slots() const { return active_slots_; }
+  std::uint32_t entry_count() const { return static_cast<std::uint32_t>(plans_.size()); }
+
+ private:
+  struct EntryProgress {
+    EntryState state = EntryState::Waiting;
+    std::uint64_t next_offset = 0;  // of the next chunk to write
+    std::uint32_t chunks_in_flight = 0;
+  };
+  bool files_unsettled() const;
+
+  std::vector<EntryPlan> plans_;
+  std::vector<EntryProgress> progress_;
+  std::uint32_t slot_size_ = 0;
+  std::uint64_t region_addr_ = 0;
+  std::uint32_t active_slots_ = 0;
+  std::vector<bool> credited_;
+  std::vector<bool> busy_;
+  std::vector<std::uint32_t> rkey_;
+  std::vector<std::uint32_t> length_;        // of the chunk in flight in a busy slot
+  std::vector<std::uint32_t> owner_;         // and its entry
+  std::vector<std::uint32_t> taken_order_;   // taken files with chunks left, oldest first
+  std::vector<std::uint32_t> open_entries_;  // offered, not settled
+  std::uint32_t next_offer_ = 0;
+  std::uint32_t in_flight_ = 0;  // offered, not settled
+  std::uint32_t files_in_flight_ = 0;
+  std::size_t settled_ = 0;
+  std::uint64_t bytes_completed_ = 0;
+  bool directories_allowed_ = true;
+};
+
+}  // namespace rdmax::proto

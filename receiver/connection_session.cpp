@@ -1,0 +1,393 @@
+// The receiver's side of a version-2 session (docs/PROTOCOL.md 7.5): many entries on one
+// connection, several in flight, sharing the connection's window. The state machine keeps
+// the connection's state (InSession); the SessionReceiveLedger keeps each entry's and each
+// slot's, and every rule the sender must obey is checked there before anything is done.
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "common/error.hpp"
+#include "protocol/names.hpp"
+#include "protocol/paths.hpp"
+#include "protocol/sizes.hpp"
+#include "receiver/connection.hpp"
+#include "receiver/output_tree.hpp"
+
+namespace rdmax::receiver {
+
+namespace {
+using Input = ReceiverInput;
+
+std::string quoted(const std::string& path) {
+  return "'" + proto::escape_for_log(path) + "'";
+}
+}  // namespace
+
+Connection::SessionEntry* Connection::session_entry(std::uint32_t id) {
+  auto it = entries_.find(id);
+  return it == entries_.end() ? nullptr : it->second.get();
+}
+
+void Connection::check_open(const ReceiverInput& cause) {
+  const auto& o = context_.options;
+  open_ = std::get<proto::Open>(cause.data);
+  session_ = true;
+  auto reject = [&](proto::RejectReason reason, std::string text) {
+    dispatch({Event::OpenRejected, Input::Rejection{reason, std::move(text)}});
+  };
+  // Every file needs a chunk of its own: a session of small files wants as many slots as
+  // it may have files in flight, a large file as many as its chunks.
+  const std::uint64_t chunks =
+      open_.total_bytes / o.slot_size + 1 +
+      std::min<std::uint64_t>(open_.entry_count, proto::kMaxEntriesInFlight);
+  slot_count_ = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(chunks, 1, o.slots));
+  const std::uint64_t window_bytes =
+      open_.total_bytes > 0 ? std::uint64_t{o.slot_size} * slot_count_ : 0;
+  if (context_.window_bytes_in_use + window_bytes > o.max_memory)
+    return reject(proto::RejectReason::NoMemory, "receiver memory cap reached; try again later");
+  context_.window_bytes_in_use += window_bytes;
+  window_charge_ = window_bytes;
+  session_ledger_ = proto::SessionReceiveLedger(open_, o.slot_size, slot_count_);
+  directories_.emplace(context_.pool);
+  if (!register_window()) return reject(proto::RejectReason::NoMemory, "cannot register memory");
+  spdlog::info("[{}] session of {} entries ({}), {}", label(), open_.entry_count,
+               proto::format_size(open_.total_bytes), proto::to_string(open_.digest_algorithm));
+  dispatch({Event::OpenAccepted, {}});
+}
+
+void Connection::expect_session() {
+  // Our own work (creating, storing, committing) is what the sender waits for: no
+  // deadline for it then. Otherwise the sender owes the next message.
+  bool own_work = session_ledger_.storing() > 0;
+  for (const auto& [id, entry] : session_ledger_.entries())
+    if (entry.state == proto::SessionReceiveLedger::EntryState::Checking ||
+        entry.state == proto::SessionReceiveLedger::EntryState::Verifying)
+      own_work = true;
+  if (own_work) return expect_own_work("entries to be stored");
+  expect(session_ledger_.all_settled() ? "Id or Bye" : "the sender's next entry or chunk",
+         context_.options.timeout);
+}
+
+std::optional<std::string> Connection::session_end_problem(bool id) const {
+  if (!session_ledger_.all_settled())
+    return std::string(id ? "Id" : "Bye") + " before every entry was offered and settled";
+  // The secret is earned by a session whose every entry is verified.
+  if (id && entries_failed_ > 0) return std::string("Id after a session with failed entries");
+  return std::nullopt;
+}
+
+void Connection::on_session_message(proto::Message& message) {
+  if (auto* open = std::get_if<proto::Open>(&message))
+    return dispatch({Event::GotOpen, std::move(*open)});
+  if (!session_) return dispatch({Event::GotUnexpected, {}});
+  if (auto* offer = std::get_if<proto::Offer>(&message))
+    return dispatch({Event::GotOffer, std::move(*offer)});
+  if (auto* chunk = std::get_if<proto::FileChunk>(&message))
+    return dispatch({Event::GotChunk, *chunk});
+  if (auto* done = std::get_if<proto::FileDone>(&message)) {
+    // Sent before the sender saw the FileVerdict that abandoned its file: nothing to do.
+    if (session_ledger_.abandoned(done->entry)) return expect_session();
+    return dispatch({Event::GotFileDone, *done});
+  }
+  dispatch({Event::GotUnexpected, {}});
+}
+
+void Connection::check_offer(const proto::Offer& offer) {
+  const auto& o = context_.options;
+  if (auto error = session_ledger_.offer(offer)) {
+    return dispatch({Event::ProtocolViolation,
+                     Input::Abort{proto::ErrorCode::ProtocolViolation,
+                                  std::string("bad Offer: ") + proto::to_string(*error)}});
+  }
+  auto& entry = *entries_.emplace(offer.entry, std::make_unique<SessionEntry>()).first->second;
+  entry.offer = offer;
+  const std::uint32_t id = offer.entry;
+  auto refuse = [&](proto::RejectReason reason, std::string text) {
+    dispatch({Event::EntryRefused, Input::EntryRefusal{id, reason, std::move(text)}});
+  };
+  // Cheap checks first: nothing is created for an entry that fails them.
+  if (auto problem = proto::check_relative_path(offer.path))
+    return refuse(proto::RejectReason::BadName, proto::describe(*problem));
+  if (offer.kind == proto::EntryKind::Directory) return check_directory(entry);
+  if (offer.size > o.max_size)
+    return refuse(proto::RejectReason::TooLarge, "larger than " + proto::format_size(o.max_size));
+  expect_session();
+  entry.file.emplace(context_.pool, context_.dir_fd, offer.path, o.overwrite,
+                     open_.digest_algorithm);
+  // The size is spoken for at once, so that offers checked meanwhile count it.
+  entry.promised = offer.size;
+  context_.promised_bytes += entry.promised;
+  entry.file->create(
+      offer.size, context_.promised_bytes - entry.promised,
+      [this, id](const IncomingFile::Outcome& outcome) {
+        guarded([&] {
+          SessionEntry* e = session_entry(id);
+          if (state_ != State::InSession || e == nullptr) return;
+          using Kind = IncomingFile::Outcome::Kind;
+          using R = proto::RejectReason;
+          auto refused = [&](R reason, std::string text) {
+            dispatch({Event::EntryRefused, Input::EntryRefusal{id, reason, std::move(text)}});
+          };
+          switch (outcome.kind) {
+            case Kind::Ok:
+              // A preallocated file's space is taken on the disk already.
+              if (e->file->preallocated()) release_promise(*e);
+              return dispatch({Event::EntryTaken, Input::EntryTaken{id}});
+            case Kind::Exists:
+              return refused(R::Exists, "a file of that name exists");
+            case Kind::NoSpace:
+              return refused(R::NoSpace, "not enough free space");
+            case Kind::BadPath:
+              return refused(R::BadName, outcome.error);
+            case Kind::Failed:
+              spdlog::error("[{}] cannot create {}: {}", label(), quoted(e->offer.path),
+                            outcome.error);
+              return refused(R::Internal, "cannot create the file");
+          }
+        });
+      });
+}
+
+void Connection::check_directory(SessionEntry& entry) {
+  expect_session();
+  struct Result {
+    bool ok = true;
+    bool bad_path = false;
+    std::string error;
+  };
+  auto result = std::make_shared<Result>();
+  const proto::Offer offer = entry.offer;
+  const int dir_fd = context_.dir_fd;
+  directories_->post(
+      [offer, dir_fd, result] {
+        try {
+          make_directory_beneath(dir_fd, offer.path);
+          set_directory_attributes(
+              dir_fd, offer.path, static_cast<mode_t>(offer.mode),
+              timespec{static_cast<time_t>(offer.mtime_sec), static_cast<long>(offer.mtime_nsec)});
+        } catch (const SysError& e) {
+          result->ok = false;
+          // A symbolic link or a non-directory on the way (receiver/output_tree.hpp).
+          result->bad_path = e.error() == ELOOP || e.error() == ENOTDIR;
+          result->error = e.what();
+        } catch (const std::exception& e) {
+          result->ok = false;
+          result->error = e.what();
+        }
+      },
+      [this, id = offer.entry, result] {
+        guarded([&] {
+          if (state_ != State::InSession || session_entry(id) == nullptr) return;
+          if (result->ok)
+            return dispatch(
+                {Event::EntrySettled, Input::EntryVerdict{id, proto::VerdictCode::Good}});
+          if (!result->bad_path)
+            spdlog::error("[{}] cannot make directory: {}", label(), result->error);
+          dispatch(
+              {Event::EntryRefused,
+               Input::EntryRefusal{
+                   id,
+                   result->bad_path ? proto::RejectReason::BadName : proto::RejectReason::Internal,
+                   result->bad_path ? result->error : "cannot make the directory"}});
+        });
+      });
+}
+
+void Connection::send_take(std::uint32_t id) {
+  session_ledger_.take(id);
+  post(proto::Take{id});
+  expect_session();
+}
+
+void Connection::send_refuse(const ReceiverInput::EntryRefusal& refusal) {
+  SessionEntry* entry = session_entry(refusal.entry);
+  spdlog::warn("[{}] refused {}: {} {}", label(), entry ? quoted(entry->offer.path) : "?",
+               proto::to_string(refusal.reason), refusal.text);
+  ++entries_failed_;
+  post(proto::Refuse{refusal.entry, refusal.reason, refusal.text.substr(0, proto::kMaxTextBytes)});
+  settle_entry(refusal.entry);
+}
+
+void Connection::store_session_chunk(const proto::FileChunk& c) {
+  if (session_ledger_.abandoned(c.entry)) {
+    // Written before the sender saw this file's FileVerdict: the slot goes straight back.
+    if (!session_ledger_.discard_chunk(c)) {
+      return dispatch({Event::ProtocolViolation,
+                       Input::Abort{proto::ErrorCode::ProtocolViolation,
+                                    "chunk of an abandoned file in a slot not credited"}});
+    }
+    revoke_slot(c.slot);
+    return grant_slot(c.slot);
+  }
+  if (auto error = session_ledger_.accept_chunk(c)) {
+    spdlog::warn("[{}] bad chunk: entry {} offset {} length {} slot {}: {}", label(), c.entry,
+                 c.offset, c.length, c.slot, proto::to_string(*error));
+    return dispatch(
+        {Event::ProtocolViolation,
+         Input::Abort{proto::ErrorCode::ProtocolViolation,
+                      std::string("chunk breaks the data rules: ") + proto::to_string(*error)}});
+  }
+  // As for a single file: the key goes before anyone reads the slot.
+  revoke_slot(c.slot);
+  SessionEntry& entry = *session_entry(c.entry);
+  const std::uint32_t id = c.entry;
+  entry.file->store(c.slot, c.offset, slot_bytes(c.slot).first(c.length),
+                    [this, id](const IncomingFile::Stored& stored) {
+                      guarded([&] { on_session_stored(id, stored); });
+                    });
+  expect_session();
+}
+
+void Connection::on_session_stored(std::uint32_t id, const IncomingFile::Stored& stored) {
+  if (state_ != State::InSession) return;
+  SessionEntry* entry = session_entry(id);
+  if (entry == nullptr) return;
+  if (!stored.outcome.ok()) {
+    spdlog::error("[{}] cannot write {}: {}", label(), quoted(entry->offer.path),
+                  stored.outcome.error);
+    // The entry is settled now; its slots are freed once its file's jobs are done.
+    return dispatch(
+        {Event::EntrySettled, Input::EntryVerdict{id, proto::VerdictCode::StorageError}});
+  }
+  session_bytes_ += stored.length;
+  const std::uint64_t kept = std::min<std::uint64_t>(entry->promised, stored.length);
+  entry->promised -= kept;  // written: the free space counts it now
+  context_.promised_bytes -= kept;
+  dispatch({Event::ChunkStored, Input::StoredSlot{stored.slot, id}});
+}
+
+void Connection::send_session_credit(const ReceiverInput::StoredSlot& stored) {
+  // false: nothing more to receive (or the slot did not hold that entry's chunk).
+  if (!session_ledger_.stored(stored.slot, stored.entry)) return expect_session();
+  grant_slot(stored.slot);
+}
+
+void Connection::grant_slot(std::uint32_t slot) {
+  if (!session_ledger_.grant(slot)) return expect_session();
+  register_slot(slot);  // a fresh registration, hence a fresh key
+  post(proto::Credit{slot, slot_keys_[slot]->rkey});
+  expect_session();
+}
+
+void Connection::finish_entries(const ReceiverInput& cause) {
+  if (const auto* done = std::get_if<proto::FileDone>(&cause.data)) {
+    if (auto error = session_ledger_.file_done(*done)) {
+      return dispatch({Event::ProtocolViolation,
+                       Input::Abort{proto::ErrorCode::ProtocolViolation,
+                                    std::string("bad FileDone: ") + proto::to_string(*error)}});
+    }
+  }
+  std::vector<std::uint32_t> ready;
+  for (const auto& [id, entry] : session_ledger_.entries())
+    if (entry.state == proto::SessionReceiveLedger::EntryState::Draining && entry.storing == 0)
+      ready.push_back(id);
+  for (std::uint32_t id : ready)
+    if (session_ledger_.start_verifying(id)) verify_entry(id);
+  expect_session();
+}
+
+void Connection::verify_entry(std::uint32_t id) {
+  SessionEntry& entry = *session_entry(id);
+  const auto* record = session_ledger_.entry(id);
+  entry.computed = entry.file->finish_hash();
+  using Code = proto::VerdictCode;
+  if (record->received != entry.offer.size || record->done_total != record->received)
+    return dispatch({Event::EntrySettled, Input::EntryVerdict{id, Code::SizeMismatch}});
+  if (entry.computed != entry.offer.digest)
+    return dispatch({Event::EntrySettled, Input::EntryVerdict{id, Code::HashMismatch}});
+  entry.file->set_metadata(entry.offer.mode, entry.offer.mtime_sec, entry.offer.mtime_nsec);
+  entry.committing = true;
+  entry.file->commit([this, id](const IncomingFile::Outcome& outcome) {
+    guarded([&] {
+      SessionEntry* e = session_entry(id);
+      if (e != nullptr) e->committing = false;
+      if (state_ != State::InSession || e == nullptr) {
+        if (outcome.ok())
+          spdlog::warn("[{}] entry {} was committed, but the sender was gone before its verdict",
+                       label(), id);
+        return;
+      }
+      if (!outcome.ok())
+        spdlog::error("[{}] cannot store {}: {}", label(), quoted(e->offer.path), outcome.error);
+      dispatch({Event::EntrySettled,
+                Input::EntryVerdict{id, outcome.ok() ? Code::Good : Code::StorageError}});
+    });
+  });
+}
+
+void Connection::send_file_verdict(const ReceiverInput::EntryVerdict& verdict) {
+  SessionEntry* entry = session_entry(verdict.entry);
+  if (entry == nullptr) return;
+  const bool good = verdict.code == proto::VerdictCode::Good;
+  if (good) {
+    ++entries_good_;
+    spdlog::debug("[{}] {} {}: good", label(), proto::to_string(entry->offer.kind),
+                  quoted(entry->offer.path));
+  } else {
+    ++entries_failed_;
+    spdlog::warn("[{}] {}: verdict {}", label(), quoted(entry->offer.path),
+                 proto::to_string(verdict.code));
+  }
+  post(proto::FileVerdict{verdict.entry, verdict.code, entry->computed});
+  settle_entry(verdict.entry);
+}
+
+void Connection::settle_entry(std::uint32_t id) {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return;
+  std::unique_ptr<SessionEntry> entry = std::move(it->second);
+  entries_.erase(it);
+  session_ledger_.settle(id);
+  release_promise(*entry);
+  if (entry->file && !entry->file->committed()) entry->file->discard();
+  retired_.emplace_back(id, std::move(entry));
+  reap_retired();
+  if (session_ledger_.all_settled()) {
+    const double seconds = std::chrono::duration<double>(Clock::now() - data_started_).count();
+    spdlog::info("[{}] session: {} entries good, {} failed, {} stored in {:.2f}s", label(),
+                 entries_good_, entries_failed_, proto::format_size(session_bytes_), seconds);
+  }
+  expect_session();
+}
+
+void Connection::reap_retired() {
+  // A retired file whose jobs are all done no longer uses the window: its slots still
+  // marked Storing (stores cancelled by discard()) can be credited again.
+  for (auto it = retired_.begin(); it != retired_.end();) {
+    if (it->second->file && !it->second->file->idle()) {
+      ++it;
+      continue;
+    }
+    const std::uint32_t id = it->first;
+    it = retired_.erase(it);
+    if (state_ != State::InSession) continue;
+    for (std::uint32_t slot : session_ledger_.release_slots_of(id)) grant_slot(slot);
+  }
+}
+
+void Connection::release_promise(SessionEntry& entry) {
+  context_.promised_bytes -= entry.promised;
+  entry.promised = 0;
+}
+
+void Connection::discard_session_files() {
+  for (auto& [id, entry] : entries_) {
+    release_promise(*entry);
+    if (entry->file && !entry->file->committed()) entry->file->discard();
+    retired_.emplace_back(id, std::move(entry));
+  }
+  entries_.clear();
+  if (directories_) directories_->cancel();
+}
+
+bool Connection::session_idle() const {
+  for (const auto& [id, entry] : entries_)
+    if (entry->file && !entry->file->idle()) return false;
+  for (const auto& [id, entry] : retired_)
+    if (entry->file && !entry->file->idle()) return false;
+  return !directories_ || directories_->idle();
+}
+
+}  // namespace rdmax::receiver

@@ -1,0 +1,180 @@
+#include "sender/session_command.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "common/digest_cache.hpp"
+#include "common/error.hpp"
+#include "common/input_file.hpp"
+#include "protocol/names.hpp"
+#include "protocol/sizes.hpp"
+#include "sender/exit_codes.hpp"
+#include "sender/hashing_pass.hpp"
+#include "sender/session_report.hpp"
+#include "sender/session_run.hpp"
+#include "sender/source_tree.hpp"
+
+namespace rdmax::sender {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+PlannedEntry planned(const SourceEntry& s, proto::EntryKind kind) {
+  PlannedEntry p;
+  p.kind = kind;
+  p.local_path = s.local_path;
+  p.remote_path = s.remote_path;
+  p.size = kind == proto::EntryKind::File ? s.size : 0;
+  p.mode = s.mode;
+  p.mtime_sec = static_cast<std::int64_t>(s.mtime.tv_sec);
+  p.mtime_nsec = static_cast<std::uint32_t>(s.mtime.tv_nsec);
+  return p;
+}
+
+// Files over `connections` connections in plan order (largest first when there are several:
+// sort_largest_first), each to the least loaded one (by bytes); the directories go last on
+// the first (the lead), deepest first.
+std::vector<std::vector<std::uint32_t>> share_out(const SessionPlan& plan, unsigned connections) {
+  std::vector<std::uint32_t> files, directories;
+  for (std::uint32_t i = 0; i < plan.entries.size(); ++i)
+    (plan.entries[i].kind == proto::EntryKind::File ? files : directories).push_back(i);
+  const std::size_t n = std::max<std::size_t>(1, std::min<std::size_t>(connections, files.size()));
+  std::vector<std::vector<std::uint32_t>> shares(n);
+  if (n > 1) {
+    std::vector<std::uint64_t> load(n, 0);
+    for (std::uint32_t f : files) {
+      const auto least =
+          static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+      shares[least].push_back(f);
+      load[least] += plan.entries[f].size + 4096;  // a file costs a round trip of its own
+    }
+  } else {
+    shares[0] = files;
+  }
+  shares[0].insert(shares[0].end(), directories.begin(), directories.end());
+  return shares;
+}
+
+// The digest of every file, from the cache where it knows the file. A file that cannot be
+// read is reported, marked failed, and not offered. The cache is read once and written once
+// for all the files: a read and rewrite of it per file cost more than hashing small files.
+void hash_files(const SenderOptions& options, SessionPlan& plan, double& seconds,
+                std::size_t& from_cache) {
+  std::optional<DigestCache> cache;
+  if (options.digest_cache) {
+    if (auto path = DigestCache::default_path()) cache.emplace(*path);
+  }
+  const auto t0 = Clock::now();
+  auto batch = open_digest_cache_batch(cache ? &*cache : nullptr);
+  HashingSettings settings{plan.algorithm, options.hash_threads, ProgressMode::Off,
+                           batch ? &*batch : nullptr};
+  for (std::size_t i = 0; i < plan.entries.size(); ++i) {
+    PlannedEntry& e = plan.entries[i];
+    if (e.kind != proto::EntryKind::File) continue;
+    try {
+      InputFile file(e.local_path);
+      if (file.size() != e.size) throw std::runtime_error("it changed size during the walk");
+      const HashingPass pass = hash_file(file, settings);
+      e.digest = pass.digest.value;
+      if (pass.from_cache) ++from_cache;
+    } catch (const std::exception& ex) {
+      spdlog::error("cannot read '{}': {}", proto::escape_for_log(e.local_path), ex.what());
+      plan.results[i] = {EntryResult::Status::Failed, proto::SenderOutcome::LocalFailure,
+                         std::string("cannot read: ") + ex.what(), 0};
+    }
+  }
+  commit_digest_cache(batch);
+  if (cache) {
+    spdlog::debug("digest cache: {} read(s), {} write(s)", cache->stats().reads,
+                  cache->stats().writes);
+  }
+  seconds = seconds_since(t0);
+}
+
+}  // namespace
+
+int run_session_command(const SenderOptions& options, ProgressMode progress) {
+  const auto t0 = Clock::now();
+  SourceTree tree;
+  try {
+    tree = walk_sources(options.files, options.recursive, options.rename);
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return kExitUsage;
+  }
+  for (const auto& s : tree.skipped)
+    spdlog::warn("skipping '{}': {}", proto::escape_for_log(s.local_path), s.reason);
+  // One connection takes the files in walk order; several share them out largest first, so
+  // that no big file starts last.
+  if (options.parallel > 1) sort_largest_first(tree.files);
+
+  SessionPlan plan;
+  plan.algorithm = options.digest;
+  for (const auto& f : tree.files) plan.entries.push_back(planned(f, proto::EntryKind::File));
+  for (const auto& d : tree.directories)
+    plan.entries.push_back(planned(d, proto::EntryKind::Directory));
+  plan.results.resize(plan.entries.size());
+  if (plan.entries.empty()) {
+    spdlog::error("nothing to send: every PATH was skipped");
+    return kExitUsage;
+  }
+
+  SessionSummary summary;
+  summary.skipped = tree.skipped.size();
+  std::size_t from_cache = 0;
+  hash_files(options, plan, summary.hash_seconds, from_cache);
+  spdlog::info("{} files ({}) hashed in {:.2f}s, {} from the digest cache", tree.files.size(),
+               proto::format_size(tree.total_bytes), summary.hash_seconds, from_cache);
+  // Files that could not be read are not offered.
+  SessionPlan sendable;
+  sendable.algorithm = plan.algorithm;
+  std::vector<std::size_t> origin;
+  for (std::size_t i = 0; i < plan.entries.size(); ++i) {
+    if (plan.results[i].status != EntryResult::Status::NotSent) continue;
+    sendable.entries.push_back(plan.entries[i]);
+    origin.push_back(i);
+  }
+  sendable.results.resize(sendable.entries.size());
+
+  proto::SenderOutcome lead = proto::SenderOutcome::Success;
+  std::string secret;
+  if (!sendable.entries.empty()) {
+    SenderSettings settings{
+        options.name,    options.id, proto::kVersion2,          options.connect_timeout,
+        options.timeout, false,      options.inject_corruption, progress,
+        options.bwlimit};
+    SessionRun run(options, settings, sendable, share_out(sendable, options.parallel), progress);
+    const auto data_started = Clock::now();
+    lead = run.run();
+    summary.data_seconds = seconds_since(data_started);
+    summary.connect_seconds = run.connect_seconds();
+    summary.bytes = run.bytes();
+    secret = run.secret();
+    for (std::size_t j = 0; j < origin.size(); ++j) plan.results[origin[j]] = sendable.results[j];
+  }
+  if (lead == proto::SenderOutcome::VersionUnsupported) {
+    spdlog::error(
+        "the receiver speaks only protocol version 1, which carries one file per connection "
+        "and no directories: send the files one by one");
+    for (auto& r : plan.results)
+      if (r.status == EntryResult::Status::NotSent) r.outcome = lead;
+  }
+  summary.total_seconds = seconds_since(t0);
+  const int rc = summarize(plan, summary);
+  if (options.json) {
+    std::puts(to_json(plan, summary, rc, secret).c_str());
+  } else if (rc == kExitSuccess && !secret.empty()) {
+    std::fwrite(secret.data(), 1, secret.size(), stdout);
+    std::fputc('\n', stdout);
+  }
+  return rc;
+}
+
+}  // namespace rdmax::sender

@@ -1,0 +1,428 @@
+#include "sender/session_connection.hpp"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "common/error.hpp"
+#include "protocol/names.hpp"
+#include "protocol/secure_wipe.hpp"
+#include "protocol/sizes.hpp"
+
+namespace rdmax::sender {
+
+namespace {
+using Input = SenderInput;
+
+// As for one file (sender_connection.cpp): chunks in flight, and the largest slot rxe takes.
+constexpr std::uint32_t kMaxActiveSlots = 32;
+constexpr std::uint32_t kMaxSlotSize = 8u << 20;
+
+std::uint32_t keepalive_for(std::chrono::seconds timeout) {
+  const auto ms = static_cast<std::uint64_t>(timeout.count()) * 1000 / 3;
+  return static_cast<std::uint32_t>(
+      std::clamp<std::uint64_t>(ms, proto::kMinKeepaliveMs, proto::kMaxKeepaliveMs));
+}
+
+void read_fully(int fd, std::uint8_t* out, std::size_t length, std::uint64_t offset) {
+  while (length > 0) {
+    ssize_t n = ::pread(fd, out, length, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_sys("pread");
+    if (n == 0) throw std::runtime_error("the file shrank while it was being sent");
+    out += n;
+    length -= static_cast<std::size_t>(n);
+    offset += static_cast<std::uint64_t>(n);
+  }
+}
+
+std::string quoted(const std::string& path) {
+  return "'" + proto::escape_for_log(path) + "'";
+}
+}  // namespace
+
+const char* to_string(EntryResult::Status status) {
+  switch (status) {
+    case EntryResult::Status::NotSent:
+      return "not sent";
+    case EntryResult::Status::Good:
+      return "good";
+    case EntryResult::Status::Refused:
+      return "refused";
+    case EntryResult::Status::Failed:
+      return "failed";
+  }
+  return "?";
+}
+
+SessionConnection::SessionConnection(const SenderSettings& settings, SessionPlan& plan,
+                                     std::vector<std::uint32_t> entries, SenderCm& cm,
+                                     std::string peer_label)
+    : DriverCore(std::move(peer_label)),
+      settings_(settings),
+      plan_(plan),
+      entries_(std::move(entries)),
+      cm_(cm) {}
+
+SessionConnection::~SessionConnection() {
+  proto::secure_wipe(secret_.data(), secret_.size());
+}
+
+void SessionConnection::start() {
+  started_ = Clock::now();
+  expect("address resolution", settings_.connect_timeout);
+}
+
+void SessionConnection::on_address_resolved() {
+  guarded([&] { dispatch({Event::AddressResolved, {}}); });
+}
+void SessionConnection::on_route_resolved() {
+  guarded([&] { dispatch({Event::RouteResolved, {}}); });
+}
+void SessionConnection::on_established() {
+  guarded([&] { dispatch({Event::Established, {}}); });
+}
+void SessionConnection::on_connect_failed(const std::string& why) {
+  spdlog::error("[{}] {}", label(), why);
+  guarded([&] { dispatch({Event::ConnectFailed, {}}); });
+}
+void SessionConnection::on_cm_failure(const std::string& why) {
+  mark_transport_gone();
+  spdlog::error("[{}] {}", label(), why);
+  guarded([&] { dispatch({Event::TransportFailed, {}}); });
+}
+void SessionConnection::interrupt(int) {
+  guarded([&] {
+    dispatch(
+        {Event::Interrupted, Input::Abort{proto::ErrorCode::ShuttingDown, "sender interrupted"}});
+  });
+}
+void SessionConnection::tick(Clock::time_point now) {
+  on_tick(now);
+  // Chunks held by --bwlimit go when the bucket has refilled.
+  if (bwlimit_ != nullptr && state_ == State::InSession) guarded([&] { pump(); });
+}
+
+void SessionConnection::others_finished(std::uint32_t failures) {
+  if (!holding_) return;
+  holding_ = false;
+  others_failures_ = failures;
+  ledger_.allow_directories(true);
+  if (state_ == State::InSession) guarded([&] { pump(); });
+}
+
+std::uint32_t SessionConnection::failures() const {
+  std::uint32_t n = 0;
+  for (std::uint32_t index : entries_)
+    if (plan_.results[index].status != EntryResult::Status::Good) ++n;
+  return n;
+}
+
+void SessionConnection::dispatch(SenderInput input) {
+  dispatcher_.dispatch(std::move(input), [this](SenderInput& next) { step(next); });
+}
+
+void SessionConnection::step(SenderInput& input) {
+  const auto t = proto::sender_next(state_, input.event, {settings_.id.has_value(), true});
+  if (t.illegal) {
+    spdlog::error("[{}] protocol error: {} is not allowed in state {}", label(),
+                  proto::to_string(input.event), proto::to_string(state_));
+    input.data = Input::Abort{proto::ErrorCode::ProtocolViolation,
+                              std::string("unexpected ") + proto::to_string(input.event)};
+  }
+  spdlog::trace("[{}] {} --{}--> {}", label(), proto::to_string(state_),
+                proto::to_string(input.event), proto::to_string(t.next));
+  state_ = t.next;
+  if (t.outcome && !outcome_) outcome_ = t.outcome;
+  for (Action a : t.actions) perform(a, input);
+}
+
+void SessionConnection::perform(Action action, SenderInput& cause) {
+  switch (action) {
+    case Action::ResolveRoute:
+      expect("route resolution", settings_.connect_timeout);
+      cm_.resolve_route();
+      break;
+    case Action::Connect:
+      expect("the connection to be accepted", settings_.connect_timeout);
+      attach(cm_.connect());
+      set_version(proto::kVersion2);
+      break;
+    case Action::SendHello:
+      send_open();
+      break;
+    case Action::StartSession:
+      start_session(std::get<proto::Accept>(cause.data));
+      break;
+    case Action::SendMore:
+      pump();
+      break;
+    case Action::SendId:
+      expect("the answer to the id", settings_.timeout);
+      post(proto::Id{*settings_.id});
+      break;
+    case Action::KeepSecret:
+      keep_secret(cause, secret_);
+      break;
+    case Action::SendBye:
+      post(proto::Bye{});
+      break;
+    case Action::SendError:
+      post(error_to_send(cause));
+      break;
+    case Action::Disconnect:
+      begin_disconnect();
+      break;
+    case Action::Finish:
+      release_transport();
+      open_files_.clear();
+      // What this connection did not settle ends as the connection did.
+      for (std::uint32_t index : entries_)
+        if (plan_.results[index].status == EntryResult::Status::NotSent)
+          plan_.results[index].outcome = outcome();
+      break;
+    case Action::StartData:
+    case Action::SendDone:
+      // One-file actions (Sending, AwaitVerdict): never in a session.
+      throw std::logic_error(std::string("session driver asked to ") + proto::to_string(action));
+  }
+}
+
+void SessionConnection::send_open() {
+  connect_seconds_ = std::chrono::duration<double>(Clock::now() - started_).count();
+  spdlog::info("connected to {}", label());
+  expect("the receiver's answer to Open", settings_.timeout);
+  std::uint64_t total = 0;
+  for (std::uint32_t index : entries_) total += plan_.entries[index].size;
+  post(proto::Open{plan_.algorithm, keepalive_for(settings_.timeout), 0,
+                   static_cast<std::uint32_t>(entries_.size()), total});
+}
+
+void SessionConnection::start_session(const proto::Accept& accept) {
+  if (accept.slot_size > kMaxSlotSize) {
+    return violation("the receiver offers " + proto::format_size(accept.slot_size) +
+                     " slots, above the " + proto::format_size(kMaxSlotSize) +
+                     " this sender supports");
+  }
+  if (plan_.algorithm == proto::DigestAlgorithm::FsVeritySha256 &&
+      accept.slot_size % proto::kFsVerityBlockSize != 0) {
+    return violation("slot size not a multiple of 4096 with the fs-verity digest");
+  }
+  accept_ = accept;
+  std::vector<proto::SessionSendLedger::EntryPlan> plans;
+  plans.reserve(entries_.size());
+  for (std::uint32_t index : entries_)
+    plans.push_back({plan_.entries[index].kind, plan_.entries[index].size});
+  ledger_ = proto::SessionSendLedger(std::move(plans), accept, kMaxActiveSlots);
+  ledger_.allow_directories(!holding_);
+  staging_ = transport()->allocate(std::size_t{ledger_.active_slots()} * accept.slot_size);
+  staging_key_ = transport()->register_memory(staging_, Access::LocalRead);
+  expect("the receiver's answers", settings_.timeout);
+  pump();
+}
+
+InputFile& SessionConnection::input(std::uint32_t local) {
+  auto it = open_files_.find(local);
+  if (it == open_files_.end())
+    it = open_files_.emplace(local, InputFile(entry(local).local_path)).first;
+  return it->second;
+}
+
+void SessionConnection::pump() {
+  if (state_ != State::InSession) return;
+  while (auto local = ledger_.next_offer()) {
+    const PlannedEntry& e = entry(*local);
+    post(proto::Offer{*local, e.kind, static_cast<std::uint16_t>(e.mode & proto::kMaxMode), e.size,
+                      e.mtime_sec, e.mtime_nsec,
+                      e.kind == proto::EntryKind::File ? e.digest : Digest{}, e.remote_path});
+  }
+  // --bwlimit: a chunk goes only when the shared bucket holds its length (as for one
+  // file, so that the rate is never beaten); the run's 100 ms tick resumes held chunks.
+  while (auto length = ledger_.next_chunk_length()) {
+    if (bwlimit_ != nullptr) {
+      TokenBucket& bucket = bwlimit_->bucket(Clock::now());
+      if (!bucket.ready(*length, Clock::now())) break;
+      bucket.take(*length, Clock::now());
+    }
+    const auto chunk = ledger_.next_chunk();
+    std::uint8_t* buffer = staging_.data() + std::size_t{chunk->slot} * accept_.slot_size;
+    read_fully(input(chunk->entry).fd(), buffer, chunk->length, chunk->offset);
+    if (const auto at = settings_.inject_corruption;
+        at && *at >= chunk->offset && *at < chunk->offset + chunk->length) {
+      buffer[*at - chunk->offset] ^= 0xFF;
+      spdlog::warn("testing: corrupted the byte at offset {} of {}", *at,
+                   quoted(entry(chunk->entry).local_path));
+    }
+    transport()->write(*staging_key_, {buffer, chunk->length}, chunk->remote_addr, chunk->rkey);
+    post(proto::FileChunk{chunk->entry, chunk->slot, chunk->offset, chunk->length},
+         chunk->slot + 1);
+    result(chunk->entry).bytes += chunk->length;
+  }
+  while (auto local = ledger_.next_file_done()) {
+    open_files_.erase(*local);  // every chunk of it has been read and written
+    post(proto::FileDone{*local, entry(*local).size});
+  }
+  if (ledger_.all_settled() && !holding_ && !settled_signalled_) {
+    settled_signalled_ = true;
+    // The id is presented only when every entry of the command is good.
+    const bool good = failures_ == 0 && others_failures_ == 0;
+    dispatch({good ? Event::AllSettled : Event::AllSettledWithFailures, {}});
+  }
+}
+
+void SessionConnection::settle(std::uint32_t local, EntryResult settled) {
+  open_files_.erase(local);
+  if (settled.status != EntryResult::Status::Good) ++failures_;
+  settled.bytes = result(local).bytes;
+  result(local) = std::move(settled);
+}
+
+void SessionConnection::violation(std::string text) {
+  spdlog::error("[{}] {}", label(), text);
+  dispatch({Event::ProtocolViolation,
+            Input::Abort{proto::ErrorCode::ProtocolViolation, std::move(text)}});
+}
+
+void SessionConnection::on_sent(std::uint64_t tag) {
+  if (tag == 0) return;  // a control message
+  // The FileChunk's SEND completed, so the WRITE before it did too.
+  if (ledger_.completed(static_cast<std::uint32_t>(tag - 1)) == 0) return;
+  pump();
+}
+
+void SessionConnection::on_message(Inbound inbound) {
+  if (finished()) return;
+  auto* message = std::get_if<proto::Message>(&inbound.decoded);
+  // Before our Open reached it, the receiver writes in version 1 (PROTOCOL.md 7.1); a
+  // receiver that speaks only version 1 refuses the Open in version 1.
+  const bool early = inbound.version == proto::kVersion1 && state_ == State::AwaitAccept &&
+                     message != nullptr &&
+                     (std::holds_alternative<proto::Error>(*message) ||
+                      std::holds_alternative<proto::Reject>(*message));
+  if (inbound.version != version() && !early) {
+    return violation("a version-" + std::to_string(inbound.version) +
+                     " message from the receiver on a version-2 connection");
+  }
+  if (message == nullptr) {
+    const auto& failure = std::get<proto::DecodeFailure>(inbound.decoded);
+    return violation(std::string("malformed message from the receiver: ") +
+                     proto::to_string(failure.error) + " (" + failure.detail + ")");
+  }
+  if (state_ != State::Closing) expect(waiting_for(), settings_.timeout);
+  handle(*message);
+}
+
+void SessionConnection::handle(proto::Message& message) {
+  if (const auto* m = std::get_if<proto::Accept>(&message)) return dispatch({Event::GotAccept, *m});
+  if (const auto* m = std::get_if<proto::Reject>(&message)) {
+    if (m->reason == proto::RejectReason::UnsupportedVersion) {
+      spdlog::warn("[{}] the receiver does not speak protocol version 2{}{}", label(),
+                   m->text.empty() ? "" : ": ", proto::escape_for_log(m->text));
+      return dispatch({Event::GotRejectVersion, {}});
+    }
+    spdlog::error("[{}] the receiver refused the session: {}{}{}", label(),
+                  proto::to_string(m->reason), m->text.empty() ? "" : ": ",
+                  proto::escape_for_log(m->text));
+    return dispatch({Event::GotReject, {}});
+  }
+  const bool in_session = state_ == State::InSession;
+  if (const auto* m = std::get_if<proto::Credit>(&message)) {
+    if (in_session) {
+      if (auto error = ledger_.credit(*m))
+        return violation(std::string("bad credit: ") + proto::to_string(*error));
+    }
+    return dispatch({Event::GotCredit, {}});
+  }
+  if (const auto* m = std::get_if<proto::Take>(&message)) {
+    if (in_session) {
+      if (auto error = ledger_.taken(m->entry))
+        return violation(std::string("bad Take: ") + proto::to_string(*error));
+    }
+    return dispatch({Event::GotTake, {}});
+  }
+  if (const auto* m = std::get_if<proto::Refuse>(&message)) {
+    if (in_session) {
+      if (auto error = ledger_.settled(m->entry, false))
+        return violation(std::string("bad Refuse: ") + proto::to_string(*error));
+      const std::string detail = std::string(proto::to_string(m->reason)) +
+                                 (m->text.empty() ? "" : ": ") + proto::escape_for_log(m->text);
+      spdlog::error("{}: refused by the receiver ({})", quoted(entry(m->entry).local_path), detail);
+      settle(m->entry, {EntryResult::Status::Refused, proto::SenderOutcome::Rejected, detail, 0});
+    }
+    return dispatch({Event::GotRefuse, {}});
+  }
+  if (const auto* m = std::get_if<proto::FileVerdict>(&message)) {
+    if (in_session) {
+      const bool good = m->code == proto::VerdictCode::Good;
+      if (auto error = ledger_.settled(m->entry, good))
+        return violation(std::string("bad FileVerdict: ") + proto::to_string(*error));
+      if (good) {
+        spdlog::debug("{}: verified", quoted(entry(m->entry).local_path));
+        settle(m->entry, {EntryResult::Status::Good, proto::SenderOutcome::Success, "", 0});
+      } else {
+        const bool stored = m->code == proto::VerdictCode::StorageError;
+        spdlog::error("{}: verdict {}{}", quoted(entry(m->entry).local_path),
+                      proto::to_string(m->code),
+                      stored ? " (the receiver could not store it)" : "");
+        settle(m->entry,
+               {EntryResult::Status::Failed,
+                stored ? proto::SenderOutcome::ReceiverFailed : proto::SenderOutcome::HashMismatch,
+                proto::to_string(m->code), 0});
+      }
+    }
+    return dispatch({Event::GotFileVerdict, {}});
+  }
+  if (auto* m = std::get_if<proto::Secret>(&message)) {
+    SenderInput input{Event::GotSecret, proto::Secret{m->secret}};
+    proto::secure_wipe(m->secret.data(), m->secret.size());
+    return dispatch(std::move(input));
+  }
+  if (std::holds_alternative<proto::Denied>(message)) {
+    spdlog::error("[{}] the receiver denied the id", label());
+    return dispatch({Event::GotDenied, {}});
+  }
+  if (const auto* m = std::get_if<proto::Error>(&message)) {
+    spdlog::error("[{}] the receiver aborted: {}{}{}", label(), proto::to_string(m->code),
+                  m->text.empty() ? "" : ": ", proto::escape_for_log(m->text));
+    const bool gave_up =
+        m->code == proto::ErrorCode::Timeout || m->code == proto::ErrorCode::ShuttingDown;
+    return dispatch({gave_up ? Event::GotErrorGaveUp : Event::GotError, {}});
+  }
+  if (std::holds_alternative<proto::Working>(message)) return dispatch({Event::GotWorking, {}});
+  spdlog::error("[{}] unexpected {} from the receiver", label(),
+                proto::to_string(proto::type_of(message)));
+  dispatch({Event::GotUnexpected,
+            Input::Abort{proto::ErrorCode::ProtocolViolation, "unexpected message"}});
+}
+
+void SessionConnection::on_transport_failure(const std::string& why) {
+  if (state_ != State::Closing && !finished())
+    spdlog::error("[{}] RDMA {} (while waiting for {})", label(), why, waiting_for());
+  dispatch({Event::TransportFailed, {}});
+}
+
+void SessionConnection::on_peer_disconnected() {
+  if (finished()) return;
+  if (state_ != State::Closing) spdlog::error("[{}] the receiver disconnected", label());
+  dispatch({Event::Disconnected, {}});
+}
+
+void SessionConnection::on_timeout() {
+  if (finished()) return;
+  if (state_ == State::Closing) return dispatch({Event::Timeout, {}});
+  spdlog::error("[{}] timed out waiting for {}", label(), waiting_for());
+  dispatch({Event::Timeout, Input::Abort{proto::ErrorCode::Timeout, "sender timed out"}});
+}
+
+void SessionConnection::on_local_failure(const std::string&) {
+  dispatch({Event::LocalFailure, Input::Abort{proto::ErrorCode::Internal, "sender failure"}});
+}
+
+void SessionConnection::on_transport_lost(const std::string&) {
+  dispatch({Event::TransportFailed, {}});
+}
+
+}  // namespace rdmax::sender

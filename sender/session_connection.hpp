@@ -1,0 +1,135 @@
+#pragma once
+// One connection of a version-2 session from the sender's side (docs/PROTOCOL.md 7.5): the
+// pure state machine (protocol/sender_machine.hpp, InSession) driven through the shared
+// driver skeleton (common/connection/driver_core.hpp), the session's rules in the
+// SessionSendLedger, and a registered staging buffer the files' chunks are copied into.
+// It carries its share of the command's entries (sender/session_plan.hpp) and writes each
+// one's result back into the plan.
+//
+// Lifecycle: as SenderConnection: ResolvingAddress (the owner called resolve_addr) ...
+// Done; the owner feeds it CM events, completions, ticks and signals until finished().
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "common/connection/dispatcher.hpp"
+#include "common/connection/driver_core.hpp"
+#include "common/connection/transport.hpp"
+#include "common/input_file.hpp"
+#include "common/rate_limit.hpp"
+#include "protocol/sender_machine.hpp"
+#include "protocol/session_send_ledger.hpp"
+#include "protocol/wire.hpp"
+#include "sender/sender_connection.hpp"
+#include "sender/session_plan.hpp"
+
+namespace rdmax::sender {
+
+// --bwlimit for a whole command: one token bucket that every connection draws from. It
+// starts, empty, when the first chunk of the command is ready, so that connection set-up
+// and hashing do not fill it. The burst is one default slot (1 MiB) plus 200 ms at the rate:
+// a chunk the run's 100 ms tick resumes late loses none of the rate.
+class SharedBwlimit {
+ public:
+  explicit SharedBwlimit(std::uint64_t rate) : rate_(rate) {}
+  TokenBucket& bucket(std::chrono::steady_clock::time_point now) {
+    if (!bucket_) bucket_.emplace(rate_, (std::uint64_t{1} << 20) + rate_ / 5, now);
+    return *bucket_;
+  }
+
+ private:
+  std::uint64_t rate_;
+  std::optional<TokenBucket> bucket_;
+};
+
+class SessionConnection final : public DriverCore {
+ public:
+  // `entries` index into plan.entries: this connection's share, in the order to offer
+  // (directories last). The plan outlives the connection.
+  SessionConnection(const SenderSettings& settings, SessionPlan& plan,
+                    std::vector<std::uint32_t> entries, SenderCm& cm, std::string peer_label);
+  ~SessionConnection();
+
+  void start();
+  void on_address_resolved();
+  void on_route_resolved();
+  void on_established();
+  void on_connect_failed(const std::string& why);
+  void on_cm_failure(const std::string& why);
+  void interrupt(int signal);
+  void tick(Clock::time_point now);
+  // The lead of several connections holds its directories and its end (the Id) until the
+  // others are finished: then the run tells it how many of their entries failed.
+  void hold_for_others() { holding_ = true; }
+  void others_finished(std::uint32_t failures);
+  // --bwlimit: the command's one bucket, shared by its connections (owned by the run).
+  void share_bwlimit(SharedBwlimit* bwlimit) { bwlimit_ = bwlimit; }
+
+  bool finished() const { return state_ == proto::SenderState::Done; }
+  proto::SenderState state() const { return state_; }
+  proto::SenderOutcome outcome() const {
+    return outcome_.value_or(proto::SenderOutcome::ProtocolError);
+  }
+  const std::string& secret() const { return secret_; }
+  // Entries of this connection not Good (so far).
+  std::uint32_t failures() const;
+  std::uint64_t bytes_completed() const { return ledger_.bytes_completed(); }
+  double connect_seconds() const { return connect_seconds_; }
+
+ private:
+  using Event = proto::SenderEvent;
+  using Action = proto::SenderAction;
+  using State = proto::SenderState;
+
+  void dispatch(SenderInput input);
+  void step(SenderInput& input);
+  void perform(Action action, SenderInput& cause);
+
+  void on_message(Inbound inbound) override;
+  void on_sent(std::uint64_t tag) override;
+  void on_transport_failure(const std::string& why) override;
+  void on_peer_disconnected() override;
+  void on_timeout() override;
+  void on_local_failure(const std::string& what) override;
+  void on_transport_lost(const std::string& what) override;
+
+  void handle(proto::Message& message);
+  void send_open();
+  void start_session(const proto::Accept& accept);
+  void pump();
+  void settle(std::uint32_t local, EntryResult result);
+  void violation(std::string text);
+  PlannedEntry& entry(std::uint32_t local) { return plan_.entries[entries_[local]]; }
+  EntryResult& result(std::uint32_t local) { return plan_.results[entries_[local]]; }
+  InputFile& input(std::uint32_t local);
+
+  const SenderSettings& settings_;
+  SessionPlan& plan_;
+  std::vector<std::uint32_t> entries_;  // session entry number -> index into the plan
+  SenderCm& cm_;
+  State state_ = State::ResolvingAddress;
+  Dispatcher<SenderInput> dispatcher_;
+  std::optional<proto::SenderOutcome> outcome_;
+  std::string secret_;
+  Clock::time_point started_{};
+  double connect_seconds_ = 0;
+  std::uint32_t failures_ = 0;
+  bool settled_signalled_ = false;
+  bool holding_ = false;
+  std::uint32_t others_failures_ = 0;
+  SharedBwlimit* bwlimit_ = nullptr;
+
+  proto::Accept accept_{};
+  proto::SessionSendLedger ledger_;
+  std::map<std::uint32_t, InputFile> open_files_;  // taken files being read
+  std::span<std::uint8_t> staging_;                // the transport's allocation
+  std::optional<Registration> staging_key_;
+};
+
+}  // namespace rdmax::sender

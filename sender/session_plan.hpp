@@ -1,0 +1,50 @@
+#pragma once
+// What one rdma-send command sends in version-2 sessions, and what became of each entry:
+// filled in by main (the walk of the PATHs and the hashing pass), read by the session
+// connections, which write each entry's result back (sender/session_connection.hpp), and
+// reported by main at the end (summary line, --json, exit status).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/sha256.hpp"
+#include "protocol/sender_machine.hpp"
+#include "protocol/wire.hpp"
+
+namespace rdmax::sender {
+
+struct PlannedEntry {
+  proto::EntryKind kind = proto::EntryKind::File;
+  std::string local_path;
+  std::string remote_path;  // relative to the receiver's directory
+  std::uint64_t size = 0;
+  std::uint32_t mode = 0;  // permission bits
+  std::int64_t mtime_sec = 0;
+  std::uint32_t mtime_nsec = 0;
+  Digest digest{};  // files: by the plan's algorithm
+};
+
+struct EntryResult {
+  enum class Status : std::uint8_t {
+    NotSent,  // the connection ended before the entry was settled
+    Good,     // verified (a file) or made (a directory) by the receiver
+    Refused,  // the receiver refused it (name, existing file, size, space)
+    Failed,   // the receiver's verdict was not Good
+  };
+  Status status = Status::NotSent;
+  // Why it is not Good, as the outcome a one-file run would have had (its exit status).
+  proto::SenderOutcome outcome = proto::SenderOutcome::ConnectionLost;
+  std::string detail;       // the refusal's reason and text, or the verdict
+  std::uint64_t bytes = 0;  // bytes written for it
+};
+
+struct SessionPlan {
+  proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::FsVeritySha256;
+  std::vector<PlannedEntry> entries;
+  std::vector<EntryResult> results;  // one per entry
+};
+
+const char* to_string(EntryResult::Status status);
+
+}  // namespace rdmax::sender

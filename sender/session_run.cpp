@@ -1,0 +1,231 @@
+#include "sender/session_run.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "common/error_hints.hpp"
+#include "common/rdma/devices.hpp"
+
+namespace rdmax::sender {
+
+namespace {
+enum Tag : std::uint64_t { kTagCm = 1, kTagSignal = 2, kTagTimer = 3, kTagFirstLink = 16 };
+
+// A session receives a Take (or Refuse) and a FileVerdict per entry in flight besides the
+// Credits (docs/PROTOCOL.md 7.5), and sends an Offer and a FileDone per entry besides the
+// FileChunks.
+constexpr std::uint32_t kRecvDepth = proto::kMaxSlotCount + 2 * proto::kMaxEntriesInFlight + 16;
+constexpr std::uint32_t kSendDepth = 32 + 2 * proto::kMaxEntriesInFlight + 8;
+constexpr std::uint32_t kWriteDepth = 32 + 8;
+
+std::chrono::milliseconds ms(std::chrono::seconds s) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(s);
+}
+}  // namespace
+
+// One connection: its cm_id (until its transport takes it), transport and driver.
+struct SessionRun::Link final : SenderCm {
+  SessionRun& run;
+  std::size_t index;
+  std::optional<std::string> device;  // -d: the device it must use
+  std::optional<std::string> source;  // and the address it connects from
+  std::optional<CmId> id;
+  rdma_cm_id* raw = nullptr;
+  std::unique_ptr<RdmaTransport> transport;
+  std::unique_ptr<SessionConnection> driver;
+
+  Link(SessionRun& r, std::size_t i) : run(r), index(i) {}
+  void resolve_route() override { id->resolve_route(ms(run.options_.connect_timeout)); }
+  Transport& connect() override {
+    transport = std::make_unique<RdmaTransport>(
+        std::move(*id), RdmaTransport::Depths{kRecvDepth, kSendDepth, kWriteDepth});
+    id.reset();
+    run.epoll_.add(transport->completion_fd(), EPOLLIN, kTagFirstLink + index);
+    transport->connect();
+    return *transport;
+  }
+};
+
+SessionRun::SessionRun(const SenderOptions& options, const SenderSettings& settings,
+                       SessionPlan& plan, std::vector<std::vector<std::uint32_t>> shares,
+                       ProgressMode progress)
+    : options_(options), plan_(plan) {
+  for (const auto& e : plan_.entries) {
+    total_bytes_ += e.size;
+    if (e.kind == proto::EntryKind::File) ++total_files_;
+  }
+  channel_.set_nonblocking();
+  epoll_.add(channel_.fd(), EPOLLIN, kTagCm);
+  epoll_.add(signals_.fd(), EPOLLIN, kTagSignal);
+  epoll_.add(timer_.fd(), EPOLLIN, kTagTimer);
+  timer_.arm_periodic(std::chrono::milliseconds(100));
+  settings_.assign(shares.size(), settings);
+  for (std::size_t i = 1; i < settings_.size(); ++i) settings_[i].id.reset();  // the lead's
+  const std::string peer = options.host + ":" + std::to_string(options.port);
+  for (std::size_t i = 0; i < shares.size(); ++i) {
+    auto link = std::make_unique<Link>(*this, i);
+    if (!options.devices.empty()) {
+      link->device = options.devices[i % options.devices.size()];
+      // Connecting from the device's own address makes rdma_cm route through it.
+      if (options.devices.size() > 1) link->source = first_ipv4_address(*link->device);
+    }
+    link->id.emplace(channel_);
+    link->raw = link->id->get();
+    link->driver = std::make_unique<SessionConnection>(
+        settings_[i], plan_, std::move(shares[i]), *link,
+        shares.size() > 1 ? peer + "#" + std::to_string(i + 1) : peer);
+    if (i == 0 && shares.size() > 1) link->driver->hold_for_others();
+    links_.push_back(std::move(link));
+  }
+  if (settings.bwlimit) {
+    bwlimit_.emplace(*settings.bwlimit);
+    for (auto& link : links_) link->driver->share_bwlimit(&*bwlimit_);
+  }
+  if (progress != ProgressMode::Off) {
+    progress_.emplace(progress, "sending", total_bytes_);
+    progress_->set_files(0, total_files_);
+  }
+}
+
+SessionRun::~SessionRun() = default;
+
+proto::SenderOutcome SessionRun::run() {
+  for (auto& link : links_) {
+    link->driver->start();
+    try {
+      link->id->resolve_addr(options_.host.c_str(), options_.port, ms(options_.connect_timeout),
+                             link->source ? link->source->c_str() : nullptr);
+    } catch (const std::exception& e) {
+      spdlog::error("{}", e.what());
+      link->driver->on_connect_failed(e.what());
+    }
+  }
+  update_lead();
+  epoll_event events[16];
+  auto all_finished = [&] {
+    return std::all_of(links_.begin(), links_.end(),
+                       [](const auto& l) { return l->driver->finished(); });
+  };
+  while (!all_finished()) {
+    const int n = epoll_.wait(events, 1000);
+    for (int i = 0; i < n; ++i) {
+      const std::uint64_t tag = events[i].data.u64;
+      if (tag == kTagCm) {
+        on_cm_events();
+      } else if (tag == kTagSignal) {
+        if (auto sig = signals_.read_signal()) {
+          spdlog::warn("interrupted by signal {}", *sig);
+          for (auto& link : links_) link->driver->interrupt(*sig);
+        }
+      } else if (tag == kTagTimer) {
+        (void)timer_.read_expirations();
+        on_tick();
+      } else if (tag >= kTagFirstLink && tag - kTagFirstLink < links_.size()) {
+        links_[tag - kTagFirstLink]->driver->poll();
+      }
+    }
+    update_lead();
+  }
+  if (progress_) {
+    progress_->set_files(files_settled(), total_files_);
+    if (bytes() == total_bytes_)
+      progress_->finish();
+    else
+      progress_->abandon();
+  }
+  return links_.front()->driver->outcome();
+}
+
+void SessionRun::update_lead() {
+  // The lead's directories and its end wait for every other connection.
+  std::uint32_t failures = 0;
+  for (std::size_t i = 1; i < links_.size(); ++i) {
+    if (!links_[i]->driver->finished()) return;
+    failures += links_[i]->driver->failures();
+  }
+  links_.front()->driver->others_finished(failures);
+}
+
+void SessionRun::on_tick() {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& link : links_) link->driver->tick(now);
+  if (progress_) {
+    progress_->set_files(files_settled(), total_files_);
+    progress_->update(bytes());
+  }
+}
+
+std::size_t SessionRun::files_settled() const {
+  std::size_t settled = 0;
+  for (std::size_t i = 0; i < plan_.entries.size(); ++i) {
+    if (plan_.entries[i].kind == proto::EntryKind::File &&
+        plan_.results[i].status != EntryResult::Status::NotSent)
+      ++settled;
+  }
+  return settled;
+}
+
+void SessionRun::on_cm_events() {
+  while (auto event = channel_.try_get()) {
+    const rdma_cm_event_type type = event->type();
+    const int status = event->status();
+    rdma_cm_id* const id = event->id();
+    event->ack();  // before anything that might destroy the id
+    spdlog::debug("cm event {} (status {})", rdma_event_str(type), status);
+    auto it =
+        std::find_if(links_.begin(), links_.end(), [&](const auto& l) { return l->raw == id; });
+    if (it == links_.end()) continue;
+    Link& link = **it;
+    SessionConnection& driver = *link.driver;
+    switch (type) {
+      case RDMA_CM_EVENT_ADDR_RESOLVED:
+        driver.on_address_resolved();
+        break;
+      case RDMA_CM_EVENT_ROUTE_RESOLVED:
+        try {
+          require_device(link.id->verbs(), link.device);
+        } catch (const std::exception& e) {
+          driver.on_connect_failed(e.what());
+          break;
+        }
+        driver.on_route_resolved();
+        break;
+      case RDMA_CM_EVENT_ESTABLISHED:
+        driver.on_established();
+        break;
+      case RDMA_CM_EVENT_REJECTED:
+      case RDMA_CM_EVENT_ADDR_ERROR:
+      case RDMA_CM_EVENT_ROUTE_ERROR:
+      case RDMA_CM_EVENT_UNREACHABLE:
+      case RDMA_CM_EVENT_CONNECT_ERROR:
+        driver.on_connect_failed(
+            connect_failure_message(type, status, options_.host, options_.port));
+        break;
+      case RDMA_CM_EVENT_DISCONNECTED:
+        driver.on_disconnected();
+        break;
+      case RDMA_CM_EVENT_DEVICE_REMOVAL:
+        driver.on_cm_failure("the RDMA device was removed");
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+const std::string& SessionRun::secret() const {
+  return links_.front()->driver->secret();
+}
+
+double SessionRun::connect_seconds() const {
+  return links_.front()->driver->connect_seconds();
+}
+
+std::uint64_t SessionRun::bytes() const {
+  std::uint64_t sum = 0;
+  for (const auto& link : links_) sum += link->driver->bytes_completed();
+  return sum;
+}
+
+}  // namespace rdmax::sender

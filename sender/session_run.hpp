@@ -1,0 +1,64 @@
+#pragma once
+// rdma-send's loop for version-2 sessions: one epoll loop over one CM event channel, every
+// connection's completion fd, signals and a timer, driving N SessionConnections at once
+// (-P/--parallel, on one device or several: -d DEV1,DEV2). The first connection is the
+// lead: it carries the directories, which it offers only once the files of every
+// connection are settled (so that their times stick), and the id, which it presents only
+// when every entry of the command is good. The others say Bye after their last entry.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/epoll.hpp"
+#include "common/progress_bar.hpp"
+#include "common/rate_limit.hpp"
+#include "common/rdma/cm_id.hpp"
+#include "common/rdma/event_channel.hpp"
+#include "common/rdma/rdma_transport.hpp"
+#include "common/signal_fd.hpp"
+#include "common/timer_fd.hpp"
+#include "sender/options.hpp"
+#include "sender/session_connection.hpp"
+#include "sender/session_plan.hpp"
+
+namespace rdmax::sender {
+
+class SessionRun {
+ public:
+  // shares[i]: the plan's entries for connection i (the lead's directories last).
+  SessionRun(const SenderOptions& options, const SenderSettings& settings, SessionPlan& plan,
+             std::vector<std::vector<std::uint32_t>> shares, ProgressMode progress);
+  ~SessionRun();
+  // Runs every connection to its end. Returns the lead's outcome: VersionUnsupported when
+  // the receiver speaks only version 1 (nothing was sent), else what the entries' results
+  // say.
+  proto::SenderOutcome run();
+  const std::string& secret() const;
+  double connect_seconds() const;
+  std::uint64_t bytes() const;
+
+ private:
+  struct Link;
+  void on_cm_events();
+  void on_tick();
+  void update_lead();
+  // Files whose entry is settled (good, refused or failed), for the progress bar.
+  std::size_t files_settled() const;
+
+  const SenderOptions& options_;
+  SessionPlan& plan_;
+  std::uint64_t total_bytes_ = 0;
+  std::size_t total_files_ = 0;
+  Epoll epoll_;
+  SignalFd signals_;
+  TimerFd timer_;
+  std::vector<SenderSettings> settings_;  // per link (only the lead has the id)
+  EventChannel channel_;
+  std::vector<std::unique_ptr<Link>> links_;  // after the channel: destroyed before it
+  std::optional<ProgressBar> progress_;
+  std::optional<SharedBwlimit> bwlimit_;  // --bwlimit, shared by every connection
+};
+
+}  // namespace rdmax::sender

@@ -1,0 +1,115 @@
+#pragma once
+// fuzz_session_ledgers: the input read as a setup (the entries, the slot grid, the
+// sender's limit, an Open that may lie) and as operations' arguments.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "protocol/session_receive_ledger.hpp"
+#include "protocol/session_send_ledger.hpp"
+#include "protocol/wire.hpp"
+#include "tests/fuzz/fuzz_check.hpp"
+
+namespace rdmax::fuzz {
+
+using namespace rdmax::proto;
+using RState = SessionReceiveLedger::EntryState;
+using SState = SessionSendLedger::EntryState;
+using SlotState = SessionReceiveLedger::SlotState;
+
+class Input {
+ public:
+  explicit Input(std::span<const std::uint8_t> bytes) : bytes_(bytes) {}
+  bool empty() const { return bytes_.empty(); }
+  std::uint8_t u8() {
+    if (bytes_.empty()) return 0;
+    const std::uint8_t b = bytes_[0];
+    bytes_ = bytes_.subspan(1);
+    return b;
+  }
+  std::uint64_t little_endian(int size) {
+    std::uint64_t v = 0;
+    for (int i = 0; i < size; ++i) v |= std::uint64_t{u8()} << (8 * i);
+    return v;
+  }
+  std::uint16_t u16() { return static_cast<std::uint16_t>(little_endian(2)); }
+  std::uint32_t u32() { return static_cast<std::uint32_t>(little_endian(4)); }
+  std::uint64_t u64() { return little_endian(8); }
+  // Mostly a small number (a real entry or slot), sometimes any value.
+  std::uint32_t small() {
+    const std::uint8_t b = u8();
+    return b < 0xF0 ? b % 48U : u32();
+  }
+
+ private:
+  std::span<const std::uint8_t> bytes_;
+};
+
+struct Setup {
+  std::vector<SessionSendLedger::EntryPlan> entries;
+  Open open;
+  Accept accept;
+  std::uint32_t max_active = 0;
+  bool honest = true;  // the Open tells the truth
+};
+
+inline Setup read_setup(Input& in) {
+  Setup s;
+  const std::uint32_t n = 1 + in.u8() % 40U;  // beyond kMaxEntriesInFlight on purpose
+  std::uint64_t total = 0;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const std::uint8_t b = in.u8();
+    SessionSendLedger::EntryPlan p;
+    if (b & 0x80) {
+      p.kind = EntryKind::Directory;
+    } else {
+      switch (b % 4) {
+        case 0:
+          p.size = in.u8();
+          break;
+        case 1:
+          p.size = in.u16();
+          break;
+        case 2:
+          p.size = 0;
+          break;
+        default:
+          p.size = in.u32();  // many chunks with a small slot
+      }
+    }
+    total += p.size;
+    s.entries.push_back(p);
+  }
+  const std::uint8_t slot = in.u8();
+  s.accept.slot_size = slot >= 0xF0 ? kMinSlotSize : 1 + slot % 16U;
+  const std::uint8_t count = in.u8();
+  s.accept.slot_count = count >= 0xF0 ? kMaxSlotCount : 1 + count % 8U;
+  s.accept.region_addr = std::uint64_t{in.u32()} << 12;
+  s.max_active = in.u8() % 10U;
+  s.open.entry_count = n;
+  s.open.total_bytes = total;
+  switch (in.u8() % 8) {  // an Open that lies about the session
+    case 0:
+      s.open.total_bytes = in.u64();
+      s.honest = false;
+      break;
+    case 1:
+      s.open.entry_count = 1 + in.u8();
+      s.honest = false;
+      break;
+    default:
+      break;
+  }
+  return s;
+}
+
+}  // namespace rdmax::fuzz

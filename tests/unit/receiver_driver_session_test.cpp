@@ -1,0 +1,203 @@
+// The receiver's side of a version-2 session (docs/PROTOCOL.md 7.5), driven message by
+// message through the fake transport: what it answers to each entry, what it writes to
+// disk (and where), and how the session goes on past a refused or failed entry.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "receiver_driver_rig.hpp"
+
+namespace rdmax::test::receiver_rig {
+namespace {
+
+using V = proto::VerdictCode;
+using R = proto::RejectReason;
+
+std::size_t entries_in(const std::filesystem::path& dir) {
+  return static_cast<std::size_t>(std::distance(std::filesystem::recursive_directory_iterator(dir),
+                                                std::filesystem::recursive_directory_iterator()));
+}
+
+TEST(ReceiverSession, TwoFilesAreTakenStoredAndCommittedWithTheirModeAndTime) {
+  Rig r;
+  r.entries[1].path = "d/b.bin";  // its directory is made on the way
+  r.in_session();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  EXPECT_EQ(r.accept().slot_count, 2u);
+  r.peer(r.offer(0));
+  r.peer(r.offer(1));
+  ASSERT_TRUE(r.settle_until_sent(T::Take, 2));
+  const auto takes = r.h.transport.sent_of<proto::Take>();
+  EXPECT_EQ(takes[0].entry + takes[1].entry, 1u);  // one each, in either order
+  // The files' chunks interleave in the shared window.
+  ASSERT_TRUE(r.file_chunk(0, 0, kSlot, 0));
+  ASSERT_TRUE(r.file_chunk(1, 0, 100, 1));
+  ASSERT_TRUE(r.settle_until_sent(T::Credit, 4));  // both back: entry 0 has bytes to come
+  r.file_done(1);
+  ASSERT_TRUE(r.file_chunk(0, kSlot, kSlot, 0));
+  ASSERT_TRUE(r.settle_idle());
+  r.file_done(0);
+  ASSERT_TRUE(r.settle_until_sent(T::FileVerdict, 2));
+  EXPECT_EQ(r.sent_count<proto::Credit>(), 4u);  // nothing more to receive: no credit
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    SCOPED_TRACE(i);
+    const auto verdict = r.verdict_of(i);
+    ASSERT_TRUE(verdict.has_value());
+    EXPECT_EQ(verdict->code, V::Good);
+    EXPECT_EQ(verdict->received_digest, sha256_of(r.entries[i].bytes));
+    r.expect_entry_final(i);
+  }
+  EXPECT_EQ(open_files_under(r.h.dir.path()), 0u);
+  EXPECT_EQ(entries_in(r.h.dir.path()), 3u);  // a.bin, d, d/b.bin
+  EXPECT_EQ(r.h.state(), S::InSession);
+  r.peer(proto::Bye{});
+  EXPECT_EQ(r.h.state(), S::Closing);
+  EXPECT_TRUE(r.h.transport.sent_of<proto::Error>().empty());
+}
+
+TEST(ReceiverSession, BadPathsAreRefusedNothingIsWrittenOutsideAndTheSessionGoesOn) {
+  Rig r;
+  const auto outside = r.h.dir.path().parent_path() / "x";
+  const bool was_outside = std::filesystem::exists(outside);
+  const std::vector<std::string> bad{"../x", "/abs", "a//b", "a/./b", "a/"};
+  std::vector<SessionFile> entries;
+  for (const auto& path : bad) entries.push_back({path, random_bytes(10, 3), 0644, 0, 0});
+  entries.push_back({"ok.bin", random_bytes(10, 4), 0644, 1600000000, 0});
+  r.entries = entries;
+  r.in_session();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  for (std::uint32_t i = 0; i < bad.size(); ++i) {
+    SCOPED_TRACE(bad[i]);
+    const std::size_t sent = r.h.transport.sent.size();
+    r.peer(r.offer(i));
+    // Refused at once, before anything is created; the session goes on.
+    EXPECT_EQ(describe_sent(r.h.transport, sent, {refuse(R::BadName)}),
+              describe({refuse(R::BadName)}));
+    EXPECT_EQ(r.h.transport.sent_of<proto::Refuse>().back().entry, i);
+    EXPECT_EQ(r.h.state(), S::InSession);
+  }
+  const auto last = static_cast<std::uint32_t>(bad.size());
+  r.peer(r.offer(last));
+  ASSERT_TRUE(r.settle_until_sent(T::Take));
+  ASSERT_TRUE(r.file_chunk(last, 0, 10, 0));
+  ASSERT_TRUE(r.settle_idle());
+  r.file_done(last);
+  ASSERT_TRUE(r.settle_until_sent(T::FileVerdict));
+  EXPECT_EQ(r.verdict_of(last).value().code, V::Good);
+  r.expect_entry_final(last);
+  EXPECT_EQ(entries_in(r.h.dir.path()), 1u);  // ok.bin, and nothing else
+  EXPECT_EQ(std::filesystem::exists(outside), was_outside);
+  EXPECT_FALSE(std::filesystem::exists("/abs"));
+  // Every entry settled, some refused: no secret for this session, but Bye is fine.
+  const std::size_t sent = r.h.transport.sent.size();
+  r.peer(proto::Id{"alice"});
+  EXPECT_EQ(describe_sent(r.h.transport, sent, {error(ErrorCode::ProtocolViolation)}),
+            describe({error(ErrorCode::ProtocolViolation)}));
+  EXPECT_TRUE(r.h.transport.sent_of<proto::Secret>().empty());
+}
+
+TEST(ReceiverSession, ByeAfterARefusalEndsTheSessionCleanly) {
+  Rig r;
+  r.entries.resize(1);
+  std::ofstream(r.h.dir.path() / "a.bin") << "taken";
+  r.in_session();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.peer(r.offer(0));
+  ASSERT_TRUE(r.settle_until_sent(T::Refuse));
+  EXPECT_EQ(r.h.transport.sent_of<proto::Refuse>().at(0).reason, R::Exists);
+  EXPECT_EQ(read_file(r.h.dir.path() / "a.bin"), "taken");
+  const std::size_t sent = r.h.transport.sent.size();
+  r.peer(proto::Bye{});
+  EXPECT_EQ(r.h.state(), S::Closing);
+  EXPECT_EQ(r.h.transport.sent.size(), sent);
+}
+
+TEST(ReceiverSession, MoreThanSixteenUnsettledEntriesIsAViolation) {
+  Rig r;
+  r.entries.clear();
+  for (int i = 0; i <= 16; ++i)
+    r.entries.push_back({"f" + std::to_string(i), random_bytes(1, 5), 0644, 0, 0});
+  r.in_session();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_TRUE(r.gate.hold());  // the files stay unsettled: their creation waits at the gate
+  for (std::uint32_t i = 0; i < proto::kMaxEntriesInFlight; ++i) r.peer(r.offer(i));
+  EXPECT_EQ(r.h.state(), S::InSession);
+  EXPECT_TRUE(r.h.transport.sent_of<proto::Error>().empty());
+  r.peer(r.offer(proto::kMaxEntriesInFlight));
+  EXPECT_EQ(r.h.state(), S::Closing);
+  ASSERT_EQ(r.h.transport.sent_of<proto::Error>().size(), 1u);
+  EXPECT_EQ(r.h.transport.sent_of<proto::Error>()[0].code, ErrorCode::ProtocolViolation);
+  r.gate.open_all();
+  ASSERT_TRUE(r.settle_idle());
+  EXPECT_EQ(entries_in(r.h.dir.path()), 0u);  // every temporary removed
+  EXPECT_EQ(open_files_under(r.h.dir.path()), 0u);
+}
+
+// PROTOCOL.md 7.5, "A file that fails early": its FileVerdict(StorageError) goes at once;
+// the FileChunks and the FileDone the sender sent before it saw it are dropped, their slots
+// credited back, and the session goes on.
+TEST(ReceiverSession, AFileWhoseWriteFailsIsSettledAtOnceAndTheSessionGoesOn) {
+  Rig r;
+  r.entries[0].bytes = random_bytes(3 * kSlot, 31);
+  r.in_session();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.peer(r.offer(0));
+  ASSERT_TRUE(r.settle_until_sent(T::Take));
+  ASSERT_TRUE(r.file_chunk(0, 0, kSlot, 0));
+  ASSERT_TRUE(r.settle_idle());
+  {
+    ASSERT_TRUE(r.gate.hold());
+    ASSERT_TRUE(r.file_chunk(0, kSlot, kSlot, 1));  // its write fails: the disk is full
+    FileSizeLimit limit(kSlot);
+    r.gate.add();
+    r.gate.open_next();
+    ASSERT_TRUE(r.gate.reached(2));
+  }
+  r.gate.open_all();
+  ASSERT_TRUE(r.settle_until_sent(T::FileVerdict));
+  EXPECT_EQ(r.verdict_of(0).value().code, V::StorageError);
+  ASSERT_TRUE(r.settle_idle());
+  EXPECT_EQ(open_files_under(r.h.dir.path()), 0u);  // its temporary is gone
+  EXPECT_FALSE(std::filesystem::exists(r.h.dir.path() / "a.bin"));
+  // The sender's last chunk and FileDone were on their way: dropped, the slot comes back.
+  const std::size_t credits = r.sent_count<proto::Credit>();
+  ASSERT_TRUE(r.file_chunk(0, 2 * kSlot, kSlot, 0));
+  r.file_done(0);
+  ASSERT_TRUE(r.settle_until_sent(T::Credit, credits + 1));
+  EXPECT_EQ(r.h.state(), S::InSession);
+  EXPECT_TRUE(r.h.transport.sent_of<proto::Error>().empty());
+  // The next entry goes through.
+  r.peer(r.offer(1));
+  ASSERT_TRUE(r.settle_until_sent(T::Take, 2));
+  ASSERT_TRUE(r.file_chunk(1, 0, 100, 0));
+  ASSERT_TRUE(r.settle_idle());
+  r.file_done(1);
+  ASSERT_TRUE(r.settle_until_sent(T::FileVerdict, 2));
+  EXPECT_EQ(r.verdict_of(1).value().code, V::Good);
+  r.expect_entry_final(1);
+}
+
+// A version-1 Chunk carries no entry: in a session it is the peer's protocol violation,
+// not a failure of ours.
+TEST(ReceiverSession, AVersionOneChunkInASessionIsTheSendersViolation) {
+  Rig r;
+  r.entry_taken();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  const std::size_t sent = r.h.transport.sent.size();
+  r.peer(proto::Chunk{0, kSlot, 0});
+  r.check({S::Closing, {error(ErrorCode::ProtocolViolation)}, File::None, End::Disconnects}, sent);
+}
+
+TEST(ReceiverSession, NoDeadlineWhileAnEntryIsBeingCreated) {
+  Rig r;
+  r.entry_offered();  // the create job's result is not taken yet
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  const std::size_t sent = r.h.transport.sent.size();
+  r.tick_late();
+  EXPECT_EQ(r.h.state(), S::InSession);
+  EXPECT_EQ(r.h.transport.sent.size(), sent);
+}
+
+}  // namespace
+}  // namespace rdmax::test::receiver_rig

@@ -1,0 +1,131 @@
+// The sender's session driver (sender/session_connection.hpp), driven message by message
+// through the fake transport: what it offers and when, how it answers Take, Refuse and
+// FileVerdict, what each entry's result becomes, and how the session ends
+// (docs/PROTOCOL.md 7.5).
+
+#include <gtest/gtest.h>
+
+#include "sender_session_rig.hpp"
+
+namespace rdmax::test::sender_rig {
+namespace {
+
+// Offers sent and not yet answered by a Refuse or a FileVerdict.
+std::size_t unsettled(const SessionRig& r, std::size_t settled) {
+  return r.offers().size() - settled;
+}
+
+TEST(SenderSession, NeverMoreThanSixteenEntriesAreOutstanding) {
+  SessionRig r;
+  r.h.plan.entries.clear();
+  r.h.plan.results.clear();
+  r.h.contents.clear();
+  constexpr std::uint32_t kFiles = 40;
+  for (std::uint32_t i = 0; i < kFiles; ++i) r.h.add_file("f" + std::to_string(i), {});
+  r.in_session();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_EQ(r.offers().size(), proto::kMaxEntriesInFlight);
+  // Settle them one by one, the ways they can be: each settled entry lets one more out, and
+  // never more than 16 are outstanding.
+  std::size_t settled = 0;
+  for (std::uint32_t i = 0; i < kFiles; ++i) {
+    SCOPED_TRACE(i);
+    if (i % 2 == 0) {
+      r.h.receive(proto::Refuse{i, proto::RejectReason::Exists, ""});
+    } else {
+      r.h.receive(proto::Take{i});  // an empty file: its FileDone follows its Take
+      ASSERT_EQ(r.file_dones().back().entry, i);
+      r.h.receive(proto::FileVerdict{i, VerdictCode::Good, {}});
+    }
+    ++settled;
+    EXPECT_LE(unsettled(r, settled), proto::kMaxEntriesInFlight);
+    EXPECT_EQ(r.offers().size(), std::min<std::size_t>(kFiles, settled + 16));
+    EXPECT_EQ(r.offers().back().entry, r.offers().size() - 1);
+  }
+  EXPECT_EQ(r.h.state(), S::Closing);
+  EXPECT_EQ(r.h.driver->outcome(), O::SomeFailed);
+  EXPECT_EQ(r.h.driver->failures(), kFiles / 2);
+}
+
+// Refused, failed, good: each entry's result is its own, the session ends with Bye and
+// SomeFailed, and no Id is presented after a failure.
+TEST(SenderSession, EveryEntrysResultIsRecordedAndFailuresEndInSomeFailed) {
+  SessionRig r;
+  r.h.settings.id = "alice";
+  r.h.add_file("c.bin", random_bytes(10, 23));
+  r.credited();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_EQ(r.offers().size(), 3u);
+  r.h.receive(proto::Refuse{0, proto::RejectReason::TooLarge, "larger than 1 KiB"});
+  r.h.receive(proto::Take{1});
+  r.h.receive(proto::Take{2});
+  ASSERT_EQ(r.chunks().size(), 2u);  // entries 1 and 2, one slot each
+  EXPECT_EQ(r.chunks()[0].entry, 1u);
+  EXPECT_EQ(r.chunks()[1].entry, 2u);
+  EXPECT_EQ(r.h.transport.writes[0].bytes, r.h.contents[1]);
+  EXPECT_EQ(r.h.transport.writes[1].bytes, r.h.contents[2]);
+  r.h.complete_sends();
+  ASSERT_EQ(r.file_dones().size(), 2u);
+  EXPECT_EQ(r.file_dones()[0], (proto::FileDone{1, 100}));
+  r.h.receive(proto::FileVerdict{1, VerdictCode::StorageError, {}});
+  EXPECT_EQ(r.h.state(), S::InSession);
+  const std::size_t sent = r.h.transport.sent.size();
+  r.h.receive(proto::FileVerdict{2, VerdictCode::Good, {}});
+  EXPECT_EQ(describe_sent(r.h.transport, sent, {{T::Bye}}), "Bye");
+  EXPECT_TRUE(r.h.transport.sent_of<proto::Id>().empty());
+  EXPECT_EQ(r.h.driver->outcome(), O::SomeFailed);
+  EXPECT_EQ(r.h.status(0), Status::Refused);
+  EXPECT_EQ(r.h.plan.results[0].outcome, O::Rejected);
+  EXPECT_NE(r.h.plan.results[0].detail.find("larger than 1 KiB"), std::string::npos);
+  EXPECT_EQ(r.h.status(1), Status::Failed);
+  EXPECT_EQ(r.h.plan.results[1].outcome, O::ReceiverFailed);
+  EXPECT_EQ(r.h.plan.results[1].bytes, 100u);
+  EXPECT_EQ(r.h.status(2), Status::Good);
+  EXPECT_EQ(r.h.driver->failures(), 2u);
+  r.h.complete_sends();
+  EXPECT_TRUE(r.h.transport.disconnected);
+  r.h.driver->on_disconnected();
+  EXPECT_TRUE(r.h.driver->finished());
+  EXPECT_EQ(r.h.driver->outcome(), O::SomeFailed);
+}
+
+// A directory is offered only once every file is settled, so that its time sticks.
+TEST(SenderSession, DirectoriesAreOfferedAfterTheFiles) {
+  SessionRig r;
+  r.h.add_directory("d");
+  r.credited();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_EQ(r.offers().size(), 2u);  // the files only
+  r.h.receive(proto::Refuse{0, proto::RejectReason::Exists, ""});
+  EXPECT_EQ(r.offers().size(), 2u);  // entry 1 is still a file in flight
+  r.h.receive(proto::Take{1});
+  r.h.complete_sends();
+  r.h.receive(proto::FileVerdict{1, VerdictCode::Good, {}});
+  ASSERT_EQ(r.offers().size(), 3u);
+  EXPECT_EQ(r.offers()[2].kind, proto::EntryKind::Directory);
+  EXPECT_EQ(r.offers()[2].path, "d");
+  EXPECT_EQ(r.offers()[2].size, 0u);
+  r.h.receive(proto::FileVerdict{2, VerdictCode::Good, {}});
+  EXPECT_EQ(r.h.status(2), Status::Good);
+  EXPECT_EQ(r.h.state(), S::Closing);
+}
+
+// An abandoned session: what was not settled is reported as the connection ended.
+TEST(SenderSession, EntriesNotSettledEndAsTheConnectionDid) {
+  SessionRig r;
+  r.second_done();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.h.receive(proto::FileVerdict{1, VerdictCode::Good, {}});
+  r.tick_late();
+  EXPECT_EQ(r.h.state(), S::Closing);
+  EXPECT_EQ(r.h.transport.sent_of<proto::Error>().at(0).code, ErrorCode::Timeout);
+  r.h.complete_sends();
+  r.h.driver->on_disconnected();
+  ASSERT_TRUE(r.h.driver->finished());
+  EXPECT_EQ(r.h.status(0), Status::NotSent);
+  EXPECT_EQ(r.h.plan.results[0].outcome, O::ConnectionLost);
+  EXPECT_EQ(r.h.status(1), Status::Good);
+}
+
+}  // namespace
+}  // namespace rdmax::test::sender_rig

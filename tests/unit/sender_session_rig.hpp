@@ -1,0 +1,190 @@
+#pragma once
+// The sender's session driver (sender/session_connection.hpp) on a test rig: a real
+// SessionConnection over the fake transport, carrying a plan of real files, the recipes that
+// bring it into its states through real inputs, and the checks of what it did (its state,
+// what it posted, the outcome and each entry's result, how it leaves). Used by
+// sender_driver_rows_test.cpp and sender_driver_session_test.cpp.
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sender/session_connection.hpp"
+#include "sender_driver_rig.hpp"
+
+namespace rdmax::test::sender_rig {
+
+using Status = sender::EntryResult::Status;
+
+// A SessionConnection over a fake transport, for a plan of files in a temporary directory.
+struct SessionHarness {
+  TempDir dir{"rdmax-session"};
+  sender::SessionPlan plan{proto::DigestAlgorithm::WholeFileSha256, {}, {}};
+  std::vector<std::vector<std::uint8_t>> contents;  // each file's bytes, by entry
+  sender::SenderSettings settings;
+  FakeTransport transport;
+  ScriptedCm cm{transport};
+  std::optional<sender::SessionConnection> driver;
+
+  void add_file(const std::string& remote, std::vector<std::uint8_t> bytes,
+                std::uint32_t mode = 0644) {
+    const auto local = dir.path() / ("src" + std::to_string(plan.entries.size()));
+    std::ofstream(local, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
+    plan.entries.push_back({proto::EntryKind::File, local.string(), remote, bytes.size(), mode,
+                            1700000000, 7, sha256_of(bytes)});
+    plan.results.emplace_back();
+    contents.push_back(std::move(bytes));
+  }
+  void add_directory(const std::string& remote) {
+    plan.entries.push_back(
+        {proto::EntryKind::Directory, dir.path().string(), remote, 0, 0755, 1600000000, 0, {}});
+    plan.results.emplace_back();
+    contents.emplace_back();
+  }
+  // ResolvingAddress, carrying every entry of the plan in order.
+  void start() {
+    settings.version = proto::kVersion2;
+    settings.timeout = std::chrono::seconds(3);
+    settings.connect_timeout = std::chrono::seconds(3);
+    std::vector<std::uint32_t> all(plan.entries.size());
+    std::iota(all.begin(), all.end(), 0u);
+    driver.emplace(settings, plan, std::move(all), cm, "peer");
+    driver->start();
+  }
+  void receive(const proto::Message& message, std::uint16_t version = proto::kVersion2) {
+    transport.deliver(message, version);
+    driver->poll();
+  }
+  void complete_sends() {
+    transport.complete_sends();
+    driver->poll();
+  }
+  proto::SenderState state() const { return driver->state(); }
+  Status status(std::uint32_t entry) const { return plan.results.at(entry).status; }
+};
+
+// The session's entries, unless a test says otherwise: a file of three chunks (the last one
+// short) and a file of part of one. The receiver offers two slots.
+struct SessionRig {
+  LogCapture log;  // first: it outlives the connection
+  SessionHarness h;
+  proto::Accept accept{0x10000, 0, kSlot, 2};
+
+  SessionRig() {
+    h.add_file("a.bin", random_bytes(2 * kSlot + 100, 21), 0640);
+    h.add_file("d/b.bin", random_bytes(100, 22), 0600);
+  }
+
+  // ---- Recipes: each ends in its state or fails ----
+  void connecting() {
+    h.start();
+    h.driver->on_address_resolved();
+    h.driver->on_route_resolved();
+    ASSERT_EQ(h.state(), S::Connecting);
+  }
+  void await_accept() {  // Open sent
+    connecting();
+    h.driver->on_established();
+    ASSERT_EQ(h.state(), S::AwaitAccept);
+  }
+  void in_session() {  // every entry offered (at most kMaxEntriesInFlight), nothing credited
+    await_accept();
+    h.receive(accept);
+    ASSERT_EQ(h.state(), S::InSession);
+  }
+  void credited() {  // ... and both slots credited; nothing taken yet
+    in_session();
+    h.receive(proto::Credit{0, 100});
+    h.receive(proto::Credit{1, 101});
+    ASSERT_TRUE(h.transport.sent_of<proto::FileChunk>().empty());
+  }
+  // Entry 1 (one chunk) taken, written, its FileDone sent; entry 0 only offered.
+  void second_done() {
+    credited();
+    h.receive(proto::Take{1});
+    h.complete_sends();
+    ASSERT_EQ(file_dones().size(), 1u);
+  }
+  // Both files written and done; entry 0's verdict (Good) in, entry 1's to come.
+  void all_but_last_settled() {
+    second_done();
+    h.receive(proto::Take{0});  // slot 1 still credited: chunk 0
+    h.complete_sends();
+    h.receive(proto::Credit{0, 200});
+    h.receive(proto::Credit{1, 201});
+    h.complete_sends();
+    ASSERT_EQ(file_dones().size(), 2u);
+    h.receive(proto::FileVerdict{0, VerdictCode::Good, {}});
+    ASSERT_EQ(h.status(0), Status::Good);
+    ASSERT_EQ(h.state(), S::InSession);
+  }
+  void await_secret() {
+    h.settings.id = "alice";
+    all_but_last_settled();
+    h.receive(proto::FileVerdict{1, VerdictCode::Good, {}});
+    ASSERT_EQ(h.state(), S::AwaitSecret);
+  }
+  void reach(S s) {
+    switch (s) {
+      case S::Connecting:
+        return connecting();
+      case S::AwaitAccept:
+        return await_accept();
+      case S::InSession:
+        return credited();
+      case S::AwaitSecret:
+        return await_secret();
+      default:
+        FAIL() << "no session recipe for " << proto::to_string(s);
+    }
+  }
+
+  std::vector<proto::Offer> offers() const { return h.transport.sent_of<proto::Offer>(); }
+  std::vector<proto::FileChunk> chunks() const { return h.transport.sent_of<proto::FileChunk>(); }
+  std::vector<proto::FileDone> file_dones() const { return h.transport.sent_of<proto::FileDone>(); }
+
+  // ---- The transport's and the owner's inputs ----
+  void transport_fails() {
+    h.transport.fail("completion error: transport retry counter exceeded");
+    h.driver->poll();
+  }
+  void undecodable_message() {
+    h.transport.deliver_bytes(test::undecodable(proto::kVersion2));
+    h.driver->poll();
+  }
+  void poll_fails() {
+    h.transport.fail_next_poll = true;
+    h.driver->poll();
+  }
+  void tick_late() { h.driver->tick(Clock::now() + kLater); }
+
+  void check(const Want& want, std::size_t from) {
+    EXPECT_EQ(proto::to_string(h.state()), std::string(proto::to_string(want.state)));
+    EXPECT_EQ(describe_sent(h.transport, from, want.posted), describe(want.posted));
+    for (std::size_t i = from; i < h.transport.sent.size(); ++i)
+      EXPECT_EQ(h.transport.sent[i].version, proto::kVersion2);
+    if (want.outcome) {
+      EXPECT_EQ(proto::to_string(h.driver->outcome()),
+                std::string(proto::to_string(*want.outcome)));
+    }
+    if (want.end == End::Disconnects) {
+      if (h.transport.sent.size() > from) {
+        EXPECT_FALSE(h.transport.disconnected) << "disconnected before its last SEND completed";
+      }
+      h.complete_sends();
+      EXPECT_TRUE(h.transport.disconnected);
+      EXPECT_EQ(h.state(), S::Closing);
+    } else if (want.end == End::Finished) {
+      EXPECT_TRUE(h.driver->finished());
+    }
+  }
+};
+
+using SessionStep = void (*)(SessionRig&);
+
+}  // namespace rdmax::test::sender_rig

@@ -1,0 +1,221 @@
+// The session ledgers (protocol/session_*_ledger.hpp): every rule of docs/PROTOCOL.md 7.5 on
+// its own, and the two halves run against each other over a whole session.
+
+#include <gtest/gtest.h>
+
+#include "protocol/session_receive_ledger.hpp"
+#include "protocol/session_send_ledger.hpp"
+
+namespace {
+
+using namespace rdmax::proto;
+using RL = SessionReceiveLedger;
+
+constexpr std::uint32_t kSlot = 4096;
+
+Offer file_offer(std::uint32_t entry, std::uint64_t size) {
+  Offer o;
+  o.entry = entry;
+  o.size = size;
+  o.path = "f" + std::to_string(entry);
+  return o;
+}
+
+TEST(SessionReceiveLedger, OffersAreNumberedInOrderAndCounted) {
+  RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 2, 100}, kSlot, 2);
+  EXPECT_EQ(ledger.offer(file_offer(1, 10)), SessionError::EntryOutOfOrder);
+  EXPECT_EQ(ledger.offer(file_offer(0, 101)), SessionError::TooManyBytes);
+  EXPECT_EQ(ledger.offer(file_offer(0, 60)), std::nullopt);
+  EXPECT_EQ(ledger.offer(file_offer(1, 41)), SessionError::TooManyBytes);
+  EXPECT_EQ(ledger.offer(file_offer(1, 40)), std::nullopt);
+  EXPECT_EQ(ledger.offer(file_offer(2, 0)), SessionError::TooManyEntries);
+  EXPECT_FALSE(ledger.all_settled());
+  ledger.settle(0);
+  ledger.settle(1);
+  EXPECT_TRUE(ledger.all_settled());
+}
+
+TEST(SessionReceiveLedger, AtMostSixteenEntriesInFlight) {
+  RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 100, 0}, kSlot, 1);
+  for (std::uint32_t i = 0; i < kMaxEntriesInFlight; ++i)
+    ASSERT_EQ(ledger.offer(file_offer(i, 0)), std::nullopt);
+  EXPECT_EQ(ledger.offer(file_offer(kMaxEntriesInFlight, 0)), SessionError::TooManyInFlight);
+  ledger.settle(3);
+  EXPECT_EQ(ledger.offer(file_offer(kMaxEntriesInFlight, 0)), std::nullopt);
+}
+
+TEST(SessionReceiveLedger, ChunksFollowEachFilesRules) {
+  RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 2, kSlot + 10}, kSlot, 2);
+  ASSERT_EQ(ledger.offer(file_offer(0, kSlot + 5)), std::nullopt);
+  ASSERT_EQ(ledger.offer(file_offer(1, 5)), std::nullopt);
+  ASSERT_TRUE(ledger.grant(0));
+  ASSERT_TRUE(ledger.grant(1));
+  // Not taken yet.
+  EXPECT_EQ(ledger.accept_chunk({0, 0, 0, kSlot}), SessionError::EntryNotReceiving);
+  ledger.take(0);
+  ledger.take(1);
+  EXPECT_EQ(ledger.accept_chunk({7, 0, 0, kSlot}), SessionError::UnknownEntry);
+  EXPECT_EQ(ledger.accept_chunk({0, 2, 0, kSlot}), SessionError::SlotOutOfRange);
+  EXPECT_EQ(ledger.accept_chunk({0, 0, 1, kSlot}), SessionError::WrongOffset);
+  EXPECT_EQ(ledger.accept_chunk({0, 0, 0, 5}), SessionError::WrongLength);
+  EXPECT_EQ(ledger.accept_chunk({0, 0, 0, kSlot}), std::nullopt);
+  EXPECT_EQ(ledger.accept_chunk({0, 0, kSlot, 5}), SessionError::SlotNotCredited);
+  EXPECT_EQ(ledger.accept_chunk({1, 1, 0, 5}), std::nullopt);  // files interleave
+  EXPECT_EQ(ledger.slot_state(1), RL::SlotState::Storing);
+  // A slot freed while bytes are still due is credited back; it held entry 1's chunk.
+  EXPECT_FALSE(ledger.stored(1, 0)) << "the slot held entry 1's chunk, not entry 0's";
+  EXPECT_TRUE(ledger.stored(1, 1));
+  ASSERT_TRUE(ledger.grant(1));
+  EXPECT_EQ(ledger.accept_chunk({0, 1, kSlot, 5}), std::nullopt);
+  EXPECT_EQ(ledger.accept_chunk({0, 1, kSlot + 5, 1}), SessionError::PastEnd);
+  // Every byte is here: no more credits.
+  EXPECT_FALSE(ledger.stored(0, 0));
+  EXPECT_FALSE(ledger.grant(0));
+  EXPECT_FALSE(ledger.wants_data());
+}
+
+TEST(SessionReceiveLedger, FileDoneDrainsThenVerifies) {
+  RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 1, 10}, kSlot, 1);
+  ASSERT_EQ(ledger.offer(file_offer(0, 10)), std::nullopt);
+  EXPECT_EQ(ledger.file_done({0, 10}), SessionError::EntryNotReceiving);
+  ledger.take(0);
+  ASSERT_TRUE(ledger.grant(0));
+  ASSERT_EQ(ledger.accept_chunk({0, 0, 0, 10}), std::nullopt);
+  EXPECT_EQ(ledger.file_done({0, 10}), std::nullopt);
+  EXPECT_EQ(ledger.file_done({0, 10}), SessionError::EntryNotReceiving) << "a second FileDone";
+  EXPECT_FALSE(ledger.start_verifying(0)) << "its chunk is still being stored";
+  ledger.stored(0, 0);
+  EXPECT_TRUE(ledger.start_verifying(0));
+  EXPECT_EQ(ledger.entry(0)->done_total, 10u);
+  ledger.settle(0);
+  EXPECT_TRUE(ledger.all_settled());
+}
+
+TEST(SessionReceiveLedger, AnAbandonedFilesLateChunksOnlyFreeTheirSlots) {
+  RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 2, 3 * kSlot}, kSlot, 2);
+  ASSERT_EQ(ledger.offer(file_offer(0, 2 * kSlot)), std::nullopt);
+  ledger.take(0);
+  ASSERT_TRUE(ledger.grant(0));
+  ASSERT_TRUE(ledger.grant(1));
+  ASSERT_EQ(ledger.accept_chunk({0, 0, 0, kSlot}), std::nullopt);
+  // Its write failed: the verdict goes out while the sender still writes.
+  ledger.settle(0);
+  EXPECT_TRUE(ledger.abandoned(0));
+  EXPECT_EQ(ledger.release_slots_of(0), std::vector<std::uint32_t>{0});
+  EXPECT_TRUE(ledger.discard_chunk({0, 1, kSlot, kSlot}));
+  EXPECT_FALSE(ledger.discard_chunk({0, 1, kSlot, kSlot})) << "slot 1 is no longer credited";
+  EXPECT_FALSE(ledger.discard_chunk({1, 0, 0, 1})) << "entry 1 was never abandoned";
+  // The session goes on with the next entry.
+  EXPECT_TRUE(ledger.wants_data());
+  ASSERT_EQ(ledger.offer(file_offer(1, kSlot)), std::nullopt);
+}
+
+TEST(SessionSendLedger, OffersAtMostSixteenAndDirectoriesAfterFiles) {
+  std::vector<SessionSendLedger::EntryPlan> plans(20, {EntryKind::File, 1});
+  plans.push_back({EntryKind::Directory, 0});
+  SessionSendLedger ledger(plans, Accept{0x1000, 0, kSlot, 2}, 32);
+  for (std::uint32_t i = 0; i < kMaxEntriesInFlight; ++i) EXPECT_EQ(ledger.next_offer(), i);
+  EXPECT_EQ(ledger.next_offer(), std::nullopt);
+  EXPECT_EQ(ledger.settled(0, false), std::nullopt);  // refused
+  EXPECT_EQ(ledger.next_offer(), kMaxEntriesInFlight);
+  for (std::uint32_t i = 1; i <= kMaxEntriesInFlight; ++i)
+    ASSERT_EQ(ledger.settled(i, false), std::nullopt);
+  for (std::uint32_t i = 17; i < 20; ++i) EXPECT_EQ(ledger.next_offer(), i);
+  EXPECT_EQ(ledger.next_offer(), std::nullopt) << "the directory waits for the files";
+  for (std::uint32_t i = 17; i < 20; ++i) ASSERT_EQ(ledger.settled(i, false), std::nullopt);
+  ledger.allow_directories(false);
+  EXPECT_EQ(ledger.next_offer(), std::nullopt) << "held for other connections";
+  ledger.allow_directories(true);
+  EXPECT_EQ(ledger.next_offer(), 20u);
+  EXPECT_EQ(ledger.taken(20), SessionReplyError::NotAFile);
+  EXPECT_EQ(ledger.settled(20, true), std::nullopt);
+  EXPECT_TRUE(ledger.all_settled());
+}
+
+TEST(SessionSendLedger, RepliesMustMatchTheEntrysState) {
+  SessionSendLedger ledger({{EntryKind::File, 10}, {EntryKind::File, 0}}, Accept{0, 0, kSlot, 1},
+                           1);
+  EXPECT_EQ(ledger.taken(0), SessionReplyError::UnknownEntry) << "not offered";
+  ASSERT_EQ(ledger.next_offer(), 0u);
+  EXPECT_EQ(ledger.settled(0, true), SessionReplyError::TooEarly);
+  EXPECT_EQ(ledger.taken(0), std::nullopt);
+  EXPECT_EQ(ledger.taken(0), SessionReplyError::AlreadyTaken);
+  EXPECT_EQ(ledger.taken(5), SessionReplyError::UnknownEntry);
+  // An empty file's FileDone is due as soon as it is taken.
+  ASSERT_EQ(ledger.next_offer(), 1u);
+  EXPECT_EQ(ledger.taken(1), std::nullopt);
+  EXPECT_EQ(ledger.next_file_done(), 1u);
+  EXPECT_EQ(ledger.settled(1, true), std::nullopt);
+  EXPECT_EQ(ledger.settled(1, true), SessionReplyError::UnknownEntry) << "settled twice";
+}
+
+// Both halves over a whole session: small and large files, slots shared, every byte
+// accounted for, every entry settled.
+TEST(SessionLedgers, AWholeSessionAgainstEachOther) {
+  const std::vector<std::uint64_t> sizes = {0, 1, kSlot, kSlot + 1, 5 * kSlot + 7, 3, 0, 2 * kSlot};
+  std::uint64_t total = 0;
+  std::vector<SessionSendLedger::EntryPlan> plans;
+  for (auto size : sizes) {
+    plans.push_back({EntryKind::File, size});
+    total += size;
+  }
+  plans.push_back({EntryKind::Directory, 0});
+  const std::uint32_t slots = 3;
+  const Accept accept{0x10000, 0, kSlot, slots};
+  SessionSendLedger sender(plans, accept, 32);
+  RL receiver(
+      Open{DigestAlgorithm::FsVeritySha256, 0, 0, static_cast<std::uint32_t>(plans.size()), total},
+      kSlot, slots);
+  for (std::uint32_t s = 0; s < slots; ++s) {
+    ASSERT_TRUE(receiver.grant(s));
+    ASSERT_EQ(sender.credit({s, 100 + s}), std::nullopt);
+  }
+  std::vector<std::uint64_t> received(plans.size(), 0);
+  for (int round = 0; round < 1000 && !sender.all_settled(); ++round) {
+    while (auto e = sender.next_offer()) {
+      Offer o = file_offer(*e, plans[*e].size);
+      o.kind = plans[*e].kind;
+      ASSERT_EQ(receiver.offer(o), std::nullopt);
+      if (o.kind == EntryKind::Directory) {
+        receiver.settle(*e);
+        ASSERT_EQ(sender.settled(*e, true), std::nullopt);
+      } else {
+        receiver.take(*e);
+        ASSERT_EQ(sender.taken(*e), std::nullopt);
+      }
+    }
+    std::vector<FileChunk> in_flight;
+    // next_chunk_length() tells each chunk's length before next_chunk() plans it.
+    for (auto length = sender.next_chunk_length(); length; length = sender.next_chunk_length()) {
+      const auto c = sender.next_chunk();
+      ASSERT_TRUE(c.has_value());
+      EXPECT_EQ(c->length, *length);
+      EXPECT_EQ(c->remote_addr, accept.region_addr + std::uint64_t{c->slot} * kSlot);
+      EXPECT_EQ(c->rkey, 100 + c->slot);
+      const FileChunk chunk{c->entry, c->slot, c->offset, c->length};
+      ASSERT_EQ(receiver.accept_chunk(chunk), std::nullopt);
+      received[c->entry] += c->length;
+      in_flight.push_back(chunk);
+    }
+    EXPECT_EQ(sender.next_chunk(), std::nullopt);
+    for (const auto& chunk : in_flight) {
+      EXPECT_EQ(sender.completed(chunk.slot), chunk.length);
+      if (receiver.stored(chunk.slot, chunk.entry)) {
+        ASSERT_TRUE(receiver.grant(chunk.slot));
+        ASSERT_EQ(sender.credit({chunk.slot, 100 + chunk.slot}), std::nullopt);
+      }
+    }
+    while (auto e = sender.next_file_done()) {
+      ASSERT_EQ(receiver.file_done({*e, plans[*e].size}), std::nullopt);
+      ASSERT_TRUE(receiver.start_verifying(*e));
+      receiver.settle(*e);
+      ASSERT_EQ(sender.settled(*e, true), std::nullopt);
+    }
+  }
+  EXPECT_TRUE(sender.all_settled());
+  EXPECT_TRUE(receiver.all_settled());
+  EXPECT_EQ(sender.bytes_completed(), total);
+  for (std::size_t i = 0; i < sizes.size(); ++i) EXPECT_EQ(received[i], sizes[i]) << i;
+}
+
+}  // namespace
