@@ -70,6 +70,26 @@ case_parallel() {
 }
 run_case parallel case_parallel
 
+# -d DEV1,DEV2: the connections spread over the listed devices, each connecting from its
+# device's address (the test bed has one device, so both connections name it); an empty
+# name in the list is a usage error.
+case_devices() {
+  rm -rf "$out/many" "$out/deeper"
+  local rc=0
+  "$send" -H "$RXE_ADDR" -p "$port" -r -P 2 -d "$RXE_DEV,$RXE_DEV" -v "$src/data/many" \
+    "$src/data/nested/deeper" >"$shared/send.log" 2>&1 || rc=$?
+  ((rc == 0)) || fail "rdma-send -P 2 -d $RXE_DEV,$RXE_DEV exited $rc"
+  diff -r "$src/data/many" "$out/many" >&2 || fail "many/ differs"
+  diff -r "$src/data/nested/deeper" "$out/deeper" >&2 || fail "deeper/ differs"
+  rc=0
+  "$send" -H "$RXE_ADDR" -p "$port" -r -d "$RXE_DEV,,$RXE_DEV" "$src/data/many" \
+    2>"$shared/err" || rc=$?
+  ((rc == 2)) || fail "-d with an empty device name exited $rc"
+  grep -q "empty device name" "$shared/err" || fail "the error: $(cat "$shared/err")"
+  rm -rf "$out/many" "$out/deeper"
+}
+run_case devices case_devices
+
 case_mixed() {
   # Some files exist already: each is refused (Exists), the others arrive; exit status 4.
   rm -rf "$out/data"
