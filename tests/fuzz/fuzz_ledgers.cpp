@@ -26,6 +26,7 @@
 #include "protocol/send_ledger.hpp"
 #include "protocol/wire.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
+#include "tests/fuzz/fuzz_input.hpp"
 
 namespace {
 
@@ -35,32 +36,11 @@ using SlotState = ReceiveLedger::SlotState;
 constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint32_t kU32Max = std::numeric_limits<std::uint32_t>::max();
 
-class Input {
+class Input : public rdmax::fuzz::FuzzInput {
  public:
-  explicit Input(std::span<const std::uint8_t> bytes) : bytes_(bytes) {}
-  bool empty() const { return bytes_.empty(); }
-  std::uint8_t u8() {
-    if (bytes_.empty()) return 0;
-    const std::uint8_t b = bytes_[0];
-    bytes_ = bytes_.subspan(1);
-    return b;
-  }
-  std::uint64_t little_endian(int size) {
-    std::uint64_t v = 0;
-    for (int i = 0; i < size; ++i) v |= std::uint64_t{u8()} << (8 * i);
-    return v;
-  }
-  std::uint32_t u32() { return static_cast<std::uint32_t>(little_endian(4)); }
-  std::uint64_t u64() { return little_endian(8); }
-
+  using FuzzInput::FuzzInput;
   // Mostly a slot near the range (so that most calls hit a real slot), sometimes any value.
-  std::uint32_t slot() {
-    const std::uint8_t b = u8();
-    return b < 0xF0 ? b % 10 : u32();
-  }
-
- private:
-  std::span<const std::uint8_t> bytes_;
+  std::uint32_t slot() { return mostly_below(10); }
 };
 
 struct Setup {

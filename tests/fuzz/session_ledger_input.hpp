@@ -18,6 +18,7 @@
 #include "protocol/session_send_ledger.hpp"
 #include "protocol/wire.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
+#include "tests/fuzz/fuzz_input.hpp"
 
 namespace rdmax::fuzz {
 
@@ -26,32 +27,11 @@ using RState = SessionReceiveLedger::EntryState;
 using SState = SessionSendLedger::EntryState;
 using SlotState = SessionReceiveLedger::SlotState;
 
-class Input {
+class Input : public FuzzInput {
  public:
-  explicit Input(std::span<const std::uint8_t> bytes) : bytes_(bytes) {}
-  bool empty() const { return bytes_.empty(); }
-  std::uint8_t u8() {
-    if (bytes_.empty()) return 0;
-    const std::uint8_t b = bytes_[0];
-    bytes_ = bytes_.subspan(1);
-    return b;
-  }
-  std::uint64_t little_endian(int size) {
-    std::uint64_t v = 0;
-    for (int i = 0; i < size; ++i) v |= std::uint64_t{u8()} << (8 * i);
-    return v;
-  }
-  std::uint16_t u16() { return static_cast<std::uint16_t>(little_endian(2)); }
-  std::uint32_t u32() { return static_cast<std::uint32_t>(little_endian(4)); }
-  std::uint64_t u64() { return little_endian(8); }
+  using FuzzInput::FuzzInput;
   // Mostly a small number (a real entry or slot), sometimes any value.
-  std::uint32_t small() {
-    const std::uint8_t b = u8();
-    return b < 0xF0 ? b % 48U : u32();
-  }
-
- private:
-  std::span<const std::uint8_t> bytes_;
+  std::uint32_t small() { return mostly_below(48U); }
 };
 
 struct Setup {
