@@ -42,6 +42,29 @@ inline Posted error(ErrorCode code) {
 
 // The sender, its inputs, and the recipes that bring it into each state. The file is three
 // chunks; the receiver offers two slots.
+// What a row asks of the driver after its step, for either driver's harness: the state,
+// the messages posted since `from` (all in `version`), the outcome, and the way it ends.
+template <typename Harness>
+void check_row(Harness& h, const Want& want, std::size_t from, std::uint16_t version) {
+  EXPECT_EQ(proto::to_string(h.state()), std::string(proto::to_string(want.state)));
+  EXPECT_EQ(describe_sent(h.transport, from, want.posted), describe(want.posted));
+  for (std::size_t i = from; i < h.transport.sent.size(); ++i)
+    EXPECT_EQ(h.transport.sent[i].version, version);
+  if (want.outcome) {
+    EXPECT_EQ(proto::to_string(h.driver->outcome()), std::string(proto::to_string(*want.outcome)));
+  }
+  if (want.end == End::Disconnects) {
+    if (h.transport.sent.size() > from) {
+      EXPECT_FALSE(h.transport.disconnected) << "disconnected before its last SEND completed";
+    }
+    h.complete_sends();
+    EXPECT_TRUE(h.transport.disconnected);
+    EXPECT_EQ(h.state(), S::Closing);
+  } else if (want.end == End::Finished) {
+    EXPECT_TRUE(h.driver->finished());
+  }
+}
+
 struct Rig {
   LogCapture log;  // first: it outlives the connection
   SenderHarness h;
@@ -145,26 +168,7 @@ struct Rig {
   }
   void tick_late() { h.driver->tick(Clock::now() + kLater); }
 
-  void check(const Want& want, std::size_t from) {
-    EXPECT_EQ(proto::to_string(h.state()), std::string(proto::to_string(want.state)));
-    EXPECT_EQ(describe_sent(h.transport, from, want.posted), describe(want.posted));
-    for (std::size_t i = from; i < h.transport.sent.size(); ++i)
-      EXPECT_EQ(h.transport.sent[i].version, h.settings.version);
-    if (want.outcome) {
-      EXPECT_EQ(proto::to_string(h.driver->outcome()),
-                std::string(proto::to_string(*want.outcome)));
-    }
-    if (want.end == End::Disconnects) {
-      if (h.transport.sent.size() > from) {
-        EXPECT_FALSE(h.transport.disconnected) << "disconnected before its last SEND completed";
-      }
-      h.complete_sends();
-      EXPECT_TRUE(h.transport.disconnected);
-      EXPECT_EQ(h.state(), S::Closing);
-    } else if (want.end == End::Finished) {
-      EXPECT_TRUE(h.driver->finished());
-    }
-  }
+  void check(const Want& want, std::size_t from) { check_row(h, want, from, h.settings.version); }
 };
 
 using Step = void (*)(Rig&);
