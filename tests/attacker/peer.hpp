@@ -89,6 +89,7 @@ class Peer {
   std::optional<proto::Message> next_message();
   // Every message received and not yet taken, without waiting.
   std::vector<proto::Message> take_messages();
+  bool has_messages() const { return !messages_.empty(); }
 
   // A message of type T; anything else (or nothing) is a setup failure.
   template <typename T>

@@ -34,6 +34,9 @@ fail_context() {
   for kind in qp mr cm_id; do
     rdma resource show "$kind" 2>/dev/null | grep "pid ${recv_pid:-x} " | sed "s/^/    $kind | /"
   done
+  # Last, so that a log cut to its tail still names the attempt that went wrong.
+  echo "  attempts judged WRONG:"
+  grep -h ': WRONG: ' "$attack_out" 2>/dev/null | sed 's/^/    | /' || echo "    | none"
 }
 
 listing() { find "$out" -mindepth 1 -maxdepth 1 -printf '%f\n' | LC_ALL=C sort; }
