@@ -106,25 +106,52 @@ OutputFile OutputFile::create(int dir_fd, std::string final_name, bool overwrite
   throw_sys("openat (temporary for " + name + ")", EEXIST);
 }
 
+OutputFile OutputFile::adopt(Fd file, int temp_dir_fd, std::string temp_name, int dir_fd,
+                             std::string final_name, bool overwrite) {
+  validate_name(final_name);
+  OutputFile out;
+  out.final_name_ = std::move(final_name);
+  out.overwrite_ = overwrite;
+  struct stat st {};
+  if (::fstatat(dir_fd, out.final_name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (!overwrite) throw_exists(out.final_name_);
+    if (S_ISDIR(st.st_mode)) throw std::runtime_error(out.final_name_ + ": is a directory");
+  } else if (errno != ENOENT) {
+    const int err = errno;
+    throw_sys("fstatat " + out.final_name_, err);
+  }
+  out.dir_.reset(::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0));
+  out.temp_dir_.reset(::fcntl(temp_dir_fd, F_DUPFD_CLOEXEC, 0));
+  if (!out.dir_ || !out.temp_dir_) throw_sys("fcntl(F_DUPFD_CLOEXEC)");
+  out.file_ = std::move(file);
+  out.temp_name_ = std::move(temp_name);
+  out.adopted_ = true;
+  return out;
+}
+
 OutputFile::OutputFile(OutputFile&& other) noexcept
     : dir_(std::move(other.dir_)),
+      temp_dir_(std::move(other.temp_dir_)),
       file_(std::move(other.file_)),
       final_name_(std::move(other.final_name_)),
       temp_name_(std::exchange(other.temp_name_, {})),
       metadata_(other.metadata_),
       overwrite_(other.overwrite_),
-      finished_(std::exchange(other.finished_, true)) {}
+      finished_(std::exchange(other.finished_, true)),
+      adopted_(other.adopted_) {}
 
 OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
   if (this != &other) {
     discard();
     dir_ = std::move(other.dir_);
+    temp_dir_ = std::move(other.temp_dir_);
     file_ = std::move(other.file_);
     final_name_ = std::move(other.final_name_);
     temp_name_ = std::exchange(other.temp_name_, {});
     metadata_ = other.metadata_;
     overwrite_ = other.overwrite_;
     finished_ = std::exchange(other.finished_, true);
+    adopted_ = other.adopted_;
   }
   return *this;
 }
@@ -197,18 +224,19 @@ void OutputFile::publish() {
     }
   }
   const char* temp_c = temp_name_.c_str();
+  const int from = temp_dir_ ? temp_dir_.get() : dir_.get();
   if (overwrite_) {
-    if (::renameat(dir_.get(), temp_c, dir_.get(), final_c) != 0) {
+    if (::renameat(from, temp_c, dir_.get(), final_c) != 0) {
       const int err = errno;
       throw_sys("renameat " + final_name_, err);
     }
-  } else if (::renameat2(dir_.get(), temp_c, dir_.get(), final_c, RENAME_NOREPLACE) != 0) {
+  } else if (::renameat2(from, temp_c, dir_.get(), final_c, RENAME_NOREPLACE) != 0) {
     int err = errno;
     if (err == EEXIST) throw_exists(final_name_);
     if (err != EINVAL && err != ENOSYS) throw_sys("renameat2 " + final_name_, err);
     // No RENAME_NOREPLACE on this filesystem: linkat fails on an existing target too.
-    if (::linkat(dir_.get(), temp_c, dir_.get(), final_c, 0) == 0) {
-      if (::unlinkat(dir_.get(), temp_c, 0) != 0) warn_release_failure("unlinkat", errno);
+    if (::linkat(from, temp_c, dir_.get(), final_c, 0) == 0) {
+      if (::unlinkat(from, temp_c, 0) != 0) warn_release_failure("unlinkat", errno);
     } else {
       err = errno;
       if (err == EEXIST) throw_exists(final_name_);
@@ -217,7 +245,7 @@ void OutputFile::publish() {
       // between the two calls would be replaced; nothing better exists here.
       struct stat st {};
       if (::fstatat(dir_.get(), final_c, &st, AT_SYMLINK_NOFOLLOW) == 0) throw_exists(final_name_);
-      if (::renameat(dir_.get(), temp_c, dir_.get(), final_c) != 0) {
+      if (::renameat(from, temp_c, dir_.get(), final_c) != 0) {
         err = errno;
         throw_sys("renameat " + final_name_, err);
       }
@@ -262,12 +290,18 @@ void OutputFile::commit() {
     const int err = errno;
     throw_sys("fsync (directory of " + final_name_ + ")", err);
   }
+  // An adopted temporary left another directory: a crash must not bring it back there.
+  if (temp_dir_ && ::fsync(temp_dir_.get()) != 0 && errno != EINVAL) {
+    const int err = errno;
+    throw_sys("fsync (the directory " + final_name_ + " came from)", err);
+  }
 }
 
 void OutputFile::discard() noexcept {
   if (finished_) return;
   finished_ = true;
   file_.reset();  // an O_TMPFILE without a name vanishes with its last descriptor
+  if (adopted_) return;  // its owner keeps or removes it
   if (!temp_name_.empty() && ::unlinkat(dir_.get(), temp_name_.c_str(), 0) != 0 &&
       errno != ENOENT) {
     warn_release_failure("unlinkat", errno);

@@ -45,6 +45,13 @@ class OutputFile {
   static OutputFile create(int dir_fd, std::string final_name, bool overwrite,
                            TempMode mode = TempMode::kAuto);
 
+  // A temporary that already exists elsewhere on the same file system (a partial file of
+  // receiver/partial_store.hpp): `file` is open on `temp_dir_fd`/`temp_name`. commit()
+  // renames it into `dir_fd`/`final_name`; discard() leaves it where it is, since its owner
+  // decides whether it is kept (for a later resume) or removed.
+  static OutputFile adopt(Fd file, int temp_dir_fd, std::string temp_name, int dir_fd,
+                          std::string final_name, bool overwrite);
+
   OutputFile(OutputFile&& other) noexcept;
   OutputFile& operator=(OutputFile&& other) noexcept;
   OutputFile(const OutputFile&) = delete;
@@ -92,6 +99,7 @@ class OutputFile {
   void link_anonymous(const std::string& name);
 
   Fd dir_;
+  Fd temp_dir_;  // where temp_name_ is, when not dir_ (adopt())
   Fd file_;
   std::string final_name_;
   std::string temp_name_;  // empty: O_TMPFILE, or already renamed
@@ -102,6 +110,7 @@ class OutputFile {
   std::optional<FinalMetadata> metadata_;  // nullopt: 0666 & ~umask, mtime untouched
   bool overwrite_ = false;
   bool finished_ = false;  // committed or discarded
+  bool adopted_ = false;   // discard() keeps the temporary (adopt())
 };
 
 }  // namespace rdmax

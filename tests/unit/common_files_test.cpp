@@ -294,6 +294,49 @@ TEST_P(OutputFileTest, OutputFileKeepsItsOwnDirectoryFd) {
   EXPECT_EQ(read_file("own"), "ok");
 }
 
+// A partial file kept in another directory is renamed into place on commit; discard leaves
+// it for its owner (receiver/partial_store.hpp decides whether it is kept).
+TEST_F(FilesTest, AdoptedTemporaryMovesOnCommitAndStaysOnDiscard) {
+  ASSERT_EQ(::mkdirat(temp_.fd(), "area", 0700), 0);
+  const Fd area(::openat(temp_.fd(), "area", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(area);
+  auto make = [&](const char* name, const std::string& content) {
+    Fd f(::openat(area.get(), name, O_CREAT | O_RDWR | O_CLOEXEC, 0600));
+    EXPECT_TRUE(f);
+    EXPECT_EQ(::pwrite(f.get(), content.data(), content.size(), 0),
+              static_cast<ssize_t>(content.size()));
+    return f;
+  };
+  {
+    OutputFile kept = OutputFile::adopt(make("a.data", "kept"), area.get(), "a.data",
+                                        temp_.fd(), "a.bin", false);
+    kept.discard();
+  }
+  EXPECT_EQ(read_file("area/a.data"), "kept");
+  EXPECT_FALSE(fs::exists(dir_ / "a.bin"));
+
+  OutputFile moved = OutputFile::adopt(make("b.data", "moved"), area.get(), "b.data",
+                                       temp_.fd(), "b.bin", false);
+  moved.commit();
+  EXPECT_EQ(read_file("b.bin"), "moved");
+  EXPECT_FALSE(fs::exists(dir_ / "area" / "b.data"));
+
+  // Without overwrite an existing name is refused, up front and at commit.
+  EXPECT_THROW(OutputFile::adopt(make("c.data", "c"), area.get(), "c.data", temp_.fd(),
+                                 "b.bin", false),
+               FileExistsError);
+  OutputFile late = OutputFile::adopt(make("d.data", "late"), area.get(), "d.data",
+                                      temp_.fd(), "d.bin", false);
+  write_file("d.bin", "first");
+  EXPECT_THROW(late.commit(), FileExistsError);
+  EXPECT_EQ(read_file("d.bin"), "first");
+  EXPECT_EQ(read_file("area/d.data"), "late");
+  OutputFile replacing = OutputFile::adopt(make("e.data", "second"), area.get(), "e.data",
+                                           temp_.fd(), "d.bin", true);
+  replacing.commit();
+  EXPECT_EQ(read_file("d.bin"), "second");
+}
+
 TEST_F(FilesTest, FreeBytes) {
   EXPECT_GT(OutputFile::free_bytes(temp_.fd()), 0u);
 }
