@@ -118,6 +118,15 @@ Digest TreeFolder::root() const {
   return Digest{};  // nothing added: an empty file's root is all zeros
 }
 
+std::uint64_t cut_nodes(std::vector<Node>& nodes, std::uint64_t limit, std::uint64_t align) {
+  std::size_t keep = 0;
+  std::uint64_t end = 0;
+  while (keep < nodes.size() && end + node_bytes(nodes[keep]) <= limit) end += node_bytes(nodes[keep++]);
+  while (keep > 0 && align != 0 && end % align != 0) end -= node_bytes(nodes[--keep]);
+  nodes.resize(keep);
+  return end;
+}
+
 Digest file_digest(std::uint64_t data_size, const Digest& root) {
   // struct fsverity_descriptor: version, hash_algorithm, log_blocksize, salt_size,
   // __reserved_0x04 (u32), data_size (le64), root_hash[64], salt[32], __reserved[144].

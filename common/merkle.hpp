@@ -70,6 +70,18 @@ class TreeFolder {
   mutable std::unique_ptr<BlockHasher> hasher_;
 };
 
+// The bytes a node stands for: one block (level 0) or one group of 128 (level 1).
+constexpr std::uint64_t node_bytes(const Node& node) {
+  return node.level == 0 ? kBlockSize : kGroupBytes;
+}
+
+// `nodes` describe a prefix of a file from offset 0, in file order. Cuts them to the longest
+// run that ends at most at `limit` and at a multiple of `align` (itself a multiple of
+// kBlockSize), dropping a node that would be split whole; returns the bytes that run covers.
+// (A node covering the file's short last block counts as a whole block: only a cut below
+// the end of the file is meaningful.)
+std::uint64_t cut_nodes(std::vector<Node>& nodes, std::uint64_t limit, std::uint64_t align);
+
 // The fs-verity file digest: SHA-256 of the 256-byte fsverity_descriptor (version 1,
 // SHA-256, log2 block size 12, no salt, data_size, root hash).
 Digest file_digest(std::uint64_t data_size, const Digest& root);

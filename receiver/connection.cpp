@@ -7,6 +7,7 @@
 #include "protocol/names.hpp"
 #include "protocol/secure_wipe.hpp"
 #include "protocol/sizes.hpp"
+#include "receiver/output_tree.hpp"
 
 namespace rdmax::receiver {
 
@@ -52,6 +53,9 @@ void Connection::step(const ReceiverInput& input) {
                 proto::to_string(input.event), proto::to_string(t.next));
   const State before = state_;
   state_ = t.next;
+  // A sender that breaks the rules loses what it stored: nothing of it is kept to resume.
+  if (t.error == proto::ReceiverError::IllegalEvent || input.event == Event::ProtocolViolation)
+    data_bad_ = true;
   for (Action a : t.actions) {
     if (a == Action::SendError && t.error == proto::ReceiverError::IllegalEvent) {
       post(proto::Error{proto::ErrorCode::ProtocolViolation,
@@ -158,6 +162,15 @@ void Connection::perform(Action action, const ReceiverInput& cause) {
     case Action::SendFileVerdict:
       send_file_verdict(std::get<Input::EntryVerdict>(cause.data));
       break;
+    case Action::SendResume:
+      send_resume(std::get<Input::EntryTaken>(cause.data).entry);
+      break;
+    case Action::SendHave:
+      if (session_)
+        send_session_have(std::get<Input::EntryTaken>(cause.data).entry);
+      else
+        send_have();
+      break;
   }
 }
 
@@ -172,8 +185,12 @@ void Connection::check_hello(const ReceiverInput& cause) {
         "this receiver speaks protocol versions 1 and 2, not " + std::to_string(foreign->version));
   }
   hello_ = std::get<proto::Hello>(cause.data);
-  // No extension is defined yet (PROTOCOL 7.2): one the sender needs understood is refused.
+  // The one extension defined (PROTOCOL 7.6): the sender understands Resume and Have.
   for (const auto& e : hello_.extensions) {
+    if (e.type == proto::kExtensionResume) {
+      resume_understood_ = true;
+      continue;
+    }
     if (e.type & proto::kExtensionMustUnderstand) {
       return reject(proto::RejectReason::UnsupportedVersion,
                     fmt::format("this receiver does not know Hello extension 0x{:04x}", e.type));
@@ -199,8 +216,12 @@ void Connection::check_hello(const ReceiverInput& cause) {
   ledger_ = proto::ReceiveLedger(hello_.file_size, o.slot_size, slot_count_);
   // Creating (and preallocating) the file is disk work: the pool does it. The window is
   // pinned only for an offer that passed every check.
+  if (reserved_by_receiver(hello_.name))
+    return reject(proto::RejectReason::BadName, "the name is reserved by the receiver");
   expect_own_work("the file to be created");
   file_.emplace(context_.pool, context_.dir_fd, hello_.name, o.overwrite, hello_.digest_algorithm);
+  if (resume_understood_)
+    file_->set_resume({context_.partials, hello_.digest, o.slot_size, true});
   file_->create(
       hello_.file_size, context_.promised_bytes, [this](const IncomingFile::Outcome& outcome) {
         guarded([&] {
@@ -217,9 +238,21 @@ void Connection::check_hello(const ReceiverInput& cause) {
                     {Event::HelloRejected,
                      Input::Rejection{proto::RejectReason::NoMemory, "cannot register memory"}});
               }
-              spdlog::info("[{}] receiving '{}' ({})", label(), proto::escape_for_log(hello_.name),
-                           proto::format_size(hello_.file_size));
+              if (file_->resumed_from() > 0) {
+                ledger_ = proto::ReceiveLedger(hello_.file_size, o.slot_size, slot_count_,
+                                               file_->resumed_from());
+                spdlog::info("[{}] resuming '{}' ({}) at {}", label(),
+                             proto::escape_for_log(hello_.name),
+                             proto::format_size(hello_.file_size),
+                             proto::format_size(file_->resumed_from()));
+              } else {
+                spdlog::info("[{}] receiving '{}' ({})", label(),
+                             proto::escape_for_log(hello_.name),
+                             proto::format_size(hello_.file_size));
+              }
               return dispatch({Event::HelloAccepted, {}});
+            case Kind::Have:
+              return dispatch({Event::HelloHave, {}});
             case Kind::Exists:
               return dispatch(
                   {Event::HelloRejected,
@@ -266,6 +299,8 @@ void Connection::send_accept() {
     return expect_session();
   }
   expect("data", context_.options.timeout);
+  // RC order puts it before the Accept, where the sender looks for it (PROTOCOL.md 7.6).
+  if (file_ && file_->resumed_from() > 0) post(proto::Resume{0, file_->resumed_from()});
   post(proto::Accept{reinterpret_cast<std::uintptr_t>(window_.data()), 0,
                      context_.options.slot_size, slot_count_});
   // Each slot's key travels in its own Credit, so each can be revoked on its own. An empty
@@ -339,10 +374,16 @@ void Connection::await_drain(const ReceiverInput& cause) {
 void Connection::verify() {
   computed_ = file_->finish_hash();
   using Code = proto::VerdictCode;
-  if (ledger_.received() != hello_.file_size || done_total_ != ledger_.received())
+  // What is wrong with the data itself is never kept for a resume.
+  const std::uint64_t expected = ledger_.received() + file_->resumed_from();
+  if (expected != hello_.file_size || done_total_ != expected) {
+    data_bad_ = true;
     return dispatch({Event::VerifiedBad, Input::Verdict{Code::SizeMismatch}});
-  if (computed_ != hello_.digest)
+  }
+  if (computed_ != hello_.digest) {
+    data_bad_ = true;
     return dispatch({Event::VerifiedBad, Input::Verdict{Code::HashMismatch}});
+  }
   // fsync, then rename into place: only then may the verdict say Good. On the pool.
   expect_own_work("the file to be committed");
   committing_ = true;
@@ -363,6 +404,7 @@ void Connection::verify() {
       } else {
         spdlog::error("[{}] cannot store '{}': {}", label(), proto::escape_for_log(hello_.name),
                       outcome.error);
+        data_bad_ = true;
         dispatch({Event::VerifiedBad, Input::Verdict{Code::StorageError}});
       }
       // A shutdown asked for during the commit: the sender has its verdict first.
@@ -393,8 +435,12 @@ void Connection::send_error(const ReceiverInput& cause) {
 void Connection::discard_file() {
   if (session_) return discard_session_files();
   if (!file_ || file_->committed()) return;
-  // Jobs not started are dropped; the temporary goes once the running one is done.
-  file_->discard();
+  // Jobs not started are dropped; the temporary goes once the running one is done, unless
+  // the transfer was interrupted: then what was stored is kept for a resume.
+  if (data_bad_)
+    file_->discard();
+  else
+    file_->keep();
   // An offer rejected before Accept has no transfer to report; a commit under way reports
   // itself when it is done.
   if (!logged_end_ && data_started_ != Clock::time_point{} && !committing_)
@@ -575,7 +621,16 @@ void Connection::shut_down() {
 
 void Connection::abandon() {
   release_transport();
-  if (file_ && !file_->committed()) file_->discard();
+  discard_file();
+}
+
+void Connection::send_have() {
+  spdlog::info("[{}] '{}' ({}) is here already: nothing to receive", label(),
+               proto::escape_for_log(hello_.name), proto::format_size(hello_.file_size));
+  computed_ = hello_.digest;
+  verdict_ = proto::VerdictCode::Good;
+  expect("Id or Bye", context_.options.timeout);
+  post(proto::Have{0, hello_.digest});
 }
 
 void Connection::on_cm_failure(const std::string& what) {

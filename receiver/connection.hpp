@@ -53,6 +53,7 @@ struct ReceiverContext {
   // For the daemon's status line (systemd STATUS=): totals since start.
   std::uint64_t bytes_received = 0;  // chunk bytes that arrived, good or bad
   std::uint64_t files_stored = 0;    // files committed into the directory
+  PartialStore* partials = nullptr;  // null: --no-partial (receiver/partial_store.hpp)
 };
 
 // An event and the data it carries (docs/PROTOCOL.md 4.5 names the events).
@@ -162,11 +163,15 @@ class Connection final : public DriverCore {
     Digest computed{};
     std::uint64_t promised = 0;  // this file's share of ReceiverContext::promised_bytes
     bool committing = false;
+    bool data_bad = false;  // a bad verdict: nothing is kept for a resume
   };
   void check_open(const ReceiverInput& cause);
   void check_offer(const proto::Offer& offer);
   void check_directory(SessionEntry& entry);
   void send_take(std::uint32_t entry);
+  void send_resume(std::uint32_t entry);
+  void send_session_have(std::uint32_t entry);
+  void send_have();
   void send_refuse(const ReceiverInput::EntryRefusal& refusal);
   void store_session_chunk(const proto::FileChunk& chunk);
   void on_session_stored(std::uint32_t entry, const IncomingFile::Stored& stored);
@@ -201,6 +206,8 @@ class Connection final : public DriverCore {
   Clock::time_point data_started_{};
   bool logged_end_ = false;
   bool committing_ = false;             // the commit job is queued or running
+  bool resume_understood_ = false;      // the Hello or Open carried kExtensionResume
+  bool data_bad_ = false;               // a bad verdict: nothing is kept for a resume
   bool shutdown_after_commit_ = false;  // SIGTERM arrived while committing
   std::uint64_t window_charge_ = 0;     // this connection's share of window_bytes_in_use
   std::uint64_t promised_ = 0;          // the Hello's file's share of promised_bytes
@@ -210,6 +217,7 @@ class Connection final : public DriverCore {
   bool session_ = false;
   proto::Open open_{};
   proto::SessionReceiveLedger session_ledger_;
+  std::uint32_t entries_had_ = 0;     // Good because they were here already (Have)
   std::uint32_t entries_failed_ = 0;  // refused or not verified: no secret for this session
   std::uint64_t session_bytes_ = 0;   // stored, for the end-of-session log
   std::uint32_t entries_good_ = 0;

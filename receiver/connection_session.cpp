@@ -37,6 +37,16 @@ void Connection::check_open(const ReceiverInput& cause) {
   auto reject = [&](proto::RejectReason reason, std::string text) {
     dispatch({Event::OpenRejected, Input::Rejection{reason, std::move(text)}});
   };
+  // As a Hello's (PROTOCOL.md 7.2, 7.6): the resume extension is known, an unknown one the
+  // sender needs understood is refused, any other unknown one ignored.
+  for (const auto& e : open_.extensions) {
+    if (e.type == proto::kExtensionResume) {
+      resume_understood_ = true;
+    } else if (e.type & proto::kExtensionMustUnderstand) {
+      return reject(proto::RejectReason::UnsupportedVersion,
+                    fmt::format("this receiver does not know Open extension 0x{:04x}", e.type));
+    }
+  }
   // Every file needs a chunk of its own: a session of small files wants as many slots as
   // it may have files in flight, a large file as many as its chunks.
   const std::uint64_t chunks =
@@ -110,12 +120,16 @@ void Connection::check_offer(const proto::Offer& offer) {
   // Cheap checks first: nothing is created for an entry that fails them.
   if (auto problem = proto::check_relative_path(offer.path))
     return refuse(proto::RejectReason::BadName, proto::describe(*problem));
+  if (reserved_by_receiver(offer.path))
+    return refuse(proto::RejectReason::BadName, "the path is reserved by the receiver");
   if (offer.kind == proto::EntryKind::Directory) return check_directory(entry);
   if (offer.size > o.max_size)
     return refuse(proto::RejectReason::TooLarge, "larger than " + proto::format_size(o.max_size));
   expect_session();
   entry.file.emplace(context_.pool, context_.dir_fd, offer.path, o.overwrite,
                      open_.digest_algorithm);
+  if (resume_understood_)
+    entry.file->set_resume({context_.partials, offer.digest, o.slot_size, true});
   // The size is spoken for at once, so that offers checked meanwhile count it.
   entry.promised = offer.size;
   context_.promised_bytes += entry.promised;
@@ -134,7 +148,11 @@ void Connection::check_offer(const proto::Offer& offer) {
             case Kind::Ok:
               // A preallocated file's space is taken on the disk already.
               if (e->file->preallocated()) release_promise(*e);
+              if (e->file->resumed_from() > 0)
+                return dispatch({Event::EntryResumed, Input::EntryTaken{id}});
               return dispatch({Event::EntryTaken, Input::EntryTaken{id}});
+            case Kind::Have:
+              return dispatch({Event::EntryHave, Input::EntryTaken{id}});
             case Kind::Exists:
               return refused(R::Exists, "a file of that name exists");
             case Kind::NoSpace:
@@ -199,6 +217,26 @@ void Connection::send_take(std::uint32_t id) {
   session_ledger_.take(id);
   post(proto::Take{id});
   expect_session();
+}
+
+void Connection::send_resume(std::uint32_t id) {
+  SessionEntry& entry = *session_entry(id);
+  const std::uint64_t from = entry.file->resumed_from();
+  session_ledger_.take(id, from);
+  spdlog::info("[{}] resuming {} ({}) at {}", label(), quoted(entry.offer.path),
+               proto::format_size(entry.offer.size), proto::format_size(from));
+  post(proto::Resume{id, from});
+  expect_session();
+}
+
+// The file is in place already: settled Good, and nothing of it moves.
+void Connection::send_session_have(std::uint32_t id) {
+  SessionEntry& entry = *session_entry(id);
+  spdlog::debug("[{}] {} is here already", label(), quoted(entry.offer.path));
+  ++entries_good_;
+  ++entries_had_;
+  post(proto::Have{id, entry.offer.digest});
+  settle_entry(id);
 }
 
 void Connection::send_refuse(const ReceiverInput::EntryRefusal& refusal) {
@@ -293,10 +331,15 @@ void Connection::verify_entry(std::uint32_t id) {
   const auto* record = session_ledger_.entry(id);
   entry.computed = entry.file->finish_hash();
   using Code = proto::VerdictCode;
-  if (record->received != entry.offer.size || record->done_total != record->received)
+  // `received` counts the bytes before a Resume offset too (the ledger starts there).
+  if (record->received != entry.offer.size || record->done_total != record->received) {
+    entry.data_bad = true;
     return dispatch({Event::EntrySettled, Input::EntryVerdict{id, Code::SizeMismatch}});
-  if (entry.computed != entry.offer.digest)
+  }
+  if (entry.computed != entry.offer.digest) {
+    entry.data_bad = true;
     return dispatch({Event::EntrySettled, Input::EntryVerdict{id, Code::HashMismatch}});
+  }
   entry.file->set_metadata(entry.offer.mode, entry.offer.mtime_sec, entry.offer.mtime_nsec);
   entry.committing = true;
   entry.file->commit([this, id](const IncomingFile::Outcome& outcome) {
@@ -341,13 +384,17 @@ void Connection::settle_entry(std::uint32_t id) {
   entries_.erase(it);
   session_ledger_.settle(id);
   release_promise(*entry);
+  // Settled without a commit: a bad verdict, a refusal or a failed store. Nothing of it is
+  // kept for a resume.
   if (entry->file && !entry->file->committed()) entry->file->discard();
   retired_.emplace_back(id, std::move(entry));
   reap_retired();
   if (session_ledger_.all_settled()) {
     const double seconds = std::chrono::duration<double>(Clock::now() - data_started_).count();
-    spdlog::info("[{}] session: {} entries good, {} failed, {} stored in {:.2f}s", label(),
-                 entries_good_, entries_failed_, proto::format_size(session_bytes_), seconds);
+    spdlog::info("[{}] session: {} entries good ({} here already), {} failed, {} stored in "
+                 "{:.2f}s",
+                 label(), entries_good_, entries_had_, entries_failed_,
+                 proto::format_size(session_bytes_), seconds);
   }
   expect_session();
 }
@@ -373,9 +420,15 @@ void Connection::release_promise(SessionEntry& entry) {
 }
 
 void Connection::discard_session_files() {
+  // The session was interrupted: what each file in flight stored is kept for a resume.
   for (auto& [id, entry] : entries_) {
     release_promise(*entry);
-    if (entry->file && !entry->file->committed()) entry->file->discard();
+    if (entry->file && !entry->file->committed()) {
+      if (entry->data_bad || data_bad_)
+        entry->file->discard();
+      else
+        entry->file->keep();
+    }
     retired_.emplace_back(id, std::move(entry));
   }
   entries_.clear();

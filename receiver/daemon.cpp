@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
+
+#include "protocol/sizes.hpp"
 
 namespace rdmax::receiver {
 
@@ -41,8 +44,13 @@ Daemon::Daemon(const ReceiverOptions& options, Fd dir, std::optional<proto::Secr
       dir_(std::move(dir)),
       secrets_(std::move(secrets)),
       pool_(options.workers),
+      expiry_(pool_),
       context_{options_, dir_.get(), secrets_ ? &*secrets_ : nullptr, pool_, 0},
       listener_(channel_) {
+  if (options_.partials) {
+    partials_.emplace(dir_.get(), PartialStore::Limits{options_.partial_ttl, options_.partial_max});
+    context_.partials = &*partials_;
+  }
   channel_.set_nonblocking();
   const char* bind = options_.bind_address ? options_.bind_address->c_str() : nullptr;
   listener_.bind_and_listen(bind, options_.port, 64);
@@ -196,6 +204,34 @@ void Daemon::on_tick() {
   const auto now = std::chrono::steady_clock::now();
   for (auto& [number, p] : peers_) p.connection->tick(now);
   notifier_.tick(service_status(), now);
+  expire_partials(now);
+}
+
+// Partials untouched for --partial-ttl go, then the oldest beyond --partial-max: at start,
+// then every quarter of the ttl (at least every second, at most every minute). On the pool:
+// it lists and removes files.
+void Daemon::expire_partials(std::chrono::steady_clock::time_point now) {
+  if (!partials_ || now < next_expiry_ || !expiry_.idle() || stopping_) return;
+  next_expiry_ = now + std::clamp<std::chrono::steady_clock::duration>(
+                           options_.partial_ttl / 4, std::chrono::seconds(1),
+                           std::chrono::seconds(60));
+  auto expired = std::make_shared<PartialStore::Expired>();
+  auto error = std::make_shared<std::string>();
+  expiry_.post(
+      [this, expired, error] {
+        try {
+          *expired = partials_->expire(std::chrono::system_clock::now());
+        } catch (const std::exception& e) {
+          *error = e.what();
+        }
+      },
+      [expired, error] {
+        if (!error->empty())
+          spdlog::warn("cannot expire partial files: {}", *error);
+        else if (expired->files > 0)
+          spdlog::info("removed {} expired partial file(s) ({})", expired->files,
+                       proto::format_size(expired->bytes));
+      });
 }
 
 ServiceStatus Daemon::service_status() const {
@@ -215,7 +251,8 @@ void Daemon::reap_closed() {
 
 bool Daemon::wait_for_disk_work() {
   auto busy = [&] {
-    return std::any_of(peers_.begin(), peers_.end(),
+    return !expiry_.idle() ||
+           std::any_of(peers_.begin(), peers_.end(),
                        [](const auto& entry) { return !entry.second.connection->idle(); });
   };
   if (!busy()) return true;

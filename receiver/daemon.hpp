@@ -47,6 +47,7 @@ class Daemon {
   void on_cm_events();
   void on_connect_request(rdma_cm_id* id);
   void on_tick();
+  void expire_partials(std::chrono::steady_clock::time_point now);
   void stop(int status);
   void reap_closed();
   bool wait_for_disk_work();  // false: gave up after kDiskGrace
@@ -57,6 +58,10 @@ class Daemon {
   Fd dir_;
   std::optional<proto::SecretStore> secrets_;
   WorkPool pool_;  // outlives every connection (their files' queues)
+  // Partial files of interrupted transfers (--no-partial: none); outlive every connection.
+  std::optional<PartialStore> partials_;
+  WorkQueue expiry_;  // the periodic expire() of partials_
+  std::chrono::steady_clock::time_point next_expiry_{};
   ReceiverContext context_;
   Epoll epoll_;
   SignalFd signals_;

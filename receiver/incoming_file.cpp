@@ -1,5 +1,7 @@
 #include "receiver/incoming_file.hpp"
 
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -7,9 +9,18 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "protocol/names.hpp"
+#include "protocol/sizes.hpp"
+#include "receiver/file_record.hpp"
 #include "receiver/output_tree.hpp"
 
 namespace rdmax::receiver {
+
+namespace {
+// How often the stored prefix is made durable in a partial: an fdatasync of the data and of
+// the nodes a second costs little against the transfer, and bounds what a crash loses.
+constexpr std::chrono::seconds kCheckpointInterval{1};
+}  // namespace
 
 IncomingFile::IncomingFile(WorkPool& pool, int dir_fd, std::string path, bool overwrite,
                            proto::DigestAlgorithm algorithm)
@@ -38,15 +49,25 @@ void IncomingFile::create(std::uint64_t size, std::uint64_t spoken_for, Done don
         using Kind = Outcome::Kind;
         try {
           const Fd parent = open_parent_beneath(dir_fd_, path_, true);
-          const std::uint64_t free = OutputFile::free_bytes(parent.get());
-          if (free < size || free - size < spoken_for) {
-            *outcome = {Kind::NoSpace, "not enough free space"};
+          const auto slash = path_.rfind('/');
+          const std::string name = slash == std::string::npos ? path_ : path_.substr(slash + 1);
+          if (resume_.may_have && find_identical(parent.get(), name, size)) {
+            *outcome = {Kind::Have, ""};
             return;
           }
-          const auto slash = path_.rfind('/');
-          file_.emplace(OutputFile::create(
-              parent.get(), slash == std::string::npos ? path_ : path_.substr(slash + 1),
-              overwrite_));
+          // A partial pays off only for a file of more than one chunk.
+          if (resume_.partials != nullptr && algorithm_ == proto::DigestAlgorithm::FsVeritySha256 &&
+              resume_.align > 0 && size > resume_.align)
+            open_partial(parent.get(), name, size);
+          const std::uint64_t needed = size - resumed_from_;
+          const std::uint64_t free = OutputFile::free_bytes(parent.get());
+          if (free < needed || free - needed < spoken_for) {
+            *outcome = {Kind::NoSpace, "not enough free space"};
+            file_.reset();
+            partial_.reset();  // kept as it was, for a later attempt
+            return;
+          }
+          if (!file_) file_.emplace(OutputFile::create(parent.get(), name, overwrite_));
           preallocated_ = file_->preallocate(size);
         } catch (const FileExistsError& e) {
           *outcome = {Kind::Exists, e.what()};
@@ -63,8 +84,74 @@ void IncomingFile::create(std::uint64_t size, std::uint64_t spoken_for, Done don
           *outcome = {Kind::Failed, e.what()};
           file_.reset();  // removes a temporary that could not be preallocated
         }
+        if (!outcome->ok()) partial_.reset();  // unlocked, kept as it was
       },
-      [outcome, done = std::move(done)] { done(*outcome); });
+      [this, outcome, done = std::move(done)] {
+        if (outcome->ok()) {
+          // The verified prefix goes first into the tree: the sender starts after it.
+          tree_.add(prefix_nodes_);
+          prefix_nodes_ = {};
+          bytes_stored_ = node_end_ = resumed_from_;
+          has_partial_ = resumed_from_ > 0 || partial_opened_;
+          last_checkpoint_ = std::chrono::steady_clock::now();
+        } else {
+          resumed_from_ = 0;
+        }
+        done(*outcome);
+      });
+}
+
+// The file at the final name, if it is a regular file of this size whose digest is the
+// offered one: by its record (receiver/file_record.hpp) while that is current, else by
+// hashing it (and recording what was found, for the next time).
+bool IncomingFile::find_identical(int parent_fd, const std::string& name, std::uint64_t size) {
+  // O_NONBLOCK: a FIFO planted under the name must not block the open.
+  const Fd fd(::openat(parent_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return false;  // missing, or a link: the create that follows says what it must
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<std::uint64_t>(st.st_size) != size)
+    return false;
+  const auto record = read_record(fd.get());
+  if (record && record->algorithm == algorithm_ && record_matches(*record, st))
+    return record->digest == resume_.digest;
+  const Digest digest = digest_of_file(fd.get(), size, algorithm_);
+  // Recorded only if the file did not change while it was read.
+  struct stat after {};
+  if (::fstat(fd.get(), &after) == 0 && after.st_size == st.st_size &&
+      after.st_mtim.tv_sec == st.st_mtim.tv_sec && after.st_mtim.tv_nsec == st.st_mtim.tv_nsec)
+    (void)write_record(fd.get(), FileRecord{algorithm_, digest, size, st.st_mtim.tv_sec,
+                                            static_cast<std::uint32_t>(st.st_mtim.tv_nsec)});
+  return digest == resume_.digest;
+}
+
+void IncomingFile::open_partial(int parent_fd, const std::string& name, std::uint64_t size) {
+  struct stat st {};
+  if (!overwrite_ && ::fstatat(parent_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
+    return;  // OutputFile::create reports Exists; the partial stays as it is
+  std::optional<PartialStore::Handle> handle;
+  try {
+    handle = resume_.partials->open({path_, size, resume_.digest}, resume_.align);
+  } catch (const std::exception& e) {
+    spdlog::warn("no partial file for '{}' (it cannot be resumed if interrupted): {}",
+                 proto::escape_for_log(path_), e.what());
+    return;
+  }
+  if (!handle) return;  // another transfer of the same path holds it
+  Fd data(::fcntl(handle->fd(), F_DUPFD_CLOEXEC, 0));
+  if (!data) throw SysError("fcntl(F_DUPFD_CLOEXEC) on a partial file", errno);
+  file_.emplace(OutputFile::adopt(std::move(data), handle->area_fd(), handle->data_name(),
+                                  parent_fd, name, overwrite_));
+  prefix_nodes_ = handle->prefix_nodes();
+  resumed_from_ = handle->durable_bytes();
+  // A prefix of the whole file (the interruption came while it was committed) is cut back
+  // to the last chunk: a Resume leaves the sender at least one chunk (PROTOCOL.md 7.6).
+  if (resumed_from_ >= size) {
+    const std::uint64_t last_chunk = (size - 1) / resume_.align * resume_.align;
+    resumed_from_ = merkle::cut_nodes(prefix_nodes_, last_chunk, resume_.align);
+  }
+  partial_.emplace(std::move(*handle));
+  partial_opened_ = true;
 }
 
 void IncomingFile::set_metadata(std::uint32_t mode, std::int64_t mtime_sec,
@@ -76,6 +163,7 @@ void IncomingFile::store(std::uint32_t slot, std::uint64_t offset,
                          std::span<const std::uint8_t> bytes, StoreDone done) {
   const std::uint64_t sequence = next_sequence_++;
   stores_.push_back({sequence,
+                     offset,
                      {slot, static_cast<std::uint32_t>(bytes.size()), {}},
                      false,
                      false,
@@ -166,19 +254,79 @@ void IncomingFile::finish_stores() {
       bytes_stored_ += p.stored.length;
       // In file order: stores leave the front in order. After a failed store the tree has
       // a gap and is not folded further (the transfer fails anyway).
-      if (!tree_gap_) tree_.add(p.tree_nodes);
+      if (!tree_gap_) {
+        tree_.add(p.tree_nodes);
+        if (has_partial_) note_undurable(p.offset, p.stored.length, p.tree_nodes);
+      }
     } else {
       tree_gap_ = true;
     }
     p.done(p.stored);
+  }
+  maybe_checkpoint();
+}
+
+// Each node with the offset it ends at, so that a checkpoint can tell which ones the
+// partial holds already.
+void IncomingFile::note_undurable(std::uint64_t offset, std::uint32_t length,
+                                  const std::vector<merkle::Node>& nodes) {
+  const std::uint64_t end = offset + length;
+  for (const merkle::Node& node : nodes) {
+    node_end_ = std::min(node_end_ + merkle::node_bytes(node), end);
+    undurable_nodes_.emplace_back(node_end_, node);
+  }
+}
+
+void IncomingFile::maybe_checkpoint() {
+  if (!has_partial_ || checkpointing_ || tree_gap_ || undurable_nodes_.empty()) return;
+  if (std::chrono::steady_clock::now() - last_checkpoint_ < kCheckpointInterval) return;
+  checkpointing_ = true;
+  auto nodes = std::make_shared<std::vector<std::pair<std::uint64_t, merkle::Node>>>(
+      undurable_nodes_);
+  const std::uint64_t bytes = node_end_;
+  auto ok = std::make_shared<bool>(false);
+  disk_.post([this, nodes, bytes, ok] { *ok = checkpoint_partial(*nodes, bytes); },
+             [this, bytes, ok] {
+               checkpointing_ = false;
+               last_checkpoint_ = std::chrono::steady_clock::now();
+               if (!*ok) {
+                 has_partial_ = false;  // no more checkpoints: the partial is void
+                 return;
+               }
+               std::erase_if(undurable_nodes_, [&](const auto& n) { return n.first <= bytes; });
+             });
+}
+
+// On the disk queue. The nodes the partial does not hold yet are appended; the partial's
+// own count decides, so a checkpoint queued behind another never repeats a node.
+bool IncomingFile::checkpoint_partial(
+    const std::vector<std::pair<std::uint64_t, merkle::Node>>& nodes, std::uint64_t bytes) {
+  if (!partial_ || partial_broken_) return false;
+  try {
+    const std::uint64_t durable = partial_->durable_bytes();
+    if (bytes <= durable) return true;
+    std::vector<merkle::Node> fresh;
+    for (const auto& [end, node] : nodes)
+      if (end > durable) fresh.push_back(node);
+    partial_->checkpoint(bytes, fresh);
+    // Tests watch for it (tests/e2e/faults.sh: the receiver is killed at a durable point).
+    spdlog::debug("partial '{}': {} bytes durable", proto::escape_for_log(path_), bytes);
+    return true;
+  } catch (const std::exception& e) {
+    spdlog::warn("the partial file of '{}' cannot be kept up to date ({}); it will not be resumed",
+                 proto::escape_for_log(path_), e.what());
+    partial_broken_ = true;
+    return false;
   }
 }
 
 Digest IncomingFile::finish_hash() {
   if (!stores_.empty()) throw std::logic_error("finish_hash while chunks are being stored");
   if (algorithm_ == proto::DigestAlgorithm::FsVeritySha256)
-    return tree_gap_ ? Digest{} : merkle::file_digest(bytes_stored_, tree_.root());
-  return hash_.finish();
+    final_digest_ = tree_gap_ ? Digest{} : merkle::file_digest(bytes_stored_, tree_.root());
+  else
+    final_digest_ = hash_.finish();
+  return final_digest_;
 }
 
 void IncomingFile::commit(Done done) {
@@ -192,7 +340,12 @@ void IncomingFile::commit(Done done) {
                                       timespec{static_cast<time_t>(metadata->mtime_sec),
                                                static_cast<long>(metadata->mtime_nsec)});
           }
+          record_digest(metadata);
           file_->commit();
+          if (partial_) {
+            partial_->forget_committed();
+            partial_.reset();
+          }
         } catch (const FileExistsError& e) {
           *outcome = {Outcome::Kind::Exists, e.what()};
         } catch (const std::exception& e) {
@@ -205,16 +358,63 @@ void IncomingFile::commit(Done done) {
       });
 }
 
-void IncomingFile::discard() {
-  if (discarded_) return;
+// On the disk queue, before the commit's fsync (which makes the record durable too): what
+// a later offer of the same file is checked against. The commit does not change the time
+// it records: futimens sets the sender's time, fchmod changes only the inode's ctime.
+void IncomingFile::record_digest(const std::optional<Metadata>& metadata) {
+  FileRecord record{algorithm_, final_digest_, bytes_stored_, 0, 0};
+  struct stat st {};
+  if (metadata) {
+    record.mtime_sec = metadata->mtime_sec;
+    record.mtime_nsec = metadata->mtime_nsec;
+  } else if (::fstat(file_->fd(), &st) == 0) {
+    record.mtime_sec = st.st_mtim.tv_sec;
+    record.mtime_nsec = static_cast<std::uint32_t>(st.st_mtim.tv_nsec);
+  } else {
+    return;
+  }
+  (void)write_record(file_->fd(), record);  // false: no user xattrs here; hashed when asked
+}
+
+void IncomingFile::stop_jobs() {
   discarded_ = true;
   disk_.cancel();
   hashing_.cancel();
   for (auto& queue : tree_queues_) queue->cancel();
   stores_.clear();  // their jobs were cancelled, or their results no longer matter
+}
+
+void IncomingFile::discard() {
+  if (discarded_) return;
+  stop_jobs();
   disk_.post(
       [this] {
         if (file_) file_->discard();
+        if (partial_) resume_.partials->remove(std::move(*partial_));
+        partial_.reset();
+      },
+      [] {});
+}
+
+void IncomingFile::keep() {
+  if (discarded_) return;
+  // Nothing stored, nothing resumed: nothing worth keeping.
+  if (!has_partial_ || tree_gap_ || node_end_ == 0) return discard();
+  stop_jobs();
+  auto nodes = std::make_shared<std::vector<std::pair<std::uint64_t, merkle::Node>>>(
+      std::move(undurable_nodes_));
+  const std::uint64_t bytes = node_end_;
+  disk_.post(
+      [this, nodes, bytes] {
+        if (file_) file_->discard();  // adopted: the data file stays in the partial
+        if (!partial_) return;
+        if (checkpoint_partial(*nodes, bytes)) {
+          spdlog::info("kept {} of '{}' to resume from", proto::format_size(bytes),
+                       proto::escape_for_log(path_));
+        } else {
+          resume_.partials->remove(std::move(*partial_));
+        }
+        partial_.reset();
       },
       [] {});
 }

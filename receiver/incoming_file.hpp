@@ -24,7 +24,16 @@
 //
 // Lifetime. The owner keeps this object, and the memory a store() reads, alive until
 // idle(): discard() cancels what has not started, then removes the temporary.
+//
+// Resume (docs/PROTOCOL.md 7.6). With set_resume(), create() first looks for a file already
+// in place with the offered digest (Outcome::Kind::Have), then continues a partial file of
+// the same path, size and digest (receiver/partial_store.hpp): its verified prefix is fed
+// to the hash tree and resumed_from() says where the sender starts. While chunks are
+// stored, a checkpoint on the disk queue makes the stored prefix durable together with its
+// tree nodes about once a second; keep() makes everything stored durable and leaves the
+// partial for the next attempt, discard() removes it.
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -38,6 +47,7 @@
 #include "common/output_file.hpp"
 #include "common/sha256.hpp"
 #include "common/work_pool.hpp"
+#include "receiver/partial_store.hpp"
 #include "protocol/wire.hpp"
 
 namespace rdmax::receiver {
@@ -51,6 +61,7 @@ class IncomingFile {
       NoSpace,  // create: the file system has less free space than the file needs
       BadPath,  // create: the path leads through a symbolic link or a non-directory
       Failed,   // anything else: `error` says what
+      Have,     // create: a file of that path, size and digest is in place already
     };
     Kind kind = Kind::Ok;
     std::string error;
@@ -72,6 +83,17 @@ class IncomingFile {
   IncomingFile(const IncomingFile&) = delete;
   IncomingFile& operator=(const IncomingFile&) = delete;
 
+  struct Resume {
+    PartialStore* partials = nullptr;  // null: no partial is kept or continued
+    proto::Sha256 digest{};            // the offered digest
+    std::uint32_t align = 0;           // where a resumed transfer may start (the slot size)
+    bool may_have = false;             // the sender understands Have
+  };
+  // Before create().
+  void set_resume(const Resume& resume) { resume_ = resume; }
+  // After a create() that succeeded: the bytes already stored from a partial (0: none).
+  std::uint64_t resumed_from() const { return resumed_from_; }
+
   // Checks the free space (keeping `spoken_for` bytes free besides: promised to other
   // files and not reserved by a preallocation), creates the temporary and preallocates
   // `size` bytes.
@@ -92,14 +114,19 @@ class IncomingFile {
   Digest finish_hash();
   // fsync, rename into place, fsync the directory. `done` says whether the file is there.
   void commit(Done done);
-  // Drops every job not started and removes the temporary (unless committed).
+  // Drops every job not started and removes the temporary (unless committed), and the
+  // partial with it.
   void discard();
+  // The transfer was interrupted: drops every job not started, makes every stored byte
+  // durable in the partial (with its tree nodes) and keeps it. Without a partial, discard().
+  void keep();
   bool idle() const;
   bool committed() const { return committed_; }
 
  private:
   struct PendingStore {
     std::uint64_t sequence = 0;
+    std::uint64_t offset = 0;
     Stored stored;
     bool hashed = false;
     bool written = false;
@@ -111,6 +138,16 @@ class IncomingFile {
   void hash_tree(std::uint64_t sequence, std::uint64_t offset, std::span<const std::uint8_t> bytes);
   void on_hashed(std::uint64_t sequence, const std::string& error);
   void finish_stores();
+  bool find_identical(int parent_fd, const std::string& name, std::uint64_t size);
+  void open_partial(int parent_fd, const std::string& name, std::uint64_t size);
+  void note_undurable(std::uint64_t offset, std::uint32_t length,
+                      const std::vector<merkle::Node>& nodes);
+  void maybe_checkpoint();
+  bool checkpoint_partial(const std::vector<std::pair<std::uint64_t, merkle::Node>>& nodes,
+                          std::uint64_t bytes);
+  struct Metadata;
+  void record_digest(const std::optional<Metadata>& metadata);
+  void stop_jobs();
 
   int dir_fd_;
   std::string path_;
@@ -132,6 +169,21 @@ class IncomingFile {
     std::uint32_t mtime_nsec = 0;
   };
   std::optional<Metadata> metadata_;
+  Resume resume_;
+  Digest final_digest_{};  // finish_hash()'s, recorded with the committed file
+  // The partial (disk queue's), its verified prefix (handed from the create job to the loop)
+  // and, on the loop, the nodes stored since the last durable checkpoint, each with the
+  // offset it ends at.
+  std::optional<PartialStore::Handle> partial_;
+  std::vector<merkle::Node> prefix_nodes_;
+  std::uint64_t resumed_from_ = 0;
+  std::vector<std::pair<std::uint64_t, merkle::Node>> undurable_nodes_;
+  std::uint64_t node_end_ = 0;  // where the next stored node starts
+  bool has_partial_ = false;  // the loop's: checkpoints are made
+  bool checkpointing_ = false;
+  bool partial_broken_ = false;
+  bool partial_opened_ = false;  // written by the create job, read after its completion  // the disk queue's: a checkpoint failed, the partial is void
+  std::chrono::steady_clock::time_point last_checkpoint_{};
   // Last: destroyed first, so no job outlives what it uses (they cancel what has not
   // started; the owner waited for idle() before destroying this).
   WorkQueue disk_;

@@ -41,6 +41,29 @@ std::optional<std::uint64_t> size_option(const std::string& text, const char* wh
 }
 }  // namespace
 
+std::optional<std::chrono::seconds> parse_duration(std::string_view text) {
+  constexpr std::uint64_t kLimit = 100ull * 365 * 24 * 3600;
+  std::size_t i = 0;
+  std::uint64_t value = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    value = value * 10 + static_cast<std::uint64_t>(text[i] - '0');
+    if (value > kLimit) return std::nullopt;
+  }
+  if (i == 0 || text.size() - i > 1) return std::nullopt;
+  std::uint64_t unit = 1;
+  if (i < text.size()) {
+    switch (text[i]) {
+      case 's': unit = 1; break;
+      case 'm': unit = 60; break;
+      case 'h': unit = 3600; break;
+      case 'd': unit = 24 * 3600; break;
+      default: return std::nullopt;
+    }
+  }
+  if (value == 0 || value > kLimit / unit) return std::nullopt;
+  return std::chrono::seconds(static_cast<std::int64_t>(value * unit));
+}
+
 unsigned default_workers() {
   return std::max(4u, std::thread::hardware_concurrency());
 }
@@ -91,6 +114,17 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
   app.add_option("--timeout", timeout_s, "seconds without progress before a sender is dropped")
       ->capture_default_str()
       ->check(CLI::Range(1u, 3600u));
+  bool no_partial = false;
+  app.add_flag("--no-partial", no_partial,
+               "discard what an interrupted transfer received (default: keep it in "
+               "DIR/.rdmax-partial, mode 0700, so that the same command continues it)");
+  std::string partial_ttl = "24h", partial_max = "64G";
+  app.add_option("--partial-ttl", partial_ttl,
+                 "remove a kept partial file untouched for this long (e.g. 90m, 24h, 7d)")
+      ->capture_default_str();
+  app.add_option("--partial-max", partial_max,
+                 "cap on the kept partial files together; the oldest go first")
+      ->capture_default_str();
   int verbose = 0;
   bool quiet = false;
   app.add_flag("-v,--verbose", verbose, "more logging (repeat for trace)");
@@ -120,6 +154,17 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
     return kExitUsage;
   }
   o.slot_size = static_cast<std::uint32_t>(*ss);
+  o.partials = !no_partial;
+  auto ttl = parse_duration(partial_ttl);
+  if (!ttl) {
+    std::cerr << "rdma-recv: --partial-ttl: '" << partial_ttl
+              << "' is not a duration (e.g. 90m, 24h, 7d)\n";
+    return kExitUsage;
+  }
+  o.partial_ttl = *ttl;
+  auto pm = size_option(partial_max, "--partial-max");
+  if (!pm) return kExitUsage;
+  o.partial_max = *pm;
   return o;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 
 namespace rdmax::receiver {
@@ -30,7 +31,16 @@ struct ReceiverOptions {
   // waiting on one file's fsync must not hold up every other connection's writes.
   unsigned workers = default_workers();
   int verbosity = 0;
+  // Partial files (receiver/partial_store.hpp): what an interrupted transfer leaves for the
+  // same command to continue. Off with --no-partial.
+  bool partials = true;
+  std::chrono::seconds partial_ttl{24 * 3600};  // --partial-ttl: untouched this long, removed
+  std::uint64_t partial_max = 64ull << 30;      // --partial-max: all partials together
 };
+
+// A duration as people type it: digits and one unit, s, m, h or d (bare digits: seconds).
+// Rejects empty input, signs, fractions, unknown units, 0 and values past 100 years.
+[[nodiscard]] std::optional<std::chrono::seconds> parse_duration(std::string_view text);
 
 // rdma-recv's exit statuses (README, --help, the manual page).
 inline constexpr int kExitSuccess = 0;

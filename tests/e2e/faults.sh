@@ -3,7 +3,8 @@
 # B, senders on host A. A sender killed mid-transfer (repeatedly), 2% packet loss, the
 # wire cut and restored, the receiver killed, and host B powered off. After each fault:
 # both sides end within their timeouts, the receiver keeps serving (until it is the one
-# killed), and no damaged file or temporary is left behind.
+# killed), and no damaged file or temporary is left under a final name. Issue 14: what an
+# interrupted transfer stored is kept as a partial, and the same command again resumes it.
 source "$(dirname "$0")/lib.sh"
 [[ ${RXE_WIRE:-none} == real ]] || { echo "SKIP: faults.sh needs the two-host topology with a real wire (rxe-run --hosts 2)"; exit 0; }
 need_programs send recv
@@ -20,14 +21,33 @@ start_receiver() {
   wait_for 30 recv_log_has 'listening on' 
 }
 receiver_alive() { rxe-peer pgrep -x rdma-recv >/dev/null; }
-# Names in B's output directory (temporaries included), one per line.
-out_listing() { rxe-peer ls -A "$out"; }
+# Names in B's output directory (temporaries included), one per line. The private area of
+# partial files (.rdmax-partial) is not among them: what it holds is checked on its own.
+out_listing() { rxe-peer ls -A "$out" | grep -vx '.rdmax-partial' || true; }
 no_leftovers_except() {  # NAME...: the out dir holds exactly these names
   local want have
   want=$(printf '%s\n' "$@" | sed '/^$/d' | sort -u)
   have=$(out_listing | sort)
   [[ $have == "$want" ]]
 }
+# The partial files kept on B, one "<hash>.data SIZE" per line.
+partials() { rxe-peer bash -c "cd $out/.rdmax-partial 2>/dev/null && stat -c '%n %s' *.data 2>/dev/null" || true; }
+has_partial() { [[ -n $(partials) ]]; }
+# The receiver's latest durable point of NAME, in bytes (its -v log; 0 if none yet).
+durable_of() { rxe-peer grep -o "partial '$1': [0-9]* bytes durable" "$recv_log" | tail -n 1 | awk '{print $3}'; }
+durable_at_least() { local d; d=$(durable_of "$1"); ((${d:-0} >= $2)); }
+json_field() { grep -o "\"$2\":[0-9]*" "$shared/$1.json" | head -n 1 | cut -d: -f2; }
+# A re-run that must resume: verdict good, file identical; sets sent and from (bytes).
+resend_ok() {
+  local rc=0
+  "$send" -H "$RXE_PEER_ADDR" --timeout 20 --json "$in/$1" >"$shared/$1.json" 2>"$shared/$1.err" || rc=$?
+  ((rc == 0)) || { cat "$shared/$1.err" >&2; fail "the re-run of $1 failed (exit $rc)"; }
+  grep -q '"verdict":"good"' "$shared/$1.json" || fail "$1: no good verdict: $(head -c 400 "$shared/$1.json")"
+  verify_delivered "$1"
+  sent=$(json_field "$1" bytes_sent) from=$(json_field "$1" resumed_from)
+  [[ -n $sent && -n $from ]] || fail "$1: no bytes_sent/resumed_from in --json: $(head -c 400 "$shared/$1.json")"
+}
+mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
 fail_context() { echo "--- receiver log (host B), last lines:"; rxe-peer tail -n 25 "$recv_log"; }
 
 make_file() { head -c "$2" /dev/urandom >"$in/$1"; }
@@ -74,14 +94,55 @@ case_sender_killed() {
     wait_sending victim.bin
     kill -9 "$send_pid"
     wait "$send_pid" 2>/dev/null || true
-    # The receiver notices (DISCONNECTED, or no progress within --timeout) and cleans up.
+    # The receiver notices (DISCONNECTED, or no progress within --timeout): nothing under
+    # the final name, what it stored kept as a partial (each round continues the last).
     eventually $((peer_timeout + 10)) no_leftovers_except $(delivered) ||
       fail "round $round: the receiver left $(out_listing | tr '\n' ' ') behind"
     receiver_alive || fail "round $round: the receiver died"
   done
   make_file after-kill.bin $((2 << 20)) && send_ok after-kill.bin
   mark_delivered after-kill.bin
-  pass "sender SIGKILLed mid-transfer 3 times: receiver up, nothing left behind, next transfer verified"
+  resend_ok victim.bin
+  mark_delivered victim.bin
+  pass "sender SIGKILLed mid-transfer 3 times: receiver up, nothing under a final name, next transfer verified; the re-run resumed at $(mib "$from") and verified"
+}
+
+# Issue 14: a 96 MiB transfer whose sender is killed at about half way; the same command
+# again finishes it, sending at most 60% of the bytes.
+case_resume_sender_killed() {
+  make_file half.bin $((96 << 20))
+  send_bg half.bin
+  wait_for 60 durable_at_least half.bin $((44 << 20))
+  kill -9 "$send_pid"
+  wait "$send_pid" 2>/dev/null || true
+  eventually $((peer_timeout + 10)) recv_log_has "kept .* of 'half.bin' to resume from" ||
+    fail "the receiver did not keep what it had of half.bin"
+  no_leftovers_except $(delivered) || fail "left under a final name: $(out_listing | tr '\n' ' ')"
+  resend_ok half.bin
+  mark_delivered half.bin
+  ((from > 0 && sent + from == 96 << 20)) || fail "resumed at $from, sent $sent: they must add up to 96 MiB"
+  ((sent * 10 <= (96 << 20) * 6)) || fail "the re-run sent $(mib "$sent") of 96 MiB (more than 60%)"
+  pass "sender SIGKILLed at $(mib "$from") of 96 MiB: the re-run resumed there, sent $(mib "$sent") ($((sent * 100 / (96 << 20)))%), verdict good, file identical"
+}
+
+# A partial whose data was altered on disk between the two runs: its blocks are checked
+# against the tree nodes kept with them, the prefix is cut before the damage, and the
+# file is never committed as good with the altered bytes.
+case_altered_partial() {
+  make_file altered.bin $((48 << 20))
+  send_bg altered.bin
+  wait_for 60 durable_at_least altered.bin $((24 << 20))
+  kill -9 "$send_pid"
+  wait "$send_pid" 2>/dev/null || true
+  eventually $((peer_timeout + 10)) recv_log_has "kept .* of 'altered.bin' to resume from" ||
+    fail "the receiver did not keep what it had of altered.bin"
+  # Flip 16 bytes at 8 MiB + 100 in the kept data (one partial is there: altered.bin's).
+  rxe-peer bash -c "f=\$(ls $out/.rdmax-partial/*.data) && printf 'xxxxxxxxxxxxxxxx' | dd of=\"\$f\" bs=1 seek=$(((8 << 20) + 100)) conv=notrunc status=none" ||
+    fail "could not alter the partial"
+  resend_ok altered.bin
+  mark_delivered altered.bin
+  ((from <= 8 << 20)) || fail "resumed at $(mib "$from"), past the altered block at 8 MiB"
+  pass "a partial altered at 8 MiB: resumed at $(mib "$from") (before the damage), sent $(mib "$sent"), verdict good, file identical"
 }
 
 case_loss() {
@@ -143,15 +204,19 @@ case_wire_cut() {
   receiver_alive || fail "the receiver died"
   make_file after-cut.bin $((1 << 20)) && send_ok after-cut.bin
   mark_delivered after-cut.bin
-  pass "wire cut mid-transfer: sender exit 3 after ${took}s ($(grep -E '^[0-9:.]* error' "$shared/cut.bin.err" | head -1 | cut -d' ' -f3-)); receiver gave up and cleaned up; after restoring the wire a new transfer verified"
+  resend_ok cut.bin
+  mark_delivered cut.bin
+  ((from > 0)) || fail "the re-run after the cut started from zero"
+  pass "wire cut mid-transfer: sender exit 3 after ${took}s ($(grep -E '^[0-9:.]* error' "$shared/cut.bin.err" | head -1 | cut -d' ' -f3-)); receiver gave up, nothing under a final name; after restoring the wire a new transfer verified, and the same command resumed cut.bin at $(mib "$from")"
 }
 
 case_receiver_killed() {
-  make_file orphan.bin $((32 << 20))
+  make_file orphan.bin $((96 << 20))
   # Commands sent to host B reach it late while it is busy receiving (its one vCPU is
   # saturated and its 9p view of the job spool lags), so the killer is posted on B first:
-  # it watches B's own log and kills the receiver the moment the transfer starts.
-  rxe-peer bash -c "until grep -q \"receiving 'orphan.bin'\" $recv_log; do sleep 0.02; done; pkill -9 -x rdma-recv; date +%s.%N >$shared/killed-at" &
+  # it watches B's own log and kills the receiver once it has made about half the file
+  # durable (issue 14: the re-run then sends at most 60%).
+  rxe-peer bash -c "until [[ \$(grep -o \"partial 'orphan.bin': [0-9]* bytes durable\" $recv_log | tail -n 1 | awk '{print \$3}') -ge $((44 << 20)) ]] 2>/dev/null; do sleep 0.02; done; pkill -9 -x rdma-recv; date +%s.%N >$shared/killed-at" &
   bg_pids+=($!)
   sleep 1
   tc qdisc add dev eth0 root netem rate 40mbit  # a slower wire: the kill lands mid-transfer
@@ -166,8 +231,15 @@ case_receiver_killed() {
   awk -v s="$took" 'BEGIN{exit !(s < 20)}' || fail "sender took ${took}s to notice"
   grep -q -i 'disconnect\|timed out\|completion error\|connection' "$shared/orphan.bin.err" || fail "no clear message: $(cat "$shared/orphan.bin.err")"
   pass "receiver SIGKILLed mid-transfer: sender exit 3 after ${took}s: $(grep -i 'error' "$shared/orphan.bin.err" | head -1)"
-  # Restart it for the cases after this one.
+  # Restarted, it resumes from its last durable point, never from bytes it cannot vouch for.
+  tc qdisc del dev eth0 root 2>/dev/null || true
+  local durable; durable=$(durable_of orphan.bin)
   start_receiver
+  resend_ok orphan.bin
+  mark_delivered orphan.bin
+  ((from > 0 && from <= durable)) || fail "resumed at $from; the last durable point logged was $durable"
+  ((sent * 10 <= (96 << 20) * 6)) || fail "the re-run sent $(mib "$sent") of 96 MiB (more than 60%)"
+  pass "receiver SIGKILLed at about half of 96 MiB and restarted: the re-run resumed at $(mib "$from") (last durable point $(mib "$durable")), sent $(mib "$sent") ($((sent * 100 / (96 << 20)))%), verdict good, file identical"
 }
 
 case_host_dies() {
@@ -189,6 +261,8 @@ start_receiver
 run_case baseline case_baseline
 run_case sender-killed case_sender_killed
 run_case loss case_loss
+run_case resume-sender-killed case_resume_sender_killed
+run_case altered-partial case_altered_partial
 run_case wire-cut case_wire_cut
 run_case receiver-killed case_receiver_killed
 run_case host-dies case_host_dies

@@ -125,6 +125,70 @@ case_bwlimit() {
 }
 run_case bwlimit case_bwlimit
 
+# Issue 14: a tree transfer interrupted (the sender killed) and the same command again:
+# the files committed before are skipped as identical (nothing of them moves), the file
+# that was under way resumes, and the rest completes.
+case_tree_resume() {
+  local t=$src/resume rc=0 skipped
+  mkdir -p "$t/sub"
+  for i in 1 2 3 4 5 6; do head -c $((8 << 20)) /dev/urandom >"$t/sub/f$i"; done
+  rm -rf "$out/resume"
+  "$send" -H "$RXE_ADDR" -p "$port" -r --bwlimit 16M "$t" >"$shared/first.log" 2>&1 &
+  local pid=$!
+  wait_for 60 eval "(( \$(grep -c \"resume/sub/f[0-9]': good\" \"$log\") >= 2 ))"
+  kill -9 "$pid"
+  wait "$pid" 2>/dev/null || true
+  "$send" -H "$RXE_ADDR" -p "$port" -r --json "$t" >"$shared/resume.json" 2>"$shared/send.log" || rc=$?
+  ((rc == 0)) || fail "the re-run exited $rc: $(tail -n 5 "$shared/send.log")"
+  compare "$t" "$out/resume" || fail "the tree differs after the re-run"
+  skipped=$(grep -o '"status":"skipped"' "$shared/resume.json" | wc -l)
+  ((skipped >= 2)) || fail "the re-run skipped $skipped files: $(head -c 600 "$shared/resume.json")"
+  grep -q '"resumed_from":[1-9]' "$shared/resume.json" ||
+    fail "no file resumed: $(head -c 600 "$shared/resume.json")"
+  pass "tree interrupted after $skipped of 6 files: the re-run skipped them as identical, resumed the one under way, completed the rest; the tree is identical"
+}
+run_case tree-resume case_tree_resume
+
+# Partials expire: a receiver with --partial-ttl 3s removes what an interrupted transfer
+# left once it is that old, and --no-partial keeps nothing at all.
+case_partial_expiry() {
+  local p2=$((port + 1)) out2=$work/out2 log2=$shared/recv2.log
+  mkdir -p "$out2"
+  head -c $((64 << 20)) /dev/urandom >"$src/expiring.bin"
+  start_daemon recv2 "$log2" "$recv" --port "$p2" --dir "$out2" --partial-ttl 3s -v
+  local pid2=$daemon_pid
+  wait_for 20 cm_listening "$p2"
+  "$send" -H "$RXE_ADDR" -p "$p2" --bwlimit 16M "$src/expiring.bin" >/dev/null 2>&1 &
+  local pid=$!
+  wait_for 30 grep -q "partial 'expiring.bin': [0-9]* bytes durable" "$log2"
+  kill -9 "$pid"
+  wait "$pid" 2>/dev/null || true
+  wait_for 20 grep -q "kept .* of 'expiring.bin'" "$log2"
+  [[ -n $(find "$out2/.rdmax-partial" -name '*.data' 2>/dev/null) ]] || fail "no partial kept"
+  [[ $(stat -c %a "$out2/.rdmax-partial") == 700 ]] || fail "the partial area is not mode 0700"
+  [[ ! -e $out2/expiring.bin ]] || fail "the partial is visible under the final name"
+  wait_for 15 grep -q "removed 1 expired partial" "$log2"
+  [[ -z $(find "$out2/.rdmax-partial" -name '*.data' 2>/dev/null) ]] || fail "the expired partial is still there"
+  kill -TERM "$pid2"
+  wait_for 15 daemon_exited recv2
+  rm -rf "$out2"/.rdmax-partial
+  start_daemon recv3 "$shared/recv3.log" "$recv" --port "$p2" --dir "$out2" --no-partial -v
+  pid2=$daemon_pid
+  wait_for 20 cm_listening "$p2"
+  "$send" -H "$RXE_ADDR" -p "$p2" --bwlimit 16M "$src/expiring.bin" >/dev/null 2>&1 &
+  pid=$!
+  wait_for 30 grep -q "receiving 'expiring.bin'" "$shared/recv3.log"
+  sleep 1
+  kill -9 "$pid"
+  wait "$pid" 2>/dev/null || true
+  wait_for 20 grep -q "'expiring.bin'.*abandoned" "$shared/recv3.log"
+  [[ -z $(ls -A "$out2") ]] || fail "--no-partial left: $(ls -A "$out2")"
+  kill -TERM "$pid2"
+  wait_for 15 daemon_exited recv3
+  pass "a partial kept (mode 0700 area, nothing under the final name) expired after --partial-ttl 3s; --no-partial kept nothing"
+}
+run_case partial-expiry case_partial_expiry
+
 case_usage() {
   local rc=0
   "$send" -H "$RXE_ADDR" -p "$port" "$src/data" 2>"$shared/err" || rc=$?

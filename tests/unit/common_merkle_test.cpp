@@ -199,6 +199,28 @@ TEST_F(FsVerityDigest, AFileThatShrinksIsAnErrorNotACrash) {
   EXPECT_THROW((void)fsverity_digest_of_file(input.fd(), mapping.size(), 2), std::runtime_error);
 }
 
+// A prefix cut for a resume: at most `limit`, at a multiple of `align`, never inside a node.
+TEST(CutNodes, EndsOnAlignedNodeBoundaries) {
+  using merkle::Node;
+  const Node block{0, {}}, group{1, {}};
+  std::vector<Node> nodes(200, block);  // 200 blocks
+  EXPECT_EQ(merkle::cut_nodes(nodes, 150 * 4096 + 100, 16 * 4096), 144u * 4096);
+  EXPECT_EQ(nodes.size(), 144u);
+  // A level-1 node (128 blocks) that the aligned cut would split goes whole.
+  nodes = {group, group, block, block};
+  EXPECT_EQ(merkle::cut_nodes(nodes, 2 * merkle::kGroupBytes + 2 * 4096, 256 * 4096),
+            2 * merkle::kGroupBytes);  // 256 blocks: the two groups
+  nodes = {group, group, block, block};
+  EXPECT_EQ(merkle::cut_nodes(nodes, 2 * merkle::kGroupBytes + 2 * 4096, 96 * 4096), 0u);
+  nodes = {group, block, block, group};  // not file-shaped, but cut by the same rule
+  EXPECT_EQ(merkle::cut_nodes(nodes, merkle::kGroupBytes + 4096, 4096), merkle::kGroupBytes + 4096);
+  EXPECT_EQ(nodes.size(), 2u);
+  nodes = {group, group};
+  EXPECT_EQ(merkle::cut_nodes(nodes, 3 * merkle::kGroupBytes / 2, 3 * merkle::kGroupBytes / 2),
+            0u);
+  EXPECT_TRUE(nodes.empty());
+}
+
 TEST(FsVerityDigestThreads, ZeroThreadsIsRefused) {
   EXPECT_THROW((void)fsverity_digest_of_file(-1, 10, 0), std::invalid_argument);
 }

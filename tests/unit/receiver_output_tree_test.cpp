@@ -191,5 +191,13 @@ TEST_F(OutputTreeTest, IntermediateDirectoriesNeedOnlySearchPermission) {
   ::chmod(at("x").c_str(), 0700);  // so the TempDir can remove it
 }
 
+TEST(ReservedByReceiver, ThePartialAreaAndWhatIsUnderIt) {
+  EXPECT_TRUE(reserved_by_receiver(".rdmax-partial"));
+  EXPECT_TRUE(reserved_by_receiver(".rdmax-partial/abc.data"));
+  EXPECT_FALSE(reserved_by_receiver("a/.rdmax-partial"));
+  EXPECT_FALSE(reserved_by_receiver(".rdmax-partial2"));
+  EXPECT_FALSE(reserved_by_receiver("rdmax-partial"));
+}
+
 }  // namespace
 }  // namespace rdmax::receiver
