@@ -21,8 +21,10 @@ const char* to_string(ChunkError e) {
 }
 
 ReceiveLedger::ReceiveLedger(std::uint64_t file_size, std::uint32_t slot_size,
-                             std::uint32_t slot_count)
-    : plan_{file_size, slot_size}, slots_(slot_count, SlotState::Idle) {}
+                             std::uint32_t slot_count, std::uint64_t start)
+    : plan_{file_size, slot_size},
+      slots_(slot_count, SlotState::Idle),
+      received_(std::min(start, file_size)) {}
 
 bool ReceiveLedger::grant(std::uint32_t slot) {
   // Once every byte has arrived (an empty file: from the start) no slot is credited.

@@ -33,7 +33,10 @@ class ReceiveLedger {
 
   ReceiveLedger() = default;
   // slot_count >= 1; slot_size >= 1.
-  ReceiveLedger(std::uint64_t file_size, std::uint32_t slot_size, std::uint32_t slot_count);
+  // `start`: the offset of a Resume (PROTOCOL.md 7.6), a multiple of slot_size: the bytes
+  // before it count as received, and the first chunk must start there.
+  ReceiveLedger(std::uint64_t file_size, std::uint32_t slot_size, std::uint32_t slot_count,
+                std::uint64_t start = 0);
 
   // Marks the slot Credited: the driver is about to send its Credit. Only from Idle, and
   // only while some byte has not arrived and close() was not called (so an empty file gets

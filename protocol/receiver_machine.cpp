@@ -58,6 +58,8 @@ ReceiverTransition receiver_next(S s, E e) {
     case S::InSession:
       if (e == E::GotOffer) return {S::InSession, {A::CheckOffer}};
       if (e == E::EntryTaken) return {S::InSession, {A::SendTake}};
+      if (e == E::EntryResumed) return {S::InSession, {A::SendResume}};
+      if (e == E::EntryHave) return {S::InSession, {A::SendHave}};
       if (e == E::EntryRefused) return {S::InSession, {A::SendRefuse}};
       if (e == E::GotChunk) return {S::InSession, {A::StoreChunk}};
       if (e == E::ChunkStored) return {S::InSession, {A::SendCredit, A::FinishEntries}};
@@ -72,6 +74,8 @@ ReceiverTransition receiver_next(S s, E e) {
       break;
     case S::CheckingHello:
       if (e == E::HelloAccepted) return {S::Receiving, {A::SendAccept}};
+      // The file is in place already (PROTOCOL.md 7.6): as after a good verdict.
+      if (e == E::HelloHave) return {S::AwaitId, {A::SendHave}};
       if (e == E::HelloRejected)
         return {S::Closing, {A::SendReject, A::DiscardFile, A::Disconnect}};
       break;
@@ -199,6 +203,12 @@ const char* to_string(ReceiverEvent e) {
       return "EntryRefused";
     case E::EntrySettled:
       return "EntrySettled";
+    case E::HelloHave:
+      return "HelloHave";
+    case E::EntryResumed:
+      return "EntryResumed";
+    case E::EntryHave:
+      return "EntryHave";
     case E::ProtocolViolation:
       return "ProtocolViolation";
     case E::LocalFailure:
@@ -259,6 +269,10 @@ const char* to_string(ReceiverAction a) {
       return "FinishEntries";
     case A::SendFileVerdict:
       return "SendFileVerdict";
+    case A::SendResume:
+      return "SendResume";
+    case A::SendHave:
+      return "SendHave";
   }
   return "?";
 }

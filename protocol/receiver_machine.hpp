@@ -63,6 +63,10 @@ enum class ReceiverEvent : std::uint8_t {
   EntryTaken,    // an offered file is created: Take it
   EntryRefused,  // an offered entry is refused (name, existing file, size, space)
   EntrySettled,  // an entry's verdict is known (a directory made, a file committed or not)
+  // Resume (docs/PROTOCOL.md 7.6), for a sender that understands it.
+  HelloHave,     // the offered file is in place already: Have instead of Accept
+  EntryResumed,  // an offered file continues a kept partial: Resume instead of Take
+  EntryHave,     // an offered file is in place already: Have, and the entry is settled Good
   // Transport and environment.
   ProtocolViolation,  // undecodable message, or a chunk that breaks the data rules
   LocalFailure,       // one of our own actions failed (a registration, a post...)
@@ -100,6 +104,8 @@ enum class ReceiverAction : std::uint8_t {
   FinishEntries,    // verify and commit every file whose chunks are all stored after its
                     // FileDone -> EntrySettled later
   SendFileVerdict,  // and forget the entry (its temporary removed unless Good)
+  SendResume,       // Resume{entry, offset}: the entry is taken from the offset
+  SendHave,         // Have{entry, digest}; in a session the entry is settled Good
 };
 
 enum class ReceiverError : std::uint8_t {

@@ -15,7 +15,7 @@ const char* to_string(CreditError e) {
 }
 
 SendLedger::SendLedger(std::uint64_t file_size, const Accept& accept,
-                       std::uint32_t max_active_slots)
+                       std::uint32_t max_active_slots, std::uint64_t start)
     : plan_{file_size, accept.slot_size},
       region_addr_{accept.region_addr},
       credited_(accept.slot_count, false),
@@ -26,7 +26,10 @@ SendLedger::SendLedger(std::uint64_t file_size, const Accept& accept,
   // max_active_slots 0 breaks the precondition; taken as 1 so that a non-empty file can
   // still be sent. No more active slots than chunks: an empty file has none.
   const std::uint32_t wanted = std::min(accept.slot_count, std::max(max_active_slots, 1U));
-  active_slots_ = static_cast<std::uint32_t>(std::min<std::uint64_t>(wanted, plan_.chunk_count()));
+  // A resume (PROTOCOL.md 7.6) starts at a chunk boundary; the driver checked it is one.
+  if (accept.slot_size > 0) next_chunk_ = std::min(start / accept.slot_size, plan_.chunk_count());
+  active_slots_ = static_cast<std::uint32_t>(
+      std::min<std::uint64_t>(wanted, plan_.chunk_count() - next_chunk_));
 }
 
 std::optional<CreditError> SendLedger::credit(const Credit& credit) {

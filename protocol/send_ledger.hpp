@@ -39,7 +39,10 @@ class SendLedger {
   // The sender writes at most `max_active_slots` slots (>= 1, 0 is taken as 1; the
   // lowest-numbered ones, and no more than there are chunks, so none for an empty file);
   // credits for the others are recorded, never used.
-  SendLedger(std::uint64_t file_size, const Accept& accept, std::uint32_t max_active_slots);
+  // `start`: a Resume's offset (a multiple of slot_size): chunks before it are not sent, and
+  // bytes_sent() counts only the chunks that are.
+  SendLedger(std::uint64_t file_size, const Accept& accept, std::uint32_t max_active_slots,
+             std::uint64_t start = 0);
 
   // A Credit arrived. On success the slot is credited with that rkey; on failure nothing
   // changes. Valid in any state of the data phase and after Done (trailing credits).

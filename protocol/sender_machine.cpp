@@ -71,6 +71,13 @@ SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
       if (e == E::GotRejectVersion) return {S::Closing, {A::Disconnect}, O::VersionUnsupported};
       // The receiver is still preparing the file.
       if (e == E::GotWorking) return {S::AwaitAccept, {}};
+      // One file (PROTOCOL.md 7.6): the receiver holds a prefix (its Accept follows; the
+      // driver noted the offset), or the whole file, which is as good as a good verdict.
+      if (e == E::GotResume && !ctx.session) return {S::AwaitAccept, {}};
+      if (e == E::GotHave && !ctx.session) {
+        if (ctx.has_id) return {S::AwaitSecret, {A::SendId}};
+        return {S::Closing, {A::SendBye, A::Disconnect}, O::Success};
+      }
       break;
     case S::Sending:
       if (e == E::GotCredit) return {S::Sending, {A::SendMore}};
@@ -92,7 +99,8 @@ SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
       if (e == E::GotVerdictFailed) return {S::Closing, {A::Disconnect}, O::ReceiverFailed};
       break;
     case S::InSession:
-      if (e == E::GotCredit || e == E::GotTake || e == E::GotRefuse || e == E::GotFileVerdict)
+      if (e == E::GotCredit || e == E::GotTake || e == E::GotRefuse || e == E::GotFileVerdict ||
+          e == E::GotResume || e == E::GotHave)
         return {S::InSession, {A::SendMore}};
       if (e == E::GotWorking) return {S::InSession, {}};
       if (e == E::AllSettled) {
@@ -204,6 +212,10 @@ const char* to_string(SenderEvent e) {
       return "AllSettled";
     case E::AllSettledWithFailures:
       return "AllSettledWithFailures";
+    case E::GotResume:
+      return "GotResume";
+    case E::GotHave:
+      return "GotHave";
   }
   return "?";
 }

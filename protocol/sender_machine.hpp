@@ -61,6 +61,8 @@ enum class SenderEvent : std::uint8_t {
   GotFileVerdict,
   AllSettled,              // every entry settled, every one good
   AllSettledWithFailures,  // every entry settled, some refused or not verified
+  GotResume,               // version 2 (PROTOCOL.md 7.6): send from an offset
+  GotHave,                 // the receiver has the file already
 };
 
 enum class SenderAction : std::uint8_t {

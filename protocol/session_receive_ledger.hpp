@@ -56,8 +56,10 @@ class SessionReceiveLedger {
 
   // An Offer arrived: on success the entry is Checking.
   [[nodiscard]] std::optional<SessionError> offer(const Offer& offer);
-  // The driver took the file (Take is about to go): Checking -> Receiving.
-  void take(std::uint32_t entry);
+  // The driver took the file (Take is about to go): Checking -> Receiving. With `start` (a
+  // Resume's offset, PROTOCOL.md 7.6) the bytes before it count as received, and the
+  // first FileChunk must start there.
+  void take(std::uint32_t entry, std::uint64_t start = 0);
   // Refuse or FileVerdict is about to go: the entry is forgotten. Its chunks still being
   // stored keep their slots Storing until stored(). A file settled while Receiving (its
   // write failed) is remembered as abandoned: the FileChunks the sender sent before it saw

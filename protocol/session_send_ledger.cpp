@@ -14,6 +14,8 @@ const char* to_string(SessionReplyError e) {
       return "AlreadyTaken";
     case SessionReplyError::TooEarly:
       return "TooEarly";
+    case SessionReplyError::BadOffset:
+      return "BadOffset";
   }
   return "?";
 }
@@ -48,15 +50,31 @@ std::optional<std::uint32_t> SessionSendLedger::next_offer() {
   return entry;
 }
 
-std::optional<SessionReplyError> SessionSendLedger::taken(std::uint32_t entry) {
+std::optional<SessionReplyError> SessionSendLedger::answerable(std::uint32_t entry) const {
   if (entry >= plans_.size()) return SessionReplyError::UnknownEntry;
   const EntryState s = progress_[entry].state;
   if (s == EntryState::Waiting || s == EntryState::Settled) return SessionReplyError::UnknownEntry;
   if (plans_[entry].kind != EntryKind::File) return SessionReplyError::NotAFile;
   if (s != EntryState::Offered) return SessionReplyError::AlreadyTaken;
-  progress_[entry].state = EntryState::Taken;
-  if (plans_[entry].size > 0) taken_order_.push_back(entry);
   return std::nullopt;
+}
+
+std::optional<SessionReplyError> SessionSendLedger::taken(std::uint32_t entry,
+                                                         std::uint64_t start) {
+  if (auto error = answerable(entry)) return error;
+  // A Resume leaves at least one chunk, and starts where one does (PROTOCOL.md 7.6).
+  if (start > 0 && (slot_size_ == 0 || start % slot_size_ != 0 || start >= plans_[entry].size))
+    return SessionReplyError::BadOffset;
+  progress_[entry].state = EntryState::Taken;
+  progress_[entry].next_offset = start;
+  if (plans_[entry].size > start) taken_order_.push_back(entry);
+  return std::nullopt;
+}
+
+std::optional<SessionReplyError> SessionSendLedger::had(std::uint32_t entry) {
+  if (auto error = answerable(entry)) return error;
+  progress_[entry].state = EntryState::Finished;  // nothing to send: as after its FileDone
+  return settled(entry, true);
 }
 
 std::optional<SessionReplyError> SessionSendLedger::settled(std::uint32_t entry, bool good) {

@@ -25,6 +25,7 @@ enum class SessionReplyError : std::uint8_t {
   NotAFile,      // a Take for a directory
   AlreadyTaken,  // a second Take, or a Take after the file's FileDone
   TooEarly,      // a FileVerdict(Good) for a file whose FileDone was not sent
+  BadOffset,     // a Resume not at a chunk boundary, or leaving no chunk to send
 };
 const char* to_string(SessionReplyError);
 
@@ -61,7 +62,11 @@ class SessionSendLedger {
   void allow_directories(bool allowed) { directories_allowed_ = allowed; }
 
   // Replies. On success the entry's state changes; on failure nothing changes.
-  [[nodiscard]] std::optional<SessionReplyError> taken(std::uint32_t entry);
+  // A Take, or a Resume from `start` (PROTOCOL.md 7.6): the chunks before it are not sent.
+  [[nodiscard]] std::optional<SessionReplyError> taken(std::uint32_t entry,
+                                                       std::uint64_t start = 0);
+  // A Have: the file is in place already; it is settled good without any of it sent.
+  [[nodiscard]] std::optional<SessionReplyError> had(std::uint32_t entry);
   [[nodiscard]] std::optional<SessionReplyError> settled(std::uint32_t entry, bool good);
   [[nodiscard]] std::optional<CreditError> credit(const Credit& credit);
 
@@ -91,6 +96,7 @@ class SessionSendLedger {
     std::uint32_t chunks_in_flight = 0;
   };
   bool files_unsettled() const;
+  std::optional<SessionReplyError> answerable(std::uint32_t entry) const;  // Take, Resume, Have
 
   std::vector<EntryPlan> plans_;
   std::vector<EntryProgress> progress_;

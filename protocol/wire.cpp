@@ -45,6 +45,8 @@ constexpr std::size_t kRefuseFixedBytes = 4 + kCodeAndTextFixedBytes;  // entry,
 constexpr std::size_t kFileChunkBytes = 4 + 4 + 8 + 4;
 constexpr std::size_t kFileDoneBytes = 4 + 8;
 constexpr std::size_t kFileVerdictBytes = 4 + 1 + kSha256Bytes;
+constexpr std::size_t kResumeBytes = 4 + 8;
+constexpr std::size_t kHaveBytes = 4 + kSha256Bytes;
 constexpr std::uint32_t kNanosecondsPerSecond = 1'000'000'000;
 
 // Every message must fit one SEND buffer even at its maximum field lengths.
@@ -54,12 +56,26 @@ static_assert(kHeaderSize + kCodeAndTextFixedBytes + kMaxTextBytes <= kMaxMessag
 static_assert(kHeaderSize + kOfferFixedBytes + kMaxPathBytes <= kMaxMessageSize);
 
 // The variant's alternatives are declared in wire-type order, so index + 1 is the type.
-static_assert(std::variant_size_v<Message> == 20);
+static_assert(std::variant_size_v<Message> == 22);
 static_assert(std::is_same_v<std::variant_alternative_t<0, Message>, Hello>);
 static_assert(std::is_same_v<std::variant_alternative_t<11, Message>, Error>);
 static_assert(std::is_same_v<std::variant_alternative_t<12, Message>, Working>);
 static_assert(std::is_same_v<std::variant_alternative_t<13, Message>, Open>);
 static_assert(std::is_same_v<std::variant_alternative_t<19, Message>, FileVerdict>);
+static_assert(std::is_same_v<std::variant_alternative_t<21, Message>, Have>);
+
+std::size_t extensions_size(const std::vector<HelloExtension>& extensions) {
+  std::size_t size = 0;
+  for (const auto& e : extensions) size += kExtensionHeaderBytes + e.value.size();
+  return size;
+}
+
+// Hello's and Open's rule for the extensions they know (docs/PROTOCOL.md 7.6).
+const char* extensions_problem(const std::vector<HelloExtension>& extensions) {
+  for (const auto& e : extensions)
+    if (e.type == kExtensionResume && !e.value.empty()) return "resume extension with a value";
+  return nullptr;
+}
 
 bool is_known(VerdictCode code) {
   return static_cast<std::uint8_t>(code) <= 3;
@@ -95,12 +111,8 @@ bool is_known_version(std::uint16_t version) {
 std::size_t payload_size(const Message& message, std::uint16_t version) {
   return std::visit(Overloaded{
                         [&](const Hello& m) {
-                          std::size_t size =
-                              (version == kVersion1 ? kHelloFixedBytes : kHello2FixedBytes) +
-                              m.name.size();
-                          for (const auto& e : m.extensions)
-                            size += kExtensionHeaderBytes + e.value.size();
-                          return size;
+                          return (version == kVersion1 ? kHelloFixedBytes : kHello2FixedBytes) +
+                                 m.name.size() + extensions_size(m.extensions);
                         },
                         [](const Accept&) { return kAcceptBytes; },
                         [](const Chunk&) { return kChunkBytes; },
@@ -114,13 +126,15 @@ std::size_t payload_size(const Message& message, std::uint16_t version) {
                         [](const Bye&) { return std::size_t{0}; },
                         [](const Error& m) { return kCodeAndTextFixedBytes + m.text.size(); },
                         [](const Working&) { return kWorkingBytes; },
-                        [](const Open&) { return kOpenBytes; },
+                        [](const Open& m) { return kOpenBytes + extensions_size(m.extensions); },
                         [](const Offer& m) { return kOfferFixedBytes + m.path.size(); },
                         [](const Take&) { return kTakeBytes; },
                         [](const Refuse& m) { return kRefuseFixedBytes + m.text.size(); },
                         [](const FileChunk&) { return kFileChunkBytes; },
                         [](const FileDone&) { return kFileDoneBytes; },
                         [](const FileVerdict&) { return kFileVerdictBytes; },
+                        [](const Resume&) { return kResumeBytes; },
+                        [](const Have&) { return kHaveBytes; },
                     },
                     message);
 }
@@ -152,10 +166,10 @@ const char* field_problem(const Message& message) {
             if (!is_known(m.digest_algorithm)) return "Hello.digest_algorithm unknown";
             if (m.keepalive_ms != 0 && !in_range(m.keepalive_ms, kMinKeepaliveMs, kMaxKeepaliveMs))
               return "Hello.keepalive_ms not 0 or in 100..60000";
-            std::size_t size = kHello2FixedBytes + m.name.size();
-            for (const auto& e : m.extensions) size += kExtensionHeaderBytes + e.value.size();
-            if (size > kMaxMessageSize - kHeaderSize) return "Hello does not fit one message";
-            return nullptr;
+            if (kHello2FixedBytes + m.name.size() + extensions_size(m.extensions) >
+                kMaxMessageSize - kHeaderSize)
+              return "Hello does not fit one message";
+            return extensions_problem(m.extensions);
           },
           [](const Accept& m) -> const char* {
             if (m.slot_size < kMinSlotSize) return "Accept.slot_size below 4096";
@@ -192,7 +206,10 @@ const char* field_problem(const Message& message) {
             if (!is_known(m.digest_algorithm)) return "Open.digest_algorithm unknown";
             if (m.keepalive_ms != 0 && !in_range(m.keepalive_ms, kMinKeepaliveMs, kMaxKeepaliveMs))
               return "Open.keepalive_ms not 0 or in 100..60000";
-            return m.entry_count == 0 ? "Open.entry_count is 0" : nullptr;
+            if (m.entry_count == 0) return "Open.entry_count is 0";
+            if (kOpenBytes + extensions_size(m.extensions) > kMaxMessageSize - kHeaderSize)
+              return "Open does not fit one message";
+            return extensions_problem(m.extensions);
           },
           [](const Offer& m) -> const char* {
             if (!is_known(m.kind)) return "Offer.kind unknown";
@@ -216,6 +233,14 @@ const char* field_problem(const Message& message) {
       message);
 }
 
+void write_extensions(ByteWriter& w, const std::vector<HelloExtension>& extensions) {
+  for (const auto& e : extensions) {
+    w.u16(e.type);
+    w.u16(static_cast<std::uint16_t>(e.value.size()));
+    w.text(e.value);
+  }
+}
+
 void write_payload(ByteWriter& w, const Message& message, std::uint16_t version) {
   std::visit(Overloaded{
                  [&](const Hello& m) {
@@ -233,11 +258,7 @@ void write_payload(ByteWriter& w, const Message& message, std::uint16_t version)
                    }
                    w.u16(static_cast<std::uint16_t>(m.name.size()));
                    w.text(m.name);
-                   for (const auto& e : m.extensions) {  // version 2 only (expressible)
-                     w.u16(e.type);
-                     w.u16(static_cast<std::uint16_t>(e.value.size()));
-                     w.text(e.value);
-                   }
+                   write_extensions(w, m.extensions);  // version 2 only (expressible)
                  },
                  [&](const Accept& m) {
                    w.u64(m.region_addr);
@@ -292,6 +313,7 @@ void write_payload(ByteWriter& w, const Message& message, std::uint16_t version)
                    w.u32(m.chunk_size_hint);
                    w.u32(m.entry_count);
                    w.u64(m.total_bytes);
+                   write_extensions(w, m.extensions);
                  },
                  [&](const Offer& m) {
                    w.u32(m.entry);
@@ -327,6 +349,14 @@ void write_payload(ByteWriter& w, const Message& message, std::uint16_t version)
                    w.u8(static_cast<std::uint8_t>(m.code));
                    w.bytes(m.received_digest);
                  },
+                 [&](const Resume& m) {
+                   w.u32(m.entry);
+                   w.u64(m.offset);
+                 },
+                 [&](const Have& m) {
+                   w.u32(m.entry);
+                   w.bytes(m.digest);
+                 },
              },
              message);
 }
@@ -358,6 +388,27 @@ std::optional<DecodeFailure> read_counted(ByteReader& r, const char* field, std:
                                                  " bytes follow");
   }
   out = as_string(r.take(len));
+  return std::nullopt;
+}
+
+// Extensions (type, length, value) up to the end of the payload: a Hello's or an Open's.
+std::optional<DecodeFailure> read_extensions(ByteReader& r, const char* message,
+                                             std::vector<HelloExtension>& out) {
+  while (r.remaining() > 0) {
+    if (r.remaining() < kExtensionHeaderBytes)
+      return fail(DecodeError::LengthMismatch, std::string(message) + " extension header truncated");
+    HelloExtension e;
+    e.type = r.u16();
+    const std::uint16_t len = r.u16();
+    if (len > r.remaining()) {
+      return fail(DecodeError::LengthMismatch, std::string(message) + " extension length " +
+                                                   std::to_string(len) + " but " +
+                                                   std::to_string(r.remaining()) +
+                                                   " bytes follow");
+    }
+    e.value = as_string(r.take(len));
+    out.push_back(std::move(e));
+  }
   return std::nullopt;
 }
 
@@ -410,20 +461,7 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
                                                        " bytes follow");
         }
         m.name = as_string(r.take(name_len));
-        while (r.remaining() > 0) {
-          if (r.remaining() < kExtensionHeaderBytes)
-            return fail(DecodeError::LengthMismatch, "Hello extension header truncated");
-          HelloExtension e;
-          e.type = r.u16();
-          const std::uint16_t len = r.u16();
-          if (len > r.remaining()) {
-            return fail(DecodeError::LengthMismatch,
-                        "Hello extension length " + std::to_string(len) + " but " +
-                            std::to_string(r.remaining()) + " bytes follow");
-          }
-          e.value = as_string(r.take(len));
-          m.extensions.push_back(std::move(e));
-        }
+        if (auto f = read_extensions(r, "Hello", m.extensions)) return *f;
         return m;
       }
       if (auto f = read_counted(r, "Hello.name", m.name)) return *f;
@@ -516,7 +554,7 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       return m;
     }
     case MessageType::Open: {
-      if (auto f = exact(kOpenBytes)) return *f;
+      if (auto f = at_least(kOpenBytes)) return *f;
       Open m;
       const std::uint8_t algorithm = r.u8();
       const std::uint8_t reserved8 = r.u8();
@@ -528,6 +566,7 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       if (reserved8 != 0 || reserved16 != 0)
         return fail(DecodeError::BadReserved, "Open.reserved is not zero");
       m.digest_algorithm = static_cast<DigestAlgorithm>(algorithm);
+      if (auto f = read_extensions(r, "Open", m.extensions)) return *f;
       return m;
     }
     case MessageType::Offer: {
@@ -584,6 +623,20 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       read_sha(m.received_digest);
       return m;
     }
+    case MessageType::Resume: {
+      if (auto f = exact(kResumeBytes)) return *f;
+      Resume m;
+      m.entry = r.u32();
+      m.offset = r.u64();
+      return m;
+    }
+    case MessageType::Have: {
+      if (auto f = exact(kHaveBytes)) return *f;
+      Have m;
+      m.entry = r.u32();
+      read_sha(m.digest);
+      return m;
+    }
   }
   return fail(DecodeError::BadType, "unknown type");  // unreachable: type was checked
 }
@@ -598,7 +651,7 @@ DecodeResult decode_payload(MessageType type, std::uint16_t version,
 }
 
 bool is_known_type(std::uint16_t type, std::uint16_t version) {
-  return type >= 1 && type <= (version == kVersion1 ? 12 : 20);
+  return type >= 1 && type <= (version == kVersion1 ? 12 : 22);
 }
 
 std::uint32_t read_le32(std::span<const std::uint8_t> b, std::size_t at) {

@@ -60,6 +60,8 @@ enum class MessageType : std::uint16_t {
   FileChunk = 18,
   FileDone = 19,
   FileVerdict = 20,
+  Resume = 21,  // version 2 only: resume (docs/PROTOCOL.md 7.6)
+  Have = 22,
 };
 
 enum class VerdictCode : std::uint8_t {
@@ -114,6 +116,9 @@ struct HelloExtension {
   bool operator==(const HelloExtension&) const = default;
 };
 inline constexpr std::uint16_t kExtensionMustUnderstand = 0x8000;
+// In a version-2 Hello or an Open, with an empty value: the sender understands Resume and
+// Have (docs/PROTOCOL.md 7.6). A receiver sends either only to such a sender.
+inline constexpr std::uint16_t kExtensionResume = 0x0001;
 
 // sender -> receiver: the file on offer. The name is raw bytes; whether it is an acceptable
 // file name is the receiver's decision (check_file_name, then Reject BadName), not the codec's.
@@ -237,6 +242,7 @@ struct Open {
   std::uint32_t chunk_size_hint = 0;                                   // as in Hello
   std::uint32_t entry_count = 0;  // >= 1: Offers the session will carry
   std::uint64_t total_bytes = 0;  // the sizes of its files together
+  std::vector<HelloExtension> extensions{};  // after the fixed fields, as in a Hello
   bool operator==(const Open&) const = default;
 };
 
@@ -298,9 +304,26 @@ struct FileVerdict {
   bool operator==(const FileVerdict&) const = default;
 };
 
+// "I hold the first `offset` bytes of this file, durable and checked: send the chunks from
+// there" (a Take from `offset`; before the Accept of a single file, entry 0).
+struct Resume {
+  std::uint32_t entry = 0;
+  std::uint64_t offset = 0;
+  bool operator==(const Resume&) const = default;
+};
+
+// "A file of this path, size and digest is in place already: nothing moves." Settles the
+// entry as Good (instead of the Accept of a single file, entry 0).
+struct Have {
+  std::uint32_t entry = 0;
+  Sha256 digest{};  // the receiver's, by the connection's algorithm
+  bool operator==(const Have&) const = default;
+};
+
 using Message =
     std::variant<Hello, Accept, Chunk, Credit, Done, Verdict, Id, Secret, Denied, Reject, Bye,
-                 Error, Working, Open, Offer, Take, Refuse, FileChunk, FileDone, FileVerdict>;
+                 Error, Working, Open, Offer, Take, Refuse, FileChunk, FileDone, FileVerdict,
+                 Resume, Have>;
 
 enum class DecodeError {
   Short,           // fewer bytes than a header

@@ -46,6 +46,10 @@ const char* to_string(MessageType type) {
       return "FileDone";
     case MessageType::FileVerdict:
       return "FileVerdict";
+    case MessageType::Resume:
+      return "Resume";
+    case MessageType::Have:
+      return "Have";
   }
   return "UnknownMessageType";
 }

@@ -239,8 +239,8 @@ void Connection::check_hello(const ReceiverInput& cause) {
                      Input::Rejection{proto::RejectReason::NoMemory, "cannot register memory"}});
               }
               if (file_->resumed_from() > 0) {
-                ledger_ = proto::ReceiveLedger(hello_.file_size, o.slot_size, slot_count_,
-                                               file_->resumed_from());
+                ledger_ = proto::ReceiveLedger(hello_.file_size, context_.options.slot_size,
+                                               slot_count_, file_->resumed_from());
                 spdlog::info("[{}] resuming '{}' ({}) at {}", label(),
                              proto::escape_for_log(hello_.name),
                              proto::format_size(hello_.file_size),
@@ -375,8 +375,8 @@ void Connection::verify() {
   computed_ = file_->finish_hash();
   using Code = proto::VerdictCode;
   // What is wrong with the data itself is never kept for a resume.
-  const std::uint64_t expected = ledger_.received() + file_->resumed_from();
-  if (expected != hello_.file_size || done_total_ != expected) {
+  // received() counts the bytes before a Resume offset too (the ledger starts there).
+  if (ledger_.received() != hello_.file_size || done_total_ != ledger_.received()) {
     data_bad_ = true;
     return dispatch({Event::VerifiedBad, Input::Verdict{Code::SizeMismatch}});
   }

@@ -129,14 +129,15 @@ void IncomingFile::open_partial(int parent_fd, const std::string& name, std::uin
   struct stat st {};
   if (!overwrite_ && ::fstatat(parent_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
     return;  // OutputFile::create reports Exists; the partial stays as it is
-  std::optional<PartialStore::Handle> handle;
-  try {
-    handle = resume_.partials->open({path_, size, resume_.digest}, resume_.align);
-  } catch (const std::exception& e) {
-    spdlog::warn("no partial file for '{}' (it cannot be resumed if interrupted): {}",
-                 proto::escape_for_log(path_), e.what());
-    return;
-  }
+  auto handle = [&]() -> std::optional<PartialStore::Handle> {
+    try {
+      return resume_.partials->open({path_, size, resume_.digest}, resume_.align);
+    } catch (const std::exception& e) {
+      spdlog::warn("no partial file for '{}' (it cannot be resumed if interrupted): {}",
+                   proto::escape_for_log(path_), e.what());
+      return std::nullopt;
+    }
+  }();
   if (!handle) return;  // another transfer of the same path holds it
   Fd data(::fcntl(handle->fd(), F_DUPFD_CLOEXEC, 0));
   if (!data) throw SysError("fcntl(F_DUPFD_CLOEXEC) on a partial file", errno);

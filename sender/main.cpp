@@ -175,11 +175,19 @@ int main(int argc, char** argv) {
     }
     const auto& stats = session->stats();
     const int rc = sender::exit_code_for(outcome);
-    if (outcome == proto::SenderOutcome::Success) {
+    if (outcome == proto::SenderOutcome::Success && stats.skipped) {
+      spdlog::info("skipped {} as '{}': identical on the receiver ({} {})", options.file,
+                   options.name, proto::to_string(pass.digest.algorithm),
+                   to_hex(pass.digest.value));
+    } else if (outcome == proto::SenderOutcome::Success) {
       const double rate =
           stats.data_seconds > 0 ? static_cast<double>(stats.bytes) / stats.data_seconds : 0;
-      spdlog::info("sent {} as '{}': {} in {:.2f}s ({}/s), verified ({} {})", options.file,
-                   options.name, proto::format_size(stats.bytes), stats.data_seconds,
+      const std::string resumed =
+          stats.resumed_from > 0
+              ? " (resumed at " + proto::format_size(stats.resumed_from) + ")"
+              : std::string();
+      spdlog::info("sent {} as '{}': {}{} in {:.2f}s ({}/s), verified ({} {})", options.file,
+                   options.name, proto::format_size(stats.bytes), resumed, stats.data_seconds,
                    proto::format_size(static_cast<std::uint64_t>(rate)),
                    proto::to_string(pass.digest.algorithm), to_hex(pass.digest.value));
     } else {
@@ -200,6 +208,9 @@ int main(int argc, char** argv) {
                             outcome,
                             rc,
                             session->secret()};
+      report.bytes_sent = stats.bytes;
+      report.resumed_from = stats.resumed_from;
+      report.skipped = stats.skipped;
       std::puts(sender::to_json(report).c_str());
     } else if (outcome == proto::SenderOutcome::Success && !session->secret().empty()) {
       std::fwrite(session->secret().data(), 1, session->secret().size(), stdout);

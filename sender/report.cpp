@@ -35,6 +35,9 @@ std::string to_json(const Report& r) {
                     {"total", r.total_seconds}};
   out["data_bytes_per_second"] = rate;
   out["zero_copy"] = r.zero_copy;
+  out["bytes_sent"] = r.bytes_sent;
+  out["resumed_from"] = r.resumed_from;
+  out["status"] = r.skipped ? "skipped" : r.exit_code == 0 ? "sent" : "failed";
   out["verdict"] = verdict_of(r.outcome);
   out["outcome"] = proto::to_string(r.outcome);
   out["exit_code"] = r.exit_code;

@@ -1,6 +1,7 @@
 #pragma once
 // The machine-readable summary `rdma-send --json` prints: one JSON object on stdout.
 
+#include <cstdint>
 #include <string>
 
 #include "common/file_digest.hpp"
@@ -23,6 +24,11 @@ struct Report {
   proto::SenderOutcome outcome = proto::SenderOutcome::ProtocolError;
   int exit_code = 1;
   std::string secret;  // empty: none
+  // Resume (PROTOCOL.md 7.6): the bytes that moved, where they started, and whether the
+  // receiver had the file already (then nothing moved).
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t resumed_from = 0;
+  bool skipped = false;
 };
 
 // One line of JSON (nlohmann/json). Bytes of names and secrets that are not UTF-8 are

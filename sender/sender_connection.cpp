@@ -159,6 +159,8 @@ void SenderConnection::perform(Action action, SenderInput& cause) {
       if (version() >= proto::kVersion2) {
         hello.keepalive_ms = keepalive_for(settings_.timeout);
         hello.digest_algorithm = digest_.algorithm;
+        // We understand Resume and Have (PROTOCOL.md 7.6).
+        hello.extensions.push_back({proto::kExtensionResume, {}});
       } else if (digest_.algorithm != proto::DigestAlgorithm::WholeFileSha256) {
         throw std::logic_error("protocol version 1 carries only the whole-file SHA-256");
       }
@@ -219,11 +221,20 @@ void SenderConnection::start_data(const proto::Accept& accept) {
                      Input::Abort{proto::ErrorCode::ProtocolViolation,
                                   "slot size not a multiple of 4096 with the fs-verity digest"}});
   }
+  // A Resume's offset must start a chunk (PROTOCOL.md 7.6); the Accept says how large.
+  if (stats_.resumed_from % accept.slot_size != 0) {
+    spdlog::error("the receiver resumes at {}, not a multiple of its {}-byte slots",
+                  stats_.resumed_from, accept.slot_size);
+    return dispatch({Event::ProtocolViolation,
+                     Input::Abort{proto::ErrorCode::ProtocolViolation,
+                                  "Resume offset not a multiple of the slot size"}});
+  }
   accept_ = accept;
   data_started_ = Clock::now();
   expect_reply("credits from the receiver");
   progress_.emplace(settings_.progress, "sending", file_.size());
-  ledger_ = proto::SendLedger(file_.size(), accept, kMaxActiveSlots);
+  ledger_ = proto::SendLedger(file_.size(), accept, kMaxActiveSlots, stats_.resumed_from);
+  if (stats_.resumed_from > 0) progress_->update(stats_.resumed_from);
   if (settings_.bwlimit) bwlimit_.emplace(*settings_.bwlimit, accept.slot_size, data_started_);
   if (ledger_.active_slots() > 0) {
     // Copying is the default: pinning page-cache pages cost more than copying them where
@@ -292,9 +303,9 @@ void SenderConnection::pump() {
   // Pin the next window while the writes just posted are on the wire. Best effort: a
   // memlock limit that allows two windows but not a third only means acquire() registers
   // that window when its first chunk is due.
-  if (file_windows_ && ledger_.bytes_sent() < file_.size()) {
+  if (file_windows_ && stats_.resumed_from + ledger_.bytes_sent() < file_.size()) {
     try {
-      file_windows_->register_ahead(ledger_.bytes_sent());
+      file_windows_->register_ahead(stats_.resumed_from + ledger_.bytes_sent());
     } catch (const std::exception& e) {
       spdlog::debug("not registering ahead: {}", e.what());
     }
@@ -329,7 +340,7 @@ void SenderConnection::on_sent(std::uint64_t tag) {
   // receiver.
   if (ledger_.completed(slot) == 0) return;
   if (file_windows_) file_windows_->release(offset);
-  if (progress_) progress_->update(ledger_.bytes_completed());
+  if (progress_) progress_->update(stats_.resumed_from + ledger_.bytes_completed());
   pump();
 }
 
@@ -427,6 +438,21 @@ void SenderConnection::handle(proto::Message& message, std::uint16_t message_ver
         m->code == proto::ErrorCode::Timeout || m->code == proto::ErrorCode::ShuttingDown;
     return dispatch({gave_up ? Event::GotErrorGaveUp : Event::GotError, {}});
   }
+  if (const auto* m = std::get_if<proto::Resume>(&message)) return on_resume(*m);
+  if (const auto* m = std::get_if<proto::Have>(&message)) {
+    if (state_ == State::AwaitAccept && m->entry == 0 && m->digest != digest_.value) {
+      spdlog::error("the receiver says it has the file, with another digest ({})",
+                    to_hex(m->digest));
+      return dispatch({Event::ProtocolViolation,
+                       Input::Abort{proto::ErrorCode::ProtocolViolation, "Have with another digest"}});
+    }
+    if (state_ == State::AwaitAccept && m->entry == 0 && version() >= proto::kVersion2) {
+      spdlog::info("the receiver has '{}' already (same size and digest): nothing to send",
+                   proto::escape_for_log(settings_.name));
+      stats_.skipped = true;
+    }
+    return dispatch({Event::GotHave, {}});
+  }
   if (const auto* m = std::get_if<proto::Working>(&message)) {
     spdlog::debug("the receiver is still at work ({}, {} stored)", proto::to_string(m->phase),
                   proto::format_size(m->stored_bytes));
@@ -435,6 +461,27 @@ void SenderConnection::handle(proto::Message& message, std::uint16_t message_ver
   spdlog::error("unexpected {} from the receiver", proto::to_string(proto::type_of(message)));
   dispatch({Event::GotUnexpected,
             Input::Abort{proto::ErrorCode::ProtocolViolation, "unexpected message"}});
+}
+
+// PROTOCOL.md 7.6: only before the Accept, once, for entry 0, inside the file; the slot
+// size it must be a multiple of comes with the Accept (start_data checks). Resuming needs
+// the fs-verity digest: the receiver cannot continue a whole-file SHA-256.
+void SenderConnection::on_resume(const proto::Resume& m) {
+  const bool fits = state_ == State::AwaitAccept && version() >= proto::kVersion2 &&
+                    m.entry == 0 && stats_.resumed_from == 0 && m.offset > 0 &&
+                    m.offset < file_.size() &&
+                    digest_.algorithm == proto::DigestAlgorithm::FsVeritySha256;
+  if (state_ == State::AwaitAccept && !fits) {
+    spdlog::error("the receiver resumes at {}, which breaks the rules", m.offset);
+    return dispatch({Event::ProtocolViolation,
+                     Input::Abort{proto::ErrorCode::ProtocolViolation, "bad Resume"}});
+  }
+  if (fits) {
+    stats_.resumed_from = m.offset;
+    spdlog::info("the receiver has the first {} of '{}' already: resuming there",
+                 proto::format_size(m.offset), proto::escape_for_log(settings_.name));
+  }
+  dispatch({Event::GotResume, {}});  // elsewhere the machine refuses it
 }
 
 void SenderConnection::on_transport_failure(const std::string& why) {

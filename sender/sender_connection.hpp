@@ -46,7 +46,9 @@ struct SenderSettings {
 };
 
 struct TransferStats {
-  std::uint64_t bytes = 0;
+  std::uint64_t bytes = 0;         // bytes that moved (after a Resume's offset)
+  std::uint64_t resumed_from = 0;  // the receiver's Resume offset (PROTOCOL.md 7.6)
+  bool skipped = false;            // the receiver had the file already (Have): nothing moved
   double connect_seconds = 0;
   double data_seconds = 0;
   double verify_seconds = 0;
@@ -128,6 +130,7 @@ class SenderConnection final : public DriverCore {
   void on_transport_lost(const std::string& what) override;
 
   void handle(proto::Message& message, std::uint16_t message_version);
+  void on_resume(const proto::Resume& m);
   void start_data(const proto::Accept& accept);
   void start_zero_copy();
   void pump();

@@ -197,8 +197,10 @@ void SessionConnection::send_open() {
   expect("the receiver's answer to Open", settings_.timeout);
   std::uint64_t total = 0;
   for (std::uint32_t index : entries_) total += plan_.entries[index].size;
-  post(proto::Open{plan_.algorithm, keepalive_for(settings_.timeout), 0,
-                   static_cast<std::uint32_t>(entries_.size()), total});
+  proto::Open open{plan_.algorithm, keepalive_for(settings_.timeout), 0,
+                   static_cast<std::uint32_t>(entries_.size()), total};
+  open.extensions.push_back({proto::kExtensionResume, {}});  // we understand Resume and Have
+  post(open);
 }
 
 void SessionConnection::start_session(const proto::Accept& accept) {
@@ -342,6 +344,32 @@ void SessionConnection::handle(proto::Message& message) {
         return violation(std::string("bad Take: ") + proto::to_string(*error));
     }
     return dispatch({Event::GotTake, {}});
+  }
+  if (const auto* m = std::get_if<proto::Resume>(&message)) {
+    if (in_session) {
+      // A resume continues the receiver's hash tree: only with the fs-verity digest.
+      if (plan_.algorithm != proto::DigestAlgorithm::FsVeritySha256 || m->offset == 0)
+        return violation("bad Resume: at " + std::to_string(m->offset) + " with " +
+                         proto::to_string(plan_.algorithm));
+      if (auto error = ledger_.taken(m->entry, m->offset))
+        return violation(std::string("bad Resume: ") + proto::to_string(*error));
+      result(m->entry).resumed_from = m->offset;
+      spdlog::info("{}: the receiver has its first {} already: resuming there",
+                   quoted(entry(m->entry).local_path), proto::format_size(m->offset));
+    }
+    return dispatch({Event::GotResume, {}});
+  }
+  if (const auto* m = std::get_if<proto::Have>(&message)) {
+    if (in_session) {
+      if (m->entry < entries_.size() && m->digest != entry(m->entry).digest)
+        return violation("bad Have: another digest");
+      if (auto error = ledger_.had(m->entry))
+        return violation(std::string("bad Have: ") + proto::to_string(*error));
+      spdlog::info("{}: skipped, identical on the receiver", quoted(entry(m->entry).local_path));
+      settle(m->entry, {EntryResult::Status::Good, proto::SenderOutcome::Success, "", 0});
+      result(m->entry).identical = true;
+    }
+    return dispatch({Event::GotHave, {}});
   }
   if (const auto* m = std::get_if<proto::Refuse>(&message)) {
     if (in_session) {

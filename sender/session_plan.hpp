@@ -37,6 +37,10 @@ struct EntryResult {
   proto::SenderOutcome outcome = proto::SenderOutcome::ConnectionLost;
   std::string detail;       // the refusal's reason and text, or the verdict
   std::uint64_t bytes = 0;  // bytes written for it
+  // Resume (docs/PROTOCOL.md 7.6): the receiver had the file already (Have: Good, nothing
+  // written), or its first bytes (Resume: they were not sent again).
+  bool identical = false;
+  std::uint64_t resumed_from = 0;
 };
 
 struct SessionPlan {

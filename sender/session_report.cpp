@@ -12,13 +12,23 @@ namespace rdmax::sender {
 namespace {
 struct Counts {
   std::size_t files = 0, directories = 0, good = 0, failed = 0;
+  std::size_t identical = 0, resumed = 0;  // of the good ones (PROTOCOL.md 7.6)
+  std::uint64_t not_resent = 0;            // bytes the receiver had already
 };
 
 Counts count(const SessionPlan& plan) {
   Counts c;
   for (std::size_t i = 0; i < plan.entries.size(); ++i) {
+    const EntryResult& r = plan.results[i];
     (plan.entries[i].kind == proto::EntryKind::File ? c.files : c.directories) += 1;
-    (plan.results[i].status == EntryResult::Status::Good ? c.good : c.failed) += 1;
+    (r.status == EntryResult::Status::Good ? c.good : c.failed) += 1;
+    if (r.identical) {
+      ++c.identical;
+      c.not_resent += plan.entries[i].size;
+    } else if (r.resumed_from > 0) {
+      ++c.resumed;
+      c.not_resent += r.resumed_from;
+    }
   }
   return c;
 }
@@ -41,10 +51,16 @@ int summarize(const SessionPlan& plan, const SessionSummary& summary) {
       "{} files and {} directories: {} good, {} failed, {} skipped; {} sent in {:.2f}s ({}/s)",
       c.files, c.directories, c.good, c.failed, summary.skipped, proto::format_size(summary.bytes),
       summary.data_seconds, proto::format_size(static_cast<std::uint64_t>(rate_of(summary))));
+  // What an earlier, interrupted run saved this one: said only when there is something.
+  const std::string saved =
+      c.identical + c.resumed == 0
+          ? std::string()
+          : fmt::format("; {} identical (skipped) and {} resumed: {} not sent again", c.identical,
+                        c.resumed, proto::format_size(c.not_resent));
   if (rc == kExitSuccess)
-    spdlog::info("{}", line);
+    spdlog::info("{}{}", line, saved);
   else
-    spdlog::error("{}", line);
+    spdlog::error("{}{}", line, saved);
   return rc;
 }
 
@@ -61,7 +77,11 @@ std::string to_json(const SessionPlan& plan, const SessionSummary& summary, int 
     entry["name"] = e.remote_path;
     entry["kind"] = proto::to_string(e.kind);
     entry["bytes"] = e.size;
-    entry["status"] = to_string(r.status);
+    entry["status"] = r.identical ? "skipped" : to_string(r.status);
+    if (e.kind == proto::EntryKind::File) {
+      entry["bytes_sent"] = r.bytes;
+      entry["resumed_from"] = r.resumed_from;
+    }
     if (r.status != EntryResult::Status::Good) {
       entry["outcome"] = proto::to_string(r.outcome);
       if (!r.detail.empty()) entry["detail"] = r.detail;
@@ -78,6 +98,9 @@ std::string to_json(const SessionPlan& plan, const SessionSummary& summary, int 
   out["good"] = c.good;
   out["failed"] = c.failed;
   out["skipped"] = summary.skipped;
+  out["identical"] = c.identical;
+  out["resumed"] = c.resumed;
+  out["bytes_not_resent"] = c.not_resent;
   out["bytes"] = summary.bytes;
   out["seconds"] = {{"hash", summary.hash_seconds},
                     {"connect", summary.connect_seconds},

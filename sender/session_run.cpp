@@ -129,7 +129,7 @@ proto::SenderOutcome SessionRun::run() {
   }
   if (progress_) {
     progress_->set_files(files_settled(), total_files_);
-    if (bytes() == total_bytes_)
+    if (bytes_there() == total_bytes_)
       progress_->finish();
     else
       progress_->abandon();
@@ -152,7 +152,7 @@ void SessionRun::on_tick() {
   for (auto& link : links_) link->driver->tick(now);
   if (progress_) {
     progress_->set_files(files_settled(), total_files_);
-    progress_->update(bytes());
+    progress_->update(bytes_there());
   }
 }
 
@@ -225,6 +225,15 @@ double SessionRun::connect_seconds() const {
 std::uint64_t SessionRun::bytes() const {
   std::uint64_t sum = 0;
   for (const auto& link : links_) sum += link->driver->bytes_completed();
+  return sum;
+}
+
+// For the progress bar: what is on the receiver, including what it had before this run
+// (files it had whole, the prefixes it resumed from).
+std::uint64_t SessionRun::bytes_there() const {
+  std::uint64_t sum = bytes();
+  for (std::size_t i = 0; i < plan_.entries.size(); ++i)
+    sum += plan_.results[i].identical ? plan_.entries[i].size : plan_.results[i].resumed_from;
   return sum;
 }
 

@@ -37,9 +37,10 @@ class SessionRun {
   proto::SenderOutcome run();
   const std::string& secret() const;
   double connect_seconds() const;
-  std::uint64_t bytes() const;
+  std::uint64_t bytes() const;  // written in this run
 
  private:
+  std::uint64_t bytes_there() const;  // and what the receiver had before (resume)
   struct Link;
   void on_cm_events();
   void on_tick();

@@ -91,6 +91,7 @@ class ReceiverRun {
     }
 
     if (state_ == RS::Verifying && e == RE::VerifiedGood) committed_ = true;
+    if (state_ == RS::CheckingHello && e == RE::HelloHave) committed_ = true;  // in place
     // A session reaches the id only with every entry settled (the driver lets GotId through
     // only then; docs 7.5): what it delivered is stored.
     if (state_ == RS::InSession && e == RE::GotId) committed_ = true;
@@ -134,7 +135,8 @@ class ReceiverRun {
     }
     // The session's own actions happen only in a session.
     for (RA a :
-         {RA::CheckOffer, RA::SendTake, RA::SendRefuse, RA::FinishEntries, RA::SendFileVerdict})
+         {RA::CheckOffer, RA::SendTake, RA::SendRefuse, RA::FinishEntries, RA::SendFileVerdict,
+          RA::SendResume})
       if (t.actions.contains(a)) FUZZ_CHECK(state_ == RS::InSession && t.next == RS::InSession);
   }
 

@@ -43,6 +43,9 @@ inline constexpr std::array kAllReceiverEvents{proto::ReceiverEvent::GotHello,
                                                proto::ReceiverEvent::EntryTaken,
                                                proto::ReceiverEvent::EntryRefused,
                                                proto::ReceiverEvent::EntrySettled,
+                                               proto::ReceiverEvent::HelloHave,
+                                               proto::ReceiverEvent::EntryResumed,
+                                               proto::ReceiverEvent::EntryHave,
                                                proto::ReceiverEvent::ProtocolViolation,
                                                proto::ReceiverEvent::LocalFailure,
                                                proto::ReceiverEvent::Timeout,
@@ -89,7 +92,9 @@ inline constexpr std::array kAllSenderEvents{proto::SenderEvent::AddressResolved
                                              proto::SenderEvent::GotRefuse,
                                              proto::SenderEvent::GotFileVerdict,
                                              proto::SenderEvent::AllSettled,
-                                             proto::SenderEvent::AllSettledWithFailures};
+                                             proto::SenderEvent::AllSettledWithFailures,
+                                             proto::SenderEvent::GotResume,
+                                             proto::SenderEvent::GotHave};
 
 // The enums are dense from 0: the last value + 1 is the count.
 static_assert(static_cast<std::size_t>(proto::ReceiverState::InSession) + 1 ==
@@ -98,7 +103,7 @@ static_assert(static_cast<std::size_t>(proto::ReceiverEvent::ShuttingDown) + 1 =
               kAllReceiverEvents.size());
 static_assert(static_cast<std::size_t>(proto::SenderState::InSession) + 1 ==
               kAllSenderStates.size());
-static_assert(static_cast<std::size_t>(proto::SenderEvent::AllSettledWithFailures) + 1 ==
+static_assert(static_cast<std::size_t>(proto::SenderEvent::GotHave) + 1 ==
               kAllSenderEvents.size());
 
 }  // namespace rdmax::test

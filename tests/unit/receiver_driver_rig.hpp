@@ -14,7 +14,9 @@
 
 #include <sys/stat.h>
 
+#include "common/merkle.hpp"
 #include "driver_harness.hpp"
+#include "receiver/partial_store.hpp"
 
 namespace rdmax::test::receiver_rig {
 
@@ -78,7 +80,9 @@ struct SessionFile {
 // The receiver, its inputs, and the recipes that bring it into each state. The window is two
 // slots; the file, unless a test says otherwise, two chunks.
 struct Rig {
-  LogCapture log;        // first: it outlives the connection
+  LogCapture log;  // first: it outlives the connection
+  // Resume (PROTOCOL.md 7.6): partial files, when a row sets them up; outlives the connection.
+  std::optional<receiver::PartialStore> partials;
   ReceiverHarness h{1};  // one pool thread: the gate decides how far the disk work gets
   PoolGate gate{h.pool};
   std::vector<std::uint8_t> bytes = random_bytes(2 * kSlot);
@@ -86,6 +90,8 @@ struct Rig {
   std::uint16_t version = proto::kVersion1;
   std::uint32_t keepalive_ms = 0;
   std::optional<Digest> digest;  // what the Hello (or an Offer) announces, if not the file's
+  bool resume = false;           // the Hello or Open carries kExtensionResume
+  proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::WholeFileSha256;
   // A session's entries: a file of two chunks and one of a part of a chunk.
   std::vector<SessionFile> entries{{"a.bin", random_bytes(2 * kSlot, 11), 0640, 1700000000, 5},
                                    {"b.bin", random_bytes(100, 12), 0600, 1600000000, 7}};
@@ -100,6 +106,7 @@ struct Rig {
   proto::Hello hello() const {
     proto::Hello m{bytes.size(), digest.value_or(sha256_of(bytes)), 0, name};
     m.keepalive_ms = keepalive_ms;
+    if (resume) m.extensions.push_back({proto::kExtensionResume, {}});
     return m;
   }
   void peer(const proto::Message& m) { h.send(m, version); }
@@ -142,8 +149,9 @@ struct Rig {
   proto::Open open() const {
     std::uint64_t total = 0;
     for (const auto& e : entries) total += e.bytes.size();
-    return {proto::DigestAlgorithm::WholeFileSha256, keepalive_ms, 0,
-            static_cast<std::uint32_t>(entries.size()), total};
+    proto::Open o{algorithm, keepalive_ms, 0, static_cast<std::uint32_t>(entries.size()), total};
+    if (resume) o.extensions.push_back({proto::kExtensionResume, {}});
+    return o;
   }
   proto::Offer offer(std::uint32_t i) const {
     const SessionFile& e = entries.at(i);
@@ -154,7 +162,10 @@ struct Rig {
             e.bytes.size(),
             e.mtime_sec,
             e.mtime_nsec,
-            file ? digest.value_or(sha256_of(e.bytes)) : Digest{},
+            file ? digest.value_or(algorithm == proto::DigestAlgorithm::FsVeritySha256
+                                       ? merkle::digest_of(e.bytes)
+                                       : sha256_of(e.bytes))
+                 : Digest{},
             e.path};
   }
   // The sender WRITEs bytes [offset, offset + length) of entry i into `slot` and announces

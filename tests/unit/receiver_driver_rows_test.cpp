@@ -51,6 +51,25 @@ std::string row_name(const ::testing::TestParamInfo<Row>& info) {
 
 // ---- The protocol's rows ----
 
+void write_bytes(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes) {
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Leaves a partial of `path` holding its first `kept` bytes, durable, as an interrupted
+// transfer would; the rig's receiver uses the same store.
+void keep_partial(Rig& r, const std::string& path, const std::vector<std::uint8_t>& bytes,
+                  std::uint32_t kept) {
+  r.partials.emplace(r.h.dir.fd(), receiver::PartialStore::Limits{});
+  r.h.context.partials = &*r.partials;
+  auto handle = r.partials->open({path, bytes.size(), merkle::digest_of(bytes)}, kSlot);
+  ASSERT_TRUE(handle.has_value());
+  ASSERT_EQ(::pwrite(handle->fd(), bytes.data(), kept, 0), static_cast<ssize_t>(kept));
+  std::vector<merkle::Node> nodes;
+  merkle::BlockHasher().nodes(0, std::span(bytes).first(kept), nodes);
+  handle->checkpoint(kept, nodes);
+}
+
 std::vector<Row> protocol_rows() {
   using V = proto::VerdictCode;
   using R = proto::RejectReason;
@@ -65,6 +84,20 @@ std::vector<Row> protocol_rows() {
        [](Rig& r) { r.settle_out_of(S::CheckingHello); },
        {S::Receiving, {{T::Accept}, credit0, credit1}, File::Temp},
        [](Rig& r) { EXPECT_EQ(r.h.transport.live_regions(), 2u); }},
+      // Resume (PROTOCOL.md 7.6): the file offered is in place, and the sender asked.
+      {{S::CheckingHello, E::HelloHave, ""},
+       [](Rig& r) {
+         r.version = proto::kVersion2;
+         r.resume = true;
+         write_bytes(r.h.dir.path() / r.name, r.bytes);
+         r.checking_hello();
+       },
+       [](Rig& r) { r.settle_out_of(S::CheckingHello); },
+       {S::AwaitId, {{T::Have}}, File::Any},
+       [](Rig& r) {
+         EXPECT_EQ(r.h.transport.sent_of<proto::Have>().at(0).digest, sha256_of(r.bytes));
+         EXPECT_EQ(open_files_under(r.h.dir.path()), 0u);
+       }},
       {{S::CheckingHello, E::HelloRejected, "Exists"},
        [](Rig& r) {
          std::ofstream(r.h.dir.path() / r.name) << "taken";
@@ -272,6 +305,35 @@ std::vector<Row> session_rows() {
        [](Rig& r) { r.in_session(); },
        [](Rig& r) { r.peer(r.offer(0)); },
        {S::InSession, {}}},  // the file is created on the pool
+      // Resume (PROTOCOL.md 7.6): the file is in place already (a sender that asked).
+      {{S::InSession, E::EntryHave, ""},
+       [](Rig& r) {
+         r.resume = true;
+         write_bytes(r.h.dir.path() / "a.bin", r.entries[0].bytes);
+         r.entry_offered();
+       },
+       [](Rig& r) { EXPECT_TRUE(r.settle_until_sent(T::Have)); },
+       {S::InSession, {{T::Have}}, File::Any},
+       [](Rig& r) {
+         EXPECT_EQ(r.h.transport.sent_of<proto::Have>().at(0).entry, 0u);
+         EXPECT_EQ(r.h.transport.sent_of<proto::Have>().at(0).digest, sha256_of(r.entries[0].bytes));
+         EXPECT_EQ(open_files_under(r.h.dir.path()), 0u);  // no temporary was made
+       }},
+      // ...or its first chunk is kept as a partial of the same digest: taken from there.
+      {{S::InSession, E::EntryResumed, ""},
+       [](Rig& r) {
+         r.resume = true;
+         r.algorithm = proto::DigestAlgorithm::FsVeritySha256;
+         keep_partial(r, "a.bin", r.entries[0].bytes, kSlot);
+         r.entry_offered();
+       },
+       [](Rig& r) { EXPECT_TRUE(r.settle_until_sent(T::Resume)); },
+       {S::InSession, {{T::Resume}}, File::Any},
+       [](Rig& r) {
+         EXPECT_EQ(r.h.transport.sent_of<proto::Resume>().at(0),
+                   (proto::Resume{0, std::uint64_t{kSlot}}));
+         EXPECT_FALSE(std::filesystem::exists(r.h.dir.path() / "a.bin"));
+       }},
       {{S::InSession, E::EntryTaken, ""},
        [](Rig& r) { r.entry_offered(); },
        [](Rig& r) { EXPECT_TRUE(r.settle_until_sent(T::Take)); },
@@ -711,7 +773,7 @@ std::vector<Unreachable> unreachable_rows() {
       "the wait is on the receiver's own disk work: expect_own_work() clears the deadline "
       "(PROTOCOL.md 4.4); see NoDeadlineWhileTheDiskWorks");
   add({S::AwaitHello, S::Receiving, S::Draining, S::Verifying, S::AwaitId, S::InSession},
-      {E::HelloAccepted, E::HelloRejected},
+      {E::HelloAccepted, E::HelloRejected, E::HelloHave},
       "only check_hello() (run by GotHello) and its create callback raise them, and the "
       "callback returns unless the state is CheckingHello");
   add({S::AwaitHello, S::CheckingHello, S::Verifying, S::AwaitId}, {E::ChunkStored},
@@ -738,7 +800,7 @@ std::vector<Unreachable> unreachable_rows() {
       {E::OpenAccepted, E::OpenRejected},
       "only check_open() raises them, run by CheckOpen on entering CheckingOpen");
   add({S::AwaitHello, S::CheckingHello, S::Receiving, S::Draining, S::Verifying, S::AwaitId},
-      {E::EntryTaken, E::EntryRefused, E::EntrySettled},
+      {E::EntryTaken, E::EntryRefused, E::EntrySettled, E::EntryResumed, E::EntryHave},
       "only check_offer() (run by CheckOffer in InSession), verify_entry() and the callbacks "
       "of their disk work raise them, and the callbacks return unless InSession");
   return out;
@@ -775,17 +837,17 @@ TEST(ReceiverDriverCoverage, EveryPairOfAnOpenStateIsDrivenOrExplained) {
   for (const Unreachable& u : unreachable_rows())
     EXPECT_TRUE(seen.emplace(std::pair{u.state, u.event}, u.why).second)
         << proto::to_string(u.state) << " + " << proto::to_string(u.event) << " twice";
-  // 9 open states (7 of version 1, CheckingOpen, InSession), 30 events.
-  EXPECT_EQ(seen.size(), 9u * 30u);
-  // 17 protocol rows; 7 aborts from each of the 7 resting states (InSession among them, not
-  // CheckingId or CheckingOpen) less 3 Timeouts and one held shutdown; and the sessions':
-  // AwaitHello + GotOpen, CheckingOpen's 2 and InSession's 9 own.
-  EXPECT_EQ(table_rows, 17u + 7u * 7u - 3u - 1u + (1u + 2u + 9u));
-  // Held shutdown 1, CheckingId 27, CheckingOpen 28, Timeout 3, Hello results 12,
+  // 9 open states (7 of version 1, CheckingOpen, InSession), 33 events.
+  EXPECT_EQ(seen.size(), 9u * 33u);
+  // 18 protocol rows (HelloHave among them); 7 aborts from each of the 7 resting states
+  // (InSession among them, not CheckingId or CheckingOpen) less 3 Timeouts and one held
+  // shutdown; and the sessions': AwaitHello + GotOpen, CheckingOpen's 2 and InSession's 11.
+  EXPECT_EQ(table_rows, 18u + 7u * 7u - 3u - 1u + (1u + 2u + 11u));
+  // Held shutdown 1, CheckingId 30, CheckingOpen 31, Timeout 3, Hello results 18,
   // ChunkStored 4, Drained 6, VerifiedGood 6, VerifiedBad 4, Id results 21, GotOffer and
-  // GotFileDone 10, Open results 14, entry results 18.
+  // GotFileDone 10, Open results 14, entry results 30.
   EXPECT_EQ(unreachable_rows().size(),
-            1u + 27u + 28u + 3u + 12u + 4u + 6u + 6u + 4u + 21u + 10u + 14u + 18u);
+            1u + 30u + 31u + 3u + 18u + 4u + 6u + 6u + 4u + 21u + 10u + 14u + 30u);
 }
 
 TEST(ReceiverDriverCoverage, NoDeadlineWhileTheDiskWorks) {

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <memory>
 
 #include "common/merkle.hpp"
 #include "driver_harness.hpp"
@@ -156,6 +158,116 @@ TEST_F(IncomingFileTest, FailedWriteIsReportedWithItsReason) {
   f.discard();
   ASSERT_TRUE(run_pool_until(pool, [&] { return f.idle(); }));
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+// Resume (docs/PROTOCOL.md 7.6): a transfer interrupted after some chunks keeps them, with
+// their tree nodes, in the partial area; the next IncomingFile for the same path, size and
+// digest starts after them, and the whole file's digest still comes out right.
+struct IncomingFileResumeTest : ::testing::Test {
+  TempDir dir{"rdmax-incoming-resume"};
+  WorkPool pool{3};
+  receiver::PartialStore partials{dir.fd(), {}};
+  static constexpr std::uint32_t kChunk = 64 << 10;
+  std::vector<std::uint8_t> bytes = random_bytes((std::size_t{1} << 20) + 5000, 11);
+  Digest digest = merkle::digest_of(bytes);
+
+  std::unique_ptr<IncomingFile> open(const std::string& name, bool may_have = true) {
+    auto f = std::make_unique<IncomingFile>(pool, dir.fd(), name, false,
+                                            proto::DigestAlgorithm::FsVeritySha256);
+    f->set_resume({&partials, digest, kChunk, may_have});
+    return f;
+  }
+  IncomingFile::Outcome create(IncomingFile& f) {
+    std::optional<IncomingFile::Outcome> result;
+    f.create(bytes.size(), 0, [&](const IncomingFile::Outcome& o) { result = o; });
+    EXPECT_TRUE(run_pool_until(pool, [&] { return result.has_value(); }));
+    return result.value_or(IncomingFile::Outcome{Kind::Failed, "no result"});
+  }
+  // Stores chunks [first, last) in order.
+  void store(IncomingFile& f, std::uint64_t first, std::uint64_t last) {
+    std::uint64_t done = 0;
+    for (std::uint64_t i = first; i < last; ++i) {
+      const std::uint64_t offset = i * kChunk;
+      const std::size_t length = std::min<std::size_t>(kChunk, bytes.size() - offset);
+      f.store(0, offset, std::span(bytes).subspan(offset, length),
+              [&](const IncomingFile::Stored& s) {
+                EXPECT_TRUE(s.outcome.ok()) << s.outcome.error;
+                ++done;
+              });
+    }
+    ASSERT_TRUE(run_pool_until(pool, [&] { return done == last - first; }));
+  }
+  IncomingFile::Outcome commit(IncomingFile& f) {
+    std::optional<IncomingFile::Outcome> result;
+    f.commit([&](const IncomingFile::Outcome& o) { result = o; });
+    EXPECT_TRUE(run_pool_until(pool, [&] { return result.has_value(); }));
+    return result.value_or(IncomingFile::Outcome{Kind::Failed, "no result"});
+  }
+  std::uint64_t chunks() const { return (bytes.size() + kChunk - 1) / kChunk; }
+};
+
+TEST_F(IncomingFileResumeTest, KeptChunksAreResumedAndTheDigestCoversEveryByte) {
+  {
+    auto f = open("big.bin");
+    ASSERT_TRUE(create(*f).ok());
+    EXPECT_EQ(f->resumed_from(), 0u);
+    store(*f, 0, 7);
+    f->keep();
+    ASSERT_TRUE(run_pool_until(pool, [&] { return f->idle(); }));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "big.bin"));  // never under its name
+  auto f = open("big.bin");
+  ASSERT_TRUE(create(*f).ok());
+  EXPECT_EQ(f->resumed_from(), 7u * kChunk);
+  EXPECT_EQ(f->bytes_stored(), 7u * kChunk);
+  store(*f, 7, chunks());
+  EXPECT_EQ(f->finish_hash(), digest);
+  ASSERT_TRUE(commit(*f).ok());
+  EXPECT_EQ(read_file(dir.path() / "big.bin"), std::string(bytes.begin(), bytes.end()));
+  ASSERT_TRUE(run_pool_until(pool, [&] { return f->idle(); }));
+  EXPECT_EQ(partials.bytes(), 0u);  // the partial left with the commit
+
+  // The same file offered again: it is there, nothing to receive.
+  auto again = open("big.bin");
+  EXPECT_EQ(create(*again).kind, Kind::Have);
+  // ...but not for a sender that does not understand Have: Exists, as before.
+  auto old = open("big.bin", false);
+  EXPECT_EQ(create(*old).kind, Kind::Exists);
+}
+
+TEST_F(IncomingFileResumeTest, DiscardKeepsNothingAndAnotherDigestStartsFromZero) {
+  {
+    auto f = open("d.bin");
+    ASSERT_TRUE(create(*f).ok());
+    store(*f, 0, 3);
+    f->discard();  // a bad verdict
+    ASSERT_TRUE(run_pool_until(pool, [&] { return f->idle(); }));
+  }
+  EXPECT_EQ(partials.bytes(), 0u);
+  {
+    auto f = open("d.bin");
+    ASSERT_TRUE(create(*f).ok());
+    EXPECT_EQ(f->resumed_from(), 0u);
+    store(*f, 0, 3);
+    f->keep();
+    ASSERT_TRUE(run_pool_until(pool, [&] { return f->idle(); }));
+  }
+  digest[0] ^= 1;  // another file under the same path
+  auto f = open("d.bin");
+  ASSERT_TRUE(create(*f).ok());
+  EXPECT_EQ(f->resumed_from(), 0u);
+  f->discard();
+  ASSERT_TRUE(run_pool_until(pool, [&] { return f->idle(); }));
+}
+
+TEST_F(IncomingFileResumeTest, AFileInPlaceIsHashedWhenItHasNoRecord) {
+  {
+    std::ofstream out(dir.path() / "there.bin", std::ios::binary);
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  }
+  EXPECT_EQ(create(*open("there.bin")).kind, Kind::Have);
+  digest[5] ^= 0x40;  // the same size, another content: Exists, as before
+  EXPECT_EQ(create(*open("there.bin")).kind, Kind::Exists);
 }
 
 }  // namespace

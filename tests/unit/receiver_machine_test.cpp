@@ -33,11 +33,11 @@ constexpr std::array kAllActions{A::CheckHello,     A::SendAccept, A::SendReject
                                  A::LookupId,       A::SendSecret, A::SendDenied, A::SendError,
                                  A::DiscardFile,    A::Disconnect, A::Release,    A::CheckOpen,
                                  A::CheckOffer,     A::SendTake,   A::SendRefuse, A::FinishEntries,
-                                 A::SendFileVerdict};
+                                 A::SendFileVerdict, A::SendResume, A::SendHave};
 
 // The lists above name every enumerator: the enums are dense from 0, so the last one's value
 // plus one is the count. A new enumerator breaks these until it is added to its list.
-static_assert(static_cast<std::size_t>(A::SendFileVerdict) + 1 == kAllActions.size());
+static_assert(static_cast<std::size_t>(A::SendHave) + 1 == kAllActions.size());
 
 // Before the verdict is sent a temporary file may exist and must be removed on any abort.
 bool before_verdict(S s) {
@@ -103,6 +103,10 @@ const std::vector<Row> kProtocolRows{
     {S::InSession, E::ChunkStored, S::InSession, {A::SendCredit, A::FinishEntries}},
     {S::InSession, E::GotFileDone, S::InSession, {A::FinishEntries}},
     {S::InSession, E::EntrySettled, S::InSession, {A::SendFileVerdict}},
+    // Resume (docs/PROTOCOL.md 7.6).
+    {S::InSession, E::EntryResumed, S::InSession, {A::SendResume}},
+    {S::InSession, E::EntryHave, S::InSession, {A::SendHave}},
+    {S::CheckingHello, E::HelloHave, S::AwaitId, {A::SendHave}},
     {S::InSession, E::GotId, S::CheckingId, {A::LookupId}},
     {S::InSession, E::GotBye, S::Closing, {A::DiscardFile, A::Disconnect}},
 };
@@ -191,9 +195,9 @@ TEST(ReceiverMachine, EveryPairOutsideTheTableIsTheIllegalEventAbort) {
       expect_illegal(s, e);
     }
   }
-  // 9 open states x 30 events, minus 29 protocol rows (17 of one file, 12 of sessions) and
+  // 9 open states x 33 events, minus 32 protocol rows (18 of one file, 14 of sessions) and
   // 9 x 7 abort rows.
-  EXPECT_EQ(illegal, 9U * 30U - 29U - 9U * 7U);
+  EXPECT_EQ(illegal, 9U * 33U - 32U - 9U * 7U);
 }
 
 // ---- Each protocol transition, named ----

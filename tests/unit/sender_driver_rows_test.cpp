@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/merkle.hpp"
+
 #include <csignal>
 #include <map>
 #include <set>
@@ -98,6 +100,29 @@ std::vector<Row> protocol_rows() {
          r.h.receive(proto::Reject{proto::RejectReason::UnsupportedVersion, ""}, proto::kVersion1);
        },
        {S::Closing, {}, O::VersionUnsupported, End::Disconnects}},
+      // Resume (PROTOCOL.md 7.6): the chunks start at the offset once the Accept came.
+      {{S::AwaitAccept, E::GotResume, ""},
+       [](Rig& r) {
+         r.h.digest = {proto::DigestAlgorithm::FsVeritySha256, merkle::digest_of(r.h.bytes)};
+         r.await_accept();
+       },
+       [](Rig& r) { r.h.receive(proto::Resume{0, kSlot}); },
+       {S::AwaitAccept, {}},
+       [](Rig& r) {
+         EXPECT_EQ(r.h.driver->stats().resumed_from, kSlot);
+         r.h.receive(r.accept);
+         r.h.receive(proto::Credit{0, 100});
+         EXPECT_EQ(r.h.transport.sent_of<proto::Chunk>().at(0), (proto::Chunk{kSlot, kSlot, 0}));
+       }},
+      // ...or the receiver has the file: as good as a good verdict, nothing written.
+      {{S::AwaitAccept, E::GotHave, ""},
+       [](Rig& r) { r.await_accept(); },
+       [](Rig& r) { r.h.receive(proto::Have{0, r.h.digest.value}); },
+       {S::Closing, {{T::Bye}}, O::Success, End::Disconnects},
+       [](Rig& r) {
+         EXPECT_TRUE(r.h.driver->stats().skipped);
+         EXPECT_TRUE(r.h.transport.writes.empty());
+       }},
       {{S::AwaitAccept, E::GotWorking, ""},
        [](Rig& r) { r.await_accept(); },
        working,
@@ -440,8 +465,12 @@ std::vector<Misplaced> misplaced_inputs() {
       {"Secret", E::GotSecret, proto::Secret{"s"}},
       {"Denied", E::GotDenied, proto::Denied{1}},
       {"Working", E::GotWorking, proto::Working{proto::WorkPhase::Storing, 0}},
+      {"Resume", E::GotResume, proto::Resume{0, kSlot}},
+      {"Have", E::GotHave, proto::Have{0, {}}},
   };
   const std::set<std::pair<S, E>> legal{{S::AwaitAccept, E::GotAccept},
+                                        {S::AwaitAccept, E::GotResume},
+                                        {S::AwaitAccept, E::GotHave},
                                         {S::AwaitAccept, E::GotReject},
                                         {S::AwaitAccept, E::GotRejectVersion},
                                         {S::AwaitAccept, E::GotWorking},
@@ -575,6 +604,26 @@ std::vector<SessionRow> session_protocol_rows() {
        },
        {S::InSession, {}}},
       // The Take sends the file's chunks into every credited slot.
+      // Resume (PROTOCOL.md 7.6): entry 0 taken from its second chunk; entry 1 in place.
+      {{S::InSession, E::GotResume, ""},
+       [](SessionRig& r) {
+         r.h.plan.algorithm = proto::DigestAlgorithm::FsVeritySha256;
+         r.credited();
+       },
+       [](SessionRig& r) { r.h.receive(proto::Resume{0, kSlot}); },
+       {S::InSession, {chunk, chunk}},
+       [](SessionRig& r) {
+         EXPECT_EQ(r.chunks().at(0), (proto::FileChunk{0, 0, kSlot, kSlot}));
+         EXPECT_EQ(r.chunks().at(1), (proto::FileChunk{0, 1, 2 * kSlot, 100}));
+       }},
+      {{S::InSession, E::GotHave, ""},
+       credited,
+       [](SessionRig& r) { r.h.receive(proto::Have{1, r.offers().at(1).digest}); },
+       {S::InSession, {}},
+       [](SessionRig& r) {
+         EXPECT_TRUE(r.h.plan.results.at(1).identical);
+         EXPECT_EQ(r.h.plan.results.at(1).status, sender::EntryResult::Status::Good);
+       }},
       {{S::InSession, E::GotTake, ""},
        credited,
        [](SessionRig& r) { r.h.receive(proto::Take{0}); },
@@ -897,7 +946,7 @@ std::vector<Unreachable> unreachable_rows() {
                      "only SenderConnection enters Sending and AwaitVerdict, and it reads "
                      "Take, Refuse and FileVerdict as GotUnexpected"});
   for (S s : {S::ResolvingAddress, S::ResolvingRoute})
-    for (E e : {E::GotTake, E::GotRefuse, E::GotFileVerdict})
+    for (E e : {E::GotTake, E::GotRefuse, E::GotFileVerdict, E::GotResume, E::GotHave})
       out.push_back({s, e, "no transport before Connect: nothing can be received"});
   for (S s : kOpenStates)
     for (E e : {E::AllSettled, E::AllSettledWithFailures})
@@ -947,15 +996,16 @@ TEST(SenderDriverCoverage, EveryPairOfAnOpenStateIsDrivenOrExplained) {
       EXPECT_TRUE(seen.contains({s, e})) << proto::to_string(s) << " + " << proto::to_string(e);
     }
   }
-  // 8 open states (7 of version 1, InSession), 29 events.
-  EXPECT_EQ(seen.size(), 8u * 29u);
-  // Driven: the 18 protocol pairs and 59 aborts less 7 before Connect; and InSession's 15:
-  // GotCredit, GotWorking, GotTake, GotRefuse, GotFileVerdict, AllSettled,
-  // AllSettledWithFailures, and 8 aborts (not ConnectFailed).
-  EXPECT_EQ(table_rows, 18u + 59u - 7u + 7u + 8u);
-  // AllDataSent 6 + 1, no transport 28 + 6, ResolvingAddress's LocalFailure 1, InSession's
+  // 8 open states (7 of version 1, InSession), 31 events.
+  EXPECT_EQ(seen.size(), 8u * 31u);
+  // Driven: the 20 protocol pairs (AwaitAccept's GotResume and GotHave among them) and 59
+  // aborts less 7 before Connect; and InSession's 17: GotCredit, GotWorking, GotTake,
+  // GotRefuse, GotFileVerdict, GotResume, GotHave, AllSettled, AllSettledWithFailures, and 8
+  // aborts (not ConnectFailed).
+  EXPECT_EQ(table_rows, 20u + 59u - 7u + 9u + 8u);
+  // AllDataSent 6 + 1, no transport 28 + 10, ResolvingAddress's LocalFailure 1, InSession's
   // Verdicts 3, Sending's and AwaitVerdict's session replies 6, AllSettled* 7 x 2.
-  EXPECT_EQ(unreachable_rows().size(), 7u + 34u + 1u + 3u + 6u + 14u);
+  EXPECT_EQ(unreachable_rows().size(), 7u + 38u + 1u + 3u + 6u + 14u);
 }
 
 }  // namespace

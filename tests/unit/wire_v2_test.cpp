@@ -112,11 +112,11 @@ TEST(WireV2, TheFsVerityDigestIsAlgorithmTwoAndVersion1CannotCarryIt) {
 
 TEST(WireV2, HelloExtensionsFollowTheNameAndRoundTrip) {
   Hello h = example_hello();
-  h.extensions = {{0x0001, "ab"}, {0x8002, ""}};
+  h.extensions = {{0x0003, "ab"}, {0x8002, ""}};
   const Bytes b = encode(h, kVersion2);
   ASSERT_EQ(b.size(), kHeaderSize + 54 + 5 + (4 + 2) + 4);
   const std::size_t at = kHeaderSize + 54 + 5;  // after the name
-  EXPECT_EQ(b[at], 0x01);
+  EXPECT_EQ(b[at], 0x03);
   EXPECT_EQ(b[at + 1], 0x00);
   EXPECT_EQ(b[at + 2], 2);  // length
   EXPECT_EQ(b[at + 4], 'a');
@@ -135,7 +135,7 @@ TEST(WireV2, HelloExtensionsFollowTheNameAndRoundTrip) {
 
 TEST(WireV2, MalformedHelloExtensionsAreLengthMismatches) {
   Hello h = example_hello();
-  h.extensions = {{0x0001, "abc"}};
+  h.extensions = {{0x0003, "abc"}};
   const Bytes good = encode(h, kVersion2);
   auto with_payload = [](Bytes b, std::size_t payload) {
     b.resize(kHeaderSize + payload);
@@ -152,6 +152,63 @@ TEST(WireV2, MalformedHelloExtensionsAreLengthMismatches) {
   Bytes name = good;
   name[kHeaderSize + 52] = 200;
   EXPECT_EQ(decode_error(name), DecodeError::LengthMismatch);
+}
+
+// Resume (docs/PROTOCOL.md 7.6): the extension that asks for it, Open's extensions, and
+// the two messages, byte for byte as the document's examples.
+TEST(WireV2, ResumeExtensionIsEmptyInAHelloAndAnOpen) {
+  Hello h = example_hello();
+  h.extensions = {{kExtensionResume, {}}};
+  Bytes b = encode(h, kVersion2);
+  ASSERT_EQ(b.size(), kHeaderSize + 54 + 5 + 4);
+  EXPECT_EQ(Bytes(b.end() - 4, b.end()), (Bytes{0x01, 0x00, 0x00, 0x00}));
+  ASSERT_TRUE(std::holds_alternative<Message>(decode(b)));
+  h.extensions = {{kExtensionResume, "x"}};  // the extension carries no value
+  EXPECT_TRUE(encode(h, kVersion2).empty());
+
+  Open o{DigestAlgorithm::FsVeritySha256, 10000, 0, 3, 1048576, {{kExtensionResume, {}}}};
+  b = encode(o, kVersion2);
+  ASSERT_EQ(b.size(), kHeaderSize + 24 + 4);
+  EXPECT_EQ(b[8], 28);  // payload length
+  EXPECT_EQ(Bytes(b.end() - 4, b.end()), (Bytes{0x01, 0x00, 0x00, 0x00}));
+  auto back = decode(b);
+  ASSERT_TRUE(std::holds_alternative<Message>(back));
+  EXPECT_EQ(std::get<Message>(back), Message{o});
+  // An extension header cut short, and a value with the resume extension.
+  Bytes cut = b;
+  cut.resize(b.size() - 2);
+  cut[8] = 26;
+  EXPECT_EQ(decode_error(cut), DecodeError::LengthMismatch);
+  Bytes valued = b;
+  valued[kHeaderSize + 24 + 2] = 1;  // length 1...
+  valued.push_back('x');             // ...and its byte
+  valued[8] = 29;
+  EXPECT_EQ(decode_error(valued), DecodeError::BadField);
+}
+
+TEST(WireV2, ResumeAndHaveLayouts) {
+  const Bytes resume = encode(Resume{7, 0x300000}, kVersion2);
+  EXPECT_EQ(resume, (Bytes{0x52, 0x4d, 0x41, 0x58, 0x02, 0x00, 0x15, 0x00, 0x0c, 0x00, 0x00, 0x00,
+                           0x00, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x30, 0x00,
+                           0x00, 0x00, 0x00, 0x00}));
+  Have have{7, {}};
+  for (std::size_t i = 0; i < have.digest.size(); ++i)
+    have.digest[i] = static_cast<std::uint8_t>(0xa0 + i);
+  const Bytes h = encode(have, kVersion2);
+  ASSERT_EQ(h.size(), kHeaderSize + 36);
+  EXPECT_EQ(h[6], 22);  // type
+  EXPECT_EQ(h[kHeaderSize], 7);
+  EXPECT_EQ(h[kHeaderSize + 4], 0xa0);
+  for (const Message& m : {Message{Resume{7, 0x300000}}, Message{have}}) {
+    auto back = decode(encode(m, kVersion2));
+    ASSERT_TRUE(std::holds_alternative<Message>(back));
+    EXPECT_EQ(std::get<Message>(back), m);
+    EXPECT_TRUE(encode(m, kVersion1).empty());  // version 2 only
+  }
+  Bytes short_resume = resume;
+  short_resume.pop_back();
+  short_resume[8] = 11;
+  EXPECT_EQ(decode_error(short_resume), DecodeError::LengthMismatch);
 }
 
 TEST(WireV2, StaticRulesOfTheNewFields) {

@@ -1,0 +1,67 @@
+#include "receiver/file_record.hpp"
+
+#include <sys/xattr.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "common/file_digest.hpp"
+#include "common/sha256.hpp"
+
+namespace rdmax::receiver {
+
+namespace {
+constexpr const char* kAttribute = "user.rdmax.digest";
+constexpr std::uint8_t kFormat = 1;
+// format, algorithm, digest, size, mtime_sec, mtime_nsec (little-endian)
+constexpr std::size_t kBytes = 1 + 1 + 32 + 8 + 8 + 4;
+
+void put(std::vector<std::uint8_t>& out, std::uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+std::uint64_t get(const std::uint8_t* p, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i) v = v << 8 | p[i];
+  return v;
+}
+}  // namespace
+
+std::optional<FileRecord> read_record(int fd) {
+  std::uint8_t raw[kBytes + 1];
+  const ssize_t n = ::fgetxattr(fd, kAttribute, raw, sizeof raw);
+  if (n != static_cast<ssize_t>(kBytes) || raw[0] != kFormat) return std::nullopt;
+  FileRecord r;
+  r.algorithm = static_cast<proto::DigestAlgorithm>(raw[1]);
+  if (r.algorithm != proto::DigestAlgorithm::WholeFileSha256 &&
+      r.algorithm != proto::DigestAlgorithm::FsVeritySha256)
+    return std::nullopt;
+  std::memcpy(r.digest.data(), raw + 2, 32);
+  r.size = get(raw + 34, 8);
+  r.mtime_sec = static_cast<std::int64_t>(get(raw + 42, 8));
+  r.mtime_nsec = static_cast<std::uint32_t>(get(raw + 50, 4));
+  return r;
+}
+
+bool write_record(int fd, const FileRecord& record) {
+  std::vector<std::uint8_t> raw{kFormat, static_cast<std::uint8_t>(record.algorithm)};
+  raw.insert(raw.end(), record.digest.begin(), record.digest.end());
+  put(raw, record.size, 8);
+  put(raw, static_cast<std::uint64_t>(record.mtime_sec), 8);
+  put(raw, record.mtime_nsec, 4);
+  return ::fsetxattr(fd, kAttribute, raw.data(), raw.size(), 0) == 0;
+}
+
+bool record_matches(const FileRecord& record, const struct stat& st) {
+  return record.size == static_cast<std::uint64_t>(st.st_size) &&
+         record.mtime_sec == st.st_mtim.tv_sec &&
+         record.mtime_nsec == static_cast<std::uint32_t>(st.st_mtim.tv_nsec);
+}
+
+proto::Sha256 digest_of_file(int fd, std::uint64_t size, proto::DigestAlgorithm algorithm) {
+  if (algorithm == proto::DigestAlgorithm::FsVeritySha256)
+    return fsverity_digest_of_file(fd, size, 1);
+  return sha256_of_file(fd, size);
+}
+
+}  // namespace rdmax::receiver

@@ -1,0 +1,121 @@
+#pragma once
+// The private area of partial files under the receiver's directory (docs/PROTOCOL.md 7.6,
+// docs/SECURITY.md "Partial files"): what an interrupted transfer stored, kept so that the
+// same offer later continues where it stopped.
+//
+// Layout. `<dir>/.rdmax-partial/`, mode 0700, made on first use and removed again when it
+// is empty. Per partial, named by the hex SHA-256 of its path (names reveal nothing and
+// have a fixed length): `<h>.data` (the file's first bytes, mode 0600), `<h>.nodes` (the
+// hash tree nodes of those bytes, 33 bytes each: level, hash) and `<h>.hdr` (path, size,
+// digest, durable bytes, node count, and a SHA-256 of all that).
+//
+// Durability. A checkpoint fdatasyncs the data, then the nodes, then replaces the header
+// (temporary, fsync, rename, fsync of the area): only what a header names counts, so a
+// crash at any point leaves the previous checkpoint intact. Opening a partial re-reads its
+// prefix and checks every node against the data (a block altered on disk cuts the prefix
+// before it), then cuts it to a multiple of the receiver's slot size.
+//
+// Threads. Every function blocks on the disk and is called from worker-pool jobs, several
+// at once: the set of partials in use is guarded by a mutex, and a partial is held by one
+// transfer at a time (also across processes: an flock on its data file).
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/fd.hpp"
+#include "common/merkle.hpp"
+#include "protocol/wire.hpp"
+
+namespace rdmax::receiver {
+
+class PartialStore {
+ public:
+  struct Limits {
+    std::chrono::seconds ttl{24 * 3600};   // untouched this long: removed
+    std::uint64_t max_bytes = 64ull << 30;  // all partials' data together
+  };
+  struct Key {
+    std::string path;  // relative to the directory, already checked
+    std::uint64_t size = 0;
+    proto::Sha256 digest{};
+  };
+  class Handle;
+
+  PartialStore(int dir_fd, Limits limits);  // duplicates dir_fd; touches nothing on disk
+  PartialStore(const PartialStore&) = delete;
+  PartialStore& operator=(const PartialStore&) = delete;
+
+  // The partial for key.path, held for this transfer: its verified prefix when one of the
+  // same size and digest was kept, else a new empty one (any other partial of that path is
+  // removed). nullopt when another transfer holds it. Throws when the area cannot be made
+  // or is not ours (a symbolic link, another owner).
+  std::optional<Handle> open(const Key& key, std::uint32_t align);
+  // Deletes the partial (data, nodes, header).
+  void remove(Handle&& handle);
+
+  struct Expired {
+    std::uint32_t files = 0;
+    std::uint64_t bytes = 0;
+  };
+  // Removes partials whose last checkpoint is older than the ttl, then the oldest until
+  // the rest fit max_bytes, and leftovers (data never checkpointed, stray temporaries);
+  // never one in use.
+  Expired expire(std::chrono::system_clock::time_point now);
+  // Data bytes of every partial in the area.
+  std::uint64_t bytes() const;
+
+ private:
+  Fd open_area(bool create) const;
+  void release(const std::string& hash);
+  void remove_files(int area, const std::string& hash) const;
+  void tidy_area() const;  // with mutex_ held
+
+  Fd dir_;
+  Limits limits_;
+  mutable std::mutex mutex_;
+  std::set<std::string> in_use_;  // hashes of the partials held
+};
+
+class PartialStore::Handle {
+ public:
+  Handle(Handle&& other) noexcept;
+  Handle& operator=(Handle&&) = delete;
+  Handle(const Handle&) = delete;
+  ~Handle();  // lets go of the partial; never deletes it
+
+  int fd() const { return data_.get(); }  // the data file, read-write
+  int area_fd() const { return area_.get(); }
+  const std::string& data_name() const { return data_name_; }
+  std::uint64_t durable_bytes() const { return durable_; }
+  // The nodes of [0, durable_bytes()) in file order, as opened.
+  const std::vector<merkle::Node>& prefix_nodes() const { return prefix_; }
+
+  // Makes [0, bytes) durable; `new_nodes` describe [durable_bytes(), bytes).
+  void checkpoint(std::uint64_t bytes, std::span<const merkle::Node> new_nodes);
+  // After the data file was renamed into place: removes the nodes and the header.
+  void forget_committed();
+
+ private:
+  friend class PartialStore;
+  Handle() = default;
+  void write_header();
+
+  PartialStore* store_ = nullptr;
+  std::string hash_;
+  std::string data_name_;
+  Fd area_;
+  Fd data_;
+  Fd nodes_;
+  Key key_;
+  std::uint64_t durable_ = 0;
+  std::uint64_t node_count_ = 0;
+  std::vector<merkle::Node> prefix_;
+};
+
+}  // namespace rdmax::receiver
