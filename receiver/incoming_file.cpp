@@ -51,7 +51,8 @@ void IncomingFile::create(std::uint64_t size, std::uint64_t spoken_for, Done don
           const Fd parent = open_parent_beneath(dir_fd_, path_, true);
           const auto slash = path_.rfind('/');
           const std::string name = slash == std::string::npos ? path_ : path_.substr(slash + 1);
-          if (resume_.may_have && find_identical(parent.get(), name, size)) {
+          // --overwrite asks for every file to be written again: no Have then.
+          if (resume_.may_have && !overwrite_ && find_identical(parent.get(), name, size)) {
             *outcome = {Kind::Have, ""};
             return;
           }

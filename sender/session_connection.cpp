@@ -279,6 +279,7 @@ void SessionConnection::settle(std::uint32_t local, EntryResult settled) {
   open_files_.erase(local);
   if (settled.status != EntryResult::Status::Good) ++failures_;
   settled.bytes = result(local).bytes;
+  settled.resumed_from = result(local).resumed_from;
   result(local) = std::move(settled);
 }
 

@@ -225,7 +225,7 @@ case_receiver_killed() {
   tc qdisc add dev eth0 root netem rate 40mbit  # a slower wire: the kill lands mid-transfer
   trap 'tc qdisc del dev eth0 root 2>/dev/null || true' EXIT
   send_bg orphan.bin
-  wait_for 30 test -s "$shared/killed-at"
+  wait_for 90 test -s "$shared/killed-at"
   local t; t=$(<"$shared/killed-at")
   local rc=0
   wait "$send_pid" || rc=$?

@@ -615,6 +615,7 @@ std::vector<SessionRow> session_protocol_rows() {
        [](SessionRig& r) {
          EXPECT_EQ(r.chunks().at(0), (proto::FileChunk{0, 0, kSlot, kSlot}));
          EXPECT_EQ(r.chunks().at(1), (proto::FileChunk{0, 1, 2 * kSlot, 100}));
+         EXPECT_EQ(r.h.plan.results.at(0).resumed_from, kSlot);
        }},
       {{S::InSession, E::GotHave, ""},
        credited,
