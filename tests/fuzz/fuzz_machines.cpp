@@ -312,6 +312,10 @@ void deliver_to_sender(SenderRun& sender, std::span<const std::uint8_t> bytes) {
       return sender.step(SE::GotRefuse);
     case MessageType::FileVerdict:
       return sender.step(SE::GotFileVerdict);
+    case MessageType::Resume:
+      return sender.step(SE::GotResume);
+    case MessageType::Have:
+      return sender.step(SE::GotHave);
     default:
       return sender.step(SE::GotUnexpected);
   }
