@@ -121,7 +121,8 @@ Digest TreeFolder::root() const {
 std::uint64_t cut_nodes(std::vector<Node>& nodes, std::uint64_t limit, std::uint64_t align) {
   std::size_t keep = 0;
   std::uint64_t end = 0;
-  while (keep < nodes.size() && end + node_bytes(nodes[keep]) <= limit) end += node_bytes(nodes[keep++]);
+  while (keep < nodes.size() && end + node_bytes(nodes[keep]) <= limit)
+    end += node_bytes(nodes[keep++]);
   while (keep > 0 && align != 0 && end % align != 0) end -= node_bytes(nodes[--keep]);
   nodes.resize(keep);
   return end;

@@ -300,7 +300,7 @@ void OutputFile::commit() {
 void OutputFile::discard() noexcept {
   if (finished_) return;
   finished_ = true;
-  file_.reset();  // an O_TMPFILE without a name vanishes with its last descriptor
+  file_.reset();         // an O_TMPFILE without a name vanishes with its last descriptor
   if (adopted_) return;  // its owner keeps or removes it
   if (!temp_name_.empty() && ::unlinkat(dir_.get(), temp_name_.c_str(), 0) != 0 &&
       errno != ENOENT) {

@@ -54,7 +54,8 @@ std::optional<SessionError> SessionReceiveLedger::offer(const Offer& o) {
 }
 
 void SessionReceiveLedger::take(std::uint32_t id, std::uint64_t start) {
-  if (auto it = entries_.find(id); it != entries_.end() && it->second.state == EntryState::Checking) {
+  if (auto it = entries_.find(id);
+      it != entries_.end() && it->second.state == EntryState::Checking) {
     it->second.state = EntryState::Receiving;
     it->second.received = std::min(start, it->second.size);
   }

@@ -60,7 +60,7 @@ std::optional<SessionReplyError> SessionSendLedger::answerable(std::uint32_t ent
 }
 
 std::optional<SessionReplyError> SessionSendLedger::taken(std::uint32_t entry,
-                                                         std::uint64_t start) {
+                                                          std::uint64_t start) {
   if (auto error = answerable(entry)) return error;
   // A Resume leaves at least one chunk, and starts where one does (PROTOCOL.md 7.6).
   if (start > 0 && (slot_size_ == 0 || start % slot_size_ != 0 || start >= plans_[entry].size))

@@ -396,15 +396,15 @@ std::optional<DecodeFailure> read_extensions(ByteReader& r, const char* message,
                                              std::vector<HelloExtension>& out) {
   while (r.remaining() > 0) {
     if (r.remaining() < kExtensionHeaderBytes)
-      return fail(DecodeError::LengthMismatch, std::string(message) + " extension header truncated");
+      return fail(DecodeError::LengthMismatch,
+                  std::string(message) + " extension header truncated");
     HelloExtension e;
     e.type = r.u16();
     const std::uint16_t len = r.u16();
     if (len > r.remaining()) {
       return fail(DecodeError::LengthMismatch, std::string(message) + " extension length " +
                                                    std::to_string(len) + " but " +
-                                                   std::to_string(r.remaining()) +
-                                                   " bytes follow");
+                                                   std::to_string(r.remaining()) + " bytes follow");
     }
     e.value = as_string(r.take(len));
     out.push_back(std::move(e));

@@ -240,8 +240,8 @@ struct Open {
   DigestAlgorithm digest_algorithm = DigestAlgorithm::FsVeritySha256;  // of every file
   std::uint32_t keepalive_ms = 0;                                      // as in Hello
   std::uint32_t chunk_size_hint = 0;                                   // as in Hello
-  std::uint32_t entry_count = 0;  // >= 1: Offers the session will carry
-  std::uint64_t total_bytes = 0;  // the sizes of its files together
+  std::uint32_t entry_count = 0;             // >= 1: Offers the session will carry
+  std::uint64_t total_bytes = 0;             // the sizes of its files together
   std::vector<HelloExtension> extensions{};  // after the fixed fields, as in a Hello
   bool operator==(const Open&) const = default;
 };
@@ -320,10 +320,9 @@ struct Have {
   bool operator==(const Have&) const = default;
 };
 
-using Message =
-    std::variant<Hello, Accept, Chunk, Credit, Done, Verdict, Id, Secret, Denied, Reject, Bye,
-                 Error, Working, Open, Offer, Take, Refuse, FileChunk, FileDone, FileVerdict,
-                 Resume, Have>;
+using Message = std::variant<Hello, Accept, Chunk, Credit, Done, Verdict, Id, Secret, Denied,
+                             Reject, Bye, Error, Working, Open, Offer, Take, Refuse, FileChunk,
+                             FileDone, FileVerdict, Resume, Have>;
 
 enum class DecodeError {
   Short,           // fewer bytes than a header

@@ -220,8 +220,7 @@ void Connection::check_hello(const ReceiverInput& cause) {
     return reject(proto::RejectReason::BadName, "the name is reserved by the receiver");
   expect_own_work("the file to be created");
   file_.emplace(context_.pool, context_.dir_fd, hello_.name, o.overwrite, hello_.digest_algorithm);
-  if (resume_understood_)
-    file_->set_resume({context_.partials, hello_.digest, o.slot_size, true});
+  if (resume_understood_) file_->set_resume({context_.partials, hello_.digest, o.slot_size, true});
   file_->create(
       hello_.file_size, context_.promised_bytes, [this](const IncomingFile::Outcome& outcome) {
         guarded([&] {

@@ -391,10 +391,11 @@ void Connection::settle_entry(std::uint32_t id) {
   reap_retired();
   if (session_ledger_.all_settled()) {
     const double seconds = std::chrono::duration<double>(Clock::now() - data_started_).count();
-    spdlog::info("[{}] session: {} entries good ({} here already), {} failed, {} stored in "
-                 "{:.2f}s",
-                 label(), entries_good_, entries_had_, entries_failed_,
-                 proto::format_size(session_bytes_), seconds);
+    spdlog::info(
+        "[{}] session: {} entries good ({} here already), {} failed, {} stored in "
+        "{:.2f}s",
+        label(), entries_good_, entries_had_, entries_failed_, proto::format_size(session_bytes_),
+        seconds);
   }
   expect_session();
 }

@@ -212,9 +212,9 @@ void Daemon::on_tick() {
 // it lists and removes files.
 void Daemon::expire_partials(std::chrono::steady_clock::time_point now) {
   if (!partials_ || now < next_expiry_ || !expiry_.idle() || stopping_) return;
-  next_expiry_ = now + std::clamp<std::chrono::steady_clock::duration>(
-                           options_.partial_ttl / 4, std::chrono::seconds(1),
-                           std::chrono::seconds(60));
+  next_expiry_ =
+      now + std::clamp<std::chrono::steady_clock::duration>(
+                options_.partial_ttl / 4, std::chrono::seconds(1), std::chrono::seconds(60));
   auto expired = std::make_shared<PartialStore::Expired>();
   auto error = std::make_shared<std::string>();
   expiry_.post(
@@ -251,9 +251,9 @@ void Daemon::reap_closed() {
 
 bool Daemon::wait_for_disk_work() {
   auto busy = [&] {
-    return !expiry_.idle() ||
-           std::any_of(peers_.begin(), peers_.end(),
-                       [](const auto& entry) { return !entry.second.connection->idle(); });
+    return !expiry_.idle() || std::any_of(peers_.begin(), peers_.end(), [](const auto& entry) {
+      return !entry.second.connection->idle();
+    });
   };
   if (!busy()) return true;
   spdlog::info("waiting for the disk work in progress to finish");

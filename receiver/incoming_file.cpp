@@ -283,8 +283,8 @@ void IncomingFile::maybe_checkpoint() {
   if (!has_partial_ || checkpointing_ || tree_gap_ || undurable_nodes_.empty()) return;
   if (std::chrono::steady_clock::now() - last_checkpoint_ < kCheckpointInterval) return;
   checkpointing_ = true;
-  auto nodes = std::make_shared<std::vector<std::pair<std::uint64_t, merkle::Node>>>(
-      undurable_nodes_);
+  auto nodes =
+      std::make_shared<std::vector<std::pair<std::uint64_t, merkle::Node>>>(undurable_nodes_);
   const std::uint64_t bytes = node_end_;
   auto ok = std::make_shared<bool>(false);
   disk_.post([this, nodes, bytes, ok] { *ok = checkpoint_partial(*nodes, bytes); },

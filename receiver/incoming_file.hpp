@@ -47,8 +47,8 @@
 #include "common/output_file.hpp"
 #include "common/sha256.hpp"
 #include "common/work_pool.hpp"
-#include "receiver/partial_store.hpp"
 #include "protocol/wire.hpp"
+#include "receiver/partial_store.hpp"
 
 namespace rdmax::receiver {
 
@@ -179,10 +179,11 @@ class IncomingFile {
   std::uint64_t resumed_from_ = 0;
   std::vector<std::pair<std::uint64_t, merkle::Node>> undurable_nodes_;
   std::uint64_t node_end_ = 0;  // where the next stored node starts
-  bool has_partial_ = false;  // the loop's: checkpoints are made
+  bool has_partial_ = false;    // the loop's: checkpoints are made
   bool checkpointing_ = false;
   bool partial_broken_ = false;
-  bool partial_opened_ = false;  // written by the create job, read after its completion  // the disk queue's: a checkpoint failed, the partial is void
+  bool partial_opened_ = false;  // written by the create job, read after its completion  // the
+                                 // disk queue's: a checkpoint failed, the partial is void
   std::chrono::steady_clock::time_point last_checkpoint_{};
   // Last: destroyed first, so no job outlives what it uses (they cancel what has not
   // started; the owner waited for idle() before destroying this).

@@ -53,11 +53,20 @@ std::optional<std::chrono::seconds> parse_duration(std::string_view text) {
   std::uint64_t unit = 1;
   if (i < text.size()) {
     switch (text[i]) {
-      case 's': unit = 1; break;
-      case 'm': unit = 60; break;
-      case 'h': unit = 3600; break;
-      case 'd': unit = 24 * 3600; break;
-      default: return std::nullopt;
+      case 's':
+        unit = 1;
+        break;
+      case 'm':
+        unit = 60;
+        break;
+      case 'h':
+        unit = 3600;
+        break;
+      case 'd':
+        unit = 24 * 3600;
+        break;
+      default:
+        return std::nullopt;
     }
   }
   if (value == 0 || value > kLimit / unit) return std::nullopt;

@@ -130,7 +130,8 @@ std::uint64_t covered(const merkle::Node& node, std::uint64_t offset, std::uint6
 
 // How many of `nodes` match the data file from offset 0 (each recomputed from the bytes it
 // covers), and the bytes they cover.
-std::pair<std::size_t, std::uint64_t> verified_prefix(int data, const std::vector<merkle::Node>& nodes,
+std::pair<std::size_t, std::uint64_t> verified_prefix(int data,
+                                                      const std::vector<merkle::Node>& nodes,
                                                       std::uint64_t durable, std::uint64_t size) {
   merkle::BlockHasher hasher;
   std::vector<std::uint8_t> buffer(merkle::kGroupBytes);
@@ -170,8 +171,9 @@ Fd PartialStore::open_area(bool create) const {
   if (!area) {
     if (errno == ENOENT && !create) return area;
     if (errno == ELOOP || errno == ENOTDIR)
-      throw std::runtime_error(name + " is a symbolic link or not a directory: partial files are off "
-                                      "until it is removed");
+      throw std::runtime_error(name +
+                               " is a symbolic link or not a directory: partial files are off "
+                               "until it is removed");
     throw_sys("open " + name);
   }
   struct stat st {};
@@ -203,8 +205,8 @@ std::optional<PartialStore::Handle> PartialStore::open(const Key& key, std::uint
   }
   // From here the handle owns the claim: an exception releases it.
   const std::string nodes_name = h.hash_ + ".nodes";
-  h.nodes_.reset(::openat(h.area_.get(), nodes_name.c_str(),
-                          O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  h.nodes_.reset(
+      ::openat(h.area_.get(), nodes_name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!h.nodes_) throw_sys("open a partial file's nodes");
   const auto header = decode(read_small(h.area_.get(), h.hash_ + ".hdr"));
   struct stat data_st {};
@@ -310,7 +312,8 @@ PartialStore::Expired PartialStore::expire(std::chrono::system_clock::time_point
   auto remove_unless_held = [&](const std::string& hash, const Entry& entry) {
     if (in_use_.contains(hash)) return false;
     // Held by another process (its flock): left alone.
-    const Fd data(::openat(area.get(), (hash + ".data").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    const Fd data(
+        ::openat(area.get(), (hash + ".data").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
     if (data && ::flock(data.get(), LOCK_EX | LOCK_NB) != 0) return false;
     remove_files(area.get(), hash);
     ++expired.files;
@@ -318,7 +321,8 @@ PartialStore::Expired PartialStore::expire(std::chrono::system_clock::time_point
     return true;
   };
   const std::int64_t cutoff =
-      std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch() - limits_.ttl).count();
+      std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch() - limits_.ttl)
+          .count();
   std::vector<std::pair<std::int64_t, std::string>> by_age;
   std::uint64_t total = 0;
   for (auto& [hash, entry] : found) {
@@ -377,8 +381,7 @@ PartialStore::Handle::~Handle() {
 }
 
 void PartialStore::Handle::write_header() {
-  const auto bytes =
-      encode(Header{key_.path, key_.size, key_.digest, durable_, node_count_});
+  const auto bytes = encode(Header{key_.path, key_.size, key_.digest, durable_, node_count_});
   const std::string name = hash_ + ".hdr", temp = name + ".tmp";
   {
     const Fd out(::openat(area_.get(), temp.c_str(),
@@ -392,7 +395,8 @@ void PartialStore::Handle::write_header() {
   if (::fsync(area_.get()) != 0 && errno != EINVAL) throw_sys("fsync the partial area");
 }
 
-void PartialStore::Handle::checkpoint(std::uint64_t bytes, std::span<const merkle::Node> new_nodes) {
+void PartialStore::Handle::checkpoint(std::uint64_t bytes,
+                                      std::span<const merkle::Node> new_nodes) {
   if (bytes <= durable_) return;
   if (::fdatasync(data_.get()) != 0) throw_sys("fdatasync a partial file");
   std::vector<std::uint8_t> raw;

@@ -37,7 +37,7 @@ namespace rdmax::receiver {
 class PartialStore {
  public:
   struct Limits {
-    std::chrono::seconds ttl{24 * 3600};   // untouched this long: removed
+    std::chrono::seconds ttl{24 * 3600};    // untouched this long: removed
     std::uint64_t max_bytes = 64ull << 30;  // all partials' data together
   };
   struct Key {

@@ -183,9 +183,8 @@ int main(int argc, char** argv) {
       const double rate =
           stats.data_seconds > 0 ? static_cast<double>(stats.bytes) / stats.data_seconds : 0;
       const std::string resumed =
-          stats.resumed_from > 0
-              ? " (resumed at " + proto::format_size(stats.resumed_from) + ")"
-              : std::string();
+          stats.resumed_from > 0 ? " (resumed at " + proto::format_size(stats.resumed_from) + ")"
+                                 : std::string();
       spdlog::info("sent {} as '{}': {}{} in {:.2f}s ({}/s), verified ({} {})", options.file,
                    options.name, proto::format_size(stats.bytes), resumed, stats.data_seconds,
                    proto::format_size(static_cast<std::uint64_t>(rate)),

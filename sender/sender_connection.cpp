@@ -225,9 +225,9 @@ void SenderConnection::start_data(const proto::Accept& accept) {
   if (stats_.resumed_from % accept.slot_size != 0) {
     spdlog::error("the receiver resumes at {}, not a multiple of its {}-byte slots",
                   stats_.resumed_from, accept.slot_size);
-    return dispatch({Event::ProtocolViolation,
-                     Input::Abort{proto::ErrorCode::ProtocolViolation,
-                                  "Resume offset not a multiple of the slot size"}});
+    return dispatch(
+        {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation,
+                                                "Resume offset not a multiple of the slot size"}});
   }
   accept_ = accept;
   data_started_ = Clock::now();
@@ -443,8 +443,8 @@ void SenderConnection::handle(proto::Message& message, std::uint16_t message_ver
     if (state_ == State::AwaitAccept && m->entry == 0 && m->digest != digest_.value) {
       spdlog::error("the receiver says it has the file, with another digest ({})",
                     to_hex(m->digest));
-      return dispatch({Event::ProtocolViolation,
-                       Input::Abort{proto::ErrorCode::ProtocolViolation, "Have with another digest"}});
+      return dispatch({Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation,
+                                                              "Have with another digest"}});
     }
     if (state_ == State::AwaitAccept && m->entry == 0 && version() >= proto::kVersion2) {
       spdlog::info("the receiver has '{}' already (same size and digest): nothing to send",
@@ -467,9 +467,8 @@ void SenderConnection::handle(proto::Message& message, std::uint16_t message_ver
 // size it must be a multiple of comes with the Accept (start_data checks). Resuming needs
 // the fs-verity digest: the receiver cannot continue a whole-file SHA-256.
 void SenderConnection::on_resume(const proto::Resume& m) {
-  const bool fits = state_ == State::AwaitAccept && version() >= proto::kVersion2 &&
-                    m.entry == 0 && stats_.resumed_from == 0 && m.offset > 0 &&
-                    m.offset < file_.size() &&
+  const bool fits = state_ == State::AwaitAccept && version() >= proto::kVersion2 && m.entry == 0 &&
+                    stats_.resumed_from == 0 && m.offset > 0 && m.offset < file_.size() &&
                     digest_.algorithm == proto::DigestAlgorithm::FsVeritySha256;
   if (state_ == State::AwaitAccept && !fits) {
     spdlog::error("the receiver resumes at {}, which breaks the rules", m.offset);

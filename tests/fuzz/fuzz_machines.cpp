@@ -134,9 +134,8 @@ class ReceiverRun {
                  (state_ == RS::CheckingOpen && e == RE::OpenAccepted));
     }
     // The session's own actions happen only in a session.
-    for (RA a :
-         {RA::CheckOffer, RA::SendTake, RA::SendRefuse, RA::FinishEntries, RA::SendFileVerdict,
-          RA::SendResume})
+    for (RA a : {RA::CheckOffer, RA::SendTake, RA::SendRefuse, RA::FinishEntries,
+                 RA::SendFileVerdict, RA::SendResume})
       if (t.actions.contains(a)) FUZZ_CHECK(state_ == RS::InSession && t.next == RS::InSession);
   }
 

@@ -308,31 +308,31 @@ TEST_F(FilesTest, AdoptedTemporaryMovesOnCommitAndStaysOnDiscard) {
     return f;
   };
   {
-    OutputFile kept = OutputFile::adopt(make("a.data", "kept"), area.get(), "a.data",
-                                        temp_.fd(), "a.bin", false);
+    OutputFile kept =
+        OutputFile::adopt(make("a.data", "kept"), area.get(), "a.data", temp_.fd(), "a.bin", false);
     kept.discard();
   }
   EXPECT_EQ(read_file("area/a.data"), "kept");
   EXPECT_FALSE(fs::exists(dir_ / "a.bin"));
 
-  OutputFile moved = OutputFile::adopt(make("b.data", "moved"), area.get(), "b.data",
-                                       temp_.fd(), "b.bin", false);
+  OutputFile moved =
+      OutputFile::adopt(make("b.data", "moved"), area.get(), "b.data", temp_.fd(), "b.bin", false);
   moved.commit();
   EXPECT_EQ(read_file("b.bin"), "moved");
   EXPECT_FALSE(fs::exists(dir_ / "area" / "b.data"));
 
   // Without overwrite an existing name is refused, up front and at commit.
-  EXPECT_THROW(OutputFile::adopt(make("c.data", "c"), area.get(), "c.data", temp_.fd(),
-                                 "b.bin", false),
-               FileExistsError);
-  OutputFile late = OutputFile::adopt(make("d.data", "late"), area.get(), "d.data",
-                                      temp_.fd(), "d.bin", false);
+  EXPECT_THROW(
+      OutputFile::adopt(make("c.data", "c"), area.get(), "c.data", temp_.fd(), "b.bin", false),
+      FileExistsError);
+  OutputFile late =
+      OutputFile::adopt(make("d.data", "late"), area.get(), "d.data", temp_.fd(), "d.bin", false);
   write_file("d.bin", "first");
   EXPECT_THROW(late.commit(), FileExistsError);
   EXPECT_EQ(read_file("d.bin"), "first");
   EXPECT_EQ(read_file("area/d.data"), "late");
-  OutputFile replacing = OutputFile::adopt(make("e.data", "second"), area.get(), "e.data",
-                                           temp_.fd(), "d.bin", true);
+  OutputFile replacing =
+      OutputFile::adopt(make("e.data", "second"), area.get(), "e.data", temp_.fd(), "d.bin", true);
   replacing.commit();
   EXPECT_EQ(read_file("d.bin"), "second");
 }

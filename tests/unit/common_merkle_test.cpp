@@ -216,8 +216,7 @@ TEST(CutNodes, EndsOnAlignedNodeBoundaries) {
   EXPECT_EQ(merkle::cut_nodes(nodes, merkle::kGroupBytes + 4096, 4096), merkle::kGroupBytes + 4096);
   EXPECT_EQ(nodes.size(), 2u);
   nodes = {group, group};
-  EXPECT_EQ(merkle::cut_nodes(nodes, 3 * merkle::kGroupBytes / 2, 3 * merkle::kGroupBytes / 2),
-            0u);
+  EXPECT_EQ(merkle::cut_nodes(nodes, 3 * merkle::kGroupBytes / 2, 3 * merkle::kGroupBytes / 2), 0u);
   EXPECT_TRUE(nodes.empty());
 }
 

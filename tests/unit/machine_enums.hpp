@@ -103,7 +103,6 @@ static_assert(static_cast<std::size_t>(proto::ReceiverEvent::ShuttingDown) + 1 =
               kAllReceiverEvents.size());
 static_assert(static_cast<std::size_t>(proto::SenderState::InSession) + 1 ==
               kAllSenderStates.size());
-static_assert(static_cast<std::size_t>(proto::SenderEvent::GotHave) + 1 ==
-              kAllSenderEvents.size());
+static_assert(static_cast<std::size_t>(proto::SenderEvent::GotHave) + 1 == kAllSenderEvents.size());
 
 }  // namespace rdmax::test

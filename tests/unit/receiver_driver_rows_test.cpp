@@ -53,7 +53,8 @@ std::string row_name(const ::testing::TestParamInfo<Row>& info) {
 
 void write_bytes(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes) {
   std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
 }
 
 // Leaves a partial of `path` holding its first `kept` bytes, durable, as an interrupted
@@ -316,7 +317,8 @@ std::vector<Row> session_rows() {
        {S::InSession, {{T::Have}}, File::Any},
        [](Rig& r) {
          EXPECT_EQ(r.h.transport.sent_of<proto::Have>().at(0).entry, 0u);
-         EXPECT_EQ(r.h.transport.sent_of<proto::Have>().at(0).digest, sha256_of(r.entries[0].bytes));
+         EXPECT_EQ(r.h.transport.sent_of<proto::Have>().at(0).digest,
+                   sha256_of(r.entries[0].bytes));
          EXPECT_EQ(open_files_under(r.h.dir.path()), 0u);  // no temporary was made
        }},
       // ...or its first chunk is kept as a partial of the same digest: taken from there.

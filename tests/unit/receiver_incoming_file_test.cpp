@@ -263,7 +263,8 @@ TEST_F(IncomingFileResumeTest, DiscardKeepsNothingAndAnotherDigestStartsFromZero
 TEST_F(IncomingFileResumeTest, AFileInPlaceIsHashedWhenItHasNoRecord) {
   {
     std::ofstream out(dir.path() / "there.bin", std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
   }
   EXPECT_EQ(create(*open("there.bin")).kind, Kind::Have);
   digest[5] ^= 0x40;  // the same size, another content: Exists, as before

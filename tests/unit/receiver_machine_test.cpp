@@ -28,11 +28,11 @@ constexpr const auto& kAllStates = rdmax::test::kAllReceiverStates;
 
 constexpr const auto& kAllEvents = rdmax::test::kAllReceiverEvents;
 
-constexpr std::array kAllActions{A::CheckHello,     A::SendAccept, A::SendReject, A::StoreChunk,
-                                 A::SendCredit,     A::AwaitDrain, A::Verify,     A::SendVerdict,
-                                 A::LookupId,       A::SendSecret, A::SendDenied, A::SendError,
-                                 A::DiscardFile,    A::Disconnect, A::Release,    A::CheckOpen,
-                                 A::CheckOffer,     A::SendTake,   A::SendRefuse, A::FinishEntries,
+constexpr std::array kAllActions{A::CheckHello,      A::SendAccept, A::SendReject, A::StoreChunk,
+                                 A::SendCredit,      A::AwaitDrain, A::Verify,     A::SendVerdict,
+                                 A::LookupId,        A::SendSecret, A::SendDenied, A::SendError,
+                                 A::DiscardFile,     A::Disconnect, A::Release,    A::CheckOpen,
+                                 A::CheckOffer,      A::SendTake,   A::SendRefuse, A::FinishEntries,
                                  A::SendFileVerdict, A::SendResume, A::SendHave};
 
 // The lists above name every enumerator: the enums are dense from 0, so the last one's value

@@ -106,7 +106,9 @@ std::vector<Row> protocol_rows() {
          r.h.digest = {proto::DigestAlgorithm::FsVeritySha256, merkle::digest_of(r.h.bytes)};
          r.await_accept();
        },
-       [](Rig& r) { r.h.receive(proto::Resume{0, kSlot}); },
+       [](Rig& r) {
+         r.h.receive(proto::Resume{0, kSlot});
+       },
        {S::AwaitAccept, {}},
        [](Rig& r) {
          EXPECT_EQ(r.h.driver->stats().resumed_from, kSlot);
@@ -117,7 +119,9 @@ std::vector<Row> protocol_rows() {
       // ...or the receiver has the file: as good as a good verdict, nothing written.
       {{S::AwaitAccept, E::GotHave, ""},
        [](Rig& r) { r.await_accept(); },
-       [](Rig& r) { r.h.receive(proto::Have{0, r.h.digest.value}); },
+       [](Rig& r) {
+         r.h.receive(proto::Have{0, r.h.digest.value});
+       },
        {S::Closing, {{T::Bye}}, O::Success, End::Disconnects},
        [](Rig& r) {
          EXPECT_TRUE(r.h.driver->stats().skipped);
@@ -610,7 +614,9 @@ std::vector<SessionRow> session_protocol_rows() {
          r.h.plan.algorithm = proto::DigestAlgorithm::FsVeritySha256;
          r.credited();
        },
-       [](SessionRig& r) { r.h.receive(proto::Resume{0, kSlot}); },
+       [](SessionRig& r) {
+         r.h.receive(proto::Resume{0, kSlot});
+       },
        {S::InSession, {chunk, chunk}},
        [](SessionRig& r) {
          EXPECT_EQ(r.chunks().at(0), (proto::FileChunk{0, 0, kSlot, kSlot}));
@@ -619,7 +625,9 @@ std::vector<SessionRow> session_protocol_rows() {
        }},
       {{S::InSession, E::GotHave, ""},
        credited,
-       [](SessionRig& r) { r.h.receive(proto::Have{1, r.offers().at(1).digest}); },
+       [](SessionRig& r) {
+         r.h.receive(proto::Have{1, r.offers().at(1).digest});
+       },
        {S::InSession, {}},
        [](SessionRig& r) {
          EXPECT_TRUE(r.h.plan.results.at(1).identical);
