@@ -30,8 +30,6 @@ Connection::Connection(Transport& transport, std::string peer, ReceiverContext& 
 
 Connection::~Connection() {
   context_.window_bytes_in_use -= window_charge_;
-  context_.promised_bytes -= promised_;
-  for (auto& [id, entry] : entries_) release_promise(*entry);
   proto::secure_wipe(secret_.data(), secret_.size());
 }
 
@@ -221,55 +219,46 @@ void Connection::check_hello(const ReceiverInput& cause) {
   expect_own_work("the file to be created");
   file_.emplace(context_.pool, context_.dir_fd, hello_.name, o.overwrite, hello_.digest_algorithm);
   if (resume_understood_) file_->set_resume({context_.partials, hello_.digest, o.slot_size, true});
-  file_->create(
-      hello_.file_size, context_.promised_bytes, [this](const IncomingFile::Outcome& outcome) {
-        guarded([&] {
-          if (state_ != State::CheckingHello) return;  // abandoned meanwhile
-          using Kind = IncomingFile::Outcome::Kind;
-          switch (outcome.kind) {
-            case Kind::Ok:
-              if (!file_->preallocated()) {
-                promised_ = hello_.file_size;
-                context_.promised_bytes += promised_;
-              }
-              if (!register_window()) {
-                return dispatch(
-                    {Event::HelloRejected,
-                     Input::Rejection{proto::RejectReason::NoMemory, "cannot register memory"}});
-              }
-              if (file_->resumed_from() > 0) {
-                ledger_ = proto::ReceiveLedger(hello_.file_size, context_.options.slot_size,
-                                               slot_count_, file_->resumed_from());
-                spdlog::info("[{}] resuming '{}' ({}) at {}", label(),
-                             proto::escape_for_log(hello_.name),
-                             proto::format_size(hello_.file_size),
-                             proto::format_size(file_->resumed_from()));
-              } else {
-                spdlog::info("[{}] receiving '{}' ({})", label(),
-                             proto::escape_for_log(hello_.name),
-                             proto::format_size(hello_.file_size));
-              }
-              return dispatch({Event::HelloAccepted, {}});
-            case Kind::Have:
-              return dispatch({Event::HelloHave, {}});
-            case Kind::Exists:
-              return dispatch(
-                  {Event::HelloRejected,
-                   Input::Rejection{proto::RejectReason::Exists, "a file of that name exists"}});
-            case Kind::NoSpace:
-              return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::NoSpace,
-                                                                      "not enough free space"}});
-            case Kind::BadPath:
-              return dispatch({Event::HelloRejected,
-                               Input::Rejection{proto::RejectReason::BadName, outcome.error}});
-            case Kind::Failed:
-              spdlog::error("[{}] cannot create a file for '{}': {}", label(),
-                            proto::escape_for_log(hello_.name), outcome.error);
-              return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::Internal,
-                                                                      "cannot create the file"}});
+  file_->create(hello_.file_size, context_.space, [this](const IncomingFile::Outcome& outcome) {
+    guarded([&] {
+      if (state_ != State::CheckingHello) return;  // abandoned meanwhile
+      using Kind = IncomingFile::Outcome::Kind;
+      switch (outcome.kind) {
+        case Kind::Ok:
+          if (!register_window()) {
+            return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::NoMemory,
+                                                                    "cannot register memory"}});
           }
-        });
-      });
+          if (file_->resumed_from() > 0) {
+            ledger_ = proto::ReceiveLedger(hello_.file_size, context_.options.slot_size,
+                                           slot_count_, file_->resumed_from());
+            spdlog::info("[{}] resuming '{}' ({}) at {}", label(),
+                         proto::escape_for_log(hello_.name), proto::format_size(hello_.file_size),
+                         proto::format_size(file_->resumed_from()));
+          } else {
+            spdlog::info("[{}] receiving '{}' ({})", label(), proto::escape_for_log(hello_.name),
+                         proto::format_size(hello_.file_size));
+          }
+          return dispatch({Event::HelloAccepted, {}});
+        case Kind::Have:
+          return dispatch({Event::HelloHave, {}});
+        case Kind::Exists:
+          return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::Exists,
+                                                                  "a file of that name exists"}});
+        case Kind::NoSpace:
+          return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::NoSpace,
+                                                                  "not enough free space"}});
+        case Kind::BadPath:
+          return dispatch({Event::HelloRejected,
+                           Input::Rejection{proto::RejectReason::BadName, outcome.error}});
+        case Kind::Failed:
+          spdlog::error("[{}] cannot create a file for '{}': {}", label(),
+                        proto::escape_for_log(hello_.name), outcome.error);
+          return dispatch({Event::HelloRejected, Input::Rejection{proto::RejectReason::Internal,
+                                                                  "cannot create the file"}});
+      }
+    });
+  });
 }
 
 bool Connection::register_window() {
@@ -337,9 +326,6 @@ void Connection::on_stored(const IncomingFile::Stored& stored) {
                   stored.outcome.error);
     return dispatch({Event::VerifiedBad, Input::Verdict{proto::VerdictCode::StorageError}});
   }
-  const std::uint64_t kept = std::min<std::uint64_t>(promised_, stored.length);
-  promised_ -= kept;  // written: the free space counts it now
-  context_.promised_bytes -= kept;
   dispatch({Event::ChunkStored, Input::StoredSlot{stored.slot}});
 }
 

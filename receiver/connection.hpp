@@ -36,6 +36,7 @@
 #include "protocol/wire.hpp"
 #include "receiver/incoming_file.hpp"
 #include "receiver/options.hpp"
+#include "receiver/space_reservations.hpp"
 
 namespace rdmax::receiver {
 
@@ -47,9 +48,8 @@ struct ReceiverContext {
   WorkPool& pool;
   std::uint64_t window_bytes_in_use = 0;  // registered by all connections, vs --max-memory
   // Bytes of files being received that no preallocation reserved yet on the disk: the
-  // free-space check of the next offer counts them as taken (an early NoSpace on file
-  // systems that do not preallocate, such as tmpfs).
-  std::uint64_t promised_bytes = 0;
+  // free-space check of the next file counts them as taken (receiver/space_reservations.hpp).
+  SpaceReservations space{};
   // For the daemon's status line (systemd STATUS=): totals since start.
   std::uint64_t bytes_received = 0;  // chunk bytes that arrived, good or bad
   std::uint64_t files_stored = 0;    // files committed into the directory
@@ -161,7 +161,6 @@ class Connection final : public DriverCore {
     proto::Offer offer;
     std::optional<IncomingFile> file;  // files only
     Digest computed{};
-    std::uint64_t promised = 0;  // this file's share of ReceiverContext::promised_bytes
     bool committing = false;
     bool data_bad = false;  // a bad verdict: nothing is kept for a resume
   };
@@ -185,7 +184,6 @@ class Connection final : public DriverCore {
   void discard_session_files();
   bool session_idle() const;
   void on_session_message(proto::Message& message);
-  void release_promise(SessionEntry& entry);
   SessionEntry* session_entry(std::uint32_t id);
   void expect_session();
   void reap_retired();
@@ -210,7 +208,6 @@ class Connection final : public DriverCore {
   bool data_bad_ = false;               // a bad verdict: nothing is kept for a resume
   bool shutdown_after_commit_ = false;  // SIGTERM arrived while committing
   std::uint64_t window_charge_ = 0;     // this connection's share of window_bytes_in_use
-  std::uint64_t promised_ = 0;          // the Hello's file's share of promised_bytes
   std::span<std::uint8_t> window_;      // the transport's allocation
   std::vector<std::optional<Registration>> slot_keys_;  // engaged: the slot is registered
   // Sessions.

@@ -130,42 +130,34 @@ void Connection::check_offer(const proto::Offer& offer) {
                      open_.digest_algorithm);
   if (resume_understood_)
     entry.file->set_resume({context_.partials, offer.digest, o.slot_size, true});
-  // The size is spoken for at once, so that offers checked meanwhile count it.
-  entry.promised = offer.size;
-  context_.promised_bytes += entry.promised;
-  entry.file->create(
-      offer.size, context_.promised_bytes - entry.promised,
-      [this, id](const IncomingFile::Outcome& outcome) {
-        guarded([&] {
-          SessionEntry* e = session_entry(id);
-          if (state_ != State::InSession || e == nullptr) return;
-          using Kind = IncomingFile::Outcome::Kind;
-          using R = proto::RejectReason;
-          auto refused = [&](R reason, std::string text) {
-            dispatch({Event::EntryRefused, Input::EntryRefusal{id, reason, std::move(text)}});
-          };
-          switch (outcome.kind) {
-            case Kind::Ok:
-              // A preallocated file's space is taken on the disk already.
-              if (e->file->preallocated()) release_promise(*e);
-              if (e->file->resumed_from() > 0)
-                return dispatch({Event::EntryResumed, Input::EntryTaken{id}});
-              return dispatch({Event::EntryTaken, Input::EntryTaken{id}});
-            case Kind::Have:
-              return dispatch({Event::EntryHave, Input::EntryTaken{id}});
-            case Kind::Exists:
-              return refused(R::Exists, "a file of that name exists");
-            case Kind::NoSpace:
-              return refused(R::NoSpace, "not enough free space");
-            case Kind::BadPath:
-              return refused(R::BadName, outcome.error);
-            case Kind::Failed:
-              spdlog::error("[{}] cannot create {}: {}", label(), quoted(e->offer.path),
-                            outcome.error);
-              return refused(R::Internal, "cannot create the file");
-          }
-        });
-      });
+  entry.file->create(offer.size, context_.space, [this, id](const IncomingFile::Outcome& outcome) {
+    guarded([&] {
+      SessionEntry* e = session_entry(id);
+      if (state_ != State::InSession || e == nullptr) return;
+      using Kind = IncomingFile::Outcome::Kind;
+      using R = proto::RejectReason;
+      auto refused = [&](R reason, std::string text) {
+        dispatch({Event::EntryRefused, Input::EntryRefusal{id, reason, std::move(text)}});
+      };
+      switch (outcome.kind) {
+        case Kind::Ok:
+          if (e->file->resumed_from() > 0)
+            return dispatch({Event::EntryResumed, Input::EntryTaken{id}});
+          return dispatch({Event::EntryTaken, Input::EntryTaken{id}});
+        case Kind::Have:
+          return dispatch({Event::EntryHave, Input::EntryTaken{id}});
+        case Kind::Exists:
+          return refused(R::Exists, "a file of that name exists");
+        case Kind::NoSpace:
+          return refused(R::NoSpace, "not enough free space");
+        case Kind::BadPath:
+          return refused(R::BadName, outcome.error);
+        case Kind::Failed:
+          spdlog::error("[{}] cannot create {}: {}", label(), quoted(e->offer.path), outcome.error);
+          return refused(R::Internal, "cannot create the file");
+      }
+    });
+  });
 }
 
 void Connection::check_directory(SessionEntry& entry) {
@@ -290,9 +282,6 @@ void Connection::on_session_stored(std::uint32_t id, const IncomingFile::Stored&
         {Event::EntrySettled, Input::EntryVerdict{id, proto::VerdictCode::StorageError}});
   }
   session_bytes_ += stored.length;
-  const std::uint64_t kept = std::min<std::uint64_t>(entry->promised, stored.length);
-  entry->promised -= kept;  // written: the free space counts it now
-  context_.promised_bytes -= kept;
   dispatch({Event::ChunkStored, Input::StoredSlot{stored.slot, id}});
 }
 
@@ -383,7 +372,6 @@ void Connection::settle_entry(std::uint32_t id) {
   std::unique_ptr<SessionEntry> entry = std::move(it->second);
   entries_.erase(it);
   session_ledger_.settle(id);
-  release_promise(*entry);
   // Settled without a commit: a bad verdict, a refusal or a failed store. Nothing of it is
   // kept for a resume.
   if (entry->file && !entry->file->committed()) entry->file->discard();
@@ -415,15 +403,9 @@ void Connection::reap_retired() {
   }
 }
 
-void Connection::release_promise(SessionEntry& entry) {
-  context_.promised_bytes -= entry.promised;
-  entry.promised = 0;
-}
-
 void Connection::discard_session_files() {
   // The session was interrupted: what each file in flight stored is kept for a resume.
   for (auto& [id, entry] : entries_) {
-    release_promise(*entry);
     if (entry->file && !entry->file->committed()) {
       if (entry->data_bad || data_bad_)
         entry->file->discard();

@@ -42,10 +42,10 @@ bool IncomingFile::idle() const {
   return disk_.idle() && hashing_.idle();
 }
 
-void IncomingFile::create(std::uint64_t size, std::uint64_t spoken_for, Done done) {
+void IncomingFile::create(std::uint64_t size, SpaceReservations& space, Done done) {
   auto outcome = std::make_shared<Outcome>();
   disk_.post(
-      [this, size, spoken_for, outcome] {
+      [this, size, &space, outcome] {
         using Kind = Outcome::Kind;
         try {
           const Fd parent = open_parent_beneath(dir_fd_, path_, true);
@@ -60,16 +60,19 @@ void IncomingFile::create(std::uint64_t size, std::uint64_t spoken_for, Done don
           if (resume_.partials != nullptr && algorithm_ == proto::DigestAlgorithm::FsVeritySha256 &&
               resume_.align > 0 && size > resume_.align)
             open_partial(parent.get(), name, size);
-          const std::uint64_t needed = size - resumed_from_;
-          const std::uint64_t free = OutputFile::free_bytes(parent.get());
-          if (free < needed || free - needed < spoken_for) {
+          auto hold = space.admit(
+              size - resumed_from_, [&] { return OutputFile::free_bytes(parent.get()); },
+              [&] {
+                if (!file_) file_.emplace(OutputFile::create(parent.get(), name, overwrite_));
+                preallocated_ = file_->preallocate(size);
+                return preallocated_;
+              });
+          if (!hold) {
             *outcome = {Kind::NoSpace, "not enough free space"};
             file_.reset();
-            partial_.reset();  // kept as it was, for a later attempt
-            return;
+          } else {
+            space_ = std::move(*hold);
           }
-          if (!file_) file_.emplace(OutputFile::create(parent.get(), name, overwrite_));
-          preallocated_ = file_->preallocate(size);
         } catch (const FileExistsError& e) {
           *outcome = {Kind::Exists, e.what()};
           file_.reset();
@@ -85,7 +88,7 @@ void IncomingFile::create(std::uint64_t size, std::uint64_t spoken_for, Done don
           *outcome = {Kind::Failed, e.what()};
           file_.reset();  // removes a temporary that could not be preallocated
         }
-        if (!outcome->ok()) partial_.reset();  // unlocked, kept as it was
+        if (!outcome->ok()) let_go_of_partial();
       },
       [this, outcome, done = std::move(done)] {
         if (outcome->ok()) {
@@ -100,6 +103,23 @@ void IncomingFile::create(std::uint64_t size, std::uint64_t spoken_for, Done don
         }
         done(*outcome);
       });
+}
+
+// On the disk queue, after a create that did not succeed: a partial with a verified prefix
+// is kept as it was, for a later attempt; an empty one (opened, perhaps made, by this
+// attempt) is removed, so that a refusal leaves nothing behind.
+void IncomingFile::let_go_of_partial() {
+  if (!partial_) return;
+  PartialStore::Handle handle = std::move(*partial_);
+  partial_.reset();
+  partial_opened_ = false;
+  if (handle.durable_bytes() > 0) return;
+  try {
+    resume_.partials->remove(std::move(handle));
+  } catch (const std::exception& e) {
+    spdlog::warn("cannot remove the empty partial file of '{}': {}", proto::escape_for_log(path_),
+                 e.what());
+  }
 }
 
 // The file at the final name, if it is a regular file of this size whose digest is the
@@ -189,7 +209,9 @@ void IncomingFile::store(std::uint32_t slot, std::uint64_t offset,
         PendingStore* p = entry(sequence);
         if (p == nullptr) return;  // discarded meanwhile
         p->written = true;
-        if (!write_error->empty() && p->stored.outcome.ok())
+        if (write_error->empty())
+          space_.release(p->stored.length);  // on the disk: the free space counts it now
+        else if (p->stored.outcome.ok())
           p->stored.outcome = {Outcome::Kind::Failed, *write_error};
         finish_stores();
       });
@@ -344,6 +366,7 @@ void IncomingFile::commit(Done done) {
           }
           record_digest(metadata);
           file_->commit();
+          space_.release_all();
           if (partial_) {
             partial_->forget_committed();
             partial_.reset();
@@ -391,6 +414,8 @@ void IncomingFile::discard() {
   stop_jobs();
   disk_.post(
       [this] {
+        // Here, not on the loop: a create job still running may be setting space_.
+        space_.release_all();
         if (file_) file_->discard();
         if (partial_) resume_.partials->remove(std::move(*partial_));
         partial_.reset();
@@ -408,6 +433,7 @@ void IncomingFile::keep() {
   const std::uint64_t bytes = node_end_;
   disk_.post(
       [this, nodes, bytes] {
+        space_.release_all();
         if (file_) file_->discard();  // adopted: the data file stays in the partial
         if (!partial_) return;
         if (checkpoint_partial(*nodes, bytes)) {

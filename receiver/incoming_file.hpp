@@ -49,6 +49,7 @@
 #include "common/work_pool.hpp"
 #include "protocol/wire.hpp"
 #include "receiver/partial_store.hpp"
+#include "receiver/space_reservations.hpp"
 
 namespace rdmax::receiver {
 
@@ -94,12 +95,11 @@ class IncomingFile {
   // After a create() that succeeded: the bytes already stored from a partial (0: none).
   std::uint64_t resumed_from() const { return resumed_from_; }
 
-  // Checks the free space (keeping `spoken_for` bytes free besides: promised to other
-  // files and not reserved by a preallocation), creates the temporary and preallocates
-  // `size` bytes.
-  void create(std::uint64_t size, std::uint64_t spoken_for, Done done);
-  // Whether create() reserved the file's space on the disk (the file system preallocates).
-  bool preallocated() const { return preallocated_; }
+  // Checks the free space against the bytes `space` holds for other files, creates the
+  // temporary and preallocates `size` bytes; a file system that does not preallocate keeps
+  // the bytes still to be written reserved in `space` until they are written or the file
+  // is committed, kept or discarded. `space` must outlive this object.
+  void create(std::uint64_t size, SpaceReservations& space, Done done);
   // The permission bits and modification time commit() gives the file (default: 0666 &
   // ~umask, and the time of the commit).
   void set_metadata(std::uint32_t mode, std::int64_t mtime_sec, std::uint32_t mtime_nsec);
@@ -139,6 +139,7 @@ class IncomingFile {
   void on_hashed(std::uint64_t sequence, const std::string& error);
   void finish_stores();
   bool find_identical(int parent_fd, const std::string& name, std::uint64_t size);
+  void let_go_of_partial();
   void open_partial(int parent_fd, const std::string& name, std::uint64_t size);
   void note_undurable(std::uint64_t offset, std::uint32_t length,
                       const std::vector<merkle::Node>& nodes);
@@ -162,7 +163,8 @@ class IncomingFile {
   std::uint64_t bytes_stored_ = 0;
   bool committed_ = false;
   bool discarded_ = false;
-  bool preallocated_ = false;  // written by the create job, read after its completion
+  bool preallocated_ = false;      // written by the create job, read after its completion
+  SpaceReservations::Hold space_;  // the create job's, then the loop's
   struct Metadata {
     std::uint32_t mode = 0;
     std::int64_t mtime_sec = 0;

@@ -189,6 +189,38 @@ case_partial_expiry() {
 }
 run_case partial-expiry case_partial_expiry
 
+# Issues 21 and 22: one file larger than the receiver's free space is refused NoSpace, and
+# only it: the small files offered with it (and behind it) are stored, nothing of the
+# refused one stays (no temporary, no partial), and the run says which file failed.
+case_full_disk() {
+  local p2=$((port + 2)) small=$work/small log2=$shared/recv-small.log
+  mkdir -p "$small" "$src/mix"
+  mount -t tmpfs -o size=5m tmpfs "$small" || fail "cannot mount a 5 MiB tmpfs"
+  head -c $((8 << 20)) /dev/urandom >"$src/mix/big.bin"
+  for n in a b c; do printf '%s-file\n' "$n" >"$src/mix/$n.txt"; done
+  start_daemon recv-small "$log2" "$recv" --port "$p2" --dir "$small" -v
+  local pid2=$daemon_pid
+  wait_for 20 cm_listening "$p2"
+  local rc=0
+  "$send" -H "$RXE_ADDR" -p "$p2" -r "$src/mix" >"$shared/send.log" 2>&1 || rc=$?
+  ((rc != 0)) || fail "a refused file still exited 0"
+  for n in a b c; do
+    cmp -s "$src/mix/$n.txt" "$small/mix/$n.txt" || fail "$n.txt was not stored: $(cat "$shared/send.log")"
+  done
+  [[ ! -e $small/mix/big.bin ]] || fail "the refused file is there"
+  grep -q "big.bin.*NoSpace\|NoSpace.*big.bin" "$shared/send.log" ||
+    fail "the sender does not say big.bin was refused NoSpace: $(cat "$shared/send.log")"
+  local left
+  left=$(cd "$small" && find . -mindepth 1 ! -path ./mix ! -path './mix/?.txt')
+  [[ -z $left ]] || fail "the refusal left: $left"
+  [[ $(grep -c "refused.*NoSpace" "$log2") == 1 ]] || fail "the receiver refused more than one: $(grep refused "$log2")"
+  kill -TERM "$pid2"
+  wait_for 15 daemon_exited recv-small
+  umount "$small"
+  pass "a file larger than the free space alone was refused (exit $rc); the three small files behind it were stored; nothing of it stayed"
+}
+run_case full-disk case_full_disk
+
 case_usage() {
   local rc=0
   "$send" -H "$RXE_ADDR" -p "$port" "$src/data" 2>"$shared/err" || rc=$?

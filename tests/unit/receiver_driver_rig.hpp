@@ -89,8 +89,9 @@ struct Rig {
   std::string name = "f.bin";
   std::uint16_t version = proto::kVersion1;
   std::uint32_t keepalive_ms = 0;
-  std::optional<Digest> digest;  // what the Hello (or an Offer) announces, if not the file's
-  bool resume = false;           // the Hello or Open carries kExtensionResume
+  std::optional<Digest> digest;         // what the Hello (or an Offer) announces, if not the file's
+  bool resume = false;                  // the Hello or Open carries kExtensionResume
+  std::uint64_t extra_total_bytes = 0;  // the Open announces this much more than the entries
   proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::WholeFileSha256;
   // A session's entries: a file of two chunks and one of a part of a chunk.
   std::vector<SessionFile> entries{{"a.bin", random_bytes(2 * kSlot, 11), 0640, 1700000000, 5},
@@ -147,7 +148,7 @@ struct Rig {
 
   // ---- Session inputs (version 2) ----
   proto::Open open() const {
-    std::uint64_t total = 0;
+    std::uint64_t total = extra_total_bytes;
     for (const auto& e : entries) total += e.bytes.size();
     proto::Open o{algorithm, keepalive_ms, 0, static_cast<std::uint32_t>(entries.size()), total};
     if (resume) o.extensions.push_back({proto::kExtensionResume, {}});

@@ -113,6 +113,50 @@ TEST(ReceiverSession, ByeAfterARefusalEndsTheSessionCleanly) {
   EXPECT_EQ(r.h.transport.sent.size(), sent);
 }
 
+// Issue 21: an offer still being checked must not count against the offers behind it. A
+// file larger than the disk, offered together with two small ones: the small ones are
+// taken and verified, the big one alone is refused NoSpace, and nothing of it stays.
+TEST(ReceiverSession, AnOversizedOfferDoesNotMakeTheOffersBehindItFail) {
+  Rig r;
+  r.entries = {{"huge.bin", random_bytes(10, 1), 0644, 0, 0},
+               {"s1.bin", random_bytes(100, 2), 0644, 0, 0},
+               {"s2.bin", random_bytes(kSlot, 3), 0644, 0, 0}};
+  constexpr std::uint64_t kHuge = std::uint64_t{1} << 62;
+  r.extra_total_bytes = kHuge - 10;
+  r.in_session();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  proto::Offer huge = r.offer(0);
+  huge.size = kHuge;
+  r.peer(huge);
+  r.peer(r.offer(1));
+  r.peer(r.offer(2));
+  ASSERT_TRUE(r.settle_until_sent(T::Take, 2))
+      << describe_sent(r.h.transport, 0, {}) << r.log.since(0);
+  ASSERT_TRUE(r.settle_until_sent(T::Refuse, 1));
+  const auto refusals = r.h.transport.sent_of<proto::Refuse>();
+  ASSERT_EQ(refusals.size(), 1u);
+  EXPECT_EQ(refusals[0].entry, 0u);
+  EXPECT_EQ(refusals[0].reason, R::NoSpace);
+  ASSERT_TRUE(r.file_chunk(1, 0, 100, 0));
+  ASSERT_TRUE(r.file_chunk(2, 0, kSlot, 1));
+  ASSERT_TRUE(r.settle_idle());
+  r.file_done(1);
+  r.file_done(2);
+  ASSERT_TRUE(r.settle_until_sent(T::FileVerdict, 2));
+  for (std::uint32_t i = 1; i <= 2; ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_TRUE(r.verdict_of(i).has_value());
+    EXPECT_EQ(r.verdict_of(i)->code, V::Good);
+    EXPECT_EQ(read_file(r.h.dir.path() / r.entries[i].path),
+              std::string(r.entries[i].bytes.begin(), r.entries[i].bytes.end()));
+  }
+  ASSERT_TRUE(r.settle_idle());
+  EXPECT_FALSE(std::filesystem::exists(r.h.dir.path() / "huge.bin"));
+  EXPECT_EQ(entries_in(r.h.dir.path()), 2u);  // s1.bin and s2.bin, no partial area
+  EXPECT_EQ(r.h.context.space.reserved(), 0u);
+  EXPECT_EQ(r.h.state(), S::InSession);
+}
+
 TEST(ReceiverSession, MoreThanSixteenUnsettledEntriesIsAViolation) {
   Rig r;
   r.entries.clear();

@@ -23,11 +23,12 @@ using Kind = IncomingFile::Outcome::Kind;
 
 struct IncomingFileTest : ::testing::Test {
   TempDir dir{"rdmax-incoming"};
+  receiver::SpaceReservations space;
   WorkPool pool{2};
 
   IncomingFile::Outcome create(IncomingFile& f, std::uint64_t size) {
     std::optional<IncomingFile::Outcome> result;
-    f.create(size, 0, [&](const IncomingFile::Outcome& o) { result = o; });
+    f.create(size, space, [&](const IncomingFile::Outcome& o) { result = o; });
     EXPECT_TRUE(run_pool_until(pool, [&] { return result.has_value(); }));
     return result.value_or(IncomingFile::Outcome{Kind::Failed, "no result"});
   }
@@ -67,6 +68,7 @@ TEST_F(IncomingFileTest, StoresChunksInOrderAndCommitsTheVerifiedFile) {
 // and groups split across chunks; the result must equal the digest of the whole file.
 TEST(IncomingFileTree, ChunksHashedOnEveryThreadFoldToTheFileDigest) {
   TempDir dir{"rdmax-incoming-tree"};
+  receiver::SpaceReservations space;
   WorkPool pool{4};
   for (std::size_t chunk : {std::size_t{4096}, std::size_t{64} << 10, std::size_t{512} << 10,
                             std::size_t{1} << 20, std::size_t{3} << 20}) {
@@ -75,7 +77,7 @@ TEST(IncomingFileTree, ChunksHashedOnEveryThreadFoldToTheFileDigest) {
     const std::string name = "tree-" + std::to_string(chunk);
     IncomingFile f(pool, dir.fd(), name, false, proto::DigestAlgorithm::FsVeritySha256);
     std::optional<IncomingFile::Outcome> created;
-    f.create(bytes.size(), 0, [&](const IncomingFile::Outcome& o) { created = o; });
+    f.create(bytes.size(), space, [&](const IncomingFile::Outcome& o) { created = o; });
     ASSERT_TRUE(run_pool_until(pool, [&] { return created.has_value(); }));
     ASSERT_TRUE(created->ok()) << created->error;
     std::vector<std::uint32_t> order;
@@ -98,10 +100,11 @@ TEST(IncomingFileTree, ChunksHashedOnEveryThreadFoldToTheFileDigest) {
 
 TEST(IncomingFileTree, AChunkOffTheBlockGridFailsItsStore) {
   TempDir dir{"rdmax-incoming-tree"};
+  receiver::SpaceReservations space;
   WorkPool pool{2};
   IncomingFile f(pool, dir.fd(), "odd", false, proto::DigestAlgorithm::FsVeritySha256);
   std::optional<IncomingFile::Outcome> created;
-  f.create(10000, 0, [&](const IncomingFile::Outcome& o) { created = o; });
+  f.create(10000, space, [&](const IncomingFile::Outcome& o) { created = o; });
   ASSERT_TRUE(run_pool_until(pool, [&] { return created.has_value(); }));
   const auto bytes = random_bytes(100);
   std::optional<IncomingFile::Stored> stored;
@@ -165,6 +168,7 @@ TEST_F(IncomingFileTest, FailedWriteIsReportedWithItsReason) {
 // digest starts after them, and the whole file's digest still comes out right.
 struct IncomingFileResumeTest : ::testing::Test {
   TempDir dir{"rdmax-incoming-resume"};
+  receiver::SpaceReservations space;
   WorkPool pool{3};
   receiver::PartialStore partials{dir.fd(), {}};
   static constexpr std::uint32_t kChunk = 64 << 10;
@@ -179,7 +183,7 @@ struct IncomingFileResumeTest : ::testing::Test {
   }
   IncomingFile::Outcome create(IncomingFile& f) {
     std::optional<IncomingFile::Outcome> result;
-    f.create(bytes.size(), 0, [&](const IncomingFile::Outcome& o) { result = o; });
+    f.create(bytes.size(), space, [&](const IncomingFile::Outcome& o) { result = o; });
     EXPECT_TRUE(run_pool_until(pool, [&] { return result.has_value(); }));
     return result.value_or(IncomingFile::Outcome{Kind::Failed, "no result"});
   }
@@ -258,6 +262,19 @@ TEST_F(IncomingFileResumeTest, DiscardKeepsNothingAndAnotherDigestStartsFromZero
   EXPECT_EQ(f->resumed_from(), 0u);
   f->discard();
   ASSERT_TRUE(run_pool_until(pool, [&] { return f->idle(); }));
+}
+
+// A refusal keeps nothing (rdma-recv(1)): the partial made for the offer goes with it.
+TEST_F(IncomingFileResumeTest, ARefusedFileLeavesNoPartialBehind) {
+  auto f = open("huge.bin");
+  std::optional<IncomingFile::Outcome> result;
+  f->create(std::uint64_t{1} << 62, space, [&](const IncomingFile::Outcome& o) { result = o; });
+  ASSERT_TRUE(run_pool_until(pool, [&] { return result.has_value(); }));
+  EXPECT_EQ(result->kind, Kind::NoSpace);
+  ASSERT_TRUE(run_pool_until(pool, [&] { return f->idle(); }));
+  EXPECT_EQ(partials.bytes(), 0u);
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "a refusal left files behind";
+  EXPECT_EQ(space.reserved(), 0u);
 }
 
 TEST_F(IncomingFileResumeTest, AFileInPlaceIsHashedWhenItHasNoRecord) {
