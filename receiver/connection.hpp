@@ -110,6 +110,12 @@ class Connection final : public DriverCore {
 
   proto::ReceiverState state() const { return state_; }
   bool closed() const { return state_ == proto::ReceiverState::Closed; }
+  // A file or session is under way (not waiting for its first message, nor ending): what
+  // the daemon's shutdown grace waits for.
+  bool transferring() const {
+    return state_ != proto::ReceiverState::AwaitHello && state_ != proto::ReceiverState::Closing &&
+           !closed();
+  }
   // No job on the pool uses this connection's memory or file.
   bool idle() const;
   // Closed and idle: the daemon may destroy it (and then its transport).

@@ -12,15 +12,7 @@
 namespace rdmax::receiver {
 
 namespace {
-// epoll tags: small fixed ones for the daemon's fds; a connection's completion fd is
-// tagged with its number plus kFirstConnectionTag.
-enum Tag : std::uint64_t {
-  kTagCm = 1,
-  kTagSignal = 2,
-  kTagTimer = 3,
-  kTagPool = 4,
-  kFirstConnectionTag = 16
-};
+// After the grace (or a second signal): how long connections told to stop may take to close.
 constexpr auto kShutdownGrace = std::chrono::seconds(5);
 // After the connections: how long disk work still running may take before rdma-recv exits
 // regardless (a hung file system must not make SIGTERM useless).
@@ -46,6 +38,7 @@ Daemon::Daemon(const ReceiverOptions& options, Fd dir, std::optional<proto::Secr
       pool_(options.workers),
       expiry_(pool_),
       context_{options_, dir_.get(), secrets_ ? &*secrets_ : nullptr, pool_, 0},
+      loop_(kTick),
       listener_(channel_) {
   if (options_.partials) {
     partials_.emplace(dir_.get(), PartialStore::Limits{options_.partial_ttl, options_.partial_max});
@@ -54,11 +47,11 @@ Daemon::Daemon(const ReceiverOptions& options, Fd dir, std::optional<proto::Secr
   channel_.set_nonblocking();
   const char* bind = options_.bind_address ? options_.bind_address->c_str() : nullptr;
   listener_.bind_and_listen(bind, options_.port, 64);
-  epoll_.add(channel_.fd(), EPOLLIN, kTagCm);
-  epoll_.add(signals_.fd(), EPOLLIN, kTagSignal);
-  epoll_.add(timer_.fd(), EPOLLIN, kTagTimer);
-  epoll_.add(pool_.ready_fd(), EPOLLIN, kTagPool);
-  timer_.arm_periodic(kTick);
+  loop_.watch(channel_.fd(), [this] { on_cm_events(); });
+  // Each connection's callbacks run under its own failure policy.
+  loop_.watch(pool_.ready_fd(), [this] { pool_.run_completions(); });
+  loop_.on_signal([this](int sig) { on_signal(sig); });
+  loop_.on_tick([this](Clock::time_point now) { on_tick(now); });
 }
 
 Daemon::~Daemon() {
@@ -71,37 +64,8 @@ Daemon::~Daemon() {
 int Daemon::run() {
   spdlog::info("listening on {} (files go to {}; {} worker threads)", listener_.local_address(),
                options_.dir, pool_.threads());
-  notifier_.ready(service_status(), std::chrono::steady_clock::now());
-  std::chrono::steady_clock::time_point give_up{};
-  epoll_event events[16];
-  while (!stopping_ || !peers_.empty()) {
-    if (stopping_ && give_up == std::chrono::steady_clock::time_point{})
-      give_up = std::chrono::steady_clock::now() + kShutdownGrace;
-    if (stopping_ && std::chrono::steady_clock::now() > give_up) {
-      spdlog::warn("{} connection(s) did not close in time; releasing them", peers_.size());
-      break;
-    }
-    const int n = epoll_.wait(events, 1000);
-    for (int i = 0; i < n; ++i) {
-      const std::uint64_t tag = events[i].data.u64;
-      if (tag == kTagCm) {
-        on_cm_events();
-      } else if (tag == kTagSignal) {
-        if (auto sig = signals_.read_signal(); sig && !stopping_) {
-          spdlog::info("signal {}: shutting down", *sig);
-          stop(0);
-        }
-      } else if (tag == kTagTimer) {
-        on_tick();
-      } else if (tag == kTagPool) {
-        // Each connection's callbacks run under its own failure policy.
-        pool_.run_completions();
-      } else if (Peer* p = peer_of(tag - kFirstConnectionTag)) {
-        p->connection->poll();
-      }
-    }
-    reap_closed();
-  }
+  notifier_.ready(service_status(), Clock::now());
+  loop_.run([this] { return finished(); }, [this] { reap_closed(); });
   if (!wait_for_disk_work()) {
     disk_work_left_ = true;
     return status_ != 0 ? status_ : 1;
@@ -111,12 +75,48 @@ int Daemon::run() {
   return status_;
 }
 
+void Daemon::on_signal(int sig) {
+  if (!stopping_) {
+    spdlog::info("signal {}: shutting down{}", sig,
+                 options_.grace.count() > 0 && !peers_.empty()
+                     ? fmt::format(" once the transfers under way end (at most {}s; a second "
+                                   "signal stops at once)",
+                                   options_.grace.count())
+                     : "");
+    return stop(0);
+  }
+  if (!give_up_) {
+    spdlog::info("signal {}: stopping the transfers under way now", sig);
+    end_grace();
+  }
+}
+
 void Daemon::stop(int status) {
   if (status != 0) status_ = status;
   if (stopping_) return;
   stopping_ = true;
   notifier_.stopping();
+  grace_ends_ = Clock::now() + options_.grace;
+  // Those with nothing under way go now; the others when their transfer ends (on_tick).
+  for (auto& [number, p] : peers_)
+    if (!p.connection->transferring()) p.connection->shut_down();
+  if (options_.grace.count() == 0) end_grace();
+}
+
+void Daemon::end_grace() {
+  if (give_up_) return;
+  give_up_ = Clock::now() + kShutdownGrace;
   for (auto& [number, p] : peers_) p.connection->shut_down();
+}
+
+bool Daemon::finished() {
+  if (!stopping_) return false;
+  if (peers_.empty()) return true;
+  if (give_up_ && Clock::now() > *give_up_) {
+    spdlog::warn("{} connection(s) did not close in time; releasing them", peers_.size());
+    return true;
+  }
+  return false;
 }
 
 Daemon::Peer* Daemon::peer_of(std::uint64_t number) {
@@ -187,22 +187,34 @@ void Daemon::on_connect_request(rdma_cm_id* id) {
     p.transport =
         std::make_unique<RdmaTransport>(std::move(cm_id), RdmaTransport::Depths{depth, depth, 0});
     p.connection = std::make_unique<Connection>(*p.transport, peer, context_);
-    epoll_.add(p.transport->completion_fd(), EPOLLIN, kFirstConnectionTag + number);
+    loop_.watch(p.transport->completion_fd(), [this, number] {
+      if (Peer* found = peer_of(number)) found->connection->poll();
+    });
     peers_.emplace(number, std::move(p));
     peers_.at(number).transport->accept();
   } catch (const std::exception& e) {
     spdlog::error("[{}] cannot set up a connection: {}", peer, e.what());
     if (Peer* p = peer_of(number)) {
-      epoll_.remove(p->transport->completion_fd());
+      loop_.forget(p->transport->completion_fd());
       peers_.erase(number);
     }
   }
 }
 
-void Daemon::on_tick() {
-  (void)timer_.read_expirations();
-  const auto now = std::chrono::steady_clock::now();
+void Daemon::on_tick(Clock::time_point now) {
   for (auto& [number, p] : peers_) p.connection->tick(now);
+  if (stopping_ && !give_up_) {
+    if (now >= *grace_ends_) {
+      spdlog::warn(
+          "the grace of {}s is over; stopping {} transfer(s) under way (what they "
+          "stored is kept for a resume)",
+          options_.grace.count(), peers_.size());
+      end_grace();
+    } else {
+      for (auto& [number, p] : peers_)
+        if (!p.connection->transferring()) p.connection->shut_down();
+    }
+  }
   notifier_.tick(service_status(), now);
   expire_partials(now);
 }
@@ -210,7 +222,7 @@ void Daemon::on_tick() {
 // Partials untouched for --partial-ttl go, then the oldest beyond --partial-max: at start,
 // then every quarter of the ttl (at least every second, at most every minute). On the pool:
 // it lists and removes files.
-void Daemon::expire_partials(std::chrono::steady_clock::time_point now) {
+void Daemon::expire_partials(Clock::time_point now) {
   if (!partials_ || now < next_expiry_ || !expiry_.idle() || stopping_) return;
   next_expiry_ =
       now + std::clamp<std::chrono::steady_clock::duration>(
@@ -241,7 +253,7 @@ ServiceStatus Daemon::service_status() const {
 void Daemon::reap_closed() {
   for (auto it = peers_.begin(); it != peers_.end();) {
     if (it->second.connection->reapable()) {
-      epoll_.remove(it->second.transport->completion_fd());
+      loop_.forget(it->second.transport->completion_fd());
       it = peers_.erase(it);
     } else {
       ++it;

@@ -4,20 +4,24 @@
 // routes CM events (by the number in cm_id->context), completion fds and the worker
 // pool's results to their connection, ticks timeouts, and shuts down cleanly on
 // SIGINT/SIGTERM. Disk and hashing work runs on the pool (common/work_pool.hpp); every
-// verbs and CM call is made on the loop.
+// verbs and CM call is made on the process's event loop (common/event_loop.hpp).
+//
+// Shutting down (rdma-recv(1), "Stopping"): the first SIGINT/SIGTERM stops accepting
+// connections, closes those that have not started a transfer, and gives the others up to
+// --grace to finish (each is closed as soon as its transfer ends); then, or at a second
+// signal, every connection is told the receiver is shutting down (what each file stored is
+// kept for a resume) and has a few seconds to close.
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 
-#include "common/epoll.hpp"
+#include "common/event_loop.hpp"
 #include "common/fd.hpp"
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/event_channel.hpp"
 #include "common/rdma/rdma_transport.hpp"
-#include "common/signal_fd.hpp"
-#include "common/timer_fd.hpp"
 #include "common/work_pool.hpp"
 #include "protocol/secrets.hpp"
 #include "receiver/connection.hpp"
@@ -44,11 +48,15 @@ class Daemon {
     std::unique_ptr<Connection> connection;
   };
 
+  using Clock = EventLoop::Clock;
   void on_cm_events();
   void on_connect_request(rdma_cm_id* id);
-  void on_tick();
-  void expire_partials(std::chrono::steady_clock::time_point now);
-  void stop(int status);
+  void on_signal(int sig);
+  void on_tick(Clock::time_point now);
+  void expire_partials(Clock::time_point now);
+  void stop(int status);  // stop accepting; the grace starts
+  void end_grace();       // every connection is told to stop
+  bool finished();
   void reap_closed();
   bool wait_for_disk_work();  // false: gave up after kDiskGrace
   Peer* peer_of(std::uint64_t number);
@@ -63,9 +71,7 @@ class Daemon {
   WorkQueue expiry_;  // the periodic expire() of partials_
   std::chrono::steady_clock::time_point next_expiry_{};
   ReceiverContext context_;
-  Epoll epoll_;
-  SignalFd signals_;
-  TimerFd timer_;
+  EventLoop loop_;
   EventChannel channel_;
   CmId listener_;
   // After the channel: connections (and their cm_ids) go before it.
@@ -73,6 +79,8 @@ class Daemon {
   ServiceNotifier notifier_;  // systemd readiness, status and watchdog
   std::uint64_t next_number_ = 1;
   bool stopping_ = false;
+  std::optional<Clock::time_point> grace_ends_;  // while stopping: until the grace ends
+  std::optional<Clock::time_point> give_up_;     // after it: until connections must be closed
   int status_ = 0;
   bool disk_work_left_ = false;
 };

@@ -134,6 +134,11 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
   app.add_option("--partial-max", partial_max,
                  "cap on the kept partial files together; the oldest go first")
       ->capture_default_str();
+  std::string grace = "30s";
+  app.add_option("--grace", grace,
+                 "on SIGINT/SIGTERM, let transfers under way finish for up to this long "
+                 "(e.g. 30s, 5m; 0: stop at once; a second signal also stops at once)")
+      ->capture_default_str();
   int verbose = 0;
   bool quiet = false;
   app.add_flag("-v,--verbose", verbose, "more logging (repeat for trace)");
@@ -171,6 +176,12 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
     return kExitUsage;
   }
   o.partial_ttl = *ttl;
+  auto grace_time = grace == "0" ? std::optional(std::chrono::seconds(0)) : parse_duration(grace);
+  if (!grace_time) {
+    std::cerr << "rdma-recv: --grace: '" << grace << "' is not a duration (e.g. 30s, 5m, or 0)\n";
+    return kExitUsage;
+  }
+  o.grace = *grace_time;
   auto pm = size_option(partial_max, "--partial-max");
   if (!pm) return kExitUsage;
   o.partial_max = *pm;

@@ -36,6 +36,8 @@ struct ReceiverOptions {
   bool partials = true;
   std::chrono::seconds partial_ttl{24 * 3600};  // --partial-ttl: untouched this long, removed
   std::uint64_t partial_max = 64ull << 30;      // --partial-max: all partials together
+  // --grace: after SIGINT/SIGTERM, how long transfers under way may still take to finish.
+  std::chrono::seconds grace{30};
 };
 
 // A duration as people type it: digits and one unit, s, m, h or d (bare digits: seconds).

@@ -1,21 +1,20 @@
 #pragma once
-// rdma-send's wiring around its connection driver: one epoll loop over the CM event
-// channel, the transport's completion fd, signals and a timer, feeding SenderConnection
-// (sender/sender_connection.hpp), and the rdma_cm steps it asks for (SenderCm).
+// rdma-send's wiring around its one-file driver: the process's event loop
+// (common/event_loop.hpp) over the CM event channel and the transport's completion fd,
+// feeding SenderConnection (sender/sender_connection.hpp), and the rdma_cm steps it asks
+// for (SenderCm).
 
 #include <memory>
 #include <optional>
 #include <string>
 
-#include "common/epoll.hpp"
+#include "common/event_loop.hpp"
 #include "common/file_digest.hpp"
 #include "common/input_file.hpp"
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/event_channel.hpp"
 #include "common/rdma/rdma_transport.hpp"
 #include "common/sha256.hpp"
-#include "common/signal_fd.hpp"
-#include "common/timer_fd.hpp"
 #include "sender/options.hpp"
 #include "sender/sender_connection.hpp"
 
@@ -39,10 +38,7 @@ class SendSession final : private SenderCm {
   // Destroyed in reverse: the driver (it deregisters through the transport), the
   // transport (QP, MRs, CQ, PD, then the cm_id), the id not yet handed to a transport,
   // then the channel they were created on.
-  Epoll epoll_;
-  SignalFd signals_;
-  TimerFd timer_;
-  TimerFd pace_timer_;  // --bwlimit: wakes the driver when the next chunk may go
+  EventLoop loop_;
   EventChannel channel_;
   std::optional<CmId> id_;  // until connect() hands it to the transport
   rdma_cm_id* raw_id_;      // the same id, to recognise its events

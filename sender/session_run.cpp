@@ -6,18 +6,18 @@
 
 #include "common/error_hints.hpp"
 #include "common/rdma/devices.hpp"
+#include "sender/cm_delivery.hpp"
 
 namespace rdmax::sender {
 
 namespace {
-enum Tag : std::uint64_t { kTagCm = 1, kTagSignal = 2, kTagTimer = 3, kTagFirstLink = 16 };
-
 // A session receives a Take (or Refuse) and a FileVerdict per entry in flight besides the
 // Credits (docs/PROTOCOL.md 7.5), and sends an Offer and a FileDone per entry besides the
 // FileChunks.
 constexpr std::uint32_t kRecvDepth = proto::kMaxSlotCount + 2 * proto::kMaxEntriesInFlight + 16;
 constexpr std::uint32_t kSendDepth = 32 + 2 * proto::kMaxEntriesInFlight + 8;
 constexpr std::uint32_t kWriteDepth = 32 + 8;
+constexpr auto kTick = std::chrono::milliseconds(100);
 
 std::chrono::milliseconds ms(std::chrono::seconds s) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(s);
@@ -41,7 +41,7 @@ struct SessionRun::Link final : SenderCm {
     transport = std::make_unique<RdmaTransport>(
         std::move(*id), RdmaTransport::Depths{kRecvDepth, kSendDepth, kWriteDepth});
     id.reset();
-    run.epoll_.add(transport->completion_fd(), EPOLLIN, kTagFirstLink + index);
+    run.loop_.watch(transport->completion_fd(), [this] { driver->poll(); });
     transport->connect();
     return *transport;
   }
@@ -50,19 +50,21 @@ struct SessionRun::Link final : SenderCm {
 SessionRun::SessionRun(const SenderOptions& options, const SenderSettings& settings,
                        SessionPlan& plan, std::vector<std::vector<std::uint32_t>> shares,
                        ProgressMode progress)
-    : options_(options), plan_(plan) {
+    : options_(options), plan_(plan), loop_(kTick) {
   for (const auto& e : plan_.entries) {
     total_bytes_ += e.size;
     if (e.kind == proto::EntryKind::File) ++total_files_;
   }
   channel_.set_nonblocking();
-  epoll_.add(channel_.fd(), EPOLLIN, kTagCm);
-  epoll_.add(signals_.fd(), EPOLLIN, kTagSignal);
-  epoll_.add(timer_.fd(), EPOLLIN, kTagTimer);
-  timer_.arm_periodic(std::chrono::milliseconds(100));
+  loop_.watch(channel_.fd(), [this] { on_cm_events(); });
+  loop_.on_signal([this](int sig) {
+    spdlog::warn("interrupted by signal {}", sig);
+    for (auto& link : links_) link->driver->interrupt(sig);
+  });
+  loop_.on_tick([this](EventLoop::Clock::time_point now) { on_tick(now); });
   settings_.assign(shares.size(), settings);
   for (std::size_t i = 1; i < settings_.size(); ++i) settings_[i].id.reset();  // the lead's
-  const std::string peer = options.host + ":" + std::to_string(options.port);
+  const std::string peer = host_and_port(options.host, options.port);
   for (std::size_t i = 0; i < shares.size(); ++i) {
     auto link = std::make_unique<Link>(*this, i);
     if (!options.devices.empty()) {
@@ -102,31 +104,12 @@ proto::SenderOutcome SessionRun::run() {
     }
   }
   update_lead();
-  epoll_event events[16];
-  auto all_finished = [&] {
-    return std::all_of(links_.begin(), links_.end(),
-                       [](const auto& l) { return l->driver->finished(); });
-  };
-  while (!all_finished()) {
-    const int n = epoll_.wait(events, 1000);
-    for (int i = 0; i < n; ++i) {
-      const std::uint64_t tag = events[i].data.u64;
-      if (tag == kTagCm) {
-        on_cm_events();
-      } else if (tag == kTagSignal) {
-        if (auto sig = signals_.read_signal()) {
-          spdlog::warn("interrupted by signal {}", *sig);
-          for (auto& link : links_) link->driver->interrupt(*sig);
-        }
-      } else if (tag == kTagTimer) {
-        (void)timer_.read_expirations();
-        on_tick();
-      } else if (tag >= kTagFirstLink && tag - kTagFirstLink < links_.size()) {
-        links_[tag - kTagFirstLink]->driver->poll();
-      }
-    }
-    update_lead();
-  }
+  loop_.run(
+      [this] {
+        return std::all_of(links_.begin(), links_.end(),
+                           [](const auto& l) { return l->driver->finished(); });
+      },
+      [this] { update_lead(); });
   if (progress_) {
     progress_->set_files(files_settled(), total_files_);
     if (bytes_there() == total_bytes_)
@@ -147,8 +130,7 @@ void SessionRun::update_lead() {
   links_.front()->driver->others_finished(failures);
 }
 
-void SessionRun::on_tick() {
-  const auto now = std::chrono::steady_clock::now();
+void SessionRun::on_tick(EventLoop::Clock::time_point now) {
   for (auto& link : links_) link->driver->tick(now);
   if (progress_) {
     progress_->set_files(files_settled(), total_files_);
@@ -177,40 +159,9 @@ void SessionRun::on_cm_events() {
         std::find_if(links_.begin(), links_.end(), [&](const auto& l) { return l->raw == id; });
     if (it == links_.end()) continue;
     Link& link = **it;
-    SessionConnection& driver = *link.driver;
-    switch (type) {
-      case RDMA_CM_EVENT_ADDR_RESOLVED:
-        driver.on_address_resolved();
-        break;
-      case RDMA_CM_EVENT_ROUTE_RESOLVED:
-        try {
-          require_device(link.id->verbs(), link.device);
-        } catch (const std::exception& e) {
-          driver.on_connect_failed(e.what());
-          break;
-        }
-        driver.on_route_resolved();
-        break;
-      case RDMA_CM_EVENT_ESTABLISHED:
-        driver.on_established();
-        break;
-      case RDMA_CM_EVENT_REJECTED:
-      case RDMA_CM_EVENT_ADDR_ERROR:
-      case RDMA_CM_EVENT_ROUTE_ERROR:
-      case RDMA_CM_EVENT_UNREACHABLE:
-      case RDMA_CM_EVENT_CONNECT_ERROR:
-        driver.on_connect_failed(
-            connect_failure_message(type, status, options_.host, options_.port));
-        break;
-      case RDMA_CM_EVENT_DISCONNECTED:
-        driver.on_disconnected();
-        break;
-      case RDMA_CM_EVENT_DEVICE_REMOVAL:
-        driver.on_cm_failure("the RDMA device was removed");
-        break;
-      default:
-        break;
-    }
+    deliver_cm_event(
+        *link.driver, type,
+        {status, link.id ? &*link.id : nullptr, link.device, options_.host, options_.port});
   }
 }
 

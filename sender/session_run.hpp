@@ -1,6 +1,7 @@
 #pragma once
-// rdma-send's loop for version-2 sessions: one epoll loop over one CM event channel, every
-// connection's completion fd, signals and a timer, driving N SessionConnections at once
+// rdma-send's wiring for version-2 sessions: the process's event loop
+// (common/event_loop.hpp) over one CM event channel and every connection's completion fd,
+// driving N SessionConnections at once
 // (-P/--parallel, on one device or several: -d DEV1,DEV2). The first connection is the
 // lead: it carries the directories, which it offers only once the files of every
 // connection are settled (so that their times stick), and the id, which it presents only
@@ -11,14 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "common/epoll.hpp"
+#include "common/event_loop.hpp"
 #include "common/progress_bar.hpp"
 #include "common/rate_limit.hpp"
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/event_channel.hpp"
 #include "common/rdma/rdma_transport.hpp"
-#include "common/signal_fd.hpp"
-#include "common/timer_fd.hpp"
 #include "sender/options.hpp"
 #include "sender/session_connection.hpp"
 #include "sender/session_plan.hpp"
@@ -43,7 +42,7 @@ class SessionRun {
   std::uint64_t bytes_there() const;  // and what the receiver had before (resume)
   struct Link;
   void on_cm_events();
-  void on_tick();
+  void on_tick(EventLoop::Clock::time_point now);
   void update_lead();
   // Files whose entry is settled (good, refused or failed), for the progress bar.
   std::size_t files_settled() const;
@@ -52,9 +51,7 @@ class SessionRun {
   SessionPlan& plan_;
   std::uint64_t total_bytes_ = 0;
   std::size_t total_files_ = 0;
-  Epoll epoll_;
-  SignalFd signals_;
-  TimerFd timer_;
+  EventLoop loop_;
   std::vector<SenderSettings> settings_;  // per link (only the lead has the id)
   EventChannel channel_;
   std::vector<std::unique_ptr<Link>> links_;  // after the channel: destroyed before it

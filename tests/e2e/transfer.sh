@@ -311,6 +311,48 @@ case_still_serving() {
   pass "rdma-recv still serving after every case (${elapsed}s)"
 }
 
+# SIGTERM while a file is under way (rdma-recv(1), "Stopping"): within --grace the transfer
+# finishes and is delivered, a new sender is turned away meanwhile, and rdma-recv exits 0
+# once it is done; past --grace 1s a longer one is stopped, its sender is told the receiver
+# shut down, and what arrived is kept for a resume, nothing under the final name.
+case_shutdown_grace() {
+  local p2=$((port + 1)) dir2=$RXE_SCRATCH/grace log2=$RXE_SCRATCH/grace.log spid gpid src=$in/grace.bin
+  rm -rf "$dir2" && mkdir -p "$dir2"
+  make_input grace.bin $((8 << 20))
+  start_daemon grace "$log2" "$recv" --bind "$RXE_ADDR" --port "$p2" --dir "$dir2" --grace 60s
+  gpid=$daemon_pid
+  wait_for_line 30 grace "$log2" 'listening on'
+  "$send" --host "$RXE_ADDR" --port "$p2" --bwlimit 2M "$src" >"$send_out" 2>"$send_err" </dev/null &
+  spid=$!
+  wait_for_line 30 grace "$log2" "receiving 'grace.bin'"
+  kill -TERM "$gpid"
+  wait_for_line 10 grace "$log2" "shutting down once the transfers under way end"
+  rc=0
+  "$send" --host "$RXE_ADDR" --port "$p2" "$in/one.bin" >/dev/null 2>&1 </dev/null || rc=$?
+  ((rc == 3)) || fail "a sender that came during the grace exited $rc, expected 3 (refused)"
+  rc=0
+  wait "$spid" || rc=$?
+  ((rc == 0)) || fail "the transfer under way exited $rc when the receiver was stopped with a grace"
+  cmp -s "$src" "$dir2/grace.bin" || fail "grace.bin was not delivered whole"
+  eventually 10 daemon_exited grace || fail "rdma-recv still running after its last transfer ended"
+  (($(daemon_status grace) == 0)) || fail "rdma-recv exited $(daemon_status grace) after SIGTERM"
+  rm -f "$dir2/grace.bin"
+XX
+  "$send" --host "$RXE_ADDR" --port "$p2" --bwlimit 1M "$src" >"$send_out" 2>"$send_err" </dev/null &
+  spid=$!
+  wait_for_line 30 grace2 "$log2" "receiving 'grace.bin'"
+  kill -TERM "$gpid"
+  rc=0
+  wait "$spid" || rc=$?
+  ((rc != 0)) || fail "a transfer longer than --grace 1s still succeeded"
+  grep -qi "shutting down" "$send_err" || fail "the sender was not told the receiver shut down: $(tail -n 3 "$send_err")"
+  eventually 10 daemon_exited grace2 || fail "rdma-recv still running 10 s after --grace 1s"
+  [[ ! -e $dir2/grace.bin ]] || fail "an unfinished grace.bin is under its final name"
+  grep -q "kept .* of 'grace.bin'" "$log2" || fail "what arrived was not kept for a resume"
+  rm -rf "$dir2"
+  pass "SIGTERM: a transfer under way finished within --grace (exit 0, delivered), one past --grace 1s was stopped (sender exit $rc) and kept for a resume"
+}
+
 case_clean_shutdown() {
   local t0=$SECONDS status name known unexpected=()
   daemon_exited recv && fail "rdma-recv had already exited with status $(daemon_status recv)"
@@ -357,5 +399,6 @@ run_case rejected-requests case_rejected_requests
 run_case missing-file case_missing_file
 run_case no-receiver case_no_receiver
 run_case still-serving case_still_serving
+run_case shutdown-grace case_shutdown_grace
 run_case clean-shutdown case_clean_shutdown
 report_cases transfer
