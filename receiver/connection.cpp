@@ -594,7 +594,7 @@ void Connection::shut_down() {
   if (closed() || state_ == State::Closing) return;
   // A commit under way finishes (it cannot be called back) and its verdict goes out first:
   // otherwise the file could appear after the sender was told the receiver stopped.
-  if (committing_) {
+  if (committing()) {
     shutdown_after_commit_ = true;
     return;
   }

@@ -189,6 +189,7 @@ class Connection final : public DriverCore {
   void settle_entry(std::uint32_t id);
   void discard_session_files();
   bool session_idle() const;
+  bool committing() const;  // a commit job (the file's, or a session entry's) is queued or running
   void on_session_message(proto::Message& message);
   SessionEntry* session_entry(std::uint32_t id);
   void expect_session();
@@ -212,7 +213,7 @@ class Connection final : public DriverCore {
   bool committing_ = false;             // the commit job is queued or running
   bool resume_understood_ = false;      // the Hello or Open carried kExtensionResume
   bool data_bad_ = false;               // a bad verdict: nothing is kept for a resume
-  bool shutdown_after_commit_ = false;  // SIGTERM arrived while committing
+  bool shutdown_after_commit_ = false;  // SIGTERM arrived while a file was committed
   std::uint64_t window_charge_ = 0;     // this connection's share of window_bytes_in_use
   std::span<std::uint8_t> window_;      // the transport's allocation
   std::vector<std::optional<Registration>> slot_keys_;  // engaged: the slot is registered

@@ -345,6 +345,8 @@ void Connection::verify_entry(std::uint32_t id) {
         spdlog::error("[{}] cannot store {}: {}", label(), quoted(e->offer.path), outcome.error);
       dispatch({Event::EntrySettled,
                 Input::EntryVerdict{id, outcome.ok() ? Code::Good : Code::StorageError}});
+      // A shutdown asked for during the commits: their senders have their verdicts first.
+      if (shutdown_after_commit_ && !committing()) shut_down();
     });
   });
 }
@@ -416,6 +418,13 @@ void Connection::discard_session_files() {
   }
   entries_.clear();
   if (directories_) directories_->cancel();
+}
+
+bool Connection::committing() const {
+  if (committing_) return true;
+  for (const auto& [id, entry] : entries_)
+    if (entry->committing) return true;
+  return false;
 }
 
 bool Connection::session_idle() const {

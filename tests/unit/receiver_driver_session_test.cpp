@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "receiver_driver_rig.hpp"
@@ -155,6 +156,33 @@ TEST(ReceiverSession, AnOversizedOfferDoesNotMakeTheOffersBehindItFail) {
   EXPECT_EQ(entries_in(r.h.dir.path()), 2u);  // s1.bin and s2.bin, no partial area
   EXPECT_EQ(r.h.context.space.reserved(), 0u);
   EXPECT_EQ(r.h.state(), S::InSession);
+}
+
+// SIGTERM while an entry is committed (issue 20: only the one-file flow waited): the fsync
+// and rename cannot be called back, so the entry's verdict goes out first, then the
+// ShuttingDown, and the file is in place.
+TEST(ReceiverSession, ShutdownDuringAnEntrysCommitWaitsForItsVerdict) {
+  Rig r;
+  r.entry_stored();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_TRUE(r.gate.hold());  // the commit job waits at the gate
+  r.file_done(0);
+  r.h.connection->shut_down();
+  EXPECT_EQ(r.h.state(), S::InSession);
+  EXPECT_TRUE(r.h.transport.sent_of<proto::Error>().empty());
+  r.gate.open_all();
+  ASSERT_TRUE(r.settle_until_sent(T::Error));
+  ASSERT_TRUE(r.settle_idle());
+  EXPECT_EQ(r.h.state(), S::Closing);
+  std::vector<T> order;
+  for (const auto& sent : r.h.transport.sent) order.push_back(proto::type_of(sent.message));
+  const auto verdict = std::find(order.begin(), order.end(), T::FileVerdict);
+  const auto error = std::find(order.begin(), order.end(), T::Error);
+  ASSERT_NE(verdict, order.end());
+  EXPECT_LT(verdict, error) << "the ShuttingDown went before the entry's verdict";
+  EXPECT_EQ(r.verdict_of(0).value().code, V::Good);
+  EXPECT_EQ(r.h.transport.sent_of<proto::Error>().at(0).code, ErrorCode::ShuttingDown);
+  r.expect_entry_final(0);
 }
 
 TEST(ReceiverSession, MoreThanSixteenUnsettledEntriesIsAViolation) {
