@@ -107,7 +107,6 @@ class IncomingFile {
   // the fs-verity digest `offset` must be a multiple of 4096 (else the store fails).
   void store(std::uint32_t slot, std::uint64_t offset, std::span<const std::uint8_t> bytes,
              StoreDone done);
-  std::size_t stores_outstanding() const { return stores_.size(); }
   std::uint64_t bytes_stored() const { return bytes_stored_; }
   // The digest (by the algorithm given) of every chunk stored, in order; all zero for the
   // fs-verity digest once a store failed. Only when no store is outstanding.

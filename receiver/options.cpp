@@ -79,7 +79,10 @@ unsigned default_workers() {
 
 std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv) {
   ReceiverOptions o;
-  CLI::App app{"Receive files sent with rdma-send over RDMA; verify each by SHA-256.", "rdma-recv"};
+  CLI::App app{
+      "Receive files and directory trees sent with rdma-send over RDMA; verify each file by its "
+      "digest.",
+      "rdma-recv"};
   app.footer(kFooter);
   app.set_version_flag("--version", std::string("rdma-recv ") + kVersion);
   app.add_option("-p,--port", o.port, "port to listen on (0: any free port)")

@@ -33,12 +33,14 @@
 #include "tests/fuzz/fuzz_check.hpp"
 
 #include "tests/fuzz/session_ledger_input.hpp"
+#include "tests/fuzz/session_ledger_ops.hpp"
 #include "tests/fuzz/session_receive_check.hpp"
 #include "tests/fuzz/session_send_check.hpp"
 
 namespace {
 
 using namespace rdmax::proto;
+using namespace rdmax::fuzz;
 using RState = SessionReceiveLedger::EntryState;
 using SState = SessionSendLedger::EntryState;
 using SlotState = SessionReceiveLedger::SlotState;
@@ -71,31 +73,10 @@ class Conversation {
   }
 
  private:
-  enum Op : std::uint8_t {
-    // Hostile: a message decoded from raw bytes, a driver call with any values.
-    RawMessage,
-    AnyReceiverCall,
-    AnySenderCall,
-    Close,
-    ForbidDirectories,
-    // The protocol, in any interleaving.
-    SendOffer,
-    SendChunk,
-    CompleteChunk,
-    SendFileDone,
-    DeliverToReceiver,
-    DeliverToSender,
-    GrantAll,
-    Decide,
-    Store,
-    Verify,
-    FailFile,
-    AllowDirectories,
-    kOps
-  };
+  using Op = SessionLedgerOp;
 
   void step(Input& in) {
-    switch (static_cast<Op>(in.u8() % kOps)) {
+    switch (static_cast<Op>(in.u8() % kSessionLedgerOps)) {
       case RawMessage:
         raw_message(in);
         break;
@@ -158,7 +139,7 @@ class Conversation {
       case FailFile:
         fail_file(in.u8());
         break;
-      case kOps:
+      case kSessionLedgerOps:
         break;
     }
   }

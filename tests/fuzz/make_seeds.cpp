@@ -14,10 +14,12 @@
 #include "protocol/receiver_machine.hpp"
 #include "protocol/sender_machine.hpp"
 #include "protocol/wire.hpp"
+#include "tests/fuzz/session_ledger_ops.hpp"
 
 namespace {
 
 using namespace rdmax::proto;
+using namespace rdmax::fuzz;
 using Bytes = std::vector<std::uint8_t>;
 namespace fs = std::filesystem;
 
@@ -58,27 +60,6 @@ template <typename Event>
 std::uint8_t as_byte(Event e) {
   return static_cast<std::uint8_t>(e);
 }
-
-// fuzz_session_ledgers reads a setup, then operations (its enum Op, in this order).
-enum SessionOp : std::uint8_t {
-  RawMessage,
-  AnyReceiverCall,
-  AnySenderCall,
-  Close,
-  ForbidDirectories,
-  SendOffer,
-  SendChunk,
-  CompleteChunk,
-  SendFileDone,
-  DeliverToReceiver,
-  DeliverToSender,
-  GrantAll,
-  Decide,
-  Store,
-  Verify,
-  FailFile,
-  AllowDirectories,
-};
 
 // One round of both drivers by the protocol; `decide` picks take (< 0x80) or refuse.
 void honest_round(Bytes& ops, std::uint8_t decide) {
