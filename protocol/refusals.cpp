@@ -26,8 +26,8 @@ std::string refusal_next_step(RejectReason reason, RefusalScope scope) {
                       : "remove or rename it on the receiver, or start rdma-recv with "
                         "--overwrite to replace it";
     case RejectReason::TooLarge:
-      return "it is larger than the receiver's --max-size: raise that limit (rdma-recv "
-             "--max-size SIZE), or split the file";
+      return "the receiver's --max-size is below the file's size: raise that limit "
+             "(rdma-recv --max-size SIZE), or split the file";
     case RejectReason::NoSpace:
       return "free space in the receiver's output directory (rdma-recv --dir), then send again";
     case RejectReason::Busy:

@@ -17,7 +17,8 @@ constexpr const char* kFooter = R"(Exit status:
   0  success: the receiver verified the file, every file of several (and the secret,
      if any, is on stdout); with several files, else the status of the first that failed
   1  any other failure (for example the receiver could not store the file)
-  2  usage error, or a PATH cannot be read (nothing was sent)
+  2  usage error: a PATH cannot be read, a bad --name, a loopback HOST (checked
+     before any device work; nothing was sent)
   3  cannot connect, or the connection broke or timed out
   4  rejected by the receiver (name, size, existing file, no space)
   5  verdict bad: the receiver's digest differs from the sender's
