@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <system_error>
 
+#include "common/loopback.hpp"
+
 namespace rdmax {
 namespace {
 
@@ -15,10 +17,6 @@ constexpr int kRejectConsumer = 28;         // the listener itself said no
 
 std::string where(const std::string& host, std::uint16_t port) {
   return "cannot connect to " + host + " port " + std::to_string(port) + ": ";
-}
-
-bool is_loopback(const std::string& host) {
-  return host.rfind("127.", 0) == 0 || host == "::1" || host == "[::1]" || host == "localhost";
 }
 
 }  // namespace
@@ -59,10 +57,8 @@ std::string connect_failure_message(rdma_cm_event_type event, int status, const 
              "); start rdma-recv on that host, or check --host and --port against its "
              "'listening on' line";
     case RDMA_CM_EVENT_ADDR_ERROR:
-      if (is_loopback(host))
-        return prefix +
-               "RDMA cannot use the loopback address; use an address of the receiver's "
-               "RDMA network interface (see rdma-recv --list-devices)";
+      if (is_loopback_host(host))
+        return prefix + "RDMA does not work over loopback; " + loopback_remedy();
       if (err == ENODEV || err == EADDRNOTAVAIL)
         return prefix +
                "no local RDMA device can reach that address; check `rdma link` and `ip "
@@ -71,6 +67,8 @@ std::string connect_failure_message(rdma_cm_event_type event, int status, const 
       return prefix + "address resolution failed (" + std::system_category().message(err) +
              "); check that the host is up and `ip route get " + host + "`";
     case RDMA_CM_EVENT_ROUTE_ERROR:
+      if (is_loopback_host(host))
+        return prefix + "RDMA does not work over loopback; " + loopback_remedy();
       return prefix + "no RDMA route (" + std::system_category().message(err) +
              "); check `ip route get " + host + "` and that its interface has an RDMA device";
     case RDMA_CM_EVENT_UNREACHABLE:

@@ -84,6 +84,24 @@ const char* to_string(NameError error) {
   return "UnknownNameError";
 }
 
+std::string describe(NameError error) {
+  switch (error) {
+    case NameError::Empty:
+      return "is empty";
+    case NameError::TooLong:
+      return "is longer than " + std::to_string(kMaxNameBytes) + " bytes";
+    case NameError::DotOrDotDot:
+      return "is \".\" or \"..\"";
+    case NameError::PathSeparator:
+      return "contains a '/' or a backslash";
+    case NameError::ControlChar:
+      return "contains a control character";
+    case NameError::InvalidUtf8:
+      return "is not valid UTF-8";
+  }
+  return "is not a plain name";
+}
+
 std::optional<NameError> check_file_name(std::string_view name) {
   if (name.empty()) return NameError::Empty;
   if (name.size() > kMaxNameBytes) return NameError::TooLong;

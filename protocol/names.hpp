@@ -20,6 +20,10 @@ enum class NameError {
 
 [[nodiscard]] const char* to_string(NameError error);
 
+// The problem in words for the person who chose the name, e.g. "is \".\" or \"..\"";
+// to_string gives the enum's name, which suits logs of protocol errors instead.
+[[nodiscard]] std::string describe(NameError error);
+
 // nullopt if name is acceptable. Any valid UTF-8, spaces and a leading '-' are allowed.
 // When a name has several problems, the first offending byte decides which is reported.
 [[nodiscard]] std::optional<NameError> check_file_name(std::string_view name);

@@ -3,24 +3,9 @@
 namespace rdmax::proto {
 namespace {
 
-// NameError in words; to_string(NameError) gives the enum's name, which suits logs of
-// protocol errors but not a message to the user who named the file.
+// In a path '/' splits components, so a PathSeparator within one is a backslash.
 std::string in_words(NameError error) {
-  switch (error) {
-    case NameError::Empty:
-      return "is empty";
-    case NameError::TooLong:
-      return "is longer than " + std::to_string(kMaxNameBytes) + " bytes";
-    case NameError::DotOrDotDot:
-      return "is \".\" or \"..\"";
-    case NameError::PathSeparator:  // '/' splits components, so within one it is '\\'
-      return "contains a backslash";
-    case NameError::ControlChar:
-      return "contains a control character";
-    case NameError::InvalidUtf8:
-      return "is not valid UTF-8";
-  }
-  return "is not a plain name";
+  return error == NameError::PathSeparator ? "contains a backslash" : describe(error);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "common/error_hints.hpp"
 #include "common/fd.hpp"
 #include "common/logging.hpp"
+#include "common/loopback.hpp"
 #include "common/rdma/devices.hpp"
 #include "common/rdma/memory_region.hpp"
 #include "protocol/sizes.hpp"
@@ -83,6 +84,17 @@ int main(int argc, char** argv) {
     return kExitFailure;
   }
   init_logging(options.verbosity, "rdma-recv");
+  // Refused rather than warned about: a listener on loopback looks healthy and can never
+  // be reached (no RDMA device serves lo), and a warning scrolls away in a journal. Exit 2
+  // is also the status the systemd unit does not restart on (RestartPreventExitStatus).
+  if (options.bind_address && resolves_to_loopback(*options.bind_address)) {
+    spdlog::error(
+        "--bind {}: RDMA does not work over loopback, so no sender could ever connect, not "
+        "even one on this host; {}; or leave out --bind to listen on every address "
+        "(rdma-recv --list-devices shows them)",
+        *options.bind_address, loopback_remedy());
+    return kExitUsage;
+  }
   if (options.check) return receiver::run_preflight(options, std::cout);
 
   Fd dir(::open(options.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));

@@ -22,7 +22,8 @@ Exit status:
   0  stopped by SIGINT or SIGTERM, or --list-devices found a device
   1  cannot listen (port in use, no RDMA device for the address, ...), or
      --list-devices found no device
-  2  usage error, or DIR / the secrets file / -d is unusable (nothing was started)
+  2  usage error (a loopback --bind among them), or DIR / the secrets file / -d is
+     unusable (nothing was started)
   --check: 0 when every check passed, 1 when one failed, 2 usage error
 
 Examples:

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include "common/checksum_line.hpp"
 #include "common/digest_cache.hpp"
@@ -17,6 +18,7 @@
 #include "common/error_hints.hpp"
 #include "common/input_file.hpp"
 #include "common/logging.hpp"
+#include "common/loopback.hpp"
 #include "common/progress_bar.hpp"
 #include "common/rdma/devices.hpp"
 #include "common/sha256.hpp"
@@ -102,6 +104,23 @@ int main(int argc, char** argv) {
   const auto& options = std::get<sender::SenderOptions>(parsed);
   init_logging(options.verbosity, "rdma-send");
   if (options.checksum) return print_checksums(options);
+
+  // Local input first (rdma-send(1), EXIT STATUS 2): every PATH and --name is checked
+  // before any device, route or connection work, so that a wrong PATH is reported as such
+  // and not as a missing device or an unreachable host.
+  std::optional<sender::SourceTree> tree;
+  if (!options.check) {
+    tree = sender::walk_local_input(options);
+    if (!tree) return sender::kExitUsage;
+  }
+  // No RDMA device serves loopback: rdma_cm would fail at the route, naming no cause.
+  if (resolves_to_loopback(options.host)) {
+    spdlog::error(
+        "-H {}: RDMA does not work over loopback, even to a receiver on this host; {}; then "
+        "`rdma-send --check -H ADDRESS` checks the set-up",
+        options.host, loopback_remedy());
+    return sender::kExitUsage;
+  }
   if (options.check) return sender::run_preflight(options, std::cout);
 
   const bool many = sender::needs_session(options);
@@ -126,7 +145,7 @@ int main(int argc, char** argv) {
     if (options.zero_copy) spdlog::warn("--zero-copy applies to single-file transfers only");
     try {
       return sender::run_session_command(
-          options, choose_progress_mode(options.progress, options.verbosity < 0));
+          options, std::move(*tree), choose_progress_mode(options.progress, options.verbosity < 0));
     } catch (const SysError& e) {
       const std::string hint = rdma_setup_hint(e.error());
       spdlog::error("{}{}{}", e.what(), hint.empty() ? "" : "; ", hint);

@@ -17,7 +17,8 @@ constexpr const char* kFooter = R"(Exit status:
   0  success: the receiver verified the file, every file of several (and the secret,
      if any, is on stdout); with several files, else the status of the first that failed
   1  any other failure (for example the receiver could not store the file)
-  2  usage error, or a PATH cannot be read (nothing was sent)
+  2  usage error: a PATH cannot be read, a bad --name, a loopback HOST (checked
+     before any device work; nothing was sent)
   3  cannot connect, or the connection broke or timed out
   4  rejected by the receiver (name, size, existing file, no space)
   5  verdict bad: the receiver's digest differs from the sender's
@@ -74,8 +75,10 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
       "--id", o.id,
       "identity to present after a good verdict; the secret the receiver holds for it goes "
       "to stdout");
-  app.add_option("--name", o.rename,
-                 "name to store a single FILE under, no '/' (default: its base name)");
+  app.add_option(
+      "--name", o.rename,
+      "name to store a single FILE under: one plain file name, no '/' (default: its base "
+      "name); checked before connecting");
   app.add_flag("-r,--recursive", o.recursive,
                "send directories with everything under them (a directory DIR arrives as "
                "DIR's base name, like cp -r); symbolic links and special files are skipped");
@@ -190,10 +193,6 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
   if (o.files.empty()) return o;  // --check
   o.file = o.files.front();
   o.name = o.rename ? *o.rename : std::filesystem::path(o.file).filename().string();
-  if (o.rename && (o.rename->empty() || o.rename->size() > 255)) {
-    std::cerr << "rdma-send: --name must be 1 to 255 bytes (got " << o.rename->size() << ")\n";
-    return kExitUsage;
-  }
   if (o.id && (o.id->empty() || o.id->size() > 256)) {
     std::cerr << "rdma-send: --id must be 1 to 256 bytes\n";
     return kExitUsage;

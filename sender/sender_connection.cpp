@@ -9,6 +9,7 @@
 
 #include "common/error.hpp"
 #include "protocol/names.hpp"
+#include "protocol/refusals.hpp"
 #include "protocol/secure_wipe.hpp"
 #include "protocol/sizes.hpp"
 
@@ -389,8 +390,8 @@ void SenderConnection::handle(proto::Message& message, std::uint16_t message_ver
                    m->text.empty() ? "" : ": ", proto::escape_for_log(m->text));
       return dispatch({Event::GotRejectVersion, {}});
     }
-    spdlog::error("rejected by the receiver: {}{}{}", proto::to_string(m->reason),
-                  m->text.empty() ? "" : ": ", proto::escape_for_log(m->text));
+    spdlog::error("rejected by the receiver: {}",
+                  proto::describe_refusal(m->reason, m->text, proto::RefusalScope::File));
     return dispatch({Event::GotReject, {}});
   }
   if (const auto* m = std::get_if<proto::Credit>(&message)) {

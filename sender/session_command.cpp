@@ -100,17 +100,25 @@ void hash_files(const SenderOptions& options, SessionPlan& plan, double& seconds
 
 }  // namespace
 
-int run_session_command(const SenderOptions& options, ProgressMode progress) {
-  const auto t0 = Clock::now();
+std::optional<SourceTree> walk_local_input(const SenderOptions& options) {
   SourceTree tree;
   try {
     tree = walk_sources(options.files, options.recursive, options.rename);
-  } catch (const std::exception& e) {
+  } catch (const std::exception& e) {  // SourceError: the message is for the user as it is
     spdlog::error("{}", e.what());
-    return kExitUsage;
+    return std::nullopt;
   }
   for (const auto& s : tree.skipped)
     spdlog::warn("skipping '{}': {}", proto::escape_for_log(s.local_path), s.reason);
+  if (tree.files.empty() && tree.directories.empty()) {
+    spdlog::error("nothing to send: every PATH was skipped");
+    return std::nullopt;
+  }
+  return tree;
+}
+
+int run_session_command(const SenderOptions& options, SourceTree tree, ProgressMode progress) {
+  const auto t0 = Clock::now();
   // One connection takes the files in walk order; several share them out largest first, so
   // that no big file starts last.
   if (options.parallel > 1) sort_largest_first(tree.files);
@@ -121,10 +129,6 @@ int run_session_command(const SenderOptions& options, ProgressMode progress) {
   for (const auto& d : tree.directories)
     plan.entries.push_back(planned(d, proto::EntryKind::Directory));
   plan.results.resize(plan.entries.size());
-  if (plan.entries.empty()) {
-    spdlog::error("nothing to send: every PATH was skipped");
-    return kExitUsage;
-  }
 
   SessionSummary summary;
   summary.skipped = tree.skipped.size();

@@ -9,6 +9,7 @@
 
 #include "common/error.hpp"
 #include "protocol/names.hpp"
+#include "protocol/refusals.hpp"
 #include "protocol/secure_wipe.hpp"
 #include "protocol/sizes.hpp"
 
@@ -326,9 +327,8 @@ void SessionConnection::handle(proto::Message& message) {
                    m->text.empty() ? "" : ": ", proto::escape_for_log(m->text));
       return dispatch({Event::GotRejectVersion, {}});
     }
-    spdlog::error("[{}] the receiver refused the session: {}{}{}", label(),
-                  proto::to_string(m->reason), m->text.empty() ? "" : ": ",
-                  proto::escape_for_log(m->text));
+    spdlog::error("[{}] the receiver refused the session: {}", label(),
+                  proto::describe_refusal(m->reason, m->text, proto::RefusalScope::Session));
     return dispatch({Event::GotReject, {}});
   }
   const bool in_session = state_ == State::InSession;
@@ -378,7 +378,13 @@ void SessionConnection::handle(proto::Message& message) {
         return violation(std::string("bad Refuse: ") + proto::to_string(*error));
       const std::string detail = std::string(proto::to_string(m->reason)) +
                                  (m->text.empty() ? "" : ": ") + proto::escape_for_log(m->text);
-      spdlog::error("{}: refused by the receiver ({})", quoted(entry(m->entry).local_path), detail);
+      // --name can rename only the one file of a command line.
+      const bool one_file =
+          plan_.entries.size() == 1 && plan_.entries.front().kind == proto::EntryKind::File;
+      spdlog::error("{}: refused by the receiver ({}); {}", quoted(entry(m->entry).local_path),
+                    detail,
+                    proto::refusal_next_step(m->reason, one_file ? proto::RefusalScope::File
+                                                                 : proto::RefusalScope::Entry));
       settle(m->entry, {EntryResult::Status::Refused, proto::SenderOutcome::Rejected, detail, 0});
     }
     return dispatch({Event::GotRefuse, {}});

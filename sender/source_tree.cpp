@@ -142,11 +142,33 @@ std::string arrival_name(const std::string& path) {
   return name;
 }
 
+// --name is the one name the file arrives as, in the receiver's directory: a plain file
+// name by the protocol's rule, as a one-file transfer's Hello carries it (rdma-send(1)).
+void check_rename(const std::string& rename) {
+  if (rename.find('/') != std::string::npos) {
+    throw SourceError("--name " + quoted(rename) +
+                      " holds a '/': it is one file name, and the file arrives under it in the "
+                      "receiver's directory (to send a tree, send its directory with -r)");
+  }
+  if (const auto problem = proto::check_file_name(rename)) {
+    throw SourceError("--name " + quoted(rename) + " " + proto::describe(*problem) +
+                      ": give a plain file name");
+  }
+}
+
+// A file named on the command line that cannot be opened is a usage error now, before any
+// device or connection work, rather than a failed entry after the connection is up.
+void check_readable(const std::string& local, const std::string& given) {
+  const Fd probe(::open(local.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!probe) throw unreadable(given, errno);
+}
+
 }  // namespace
 
 SourceTree walk_sources(const std::vector<std::string>& paths, bool recursive,
                         const std::optional<std::string>& rename) {
   if (rename && paths.size() != 1) throw SourceError("--name needs exactly one PATH");
+  if (rename) check_rename(*rename);
   SourceTree tree;
   Walker walker(tree);
   std::map<std::string, std::string> local_by_remote;  // to refuse two PATHs for one name
@@ -172,19 +194,17 @@ SourceTree walk_sources(const std::vector<std::string>& paths, bool recursive,
       throw SourceError("--name renames a file; " + quoted(given) + " is a directory");
     }
     std::string remote = rename ? *rename : arrival_name(local);
+    // A base name holds no '/', and --name was checked above.
     if (const auto problem = proto::check_relative_path(remote)) {
       throw SourceError("cannot send " + quoted(given) + " as " + quoted(remote) + ": " +
-                        proto::describe(*problem));
-    }
-    // A PATH arrives as one name, as with cp; check_relative_path lets "a/b" through.
-    if (remote.find('/') != std::string::npos) {
-      throw SourceError("--name is one file name, without '/': " + quoted(remote));
+                        proto::describe(*problem) + "; give it another name with --name");
     }
     if (const auto [it, added] = local_by_remote.emplace(remote, given); !added) {
       throw SourceError(quoted(it->second) + " and " + quoted(given) + " would both arrive as " +
                         quoted(remote));
     }
     if (S_ISREG(st.st_mode)) {
+      check_readable(local, given);
       walker.add_file(local, std::move(remote), st);
       continue;
     }

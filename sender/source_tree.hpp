@@ -52,10 +52,12 @@ class SourceError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Throws SourceError for: a PATH that cannot be stat'ed or a top-level directory that
+// Throws SourceError for: a PATH that cannot be stat'ed, a top-level file or directory that
 // cannot be opened; a directory without `recursive`; `rename` with other than exactly one
-// PATH, with a directory, or holding a '/'; "/" (it has no name to arrive as); a top-level
-// name that cannot be sent; two PATHs that would arrive under the same name.
+// PATH, with a directory, or not a plain file name (proto::check_file_name: no '/'); "/" (it
+// has no name to arrive as); a top-level name that cannot be sent; two PATHs that would
+// arrive under the same name. The walk touches only the local file system, so callers run
+// it before any device or connection work: every local-input error is found first.
 [[nodiscard]] SourceTree walk_sources(const std::vector<std::string>& paths, bool recursive,
                                       const std::optional<std::string>& rename);
 

@@ -3,7 +3,8 @@
 # usage errors, unusable files and directories, a port already in use, --list-devices and
 # -d/--device on the Soft-RoCE device, --check (both programs: a working set-up, a missing
 # device, a memlock limit too low, no receiver, bad secrets files), --bwlimit's rate, a
-# transfer over IPv6, and the systemd notifications (sd_notify). Each error must give its
+# transfer over IPv6, the systemd notifications (sd_notify), loopback addresses refused by
+# both programs, and refusals that say what to do next. Each error must give its
 # exit status and a message on stderr that says what is wrong. Cases run one by one
 # (run_case); the last line counts.
 # shellcheck source=tests/e2e/lib.sh
@@ -331,6 +332,56 @@ case_ipv6_transfer() {
   pass "IPv6: -H $v6 and -H [$v6] to --bind $v6, verdict good; logs show [$v6]:port"
 }
 
+# Loopback (issue 22): RDMA does not work over lo. Both programs say so before any device or
+# route work (here, where a device exists, that is what shows it) and exit 2, naming what to
+# use instead; before, rdma-send failed at rdma_resolve_route and rdma-recv listened in vain.
+case_loopback() {
+  local host
+  for host in 127.0.0.1 ::1 localhost; do
+    run "$send" -H "$host" -p "$port" "$work/in/hello.txt"
+    expect_status 2
+    expect_stderr "-H $host: RDMA does not work over loopback.*rdma link.*ibv_devices"
+    ! grep -qi 'rdma_resolve' "$err" || fail "-H $host: the route was tried"
+  done
+  run "$send" --check -H 127.0.0.1 -p "$port"
+  expect_status 2 && expect_stderr 'RDMA does not work over loopback'
+  run "$recv" --bind 127.0.0.1 --port "$port" --dir "$work/dir"
+  expect_status 2
+  expect_stderr "--bind 127.0.0.1: RDMA does not work over loopback.*rdma link.*leave out --bind"
+  ! grep -qi 'listening on' "$err" || fail "rdma-recv --bind 127.0.0.1 listened"
+  pass "-H 127.0.0.1/::1/localhost and --bind 127.0.0.1: exit 2, 'does not work over loopback' with what to use"
+}
+
+# Refusals (issue 22): each says what happened and what to do next; the one FILE may take
+# --name, an entry of a tree may not.
+case_refusal_next_step() {
+  local log=$work/refusals.log received=$work/refusals
+  rm -rf "$received" && mkdir -p "$received" "$work/in/tree" && chmod 755 "$received" "$work/in/tree"
+  echo old >"$received/taken.txt"
+  echo new >"$work/in/taken.txt" && chmod 644 "$work/in/taken.txt"
+  mkdir -p "$received/tree" && echo old >"$received/tree/taken.txt"
+  echo new >"$work/in/tree/taken.txt" && echo fine >"$work/in/tree/other.txt"
+  head -c 8192 /dev/urandom >"$work/in/big.bin" && chmod 644 "$work/in/big.bin"
+  start_daemon refusals "$log" "$recv" --bind "$RXE_ADDR" --port "$port" --dir "$received" \
+    --max-size 4K
+  wait_for_line 20 refusals "$log" 'listening on'
+  run "$send" -H "$RXE_ADDR" -p "$port" "$work/in/taken.txt"
+  expect_status 4
+  expect_stderr 'rejected by the receiver: Exists: a file of that name exists; send it under another name with --name NAME, or start rdma-recv with --overwrite'
+  run "$send" -H "$RXE_ADDR" -p "$port" "$work/in/big.bin"
+  expect_status 4
+  expect_stderr "rejected by the receiver: TooLarge: larger than .*; .*--max-size"
+  run "$send" -H "$RXE_ADDR" -p "$port" -r "$work/in/tree"
+  expect_status 4
+  expect_stderr "tree/taken.txt': refused by the receiver \(Exists: a file of that name exists\); remove or rename it on the receiver, or start rdma-recv with --overwrite"
+  grep -F "taken.txt': refused" "$err" | grep -q -- '--name' && fail "a tree entry was told to use --name"
+  cmp -s "$work/in/tree/other.txt" "$received/tree/other.txt" || fail "the tree's other file did not arrive"
+  [[ $(cat "$received/taken.txt") == old ]] || fail "an existing file was overwritten"
+  kill -TERM "$daemon_pid"
+  eventually 10 daemon_exited refusals || fail "rdma-recv did not stop after SIGTERM"
+  pass "Exists (one file, tree entry) and TooLarge: exit 4, each with its next step"
+}
+
 # Under systemd (Type=notify): a notify socket of the test's own gets READY=1 once
 # rdma-recv listens, STATUS= lines that count the transfer, WATCHDOG=1 pings when
 # WATCHDOG_USEC asks for them, and STOPPING=1 at SIGTERM.
@@ -384,4 +435,6 @@ run_case bwlimit-usage case_bwlimit_usage
 run_case bwlimit-rate case_bwlimit_rate
 run_case ipv6-transfer case_ipv6_transfer
 run_case systemd-notify case_systemd_notify
+run_case loopback case_loopback
+run_case refusal-next-step case_refusal_next_step
 report_cases cli

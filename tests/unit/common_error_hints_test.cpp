@@ -30,6 +30,11 @@ TEST(ErrorHints, RejectedByTheListenerIsNotCalledNoListener) {
 TEST(ErrorHints, LoopbackAndMissingDeviceAreExplained) {
   EXPECT_TRUE(contains(
       connect_failure_message(RDMA_CM_EVENT_ADDR_ERROR, -ENODEV, "127.0.0.1", 18515), "loopback"));
+  // rdma_cm may get past the address and fail at the route instead; ::1 is loopback too.
+  const std::string route =
+      connect_failure_message(RDMA_CM_EVENT_ROUTE_ERROR, -ENODEV, "::1", 18515);
+  EXPECT_TRUE(contains(route, "RDMA does not work over loopback")) << route;
+  EXPECT_TRUE(contains(route, "rdma link")) << route;
   const std::string m =
       connect_failure_message(RDMA_CM_EVENT_ADDR_ERROR, -EADDRNOTAVAIL, "192.0.2.9", 18515);
   EXPECT_TRUE(contains(m, "no local RDMA device")) << m;

@@ -242,3 +242,14 @@ TEST(EscapeForLog, InvalidUtf8NextToAFormatCharacter) {
 }
 
 }  // namespace
+
+// Words for people, not the enum's name; in a path a '/' splits components instead.
+TEST(FileName, DescribeSaysWhatIsWrongInWords) {
+  using rdmax::proto::describe;
+  EXPECT_EQ(describe(NameError::Empty), "is empty");
+  EXPECT_EQ(describe(NameError::TooLong), "is longer than 255 bytes");
+  EXPECT_EQ(describe(NameError::DotOrDotDot), "is \".\" or \"..\"");
+  EXPECT_EQ(describe(NameError::PathSeparator), "contains a '/' or a backslash");
+  EXPECT_EQ(describe(NameError::ControlChar), "contains a control character");
+  EXPECT_EQ(describe(NameError::InvalidUtf8), "is not valid UTF-8");
+}

@@ -205,10 +205,33 @@ TEST_F(SourceTreeTest, RenameRules) {
       "--name needs exactly one PATH");
   expect_source_error([&] { (void)walk_sources({at("top")}, true, std::string("x")); },
                       "--name renames a file; '" + at("top") + "' is a directory");
-  expect_source_error([&] { (void)walk_sources({at("top/a.txt")}, false, std::string("../x")); },
-                      "as '../x': component 1 is \".\" or \"..\"");
-  expect_source_error([&] { (void)walk_sources({at("top/a.txt")}, false, std::string("sub/x")); },
-                      "--name is one file name, without '/': 'sub/x'");
+}
+
+// --name is one plain file name by the protocol's rule (proto::check_file_name): the
+// receiver would refuse anything else, so it is a usage error here, before any connection.
+TEST_F(SourceTreeTest, RenameMustBeAPlainFileName) {
+  const auto refused = [&](const std::string& name, const std::string& text) {
+    expect_source_error([&] { (void)walk_sources({at("top/a.txt")}, false, name); }, text);
+  };
+  refused("sub/x", "--name 'sub/x' holds a '/': it is one file name");
+  refused("../x", "--name '../x' holds a '/'");
+  refused("a/", "--name 'a/' holds a '/'");
+  refused("..", "--name '..' is \".\" or \"..\"");
+  refused("", "--name '' is empty");
+  refused(std::string(256, 'n'), "is longer than 255 bytes");
+  refused("bad\x01name", "--name 'bad\\x01name' contains a control character");
+  refused("back\\slash", "contains a '/' or a backslash");
+  // The --name is checked even when the PATH is missing: either is a usage error.
+  expect_source_error([&] { (void)walk_sources({at("nope")}, false, std::string("a/b")); },
+                      "holds a '/'");
+}
+
+TEST_F(SourceTreeTest, UnreadableTopLevelFileIsAnError) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root reads any file";
+  ::chmod(at("top/a.txt").c_str(), 0);
+  expect_source_error([&] { (void)walk_sources({at("top/a.txt")}, false, std::nullopt); },
+                      "cannot read '" + at("top/a.txt") + "': Permission denied");
+  ::chmod(at("top/a.txt").c_str(), 0640);
 }
 
 TEST_F(SourceTreeTest, TrailingSlashesAndDotsArriveUnderTheDirectorysName) {

@@ -1,0 +1,31 @@
+#pragma once
+// What rdma-send tells its user when the receiver refuses a file (Reject to a Hello, Refuse
+// to a session's Offer, Reject to a session's Open): what happened and what to do next
+// (issue 22). The receiver's reason code and text say what happened; the next step depends
+// only on the reason and on whether --name could rename the file, so it is decided here,
+// once, for the one-file and the session report alike.
+
+#include <string>
+#include <string_view>
+
+#include "protocol/wire.hpp"
+
+namespace rdmax::proto {
+
+enum class RefusalScope : std::uint8_t {
+  File,     // the one FILE of the command line: --name can give it another name
+  Entry,    // one of several files, or an entry of a tree
+  Session,  // the whole session (a Reject to an Open): no file in particular
+};
+
+// The next step, one clause for people, e.g. for Exists and a File: "send it under another
+// name with --name NAME, or start rdma-recv with --overwrite to replace it". Every reason
+// has one; a reason this version does not know points to the receiver's log.
+[[nodiscard]] std::string refusal_next_step(RejectReason reason, RefusalScope scope);
+
+// "Exists: a file of that name exists; <next step>": the reason, the receiver's text
+// (escaped: it comes from the network) and the next step.
+[[nodiscard]] std::string describe_refusal(RejectReason reason, std::string_view text,
+                                           RefusalScope scope);
+
+}  // namespace rdmax::proto
