@@ -126,7 +126,8 @@ void Connection::perform(Action action, const ReceiverInput& cause) {
       break;
     }
     case Action::SendDenied:
-      spdlog::warn("[{}] denied an id ({} of {} attempts)", label(), id_attempts_, kMaxIdAttempts);
+      // Not a warning: an id that is not in the secrets file is the normal way to be denied.
+      spdlog::info("[{}] denied an id ({} of {} attempts)", label(), id_attempts_, kMaxIdAttempts);
       expect("Id or Bye", context_.options.timeout);
       post(proto::Denied{static_cast<std::uint16_t>(kMaxIdAttempts - id_attempts_)});
       break;
@@ -429,7 +430,7 @@ void Connection::discard_file() {
   // An offer rejected before Accept has no transfer to report; a commit under way reports
   // itself when it is done.
   if (!logged_end_ && data_started_ != Clock::time_point{} && !committing_)
-    log_transfer_end("none (abandoned)");
+    log_transfer_end(nullptr);
 }
 
 void Connection::release() {
@@ -472,11 +473,18 @@ void Connection::log_transfer_end(const char* verdict) {
   logged_end_ = true;
   const double seconds = std::chrono::duration<double>(Clock::now() - data_started_).count();
   const double rate = seconds > 0 ? static_cast<double>(ledger_.received()) / seconds : 0;
-  spdlog::info("[{}] '{}': {} of {} in {:.2f}s ({}/s), {} {}, verdict {}", label(),
-               proto::escape_for_log(hello_.name), proto::format_size(ledger_.received()),
-               proto::format_size(hello_.file_size), seconds,
-               proto::format_size(static_cast<std::uint64_t>(rate)),
-               proto::to_string(hello_.digest_algorithm), to_hex(computed_), verdict);
+  const std::string progress =
+      fmt::format("{} of {} in {:.2f}s ({}/s)", proto::format_size(ledger_.received()),
+                  proto::format_size(hello_.file_size), seconds,
+                  proto::format_size(static_cast<std::uint64_t>(rate)));
+  // Abandoned: no digest was computed, and there is no verdict to name.
+  if (verdict == nullptr) {
+    spdlog::info("[{}] '{}': abandoned after {}", label(), proto::escape_for_log(hello_.name),
+                 progress);
+    return;
+  }
+  spdlog::info("[{}] '{}': {}, {} {}, verdict {}", label(), proto::escape_for_log(hello_.name),
+               progress, proto::to_string(hello_.digest_algorithm), to_hex(computed_), verdict);
 }
 
 void Connection::on_message(Inbound inbound) {

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <thread>
 
+#include "common/cli_checks.hpp"
 #include "protocol/sizes.hpp"
 #include "protocol/wire.hpp"
 #include "version.hpp"
@@ -51,8 +52,11 @@ std::optional<std::chrono::seconds> parse_duration(std::string_view text) {
     if (value > kLimit) return std::nullopt;
   }
   if (i == 0 || text.size() - i > 1) return std::nullopt;
+  // A unit is required: a bare "5" could mean anything, and as seconds it would expire
+  // partials five seconds old.
+  if (i == text.size()) return std::nullopt;
   std::uint64_t unit = 1;
-  if (i < text.size()) {
+  {
     switch (text[i]) {
       case 's':
         unit = 1;
@@ -87,7 +91,8 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
   app.footer(kFooter);
   app.set_version_flag("--version", std::string("rdma-recv ") + kVersion);
   app.add_option("-p,--port", o.port, "port to listen on (0: any free port)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli::number_in(0, 65535, "port number"));
   app.add_option("-a,--bind", o.bind_address,
                  "address to listen on, IPv4 or IPv6 (default: every IPv4 address; :: for "
                  "IPv6 as well)");
@@ -111,22 +116,22 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
       ->capture_default_str();
   app.add_option("--slots", o.slots, "slots per connection (window = slots x slot size)")
       ->capture_default_str()
-      ->check(CLI::Range(1u, proto::kMaxSlotCount));
+      ->check(cli::number_in(1, proto::kMaxSlotCount));
   std::string max_memory = "1G";
   app.add_option("--max-memory", max_memory,
                  "cap on the receive windows registered for all connections together")
       ->capture_default_str();
   app.add_option("--max-connections", o.max_connections, "concurrent senders")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 4096u));
+      ->check(cli::number_in(1, 4096));
   app.add_option("--workers", o.workers,
                  "threads for disk and hashing work, shared by every connection (default: the "
                  "number of CPUs, at least 4)")
-      ->check(CLI::Range(1u, 256u));
+      ->check(cli::number_in(1, 256));
   std::uint32_t timeout_s = 30;
   app.add_option("--timeout", timeout_s, "seconds without progress before a sender is dropped")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 3600u));
+      ->check(cli::number_in(1, 3600));
   bool no_partial = false;
   app.add_flag("--no-partial", no_partial,
                "discard what an interrupted transfer received (default: keep it in "
@@ -150,8 +155,7 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : kExitUsage;
+    return cli::usage_error(app, e, "rdma-recv", kExitUsage);
   }
   o.verbosity = quiet ? -1 : verbose;
   o.timeout = std::chrono::seconds(timeout_s);
@@ -176,13 +180,14 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
   auto ttl = parse_duration(partial_ttl);
   if (!ttl) {
     std::cerr << "rdma-recv: --partial-ttl: '" << partial_ttl
-              << "' is not a duration (e.g. 90m, 24h, 7d)\n";
+              << "' is not a duration: digits and a unit, s, m, h or d (e.g. 90m, 24h, 7d)\n";
     return kExitUsage;
   }
   o.partial_ttl = *ttl;
   auto grace_time = grace == "0" ? std::optional(std::chrono::seconds(0)) : parse_duration(grace);
   if (!grace_time) {
-    std::cerr << "rdma-recv: --grace: '" << grace << "' is not a duration (e.g. 30s, 5m, or 0)\n";
+    std::cerr << "rdma-recv: --grace: '" << grace
+              << "' is not a duration: digits and a unit, s, m, h or d (e.g. 30s, 5m), or 0\n";
     return kExitUsage;
   }
   o.grace = *grace_time;

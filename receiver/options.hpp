@@ -40,7 +40,7 @@ struct ReceiverOptions {
   std::chrono::seconds grace{30};
 };
 
-// A duration as people type it: digits and one unit, s, m, h or d (bare digits: seconds).
+// A duration as people type it: digits and one unit, s, m, h or d (no bare digits).
 // Rejects empty input, signs, fractions, unknown units, 0 and values past 100 years.
 [[nodiscard]] std::optional<std::chrono::seconds> parse_duration(std::string_view text);
 

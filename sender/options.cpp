@@ -6,6 +6,7 @@
 #include <map>
 #include <thread>
 
+#include "common/cli_checks.hpp"
 #include "common/rate_limit.hpp"
 #include "sender/exit_codes.hpp"
 #include "version.hpp"
@@ -65,7 +66,7 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
                  "receiver host name or address (IPv4 or IPv6); required unless --checksum");
   app.add_option("-p,--port", o.port, "receiver port")
       ->capture_default_str()
-      ->check(CLI::Range(1, 65535));
+      ->check(cli::number_in(1, 65535, "port number"));
   std::string devices;
   app.add_option("-d,--device", devices,
                  "RDMA device the connection must go through (exit 3 if the route to HOST "
@@ -86,7 +87,7 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
                  "spread the files over N connections (largest files first), on one device or "
                  "on those of -d DEV1,DEV2")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 64u));
+      ->check(cli::number_in(1, 64));
   app.add_flag(
       "--json", o.json,
       "print one JSON object on stdout: bytes, phase timings, throughput, verdict, secret");
@@ -106,10 +107,10 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
   std::uint32_t connect_s = 10, timeout_s = 30;
   app.add_option("--connect-timeout", connect_s, "seconds to establish the connection")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 3600u));
+      ->check(cli::number_in(1, 3600));
   app.add_option("--timeout", timeout_s, "seconds without progress before giving up")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 3600u));
+      ->check(cli::number_in(1, 3600));
   app.add_option("--inject-corruption", o.inject_corruption,
                  "testing: flip the byte at this file offset after hashing")
       ->group("");
@@ -123,13 +124,14 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
   app.add_option("--digest", o.digest,
                  "how the file is verified: fsverity (the fs-verity SHA-256 digest, hashed on "
                  "every core; default) or sha256 (the whole file's SHA-256, as sha256sum)")
+      ->check(cli::one_of({"fsverity", "sha256"}))
       ->transform(CLI::CheckedTransformer(digests, CLI::ignore_case).description(""))
       ->option_text("fsverity|sha256");
   o.hash_threads = std::max(1u, std::thread::hardware_concurrency());
   app.add_option("--hash-threads", o.hash_threads,
                  "threads that hash the file before sending (fsverity digest only)")
       ->default_str("the online CPUs")
-      ->check(CLI::Range(1u, 1024u));
+      ->check(cli::number_in(1, 1024));
   bool no_cache = false;
   app.add_flag("--no-digest-cache", no_cache,
                "always hash the file, and remember nothing (default: reuse the digest of an "
@@ -150,8 +152,7 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : kExitUsage;
+    return cli::usage_error(app, e, "rdma-send", kExitUsage);
   }
   o.verbosity = quiet ? -1 : verbose;
   o.digest_cache = !no_cache;

@@ -1,8 +1,17 @@
 #include "sender/report.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <nlohmann/json.hpp>
 
 namespace rdmax::sender {
+
+void say_interrupted(int signal) {
+  spdlog::warn(
+      "interrupted by signal {}: stopping. Run the same command again to continue: files "
+      "already on the receiver are skipped, and one cut short resumes where it stopped",
+      signal);
+}
 
 namespace {
 const char* verdict_of(proto::SenderOutcome o) {

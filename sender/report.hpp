@@ -31,6 +31,10 @@ struct Report {
   bool skipped = false;
 };
 
+// Said once when SIGINT/SIGTERM stops a run: what happens to what was sent, and that the same
+// command continues it (files already there are skipped, a partial file resumes).
+void say_interrupted(int signal);
+
 // One line of JSON (nlohmann/json). Bytes of names and secrets that are not UTF-8 are
 // replaced by U+FFFD: the output stays valid JSON whatever the peer or the file system said.
 [[nodiscard]] std::string to_json(const Report& report);

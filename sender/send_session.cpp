@@ -4,6 +4,7 @@
 
 #include "common/error_hints.hpp"
 #include "sender/cm_delivery.hpp"
+#include "sender/report.hpp"
 
 namespace rdmax::sender {
 
@@ -27,7 +28,10 @@ SendSession::SendSession(const SenderOptions& options, const SenderSettings& set
       driver_(settings, file, digest, *this, host_and_port(options.host, options.port)) {
   channel_.set_nonblocking();
   loop_.watch(channel_.fd(), [this] { on_cm_events(); });
-  loop_.on_signal([this](int sig) { driver_.interrupt(sig); });
+  loop_.on_signal([this](int sig) {
+    say_interrupted(sig);
+    driver_.interrupt(sig);
+  });
   loop_.on_tick([this](EventLoop::Clock::time_point now) { driver_.tick(now); });
 }
 

@@ -102,8 +102,8 @@ void SenderConnection::on_cm_failure(const std::string& why) {
   spdlog::error("{}", why);
   guarded([&] { dispatch({Event::TransportFailed, {}}); });
 }
-void SenderConnection::interrupt(int signal) {
-  spdlog::warn("interrupted by signal {}", signal);
+
+void SenderConnection::interrupt(int) {
   guarded([&] {
     dispatch(
         {Event::Interrupted, Input::Abort{proto::ErrorCode::ShuttingDown, "sender interrupted"}});
@@ -409,8 +409,7 @@ void SenderConnection::handle(proto::Message& message, std::uint16_t message_ver
   if (const auto* m = std::get_if<proto::Verdict>(&message)) {
     stats_.verify_seconds = seconds_between(done_sent_, Clock::now());
     if (m->code == VerdictCode::Good) {
-      spdlog::info("verdict: good ({} {})", proto::to_string(digest_.algorithm),
-                   to_hex(digest_.value));
+      spdlog::debug("verdict: good");  // the summary line names the digest
       return dispatch({Event::GotVerdictGood, {}});
     }
     if (m->code == VerdictCode::StorageError) {

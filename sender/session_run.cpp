@@ -7,6 +7,7 @@
 #include "common/error_hints.hpp"
 #include "common/rdma/devices.hpp"
 #include "sender/cm_delivery.hpp"
+#include "sender/report.hpp"
 
 namespace rdmax::sender {
 
@@ -58,7 +59,7 @@ SessionRun::SessionRun(const SenderOptions& options, const SenderSettings& setti
   channel_.set_nonblocking();
   loop_.watch(channel_.fd(), [this] { on_cm_events(); });
   loop_.on_signal([this](int sig) {
-    spdlog::warn("interrupted by signal {}", sig);
+    say_interrupted(sig);
     for (auto& link : links_) link->driver->interrupt(sig);
   });
   loop_.on_tick([this](EventLoop::Clock::time_point now) { on_tick(now); });

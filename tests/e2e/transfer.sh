@@ -337,7 +337,10 @@ case_shutdown_grace() {
   eventually 10 daemon_exited grace || fail "rdma-recv still running after its last transfer ended"
   (($(daemon_status grace) == 0)) || fail "rdma-recv exited $(daemon_status grace) after SIGTERM"
   rm -f "$dir2/grace.bin"
-XX
+  log2=$RXE_SCRATCH/grace2.log
+  start_daemon grace2 "$log2" "$recv" --bind "$RXE_ADDR" --port "$p2" --dir "$dir2" --grace 1s -v
+  gpid=$daemon_pid
+  wait_for_line 30 grace2 "$log2" 'listening on'
   "$send" --host "$RXE_ADDR" --port "$p2" --bwlimit 1M "$src" >"$send_out" 2>"$send_err" </dev/null &
   spid=$!
   wait_for_line 30 grace2 "$log2" "receiving 'grace.bin'"

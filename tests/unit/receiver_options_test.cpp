@@ -7,8 +7,7 @@ namespace {
 
 using std::chrono::seconds;
 
-TEST(ParseDuration, UnitsAndBareSeconds) {
-  EXPECT_EQ(parse_duration("90"), seconds(90));
+TEST(ParseDuration, DigitsAndAUnit) {
   EXPECT_EQ(parse_duration("45s"), seconds(45));
   EXPECT_EQ(parse_duration("90m"), seconds(90 * 60));
   EXPECT_EQ(parse_duration("24h"), seconds(24 * 3600));
@@ -16,8 +15,8 @@ TEST(ParseDuration, UnitsAndBareSeconds) {
 }
 
 TEST(ParseDuration, RejectsWhatIsNotADuration) {
-  for (const char* text : {"", "h", "0", "0s", "-5m", "+5m", "1.5h", "5 m", "5mm", "5w", "5H",
-                           "99999999999999999999", "36501d"})
+  for (const char* text : {"", "h", "0", "0s", "90", "5", "-5m", "+5m", "1.5h", "5 m", "5mm", "5w",
+                           "5H", "99999999999999999999", "36501d"})
     EXPECT_EQ(parse_duration(text), std::nullopt) << text;
 }
 
