@@ -4,15 +4,12 @@
 
 #include "common/error_hints.hpp"
 #include "common/rdma/devices.hpp"
+#include "sender/memlock.hpp"
 
 namespace rdmax::sender {
 
 namespace {
 enum Tag : std::uint64_t { kTagCm = 1, kTagCq = 2, kTagSignal = 3, kTagTimer = 4, kTagPace = 5 };
-
-constexpr std::uint32_t kRecvDepth = proto::kMaxSlotCount + 16;  // Credits burst after Accept
-constexpr std::uint32_t kSendDepth = 32 + 8;                     // a Chunk per slot in flight
-constexpr std::uint32_t kWriteDepth = 32 + 8;
 
 std::chrono::milliseconds ms(std::chrono::seconds s) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(s);
@@ -78,7 +75,8 @@ void SendSession::resolve_route() {
 
 Transport& SendSession::connect() {
   transport_ = std::make_unique<RdmaTransport>(
-      std::move(*id_), RdmaTransport::Depths{kRecvDepth, kSendDepth, kWriteDepth});
+      std::move(*id_),
+      RdmaTransport::Depths{kOneFileDepths.recv, kOneFileDepths.send, kOneFileDepths.writes});
   id_.reset();
   epoll_.add(transport_->completion_fd(), EPOLLIN, kTagCq);
   transport_->connect();

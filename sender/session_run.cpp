@@ -6,18 +6,12 @@
 
 #include "common/error_hints.hpp"
 #include "common/rdma/devices.hpp"
+#include "sender/memlock.hpp"
 
 namespace rdmax::sender {
 
 namespace {
 enum Tag : std::uint64_t { kTagCm = 1, kTagSignal = 2, kTagTimer = 3, kTagFirstLink = 16 };
-
-// A session receives a Take (or Refuse) and a FileVerdict per entry in flight besides the
-// Credits (docs/PROTOCOL.md 7.5), and sends an Offer and a FileDone per entry besides the
-// FileChunks.
-constexpr std::uint32_t kRecvDepth = proto::kMaxSlotCount + 2 * proto::kMaxEntriesInFlight + 16;
-constexpr std::uint32_t kSendDepth = 32 + 2 * proto::kMaxEntriesInFlight + 8;
-constexpr std::uint32_t kWriteDepth = 32 + 8;
 
 std::chrono::milliseconds ms(std::chrono::seconds s) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(s);
@@ -39,7 +33,8 @@ struct SessionRun::Link final : SenderCm {
   void resolve_route() override { id->resolve_route(ms(run.options_.connect_timeout)); }
   Transport& connect() override {
     transport = std::make_unique<RdmaTransport>(
-        std::move(*id), RdmaTransport::Depths{kRecvDepth, kSendDepth, kWriteDepth});
+        std::move(*id),
+        RdmaTransport::Depths{kSessionDepths.recv, kSessionDepths.send, kSessionDepths.writes});
     id.reset();
     run.epoll_.add(transport->completion_fd(), EPOLLIN, kTagFirstLink + index);
     transport->connect();
