@@ -80,21 +80,19 @@ std::optional<proto::WindowFit> MemlockBudget::file_windows(std::uint32_t slot_s
   return fit;
 }
 
-std::string MemlockBudget::cannot_fit(std::uint32_t slot_size) {
+void MemlockBudget::cannot_fit(std::uint32_t slot_size) {
+  if (failure_told_) return;
+  failure_told_ = true;
   const std::uint64_t one = proto::limit_for(pins_, slot_size, 1);
   const std::string who =
       pins_.connections > 1 ? std::to_string(pins_.connections) + " connections" : "a connection";
   std::string text = limit_text() + " cannot hold " + who + " with one " +
                      proto::format_size(slot_size) + " slot each besides " +
                      proto::format_size(pins_.control_bytes) + " of control buffers (" +
-                     proto::format_size(one) + "): " + preflight::remedy_memlock() + " (" +
+                     proto::format_size(one) + " in all): " + preflight::remedy_memlock() + " (" +
                      ulimit_command(one) + " is the least that works)";
   if (pins_.connections > 1) text += ", or use fewer connections (-P)";
-  if (!told_) {
-    told_ = true;
-    spdlog::error("{}", text);
-  }
-  return text;
+  spdlog::error("{}", text);
 }
 
 void MemlockBudget::fewer_connections(std::uint32_t asked, std::uint32_t fitting) {

@@ -67,9 +67,9 @@ class MemlockBudget {
   [[nodiscard]] std::optional<proto::WindowFit> file_windows(std::uint32_t slot_size,
                                                              std::uint32_t wanted,
                                                              std::uint64_t preferred_chunks);
-  // Why not even one slot of `slot_size` fits, and what to do: logged once (at error level),
-  // and returned for the connection's own failure.
-  std::string cannot_fit(std::uint32_t slot_size);
+  // Why not even one slot of `slot_size` fits, and what to do: logged once for the command
+  // (at error level), however many of its connections fail on it.
+  void cannot_fit(std::uint32_t slot_size);
   // The run opens fewer connections than -P asked, to fit: says so (once, for the command).
   void fewer_connections(std::uint32_t asked, std::uint32_t fitting);
 
@@ -79,7 +79,8 @@ class MemlockBudget {
 
   preflight::MemlockLimit limit_;
   proto::PinBudget pins_;
-  bool told_ = false;
+  bool told_ = false;          // that it shrank something (once)
+  bool failure_told_ = false;  // that not even one slot fits (once)
 };
 
 // rdma-send --check: what the sender would pin against a default receiver (8 slots of

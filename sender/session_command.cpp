@@ -158,11 +158,13 @@ int run_session_command(const SenderOptions& options, ProgressMode progress) {
     for (const auto& e : sendable.entries) files += e.kind == proto::EntryKind::File ? 1 : 0;
     const std::uint32_t asked =
         std::max<std::uint32_t>(1, std::min<std::uint32_t>(options.parallel, files));
-    const std::uint32_t fitting = std::max<std::uint32_t>(
-        1, proto::connections_that_fit(MemlockBudget(limit, 1, kSessionDepths).pins(), asked,
-                                       kDefaultReceiverSlotSize));
+    const std::uint32_t fit = proto::connections_that_fit(
+        MemlockBudget(limit, 1, kSessionDepths).pins(), asked, kDefaultReceiverSlotSize);
+    // Not even one: one connection tries (the receiver's slots may be smaller), and fails at
+    // its Accept, with the remedy, if they are not.
+    const std::uint32_t fitting = std::max<std::uint32_t>(1, fit);
     MemlockBudget memlock(limit, fitting, kSessionDepths);
-    if (fitting < asked) memlock.fewer_connections(asked, fitting);
+    if (fit > 0 && fit < asked) memlock.fewer_connections(asked, fit);
     settings.memlock = &memlock;
     SessionRun run(options, settings, sendable, share_out(sendable, fitting), progress);
     const auto data_started = Clock::now();
