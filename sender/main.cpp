@@ -25,6 +25,7 @@
 #include "protocol/sizes.hpp"
 #include "sender/exit_codes.hpp"
 #include "sender/hashing_pass.hpp"
+#include "sender/memlock.hpp"
 #include "sender/options.hpp"
 #include "sender/preflight.hpp"
 #include "sender/report.hpp"
@@ -171,6 +172,8 @@ int main(int argc, char** argv) {
         options.name,    options.id,        proto::kLatestVersion,     options.connect_timeout,
         options.timeout, options.zero_copy, options.inject_corruption, progress,
         options.bwlimit};
+    sender::MemlockBudget memlock(preflight::current_memlock_limit(), 1, sender::kOneFileDepths);
+    settings.memlock = &memlock;
     std::optional<sender::SendSession> session;
     session.emplace(options, settings, *file, pass.digest);
     proto::SenderOutcome outcome = session->run();

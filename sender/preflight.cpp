@@ -1,5 +1,6 @@
 #include "sender/preflight.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <ostream>
 
@@ -9,6 +10,7 @@
 #include "common/rdma/event_channel.hpp"
 #include "common/rdma/rdma_transport.hpp"
 #include "protocol/sizes.hpp"
+#include "sender/memlock.hpp"
 
 namespace rdmax::sender {
 
@@ -76,9 +78,10 @@ int run_preflight(const SenderOptions& o, std::ostream& out) {
                  : preflight::failure("route to " + host_and_port(o.host, o.port) + ": not tried",
                                       "fix the RDMA device first");
   report.add(route);
-  report.add(preflight::memlock_check(
-      preflight::current_memlock_limit(), kCheckStagingBytes,
-      "the staging buffer (8 x 1.0 MiB against a default receiver; up to 32 x its --slot-size)"));
+  // -r or several PATHs: a session on each -P connection; otherwise one file.
+  const bool session = o.recursive || o.parallel > 1 || o.files.size() > 1;
+  report.add(memlock_prediction(preflight::current_memlock_limit(), session,
+                                session ? std::max(1U, o.parallel) : 1));
   report.add(
       route.ok ? receiver_answers_check(o)
                : preflight::failure("receiver at " + host_and_port(o.host, o.port) + ": not tried",

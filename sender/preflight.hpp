@@ -10,11 +10,6 @@
 
 namespace rdmax::sender {
 
-// Pinned for the staging buffer against a default receiver (8 slots of 1 MiB): the sender
-// keeps min(32, the receiver's --slots) chunks of the receiver's --slot-size in flight, so
-// a receiver with larger windows needs up to 32 x 8 MiB = 256 MiB.
-inline constexpr std::uint64_t kCheckStagingBytes = 8ull << 20;
-
 // Prints the lines to `out`; returns the exit status (0: every check passed, 1: one failed).
 int run_preflight(const SenderOptions& options, std::ostream& out);
 

@@ -4,14 +4,12 @@
 
 #include "common/error_hints.hpp"
 #include "sender/cm_delivery.hpp"
+#include "sender/memlock.hpp"
 #include "sender/report.hpp"
 
 namespace rdmax::sender {
 
 namespace {
-constexpr std::uint32_t kRecvDepth = proto::kMaxSlotCount + 16;  // Credits burst after Accept
-constexpr std::uint32_t kSendDepth = 32 + 8;                     // a Chunk per slot in flight
-constexpr std::uint32_t kWriteDepth = 32 + 8;
 constexpr auto kTick = std::chrono::milliseconds(100);
 
 std::chrono::milliseconds ms(std::chrono::seconds s) {
@@ -58,7 +56,8 @@ void SendSession::resolve_route() {
 
 Transport& SendSession::connect() {
   transport_ = std::make_unique<RdmaTransport>(
-      std::move(*id_), RdmaTransport::Depths{kRecvDepth, kSendDepth, kWriteDepth});
+      std::move(*id_),
+      RdmaTransport::Depths{kOneFileDepths.recv, kOneFileDepths.send, kOneFileDepths.writes});
   id_.reset();
   loop_.watch(transport_->completion_fd(), [this] { driver_.poll(); });
   transport_->connect();

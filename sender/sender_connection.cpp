@@ -30,11 +30,6 @@ void keep_secret(SenderInput& cause, std::string& kept) {
 namespace {
 using Input = SenderInput;
 
-// The sender keeps at most this many chunks in flight, whatever the receiver offers: it
-// bounds the send queue and the staging buffer.
-constexpr std::uint32_t kMaxActiveSlots = 32;
-// rxe on Linux 6.1 advertises an 8 MiB max message; larger slots are refused.
-constexpr std::uint32_t kMaxSlotSize = 8u << 20;
 // Zero-copy registers the file a window at a time: 8x what can be in flight but at most
 // 32 MiB (unless more than that can be in flight), so that registering costs little per
 // byte and pinned memory (up to three windows) stays modest whatever the file size.
@@ -237,11 +232,35 @@ void SenderConnection::start_data(const proto::Accept& accept) {
   ledger_ = proto::SendLedger(file_.size(), accept, kMaxActiveSlots, stats_.resumed_from);
   if (stats_.resumed_from > 0) progress_->update(stats_.resumed_from);
   if (settings_.bwlimit) bwlimit_.emplace(*settings_.bwlimit, accept.slot_size, data_started_);
-  if (ledger_.active_slots() > 0) {
+  if (const std::uint32_t wanted = ledger_.active_slots(); wanted > 0) {
+    // What is pinned must fit RLIMIT_MEMLOCK (sender/memlock.hpp): fewer slots in flight,
+    // smaller zero-copy windows, or, when not even one slot fits, no transfer.
+    std::uint32_t slots = wanted;
     // Copying is the default: pinning page-cache pages cost more than copying them where
     // it was measured (Soft-RoCE: 2.0 s of registration against 0.6 s of copying per
     // 256 MiB, both on the event loop; docs/BENCHMARKS.md). --zero-copy asks for it.
-    if (settings_.zero_copy && !settings_.inject_corruption) start_zero_copy();
+    if (settings_.zero_copy && !settings_.inject_corruption) {
+      const std::uint64_t chunk = accept.slot_size;
+      const std::uint64_t preferred = std::max<std::uint64_t>(
+          wanted, std::min(kFileWindowBytes, chunk * wanted * kFileWindowsPerFlight) / chunk);
+      std::optional<proto::WindowFit> fit = proto::WindowFit{
+          static_cast<std::uint32_t>(std::min<std::uint64_t>(preferred, UINT32_MAX)), wanted};
+      if (settings_.memlock != nullptr)
+        fit = settings_.memlock->file_windows(accept.slot_size, wanted, preferred);
+      if (fit) {
+        slots = fit->slots;
+        start_zero_copy(fit->window_chunks);
+      } else {
+        spdlog::warn(
+            "zero-copy unavailable, copying through a buffer instead: RLIMIT_MEMLOCK "
+            "cannot hold three windows of one chunk");
+      }
+    }
+    if (!file_windows_ && settings_.memlock != nullptr)
+      slots = settings_.memlock->staging_slots(accept.slot_size, wanted);
+    if (slots == 0) return cannot_pin(accept.slot_size);
+    if (slots < wanted)
+      ledger_ = proto::SendLedger(file_.size(), accept, slots, stats_.resumed_from);
     if (!file_windows_) {
       staging_ = transport()->allocate(std::size_t{ledger_.active_slots()} * accept.slot_size);
       staging_key_ = transport()->register_memory(staging_, Access::LocalRead);
@@ -254,14 +273,16 @@ void SenderConnection::start_data(const proto::Accept& accept) {
   pump();
 }
 
-void SenderConnection::start_zero_copy() {
-  const std::uint64_t chunk = accept_.slot_size;
-  const std::uint64_t in_flight = chunk * ledger_.active_slots();
-  const std::uint64_t chunks = std::max<std::uint64_t>(
-      ledger_.active_slots(),
-      std::min(kFileWindowBytes, in_flight * kFileWindowsPerFlight) / chunk);
+void SenderConnection::cannot_pin(std::uint32_t slot_size) {
+  settings_.memlock->cannot_fit(slot_size);
+  dispatch({Event::LocalFailure,
+            Input::Abort{proto::ErrorCode::Internal,
+                         "the sender cannot pin one slot under its RLIMIT_MEMLOCK"}});
+}
+
+void SenderConnection::start_zero_copy(std::uint64_t window_chunks) {
   try {
-    file_windows_.emplace(*transport(), file_.map(), chunks * chunk);
+    file_windows_.emplace(*transport(), file_.map(), window_chunks * accept_.slot_size);
     file_windows_->register_ahead(0);  // fails here, not mid-transfer, if it cannot work
   } catch (const std::exception& e) {
     // A file system that cannot be mapped, or a memlock limit too low to pin a window:

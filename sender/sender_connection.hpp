@@ -30,6 +30,7 @@
 #include "protocol/sender_machine.hpp"
 #include "protocol/wire.hpp"
 #include "sender/file_windows.hpp"
+#include "sender/memlock.hpp"
 
 namespace rdmax::sender {
 
@@ -43,6 +44,8 @@ struct SenderSettings {
   std::optional<std::uint64_t> inject_corruption;  // testing: flip the byte at this offset
   ProgressMode progress = ProgressMode::Off;
   std::optional<std::uint64_t> bwlimit;  // --bwlimit: bytes per second (common/rate_limit.hpp)
+  // The command's share of RLIMIT_MEMLOCK (owned by the run); none: nothing is limited.
+  MemlockBudget* memlock = nullptr;
 };
 
 struct TransferStats {
@@ -132,7 +135,9 @@ class SenderConnection final : public DriverCore {
   void handle(proto::Message& message, std::uint16_t message_version);
   void on_resume(const proto::Resume& m);
   void start_data(const proto::Accept& accept);
-  void start_zero_copy();
+  void start_zero_copy(std::uint64_t window_chunks);
+  // Not even one slot fits under RLIMIT_MEMLOCK: the connection ends (LocalFailure).
+  void cannot_pin(std::uint32_t slot_size);
   void pump();
   bool held_by_bwlimit();
   std::pair<Registration, std::span<const std::uint8_t>> chunk_bytes(

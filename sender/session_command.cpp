@@ -13,6 +13,7 @@
 #include "protocol/sizes.hpp"
 #include "sender/exit_codes.hpp"
 #include "sender/hashing_pass.hpp"
+#include "sender/memlock.hpp"
 #include "sender/session_report.hpp"
 #include "sender/session_run.hpp"
 #include "sender/source_tree.hpp"
@@ -154,7 +155,22 @@ int run_session_command(const SenderOptions& options, SourceTree tree, ProgressM
         options.name,    options.id, proto::kVersion2,          options.connect_timeout,
         options.timeout, false,      options.inject_corruption, progress,
         options.bwlimit};
-    SessionRun run(options, settings, sendable, share_out(sendable, options.parallel), progress);
+    // Every connection pins its buffers: as many as RLIMIT_MEMLOCK holds, each with one
+    // slot of a default receiver at least (sender/memlock.hpp).
+    const auto limit = preflight::current_memlock_limit();
+    std::uint32_t files = 0;
+    for (const auto& e : sendable.entries) files += e.kind == proto::EntryKind::File ? 1 : 0;
+    const std::uint32_t asked =
+        std::max<std::uint32_t>(1, std::min<std::uint32_t>(options.parallel, files));
+    const std::uint32_t fit = proto::connections_that_fit(
+        MemlockBudget(limit, 1, kSessionDepths).pins(), asked, kDefaultReceiverSlotSize);
+    // Not even one: one connection tries (the receiver's slots may be smaller), and fails at
+    // its Accept, with the remedy, if they are not.
+    const std::uint32_t fitting = std::max<std::uint32_t>(1, fit);
+    MemlockBudget memlock(limit, fitting, kSessionDepths);
+    if (fit > 0 && fit < asked) memlock.fewer_connections(asked, fit);
+    settings.memlock = &memlock;
+    SessionRun run(options, settings, sendable, share_out(sendable, fitting), progress);
     const auto data_started = Clock::now();
     lead = run.run();
     summary.data_seconds = seconds_since(data_started);

@@ -18,10 +18,6 @@ namespace rdmax::sender {
 namespace {
 using Input = SenderInput;
 
-// As for one file (sender_connection.cpp): chunks in flight, and the largest slot rxe takes.
-constexpr std::uint32_t kMaxActiveSlots = 32;
-constexpr std::uint32_t kMaxSlotSize = 8u << 20;
-
 std::uint32_t keepalive_for(std::chrono::seconds timeout) {
   const auto ms = static_cast<std::uint64_t>(timeout.count()) * 1000 / 3;
   return static_cast<std::uint32_t>(
@@ -219,7 +215,19 @@ void SessionConnection::start_session(const proto::Accept& accept) {
   plans.reserve(entries_.size());
   for (std::uint32_t index : entries_)
     plans.push_back({plan_.entries[index].kind, plan_.entries[index].size});
-  ledger_ = proto::SessionSendLedger(std::move(plans), accept, kMaxActiveSlots);
+  // The staging buffer must fit RLIMIT_MEMLOCK (sender/memlock.hpp): fewer slots in flight,
+  // or, when not even one fits, no session.
+  std::uint32_t slots = std::min(accept.slot_count, kMaxActiveSlots);
+  if (settings_.memlock != nullptr && slots > 0) {
+    slots = settings_.memlock->staging_slots(accept.slot_size, slots);
+    if (slots == 0) {
+      settings_.memlock->cannot_fit(accept.slot_size);
+      return dispatch({Event::LocalFailure,
+                       Input::Abort{proto::ErrorCode::Internal,
+                                    "the sender cannot pin one slot under its RLIMIT_MEMLOCK"}});
+    }
+  }
+  ledger_ = proto::SessionSendLedger(std::move(plans), accept, slots);
   ledger_.allow_directories(!holding_);
   staging_ = transport()->allocate(std::size_t{ledger_.active_slots()} * accept.slot_size);
   staging_key_ = transport()->register_memory(staging_, Access::LocalRead);

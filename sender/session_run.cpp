@@ -7,17 +7,12 @@
 #include "common/error_hints.hpp"
 #include "common/rdma/devices.hpp"
 #include "sender/cm_delivery.hpp"
+#include "sender/memlock.hpp"
 #include "sender/report.hpp"
 
 namespace rdmax::sender {
 
 namespace {
-// A session receives a Take (or Refuse) and a FileVerdict per entry in flight besides the
-// Credits (docs/PROTOCOL.md 7.5), and sends an Offer and a FileDone per entry besides the
-// FileChunks.
-constexpr std::uint32_t kRecvDepth = proto::kMaxSlotCount + 2 * proto::kMaxEntriesInFlight + 16;
-constexpr std::uint32_t kSendDepth = 32 + 2 * proto::kMaxEntriesInFlight + 8;
-constexpr std::uint32_t kWriteDepth = 32 + 8;
 constexpr auto kTick = std::chrono::milliseconds(100);
 
 std::chrono::milliseconds ms(std::chrono::seconds s) {
@@ -40,7 +35,8 @@ struct SessionRun::Link final : SenderCm {
   void resolve_route() override { id->resolve_route(ms(run.options_.connect_timeout)); }
   Transport& connect() override {
     transport = std::make_unique<RdmaTransport>(
-        std::move(*id), RdmaTransport::Depths{kRecvDepth, kSendDepth, kWriteDepth});
+        std::move(*id),
+        RdmaTransport::Depths{kSessionDepths.recv, kSessionDepths.send, kSessionDepths.writes});
     id.reset();
     run.loop_.watch(transport->completion_fd(), [this] { driver->poll(); });
     transport->connect();

@@ -127,5 +127,40 @@ TEST(SenderSession, EntriesNotSettledEndAsTheConnectionDid) {
   EXPECT_EQ(r.h.status(1), Status::Good);
 }
 
+// RLIMIT_MEMLOCK (sender/memlock.hpp): a limit that holds the control buffers and one slot
+// makes the staging buffer one slot, though the receiver grants two; the session still
+// carries every chunk through it.
+TEST(SenderSession, StagingFitsTheMemlockLimit) {
+  SessionRig r;
+  const std::uint64_t control =
+      sender::control_pins(sender::kSessionDepths, sender::system_page_size());
+  sender::MemlockBudget memlock({control + kSlot + kSlot / 2, false}, 1, sender::kSessionDepths);
+  r.h.settings.memlock = &memlock;
+  r.credited();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  std::size_t staged = 0;
+  for (const auto& [handle, region] : r.h.transport.regions)
+    if (region.live && region.access == Access::LocalRead) staged += region.memory.size();
+  EXPECT_EQ(staged, kSlot);
+  r.h.receive(proto::Take{1});
+  r.h.complete_sends();
+  EXPECT_EQ(r.file_dones().size(), 1u);
+  EXPECT_EQ(r.h.transport.sent_of<proto::FileChunk>().at(0).slot, 0u);
+}
+
+// Not even one slot fits: the session ends as a local failure, with an Error to the receiver.
+TEST(SenderSession, NoSlotUnderTheMemlockLimitIsALocalFailure) {
+  SessionRig r;
+  sender::MemlockBudget memlock({64u << 10, false}, 1, sender::kSessionDepths);
+  r.h.settings.memlock = &memlock;
+  r.await_accept();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.h.receive(r.accept);
+  EXPECT_EQ(r.h.state(), S::Closing);
+  EXPECT_EQ(r.h.transport.sent_of<proto::Error>().at(0).code, ErrorCode::Internal);
+  EXPECT_TRUE(r.h.transport.sent_of<proto::FileChunk>().empty());
+  EXPECT_EQ(r.h.driver->outcome(), O::LocalFailure);
+}
+
 }  // namespace
 }  // namespace rdmax::test::sender_rig
