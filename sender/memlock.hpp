@@ -16,8 +16,6 @@ namespace rdmax::sender {
 // The sender keeps at most this many chunks in flight, whatever the receiver offers: it
 // bounds the send queue and the staging buffer.
 inline constexpr std::uint32_t kMaxActiveSlots = 32;
-// rxe on Linux 6.1 advertises an 8 MiB max message; larger slots are refused.
-inline constexpr std::uint32_t kMaxSlotSize = 8u << 20;
 
 // A connection's queue depths: receive buffers kept posted, control messages in flight,
 // and RDMA WRITEs besides them.

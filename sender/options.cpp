@@ -3,7 +3,6 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <thread>
 
 #include "common/cli_checks.hpp"
@@ -118,14 +117,11 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
                "register the file's pages for the RDMA WRITEs instead of copying them through "
                "a buffer: no copy, but every page is pinned (slower on Soft-RoCE; see "
                "docs/BENCHMARKS.md)");
-  const std::map<std::string, proto::DigestAlgorithm> digests{
-      {"fsverity", proto::DigestAlgorithm::FsVeritySha256},
-      {"sha256", proto::DigestAlgorithm::WholeFileSha256}};
-  app.add_option("--digest", o.digest,
+  std::string digest = "fsverity";
+  app.add_option("--digest", digest,
                  "how the file is verified: fsverity (the fs-verity SHA-256 digest, hashed on "
                  "every core; default) or sha256 (the whole file's SHA-256, as sha256sum)")
       ->check(cli::one_of({"fsverity", "sha256"}))
-      ->transform(CLI::CheckedTransformer(digests, CLI::ignore_case).description(""))
       ->option_text("fsverity|sha256");
   o.hash_threads = std::max(1u, std::thread::hardware_concurrency());
   app.add_option("--hash-threads", o.hash_threads,
@@ -155,6 +151,8 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
     return cli::usage_error(app, e, "rdma-send", kExitUsage);
   }
   o.verbosity = quiet ? -1 : verbose;
+  o.digest = CLI::detail::to_lower(digest) == "sha256" ? proto::DigestAlgorithm::WholeFileSha256
+                                                       : proto::DigestAlgorithm::FsVeritySha256;
   o.digest_cache = !no_cache;
   if (bwlimit) {
     o.bwlimit = parse_rate(*bwlimit);

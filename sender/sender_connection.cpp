@@ -12,6 +12,7 @@
 #include "protocol/refusals.hpp"
 #include "protocol/secure_wipe.hpp"
 #include "protocol/sizes.hpp"
+#include "protocol/transfer_rules.hpp"
 
 namespace rdmax::sender {
 
@@ -202,28 +203,11 @@ void SenderConnection::perform(Action action, SenderInput& cause) {
 }
 
 void SenderConnection::start_data(const proto::Accept& accept) {
-  if (accept.slot_size > kMaxSlotSize) {
-    spdlog::error("the receiver offers {} slots, above the {} this sender supports",
-                  proto::format_size(accept.slot_size), proto::format_size(kMaxSlotSize));
-    return dispatch({Event::ProtocolViolation,
-                     Input::Abort{proto::ErrorCode::ProtocolViolation, "slot size too large"}});
-  }
-  // The tree's blocks must not straddle chunks (PROTOCOL 7.4).
-  if (digest_.algorithm == proto::DigestAlgorithm::FsVeritySha256 &&
-      accept.slot_size % proto::kFsVerityBlockSize != 0) {
-    spdlog::error("the receiver offers {}-byte slots: the fs-verity digest needs a multiple of {}",
-                  accept.slot_size, proto::kFsVerityBlockSize);
-    return dispatch({Event::ProtocolViolation,
-                     Input::Abort{proto::ErrorCode::ProtocolViolation,
-                                  "slot size not a multiple of 4096 with the fs-verity digest"}});
-  }
-  // A Resume's offset must start a chunk (PROTOCOL.md 7.6); the Accept says how large.
-  if (stats_.resumed_from % accept.slot_size != 0) {
-    spdlog::error("the receiver resumes at {}, not a multiple of its {}-byte slots",
-                  stats_.resumed_from, accept.slot_size);
+  if (const auto problem = proto::check_accept(accept, digest_.algorithm, stats_.resumed_from)) {
+    const std::string why = proto::describe(*problem, accept, stats_.resumed_from);
+    spdlog::error("{}", why);
     return dispatch(
-        {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation,
-                                                "Resume offset not a multiple of the slot size"}});
+        {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation, why}});
   }
   accept_ = accept;
   data_started_ = Clock::now();
@@ -488,20 +472,25 @@ void SenderConnection::handle(proto::Message& message, std::uint16_t message_ver
 // size it must be a multiple of comes with the Accept (start_data checks). Resuming needs
 // the fs-verity digest: the receiver cannot continue a whole-file SHA-256.
 void SenderConnection::on_resume(const proto::Resume& m) {
-  const bool fits = state_ == State::AwaitAccept && version() >= proto::kVersion2 && m.entry == 0 &&
-                    stats_.resumed_from == 0 && m.offset > 0 && m.offset < file_.size() &&
-                    digest_.algorithm == proto::DigestAlgorithm::FsVeritySha256;
-  if (state_ == State::AwaitAccept && !fits) {
-    spdlog::error("the receiver resumes at {}, which breaks the rules", m.offset);
-    return dispatch({Event::ProtocolViolation,
-                     Input::Abort{proto::ErrorCode::ProtocolViolation, "bad Resume"}});
-  }
-  if (fits) {
+  // Elsewhere than AwaitAccept the machine refuses the Resume by itself. The slot size is
+  // not known yet: the Accept that follows checks the alignment (proto::check_accept).
+  if (state_ == State::AwaitAccept) {
+    auto bad = [&](const std::string& why) {
+      spdlog::error("bad Resume: {}", why);
+      dispatch({Event::ProtocolViolation,
+                Input::Abort{proto::ErrorCode::ProtocolViolation, "bad Resume: " + why}});
+    };
+    if (version() < proto::kVersion2) return bad("a Resume in version 1");
+    if (m.entry != 0) return bad("entry " + std::to_string(m.entry) + " of a single file");
+    const proto::ResumeFacts facts{digest_.algorithm, m.offset, file_.size(), 0,
+                                   stats_.resumed_from > 0};
+    if (const auto problem = proto::check_resume(facts))
+      return bad(proto::describe(*problem, facts));
     stats_.resumed_from = m.offset;
     spdlog::info("the receiver has the first {} of '{}' already: resuming there",
                  proto::format_size(m.offset), proto::escape_for_log(settings_.name));
   }
-  dispatch({Event::GotResume, {}});  // elsewhere the machine refuses it
+  dispatch({Event::GotResume, {}});
 }
 
 void SenderConnection::on_transport_failure(const std::string& why) {

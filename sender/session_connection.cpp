@@ -12,6 +12,7 @@
 #include "protocol/refusals.hpp"
 #include "protocol/secure_wipe.hpp"
 #include "protocol/sizes.hpp"
+#include "protocol/transfer_rules.hpp"
 
 namespace rdmax::sender {
 
@@ -201,15 +202,8 @@ void SessionConnection::send_open() {
 }
 
 void SessionConnection::start_session(const proto::Accept& accept) {
-  if (accept.slot_size > kMaxSlotSize) {
-    return violation("the receiver offers " + proto::format_size(accept.slot_size) +
-                     " slots, above the " + proto::format_size(kMaxSlotSize) +
-                     " this sender supports");
-  }
-  if (plan_.algorithm == proto::DigestAlgorithm::FsVeritySha256 &&
-      accept.slot_size % proto::kFsVerityBlockSize != 0) {
-    return violation("slot size not a multiple of 4096 with the fs-verity digest");
-  }
+  if (const auto problem = proto::check_accept(accept, plan_.algorithm, 0))
+    return violation(proto::describe(*problem, accept, 0));
   accept_ = accept;
   std::vector<proto::SessionSendLedger::EntryPlan> plans;
   plans.reserve(entries_.size());
@@ -356,10 +350,12 @@ void SessionConnection::handle(proto::Message& message) {
   }
   if (const auto* m = std::get_if<proto::Resume>(&message)) {
     if (in_session) {
-      // A resume continues the receiver's hash tree: only with the fs-verity digest.
-      if (plan_.algorithm != proto::DigestAlgorithm::FsVeritySha256 || m->offset == 0)
-        return violation("bad Resume: at " + std::to_string(m->offset) + " with " +
-                         proto::to_string(plan_.algorithm));
+      if (m->entry < entries_.size()) {
+        const proto::ResumeFacts facts{plan_.algorithm, m->offset, entry(m->entry).size,
+                                       accept_.slot_size, result(m->entry).resumed_from > 0};
+        if (const auto problem = proto::check_resume(facts))
+          return violation("bad Resume: " + proto::describe(*problem, facts));
+      }
       if (auto error = ledger_.taken(m->entry, m->offset))
         return violation(std::string("bad Resume: ") + proto::to_string(*error));
       result(m->entry).resumed_from = m->offset;

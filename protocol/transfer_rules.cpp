@@ -1,0 +1,61 @@
+#include "protocol/transfer_rules.hpp"
+
+#include "protocol/sizes.hpp"
+
+namespace rdmax::proto {
+
+std::optional<AcceptProblem> check_accept(const Accept& accept, DigestAlgorithm algorithm,
+                                          std::uint64_t resumed_from) {
+  if (accept.slot_size > kSenderMaxSlotSize) return AcceptProblem::SlotTooLarge;
+  // The tree's blocks must not straddle chunks.
+  if (algorithm == DigestAlgorithm::FsVeritySha256 && accept.slot_size % kFsVerityBlockSize != 0)
+    return AcceptProblem::SlotNotBlockMultiple;
+  if (resumed_from > 0 && (accept.slot_size == 0 || resumed_from % accept.slot_size != 0))
+    return AcceptProblem::ResumeNotAligned;
+  return std::nullopt;
+}
+
+std::optional<ResumeProblem> check_resume(const ResumeFacts& f) {
+  if (f.resumed_already) return ResumeProblem::Repeated;
+  if (f.algorithm != DigestAlgorithm::FsVeritySha256) return ResumeProblem::NotFsVerity;
+  if (f.offset == 0) return ResumeProblem::AtZero;
+  if (f.offset >= f.file_size) return ResumeProblem::NotBeforeTheEnd;
+  if (f.slot_size != 0 && f.offset % f.slot_size != 0) return ResumeProblem::NotChunkAligned;
+  return std::nullopt;
+}
+
+std::string describe(AcceptProblem problem, const Accept& accept, std::uint64_t resumed_from) {
+  switch (problem) {
+    case AcceptProblem::SlotTooLarge:
+      return "the receiver offers " + format_size(accept.slot_size) + " slots, above the " +
+             format_size(kSenderMaxSlotSize) + " this sender supports";
+    case AcceptProblem::SlotNotBlockMultiple:
+      return "the receiver offers " + std::to_string(accept.slot_size) +
+             "-byte slots: the fs-verity digest needs a multiple of " +
+             std::to_string(kFsVerityBlockSize);
+    case AcceptProblem::ResumeNotAligned:
+      return "the receiver resumes at " + std::to_string(resumed_from) +
+             ", not a multiple of its " + std::to_string(accept.slot_size) + "-byte slots";
+  }
+  return "a bad Accept";
+}
+
+std::string describe(ResumeProblem problem, const ResumeFacts& f) {
+  const std::string at = "a Resume at " + std::to_string(f.offset);
+  switch (problem) {
+    case ResumeProblem::NotFsVerity:
+      return at + " with " + std::string(to_string(f.algorithm)) +
+             ": only the fs-verity digest can be resumed";
+    case ResumeProblem::AtZero:
+      return at + ": a Resume starts past the first byte";
+    case ResumeProblem::NotBeforeTheEnd:
+      return at + " of a " + std::to_string(f.file_size) + "-byte file: it must leave a chunk";
+    case ResumeProblem::NotChunkAligned:
+      return at + ": not a multiple of the " + std::to_string(f.slot_size) + "-byte slots";
+    case ResumeProblem::Repeated:
+      return at + ": the entry was resumed already";
+  }
+  return at;
+}
+
+}  // namespace rdmax::proto

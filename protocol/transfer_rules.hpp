@@ -1,0 +1,50 @@
+#pragma once
+// The rules a sender holds the receiver's answers to, written once for every driver (one
+// file, a session): what an Accept may offer (PROTOCOL.md 3.2, 7.4) and where a Resume may
+// start (7.6). Pure functions; the drivers turn a problem into a ProtocolViolation.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "protocol/wire.hpp"
+
+namespace rdmax::proto {
+
+// The largest slot a sender takes: rxe on Linux 6.1 advertises an 8 MiB max message.
+inline constexpr std::uint32_t kSenderMaxSlotSize = 8u << 20;
+
+enum class AcceptProblem : std::uint8_t {
+  SlotTooLarge,          // above kSenderMaxSlotSize
+  SlotNotBlockMultiple,  // the fs-verity digest needs whole 4 KiB blocks per chunk (7.4)
+  ResumeNotAligned,      // a single file's Resume came first; it must start a chunk (7.6)
+};
+
+// `resumed_from`: where a Resume received before this Accept starts (0: none).
+[[nodiscard]] std::optional<AcceptProblem> check_accept(const Accept& accept,
+                                                        DigestAlgorithm algorithm,
+                                                        std::uint64_t resumed_from);
+
+enum class ResumeProblem : std::uint8_t {
+  NotFsVerity,      // only the fs-verity digest can continue a hash tree
+  AtZero,           // a Resume starts past the first byte (else it is a Take or Accept)
+  NotBeforeTheEnd,  // it leaves at least one byte, so at least one chunk, to send
+  NotChunkAligned,  // it starts where a chunk does (known once the slot size is)
+  Repeated,         // one Resume per entry
+};
+
+struct ResumeFacts {
+  DigestAlgorithm algorithm = DigestAlgorithm::FsVeritySha256;
+  std::uint64_t offset = 0;
+  std::uint64_t file_size = 0;
+  std::uint32_t slot_size = 0;  // 0: not known yet (a single file's Resume precedes the Accept)
+  bool resumed_already = false;
+};
+[[nodiscard]] std::optional<ResumeProblem> check_resume(const ResumeFacts& facts);
+
+// What went wrong, in words for the log and the Error's text.
+[[nodiscard]] std::string describe(AcceptProblem problem, const Accept& accept,
+                                   std::uint64_t resumed_from);
+[[nodiscard]] std::string describe(ResumeProblem problem, const ResumeFacts& facts);
+
+}  // namespace rdmax::proto

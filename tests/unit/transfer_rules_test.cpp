@@ -1,0 +1,64 @@
+// What a sender holds the receiver's Accept and Resume to (protocol/transfer_rules.hpp):
+// the one copy of the rules both drivers use.
+
+#include "protocol/transfer_rules.hpp"
+
+#include <gtest/gtest.h>
+
+namespace rdmax::proto {
+namespace {
+
+constexpr auto kTree = DigestAlgorithm::FsVeritySha256;
+constexpr auto kWhole = DigestAlgorithm::WholeFileSha256;
+
+Accept accept_of(std::uint32_t slot_size) {
+  Accept a{};
+  a.slot_size = slot_size;
+  a.slot_count = 8;
+  return a;
+}
+
+TEST(CheckAccept, TheSlotSizeCapAndTheBlockGrid) {
+  EXPECT_EQ(check_accept(accept_of(1u << 20), kTree, 0), std::nullopt);
+  EXPECT_EQ(check_accept(accept_of(kSenderMaxSlotSize), kTree, 0), std::nullopt);
+  EXPECT_EQ(check_accept(accept_of(kSenderMaxSlotSize + 4096), kTree, 0),
+            AcceptProblem::SlotTooLarge);
+  EXPECT_EQ(check_accept(accept_of(4096 + 512), kTree, 0), AcceptProblem::SlotNotBlockMultiple);
+  // The whole-file SHA-256 hashes a stream: any slot size will do.
+  EXPECT_EQ(check_accept(accept_of(4096 + 512), kWhole, 0), std::nullopt);
+}
+
+TEST(CheckAccept, AResumeBeforeItMustStartAChunk) {
+  EXPECT_EQ(check_accept(accept_of(1u << 20), kTree, 3u << 20), std::nullopt);
+  EXPECT_EQ(check_accept(accept_of(1u << 20), kTree, (3u << 20) + 4096),
+            AcceptProblem::ResumeNotAligned);
+  const std::string why = describe(AcceptProblem::ResumeNotAligned, accept_of(1u << 20), 4096);
+  EXPECT_NE(why.find("4096"), std::string::npos) << why;
+  EXPECT_NE(why.find("1048576-byte slots"), std::string::npos) << why;
+}
+
+TEST(CheckResume, EachRule) {
+  ResumeFacts f{kTree, 1u << 20, 5u << 20, 1u << 20, false};
+  EXPECT_EQ(check_resume(f), std::nullopt);
+  f.slot_size = 0;  // a single file's Resume: the Accept checks the alignment later
+  f.offset = 4096;
+  EXPECT_EQ(check_resume(f), std::nullopt);
+  f.slot_size = 1u << 20;
+  EXPECT_EQ(check_resume(f), ResumeProblem::NotChunkAligned);
+  f.offset = 0;
+  EXPECT_EQ(check_resume(f), ResumeProblem::AtZero);
+  f.offset = 5u << 20;  // the whole file: nothing left to send
+  EXPECT_EQ(check_resume(f), ResumeProblem::NotBeforeTheEnd);
+  f.offset = 1u << 20;
+  f.algorithm = kWhole;
+  EXPECT_EQ(check_resume(f), ResumeProblem::NotFsVerity);
+  f.algorithm = kTree;
+  f.resumed_already = true;
+  EXPECT_EQ(check_resume(f), ResumeProblem::Repeated);
+  for (auto p : {ResumeProblem::NotFsVerity, ResumeProblem::AtZero, ResumeProblem::NotBeforeTheEnd,
+                 ResumeProblem::NotChunkAligned, ResumeProblem::Repeated})
+    EXPECT_NE(describe(p, f).find("Resume at 1048576"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rdmax::proto
