@@ -24,6 +24,19 @@ std::optional<ResumeProblem> check_resume(const ResumeFacts& f) {
   return std::nullopt;
 }
 
+bool sender_accepts_version(std::uint16_t connection_version, std::uint16_t message_version,
+                            const Message* message, bool awaiting_first_answer) {
+  if (message_version == connection_version) return true;
+  return awaiting_first_answer && message != nullptr && message_version == kVersion1 &&
+         connection_version > kVersion1 &&
+         (std::holds_alternative<Error>(*message) || std::holds_alternative<Reject>(*message));
+}
+
+bool rejects_our_version(const Reject& reject, std::uint16_t message_version,
+                         std::uint16_t connection_version) {
+  return reject.reason == RejectReason::UnsupportedVersion && message_version < connection_version;
+}
+
 std::string describe(AcceptProblem problem, const Accept& accept, std::uint64_t resumed_from) {
   switch (problem) {
     case AcceptProblem::SlotTooLarge:

@@ -42,6 +42,20 @@ struct ResumeFacts {
 };
 [[nodiscard]] std::optional<ResumeProblem> check_resume(const ResumeFacts& facts);
 
+// PROTOCOL.md 7.1, the sender's side. Every message carries the connection's version, but
+// for one case: while the sender waits for the answer to its first message, a receiver
+// writes an Error in version 1 (it has not seen that message yet), and one that speaks only
+// version 1 refuses it with a Reject in version 1. `message` is null for one that did not
+// decode.
+[[nodiscard]] bool sender_accepts_version(std::uint16_t connection_version,
+                                          std::uint16_t message_version, const Message* message,
+                                          bool awaiting_first_answer);
+// Whether a Reject says the receiver speaks only an older version (worth connecting again
+// in it, PROTOCOL.md 7.1): UnsupportedVersion in a version below ours. In our own version
+// it refuses something else in the first message (an extension it must understand): final.
+[[nodiscard]] bool rejects_our_version(const Reject& reject, std::uint16_t message_version,
+                                       std::uint16_t connection_version);
+
 // What went wrong, in words for the log and the Error's text.
 [[nodiscard]] std::string describe(AcceptProblem problem, const Accept& accept,
                                    std::uint64_t resumed_from);

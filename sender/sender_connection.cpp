@@ -357,14 +357,8 @@ void SenderConnection::expect_reply(const char* what) {
 void SenderConnection::on_message(Inbound inbound) {
   if (finished()) return;
   auto* message = std::get_if<proto::Message>(&inbound.decoded);
-  const auto* reject = message != nullptr ? std::get_if<proto::Reject>(message) : nullptr;
-  const bool version_refusal =
-      reject != nullptr && reject->reason == proto::RejectReason::UnsupportedVersion;
-  // Before our Hello reached it, the receiver writes in version 1 (an Error(Timeout) or
-  // Error(ShuttingDown) in AwaitHello): PROTOCOL.md 7.1.
-  const bool early_error = inbound.version == proto::kVersion1 && state_ == State::AwaitAccept &&
-                           message != nullptr && std::holds_alternative<proto::Error>(*message);
-  if (inbound.version != version() && !version_refusal && !early_error) {
+  if (!proto::sender_accepts_version(version(), inbound.version, message,
+                                     state_ == State::AwaitAccept)) {
     spdlog::error("a version-{} message from the receiver on a version-{} connection",
                   inbound.version, version());
     return dispatch(
@@ -390,7 +384,7 @@ void SenderConnection::handle(proto::Message& message, std::uint16_t message_ver
     // A receiver that speaks only an older version refuses in that version (PROTOCOL 7.1):
     // worth connecting again in it. A refusal in our own version is about something else
     // in the Hello (an extension it must understand) and is final.
-    if (m->reason == proto::RejectReason::UnsupportedVersion && message_version < version()) {
+    if (proto::rejects_our_version(*m, message_version, version())) {
       spdlog::warn("the receiver does not speak protocol version {}{}{}", version(),
                    m->text.empty() ? "" : ": ", proto::escape_for_log(m->text));
       return dispatch({Event::GotRejectVersion, {}});

@@ -302,15 +302,11 @@ void SessionConnection::on_sent(std::uint64_t tag) {
 void SessionConnection::on_message(Inbound inbound) {
   if (finished()) return;
   auto* message = std::get_if<proto::Message>(&inbound.decoded);
-  // Before our Open reached it, the receiver writes in version 1 (PROTOCOL.md 7.1); a
-  // receiver that speaks only version 1 refuses the Open in version 1.
-  const bool early = inbound.version == proto::kVersion1 && state_ == State::AwaitAccept &&
-                     message != nullptr &&
-                     (std::holds_alternative<proto::Error>(*message) ||
-                      std::holds_alternative<proto::Reject>(*message));
-  if (inbound.version != version() && !early) {
+  if (!proto::sender_accepts_version(version(), inbound.version, message,
+                                     state_ == State::AwaitAccept)) {
     return violation("a version-" + std::to_string(inbound.version) +
-                     " message from the receiver on a version-2 connection");
+                     " message from the receiver on a version-" + std::to_string(version()) +
+                     " connection");
   }
   if (message == nullptr) {
     const auto& failure = std::get<proto::DecodeFailure>(inbound.decoded);
@@ -318,13 +314,13 @@ void SessionConnection::on_message(Inbound inbound) {
                      proto::to_string(failure.error) + " (" + failure.detail + ")");
   }
   if (state_ != State::Closing) expect(waiting_for(), settings_.timeout);
-  handle(*message);
+  handle(*message, inbound.version);
 }
 
-void SessionConnection::handle(proto::Message& message) {
+void SessionConnection::handle(proto::Message& message, std::uint16_t message_version) {
   if (const auto* m = std::get_if<proto::Accept>(&message)) return dispatch({Event::GotAccept, *m});
   if (const auto* m = std::get_if<proto::Reject>(&message)) {
-    if (m->reason == proto::RejectReason::UnsupportedVersion) {
+    if (proto::rejects_our_version(*m, message_version, version())) {
       spdlog::warn("[{}] the receiver does not speak protocol version 2{}{}", label(),
                    m->text.empty() ? "" : ": ", proto::escape_for_log(m->text));
       return dispatch({Event::GotRejectVersion, {}});

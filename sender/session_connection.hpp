@@ -99,7 +99,7 @@ class SessionConnection final : public DriverCore {
   void on_local_failure(const std::string& what) override;
   void on_transport_lost(const std::string& what) override;
 
-  void handle(proto::Message& message);
+  void handle(proto::Message& message, std::uint16_t message_version);
   void send_open();
   void start_session(const proto::Accept& accept);
   void pump();

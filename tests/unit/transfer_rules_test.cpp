@@ -60,5 +60,29 @@ TEST(CheckResume, EachRule) {
     EXPECT_NE(describe(p, f).find("Resume at 1048576"), std::string::npos);
 }
 
+// PROTOCOL.md 7.1: only the answer to the first message may come in version 1 on a
+// version-2 connection, and only an Error or a Reject.
+TEST(SenderAcceptsVersion, OnlyAnEarlyErrorOrRejectMayComeInVersionOne) {
+  const Message error = Error{ErrorCode::Timeout, "timeout"};
+  const Message reject = Reject{RejectReason::UnsupportedVersion, ""};
+  const Message accept = Accept{};
+  EXPECT_TRUE(sender_accepts_version(kVersion2, kVersion2, &accept, false));
+  EXPECT_TRUE(sender_accepts_version(kVersion1, kVersion1, &accept, true));
+  EXPECT_TRUE(sender_accepts_version(kVersion2, kVersion1, &error, true));
+  EXPECT_TRUE(sender_accepts_version(kVersion2, kVersion1, &reject, true));
+  EXPECT_FALSE(sender_accepts_version(kVersion2, kVersion1, &error, false));  // later: no
+  EXPECT_FALSE(sender_accepts_version(kVersion2, kVersion1, &accept, true));  // not an Accept
+  EXPECT_FALSE(sender_accepts_version(kVersion2, kVersion1, nullptr, true));  // undecodable
+  EXPECT_FALSE(sender_accepts_version(kVersion1, kVersion2, &error, true));   // never upwards
+}
+
+TEST(RejectsOurVersion, OnlyUnsupportedVersionInAnOlderVersion) {
+  const Reject version_refusal{RejectReason::UnsupportedVersion, ""};
+  EXPECT_TRUE(rejects_our_version(version_refusal, kVersion1, kVersion2));
+  // In our own version it refuses something else of the first message: final.
+  EXPECT_FALSE(rejects_our_version(version_refusal, kVersion2, kVersion2));
+  EXPECT_FALSE(rejects_our_version(Reject{RejectReason::Exists, ""}, kVersion1, kVersion2));
+}
+
 }  // namespace
 }  // namespace rdmax::proto
