@@ -690,6 +690,17 @@ std::vector<SessionRow> session_protocol_rows() {
        last_good,
        {S::AwaitSecret, {{T::Id}}},
        [](SessionRig& r) { EXPECT_EQ(r.h.transport.sent_of<proto::Id>().at(0).id, "alice"); }},
+      // The receiver keeps sending Working until our Id reaches it: one may cross the Id.
+      {{S::AwaitSecret, E::GotWorking, "Session"},
+       [](SessionRig& r) { r.await_secret(); },
+       [](SessionRig& r) {
+         r.h.receive(proto::Working{proto::WorkPhase::Storing, 0});
+       },
+       {S::AwaitSecret, {}},
+       [](SessionRig& r) {
+         r.h.receive(proto::Secret{"s3cret"});
+         EXPECT_EQ(r.h.driver->outcome(), O::Success);
+       }},
       // No Id after a failure: the receiver gives the secret only for a session all good.
       {{S::InSession, E::AllSettledWithFailures, ""},
        [](SessionRig& r) {
