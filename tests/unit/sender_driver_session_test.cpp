@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/merkle.hpp"
+#include "sender/exit_codes.hpp"
 #include "sender_session_rig.hpp"
 
 namespace rdmax::test::sender_rig {
@@ -120,6 +121,27 @@ TEST(SenderSession, NoOfferGoesBeforeTheAccept) {
   EXPECT_TRUE(r.offers().empty());
   r.h.receive(r.accept);
   EXPECT_EQ(r.offers().size(), 2u);
+}
+
+// PROTOCOL.md 7.5, 4.7: a session has no version-1 form. A receiver that speaks only version
+// 1 ends it before anything is offered, and the command's exit status is 4.
+TEST(SenderSession, AVersionOneReceiverEndsASessionWithExitStatus4) {
+  SessionRig r;
+  r.await_accept();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.h.receive(proto::Reject{proto::RejectReason::UnsupportedVersion, ""}, proto::kVersion1);
+  EXPECT_EQ(r.h.state(), S::Closing);
+  EXPECT_TRUE(r.offers().empty());
+  r.h.complete_sends();
+  r.h.driver->on_disconnected();
+  ASSERT_TRUE(r.h.driver->finished());
+  EXPECT_EQ(r.h.driver->outcome(), O::VersionUnsupported);
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(r.h.status(i), Status::NotSent) << i;
+    EXPECT_EQ(r.h.plan.results[i].outcome, O::VersionUnsupported) << i;
+  }
+  // The command's status is the first failed entry's (sender/session_report.cpp).
+  EXPECT_EQ(sender::exit_code_for(r.h.plan.results[0].outcome), sender::kExitRejected);
 }
 
 // PROTOCOL.md 7.5: the answers to Offers come in any order (the receiver checks files in
