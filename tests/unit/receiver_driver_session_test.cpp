@@ -52,6 +52,10 @@ TEST(ReceiverSession, TwoFilesAreTakenStoredAndCommittedWithTheirModeAndTime) {
   }
   EXPECT_EQ(open_files_under(r.h.dir.path()), 0u);
   EXPECT_EQ(entries_in(r.h.dir.path()), 3u);  // a.bin, d, d/b.bin
+  // d was never offered: it keeps the mode it was made with (PROTOCOL.md 7.5, Metadata).
+  struct stat parent {};
+  ASSERT_EQ(::stat((r.h.dir.path() / "d").c_str(), &parent), 0);
+  EXPECT_EQ(parent.st_mode & 07777, 0700u & ~process_umask());
   EXPECT_EQ(r.h.state(), S::InSession);
   r.peer(proto::Bye{});
   EXPECT_EQ(r.h.state(), S::Closing);
