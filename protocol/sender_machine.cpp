@@ -113,6 +113,9 @@ SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
       break;
     case S::AwaitSecret:
       if (e == E::GotSecret) return {S::Closing, {A::KeepSecret, A::Disconnect}, O::Success};
+      // A session's receiver sends Working until our Id reaches it (PROTOCOL.md 7.5): one
+      // may cross the Id. (After one file's verdict it sends none.)
+      if (e == E::GotWorking && ctx.session) return {S::AwaitSecret, {}};
       if (e == E::GotDenied) return {S::Closing, {A::Disconnect}, O::Denied};
       break;
     case S::Closing:

@@ -155,7 +155,9 @@ bool SessionReceiveLedger::all_settled() const {
 }
 
 bool SessionReceiveLedger::wants_data() const {
-  if (offered_bytes_ < open_.total_bytes) return true;  // a file still to be offered has bytes
+  // A file still to be offered may have bytes. Open.total_bytes is an upper bound
+  // (PROTOCOL.md 7.5): once every entry is offered, only what was offered counts.
+  if (offered_ < open_.entry_count && offered_bytes_ < open_.total_bytes) return true;
   for (const auto& [id, e] : entries_) {
     if ((e.state == EntryState::Checking || e.state == EntryState::Receiving) &&
         e.received < e.size)

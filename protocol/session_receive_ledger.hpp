@@ -90,8 +90,8 @@ class SessionReceiveLedger {
 
   // Id and Bye: allowed once every entry was offered and settled.
   [[nodiscard]] bool all_settled() const;
-  // A byte may still arrive: an entry is to be offered, or a file taken or being checked
-  // has bytes not received.
+  // A byte may still arrive: an entry is still to be offered and the sizes offered so far
+  // are below Open.total_bytes, or a file taken or being checked has bytes not received.
   [[nodiscard]] bool wants_data() const;
 
   const Entry* entry(std::uint32_t id) const;

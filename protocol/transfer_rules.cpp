@@ -27,9 +27,12 @@ std::optional<ResumeProblem> check_resume(const ResumeFacts& f) {
 bool sender_accepts_version(std::uint16_t connection_version, std::uint16_t message_version,
                             const Message* message, bool awaiting_first_answer) {
   if (message_version == connection_version) return true;
-  return awaiting_first_answer && message != nullptr && message_version == kVersion1 &&
-         connection_version > kVersion1 &&
-         (std::holds_alternative<Error>(*message) || std::holds_alternative<Reject>(*message));
+  if (message == nullptr || message_version != kVersion1 || connection_version <= kVersion1)
+    return false;
+  // A Reject in version 1 is let through in every state: the machine judges it (legal only
+  // while the answer to the first message is awaited), as every other misplaced message.
+  if (std::holds_alternative<Reject>(*message)) return true;
+  return awaiting_first_answer && std::holds_alternative<Error>(*message);
 }
 
 bool rejects_our_version(const Reject& reject, std::uint16_t message_version,

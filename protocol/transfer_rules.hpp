@@ -43,10 +43,10 @@ struct ResumeFacts {
 [[nodiscard]] std::optional<ResumeProblem> check_resume(const ResumeFacts& facts);
 
 // PROTOCOL.md 7.1, the sender's side. Every message carries the connection's version, but
-// for one case: while the sender waits for the answer to its first message, a receiver
-// writes an Error in version 1 (it has not seen that message yet), and one that speaks only
-// version 1 refuses it with a Reject in version 1. `message` is null for one that did not
-// decode.
+// for two: while the sender waits for the answer to its first message, a receiver writes an
+// Error in version 1 (it has not seen that message yet), and one that speaks only version 1
+// refuses it with a Reject in version 1 (let through in any state, for the machine to judge
+// where it is misplaced). `message` is null for one that did not decode.
 [[nodiscard]] bool sender_accepts_version(std::uint16_t connection_version,
                                           std::uint16_t message_version, const Message* message,
                                           bool awaiting_first_answer);

@@ -450,8 +450,6 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
         read_sha(m.digest);
         m.chunk_size_hint = r.u32();
         m.keepalive_ms = r.u32();
-        if (reserved8 != 0 || reserved16 != 0)
-          return fail(DecodeError::BadReserved, "Hello.reserved is not zero");
         m.digest_algorithm = static_cast<DigestAlgorithm>(algorithm);
         // The name, then extensions (type, length, value) to the end of the payload.
         const std::uint16_t name_len = r.u16();
@@ -462,6 +460,9 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
         }
         m.name = as_string(r.take(name_len));
         if (auto f = read_extensions(r, "Hello", m.extensions)) return *f;
+        // Section 2: every length (step 8) before the reserved fields (step 9).
+        if (reserved8 != 0 || reserved16 != 0)
+          return fail(DecodeError::BadReserved, "Hello.reserved is not zero");
         return m;
       }
       if (auto f = read_counted(r, "Hello.name", m.name)) return *f;
@@ -563,10 +564,10 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       m.chunk_size_hint = r.u32();
       m.entry_count = r.u32();
       m.total_bytes = r.u64();
-      if (reserved8 != 0 || reserved16 != 0)
-        return fail(DecodeError::BadReserved, "Open.reserved is not zero");
       m.digest_algorithm = static_cast<DigestAlgorithm>(algorithm);
       if (auto f = read_extensions(r, "Open", m.extensions)) return *f;
+      if (reserved8 != 0 || reserved16 != 0)
+        return fail(DecodeError::BadReserved, "Open.reserved is not zero");
       return m;
     }
     case MessageType::Offer: {
@@ -580,9 +581,9 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       m.mtime_sec = static_cast<std::int64_t>(r.u64());
       m.mtime_nsec = r.u32();
       read_sha(m.digest);
-      if (reserved != 0) return fail(DecodeError::BadReserved, "Offer.reserved is not zero");
       m.kind = static_cast<EntryKind>(kind);
       if (auto f = read_counted(r, "Offer.path", m.path)) return *f;
+      if (reserved != 0) return fail(DecodeError::BadReserved, "Offer.reserved is not zero");
       return m;
     }
     case MessageType::Take: {

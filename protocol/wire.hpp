@@ -213,8 +213,8 @@ struct Error {
 // receiver -> sender, version 2 only: the receiver is still at work on the sender's file
 // (preparing it, storing chunks, committing it) and alive; see Hello.keepalive_ms.
 enum class WorkPhase : std::uint8_t {
-  Preparing = 1,   // creating the file (CheckingHello)
-  Storing = 2,     // hashing and writing chunks (Receiving, Draining)
+  Preparing = 1,   // creating the file (CheckingHello), or checking an Open (CheckingOpen)
+  Storing = 2,     // hashing and writing chunks (Receiving, Draining); all of a session
   Committing = 3,  // fsync and rename (Verifying)
 };
 struct Working {
@@ -241,7 +241,7 @@ struct Open {
   std::uint32_t keepalive_ms = 0;                                      // as in Hello
   std::uint32_t chunk_size_hint = 0;                                   // as in Hello
   std::uint32_t entry_count = 0;             // >= 1: Offers the session will carry
-  std::uint64_t total_bytes = 0;             // the sizes of its files together
+  std::uint64_t total_bytes = 0;             // an upper bound on its files' sizes together
   std::vector<HelloExtension> extensions{};  // after the fixed fields, as in a Hello
   bool operator==(const Open&) const = default;
 };

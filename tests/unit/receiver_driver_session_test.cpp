@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <limits>
 
 #include "receiver_driver_rig.hpp"
 
@@ -51,6 +53,10 @@ TEST(ReceiverSession, TwoFilesAreTakenStoredAndCommittedWithTheirModeAndTime) {
   }
   EXPECT_EQ(open_files_under(r.h.dir.path()), 0u);
   EXPECT_EQ(entries_in(r.h.dir.path()), 3u);  // a.bin, d, d/b.bin
+  // d was never offered: it keeps the mode it was made with (PROTOCOL.md 7.5, Metadata).
+  struct stat parent {};
+  ASSERT_EQ(::stat((r.h.dir.path() / "d").c_str(), &parent), 0);
+  EXPECT_EQ(parent.st_mode & 07777, 0700u & ~process_umask());
   EXPECT_EQ(r.h.state(), S::InSession);
   r.peer(proto::Bye{});
   EXPECT_EQ(r.h.state(), S::Closing);
@@ -183,6 +189,99 @@ TEST(ReceiverSession, ShutdownDuringAnEntrysCommitWaitsForItsVerdict) {
   EXPECT_EQ(r.verdict_of(0).value().code, V::Good);
   EXPECT_EQ(r.h.transport.sent_of<proto::Error>().at(0).code, ErrorCode::ShuttingDown);
   r.expect_entry_final(0);
+}
+
+// PROTOCOL.md 7.5: an Open is judged by its extensions and the receiver's memory alone;
+// entry_count and total_bytes are not held against --max-size or the free space: each file
+// is, at its Offer.
+TEST(ReceiverSession, AnOpenIsNotJudgedByItsSizesOnlyEachFileIs) {
+  Rig r;
+  r.h.options.max_size = 1000;
+  r.version = proto::kVersion2;
+  proto::Open open = r.open();
+  open.entry_count = std::numeric_limits<std::uint32_t>::max();
+  open.total_bytes = std::uint64_t{1} << 62;
+  r.h.start();
+  r.peer(open);
+  ASSERT_EQ(r.h.state(), S::InSession);
+  EXPECT_EQ(r.sent_count<proto::Accept>(), 1u);
+  EXPECT_TRUE(r.h.transport.sent_of<proto::Reject>().empty());
+  r.peer(r.offer(0));  // 8 KiB, above --max-size
+  r.peer(r.offer(1));  // 100 bytes
+  ASSERT_TRUE(r.settle_until_sent(T::Take));
+  ASSERT_TRUE(r.settle_idle());
+  EXPECT_EQ(describe_sent(r.h.transport, 0, {}).find("Error"), std::string::npos);
+  ASSERT_EQ(r.h.transport.sent_of<proto::Refuse>().size(), 1u);
+  EXPECT_EQ(r.h.transport.sent_of<proto::Refuse>()[0].entry, 0u);
+  EXPECT_EQ(r.h.transport.sent_of<proto::Refuse>()[0].reason, R::TooLarge);
+  EXPECT_EQ(r.h.transport.sent_of<proto::Take>().at(0).entry, 1u);
+  EXPECT_EQ(r.h.state(), S::InSession);
+}
+
+// PROTOCOL.md 7.5: total_bytes is an upper bound. A session that offers less completes, and
+// once its last entry is offered no slot is credited for bytes that will never come.
+TEST(ReceiverSession, TotalBytesAboveTheOfferedSizesIsAnUpperBound) {
+  Rig r;
+  r.extra_total_bytes = 10 * kSlot;
+  r.in_session();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.peer(r.offer(0));
+  r.peer(r.offer(1));
+  ASSERT_TRUE(r.settle_until_sent(T::Take, 2));
+  ASSERT_TRUE(r.file_chunk(0, 0, kSlot, 0));
+  ASSERT_TRUE(r.file_chunk(1, 0, 100, 1));
+  ASSERT_TRUE(r.settle_until_sent(T::Credit, 4));  // both back: entry 0 has bytes to come
+  ASSERT_TRUE(r.file_chunk(0, kSlot, kSlot, 0));
+  ASSERT_TRUE(r.settle_idle());
+  // Every offered byte is here and no entry is left to offer: no credit, although the
+  // Open announced more.
+  EXPECT_EQ(r.sent_count<proto::Credit>(), 4u);
+  r.file_done(0);
+  r.file_done(1);
+  ASSERT_TRUE(r.settle_until_sent(T::FileVerdict, 2));
+  EXPECT_EQ(r.verdict_of(0).value().code, V::Good);
+  EXPECT_EQ(r.verdict_of(1).value().code, V::Good);
+  r.peer(proto::Bye{});
+  EXPECT_EQ(r.h.state(), S::Closing);
+  EXPECT_TRUE(r.h.transport.sent_of<proto::Error>().empty());
+}
+
+// PROTOCOL.md 7.6: an empty file already in place is answered Have like any other, and an
+// entry settled by Have no longer counts against the 16 in flight (7.5).
+TEST(ReceiverSession, EmptyFilesInPlaceAreAnsweredHaveAndFreeTheirPlaceInFlight) {
+  Rig r;
+  r.resume = true;
+  r.entries.clear();
+  constexpr std::uint32_t kCount = proto::kMaxEntriesInFlight + 4;
+  for (std::uint32_t i = 0; i < kCount; ++i) {
+    r.entries.push_back({"e" + std::to_string(i), {}, 0644, 0, 0});
+    std::ofstream(r.h.dir.path() / r.entries.back().path);  // there already, empty
+  }
+  r.in_session();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  for (std::uint32_t i = 0; i < proto::kMaxEntriesInFlight; ++i) r.peer(r.offer(i));
+  ASSERT_TRUE(r.settle_until_sent(T::Have, proto::kMaxEntriesInFlight));
+  for (std::uint32_t i = proto::kMaxEntriesInFlight; i < kCount; ++i) r.peer(r.offer(i));
+  ASSERT_TRUE(r.settle_until_sent(T::Have, kCount));
+  EXPECT_TRUE(r.h.transport.sent_of<proto::Error>().empty());
+  EXPECT_TRUE(r.h.transport.sent_of<proto::Take>().empty());
+  EXPECT_EQ(r.sent_count<proto::Credit>(), 0u);  // a session of no bytes has no credit
+  r.peer(proto::Id{"alice"});                    // every entry Good: the Id is allowed
+  EXPECT_EQ(r.sent_count<proto::Secret>() + r.sent_count<proto::Denied>(), 1u);
+  EXPECT_TRUE(r.h.transport.sent_of<proto::Error>().empty());
+}
+
+// PROTOCOL.md 7.3: during a session the receiver's Working says phase 2 (storing) whatever
+// its entries are doing; phase 1 only while it checks the Open.
+TEST(ReceiverSession, WorkingInASessionSaysStoring) {
+  Rig r;
+  r.keepalive_ms = 100;
+  r.entry_offered();  // its file is being created
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.tick_late();
+  ASSERT_EQ(r.sent_count<proto::Working>(), 1u);
+  EXPECT_EQ(r.h.transport.sent_of<proto::Working>()[0].phase, proto::WorkPhase::Storing);
+  EXPECT_EQ(r.h.state(), S::InSession);
 }
 
 TEST(ReceiverSession, MoreThanSixteenUnsettledEntriesIsAViolation) {

@@ -130,6 +130,29 @@ TEST_F(ReceiverDriver, ForeignVersionGetsRejectInVersion1) {
   EXPECT_EQ(h.state(), ReceiverState::Closing);
 }
 
+// PROTOCOL.md 7.1: an undecodable first message is answered Error(ProtocolViolation) in the
+// version its header names when that is one the receiver speaks (here 2), else in version 1.
+TEST_F(ReceiverDriver, UndecodableFirstMessageIsAnsweredInTheVersionItsHeaderNames) {
+  h.start();
+  h.transport.deliver_bytes(undecodable(proto::kVersion2));
+  h.poll();
+  ASSERT_EQ(h.transport.sent.size(), 1u);
+  EXPECT_EQ(h.transport.sent_of<proto::Error>().at(0).code, proto::ErrorCode::ProtocolViolation);
+  EXPECT_EQ(h.transport.sent[0].version, proto::kVersion2);
+  EXPECT_EQ(h.state(), ReceiverState::Closing);
+}
+
+TEST_F(ReceiverDriver, FirstMessageWithoutTheMagicIsAnsweredInVersion1) {
+  h.start();
+  std::vector<std::uint8_t> bytes = proto::encode(proto::Bye{}, proto::kVersion2);
+  bytes[0] = 'X';
+  h.transport.deliver_bytes(bytes);
+  h.poll();
+  ASSERT_EQ(h.transport.sent.size(), 1u);
+  EXPECT_EQ(h.transport.sent_of<proto::Error>().at(0).code, proto::ErrorCode::ProtocolViolation);
+  EXPECT_EQ(h.transport.sent[0].version, proto::kVersion1);
+}
+
 TEST_F(ReceiverDriver, Version2ConnectionAnswersInVersion2AndKeepsTheSenderInformed) {
   const auto bytes = random_bytes(4096);
   offer(bytes, "v2.bin", proto::kVersion2, 200);

@@ -206,6 +206,12 @@ TEST(ReceiverMachine, HelloIsChecked) {
   expect_transition(S::AwaitHello, E::GotHello, S::CheckingHello, {A::CheckHello});
 }
 
+// PROTOCOL.md 7.5: a sender waits for the Accept before its first Offer; one that arrives
+// while the receiver still checks the Open is answered Error(ProtocolViolation).
+TEST(ReceiverMachine, AnOfferBeforeTheAcceptIsIllegal) {
+  expect_illegal(S::CheckingOpen, E::GotOffer);
+}
+
 TEST(ReceiverMachine, AcceptedHelloStartsReceiving) {
   expect_transition(S::CheckingHello, E::HelloAccepted, S::Receiving, {A::SendAccept});
 }

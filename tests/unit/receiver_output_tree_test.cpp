@@ -194,7 +194,9 @@ TEST_F(OutputTreeTest, IntermediateDirectoriesNeedOnlySearchPermission) {
 TEST(ReservedByReceiver, ThePartialAreaAndWhatIsUnderIt) {
   EXPECT_TRUE(reserved_by_receiver(".rdmax-partial"));
   EXPECT_TRUE(reserved_by_receiver(".rdmax-partial/abc.data"));
+  // Only DIR/.rdmax-partial is the receiver's: the name deeper down is an ordinary path.
   EXPECT_FALSE(reserved_by_receiver("a/.rdmax-partial"));
+  EXPECT_FALSE(reserved_by_receiver("x/.rdmax-partial/y"));
   EXPECT_FALSE(reserved_by_receiver(".rdmax-partial2"));
   EXPECT_FALSE(reserved_by_receiver("rdmax-partial"));
 }

@@ -690,6 +690,17 @@ std::vector<SessionRow> session_protocol_rows() {
        last_good,
        {S::AwaitSecret, {{T::Id}}},
        [](SessionRig& r) { EXPECT_EQ(r.h.transport.sent_of<proto::Id>().at(0).id, "alice"); }},
+      // The receiver keeps sending Working until our Id reaches it: one may cross the Id.
+      {{S::AwaitSecret, E::GotWorking, "Session"},
+       [](SessionRig& r) { r.await_secret(); },
+       [](SessionRig& r) {
+         r.h.receive(proto::Working{proto::WorkPhase::Storing, 0});
+       },
+       {S::AwaitSecret, {}},
+       [](SessionRig& r) {
+         r.h.receive(proto::Secret{"s3cret"});
+         EXPECT_EQ(r.h.driver->outcome(), O::Success);
+       }},
       // No Id after a failure: the receiver gives the secret only for a session all good.
       {{S::InSession, E::AllSettledWithFailures, ""},
        [](SessionRig& r) {
@@ -912,8 +923,8 @@ TEST_P(SenderSessionIllegal, IsAProtocolError) {
   const std::size_t logged = r.log.size();
   if (m.cm != nullptr)
     m.cm(r);
-  else
-    r.h.receive(m.message);
+  else  // only a version-1 refusal means "speaks only version 1" (PROTOCOL 7.1)
+    r.h.receive(m.message, m.name == "RejectVersion" ? proto::kVersion1 : proto::kVersion2);
   EXPECT_TRUE(r.log.took(logged, m.state, m.event)) << r.log.since(logged);
   if (m.state == S::Connecting) {
     r.check({S::Done, {}, O::ProtocolError, End::Finished}, sent);

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/merkle.hpp"
+#include "sender/exit_codes.hpp"
 #include "sender_session_rig.hpp"
 
 namespace rdmax::test::sender_rig {
@@ -108,6 +110,107 @@ TEST(SenderSession, DirectoriesAreOfferedAfterTheFiles) {
   r.h.receive(proto::FileVerdict{2, VerdictCode::Good, {}});
   EXPECT_EQ(r.h.status(2), Status::Good);
   EXPECT_EQ(r.h.state(), S::Closing);
+}
+
+// PROTOCOL.md 7.5: the first Offer waits for the Accept.
+TEST(SenderSession, NoOfferGoesBeforeTheAccept) {
+  SessionRig r;
+  r.await_accept();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.h.receive(proto::Working{proto::WorkPhase::Preparing, 0});
+  EXPECT_TRUE(r.offers().empty());
+  r.h.receive(r.accept);
+  EXPECT_EQ(r.offers().size(), 2u);
+}
+
+// PROTOCOL.md 7.5, 4.7: a session has no version-1 form. A receiver that speaks only version
+// 1 ends it before anything is offered, and the command's exit status is 4.
+TEST(SenderSession, AVersionOneReceiverEndsASessionWithExitStatus4) {
+  SessionRig r;
+  r.await_accept();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.h.receive(proto::Reject{proto::RejectReason::UnsupportedVersion, ""}, proto::kVersion1);
+  EXPECT_EQ(r.h.state(), S::Closing);
+  EXPECT_TRUE(r.offers().empty());
+  r.h.complete_sends();
+  r.h.driver->on_disconnected();
+  ASSERT_TRUE(r.h.driver->finished());
+  EXPECT_EQ(r.h.driver->outcome(), O::VersionUnsupported);
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(r.h.status(i), Status::NotSent) << i;
+    EXPECT_EQ(r.h.plan.results[i].outcome, O::VersionUnsupported) << i;
+  }
+  // The command's status is the first failed entry's (sender/session_report.cpp).
+  EXPECT_EQ(sender::exit_code_for(r.h.plan.results[0].outcome), sender::kExitRejected);
+}
+
+// PROTOCOL.md 7.5: the answers to Offers come in any order (the receiver checks files in
+// parallel), and so do the FileVerdicts. Answered last-first, every file still goes whole,
+// each chunk holding its own file's bytes, and the session succeeds.
+TEST(SenderSession, AnswersInAnyOrderStillDeliverEveryFile) {
+  SessionRig r;
+  r.h.add_file("c.bin", random_bytes(10, 23));
+  r.credited();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_EQ(r.offers().size(), 3u);
+  r.h.receive(proto::Have{2, r.offers()[2].digest});
+  r.h.receive(proto::Take{1});
+  r.h.receive(proto::Take{0});
+  for (int round = 0; round < 4 && r.file_dones().size() < 2; ++round) {
+    r.h.complete_sends();
+    r.h.receive(proto::Credit{0, 300u + static_cast<std::uint32_t>(2 * round)});
+    r.h.receive(proto::Credit{1, 301u + static_cast<std::uint32_t>(2 * round)});
+  }
+  r.h.complete_sends();
+  ASSERT_EQ(r.file_dones().size(), 2u);
+  EXPECT_EQ(r.file_dones()[0].entry, 1u);  // the first taken is the first done
+  // Every WRITE carried its own file's bytes at its offset; together, each file whole.
+  const auto chunks = r.chunks();
+  ASSERT_EQ(chunks.size(), r.h.transport.writes.size());
+  std::vector<std::uint64_t> covered(3, 0);
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    SCOPED_TRACE(i);
+    const auto& c = chunks[i];
+    ASSERT_LT(c.entry, 2u);
+    const auto& content = r.h.contents[c.entry];
+    ASSERT_LE(c.offset + c.length, content.size());
+    EXPECT_EQ(c.offset, covered[c.entry]);
+    EXPECT_EQ(r.h.transport.writes[i].bytes,
+              std::vector<std::uint8_t>(
+                  content.begin() + static_cast<std::ptrdiff_t>(c.offset),
+                  content.begin() + static_cast<std::ptrdiff_t>(c.offset + c.length)));
+    covered[c.entry] += c.length;
+  }
+  EXPECT_EQ(covered[0], r.h.contents[0].size());
+  EXPECT_EQ(covered[1], r.h.contents[1].size());
+  EXPECT_EQ(covered[2], 0u);  // had: nothing of it moves
+  // The verdicts, out of order too.
+  r.h.receive(proto::FileVerdict{0, VerdictCode::Good, {}});
+  EXPECT_EQ(r.h.state(), S::InSession);
+  const std::size_t sent = r.h.transport.sent.size();
+  r.h.receive(proto::FileVerdict{1, VerdictCode::Good, {}});
+  EXPECT_EQ(describe_sent(r.h.transport, sent, {{T::Bye}}), "Bye");
+  EXPECT_EQ(r.h.driver->outcome(), O::Success);
+  for (std::uint32_t i = 0; i < 3; ++i) EXPECT_EQ(r.h.status(i), Status::Good) << i;
+  EXPECT_TRUE(r.h.plan.results[2].identical);
+  EXPECT_TRUE(r.h.transport.sent_of<proto::Error>().empty());
+}
+
+// PROTOCOL.md 7.6: a single file's Resume comes before the Accept, so whether its offset is
+// a multiple of the slot size is known only at the Accept: a sender checks it there.
+TEST(SenderResume, AnOffsetOffTheSlotGridIsAViolationAtTheAccept) {
+  Rig r;
+  r.h.digest = {proto::DigestAlgorithm::FsVeritySha256, merkle::digest_of(r.h.bytes)};
+  r.await_accept();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.h.receive(proto::Resume{0, kSlot + 512});  // inside the file: fine until the Accept
+  EXPECT_EQ(r.h.state(), S::AwaitAccept);
+  EXPECT_TRUE(r.h.transport.sent_of<proto::Error>().empty());
+  r.h.receive(r.accept);  // kSlot-byte slots
+  EXPECT_EQ(r.h.state(), S::Closing);
+  EXPECT_EQ(r.h.transport.sent_of<proto::Error>().at(0).code, ErrorCode::ProtocolViolation);
+  EXPECT_EQ(r.h.driver->outcome(), O::ProtocolError);
+  EXPECT_TRUE(r.h.transport.writes.empty());
 }
 
 // An abandoned session: what was not settled is reported as the connection ended.

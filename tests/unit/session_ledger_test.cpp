@@ -35,6 +35,35 @@ TEST(SessionReceiveLedger, OffersAreNumberedInOrderAndCounted) {
   EXPECT_TRUE(ledger.all_settled());
 }
 
+// Open.total_bytes is an upper bound on the offered sizes (PROTOCOL.md 7.5): a session may
+// offer less, and once every entry is offered no slot is credited for bytes never offered.
+TEST(SessionReceiveLedger, TotalBytesIsAnUpperBound) {
+  RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 2, 10 * kSlot}, kSlot, 1);
+  ASSERT_EQ(ledger.offer(file_offer(0, 5)), std::nullopt);
+  ASSERT_TRUE(ledger.grant(0));
+  ledger.take(0);
+  ASSERT_EQ(ledger.accept_chunk({0, 0, 0, 5}), std::nullopt);
+  EXPECT_TRUE(ledger.stored(0, 0)) << "entry 1 is still to be offered and may have bytes";
+  ASSERT_TRUE(ledger.grant(0));
+  ASSERT_EQ(ledger.offer(file_offer(1, 0)), std::nullopt);  // the last entry: 5 bytes in all
+  EXPECT_FALSE(ledger.wants_data());
+  ledger.take(1);
+  ledger.settle(1);
+  ledger.settle(0);
+  EXPECT_TRUE(ledger.all_settled());
+}
+
+// An entry answered Have or Refuse is settled when the answer goes: it no longer counts
+// against the 16 in flight (PROTOCOL.md 7.5, 7.6).
+TEST(SessionReceiveLedger, AnEntrySettledWithoutDataFreesItsPlaceInFlight) {
+  RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 100, 0}, kSlot, 1);
+  for (std::uint32_t i = 0; i < kMaxEntriesInFlight; ++i)
+    ASSERT_EQ(ledger.offer(file_offer(i, 0)), std::nullopt);
+  ledger.settle(0);  // a Have (or a Refuse): no Take, no FileVerdict
+  EXPECT_EQ(ledger.offer(file_offer(kMaxEntriesInFlight, 0)), std::nullopt);
+  EXPECT_EQ(ledger.offer(file_offer(kMaxEntriesInFlight + 1, 0)), SessionError::TooManyInFlight);
+}
+
 TEST(SessionReceiveLedger, AtMostSixteenEntriesInFlight) {
   RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 100, 0}, kSlot, 1);
   for (std::uint32_t i = 0; i < kMaxEntriesInFlight; ++i)

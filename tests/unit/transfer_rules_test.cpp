@@ -60,8 +60,8 @@ TEST(CheckResume, EachRule) {
     EXPECT_NE(describe(p, f).find("Resume at 1048576"), std::string::npos);
 }
 
-// PROTOCOL.md 7.1: only the answer to the first message may come in version 1 on a
-// version-2 connection, and only an Error or a Reject.
+// PROTOCOL.md 7.1: on a version-2 connection only an Error answering the first message, or
+// a Reject, may come in version 1.
 TEST(SenderAcceptsVersion, OnlyAnEarlyErrorOrRejectMayComeInVersionOne) {
   const Message error = Error{ErrorCode::Timeout, "timeout"};
   const Message reject = Reject{RejectReason::UnsupportedVersion, ""};
@@ -70,6 +70,7 @@ TEST(SenderAcceptsVersion, OnlyAnEarlyErrorOrRejectMayComeInVersionOne) {
   EXPECT_TRUE(sender_accepts_version(kVersion1, kVersion1, &accept, true));
   EXPECT_TRUE(sender_accepts_version(kVersion2, kVersion1, &error, true));
   EXPECT_TRUE(sender_accepts_version(kVersion2, kVersion1, &reject, true));
+  EXPECT_TRUE(sender_accepts_version(kVersion2, kVersion1, &reject, false));  // machine judges
   EXPECT_FALSE(sender_accepts_version(kVersion2, kVersion1, &error, false));  // later: no
   EXPECT_FALSE(sender_accepts_version(kVersion2, kVersion1, &accept, true));  // not an Accept
   EXPECT_FALSE(sender_accepts_version(kVersion2, kVersion1, nullptr, true));  // undecodable

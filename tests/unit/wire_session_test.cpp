@@ -165,4 +165,42 @@ TEST(WireSession, StaticRules) {
   EXPECT_EQ(decode_error(take), DecodeError::LengthMismatch);
 }
 
+// PROTOCOL.md 7.5: Refuse.reason is any RejectReason (1..8) and FileVerdict.code any
+// VerdictCode (0..3), the ones a receiver never sends included; any other value is BadField.
+TEST(WireSession, RefuseAndFileVerdictTakeEveryKnownCodeAndNoOther) {
+  for (int reason = 0; reason <= 9; ++reason) {
+    Bytes refuse = encode(Refuse{1, RejectReason::Exists, ""}, kVersion2);
+    refuse[16 + 4] = static_cast<std::uint8_t>(reason);
+    const bool known = reason >= 1 && reason <= 8;
+    EXPECT_EQ(decode_error(refuse), known ? std::nullopt : std::optional{DecodeError::BadField})
+        << reason;
+  }
+  for (int code = 0; code <= 4; ++code) {
+    Bytes verdict = encode(FileVerdict{}, kVersion2);
+    verdict[16 + 4] = static_cast<std::uint8_t>(code);
+    EXPECT_EQ(decode_error(verdict),
+              code <= 3 ? std::nullopt : std::optional{DecodeError::BadField})
+        << code;
+  }
+}
+
+// Section 2: every length is checked (step 8) before any reserved field (step 9), in an
+// Offer, an Open and a version-2 Hello alike.
+TEST(WireSession, LengthsAreCheckedBeforeReservedFields) {
+  Bytes offer = encode(example_offer(), kVersion2);
+  offer[16 + 5] = 1;   // reserved
+  offer[16 + 60] = 8;  // path_len one more than follows
+  EXPECT_EQ(decode_error(offer), DecodeError::LengthMismatch);
+  Bytes open = encode(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 1, 0}, kVersion2);
+  open[17] = 1;                                       // reserved
+  open.insert(open.end(), {0x01, 0x00, 0x05, 0x00});  // an extension claiming 5 bytes, 0 follow
+  open[8] = static_cast<std::uint8_t>(open.size() - 16);
+  EXPECT_EQ(decode_error(open), DecodeError::LengthMismatch);
+  Bytes hello = encode(Hello{1, {}, 0, "a"}, kVersion2);
+  hello[16 + 10] = 1;                       // reserved
+  hello.insert(hello.end(), {0x01, 0x00});  // half an extension header
+  hello[8] = static_cast<std::uint8_t>(hello.size() - 16);
+  EXPECT_EQ(decode_error(hello), DecodeError::LengthMismatch);
+}
+
 }  // namespace
