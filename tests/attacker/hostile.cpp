@@ -33,6 +33,7 @@ enum class Expect {
   Timeout,        // Error(Timeout), then a disconnect, after the receiver's timeout
   Disconnect,     // a disconnect, promptly (our SEND broke the receiver's queue pair)
   VersionAnswer,  // Reject(UnsupportedVersion) (or Error(ProtocolViolation)), a disconnect
+  BadName,        // Reject(BadName), a disconnect
 };
 
 // What the receiver did after the attempt's last message.
@@ -110,9 +111,9 @@ std::string judge(const Options& o, const Reaction& r, Expect expect) {
   const double timeout = o.receiver_timeout_s;
   const proto::Error* error = find_error(r);
   for (const auto& m : r.messages) {
-    const bool allowed =
-        std::holds_alternative<proto::Error>(m) ||
-        (expect == Expect::VersionAnswer && std::holds_alternative<proto::Reject>(m));
+    const bool allowed = std::holds_alternative<proto::Error>(m) ||
+                         ((expect == Expect::VersionAnswer || expect == Expect::BadName) &&
+                          std::holds_alternative<proto::Reject>(m));
     if (!allowed) return "unexpected " + Peer::describe(m);
   }
   if (!r.disconnected) return "the receiver did not disconnect";
@@ -139,6 +140,14 @@ std::string judge(const Options& o, const Reaction& r, Expect expect) {
           reject = j->reason == proto::RejectReason::UnsupportedVersion;
       // docs/PROTOCOL.md 2 and 4.5: a foreign version gets Reject(UnsupportedVersion).
       if (!reject) return "no Reject(UnsupportedVersion)";
+      return judge_promptness(o, r);
+    }
+    case Expect::BadName: {
+      bool bad_name = false;
+      for (const auto& m : r.messages)
+        if (auto* j = std::get_if<proto::Reject>(&m))
+          bad_name = j->reason == proto::RejectReason::BadName;
+      if (!bad_name) return "no Reject(BadName)";
       return judge_promptness(o, r);
     }
   }
@@ -313,6 +322,31 @@ bool hostile_lying_length(const Options& o, const Payload& p) {
     ok &= attempt_on_fresh_connection(o, lie.attempt, Expect::Violation, send_raw_now(bytes));
   }
   return ok && ok_names;
+}
+
+// Hello names a file may not have (docs/SECURITY.md, PROTOCOL.md 3.1): each is refused
+// with Reject(BadName), before anything is created. rdma-send refuses them itself (its
+// --name is checked locally), so only a hostile sender can bring them to the receiver.
+bool hostile_names(const Options& o, const Payload& p) {
+  const std::pair<const char*, std::string> names[] = {{"dot", "."},
+                                                       {"dotdot", ".."},
+                                                       {"parent", "../x"},
+                                                       {"absolute", "/etc/passwd"},
+                                                       {"through-parent", "a/../b"},
+                                                       {"slash", "a/b"},
+                                                       {"control", "ctl\x01x"},
+                                                       {"newline", "new\nline"},
+                                                       {"delete", "del\x7f"},
+                                                       {"escape", "esc\x1b[2J"},
+                                                       {"reserved", ".rdmax-partial"}};
+  bool ok = true;
+  for (const auto& [attempt, name] : names) {
+    ok &= attempt_on_fresh_connection(o, attempt, Expect::BadName, [&](Peer& peer) {
+      peer.send(hello_for(p, name));
+      return Clock::now();
+    });
+  }
+  return ok;
 }
 
 // An attempt after a good Hello, its Accept and first Credits: `act` does the rest.
@@ -521,6 +555,7 @@ const Command kCommands[] = {
     {"idle", hostile_idle},
     {"flood", hostile_flood},
     {"paths", hostile_paths},
+    {"names", hostile_names},
 };
 
 }  // namespace

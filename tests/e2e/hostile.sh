@@ -269,6 +269,7 @@ echo "receiver pid $recv_pid idle: $idle_resources"
 
 run_case garbage case_hostile garbage $((3 * 1048576))
 run_case wrong-version case_hostile wrong-version $((2 * 1048576))
+run_case names case_hostile names $((2 * 1048576))
 run_case lying-length case_hostile lying-length $((3 * 1048576))
 run_case out-of-order case_hostile out-of-order $((3 * 1048576))
 run_case bad-chunk case_hostile bad-chunk $((4 * 1048576))

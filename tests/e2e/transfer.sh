@@ -255,16 +255,17 @@ case_unsafe_names() {
   local before name
   make_input unsafe.bin 1000
   before=$(listing)
+  # rdma-send checks --name itself: a usage error before any connection (rdma-send(1)).
   for name in ../evil a/b; do
     send_file --name "$name" "$in/unsafe.bin"
-    expect_status 4
+    expect_status 2
     expect_empty_stdout
   done
   [[ ! -e $RXE_SCRATCH/evil ]] || fail "'../evil' escaped: $RXE_SCRATCH/evil exists"
   [[ ! -e $out/a ]] || fail "'a/b' created $out/a"
   expect_no_temporaries
   [[ $(listing) == "$before" ]] || fail "$out changed: now $(listing | tr '\n' '/')"
-  pass "names '../evil' and 'a/b' rejected (exit 4), nothing created"
+  pass "names '../evil' and 'a/b' refused by rdma-send (exit 2), nothing created"
 }
 
 case_rejected_requests() {
