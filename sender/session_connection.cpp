@@ -245,12 +245,17 @@ void SessionConnection::pump() {
                       e.kind == proto::EntryKind::File ? e.digest : Digest{}, e.remote_path});
   }
   // --bwlimit: a chunk goes only when the shared bucket holds its length (as for one
-  // file, so that the rate is never beaten); the run's 100 ms tick resumes held chunks.
+  // file, so that the rate is never beaten); the run wakes the connection at resume_at().
+  resume_at_.reset();
   while (auto length = ledger_.next_chunk_length()) {
     if (bwlimit_ != nullptr) {
-      TokenBucket& bucket = bwlimit_->bucket(Clock::now());
-      if (!bucket.ready(*length, Clock::now())) break;
-      bucket.take(*length, Clock::now());
+      const auto now = Clock::now();
+      TokenBucket& bucket = bwlimit_->bucket(now, accept_.slot_size);
+      if (const auto at = bucket.ready_at(*length, now); at > now) {
+        resume_at_ = at;
+        break;
+      }
+      bucket.take(*length, now);
     }
     const auto chunk = ledger_.next_chunk();
     std::uint8_t* buffer = staging_.data() + std::size_t{chunk->slot} * accept_.slot_size;

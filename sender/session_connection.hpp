@@ -38,8 +38,10 @@ namespace rdmax::sender {
 class SharedBwlimit {
  public:
   explicit SharedBwlimit(std::uint64_t rate) : rate_(rate) {}
-  TokenBucket& bucket(std::chrono::steady_clock::time_point now) {
-    if (!bucket_) bucket_.emplace(rate_, (std::uint64_t{1} << 20) + rate_ / 5, now);
+  // Made at the first chunk, with a burst of one chunk (`chunk`: the receiver's slot size),
+  // as for one file (README, rdma-send(1)): the data phase never beats the rate.
+  TokenBucket& bucket(std::chrono::steady_clock::time_point now, std::uint64_t chunk) {
+    if (!bucket_) bucket_.emplace(rate_, chunk, now);
     return *bucket_;
   }
 
@@ -70,6 +72,8 @@ class SessionConnection final : public DriverCore {
   void others_finished(std::uint32_t failures);
   // --bwlimit: the command's one bucket, shared by its connections (owned by the run).
   void share_bwlimit(SharedBwlimit* bwlimit) { bwlimit_ = bwlimit; }
+  // --bwlimit: when the next chunk held by the bucket may go (the run wakes then).
+  std::optional<Clock::time_point> resume_at() const { return resume_at_; }
 
   bool finished() const { return state_ == proto::SenderState::Done; }
   proto::SenderState state() const { return state_; }
@@ -124,6 +128,7 @@ class SessionConnection final : public DriverCore {
   bool holding_ = false;
   std::uint32_t others_failures_ = 0;
   SharedBwlimit* bwlimit_ = nullptr;
+  std::optional<Clock::time_point> resume_at_;  // --bwlimit: a chunk waits for the bucket
 
   proto::Accept accept_{};
   proto::SessionSendLedger ledger_;

@@ -106,7 +106,10 @@ proto::SenderOutcome SessionRun::run() {
         return std::all_of(links_.begin(), links_.end(),
                            [](const auto& l) { return l->driver->finished(); });
       },
-      [this] { update_lead(); });
+      [this] {
+        update_lead();
+        wake_for_bwlimit();
+      });
   if (progress_) {
     progress_->set_files(files_settled(), total_files_);
     if (bytes_there() == total_bytes_)
@@ -115,6 +118,16 @@ proto::SenderOutcome SessionRun::run() {
       progress_->abandon();
   }
   return links_.front()->driver->outcome();
+}
+
+// --bwlimit: the next held chunk is due at an exact time, finer than the tick.
+void SessionRun::wake_for_bwlimit() {
+  std::optional<EventLoop::Clock::time_point> first;
+  for (const auto& link : links_) {
+    if (link->driver->finished()) continue;
+    if (const auto at = link->driver->resume_at(); at && (!first || *at < *first)) first = at;
+  }
+  if (first) loop_.wake_at(*first);
 }
 
 void SessionRun::update_lead() {

@@ -44,6 +44,7 @@ class SessionRun {
   void on_cm_events();
   void on_tick(EventLoop::Clock::time_point now);
   void update_lead();
+  void wake_for_bwlimit();
   // Files whose entry is settled (good, refused or failed), for the progress bar.
   std::size_t files_settled() const;
 

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "common/merkle.hpp"
 #include "sender/exit_codes.hpp"
 #include "sender_session_rig.hpp"
@@ -92,6 +95,29 @@ TEST(SenderSession, EveryEntrysResultIsRecordedAndFailuresEndInSomeFailed) {
 }
 
 // A directory is offered only once every file is settled, so that its time sticks.
+// --bwlimit in a session paces as for one file (issue 20): a bucket of one chunk that starts
+// empty, and resume_at() says exactly when the held chunk may go (the run wakes then).
+TEST(SenderSession, BwlimitHoldsEachChunkUntilTheBucketHoldsItAndSaysWhen) {
+  SessionRig r;
+  constexpr std::uint64_t kRate = 20 * kSlot;  // one chunk every 50 ms
+  sender::SharedBwlimit bwlimit(kRate);
+  r.credited();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.h.driver->share_bwlimit(&bwlimit);
+  const auto before = std::chrono::steady_clock::now();
+  r.h.receive(proto::Take{0});
+  EXPECT_TRUE(r.h.transport.sent_of<proto::FileChunk>().empty()) << "the bucket starts empty";
+  const auto at = r.h.driver->resume_at();
+  ASSERT_TRUE(at.has_value());
+  const auto wait = std::chrono::duration<double>(*at - before).count();
+  EXPECT_GE(wait, 0.049);  // one chunk's worth of the rate: never sooner
+  EXPECT_LT(wait, 1.0);
+  std::this_thread::sleep_until(*at);
+  r.h.driver->tick(std::chrono::steady_clock::now());
+  EXPECT_EQ(r.h.transport.sent_of<proto::FileChunk>().size(), 1u) << "one chunk per refill";
+  ASSERT_TRUE(r.h.driver->resume_at().has_value());
+}
+
 TEST(SenderSession, DirectoriesAreOfferedAfterTheFiles) {
   SessionRig r;
   r.h.add_directory("d");
