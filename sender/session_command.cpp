@@ -171,9 +171,8 @@ int run_session_command(const SenderOptions& options, SourceTree tree, ProgressM
     if (fit > 0 && fit < asked) memlock.fewer_connections(asked, fit);
     settings.memlock = &memlock;
     SessionRun run(options, settings, sendable, share_out(sendable, fitting), progress);
-    const auto data_started = Clock::now();
     lead = run.run();
-    summary.data_seconds = seconds_since(data_started);
+    summary.data_seconds = run.data_seconds();
     summary.connect_seconds = run.connect_seconds();
     summary.bytes = run.bytes();
     secret = run.secret();

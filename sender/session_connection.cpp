@@ -205,6 +205,7 @@ void SessionConnection::start_session(const proto::Accept& accept) {
   if (const auto problem = proto::check_accept(accept, plan_.algorithm, 0))
     return violation(proto::describe(*problem, accept, 0));
   accept_ = accept;
+  accepted_ = Clock::now();
   std::vector<proto::SessionSendLedger::EntryPlan> plans;
   plans.reserve(entries_.size());
   for (std::uint32_t index : entries_)
@@ -274,6 +275,7 @@ void SessionConnection::pump() {
   while (auto local = ledger_.next_file_done()) {
     open_files_.erase(*local);  // every chunk of it has been read and written
     post(proto::FileDone{*local, entry(*local).size});
+    if (result(*local).bytes > 0) last_file_done_ = Clock::now();
   }
   if (ledger_.all_settled() && !holding_ && !settled_signalled_) {
     settled_signalled_ = true;

@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -85,6 +86,12 @@ class SessionConnection final : public DriverCore {
   std::uint32_t failures() const;
   std::uint64_t bytes_completed() const { return ledger_.bytes_completed(); }
   double connect_seconds() const { return connect_seconds_; }
+  // The data phase, as for one file: from the Accept to the last FileDone sent (none: no
+  // entry had data to send).
+  std::optional<std::pair<Clock::time_point, Clock::time_point>> data_span() const {
+    if (last_file_done_ == Clock::time_point{}) return std::nullopt;
+    return std::pair{accepted_, last_file_done_};
+  }
 
  private:
   using Event = proto::SenderEvent;
@@ -122,6 +129,8 @@ class SessionConnection final : public DriverCore {
   std::optional<proto::SenderOutcome> outcome_;
   std::string secret_;
   Clock::time_point started_{};
+  Clock::time_point accepted_{};        // the Accept: the data phase begins
+  Clock::time_point last_file_done_{};  // the last FileDone of an entry that sent data
   double connect_seconds_ = 0;
   std::uint32_t failures_ = 0;
   bool settled_signalled_ = false;

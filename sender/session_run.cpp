@@ -179,6 +179,17 @@ const std::string& SessionRun::secret() const {
   return links_.front()->driver->secret();
 }
 
+double SessionRun::data_seconds() const {
+  std::optional<EventLoop::Clock::time_point> first, last;
+  for (const auto& link : links_) {
+    const auto span = link->driver->data_span();
+    if (!span) continue;
+    if (!first || span->first < *first) first = span->first;
+    if (!last || span->second > *last) last = span->second;
+  }
+  return first ? std::chrono::duration<double>(*last - *first).count() : 0;
+}
+
 double SessionRun::connect_seconds() const {
   return links_.front()->driver->connect_seconds();
 }

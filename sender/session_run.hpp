@@ -36,6 +36,9 @@ class SessionRun {
   proto::SenderOutcome run();
   const std::string& secret() const;
   double connect_seconds() const;
+  // The data phase over every connection: the first Accept to the last FileDone (0: no
+  // data was sent).
+  double data_seconds() const;
   std::uint64_t bytes() const;  // written in this run
 
  private:
