@@ -100,7 +100,8 @@ void Daemon::stop(int status) {
   // Those with nothing under way go now; the others when their transfer ends (on_tick).
   for (auto& [number, p] : peers_)
     if (!p.connection->transferring()) p.connection->shut_down();
-  if (options_.grace.count() == 0) end_grace();
+  // No grace when asked for none, or when the daemon stops on a failure (the device gone).
+  if (options_.grace.count() == 0 || status != 0) end_grace();
 }
 
 void Daemon::end_grace() {
