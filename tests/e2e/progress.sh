@@ -64,19 +64,17 @@ pane_says() { screen | grep -Eq -- "$1"; }
 bar_re() { echo "^$1 +\[=*>? *\] +[0-9]{1,3}%"; }
 
 case_bar_renders_and_ends_cleanly() {
-  local saw_hash=0 saw_send=0
   in_pane ok "$send -H $RXE_ADDR -p $port $work/in/big.bin"
-  local end=$((SECONDS + 120))
-  until pane_says '^exit=[0-9]+'; do
-    ((SECONDS < end)) || fail "rdma-send did not finish within 120 s"
-    grep -Eq "$(bar_re hashing)" "$work/screen" && saw_hash=1
-    grep -Eq "$(bar_re sending).* MiB/s +ETA [0-9]+:[0-9]{2}" "$work/screen" && saw_send=1
-    sleep 0.1
-  done
+  wait_for 120 pane_says '^exit=[0-9]+'
   screen >/dev/null
   grep -q '^exit=0' "$work/screen" || fail "rdma-send failed"
-  ((saw_hash)) || fail "never saw the hashing bar on the screen"
-  ((saw_send)) || fail "never saw the sending bar (with rate and ETA) on the screen"
+  # The bars, as drawn: judged from the pane's raw record, which holds every frame. (Sampling
+  # the screen while it ran could miss a phase shorter than a poll: hashing 96 MiB took
+  # 0.9 s in one run.)
+  grep -aqE $'\r\e\\[Khashing +\\[=*>? *\\] +[0-9]{1,3}%' "$work/ok.raw" ||
+    fail "the hashing bar was never drawn"
+  grep -aqE $'\r\e\\[Ksending +\\[=*>? *\\] +[0-9]{1,3}%[^\r]* MiB/s +ETA [0-9]+:[0-9]{2}' "$work/ok.raw" ||
+    fail "the sending bar (with rate and ETA) was never drawn"
   # Each phase leaves exactly one summary; no bar, ETA or stray escape remains.
   grep -Eq '^hashing +96\.0 MiB in [0-9.]+s \([0-9.]+ [KMG]iB/s\)$' "$work/screen" ||
     fail "no hashing summary line"
@@ -86,12 +84,13 @@ case_bar_renders_and_ends_cleanly() {
   # Log lines start at column 0 (a timestamp), never glued to a bar.
   grep -Eq '^[0-9:.]+ info +connected to ' "$work/screen" || fail "the 'connected' log line is damaged"
   grep -Eq '^[0-9:.]+ info +sent .*verified' "$work/screen" || fail "the 'verified' log line is damaged"
-  # The bar was redrawn in place, several times per phase ("\r" + erase line).
+  # The bar was redrawn in place ("\r" + erase line): drawn, then drawn again over itself,
+  # in each phase (a frame every 100 ms: a phase of under 0.2 s could show only one).
   local redraws_hash redraws_send
   redraws_hash=$(grep -aoE $'\r\e\\[Khashing +\\[' "$work/ok.raw" | wc -l)
   redraws_send=$(grep -aoE $'\r\e\\[Ksending +\\[' "$work/ok.raw" | wc -l)
-  ((redraws_hash >= 3 && redraws_send >= 3)) ||
-    fail "too few redraws: hashing $redraws_hash, sending $redraws_send"
+  ((redraws_hash >= 2 && redraws_send >= 2)) ||
+    fail "not redrawn in place: hashing $redraws_hash frame(s), sending $redraws_send"
   cmp -s "$work/in/big.bin" "$work/out/big.bin" || fail "the delivered file differs"
   pass "terminal: hashing and sending bars redrawn in place ($redraws_hash and $redraws_send times), each replaced by its summary; log lines intact"
 }
