@@ -149,6 +149,7 @@ void Daemon::on_cm_events() {
     switch (type) {
       case RDMA_CM_EVENT_ESTABLISHED:
         spdlog::debug("[{}] connection established", p->connection->label());
+        p->transport->on_established();  // a disconnect asked for before goes now
         break;
       case RDMA_CM_EVENT_DISCONNECTED:
         p->connection->on_disconnected();

@@ -1,5 +1,7 @@
 #include "common/rdma/rdma_transport.hpp"
 
+#include <utility>
+
 #include "common/error.hpp"
 #include "common/rdma/connection_params.hpp"
 
@@ -33,6 +35,7 @@ void RdmaTransport::accept() {
   rdma_conn_param param = reliable_conn_param();
   id_.set_ack_timeout(kAckTimeoutExponent);
   id_.accept(param);
+  accepted_ = true;
 }
 
 void RdmaTransport::send(const proto::Message& message, std::uint16_t version, std::uint64_t tag) {
@@ -99,7 +102,16 @@ void RdmaTransport::poll(TransportSink& sink) {
 void RdmaTransport::disconnect() noexcept {
   if (disconnected_) return;
   disconnected_ = true;
+  if (accepted_ && !established_) {
+    disconnect_deferred_ = true;  // on_established() sends it
+    return;
+  }
   id_.disconnect();
+}
+
+void RdmaTransport::on_established() noexcept {
+  established_ = true;
+  if (std::exchange(disconnect_deferred_, false)) id_.disconnect();
 }
 
 void RdmaTransport::shut_down() noexcept {

@@ -56,6 +56,12 @@ class RdmaTransport final : public Transport {
   void poll(TransportSink& sink) override;
   void disconnect() noexcept override;
   void shut_down() noexcept override;
+  // rdma_cm reported ESTABLISHED. The passive side's first messages can arrive before that
+  // (the queue pair is ready at rdma_accept; the sender's RTU may still be on its way), and
+  // until then rdma_disconnect sends no DREQ (the kernel's CM is still in REP_SENT): the
+  // sender would never hear of the disconnect. So an accepted connection's disconnect()
+  // waits for this event.
+  void on_established() noexcept;
 
  private:
   // The order below is the reverse of the release order (see above).
@@ -67,6 +73,9 @@ class RdmaTransport final : public Transport {
   std::vector<std::uint64_t> send_tags_;  // per send buffer
   std::vector<ibv_wc> completions_;
   bool disconnected_ = false;
+  bool accepted_ = false;             // the passive side (accept(), not connect())
+  bool established_ = false;          // rdma_cm reported ESTABLISHED
+  bool disconnect_deferred_ = false;  // disconnect() came before it
   QueuePair qp_;
 };
 
