@@ -344,7 +344,9 @@ case_shutdown_grace() {
   wait_for_line 30 grace2 "$log2" 'listening on'
   "$send" --host "$RXE_ADDR" --port "$p2" --bwlimit 1M "$src" >"$send_out" 2>"$send_err" </dev/null &
   spid=$!
-  wait_for_line 30 grace2 "$log2" "receiving 'grace.bin'"
+  # Once some of it is durable (a checkpoint), so that there is something to keep: the
+  # first chunk goes only after a second at 1M, and a signal before it would leave nothing.
+  wait_for_line 30 grace2 "$log2" "partial 'grace.bin': [0-9]+ bytes durable"
   kill -TERM "$gpid"
   rc=0
   wait "$spid" || rc=$?
