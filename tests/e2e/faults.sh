@@ -47,7 +47,17 @@ resend_ok() {
   [[ -n $sent && -n $from ]] || fail "$1: no bytes_sent/resumed_from in --json: $(head -c 400 "$shared/$1.json")"
 }
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
-fail_context() { echo "--- receiver log (host B), last lines:"; rxe-peer tail -n 25 "$recv_log"; }
+# The receiver's log, and the newest sender's (send_bg's NAME.err, -vv), but for its
+# per-chunk lines.
+fail_context() {
+  echo "--- receiver log (host B), last lines:"
+  rxe-peer tail -n 25 "$recv_log"
+  local err
+  err=$(ls -t "$shared"/*.err 2>/dev/null | head -n 1)
+  [[ -n $err ]] || return 0
+  echo "--- sender log $(basename "$err"), last lines:"
+  grep -av -E 'GotCredit|SendMore' "$err" | tail -n 25
+}
 
 make_file() { head -c "$2" /dev/urandom >"$in/$1"; }
 now() { date +%s.%N; }
