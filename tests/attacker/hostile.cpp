@@ -106,6 +106,16 @@ std::string judge_promptness(const Options& o, const Reaction& r) {
   return "";
 }
 
+// A Reject with `reason` (the last Reject counts), then a prompt disconnect.
+std::string judge_reject(const Options& o, const Reaction& r, proto::RejectReason reason,
+                         const char* name) {
+  bool found = false;
+  for (const auto& m : r.messages)
+    if (auto* j = std::get_if<proto::Reject>(&m)) found = j->reason == reason;
+  if (!found) return std::string("no Reject(") + name + ")";
+  return judge_promptness(o, r);
+}
+
 // Empty when the reaction is the expected one; otherwise why not.
 std::string judge(const Options& o, const Reaction& r, Expect expect) {
   const double timeout = o.receiver_timeout_s;
@@ -133,23 +143,11 @@ std::string judge(const Options& o, const Reaction& r, Expect expect) {
       if (r.seconds > timeout + o.slack_s)
         return "dropped later than --timeout + " + std::to_string(o.slack_s) + "s";
       return "";
-    case Expect::VersionAnswer: {
-      bool reject = false;
-      for (const auto& m : r.messages)
-        if (auto* j = std::get_if<proto::Reject>(&m))
-          reject = j->reason == proto::RejectReason::UnsupportedVersion;
+    case Expect::VersionAnswer:
       // docs/PROTOCOL.md 2 and 4.5: a foreign version gets Reject(UnsupportedVersion).
-      if (!reject) return "no Reject(UnsupportedVersion)";
-      return judge_promptness(o, r);
-    }
-    case Expect::BadName: {
-      bool bad_name = false;
-      for (const auto& m : r.messages)
-        if (auto* j = std::get_if<proto::Reject>(&m))
-          bad_name = j->reason == proto::RejectReason::BadName;
-      if (!bad_name) return "no Reject(BadName)";
-      return judge_promptness(o, r);
-    }
+      return judge_reject(o, r, proto::RejectReason::UnsupportedVersion, "UnsupportedVersion");
+    case Expect::BadName:
+      return judge_reject(o, r, proto::RejectReason::BadName, "BadName");
   }
   return "";
 }
