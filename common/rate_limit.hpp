@@ -10,10 +10,10 @@
 
 namespace rdmax {
 
-// Bytes per second: decimal digits, then an optional unit K, M, G, T (powers of 1000) or
-// Ki, Mi, Gi, Ti (powers of 1024), case-insensitive, optionally followed by "B" and "/s"
-// ("500M", "1GiB/s", "4Mi"). Rejects empty text, zero, signs, fractions, whitespace,
-// unknown units and values that do not fit in 64 bits.
+// Bytes per second, written as a size (protocol/sizes.hpp: K, M, G, T are powers of 1024,
+// as in every size both programs read and print, whether written "4M", "4MB" or "4MiB"),
+// optionally followed by "/s" ("500M", "1GiB/s"). Rejects empty text, zero, signs,
+// fractions, whitespace, unknown units and values that do not fit in 64 bits.
 [[nodiscard]] std::optional<std::uint64_t> parse_rate(std::string_view text);
 
 // A token bucket: tokens accrue at `rate` bytes per second up to `burst` bytes (one chunk),

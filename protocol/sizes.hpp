@@ -1,8 +1,8 @@
 #pragma once
 
 // Byte counts as people type and read them. Suffixes are always binary (K = 1024), whether
-// written "4K", "4KB" or "4KiB": a chunk or buffer size is a power of two in practice, and a
-// decimal reading of "K" would silently misalign it.
+// written "4K", "4KB" or "4KiB" (rates too, rdma-send --bwlimit): a chunk or buffer size is a power
+// of two in practice, and a decimal reading of "K" would silently misalign it.
 
 #include <cstdint>
 #include <optional>

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "protocol/names.hpp"
+#include "protocol/receiver_rules.hpp"
 #include "protocol/secure_wipe.hpp"
 #include "protocol/sizes.hpp"
 #include "receiver/output_tree.hpp"
@@ -184,39 +185,24 @@ void Connection::check_hello(const ReceiverInput& cause) {
         "this receiver speaks protocol versions 1 and 2, not " + std::to_string(foreign->version));
   }
   hello_ = std::get<proto::Hello>(cause.data);
-  // The one extension defined (PROTOCOL 7.6): the sender understands Resume and Have.
-  for (const auto& e : hello_.extensions) {
-    if (e.type == proto::kExtensionResume) {
-      resume_understood_ = true;
-      continue;
-    }
-    if (e.type & proto::kExtensionMustUnderstand) {
-      return reject(proto::RejectReason::UnsupportedVersion,
-                    fmt::format("this receiver does not know Hello extension 0x{:04x}", e.type));
-    }
-    spdlog::debug("[{}] ignoring Hello extension 0x{:04x} ({} bytes)", label(), e.type,
-                  e.value.size());
-  }
-  // Cheap checks first: nothing is created for an offer that fails them.
-  if (auto err = proto::check_file_name(hello_.name))
-    return reject(proto::RejectReason::BadName, proto::to_string(*err));
-  if (hello_.file_size > o.max_size)
-    return reject(proto::RejectReason::TooLarge, "larger than " + proto::format_size(o.max_size));
-  const proto::ChunkPlan plan{hello_.file_size, o.slot_size};
-  // A small file needs fewer slots; an empty one needs no window at all.
-  slot_count_ =
-      static_cast<std::uint32_t>(std::clamp<std::uint64_t>(plan.chunk_count(), 1, o.slots));
-  const std::uint64_t window_bytes =
-      plan.chunk_count() > 0 ? std::uint64_t{o.slot_size} * slot_count_ : 0;
-  if (context_.window_bytes_in_use + window_bytes > o.max_memory)
-    return reject(proto::RejectReason::NoMemory, "receiver memory cap reached; try again later");
-  context_.window_bytes_in_use += window_bytes;
-  window_charge_ = window_bytes;
+  const proto::ExtensionsRead extensions = proto::read_extensions(hello_.extensions, "Hello");
+  if (extensions.refusal) return reject(extensions.refusal->reason, extensions.refusal->text);
+  resume_understood_ = extensions.resume_understood;
+  for (std::uint16_t type : extensions.ignored)
+    spdlog::debug("[{}] ignoring Hello extension 0x{:04x}", label(), type);
+  // Cheap checks first (protocol/receiver_rules.hpp): nothing is created for an offer that
+  // fails them.
+  if (auto refusal = proto::check_hello_file(hello_, o.max_size))
+    return reject(refusal->reason, refusal->text);
+  const proto::Window window = proto::window_for_file(hello_.file_size, o.slot_size, o.slots);
+  if (auto refusal = proto::check_memory(context_.window_bytes_in_use, window, o.max_memory))
+    return reject(refusal->reason, refusal->text);
+  slot_count_ = window.slots;
+  context_.window_bytes_in_use += window.bytes;
+  window_charge_ = window.bytes;
   ledger_ = proto::ReceiveLedger(hello_.file_size, o.slot_size, slot_count_);
   // Creating (and preallocating) the file is disk work: the pool does it. The window is
   // pinned only for an offer that passed every check.
-  if (reserved_by_receiver(hello_.name))
-    return reject(proto::RejectReason::BadName, "the name is reserved by the receiver");
   expect_own_work("the file to be created");
   file_.emplace(context_.pool, context_.dir_fd, hello_.name, o.overwrite, hello_.digest_algorithm);
   if (resume_understood_) file_->set_resume({context_.partials, hello_.digest, o.slot_size, true});
@@ -471,20 +457,25 @@ void Connection::expect_data() {
 void Connection::log_transfer_end(const char* verdict) {
   if (logged_end_) return;
   logged_end_ = true;
-  const double seconds = std::chrono::duration<double>(Clock::now() - data_started_).count();
-  const double rate = seconds > 0 ? static_cast<double>(ledger_.received()) / seconds : 0;
-  const std::string progress =
-      fmt::format("{} of {} in {:.2f}s ({}/s)", proto::format_size(ledger_.received()),
-                  proto::format_size(hello_.file_size), seconds,
-                  proto::format_size(static_cast<std::uint64_t>(rate)));
+  log_file_end(hello_.name, ledger_.received(), hello_.file_size, data_started_,
+               hello_.digest_algorithm, computed_, verdict);
+}
+
+void Connection::log_file_end(const std::string& name, std::uint64_t received, std::uint64_t size,
+                              Clock::time_point since, proto::DigestAlgorithm algorithm,
+                              const Digest& computed, const char* verdict) const {
+  const double seconds = std::chrono::duration<double>(Clock::now() - since).count();
+  const double rate = seconds > 0 ? static_cast<double>(received) / seconds : 0;
+  const std::string progress = fmt::format(
+      "{} of {} in {:.2f}s ({}/s)", proto::format_size(received), proto::format_size(size), seconds,
+      proto::format_size(static_cast<std::uint64_t>(rate)));
   // Abandoned: no digest was computed, and there is no verdict to name.
   if (verdict == nullptr) {
-    spdlog::info("[{}] '{}': abandoned after {}", label(), proto::escape_for_log(hello_.name),
-                 progress);
+    spdlog::info("[{}] '{}': abandoned after {}", label(), proto::escape_for_log(name), progress);
     return;
   }
-  spdlog::info("[{}] '{}': {}, {} {}, verdict {}", label(), proto::escape_for_log(hello_.name),
-               progress, proto::to_string(hello_.digest_algorithm), to_hex(computed_), verdict);
+  spdlog::info("[{}] '{}': {}, {} {}, verdict {}", label(), proto::escape_for_log(name), progress,
+               proto::to_string(algorithm), to_hex(computed), verdict);
 }
 
 void Connection::on_message(Inbound inbound) {

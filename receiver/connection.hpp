@@ -161,12 +161,18 @@ class Connection final : public DriverCore {
   std::span<std::uint8_t> slot_bytes(std::uint32_t slot);
   void expect_data();
   void log_transfer_end(const char* verdict);
+  // One file's closing line, for one file or a session's entry alike: what arrived, when,
+  // the digest computed and the verdict (none: abandoned, with no digest to name).
+  void log_file_end(const std::string& name, std::uint64_t received, std::uint64_t size,
+                    Clock::time_point since, proto::DigestAlgorithm algorithm,
+                    const Digest& computed, const char* verdict) const;
 
   // Sessions (receiver/connection_session.cpp).
   struct SessionEntry {
     proto::Offer offer;
     std::optional<IncomingFile> file;  // files only
     Digest computed{};
+    Clock::time_point taken{};  // its Take or Resume: its data began
     bool committing = false;
     bool data_bad = false;  // a bad verdict: nothing is kept for a resume
   };

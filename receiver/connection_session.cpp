@@ -11,6 +11,7 @@
 #include "common/error.hpp"
 #include "protocol/names.hpp"
 #include "protocol/paths.hpp"
+#include "protocol/receiver_rules.hpp"
 #include "protocol/sizes.hpp"
 #include "receiver/connection.hpp"
 #include "receiver/output_tree.hpp"
@@ -37,28 +38,16 @@ void Connection::check_open(const ReceiverInput& cause) {
   auto reject = [&](proto::RejectReason reason, std::string text) {
     dispatch({Event::OpenRejected, Input::Rejection{reason, std::move(text)}});
   };
-  // As a Hello's (PROTOCOL.md 7.2, 7.6): the resume extension is known, an unknown one the
-  // sender needs understood is refused, any other unknown one ignored.
-  for (const auto& e : open_.extensions) {
-    if (e.type == proto::kExtensionResume) {
-      resume_understood_ = true;
-    } else if (e.type & proto::kExtensionMustUnderstand) {
-      return reject(proto::RejectReason::UnsupportedVersion,
-                    fmt::format("this receiver does not know Open extension 0x{:04x}", e.type));
-    }
-  }
-  // Every file needs a chunk of its own: a session of small files wants as many slots as
-  // it may have files in flight, a large file as many as its chunks.
-  const std::uint64_t chunks =
-      open_.total_bytes / o.slot_size + 1 +
-      std::min<std::uint64_t>(open_.entry_count, proto::kMaxEntriesInFlight);
-  slot_count_ = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(chunks, 1, o.slots));
-  const std::uint64_t window_bytes =
-      open_.total_bytes > 0 ? std::uint64_t{o.slot_size} * slot_count_ : 0;
-  if (context_.window_bytes_in_use + window_bytes > o.max_memory)
-    return reject(proto::RejectReason::NoMemory, "receiver memory cap reached; try again later");
-  context_.window_bytes_in_use += window_bytes;
-  window_charge_ = window_bytes;
+  // As a Hello's (protocol/receiver_rules.hpp).
+  const proto::ExtensionsRead extensions = proto::read_extensions(open_.extensions, "Open");
+  if (extensions.refusal) return reject(extensions.refusal->reason, extensions.refusal->text);
+  resume_understood_ = extensions.resume_understood;
+  const proto::Window window = proto::window_for_session(open_, o.slot_size, o.slots);
+  if (auto refusal = proto::check_memory(context_.window_bytes_in_use, window, o.max_memory))
+    return reject(refusal->reason, refusal->text);
+  slot_count_ = window.slots;
+  context_.window_bytes_in_use += window.bytes;
+  window_charge_ = window.bytes;
   session_ledger_ = proto::SessionReceiveLedger(open_, o.slot_size, slot_count_);
   directories_.emplace(context_.pool);
   if (!register_window()) return reject(proto::RejectReason::NoMemory, "cannot register memory");
@@ -117,14 +106,11 @@ void Connection::check_offer(const proto::Offer& offer) {
   auto refuse = [&](proto::RejectReason reason, std::string text) {
     dispatch({Event::EntryRefused, Input::EntryRefusal{id, reason, std::move(text)}});
   };
-  // Cheap checks first: nothing is created for an entry that fails them.
-  if (auto problem = proto::check_relative_path(offer.path))
-    return refuse(proto::RejectReason::BadName, proto::describe(*problem));
-  if (reserved_by_receiver(offer.path))
-    return refuse(proto::RejectReason::BadName, "the path is reserved by the receiver");
+  // Cheap checks first (protocol/receiver_rules.hpp): nothing is created for an entry that
+  // fails them.
+  if (auto refusal = proto::check_offer(offer, o.max_size))
+    return refuse(refusal->reason, std::move(refusal->text));
   if (offer.kind == proto::EntryKind::Directory) return check_directory(entry);
-  if (offer.size > o.max_size)
-    return refuse(proto::RejectReason::TooLarge, "larger than " + proto::format_size(o.max_size));
   expect_session();
   entry.file.emplace(context_.pool, context_.dir_fd, offer.path, o.overwrite,
                      open_.digest_algorithm);
@@ -206,6 +192,12 @@ void Connection::check_directory(SessionEntry& entry) {
 }
 
 void Connection::send_take(std::uint32_t id) {
+  SessionEntry& entry = *session_entry(id);
+  entry.taken = Clock::now();
+  if (entry.offer.kind == proto::EntryKind::File) {
+    spdlog::info("[{}] receiving {} ({})", label(), quoted(entry.offer.path),
+                 proto::format_size(entry.offer.size));
+  }
   session_ledger_.take(id);
   post(proto::Take{id});
   expect_session();
@@ -214,6 +206,7 @@ void Connection::send_take(std::uint32_t id) {
 void Connection::send_resume(std::uint32_t id) {
   SessionEntry& entry = *session_entry(id);
   const std::uint64_t from = entry.file->resumed_from();
+  entry.taken = Clock::now();
   session_ledger_.take(id, from);
   spdlog::info("[{}] resuming {} ({}) at {}", label(), quoted(entry.offer.path),
                proto::format_size(entry.offer.size), proto::format_size(from));
@@ -261,6 +254,7 @@ void Connection::store_session_chunk(const proto::FileChunk& c) {
   }
   // As for a single file: the key goes before anyone reads the slot.
   revoke_slot(c.slot);
+  context_.bytes_received += c.length;
   SessionEntry& entry = *session_entry(c.entry);
   const std::uint32_t id = c.entry;
   entry.file->store(c.slot, c.offset, slot_bytes(c.slot).first(c.length),
@@ -332,6 +326,7 @@ void Connection::verify_entry(std::uint32_t id) {
   entry.file->set_metadata(entry.offer.mode, entry.offer.mtime_sec, entry.offer.mtime_nsec);
   entry.committing = true;
   entry.file->commit([this, id](const IncomingFile::Outcome& outcome) {
+    if (outcome.ok()) ++context_.files_stored;
     guarded([&] {
       SessionEntry* e = session_entry(id);
       if (e != nullptr) e->committing = false;
@@ -355,14 +350,14 @@ void Connection::send_file_verdict(const ReceiverInput::EntryVerdict& verdict) {
   SessionEntry* entry = session_entry(verdict.entry);
   if (entry == nullptr) return;
   const bool good = verdict.code == proto::VerdictCode::Good;
-  if (good) {
-    ++entries_good_;
-    spdlog::debug("[{}] {} {}: good", label(), proto::to_string(entry->offer.kind),
-                  quoted(entry->offer.path));
+  (good ? entries_good_ : entries_failed_) += 1;
+  if (entry->offer.kind != proto::EntryKind::File) {
+    spdlog::debug("[{}] directory {}: {}", label(), quoted(entry->offer.path),
+                  proto::to_string(verdict.code));
   } else {
-    ++entries_failed_;
-    spdlog::warn("[{}] {}: verdict {}", label(), quoted(entry->offer.path),
-                 proto::to_string(verdict.code));
+    const std::uint64_t from = entry->file ? entry->file->resumed_from() : 0;
+    log_file_end(entry->offer.path, entry->offer.size - from, entry->offer.size, entry->taken,
+                 open_.digest_algorithm, entry->computed, proto::to_string(verdict.code));
   }
   post(proto::FileVerdict{verdict.entry, verdict.code, entry->computed});
   settle_entry(verdict.entry);
@@ -409,6 +404,13 @@ void Connection::discard_session_files() {
   // The session was interrupted: what each file in flight stored is kept for a resume.
   for (auto& [id, entry] : entries_) {
     if (entry->file && !entry->file->committed()) {
+      if (entry->taken != Clock::time_point{}) {
+        const auto it = session_ledger_.entries().find(id);
+        const std::uint64_t received =
+            it == session_ledger_.entries().end() ? 0 : it->second.received;
+        log_file_end(entry->offer.path, received, entry->offer.size, entry->taken,
+                     open_.digest_algorithm, {}, nullptr);
+      }
       if (entry->data_bad || data_bad_)
         entry->file->discard();
       else

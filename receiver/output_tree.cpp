@@ -111,9 +111,4 @@ void set_directory_attributes(int root_fd, std::string_view checked_path, mode_t
   if (::futimens(dir.get(), times) != 0) throw_at("futimens", checked_path, errno);
 }
 
-bool reserved_by_receiver(std::string_view checked_path) {
-  const std::string_view first = checked_path.substr(0, checked_path.find('/'));
-  return first == kPartialArea;
-}
-
 }  // namespace rdmax::receiver

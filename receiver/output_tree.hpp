@@ -39,12 +39,6 @@ namespace rdmax::receiver {
 // directory; so is any other non-directory (ENOTDIR).
 void make_directory_beneath(int root_fd, std::string_view checked_path);
 
-// The name of the receiver's private area for partial files under its directory
-// (receiver/partial_store.hpp). No sender's file or directory may be, or lie under, it.
-inline constexpr std::string_view kPartialArea = ".rdmax-partial";
-// Whether `checked_path`'s first component is kPartialArea.
-[[nodiscard]] bool reserved_by_receiver(std::string_view checked_path);
-
 // Gives the existing directory `checked_path` the sender's permission bits and modification
 // time. The set-user-ID and set-group-ID bits are dropped: a sender must not be able to
 // make the receiver's files inherit a group it chose. The access time is left alone.

@@ -14,6 +14,7 @@
 
 #include "common/error.hpp"
 #include "common/sha256.hpp"
+#include "protocol/receiver_rules.hpp"
 #include "receiver/output_tree.hpp"
 
 namespace rdmax::receiver {
@@ -164,7 +165,7 @@ PartialStore::PartialStore(int dir_fd, Limits limits) : limits_(limits) {
 }
 
 Fd PartialStore::open_area(bool create) const {
-  const std::string name(kPartialArea);
+  const std::string name(proto::kPartialArea);
   if (create && ::mkdirat(dir_.get(), name.c_str(), 0700) != 0 && errno != EEXIST)
     throw_sys("mkdir " + name);
   Fd area(::openat(dir_.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -269,7 +270,7 @@ void PartialStore::release(const std::string& hash) {
 
 void PartialStore::tidy_area() const {
   // Fails (ENOTEMPTY) while any partial is there: then it stays.
-  (void)::unlinkat(dir_.get(), std::string(kPartialArea).c_str(), AT_REMOVEDIR);
+  (void)::unlinkat(dir_.get(), std::string(proto::kPartialArea).c_str(), AT_REMOVEDIR);
 }
 
 PartialStore::Expired PartialStore::expire(std::chrono::system_clock::time_point now) {

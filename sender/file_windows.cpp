@@ -8,6 +8,13 @@
 
 namespace rdmax::sender {
 
+std::uint64_t preferred_window_chunks(std::uint64_t chunk, std::uint32_t in_flight) {
+  constexpr std::uint64_t kWindowBytes = 32u << 20;
+  constexpr std::uint64_t kWindowsPerFlight = 8;
+  return std::max<std::uint64_t>(
+      in_flight, std::min(kWindowBytes, chunk * in_flight * kWindowsPerFlight) / chunk);
+}
+
 FileWindows::FileWindows(Transport& transport, std::span<const std::uint8_t> mapping,
                          std::uint64_t window_bytes)
     : transport_(transport), mapping_(mapping), window_bytes_(window_bytes) {

@@ -18,6 +18,12 @@
 
 namespace rdmax::sender {
 
+// The window to register, in chunks, when `in_flight` chunks of `chunk` bytes may be in
+// flight: 8x that, but at most 32 MiB (unless more than that can be in flight), so that
+// registering costs little per byte and pinned memory (up to three windows) stays modest
+// whatever the file size. What is pinned must still fit RLIMIT_MEMLOCK (sender/memlock.hpp).
+[[nodiscard]] std::uint64_t preferred_window_chunks(std::uint64_t chunk, std::uint32_t in_flight);
+
 class FileWindows {
  public:
   // `window_bytes` must be a multiple of the chunk size. The transport outlives this.

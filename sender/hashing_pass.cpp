@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "common/error.hpp"
+#include "common/interrupt_flag.hpp"
 #include "protocol/sizes.hpp"
 
 namespace rdmax::sender {
@@ -12,7 +13,11 @@ namespace {
 
 Digest compute(InputFile& file, const HashingSettings& settings) {
   ProgressBar bar(settings.progress, "hashing", file.size());
-  const auto show = [&](std::uint64_t done) { bar.update(done); };
+  // Each step of the pass is where SIGINT/SIGTERM stops it (common/interrupt_flag.hpp).
+  const auto show = [&](std::uint64_t done) {
+    InterruptFlag::check();
+    bar.update(done);
+  };
   // Hashing the mapping in place avoids a copy; a file system that cannot map the file
   // still gets hashed, through pread.
   std::span<const std::uint8_t> mapping;

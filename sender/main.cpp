@@ -17,20 +17,17 @@
 #include "common/error.hpp"
 #include "common/error_hints.hpp"
 #include "common/input_file.hpp"
+#include "common/interrupt_flag.hpp"
 #include "common/logging.hpp"
 #include "common/loopback.hpp"
 #include "common/progress_bar.hpp"
 #include "common/rdma/devices.hpp"
-#include "common/sha256.hpp"
-#include "protocol/sizes.hpp"
 #include "sender/exit_codes.hpp"
 #include "sender/hashing_pass.hpp"
-#include "sender/memlock.hpp"
 #include "sender/options.hpp"
 #include "sender/preflight.hpp"
 #include "sender/report.hpp"
-#include "sender/send_session.hpp"
-#include "sender/session_command.hpp"
+#include "sender/transfer_command.hpp"
 
 using namespace rdmax;
 
@@ -47,7 +44,14 @@ std::optional<DigestCache> open_digest_cache(const sender::SenderOptions& option
   return DigestCache(*path);
 }
 
-// Opens FILE for sending or hashing; logs why not.
+// --json promises one object whatever the outcome: for a command that ends before any
+// transfer, one with no entries and the error. Returns `exit_code`.
+int json_failure(const sender::SenderOptions& options, int exit_code, const std::string& error) {
+  if (options.json) std::puts(sender::to_json_failure(exit_code, error).c_str());
+  return exit_code;
+}
+
+// Opens FILE for hashing; logs why not.
 std::optional<InputFile> open_input(const std::string& path) {
   try {
     return InputFile(path);
@@ -68,6 +72,7 @@ std::optional<InputFile> open_input(const std::string& path) {
 // --checksum: each FILE's digest line, as the reference tool prints it. Like sha256sum, a
 // file that cannot be read is reported and skipped, and the exit status says so.
 int print_checksums(const sender::SenderOptions& options) {
+  InterruptFlag interrupts;
   auto cache = open_digest_cache(options);
   auto batch = sender::open_digest_cache_batch(cache ? &*cache : nullptr);
   const ProgressMode progress = choose_progress_mode(options.progress, options.verbosity < 0);
@@ -88,6 +93,10 @@ int print_checksums(const sender::SenderOptions& options) {
       std::fwrite(line.data(), 1, line.size(), stdout);
       std::fputc('\n', stdout);
       std::fflush(stdout);
+    } catch (const Interrupted& e) {
+      sender::commit_digest_cache(batch);
+      spdlog::warn("interrupted by signal {} while hashing {}", e.signal(), path);
+      InterruptFlag::die_of(e.signal());
     } catch (const std::exception& e) {
       spdlog::error("cannot hash {}: {}", path, e.what());
       rc = sender::kExitOther;
@@ -111,140 +120,55 @@ int main(int argc, char** argv) {
   // and not as a missing device or an unreachable host.
   std::optional<sender::SourceTree> tree;
   if (!options.check) {
-    tree = sender::walk_local_input(options);
-    if (!tree) return sender::kExitUsage;
+    std::string error;
+    tree = sender::walk_local_input(options, error);
+    if (!tree) return json_failure(options, sender::kExitUsage, error);
   }
   // No RDMA device serves loopback: rdma_cm would fail at the route, naming no cause.
   if (resolves_to_loopback(options.host)) {
-    spdlog::error(
+    const std::string text = fmt::format(
         "-H {}: RDMA does not work over loopback, even to a receiver on this host; {}; then "
         "`rdma-send --check -H ADDRESS` checks the set-up",
         options.host, loopback_remedy());
-    return sender::kExitUsage;
+    spdlog::error("{}", text);
+    return json_failure(options, sender::kExitUsage, text);
   }
   if (options.check) return sender::run_preflight(options, std::cout);
-
-  const bool many = sender::needs_session(options);
-  std::optional<InputFile> file;
-  if (!many) {
-    file = open_input(options.file);
-    if (!file) return sender::kExitUsage;
-  }
 
   // Fail before hashing a large file when this host cannot do RDMA at all.
   if (!any_rdma_device()) {
     spdlog::error("{}", no_rdma_device_message());
-    return sender::kExitConnection;
+    return json_failure(options, sender::kExitConnection, no_rdma_device_message());
   }
   for (const auto& device : options.devices) {
     if (!rdma_device_exists(device)) {
       spdlog::error("{}", unknown_device_message(device));
-      return sender::kExitUsage;
+      return json_failure(options, sender::kExitUsage, unknown_device_message(device));
     }
   }
-  if (many) {
-    if (options.zero_copy) spdlog::warn("--zero-copy applies to single-file transfers only");
-    try {
-      return sender::run_session_command(
-          options, std::move(*tree), choose_progress_mode(options.progress, options.verbosity < 0));
-    } catch (const SysError& e) {
-      const std::string hint = rdma_setup_hint(e.error());
-      spdlog::error("{}{}{}", e.what(), hint.empty() ? "" : "; ", hint);
-      return hint.empty() ? sender::kExitOther : sender::kExitConnection;
-    } catch (const std::exception& e) {
-      spdlog::error("{}", e.what());
-      return sender::kExitOther;
-    }
-  }
-
+  // SIGINT/SIGTERM before the transfer's event loop takes them (while hashing) stop the
+  // command with a word, not silently.
+  InterruptFlag interrupts;
   try {
-    using Clock = std::chrono::steady_clock;
-    const ProgressMode progress = choose_progress_mode(options.progress, options.verbosity < 0);
-    const auto t0 = Clock::now();
-    auto cache = open_digest_cache(options);
-    auto batch = sender::open_digest_cache_batch(cache ? &*cache : nullptr);
-    sender::HashingSettings hashing{options.digest, options.hash_threads, progress,
-                                    batch ? &*batch : nullptr};
-    sender::HashingPass pass = sender::hash_file(*file, hashing);
-    sender::commit_digest_cache(batch);
-
-    sender::SenderSettings settings{
-        options.name,    options.id,        proto::kLatestVersion,     options.connect_timeout,
-        options.timeout, options.zero_copy, options.inject_corruption, progress,
-        options.bwlimit};
-    sender::MemlockBudget memlock(preflight::current_memlock_limit(), 1, sender::kOneFileDepths);
-    settings.memlock = &memlock;
-    std::optional<sender::SendSession> session;
-    session.emplace(options, settings, *file, pass.digest);
-    proto::SenderOutcome outcome = session->run();
-    if (outcome == proto::SenderOutcome::VersionUnsupported) {
-      // A receiver from before version 2 refuses our Hello with Reject(UnsupportedVersion):
-      // version 1 does everything it can, but carries only the whole-file SHA-256 (and no
-      // keepalives while it commits).
-      const bool rehash = pass.digest.algorithm != proto::DigestAlgorithm::WholeFileSha256;
-      spdlog::warn("the receiver speaks only protocol version 1: connecting again with version 1{}",
-                   rehash ? " (and the whole-file SHA-256 digest it knows)" : "");
-      if (rehash) {
-        hashing.algorithm = proto::DigestAlgorithm::WholeFileSha256;
-        const double first = pass.seconds;
-        pass = sender::hash_file(*file, hashing);
-        sender::commit_digest_cache(batch);
-        pass.seconds += first;
-      }
-      settings.version = proto::kVersion1;
-      session.emplace(options, settings, *file, pass.digest);
-      outcome = session->run();
-    }
-    const auto& stats = session->stats();
-    const int rc = sender::exit_code_for(outcome);
-    if (outcome == proto::SenderOutcome::Success && stats.skipped) {
-      spdlog::info("skipped {} as '{}': identical on the receiver ({} {})", options.file,
-                   options.name, proto::to_string(pass.digest.algorithm),
-                   to_hex(pass.digest.value));
-    } else if (outcome == proto::SenderOutcome::Success) {
-      const double rate =
-          stats.data_seconds > 0 ? static_cast<double>(stats.bytes) / stats.data_seconds : 0;
-      const std::string resumed =
-          stats.resumed_from > 0 ? " (resumed at " + proto::format_size(stats.resumed_from) + ")"
-                                 : std::string();
-      spdlog::info("sent {} as '{}': {}{} in {:.2f}s ({}/s), verified ({} {})", options.file,
-                   options.name, proto::format_size(stats.bytes), resumed, stats.data_seconds,
-                   proto::format_size(static_cast<std::uint64_t>(rate)),
-                   proto::to_string(pass.digest.algorithm), to_hex(pass.digest.value));
-    } else {
-      spdlog::error("transfer failed: {}", outcome_message(outcome));
-    }
-    if (options.json) {
-      sender::Report report{options.file,
-                            options.name,
-                            file->size(),
-                            pass.digest,
-                            pass.from_cache,
-                            pass.seconds,
-                            stats.connect_seconds,
-                            stats.data_seconds,
-                            stats.verify_seconds,
-                            std::chrono::duration<double>(Clock::now() - t0).count(),
-                            stats.zero_copy,
-                            outcome,
-                            rc,
-                            session->secret()};
-      report.bytes_sent = stats.bytes;
-      report.resumed_from = stats.resumed_from;
-      report.skipped = stats.skipped;
-      std::puts(sender::to_json(report).c_str());
-    } else if (outcome == proto::SenderOutcome::Success && !session->secret().empty()) {
-      std::fwrite(session->secret().data(), 1, session->secret().size(), stdout);
-      std::fputc('\n', stdout);
-    }
-    return rc;
+    return sender::run_transfer(options, std::move(*tree),
+                                choose_progress_mode(options.progress, options.verbosity < 0));
+  } catch (const Interrupted& e) {
+    const std::string text = fmt::format(
+        "interrupted by signal {} while hashing: nothing was sent. Run the same command again "
+        "to continue (the digests computed so far are in the digest cache)",
+        e.signal());
+    spdlog::warn("{}", text);
+    json_failure(options, 128 + e.signal(), text);
+    std::fflush(stdout);
+    InterruptFlag::die_of(e.signal());
   } catch (const SysError& e) {
     // Setting up the CM channel or id (before any connection attempt).
     const std::string hint = rdma_setup_hint(e.error());
-    spdlog::error("{}{}{}", e.what(), hint.empty() ? "" : "; ", hint);
-    return hint.empty() ? sender::kExitOther : sender::kExitConnection;
+    const std::string text = std::string(e.what()) + (hint.empty() ? "" : "; ") + hint;
+    spdlog::error("{}", text);
+    return json_failure(options, hint.empty() ? sender::kExitOther : sender::kExitConnection, text);
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
-    return sender::kExitOther;
+    return json_failure(options, sender::kExitOther, e.what());
   }
 }

@@ -140,8 +140,8 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
                "memlock limit, a receiver answering), send nothing, and exit 0 if all passed");
   std::optional<std::string> bwlimit;
   app.add_option("--bwlimit", bwlimit,
-                 "send at most RATE bytes per second, e.g. 500M (K/M/G: 10^3/10^6/10^9; "
-                 "Ki/Mi/Gi: 2^10/2^20/2^30)")
+                 "send at most RATE bytes per second, e.g. 500M (K/M/G/T: powers of 1024, "
+                 "as in every size)")
       ->option_text("RATE");
   app.add_option("PATH", o.files,
                  "files to send (and directories with -r; several with --checksum)");
@@ -158,7 +158,7 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
     o.bwlimit = parse_rate(*bwlimit);
     if (!o.bwlimit) {
       std::cerr << "rdma-send: --bwlimit: '" << *bwlimit
-                << "' is not a rate above 0 in bytes per second (e.g. 500M, 1Gi)\n";
+                << "' is not a rate above 0 in bytes per second (e.g. 500M, 1GiB/s)\n";
       return kExitUsage;
     }
   }
@@ -197,12 +197,6 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
     return kExitUsage;
   }
   return o;
-}
-
-bool needs_session(const SenderOptions& o) {
-  if (o.files.size() != 1 || o.recursive || o.parallel > 1 || o.devices.size() > 1) return true;
-  std::error_code error;
-  return !std::filesystem::is_regular_file(std::filesystem::symlink_status(o.file, error));
 }
 
 }  // namespace rdmax::sender

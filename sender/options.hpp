@@ -36,15 +36,11 @@ struct SenderOptions {
   std::chrono::seconds connect_timeout{10};
   std::chrono::seconds timeout{30};                // no progress for this long ends the transfer
   std::optional<std::uint64_t> inject_corruption;  // testing: flip the byte at this offset
-  // Register the file's pages instead of copying them through a buffer (see send_session).
+  // Register the file's pages instead of copying them through a buffer (sender/file_windows.hpp).
   bool zero_copy = false;
   std::optional<std::uint64_t> bwlimit;  // --bwlimit: bytes per second
   bool check = false;                    // --check: preflight checks only (sender/preflight.hpp)
 };
-
-// A run of one regular file without -r or -P goes as one transfer (Hello, docs/PROTOCOL.md
-// 3-5), which version 1 receivers understand too; anything else is a session (7.5).
-[[nodiscard]] bool needs_session(const SenderOptions& options);
 
 // Either options, or the exit status to leave with (0 after --help/--version).
 [[nodiscard]] std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv);

@@ -1,42 +1,47 @@
 #pragma once
-// The machine-readable summary `rdma-send --json` prints: one JSON object on stdout.
+// What rdma-send reports at the end of a command, one file or a tree alike: one line on
+// stderr (for a single file the file's own line, else the totals), the exit status, and with
+// --json one object with an entry per file and directory and the totals (rdma-send(1)).
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
-#include "common/file_digest.hpp"
-#include "protocol/sender_machine.hpp"
+#include "sender/session_plan.hpp"
 
 namespace rdmax::sender {
 
-struct Report {
-  std::string file;
-  std::string name;
-  unsigned long long bytes = 0;
-  FileDigest digest;
-  bool digest_from_cache = false;  // the digest cache knew the file: it was not read
+struct RunSummary {
+  std::size_t left_out = 0;  // local PATHs not sendable: links, special files, bad names
+  std::uint64_t bytes = 0;   // written to the receiver in this run
   double hash_seconds = 0;
   double connect_seconds = 0;
   double data_seconds = 0;
-  double verify_seconds = 0;
   double total_seconds = 0;
-  bool zero_copy = false;  // the data was written from the registered file mapping
-  proto::SenderOutcome outcome = proto::SenderOutcome::ProtocolError;
-  int exit_code = 1;
-  std::string secret;  // empty: none
-  // Resume (PROTOCOL.md 7.6): the bytes that moved, where they started, and whether the
-  // receiver had the file already (then nothing moved).
-  std::uint64_t bytes_sent = 0;
-  std::uint64_t resumed_from = 0;
-  bool skipped = false;
+  // The lead connection's outcome: Denied when the receiver refused the id although every
+  // entry was good (exit 6).
+  proto::SenderOutcome lead = proto::SenderOutcome::Success;
 };
+
+// The exit status: 0 when every entry is good (and the id, if any, was not denied), else
+// that of the first entry (in the plan's order) that is not.
+[[nodiscard]] int exit_status(const SessionPlan& plan, const RunSummary& summary);
+
+// Logs the closing line. One file: "sent PATH as 'NAME': SIZE in T s (RATE/s), verified
+// (ALGORITHM DIGEST)", or why not. Else: "N files and D directories: G good, F failed, U not
+// sent; SIZE sent in T s (RATE/s)", and what resume saved and what was left out, if anything.
+void summarize(const SessionPlan& plan, const RunSummary& summary, int exit_code);
+
+// One line of JSON (nlohmann/json); names and secrets that are not UTF-8 get U+FFFD, so the
+// output stays valid JSON whatever the peer or the file system said.
+[[nodiscard]] std::string to_json(const SessionPlan& plan, const RunSummary& summary, int exit_code,
+                                  const std::string& secret);
+// --json when the command ends before any transfer (a usage error, no device): the same
+// object with no entries and the error's text.
+[[nodiscard]] std::string to_json_failure(int exit_code, const std::string& error);
 
 // Said once when SIGINT/SIGTERM stops a run: what happens to what was sent, and that the same
 // command continues it (files already there are skipped, a partial file resumes).
 void say_interrupted(int signal);
-
-// One line of JSON (nlohmann/json). Bytes of names and secrets that are not UTF-8 are
-// replaced by U+FFFD: the output stays valid JSON whatever the peer or the file system said.
-[[nodiscard]] std::string to_json(const Report& report);
 
 }  // namespace rdmax::sender

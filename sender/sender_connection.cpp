@@ -31,12 +31,6 @@ void keep_secret(SenderInput& cause, std::string& kept) {
 namespace {
 using Input = SenderInput;
 
-// Zero-copy registers the file a window at a time: 8x what can be in flight but at most
-// 32 MiB (unless more than that can be in flight), so that registering costs little per
-// byte and pinned memory (up to three windows) stays modest whatever the file size.
-constexpr std::uint64_t kFileWindowBytes = 32u << 20;
-constexpr std::uint64_t kFileWindowsPerFlight = 8;
-
 double seconds_between(std::chrono::steady_clock::time_point a,
                        std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -224,9 +218,7 @@ void SenderConnection::start_data(const proto::Accept& accept) {
     // it was measured (Soft-RoCE: 2.0 s of registration against 0.6 s of copying per
     // 256 MiB, both on the event loop; docs/BENCHMARKS.md). --zero-copy asks for it.
     if (settings_.zero_copy && !settings_.inject_corruption) {
-      const std::uint64_t chunk = accept.slot_size;
-      const std::uint64_t preferred = std::max<std::uint64_t>(
-          wanted, std::min(kFileWindowBytes, chunk * wanted * kFileWindowsPerFlight) / chunk);
+      const std::uint64_t preferred = preferred_window_chunks(accept.slot_size, wanted);
       std::optional<proto::WindowFit> fit = proto::WindowFit{
           static_cast<std::uint32_t>(std::min<std::uint64_t>(preferred, UINT32_MAX)), wanted};
       if (settings_.memlock != nullptr)

@@ -1,11 +1,16 @@
 #pragma once
+// NOT USED BY rdma-send ANY MORE (docs/DESIGN.md, step 3): every command goes through the
+// session driver (sender/session_connection.hpp), a version-1 receiver through
+// sender/version1_transport.hpp. This one-file driver stays, with its unit tests, only until
+// the sender machine loses its one-file states (step 4), which its tests still drive; delete
+// it then, with protocol/send_ledger.*.
+//
 // One transfer from the sender's side: the pure state machine (protocol/sender_machine.hpp)
 // driven through the shared driver skeleton (common/connection/driver_core.hpp), the
 // data-phase rules of the SendLedger, and the source of the chunks (a registered staging
 // buffer the file is copied into, or, zero-copy, the file's mapping registered window by
 // window). What only rdma_cm can do (resolving the route, creating the queue pair and
-// connecting) it asks of its SenderCm: the program's session (sender/send_session.hpp) or
-// a unit test's fake.
+// connecting) it asks of its SenderCm: a unit test's fake.
 //
 // Lifecycle: ResolvingAddress (the owner called resolve_addr) ... Done; the owner feeds it
 // CM events, completions, ticks and signals until finished(). The Transport it gets from

@@ -37,6 +37,8 @@ void read_fully(int fd, std::uint8_t* out, std::size_t length, std::uint64_t off
   }
 }
 
+constexpr std::uint32_t kNoEntry = UINT32_MAX;  // a slot whose chunk was copied
+
 std::string quoted(const std::string& path) {
   return "'" + proto::escape_for_log(path) + "'";
 }
@@ -175,6 +177,7 @@ void SessionConnection::perform(Action action, SenderInput& cause) {
       begin_disconnect();
       break;
     case Action::Finish:
+      windows_.clear();  // deregistered through the transport, before it goes
       release_transport();
       open_files_.clear();
       // What this connection did not settle ends as the connection did.
@@ -210,24 +213,105 @@ void SessionConnection::start_session(const proto::Accept& accept) {
   plans.reserve(entries_.size());
   for (std::uint32_t index : entries_)
     plans.push_back({plan_.entries[index].kind, plan_.entries[index].size});
-  // The staging buffer must fit RLIMIT_MEMLOCK (sender/memlock.hpp): fewer slots in flight,
-  // or, when not even one fits, no session.
-  std::uint32_t slots = std::min(accept.slot_count, kMaxActiveSlots);
-  if (settings_.memlock != nullptr && slots > 0) {
-    slots = settings_.memlock->staging_slots(accept.slot_size, slots);
-    if (slots == 0) {
-      settings_.memlock->cannot_fit(accept.slot_size);
-      return dispatch({Event::LocalFailure,
-                       Input::Abort{proto::ErrorCode::Internal,
-                                    "the sender cannot pin one slot under its RLIMIT_MEMLOCK"}});
+  // What is pinned must fit RLIMIT_MEMLOCK (sender/memlock.hpp): fewer slots in flight,
+  // smaller zero-copy windows, or, when not even one slot fits, no session.
+  const std::uint32_t wanted = std::min(accept.slot_count, kMaxActiveSlots);
+  std::uint32_t slots = wanted;
+  // Copying is the default: pinning page-cache pages cost more than copying them where it
+  // was measured (docs/BENCHMARKS.md). --zero-copy asks for it.
+  if (settings_.zero_copy && !settings_.inject_corruption && wanted > 0) {
+    const std::uint64_t preferred = preferred_window_chunks(accept.slot_size, wanted);
+    std::optional<proto::WindowFit> fit = proto::WindowFit{
+        static_cast<std::uint32_t>(std::min<std::uint64_t>(preferred, UINT32_MAX)), wanted};
+    if (settings_.memlock != nullptr)
+      fit = settings_.memlock->file_windows(accept.slot_size, wanted, preferred);
+    if (fit) {
+      slots = fit->slots;
+      window_bytes_ = std::uint64_t{fit->window_chunks} * accept.slot_size;
+    } else {
+      spdlog::warn(
+          "zero-copy unavailable, copying through a buffer instead: RLIMIT_MEMLOCK cannot hold "
+          "three windows of one chunk");
     }
+  }
+  if (window_bytes_ == 0 && settings_.memlock != nullptr && wanted > 0)
+    slots = settings_.memlock->staging_slots(accept.slot_size, wanted);
+  if (wanted > 0 && slots == 0) {
+    settings_.memlock->cannot_fit(accept.slot_size);
+    return dispatch({Event::LocalFailure,
+                     Input::Abort{proto::ErrorCode::Internal,
+                                  "the sender cannot pin one slot under its RLIMIT_MEMLOCK"}});
   }
   ledger_ = proto::SessionSendLedger(std::move(plans), accept, slots);
   ledger_.allow_directories(!holding_);
-  staging_ = transport()->allocate(std::size_t{ledger_.active_slots()} * accept.slot_size);
-  staging_key_ = transport()->register_memory(staging_, Access::LocalRead);
+  in_flight_.assign(ledger_.active_slots(), {0, 0});
+  if (window_bytes_ == 0) use_staging();
+  spdlog::debug(
+      "data phase: chunks of {}, {} slots in flight, {}", proto::format_size(accept.slot_size),
+      ledger_.active_slots(),
+      window_bytes_ > 0 ? "zero-copy from the files' mappings" : "copied through a buffer");
   expect("the receiver's answers", settings_.timeout);
   pump();
+}
+
+void SessionConnection::use_staging() {
+  if (staging_key_) return;
+  staging_ = transport()->allocate(std::size_t{ledger_.active_slots()} * accept_.slot_size);
+  staging_key_ = transport()->register_memory(staging_, Access::LocalRead);
+}
+
+// The windows of a file sent zero-copy, registered from `offset` on its first chunk; none
+// when its mapping cannot be registered (a file system that cannot be mapped): it is copied
+// through the staging buffer instead.
+FileWindows* SessionConnection::windows_for(std::uint32_t local, std::uint64_t offset) {
+  if (auto it = windows_.find(local); it != windows_.end()) return &it->second;
+  try {
+    auto [it, added] = windows_.try_emplace(local, *transport(), input(local).map(), window_bytes_);
+    it->second.register_ahead(offset);
+    return &it->second;
+  } catch (const std::exception& e) {
+    windows_.erase(local);
+    spdlog::warn("{}: zero-copy unavailable, copying through a buffer instead: {}",
+                 quoted(entry(local).local_path), e.what());
+    return nullptr;
+  }
+}
+
+std::pair<Registration, std::span<const std::uint8_t>> SessionConnection::chunk_source(
+    const proto::SessionSendLedger::Planned& c) {
+  const bool copying =
+      window_bytes_ == 0 || (result(c.entry).bytes > 0 && !result(c.entry).zero_copy);
+  if (FileWindows* w = copying ? nullptr : windows_for(c.entry, c.offset)) {
+    in_flight_[c.slot] = {c.entry, c.offset};
+    result(c.entry).zero_copy = true;
+    const Registration key = w->acquire(c.offset, c.length);
+    // Pin the next window while this one is on the wire; best effort (acquire registers it
+    // when its first chunk is due otherwise).
+    if (c.offset + c.length < entry(c.entry).size) {
+      try {
+        w->register_ahead(c.offset + c.length);
+      } catch (const std::exception& e) {
+        spdlog::debug("not registering ahead: {}", e.what());
+      }
+    }
+    return {key, w->bytes(c.offset, c.length)};
+  }
+  use_staging();
+  if (c.slot < in_flight_.size()) in_flight_[c.slot] = {kNoEntry, 0};
+  std::uint8_t* buffer = staging_.data() + std::size_t{c.slot} * accept_.slot_size;
+  read_fully(input(c.entry).fd(), buffer, c.length, c.offset);
+  if (const auto at = settings_.inject_corruption;
+      at && *at >= c.offset && *at < c.offset + c.length) {
+    buffer[*at - c.offset] ^= 0xFF;
+    spdlog::warn("testing: corrupted the byte at offset {} of {}", *at,
+                 quoted(entry(c.entry).local_path));
+  }
+  return {*staging_key_, {buffer, c.length}};
+}
+
+void SessionConnection::forget_file(std::uint32_t local) {
+  windows_.erase(local);  // before the mapping it covers
+  open_files_.erase(local);
 }
 
 InputFile& SessionConnection::input(std::uint32_t local) {
@@ -259,23 +343,15 @@ void SessionConnection::pump() {
       bucket.take(*length, now);
     }
     const auto chunk = ledger_.next_chunk();
-    std::uint8_t* buffer = staging_.data() + std::size_t{chunk->slot} * accept_.slot_size;
-    read_fully(input(chunk->entry).fd(), buffer, chunk->length, chunk->offset);
-    if (const auto at = settings_.inject_corruption;
-        at && *at >= chunk->offset && *at < chunk->offset + chunk->length) {
-      buffer[*at - chunk->offset] ^= 0xFF;
-      spdlog::warn("testing: corrupted the byte at offset {} of {}", *at,
-                   quoted(entry(chunk->entry).local_path));
-    }
-    transport()->write(*staging_key_, {buffer, chunk->length}, chunk->remote_addr, chunk->rkey);
+    const auto [source, bytes] = chunk_source(*chunk);
+    transport()->write(source, bytes, chunk->remote_addr, chunk->rkey);
     post(proto::FileChunk{chunk->entry, chunk->slot, chunk->offset, chunk->length},
          chunk->slot + 1);
     result(chunk->entry).bytes += chunk->length;
   }
   while (auto local = ledger_.next_file_done()) {
-    open_files_.erase(*local);  // every chunk of it has been read and written
+    forget_file(*local);  // every chunk of it has been read and written
     post(proto::FileDone{*local, entry(*local).size});
-    if (result(*local).bytes > 0) last_file_done_ = Clock::now();
   }
   if (ledger_.all_settled() && !holding_ && !settled_signalled_) {
     settled_signalled_ = true;
@@ -286,10 +362,11 @@ void SessionConnection::pump() {
 }
 
 void SessionConnection::settle(std::uint32_t local, EntryResult settled) {
-  open_files_.erase(local);
+  forget_file(local);
   if (settled.status != EntryResult::Status::Good) ++failures_;
   settled.bytes = result(local).bytes;
   settled.resumed_from = result(local).resumed_from;
+  settled.zero_copy = result(local).zero_copy;
   result(local) = std::move(settled);
 }
 
@@ -302,7 +379,13 @@ void SessionConnection::violation(std::string text) {
 void SessionConnection::on_sent(std::uint64_t tag) {
   if (tag == 0) return;  // a control message
   // The FileChunk's SEND completed, so the WRITE before it did too.
-  if (ledger_.completed(static_cast<std::uint32_t>(tag - 1)) == 0) return;
+  const auto slot = static_cast<std::uint32_t>(tag - 1);
+  if (ledger_.completed(slot) == 0) return;
+  last_data_ = Clock::now();
+  if (slot < in_flight_.size() && window_bytes_ > 0) {
+    const auto [local, offset] = in_flight_[slot];
+    if (auto it = windows_.find(local); it != windows_.end()) it->second.release(offset);
+  }
   pump();
 }
 
@@ -332,8 +415,18 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
                    m->text.empty() ? "" : ": ", proto::escape_for_log(m->text));
       return dispatch({Event::GotRejectVersion, {}});
     }
-    spdlog::error("[{}] the receiver refused the session: {}", label(),
-                  proto::describe_refusal(m->reason, m->text, proto::RefusalScope::Session));
+    // A command of one file (a version-1 receiver's Hello among them): the refusal is the
+    // file's, with the file's next step.
+    if (plan_.entries.size() == 1 && entry(0).kind == proto::EntryKind::File) {
+      const std::string detail = std::string(proto::to_string(m->reason)) +
+                                 (m->text.empty() ? "" : ": ") + proto::escape_for_log(m->text);
+      spdlog::error("{}: refused by the receiver ({}); {}", quoted(entry(0).local_path), detail,
+                    proto::refusal_next_step(m->reason, proto::RefusalScope::File));
+      settle(0, {EntryResult::Status::Refused, proto::SenderOutcome::Rejected, detail, 0});
+    } else {
+      spdlog::error("[{}] the receiver refused the session: {}", label(),
+                    proto::describe_refusal(m->reason, m->text, proto::RefusalScope::Session));
+    }
     return dispatch({Event::GotReject, {}});
   }
   const bool in_session = state_ == State::InSession;

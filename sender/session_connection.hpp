@@ -27,6 +27,7 @@
 #include "protocol/sender_machine.hpp"
 #include "protocol/session_send_ledger.hpp"
 #include "protocol/wire.hpp"
+#include "sender/file_windows.hpp"
 #include "sender/sender_connection.hpp"
 #include "sender/session_plan.hpp"
 
@@ -86,11 +87,11 @@ class SessionConnection final : public DriverCore {
   std::uint32_t failures() const;
   std::uint64_t bytes_completed() const { return ledger_.bytes_completed(); }
   double connect_seconds() const { return connect_seconds_; }
-  // The data phase, as for one file: from the Accept to the last FileDone sent (none: no
-  // entry had data to send).
+  // The data phase: from the Accept to the last chunk's completion (none: no data was
+  // sent). A run cut short ends its phase at the last chunk that arrived.
   std::optional<std::pair<Clock::time_point, Clock::time_point>> data_span() const {
-    if (last_file_done_ == Clock::time_point{}) return std::nullopt;
-    return std::pair{accepted_, last_file_done_};
+    if (last_data_ == Clock::time_point{}) return std::nullopt;
+    return std::pair{accepted_, last_data_};
   }
 
  private:
@@ -115,6 +116,13 @@ class SessionConnection final : public DriverCore {
   void start_session(const proto::Accept& accept);
   void pump();
   void settle(std::uint32_t local, EntryResult result);
+  // Where a chunk's bytes come from: the file's registered mapping (--zero-copy), else the
+  // staging buffer, read into it now.
+  std::pair<Registration, std::span<const std::uint8_t>> chunk_source(
+      const proto::SessionSendLedger::Planned& chunk);
+  FileWindows* windows_for(std::uint32_t local, std::uint64_t offset);
+  void use_staging();
+  void forget_file(std::uint32_t local);
   void violation(std::string text);
   PlannedEntry& entry(std::uint32_t local) { return plan_.entries[entries_[local]]; }
   EntryResult& result(std::uint32_t local) { return plan_.results[entries_[local]]; }
@@ -129,8 +137,8 @@ class SessionConnection final : public DriverCore {
   std::optional<proto::SenderOutcome> outcome_;
   std::string secret_;
   Clock::time_point started_{};
-  Clock::time_point accepted_{};        // the Accept: the data phase begins
-  Clock::time_point last_file_done_{};  // the last FileDone of an entry that sent data
+  Clock::time_point accepted_{};   // the Accept: the data phase begins
+  Clock::time_point last_data_{};  // the last chunk's completion
   double connect_seconds_ = 0;
   std::uint32_t failures_ = 0;
   bool settled_signalled_ = false;
@@ -144,6 +152,11 @@ class SessionConnection final : public DriverCore {
   std::map<std::uint32_t, InputFile> open_files_;  // taken files being read
   std::span<std::uint8_t> staging_;                // the transport's allocation
   std::optional<Registration> staging_key_;
+  // --zero-copy: each file being sent is registered a window at a time (0: copying); after
+  // open_files_, whose mappings the windows cover, so that they are deregistered first.
+  std::uint64_t window_bytes_ = 0;
+  std::map<std::uint32_t, FileWindows> windows_;
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> in_flight_;  // per slot: entry, offset
 };
 
 }  // namespace rdmax::sender

@@ -1,5 +1,5 @@
 #pragma once
-// What one rdma-send command sends in version-2 sessions, and what became of each entry:
+// What one rdma-send command sends (one file or a tree), and what became of each entry:
 // filled in by main (the walk of the PATHs and the hashing pass), read by the session
 // connections, which write each entry's result back (sender/session_connection.hpp), and
 // reported by main at the end (summary line, --json, exit status).
@@ -22,7 +22,8 @@ struct PlannedEntry {
   std::uint32_t mode = 0;  // permission bits
   std::int64_t mtime_sec = 0;
   std::uint32_t mtime_nsec = 0;
-  Digest digest{};  // files: by the plan's algorithm
+  Digest digest{};                 // files: by the plan's algorithm
+  bool digest_from_cache = false;  // the digest cache knew the file: it was not read for it
 };
 
 struct EntryResult {
@@ -41,6 +42,7 @@ struct EntryResult {
   // written), or its first bytes (Resume: they were not sent again).
   bool identical = false;
   std::uint64_t resumed_from = 0;
+  bool zero_copy = false;  // its bytes went from the file's registered mapping (--zero-copy)
 };
 
 struct SessionPlan {

@@ -9,6 +9,7 @@
 #include "sender/cm_delivery.hpp"
 #include "sender/memlock.hpp"
 #include "sender/report.hpp"
+#include "sender/version1_transport.hpp"
 
 namespace rdmax::sender {
 
@@ -29,6 +30,8 @@ struct SessionRun::Link final : SenderCm {
   std::optional<CmId> id;
   rdma_cm_id* raw = nullptr;
   std::unique_ptr<RdmaTransport> transport;
+  // A receiver of protocol version 1: the wire speaks it, the driver a session of one entry.
+  std::unique_ptr<Version1Transport> version1;
   std::unique_ptr<SessionConnection> driver;
 
   Link(SessionRun& r, std::size_t i) : run(r), index(i) {}
@@ -40,7 +43,15 @@ struct SessionRun::Link final : SenderCm {
     id.reset();
     run.loop_.watch(transport->completion_fd(), [this] { driver->poll(); });
     transport->connect();
-    return *transport;
+    if (run.settings_[index].version != proto::kVersion1) return *transport;
+    // Version 1 carries one file (sender/version1_send.hpp), named by the Hello.
+    const PlannedEntry& file = run.plan_.entries.front();
+    proto::Hello hello;
+    hello.file_size = file.size;
+    hello.digest = file.digest;
+    hello.name = file.remote_path;
+    version1 = std::make_unique<Version1Transport>(*transport, std::move(hello));
+    return *version1;
   }
 };
 
@@ -83,7 +94,7 @@ SessionRun::SessionRun(const SenderOptions& options, const SenderSettings& setti
   }
   if (progress != ProgressMode::Off) {
     progress_.emplace(progress, "sending", total_bytes_);
-    progress_->set_files(0, total_files_);
+    show_files_settled();
   }
 }
 
@@ -111,7 +122,8 @@ proto::SenderOutcome SessionRun::run() {
         wake_for_bwlimit();
       });
   if (progress_) {
-    progress_->set_files(files_settled(), total_files_);
+    show_files_settled();
+    progress_->update(bytes_there());  // the summary line counts what arrived
     if (bytes_there() == total_bytes_)
       progress_->finish();
     else
@@ -143,9 +155,15 @@ void SessionRun::update_lead() {
 void SessionRun::on_tick(EventLoop::Clock::time_point now) {
   for (auto& link : links_) link->driver->tick(now);
   if (progress_) {
-    progress_->set_files(files_settled(), total_files_);
+    show_files_settled();
     progress_->update(bytes_there());
   }
+}
+
+// A command of several files shows how many are settled beside the bytes; one file, its
+// bytes only.
+void SessionRun::show_files_settled() {
+  if (total_files_ > 1) progress_->set_files(files_settled(), total_files_);
 }
 
 std::size_t SessionRun::files_settled() const {

@@ -1,7 +1,7 @@
 #pragma once
-// rdma-send's wiring for version-2 sessions: the process's event loop
-// (common/event_loop.hpp) over one CM event channel and every connection's completion fd,
-// driving N SessionConnections at once
+// rdma-send's wiring for version-2 sessions (one file is a session of one entry): the process's
+// event loop (common/event_loop.hpp) over one CM event channel and every connection's completion
+// fd, driving N SessionConnections at once
 // (-P/--parallel, on one device or several: -d DEV1,DEV2). The first connection is the
 // lead: it carries the directories, which it offers only once the files of every
 // connection are settled (so that their times stick), and the id, which it presents only
@@ -50,6 +50,7 @@ class SessionRun {
   void wake_for_bwlimit();
   // Files whose entry is settled (good, refused or failed), for the progress bar.
   std::size_t files_settled() const;
+  void show_files_settled();
 
   const SenderOptions& options_;
   SessionPlan& plan_;

@@ -278,10 +278,10 @@ case_bwlimit_usage() {
   pass "--bwlimit 0, negative, fractional or garbage: exit 2 with a usage message"
 }
 
-# 24 MiB at --bwlimit 4M (4,000,000 bytes/s, far below the link's ~40 MB/s): the data
-# phase's rate is within 5% of the limit.
+# 24 MiB at --bwlimit 4M (4 MiB/s: K, M and G are powers of 1024 in every size, rates too;
+# far below the link's ~40 MB/s): the data phase's rate is within 5% of the limit.
 case_bwlimit_rate() {
-  local log=$work/bw.log file=$work/in/bw.bin limit=4000000
+  local log=$work/bw.log file=$work/in/bw.bin limit=$((4 << 20))
   head -c $((24 << 20)) /dev/urandom >"$file" && chmod 644 "$file"
   rm -f "$work/dir/bw.bin"
   start_daemon bw "$log" "$recv" --bind "$RXE_ADDR" --port "$port" --dir "$work/dir"
@@ -367,10 +367,10 @@ case_refusal_next_step() {
   wait_for_line 20 refusals "$log" 'listening on'
   run "$send" -H "$RXE_ADDR" -p "$port" "$work/in/taken.txt"
   expect_status 4
-  expect_stderr 'rejected by the receiver: Exists: a file of that name exists; send it under another name with --name NAME, or start rdma-recv with --overwrite'
+  expect_stderr "taken.txt': refused by the receiver \(Exists: a file of that name exists\); send it under another name with --name NAME, or start rdma-recv with --overwrite"
   run "$send" -H "$RXE_ADDR" -p "$port" "$work/in/big.bin"
   expect_status 4
-  expect_stderr "rejected by the receiver: TooLarge: larger than .*; .*--max-size"
+  expect_stderr "big.bin': refused by the receiver \(TooLarge: larger than .*\); .*--max-size"
   run "$send" -H "$RXE_ADDR" -p "$port" -r "$work/in/tree"
   expect_status 4
   expect_stderr "tree/taken.txt': refused by the receiver \(Exists: a file of that name exists\); remove or rename it on the receiver, or start rdma-recv with --overwrite"

@@ -104,6 +104,18 @@ case_new_sender_v1_receiver() {
   pass "new sender -> v1 receiver: verified, secret printed (${elapsed}s)"
 }
 
+# The same file again: the version-1 receiver refuses the existing name (it knows no Have);
+# the sender reports the file's refusal with its next step, and keeps the receiver's copy.
+case_new_sender_v1_receiver_existing() {
+  send_with "$send" "$v1_port" "$in/new-to-v1.bin"
+  expect_status 4
+  grep -q "new-to-v1.bin': refused by the receiver (Exists" "$send_err" ||
+    fail "no refusal of the file: $(tr '\n' '|' <"$send_err" | head -c 400)"
+  grep -q -- '--name' "$send_err" || fail "the refusal does not name --name"
+  expect_same "$in/new-to-v1.bin" "$v1_out/new-to-v1.bin"
+  pass "new sender -> v1 receiver, an existing name: exit 4, the file's refusal with its next step"
+}
+
 case_new_sender_says_version_1() {
   local err=$RXE_SCRATCH/new-to-v1.err
   [[ -f $err ]] || fail "the new sender did not run against the v1 receiver"
@@ -148,6 +160,7 @@ run_case v1-sender-bad-hash case_v1_sender_bad_hash
 run_case v1-sender-existing case_v1_sender_existing
 run_case new-sender-v1-receiver case_new_sender_v1_receiver
 run_case new-sender-says-version-1 case_new_sender_says_version_1
+run_case new-sender-v1-receiver-existing case_new_sender_v1_receiver_existing
 run_case new-sender-new-receiver case_new_sender_new_receiver
 run_case receivers-alive case_receivers_alive
 echo "time in the test bed: ${SECONDS}s"

@@ -119,8 +119,10 @@ case_ctrl_c_while_hashing() {
   rm -f "$work/in/sparse.bin"
   # "exit=130" alone on its line: the bar (and the terminal's "^C") were erased first.
   grep -q '^exit=130$' "$work/screen" || fail "expected exit 130 (SIGINT), alone on its line"
+  grep -q 'interrupted by signal 2 while hashing: nothing was sent' "$work/screen" ||
+    fail "Ctrl-C while hashing ended without a word"
   ! grep -Eq 'ETA|\[=|%' "$work/screen" || fail "Ctrl-C left the bar on the screen"
-  pass "terminal: Ctrl-C while hashing: bar erased, exit 130"
+  pass "terminal: Ctrl-C while hashing: bar erased, said so, exit 130"
 }
 
 case_quiet_off_a_terminal() {

@@ -3,26 +3,32 @@
 
 #include <gtest/gtest.h>
 
+#include "protocol/sizes.hpp"
+
 namespace rdmax {
 namespace {
 
 using namespace std::chrono_literals;
 using Clock = TokenBucket::Clock;
 
-TEST(ParseRate, DecimalAndBinaryUnits) {
+// One rule for every size both programs read (protocol/sizes.hpp): K, M, G, T are powers
+// of 1024 however they are written, as the rates the programs print (MiB/s).
+TEST(ParseRate, UnitsArePowersOf1024AsInEverySize) {
   EXPECT_EQ(parse_rate("1"), 1u);
-  EXPECT_EQ(parse_rate("500M"), 500'000'000u);
-  EXPECT_EQ(parse_rate("4M"), 4'000'000u);
-  EXPECT_EQ(parse_rate("4k"), 4'000u);
-  EXPECT_EQ(parse_rate("2G"), 2'000'000'000u);
-  EXPECT_EQ(parse_rate("1T"), 1'000'000'000'000u);
-  EXPECT_EQ(parse_rate("4Ki"), 4096u);
-  EXPECT_EQ(parse_rate("4Mi"), 4u << 20);
-  EXPECT_EQ(parse_rate("1Gi"), 1u << 30);
+  EXPECT_EQ(parse_rate("500M"), 500ull << 20);
+  EXPECT_EQ(parse_rate("4M"), 4u << 20);
+  EXPECT_EQ(parse_rate("4k"), 4096u);
+  EXPECT_EQ(parse_rate("2G"), 2ull << 30);
+  EXPECT_EQ(parse_rate("1T"), 1ull << 40);
+  EXPECT_EQ(parse_rate("4Ki"), std::nullopt);  // as every size: "4K", "4KB" or "4KiB"
+  EXPECT_EQ(parse_rate("4KiB"), 4096u);
   EXPECT_EQ(parse_rate("1GiB/s"), 1u << 30);
-  EXPECT_EQ(parse_rate("10MB"), 10'000'000u);
-  EXPECT_EQ(parse_rate("10MB/s"), 10'000'000u);
+  EXPECT_EQ(parse_rate("10MB"), 10u << 20);
+  EXPECT_EQ(parse_rate("10MB/s"), 10u << 20);
+  EXPECT_EQ(parse_rate("10mb/S"), 10u << 20);
   EXPECT_EQ(parse_rate("100B"), 100u);
+  for (const char* text : {"1K", "64M", "3G"})
+    EXPECT_EQ(parse_rate(text), proto::parse_size(text)) << text;
 }
 
 TEST(ParseRate, RejectsZeroNegativesAndGarbage) {

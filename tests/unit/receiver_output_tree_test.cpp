@@ -191,15 +191,5 @@ TEST_F(OutputTreeTest, IntermediateDirectoriesNeedOnlySearchPermission) {
   ::chmod(at("x").c_str(), 0700);  // so the TempDir can remove it
 }
 
-TEST(ReservedByReceiver, ThePartialAreaAndWhatIsUnderIt) {
-  EXPECT_TRUE(reserved_by_receiver(".rdmax-partial"));
-  EXPECT_TRUE(reserved_by_receiver(".rdmax-partial/abc.data"));
-  // Only DIR/.rdmax-partial is the receiver's: the name deeper down is an ordinary path.
-  EXPECT_FALSE(reserved_by_receiver("a/.rdmax-partial"));
-  EXPECT_FALSE(reserved_by_receiver("x/.rdmax-partial/y"));
-  EXPECT_FALSE(reserved_by_receiver(".rdmax-partial2"));
-  EXPECT_FALSE(reserved_by_receiver("rdmax-partial"));
-}
-
 }  // namespace
 }  // namespace rdmax::receiver

@@ -1,4 +1,4 @@
-#include "sender/session_command.hpp"
+#include "sender/transfer_command.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -9,14 +9,16 @@
 #include "common/digest_cache.hpp"
 #include "common/error.hpp"
 #include "common/input_file.hpp"
+#include "common/interrupt_flag.hpp"
 #include "protocol/names.hpp"
 #include "protocol/sizes.hpp"
 #include "sender/exit_codes.hpp"
 #include "sender/hashing_pass.hpp"
 #include "sender/memlock.hpp"
-#include "sender/session_report.hpp"
+#include "sender/report.hpp"
 #include "sender/session_run.hpp"
 #include "sender/source_tree.hpp"
+#include "sender/version1_send.hpp"
 
 namespace rdmax::sender {
 
@@ -66,25 +68,31 @@ std::vector<std::vector<std::uint32_t>> share_out(const SessionPlan& plan, unsig
 // The digest of every file, from the cache where it knows the file. A file that cannot be
 // read is reported, marked failed, and not offered. The cache is read once and written once
 // for all the files: a read and rewrite of it per file cost more than hashing small files.
-void hash_files(const SenderOptions& options, SessionPlan& plan, double& seconds,
-                std::size_t& from_cache) {
+// `progress`: a bar per file (for a command of one file).
+void hash_files(const SenderOptions& options, SessionPlan& plan, ProgressMode progress,
+                double& seconds, std::size_t& from_cache) {
   std::optional<DigestCache> cache;
   if (options.digest_cache) {
     if (auto path = DigestCache::default_path()) cache.emplace(*path);
   }
   const auto t0 = Clock::now();
   auto batch = open_digest_cache_batch(cache ? &*cache : nullptr);
-  HashingSettings settings{plan.algorithm, options.hash_threads, ProgressMode::Off,
+  HashingSettings settings{plan.algorithm, options.hash_threads, progress,
                            batch ? &*batch : nullptr};
   for (std::size_t i = 0; i < plan.entries.size(); ++i) {
     PlannedEntry& e = plan.entries[i];
     if (e.kind != proto::EntryKind::File) continue;
     try {
+      InterruptFlag::check();
       InputFile file(e.local_path);
       if (file.size() != e.size) throw std::runtime_error("it changed size during the walk");
       const HashingPass pass = hash_file(file, settings);
       e.digest = pass.digest.value;
+      e.digest_from_cache = pass.from_cache;
       if (pass.from_cache) ++from_cache;
+    } catch (const Interrupted&) {
+      commit_digest_cache(batch);  // what was hashed need not be hashed again
+      throw;
     } catch (const std::exception& ex) {
       spdlog::error("cannot read '{}': {}", proto::escape_for_log(e.local_path), ex.what());
       plan.results[i] = {EntryResult::Status::Failed, proto::SenderOutcome::LocalFailure,
@@ -101,24 +109,26 @@ void hash_files(const SenderOptions& options, SessionPlan& plan, double& seconds
 
 }  // namespace
 
-std::optional<SourceTree> walk_local_input(const SenderOptions& options) {
+std::optional<SourceTree> walk_local_input(const SenderOptions& options, std::string& error) {
   SourceTree tree;
   try {
     tree = walk_sources(options.files, options.recursive, options.rename);
   } catch (const std::exception& e) {  // SourceError: the message is for the user as it is
-    spdlog::error("{}", e.what());
+    error = e.what();
+    spdlog::error("{}", error);
     return std::nullopt;
   }
   for (const auto& s : tree.skipped)
     spdlog::warn("skipping '{}': {}", proto::escape_for_log(s.local_path), s.reason);
   if (tree.files.empty() && tree.directories.empty()) {
-    spdlog::error("nothing to send: every PATH was skipped");
+    error = "nothing to send: every PATH was skipped";
+    spdlog::error("{}", error);
     return std::nullopt;
   }
   return tree;
 }
 
-int run_session_command(const SenderOptions& options, SourceTree tree, ProgressMode progress) {
+int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode progress) {
   const auto t0 = Clock::now();
   // One connection takes the files in walk order; several share them out largest first, so
   // that no big file starts last.
@@ -131,12 +141,16 @@ int run_session_command(const SenderOptions& options, SourceTree tree, ProgressM
     plan.entries.push_back(planned(d, proto::EntryKind::Directory));
   plan.results.resize(plan.entries.size());
 
-  SessionSummary summary;
-  summary.skipped = tree.skipped.size();
+  RunSummary summary;
+  summary.left_out = tree.skipped.size();
   std::size_t from_cache = 0;
-  hash_files(options, plan, summary.hash_seconds, from_cache);
-  spdlog::info("{} files ({}) hashed in {:.2f}s, {} from the digest cache", tree.files.size(),
-               proto::format_size(tree.total_bytes), summary.hash_seconds, from_cache);
+  const bool one_file = version1_can_send(plan);
+  hash_files(options, plan, one_file ? progress : ProgressMode::Off, summary.hash_seconds,
+             from_cache);
+  if (!one_file) {
+    spdlog::info("{} files ({}) hashed in {:.2f}s, {} from the digest cache", tree.files.size(),
+                 proto::format_size(tree.total_bytes), summary.hash_seconds, from_cache);
+  }
   // Files that could not be read are not offered.
   SessionPlan sendable;
   sendable.algorithm = plan.algorithm;
@@ -148,12 +162,11 @@ int run_session_command(const SenderOptions& options, SourceTree tree, ProgressM
   }
   sendable.results.resize(sendable.entries.size());
 
-  proto::SenderOutcome lead = proto::SenderOutcome::Success;
   std::string secret;
   if (!sendable.entries.empty()) {
     SenderSettings settings{
-        options.name,    options.id, proto::kVersion2,          options.connect_timeout,
-        options.timeout, false,      options.inject_corruption, progress,
+        options.name,    options.id,        proto::kVersion2,          options.connect_timeout,
+        options.timeout, options.zero_copy, options.inject_corruption, progress,
         options.bwlimit};
     // Every connection pins its buffers: as many as RLIMIT_MEMLOCK holds, each with one
     // slot of a default receiver at least (sender/memlock.hpp).
@@ -171,22 +184,28 @@ int run_session_command(const SenderOptions& options, SourceTree tree, ProgressM
     if (fit > 0 && fit < asked) memlock.fewer_connections(asked, fit);
     settings.memlock = &memlock;
     SessionRun run(options, settings, sendable, share_out(sendable, fitting), progress);
-    lead = run.run();
+    summary.lead = run.run();
     summary.data_seconds = run.data_seconds();
     summary.connect_seconds = run.connect_seconds();
     summary.bytes = run.bytes();
     secret = run.secret();
+    if (summary.lead == proto::SenderOutcome::VersionUnsupported && version1_can_send(sendable)) {
+      send_with_version1(options, sendable, summary, secret, progress);
+      plan.algorithm = sendable.algorithm;
+      plan.entries[origin.front()] = sendable.entries.front();
+    }
     for (std::size_t j = 0; j < origin.size(); ++j) plan.results[origin[j]] = sendable.results[j];
   }
-  if (lead == proto::SenderOutcome::VersionUnsupported) {
+  if (summary.lead == proto::SenderOutcome::VersionUnsupported) {
     spdlog::error(
         "the receiver speaks only protocol version 1, which carries one file per connection "
         "and no directories: send the files one by one");
     for (auto& r : plan.results)
-      if (r.status == EntryResult::Status::NotSent) r.outcome = lead;
+      if (r.status == EntryResult::Status::NotSent) r.outcome = summary.lead;
   }
   summary.total_seconds = seconds_since(t0);
-  const int rc = summarize(plan, summary);
+  const int rc = exit_status(plan, summary);
+  summarize(plan, summary, rc);
   if (options.json) {
     std::puts(to_json(plan, summary, rc, secret).c_str());
   } else if (rc == kExitSuccess && !secret.empty()) {

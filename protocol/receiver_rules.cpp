@@ -1,0 +1,91 @@
+#include "protocol/receiver_rules.hpp"
+
+#include <algorithm>
+
+#include "protocol/chunk_plan.hpp"
+#include "protocol/names.hpp"
+#include "protocol/paths.hpp"
+#include "protocol/sizes.hpp"
+
+namespace rdmax::proto {
+
+namespace {
+std::string hex4(std::uint16_t value) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out = "0x";
+  for (int shift = 12; shift >= 0; shift -= 4) out += kDigits[(value >> shift) & 0xf];
+  return out;
+}
+
+std::optional<Refusal> check_size(std::uint64_t size, std::uint64_t max_size) {
+  if (size > max_size)
+    return Refusal{RejectReason::TooLarge, "larger than " + format_size(max_size)};
+  return std::nullopt;
+}
+
+Window window_of(std::uint64_t chunks, std::uint32_t slot_size, std::uint32_t max_slots,
+                 bool writes) {
+  Window w;
+  w.slots = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(chunks, 1, max_slots));
+  w.bytes = writes ? std::uint64_t{slot_size} * w.slots : 0;
+  return w;
+}
+}  // namespace
+
+ExtensionsRead read_extensions(const std::vector<HelloExtension>& extensions,
+                               std::string_view message) {
+  ExtensionsRead read;
+  for (const auto& e : extensions) {
+    if (e.type == kExtensionResume) {
+      read.resume_understood = true;
+    } else if (e.type & kExtensionMustUnderstand) {
+      read.refusal = Refusal{
+          RejectReason::UnsupportedVersion,
+          "this receiver does not know " + std::string(message) + " extension " + hex4(e.type)};
+      return read;
+    } else {
+      read.ignored.push_back(e.type);
+    }
+  }
+  return read;
+}
+
+Window window_for_file(std::uint64_t file_size, std::uint32_t slot_size, std::uint32_t max_slots) {
+  const ChunkPlan plan{file_size, slot_size};
+  return window_of(plan.chunk_count(), slot_size, max_slots, plan.chunk_count() > 0);
+}
+
+Window window_for_session(const Open& open, std::uint32_t slot_size, std::uint32_t max_slots) {
+  const std::uint64_t chunks = open.total_bytes / slot_size + 1 +
+                               std::min<std::uint64_t>(open.entry_count, kMaxEntriesInFlight);
+  return window_of(chunks, slot_size, max_slots, open.total_bytes > 0);
+}
+
+std::optional<Refusal> check_memory(std::uint64_t in_use, const Window& window, std::uint64_t cap) {
+  if (in_use + window.bytes > cap)
+    return Refusal{RejectReason::NoMemory, "receiver memory cap reached; try again later"};
+  return std::nullopt;
+}
+
+bool reserved_by_receiver(std::string_view checked_path) {
+  return checked_path.substr(0, checked_path.find('/')) == kPartialArea;
+}
+
+std::optional<Refusal> check_hello_file(const Hello& hello, std::uint64_t max_size) {
+  if (auto error = check_file_name(hello.name))
+    return Refusal{RejectReason::BadName, to_string(*error)};
+  if (reserved_by_receiver(hello.name))
+    return Refusal{RejectReason::BadName, "the name is reserved by the receiver"};
+  return check_size(hello.file_size, max_size);
+}
+
+std::optional<Refusal> check_offer(const Offer& offer, std::uint64_t max_size) {
+  if (auto problem = check_relative_path(offer.path))
+    return Refusal{RejectReason::BadName, describe(*problem)};
+  if (reserved_by_receiver(offer.path))
+    return Refusal{RejectReason::BadName, "the path is reserved by the receiver"};
+  if (offer.kind == EntryKind::Directory) return std::nullopt;
+  return check_size(offer.size, max_size);
+}
+
+}  // namespace rdmax::proto

@@ -1,0 +1,58 @@
+#pragma once
+// Version 1 at the edge (docs/DESIGN.md): a receiver that speaks only protocol version 1
+// under the one session driver (sender/session_connection.hpp). The driver speaks a session
+// of one file entry; this decorator of the transport seam writes and reads version 1 on the
+// wire (docs/PROTOCOL.md sections 3-5), so that no second driver exists for it:
+//
+//   driver (version 2)            wire (version 1)
+//   Open                    ->    Hello (the one file's name, size and SHA-256: given at
+//                                 construction, since version 1 names the file first)
+//   Offer(0)                ->    nothing (the Hello said it)
+//   FileChunk(0, ...)       ->    Chunk
+//   FileDone(0)             ->    Done
+//   Id, Bye, Error          ->    the same
+//   Accept, Take(0)         <-    Accept
+//   Credit                  <-    Credit
+//   FileVerdict(0)          <-    Verdict
+//   Reject, Secret, Denied, Error  <-  the same
+//
+// What the driver is given reads as version 2; anything else that arrives is passed on as
+// it is, for the driver to find misplaced. A session of more than one entry, a directory or
+// another digest cannot be said in version 1: posting one is a logic error.
+
+#include <utility>
+
+#include "common/connection/transport.hpp"
+#include "protocol/wire.hpp"
+
+namespace rdmax::sender {
+
+class Version1Transport final : public Transport {
+ public:
+  // `hello`: the version-1 Hello of the session's one file.
+  Version1Transport(Transport& wire, proto::Hello hello) : wire_(wire), hello_(std::move(hello)) {}
+
+  void send(const proto::Message& message, std::uint16_t version, std::uint64_t tag) override;
+  std::uint32_t sends_in_flight() const override { return wire_.sends_in_flight(); }
+  void write(const Registration& source, std::span<const std::uint8_t> local,
+             std::uint64_t remote_addr, std::uint32_t rkey) override {
+    wire_.write(source, local, remote_addr, rkey);
+  }
+  Registration register_memory(std::span<std::uint8_t> memory, Access access) override {
+    return wire_.register_memory(memory, access);
+  }
+  void deregister(const Registration& registration) override { wire_.deregister(registration); }
+  std::span<std::uint8_t> allocate(std::size_t bytes) override { return wire_.allocate(bytes); }
+  void poll(TransportSink& sink) override;
+  void disconnect() noexcept override { wire_.disconnect(); }
+  void shut_down() noexcept override { wire_.shut_down(); }
+
+ private:
+  class Translator;
+
+  Transport& wire_;
+  proto::Hello hello_;
+  bool offered_ = false;  // the driver offered entry 0: an Accept takes it
+};
+
+}  // namespace rdmax::sender

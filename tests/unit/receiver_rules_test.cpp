@@ -1,0 +1,103 @@
+// What a receiver holds a Hello, an Open and an Offer to (protocol/receiver_rules.hpp):
+// written once for the one-file flow and sessions, so one test judges both.
+
+#include "protocol/receiver_rules.hpp"
+
+#include <gtest/gtest.h>
+
+namespace rdmax::proto {
+namespace {
+
+constexpr std::uint32_t kSlot = 1u << 20;
+
+TEST(ReservedByReceiver, ThePartialAreaAndWhatIsUnderIt) {
+  EXPECT_TRUE(reserved_by_receiver(".rdmax-partial"));
+  EXPECT_TRUE(reserved_by_receiver(".rdmax-partial/abc.data"));
+  // Only DIR/.rdmax-partial is the receiver's: the name deeper down is an ordinary path.
+  EXPECT_FALSE(reserved_by_receiver("a/.rdmax-partial"));
+  EXPECT_FALSE(reserved_by_receiver("x/.rdmax-partial/y"));
+  EXPECT_FALSE(reserved_by_receiver(".rdmax-partial2"));
+  EXPECT_FALSE(reserved_by_receiver("rdmax-partial"));
+}
+
+TEST(ReceiverRules, ExtensionsResumeIsKnownOthersIgnoredUnlessTheyMustBeUnderstood) {
+  EXPECT_FALSE(read_extensions({}, "Hello").resume_understood);
+  const auto known = read_extensions({{kExtensionResume, {}}, {0x0042, {1, 2}}}, "Open");
+  EXPECT_TRUE(known.resume_understood);
+  EXPECT_EQ(known.ignored, std::vector<std::uint16_t>{0x0042});
+  EXPECT_FALSE(known.refusal);
+  const std::uint16_t must = kExtensionMustUnderstand | 0x0007;
+  const auto refused = read_extensions({{kExtensionResume, {}}, {must, {}}}, "Open");
+  ASSERT_TRUE(refused.refusal);
+  EXPECT_EQ(refused.refusal->reason, RejectReason::UnsupportedVersion);
+  EXPECT_EQ(refused.refusal->text, "this receiver does not know Open extension 0x8007");
+}
+
+TEST(ReceiverRules, AFilesWindowHasASlotPerChunkAndAnEmptyFileNone) {
+  EXPECT_EQ(window_for_file(0, kSlot, 8), (Window{1, 0}));
+  EXPECT_EQ(window_for_file(1, kSlot, 8), (Window{1, kSlot}));
+  EXPECT_EQ(window_for_file(3 * kSlot + 1, kSlot, 8), (Window{4, 4ull * kSlot}));
+  EXPECT_EQ(window_for_file(100ull * kSlot, kSlot, 8), (Window{8, 8ull * kSlot}));
+}
+
+TEST(ReceiverRules, ASessionsWindowHasASlotPerEntryInFlightBesidesItsChunks) {
+  Open open;
+  open.entry_count = 3;
+  open.total_bytes = 0;  // only empty files and directories: nothing to write
+  EXPECT_EQ(window_for_session(open, kSlot, 8).bytes, 0u);
+  open.total_bytes = 10;  // three small files: one chunk each
+  EXPECT_EQ(window_for_session(open, kSlot, 8), (Window{4, 4ull * kSlot}));
+  open.entry_count = 1000;  // many: at most 16 in flight, at most --slots
+  EXPECT_EQ(window_for_session(open, kSlot, 64).slots, 17u);
+  EXPECT_EQ(window_for_session(open, kSlot, 8).slots, 8u);
+}
+
+TEST(ReceiverRules, TheMemoryCapCountsEveryConnectionsWindow) {
+  const Window w{4, 4ull * kSlot};
+  EXPECT_FALSE(check_memory(0, w, 4ull * kSlot));
+  const auto refused = check_memory(1, w, 4ull * kSlot);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->reason, RejectReason::NoMemory);
+  EXPECT_FALSE(check_memory(4ull * kSlot, Window{1, 0}, 4ull * kSlot));  // full; pins nothing
+}
+
+TEST(ReceiverRules, AHellosNameIsOnePlainFileNameOutsideTheReservedArea) {
+  Hello hello;
+  hello.file_size = 10;
+  hello.name = "a.bin";
+  EXPECT_FALSE(check_hello_file(hello, 100));
+  for (const char* bad : {"a/b", "..", ".rdmax-partial"}) {
+    hello.name = bad;
+    const auto refused = check_hello_file(hello, 100);
+    ASSERT_TRUE(refused) << bad;
+    EXPECT_EQ(refused->reason, RejectReason::BadName) << bad;
+  }
+  hello.name = "big.bin";
+  hello.file_size = 101;
+  const auto large = check_hello_file(hello, 100);
+  ASSERT_TRUE(large);
+  EXPECT_EQ(large->reason, RejectReason::TooLarge);
+}
+
+TEST(ReceiverRules, AnOffersPathIsRelativeOutsideTheReservedAreaAndAFileWithinMaxSize) {
+  Offer offer;
+  offer.kind = EntryKind::File;
+  offer.size = 10;
+  offer.path = "d/a.bin";
+  EXPECT_FALSE(check_offer(offer, 100));
+  for (const char* bad : {"/etc/passwd", "a/../b", ".rdmax-partial/x", ""}) {
+    offer.path = bad;
+    const auto refused = check_offer(offer, 100);
+    ASSERT_TRUE(refused) << bad;
+    EXPECT_EQ(refused->reason, RejectReason::BadName) << bad;
+  }
+  offer.path = "d/big.bin";
+  offer.size = 101;
+  ASSERT_TRUE(check_offer(offer, 100));
+  EXPECT_EQ(check_offer(offer, 100)->reason, RejectReason::TooLarge);
+  offer.kind = EntryKind::Directory;  // a directory has no size to cap
+  EXPECT_FALSE(check_offer(offer, 100));
+}
+
+}  // namespace
+}  // namespace rdmax::proto
