@@ -9,8 +9,7 @@ using A = SenderAction;
 using O = SenderOutcome;
 
 bool connected(S s) {
-  return s == S::AwaitAccept || s == S::Sending || s == S::AwaitVerdict || s == S::AwaitSecret ||
-         s == S::InSession;
+  return s == S::AwaitAccept || s == S::InSession || s == S::AwaitSecret;
 }
 
 // Events that end the connection the same way from every open state.
@@ -60,43 +59,14 @@ SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
       if (e == E::RouteResolved) return {S::Connecting, {A::Connect}};
       break;
     case S::Connecting:
-      if (e == E::Established) return {S::AwaitAccept, {A::SendHello}};
+      if (e == E::Established) return {S::AwaitAccept, {A::SendOpen}};
       break;
     case S::AwaitAccept:
-      if (e == E::GotAccept) {
-        if (ctx.session) return {S::InSession, {A::StartSession}};
-        return {S::Sending, {A::StartData}};
-      }
+      if (e == E::GotAccept) return {S::InSession, {A::StartSession}};
       if (e == E::GotReject) return {S::Closing, {A::Disconnect}, O::Rejected};
       if (e == E::GotRejectVersion) return {S::Closing, {A::Disconnect}, O::VersionUnsupported};
-      // The receiver is still preparing the file.
+      // The receiver is still preparing the session.
       if (e == E::GotWorking) return {S::AwaitAccept, {}};
-      // One file (PROTOCOL.md 7.6): the receiver holds a prefix (its Accept follows; the
-      // driver noted the offset), or the whole file, which is as good as a good verdict.
-      if (e == E::GotResume && !ctx.session) return {S::AwaitAccept, {}};
-      if (e == E::GotHave && !ctx.session) {
-        if (ctx.has_id) return {S::AwaitSecret, {A::SendId}};
-        return {S::Closing, {A::SendBye, A::Disconnect}, O::Success};
-      }
-      break;
-    case S::Sending:
-      if (e == E::GotCredit) return {S::Sending, {A::SendMore}};
-      if (e == E::GotWorking) return {S::Sending, {}};
-      if (e == E::AllDataSent) return {S::AwaitVerdict, {A::SendDone}};
-      // The receiver may give up early (for example its disk filled up).
-      if (e == E::GotVerdictFailed) return {S::Closing, {A::Disconnect}, O::ReceiverFailed};
-      break;
-    case S::AwaitVerdict:
-      // Credits for the last chunks may still trail in; they change nothing.
-      if (e == E::GotCredit) return {S::AwaitVerdict, {}};
-      // The receiver is still storing or committing the file.
-      if (e == E::GotWorking) return {S::AwaitVerdict, {}};
-      if (e == E::GotVerdictGood) {
-        if (ctx.has_id) return {S::AwaitSecret, {A::SendId}};
-        return {S::Closing, {A::SendBye, A::Disconnect}, O::Success};
-      }
-      if (e == E::GotVerdictBad) return {S::Closing, {A::Disconnect}, O::HashMismatch};
-      if (e == E::GotVerdictFailed) return {S::Closing, {A::Disconnect}, O::ReceiverFailed};
       break;
     case S::InSession:
       if (e == E::GotCredit || e == E::GotTake || e == E::GotRefuse || e == E::GotFileVerdict ||
@@ -113,9 +83,9 @@ SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
       break;
     case S::AwaitSecret:
       if (e == E::GotSecret) return {S::Closing, {A::KeepSecret, A::Disconnect}, O::Success};
-      // A session's receiver sends Working until our Id reaches it (PROTOCOL.md 7.5): one
-      // may cross the Id. (After one file's verdict it sends none.)
-      if (e == E::GotWorking && ctx.session) return {S::AwaitSecret, {}};
+      // The receiver sends Working until our Id reaches it (PROTOCOL.md 7.5): one may cross
+      // the Id.
+      if (e == E::GotWorking) return {S::AwaitSecret, {}};
       if (e == E::GotDenied) return {S::Closing, {A::Disconnect}, O::Denied};
       break;
     case S::Closing:
@@ -139,10 +109,6 @@ const char* to_string(SenderState s) {
       return "Connecting";
     case S::AwaitAccept:
       return "AwaitAccept";
-    case S::Sending:
-      return "Sending";
-    case S::AwaitVerdict:
-      return "AwaitVerdict";
     case S::AwaitSecret:
       return "AwaitSecret";
     case S::Closing:
@@ -175,14 +141,6 @@ const char* to_string(SenderEvent e) {
       return "GotWorking";
     case E::GotCredit:
       return "GotCredit";
-    case E::AllDataSent:
-      return "AllDataSent";
-    case E::GotVerdictGood:
-      return "GotVerdictGood";
-    case E::GotVerdictBad:
-      return "GotVerdictBad";
-    case E::GotVerdictFailed:
-      return "GotVerdictFailed";
     case E::GotSecret:
       return "GotSecret";
     case E::GotDenied:
@@ -229,14 +187,10 @@ const char* to_string(SenderAction a) {
       return "ResolveRoute";
     case A::Connect:
       return "Connect";
-    case A::SendHello:
-      return "SendHello";
-    case A::StartData:
-      return "StartData";
+    case A::SendOpen:
+      return "SendOpen";
     case A::SendMore:
       return "SendMore";
-    case A::SendDone:
-      return "SendDone";
     case A::SendId:
       return "SendId";
     case A::KeepSecret:

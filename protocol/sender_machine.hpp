@@ -2,13 +2,13 @@
 // The sender's connection state machine: pure, no I/O. The driver (sender/) turns CM
 // events, completions and timers into events and carries out the returned actions.
 //
-// Lifecycle: ResolvingAddress -> ResolvingRoute -> Connecting -> AwaitAccept -> Sending
-//            -> AwaitVerdict -> [AwaitSecret] -> Closing -> Done. The first outcome a
-//            transition names is the one the program reports (its exit status).
-// A version-2 session (docs/PROTOCOL.md 7.5): ... AwaitAccept (Open sent) -> InSession
-//            -> [AwaitSecret] -> Closing -> Done. Entries are offered, taken and settled in
-//            InSession, several at a time (the driver's SessionSendLedger); each entry's
-//            outcome is the driver's to report.
+// Lifecycle of a connection, which carries a session (docs/PROTOCOL.md 7.5) of one file or
+// many: ResolvingAddress -> ResolvingRoute -> Connecting -> AwaitAccept (Open sent) ->
+// InSession -> [AwaitSecret] -> Closing -> Done. Entries are offered, taken and settled in
+// InSession, several at a time (the driver's SessionSendLedger); each entry's outcome is the
+// driver's to report. The first outcome a transition names is the connection's. A
+// version-1 receiver is served by the same machine: the transport translates at the edge
+// (sender/version1_transport.hpp).
 
 #include <cstdint>
 #include <optional>
@@ -21,13 +21,11 @@ enum class SenderState : std::uint8_t {
   ResolvingAddress,
   ResolvingRoute,
   Connecting,
-  AwaitAccept,   // Hello sent
-  Sending,       // writing chunks as credits allow
-  AwaitVerdict,  // Done sent
-  AwaitSecret,   // Id sent
-  Closing,       // disconnecting; the outcome is decided
-  Done,          // finished; resources released
-  InSession,     // version 2: offering entries and writing their chunks
+  AwaitAccept,  // Open sent
+  InSession,    // offering entries and writing their chunks
+  AwaitSecret,  // Id sent
+  Closing,      // disconnecting; the outcome is decided
+  Done,         // finished; resources released
 };
 
 enum class SenderEvent : std::uint8_t {
@@ -39,11 +37,7 @@ enum class SenderEvent : std::uint8_t {
   GotReject,
   GotRejectVersion,  // Reject(UnsupportedVersion): the receiver does not speak our version
   GotCredit,
-  GotWorking,   // version 2: the receiver is alive and still at work
-  AllDataSent,  // every chunk written and announced, and those sends completed
-  GotVerdictGood,
-  GotVerdictBad,     // hash or size mismatch
-  GotVerdictFailed,  // the receiver could not store the file
+  GotWorking,  // the receiver is alive and still at work
   GotSecret,
   GotDenied,
   GotError,
@@ -55,23 +49,21 @@ enum class SenderEvent : std::uint8_t {
   TransportFailed,
   Disconnected,
   Interrupted,  // SIGINT/SIGTERM
-  // Version-2 sessions.
+  // The entries of the session.
   GotTake,
   GotRefuse,
   GotFileVerdict,
   AllSettled,              // every entry settled, every one good
   AllSettledWithFailures,  // every entry settled, some refused or not verified
-  GotResume,               // version 2 (PROTOCOL.md 7.6): send from an offset
+  GotResume,               // PROTOCOL.md 7.6: send from an offset
   GotHave,                 // the receiver has the file already
 };
 
 enum class SenderAction : std::uint8_t {
   ResolveRoute,
   Connect,
-  SendHello,
-  StartData,  // set up the staging buffer, write as many chunks as credits allow
-  SendMore,   // a credit came back: write the next chunk(s)
-  SendDone,
+  SendOpen,
+  SendMore,  // an answer or a credit came: offer, write and finish what is due now
   SendId,
   KeepSecret,  // the Secret that arrived is the program's result
   SendBye,
@@ -100,8 +92,7 @@ enum class SenderOutcome : std::uint8_t {
 };
 
 struct SenderContext {
-  bool has_id = false;   // the user gave --id
-  bool session = false;  // a version-2 session (Open) rather than one file (Hello)
+  bool has_id = false;  // the user gave --id
 };
 
 struct SenderTransition {

@@ -1,7 +1,6 @@
 #pragma once
-// What rdma_cm tells one of the sender's connections, as calls on its driver: the same
-// calls for every driver (SenderConnection, SessionConnection), so the mapping is written
-// once for every loop that connects.
+// What rdma_cm tells one of the sender's connections, as calls on its driver
+// (sender/session_connection.hpp): the mapping, written once.
 
 #include <rdma/rdma_cma.h>
 

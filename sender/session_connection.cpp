@@ -39,6 +39,20 @@ void read_fully(int fd, std::uint8_t* out, std::size_t length, std::uint64_t off
 
 constexpr std::uint32_t kNoEntry = UINT32_MAX;  // a slot whose chunk was copied
 
+// SendError: the Error to post, the abort's reason or else an internal failure.
+proto::Error error_to_send(const SenderInput& cause) {
+  const auto* abort = std::get_if<SenderInput::Abort>(&cause.data);
+  if (abort == nullptr) return proto::Error{proto::ErrorCode::Internal, "sender failure"};
+  return proto::Error{abort->code, abort->text.substr(0, proto::kMaxTextBytes)};
+}
+
+// KeepSecret: the received secret moves into `kept`, and the message's copy is wiped.
+void keep_secret(SenderInput& cause, std::string& kept) {
+  auto& received = std::get<proto::Secret>(cause.data).secret;
+  kept.assign(received);
+  proto::secure_wipe(received.data(), received.size());
+}
+
 std::string quoted(const std::string& path) {
   return "'" + proto::escape_for_log(path) + "'";
 }
@@ -126,7 +140,7 @@ void SessionConnection::dispatch(SenderInput input) {
 }
 
 void SessionConnection::step(SenderInput& input) {
-  const auto t = proto::sender_next(state_, input.event, {settings_.id.has_value(), true});
+  const auto t = proto::sender_next(state_, input.event, {settings_.id.has_value()});
   if (t.illegal) {
     spdlog::error("[{}] protocol error: {} is not allowed in state {}", label(),
                   proto::to_string(input.event), proto::to_string(state_));
@@ -151,7 +165,7 @@ void SessionConnection::perform(Action action, SenderInput& cause) {
       attach(cm_.connect());
       set_version(proto::kVersion2);
       break;
-    case Action::SendHello:
+    case Action::SendOpen:
       send_open();
       break;
     case Action::StartSession:
@@ -185,10 +199,6 @@ void SessionConnection::perform(Action action, SenderInput& cause) {
         if (plan_.results[index].status == EntryResult::Status::NotSent)
           plan_.results[index].outcome = outcome();
       break;
-    case Action::StartData:
-    case Action::SendDone:
-      // One-file actions (Sending, AwaitVerdict): never in a session.
-      throw std::logic_error(std::string("session driver asked to ") + proto::to_string(action));
   }
 }
 

@@ -1,13 +1,16 @@
 #pragma once
-// One connection of a version-2 session from the sender's side (docs/PROTOCOL.md 7.5): the
-// pure state machine (protocol/sender_machine.hpp, InSession) driven through the shared
-// driver skeleton (common/connection/driver_core.hpp), the session's rules in the
-// SessionSendLedger, and a registered staging buffer the files' chunks are copied into.
+// The sender's one connection driver: a version-2 session (docs/PROTOCOL.md 7.5) of one file
+// or many, from the sender's side: the pure state machine (protocol/sender_machine.hpp)
+// driven through the shared driver skeleton (common/connection/driver_core.hpp), the
+// session's rules in the SessionSendLedger, and the chunks' source: a registered staging
+// buffer the files are copied into, or (--zero-copy) each file's mapping, registered a
+// window at a time (sender/file_windows.hpp).
 // It carries its share of the command's entries (sender/session_plan.hpp) and writes each
 // one's result back into the plan.
 //
-// Lifecycle: as SenderConnection: ResolvingAddress (the owner called resolve_addr) ...
-// Done; the owner feeds it CM events, completions, ticks and signals until finished().
+// Lifecycle: ResolvingAddress (the owner called resolve_addr) ... Done; the owner feeds it
+// CM events, completions, ticks and signals until finished(). The Transport it gets from
+// SenderCm::connect() outlives it.
 
 #include <chrono>
 #include <cstdint>
@@ -28,7 +31,7 @@
 #include "protocol/session_send_ledger.hpp"
 #include "protocol/wire.hpp"
 #include "sender/file_windows.hpp"
-#include "sender/sender_connection.hpp"
+#include "sender/sender_settings.hpp"
 #include "sender/session_plan.hpp"
 
 namespace rdmax::sender {
@@ -50,6 +53,15 @@ class SharedBwlimit {
  private:
   std::uint64_t rate_;
   std::optional<TokenBucket> bucket_;
+};
+
+struct SenderInput {
+  struct Abort {  // why the sender ends the connection; SendError sends it
+    proto::ErrorCode code;
+    std::string text;
+  };
+  proto::SenderEvent event;
+  std::variant<std::monostate, proto::Accept, proto::Secret, Abort> data;
 };
 
 class SessionConnection final : public DriverCore {

@@ -1,0 +1,44 @@
+#pragma once
+// What a sender connection is given (sender/session_connection.hpp): the command's settings
+// for it, and what it needs from rdma_cm (the run's wiring, or a unit test's fake).
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common/connection/transport.hpp"
+#include "common/progress_bar.hpp"
+#include "protocol/wire.hpp"
+#include "sender/memlock.hpp"
+
+namespace rdmax::sender {
+
+struct SenderSettings {
+  std::string name;
+  std::optional<std::string> id;
+  // On the wire: kVersion2, or kVersion1 for a receiver that speaks nothing else (the run
+  // then puts sender/version1_transport.hpp between the driver and the wire).
+  std::uint16_t version = proto::kLatestVersion;
+  std::chrono::seconds connect_timeout{10};
+  std::chrono::seconds timeout{30};  // no word from the receiver for this long ends it
+  bool zero_copy = false;
+  std::optional<std::uint64_t> inject_corruption;  // testing: flip the byte at this offset
+  ProgressMode progress = ProgressMode::Off;
+  std::optional<std::uint64_t> bwlimit;  // --bwlimit: bytes per second (common/rate_limit.hpp)
+  // The command's share of RLIMIT_MEMLOCK (owned by the run); none: nothing is limited.
+  MemlockBudget* memlock = nullptr;
+};
+
+// What the driver needs from rdma_cm.
+class SenderCm {
+ public:
+  virtual void resolve_route() = 0;
+  // Creates the transport (queue pair, posted receives) and calls rdma_connect.
+  virtual Transport& connect() = 0;
+
+ protected:
+  ~SenderCm() = default;
+};
+
+}  // namespace rdmax::sender
