@@ -85,6 +85,16 @@ if ! compgen -G '/sys/class/infiniband/*' >/dev/null; then
   expect 3 "no RDMA device"
 fi
 
+# --json promises one object whatever the outcome (rdma-send(1)): also when the command
+# ends before any transfer, with no entries, the exit status and the error.
+run "$send" -H $host --json "$work/in/missing.bin"
+((rc == 2)) || fail "--json, missing PATH: expected exit 2, got $rc"
+grep -Eq '^\{"entries":\[\],"exit_code":2,"error":"cannot read .*missing\.bin.*"\}$' "$out" ||
+  fail "--json, missing PATH: no JSON object on stdout: $(head -c 300 "$out")"
+run "$send" -H 127.0.0.1 --json "$work/in/hello.txt"
+grep -Eq '"exit_code":2,"error":"-H 127\.0\.0\.1: RDMA does not work over loopback' "$out" ||
+  fail "--json, loopback: no JSON object on stdout: $(head -c 300 "$out")"
+
 if ((failures)); then
   echo "$failures check(s) failed" >&2
   exit 1

@@ -312,6 +312,7 @@ inline std::string describe_sent(const FakeTransport& transport, std::size_t fro
 // The sender driver's view of rdma_cm: it hands out the fake transport, or fails as told.
 struct ScriptedCm final : sender::SenderCm {
   FakeTransport& transport;
+  Transport* instead = nullptr;  // handed out in its place (a decorator over it), if set
   int routes = 0;
   int connects = 0;
   bool fail_route = false;    // rdma_resolve_route fails
@@ -324,6 +325,7 @@ struct ScriptedCm final : sender::SenderCm {
   Transport& connect() override {
     ++connects;
     if (fail_connect) throw std::runtime_error("ibv_create_qp: injected failure");
+    if (instead != nullptr) return *instead;
     return transport;
   }
 };
@@ -373,11 +375,14 @@ struct SenderHarness {
 // sender's WRITE lands in the receiver's window before the Chunk that follows it is
 // delivered, or fails there (dead or foreign key), which breaks the sender's queue pair
 // (IBV_WC_REM_ACCESS_ERR) and flushes what it posted after; SENDs delivered complete.
-struct Link {
-  Link(ReceiverHarness& r, SenderHarness& s) : receiver(r), sender(s) {}
+// `Sender`: any harness with a FakeTransport `transport` and a `driver` to poll (the one-file
+// SenderHarness, the session driver's SessionHarness).
+template <typename Sender>
+struct LinkOf {
+  LinkOf(ReceiverHarness& r, Sender& s) : receiver(r), sender(s) {}
 
   ReceiverHarness& receiver;
-  SenderHarness& sender;
+  Sender& sender;
   // Sees (and may change) each of the receiver's messages on its way.
   std::function<void(proto::Message&)> tamper;
   bool broken = false;  // a WRITE failed at the receiver
@@ -389,7 +394,8 @@ struct Link {
     auto& out = sender.transport;
     for (; !broken && from_sender < out.sent.size(); ++from_sender, moved = true) {
       const auto& sent = out.sent[from_sender];
-      if (std::holds_alternative<proto::Chunk>(sent.message)) {
+      if (std::holds_alternative<proto::Chunk>(sent.message) ||
+          std::holds_alternative<proto::FileChunk>(sent.message)) {
         const auto& w = out.writes.at(writes++);  // the WRITE just before this Chunk
         if (!receiver.transport.write_remote(w.remote_addr, w.rkey, w.bytes)) {
           broken = true;
@@ -419,5 +425,6 @@ struct Link {
     });
   }
 };
+using Link = LinkOf<SenderHarness>;
 
 }  // namespace rdmax::test

@@ -347,5 +347,24 @@ TEST(SenderSession, ZeroCopyWithTheCorruptionHookCopies) {
   EXPECT_FALSE(r.h.plan.results[1].zero_copy);
 }
 
+// The data phase of a run cut short ends at its last chunk's completion: the bytes that
+// moved are reported with the time they took, not with a data phase of 0 s (issue 22).
+TEST(SenderSession, ARunCutShortHasADataPhaseUpToItsLastChunk) {
+  SessionRig r;
+  r.credited();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  EXPECT_FALSE(r.h.driver->data_span());  // nothing written yet
+  r.h.receive(proto::Take{0});
+  ASSERT_EQ(r.chunks().size(), 2u);
+  r.h.complete_sends();
+  EXPECT_TRUE(r.file_dones().empty());  // entry 0 has a third chunk to come
+  r.h.driver->on_disconnected();
+  ASSERT_TRUE(r.h.driver->finished());
+  const auto span = r.h.driver->data_span();
+  ASSERT_TRUE(span);
+  EXPECT_GE(span->second, span->first);
+  EXPECT_EQ(r.h.driver->bytes_completed(), 2u * kSlot);
+}
+
 }  // namespace
 }  // namespace rdmax::test::sender_rig

@@ -1,0 +1,146 @@
+// The sender's one driver and the receiver's driver linked through their fakes, as RC would
+// link them (driver_harness.hpp, LinkOf): a tree, a single file as a session of one entry,
+// a corrupted chunk, and a version-1 receiver reached through the sender's version-1 edge
+// (sender/version1_transport.hpp), all end to end without a device.
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "common/merkle.hpp"
+#include "sender/version1_transport.hpp"
+#include "sender_session_rig.hpp"
+
+namespace rdmax::test::sender_rig {
+namespace {
+
+struct SessionPair {
+  LogCapture log;  // first: it outlives both connections
+  ReceiverHarness receiver;
+  SessionHarness sender;
+  LinkOf<SessionHarness> link{receiver, sender};
+
+  SessionPair() {
+    receiver.options.slots = 3;
+    sender.plan.entries.clear();
+    sender.plan.results.clear();
+    sender.contents.clear();
+  }
+  ~SessionPair() {
+    receiver.settle([&] { return receiver.connection->idle(); });
+  }
+  void start() {
+    receiver.start();
+    sender.start();
+    sender.driver->on_address_resolved();
+    sender.driver->on_route_resolved();
+    sender.driver->on_established();
+  }
+  // DISCONNECTED reaches the other side once one side called rdma_disconnect.
+  void pass_disconnects() {
+    if (receiver.transport.disconnected && !sender.driver->finished())
+      sender.driver->on_disconnected();
+    if (sender.transport.disconnected && !receiver.connection->closed())
+      receiver.connection->on_disconnected();
+  }
+  bool run_to_the_end() {
+    return link.run_until([&] {
+      pass_disconnects();
+      return sender.driver->finished() && receiver.connection->closed();
+    });
+  }
+  std::string arrived(const std::string& name) const {
+    return read_file(receiver.dir.path() / name);
+  }
+  std::string sent(std::size_t entry) const {
+    const auto& bytes = sender.contents.at(entry);
+    return {bytes.begin(), bytes.end()};
+  }
+};
+
+TEST(SessionLink, ATreeArrivesWithItsModesAndEarnsTheSecret) {
+  SessionPair p;
+  p.sender.settings.id = "alice";
+  p.sender.add_file("a.bin", random_bytes(5 * kSlot + 1, 41), 0640);
+  p.sender.add_file("d/b.bin", random_bytes(100, 42), 0600);
+  p.sender.add_file("empty.bin", {}, 0644);
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+  EXPECT_EQ(p.sender.driver->secret(), "s3cret");
+  for (std::uint32_t i = 0; i < 3; ++i) EXPECT_EQ(p.sender.status(i), Status::Good) << i;
+  EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
+  EXPECT_EQ(p.arrived("d/b.bin"), p.sent(1));
+  EXPECT_EQ(p.arrived("empty.bin"), "");
+  struct stat st {};
+  ASSERT_EQ(::stat((p.receiver.dir.path() / "d/b.bin").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(p.receiver.context.files_stored, 3u);
+}
+
+// What a single-file command is now: a session of one entry, verified by the fs-verity
+// digest over slots of one block and of whole 128-block groups and a half.
+TEST(SessionLink, OneFileIsASessionOfOneEntryVerifiedByTheFsVerityDigest) {
+  for (std::uint32_t slot : {kSlot, 192 * kSlot}) {
+    SCOPED_TRACE(slot);
+    SessionPair p;
+    p.receiver.options.slot_size = slot;
+    p.sender.plan.algorithm = proto::DigestAlgorithm::FsVeritySha256;
+    p.sender.add_file("one.bin", random_bytes(3 * 192 * kSlot + 77, 43));
+    p.sender.plan.entries[0].digest = merkle::digest_of(p.sender.contents[0]);
+    p.start();
+    ASSERT_TRUE(p.run_to_the_end());
+    EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+    EXPECT_EQ(p.sender.status(0), Status::Good);
+    EXPECT_EQ(p.arrived("one.bin"), p.sent(0));
+    const auto verdicts = p.receiver.transport.sent_of<proto::FileVerdict>();
+    ASSERT_EQ(verdicts.size(), 1u);
+    EXPECT_EQ(verdicts[0].received_digest, p.sender.plan.entries[0].digest);
+  }
+}
+
+// A flipped byte fails its own file only; the others are stored, and no secret is earned.
+TEST(SessionLink, AFlippedByteFailsItsFileOnly) {
+  SessionPair p;
+  p.sender.settings.id = "alice";
+  p.sender.settings.inject_corruption = 3 * kSlot + 5;  // in every file that long: a.bin
+  p.sender.add_file("a.bin", random_bytes(6 * kSlot, 44));
+  p.sender.add_file("b.bin", random_bytes(kSlot, 45));
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.status(0), Status::Failed);
+  EXPECT_EQ(p.sender.plan.results[0].outcome, O::HashMismatch);
+  EXPECT_EQ(p.sender.status(1), Status::Good);
+  EXPECT_FALSE(std::filesystem::exists(p.receiver.dir.path() / "a.bin"));
+  EXPECT_EQ(p.arrived("b.bin"), p.sent(1));
+  EXPECT_EQ(p.sender.driver->secret(), "");
+  EXPECT_TRUE(p.sender.transport.sent_of<proto::Id>().empty());
+}
+
+// A receiver's Hello flow (as a version-1 receiver speaks it) reached by the session driver
+// through the version-1 edge: the wire carries version 1 only, the file arrives, and the
+// id earns the secret.
+TEST(SessionLink, TheVersion1EdgeReachesTheHelloFlow) {
+  SessionPair p;
+  p.sender.settings.id = "alice";
+  p.sender.add_file("v1.bin", random_bytes(4 * kSlot + 9, 46));
+  proto::Hello hello;
+  hello.file_size = p.sender.contents[0].size();
+  hello.digest = p.sender.plan.entries[0].digest;
+  hello.name = "v1.bin";
+  sender::Version1Transport edge(p.sender.transport, hello);
+  p.sender.cm.instead = &edge;
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+  EXPECT_EQ(p.sender.status(0), Status::Good);
+  EXPECT_EQ(p.sender.driver->secret(), "s3cret");
+  EXPECT_EQ(p.arrived("v1.bin"), p.sent(0));
+  for (const auto& sent : p.sender.transport.sent) EXPECT_EQ(sent.version, proto::kVersion1);
+  for (const auto& sent : p.receiver.transport.sent) EXPECT_EQ(sent.version, proto::kVersion1);
+  EXPECT_FALSE(p.receiver.transport.sent_of<proto::Verdict>().empty());
+}
+
+}  // namespace
+}  // namespace rdmax::test::sender_rig
