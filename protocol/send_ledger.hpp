@@ -1,4 +1,8 @@
 #pragma once
+// Not used by rdma-send any more (its one driver keeps a SessionSendLedger): kept only as
+// ReceiveLedger's counterpart in the ledger simulation and fuzzer, until the receiver serves
+// a Hello as entry 0 of a session and both go (docs/DESIGN.md, step 4).
+//
 // The sender's half of the data-phase rules (docs/PROTOCOL.md 5.2-5.3), as pure
 // bookkeeping: which slots it holds a credit for (and the rkey each must be written with),
 // which slots still have a Chunk SEND in flight, and which chunk goes next.

@@ -34,7 +34,7 @@ using SE = SenderEvent;
 using SA = SenderAction;
 
 constexpr unsigned kReceiverEvents = static_cast<unsigned>(RE::ShuttingDown) + 1;
-constexpr unsigned kSenderEvents = static_cast<unsigned>(SE::AllSettledWithFailures) + 1;
+constexpr unsigned kSenderEvents = static_cast<unsigned>(SE::GotHave) + 1;
 
 // Bytes from here up are passed through as out-of-range event values.
 constexpr std::uint8_t kFirstRawEventByte = 0xF0;
@@ -48,7 +48,7 @@ bool valid(RS s) {
   return static_cast<unsigned>(s) <= static_cast<unsigned>(RS::InSession) && named(to_string(s));
 }
 bool valid(SS s) {
-  return static_cast<unsigned>(s) <= static_cast<unsigned>(SS::InSession) && named(to_string(s));
+  return static_cast<unsigned>(s) <= static_cast<unsigned>(SS::Done) && named(to_string(s));
 }
 
 template <typename Action, std::size_t N>
@@ -64,8 +64,7 @@ bool before_verdict(RS s) {
 }
 
 bool connected(SS s) {
-  return s == SS::AwaitAccept || s == SS::Sending || s == SS::AwaitVerdict ||
-         s == SS::AwaitSecret || s == SS::InSession;
+  return s == SS::AwaitAccept || s == SS::InSession || s == SS::AwaitSecret;
 }
 
 class ReceiverRun {
@@ -145,7 +144,7 @@ class ReceiverRun {
 
 class SenderRun {
  public:
-  SenderRun(bool has_id, bool session) : context_{has_id, session} {}
+  explicit SenderRun(bool has_id) : context_{has_id} {}
 
   void step(SE e) {
     const SenderTransition t = sender_next(state_, e, context_);
@@ -165,7 +164,6 @@ class SenderRun {
       check_open(t, e);
     }
 
-    if (state_ == SS::AwaitVerdict && e == SE::GotVerdictGood) verified_ = true;
     if (state_ == SS::InSession && e == SE::AllSettled) verified_ = true;
     if (!outcome_) outcome_ = t.outcome;
     state_ = t.next;
@@ -194,28 +192,25 @@ class SenderRun {
     if (e == SE::Disconnected || e == SE::TransportFailed) {
       FUZZ_CHECK(t.next == SS::Done && t.actions == ActionList<SA>{SA::Finish});
     }
-    // The id goes out only if the user gave one, and only after a good verdict (in a
-    // session: once every entry is settled and good).
+    // The id goes out only if the user gave one, and only once every entry is settled and
+    // good.
     if (t.actions.contains(SA::SendId)) {
-      FUZZ_CHECK(context_.has_id && ((state_ == SS::AwaitVerdict && e == SE::GotVerdictGood) ||
-                                     (state_ == SS::InSession && e == SE::AllSettled)));
+      FUZZ_CHECK(context_.has_id && state_ == SS::InSession && e == SE::AllSettled);
     }
-    // Success means the receiver verified the file (every entry of a session), and with an
-    // id, that it sent the secret.
+    // Success means the receiver verified every entry, and with an id, that it sent the
+    // secret.
     if (t.outcome == SenderOutcome::Success) {
       FUZZ_CHECK(context_.has_id ? verified_ && state_ == SS::AwaitSecret && e == SE::GotSecret
-                                 : (state_ == SS::AwaitVerdict && e == SE::GotVerdictGood) ||
-                                       (state_ == SS::InSession && e == SE::AllSettled));
+                                 : state_ == SS::InSession && e == SE::AllSettled);
     }
-    // A session starts only from a session's Accept, a file's data only from a file's.
-    if (t.actions.contains(SA::StartSession)) FUZZ_CHECK(context_.session);
-    if (t.actions.contains(SA::StartData)) FUZZ_CHECK(!context_.session);
+    // The session starts only from its Accept.
+    if (t.actions.contains(SA::StartSession)) FUZZ_CHECK(state_ == SS::AwaitAccept);
   }
 
   SenderContext context_;
   SS state_ = SS::ResolvingAddress;
   std::optional<SenderOutcome> outcome_;
-  bool verified_ = false;  // GotVerdictGood seen in AwaitVerdict
+  bool verified_ = false;  // AllSettled seen in InSession: every entry is good
 };
 
 // Most byte values name an enumerator; the top few pass through unchanged, out of range.
@@ -226,8 +221,7 @@ Event event_from(std::uint8_t byte, unsigned count) {
 
 void run_events(std::span<const std::uint8_t> input) {
   ReceiverRun receiver;
-  std::array senders{SenderRun(false, false), SenderRun(true, false), SenderRun(false, true),
-                     SenderRun(true, true)};
+  std::array senders{SenderRun(false), SenderRun(true)};
   for (std::uint8_t byte : input) {
     receiver.step(event_from<RE>(byte, kReceiverEvents));
     for (SenderRun& sender : senders) sender.step(event_from<SE>(byte, kSenderEvents));
@@ -276,7 +270,9 @@ void deliver_to_receiver(ReceiverRun& receiver, std::span<const std::uint8_t> by
   }
 }
 
-// The sender program's mapping (docs/PROTOCOL.md 4.6), Verdict split by its code.
+// The sender program's mapping (sender/session_connection.cpp): a session's answers by type;
+// a Verdict (version 1's, which the version-1 edge turns into a FileVerdict before the
+// driver sees it) and anything else is unexpected.
 void deliver_to_sender(SenderRun& sender, std::span<const std::uint8_t> bytes) {
   const auto result = decode(bytes);
   if (std::holds_alternative<DecodeFailure>(result)) return sender.step(SE::ProtocolViolation);
@@ -288,15 +284,6 @@ void deliver_to_sender(SenderRun& sender, std::span<const std::uint8_t> bytes) {
       return sender.step(SE::GotReject);
     case MessageType::Credit:
       return sender.step(SE::GotCredit);
-    case MessageType::Verdict:
-      switch (std::get<Verdict>(m).code) {
-        case VerdictCode::Good:
-          return sender.step(SE::GotVerdictGood);
-        case VerdictCode::StorageError:
-          return sender.step(SE::GotVerdictFailed);
-        default:
-          return sender.step(SE::GotVerdictBad);
-      }
     case MessageType::Secret:
       return sender.step(SE::GotSecret);
     case MessageType::Denied:
@@ -326,8 +313,7 @@ void deliver_to_sender(SenderRun& sender, std::span<const std::uint8_t> bytes) {
 // takes what is left, so every input means something.
 void run_messages(std::span<const std::uint8_t> input) {
   ReceiverRun receiver;
-  std::array senders{SenderRun(false, false), SenderRun(true, false), SenderRun(false, true),
-                     SenderRun(true, true)};
+  std::array senders{SenderRun(false), SenderRun(true)};
   while (!input.empty()) {
     const std::uint8_t tag = input[0];
     input = input.subspan(1);

@@ -215,9 +215,10 @@ int main(int argc, char** argv) {
             .event(as_byte(SE::RouteResolved))
             .event(as_byte(SE::Established))
             .message(Accept{0x7f0012340000, 0xdeadbeef, 1 << 20, 8})
+            .message(Take{0})
             .message(Credit{0, 0x1234})
-            .event(as_byte(SE::AllDataSent))
-            .message(Verdict{VerdictCode::Good, sample_sha()})
+            .message(FileVerdict{0, VerdictCode::Good, sample_sha()})
+            .event(as_byte(SE::AllSettled))
             .message(Secret{"correct-horse"})
             .event(as_byte(SE::Disconnected))
             .bytes);

@@ -1,6 +1,7 @@
 #pragma once
-// Shared set-up for the driver tests: a real receiver Connection or sender
-// SenderConnection over a FakeTransport, with a real worker pool and a temporary directory.
+// Shared set-up for the driver tests: a real receiver Connection (and, in
+// sender_session_rig.hpp, the sender's SessionConnection) over a FakeTransport, with a real
+// worker pool and a temporary directory.
 
 #include <poll.h>
 #include <sys/resource.h>
@@ -32,7 +33,7 @@
 #include "fake_transport.hpp"
 #include "protocol/secrets.hpp"
 #include "receiver/connection.hpp"
-#include "sender/sender_connection.hpp"
+#include "sender/session_connection.hpp"
 #include "temp_dir.hpp"
 
 namespace rdmax::test {
@@ -330,53 +331,12 @@ struct ScriptedCm final : sender::SenderCm {
   }
 };
 
-// A sender connection over a fake transport, for `bytes` read from a real file.
-struct SenderHarness {
-  TempDir dir{"rdmax-sender"};
-  std::vector<std::uint8_t> bytes;
-  std::optional<InputFile> file;
-  sender::SenderSettings settings;
-  FakeTransport transport;
-  ScriptedCm cm{transport};
-  std::optional<sender::SenderConnection> driver;
-  // The digest the Hello announces; source() sets the whole-file SHA-256 of the bytes.
-  FileDigest digest;
-
-  void source(std::vector<std::uint8_t> content) {
-    bytes = std::move(content);
-    std::ofstream(dir.path() / "src", std::ios::binary)
-        .write(reinterpret_cast<const char*>(bytes.data()),
-               static_cast<std::streamsize>(bytes.size()));
-    file.emplace((dir.path() / "src").string());
-    digest = {proto::DigestAlgorithm::WholeFileSha256, sha256_of(bytes)};
-  }
-  // ResolvingAddress: the owner has called rdma_resolve_addr.
-  void start(std::uint16_t version = proto::kVersion2) {
-    settings.name = "f.bin";
-    settings.version = version;
-    settings.timeout = std::chrono::seconds(3);
-    settings.connect_timeout = std::chrono::seconds(3);
-    driver.emplace(settings, *file, digest, cm, "peer");
-    driver->start();
-  }
-  // The receiver sends `message` (in the connection's version unless told).
-  void receive(const proto::Message& message, std::uint16_t version = 0) {
-    transport.deliver(message, version != 0 ? version : settings.version);
-    driver->poll();
-  }
-  void complete_sends() {
-    transport.complete_sends();
-    driver->poll();
-  }
-  proto::SenderState state() const { return driver->state(); }
-};
-
 // A receiver and a sender connected through their fakes, as RC would connect them: the
 // sender's WRITE lands in the receiver's window before the Chunk that follows it is
 // delivered, or fails there (dead or foreign key), which breaks the sender's queue pair
 // (IBV_WC_REM_ACCESS_ERR) and flushes what it posted after; SENDs delivered complete.
-// `Sender`: any harness with a FakeTransport `transport` and a `driver` to poll (the one-file
-// SenderHarness, the session driver's SessionHarness).
+// `Sender`: a harness with a FakeTransport `transport` and a `driver` to poll (the session
+// driver's SessionHarness, sender_session_rig.hpp).
 template <typename Sender>
 struct LinkOf {
   LinkOf(ReceiverHarness& r, Sender& s) : receiver(r), sender(s) {}
@@ -425,6 +385,5 @@ struct LinkOf {
     });
   }
 };
-using Link = LinkOf<SenderHarness>;
 
 }  // namespace rdmax::test

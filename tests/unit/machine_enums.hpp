@@ -53,16 +53,11 @@ inline constexpr std::array kAllReceiverEvents{proto::ReceiverEvent::GotHello,
                                                proto::ReceiverEvent::Disconnected,
                                                proto::ReceiverEvent::ShuttingDown};
 
-inline constexpr std::array kAllSenderStates{proto::SenderState::ResolvingAddress,
-                                             proto::SenderState::ResolvingRoute,
-                                             proto::SenderState::Connecting,
-                                             proto::SenderState::AwaitAccept,
-                                             proto::SenderState::Sending,
-                                             proto::SenderState::AwaitVerdict,
-                                             proto::SenderState::AwaitSecret,
-                                             proto::SenderState::Closing,
-                                             proto::SenderState::Done,
-                                             proto::SenderState::InSession};
+inline constexpr std::array kAllSenderStates{
+    proto::SenderState::ResolvingAddress, proto::SenderState::ResolvingRoute,
+    proto::SenderState::Connecting,       proto::SenderState::AwaitAccept,
+    proto::SenderState::InSession,        proto::SenderState::AwaitSecret,
+    proto::SenderState::Closing,          proto::SenderState::Done};
 
 inline constexpr std::array kAllSenderEvents{proto::SenderEvent::AddressResolved,
                                              proto::SenderEvent::RouteResolved,
@@ -73,10 +68,6 @@ inline constexpr std::array kAllSenderEvents{proto::SenderEvent::AddressResolved
                                              proto::SenderEvent::GotRejectVersion,
                                              proto::SenderEvent::GotCredit,
                                              proto::SenderEvent::GotWorking,
-                                             proto::SenderEvent::AllDataSent,
-                                             proto::SenderEvent::GotVerdictGood,
-                                             proto::SenderEvent::GotVerdictBad,
-                                             proto::SenderEvent::GotVerdictFailed,
                                              proto::SenderEvent::GotSecret,
                                              proto::SenderEvent::GotDenied,
                                              proto::SenderEvent::GotError,
@@ -101,8 +92,7 @@ static_assert(static_cast<std::size_t>(proto::ReceiverState::InSession) + 1 ==
               kAllReceiverStates.size());
 static_assert(static_cast<std::size_t>(proto::ReceiverEvent::ShuttingDown) + 1 ==
               kAllReceiverEvents.size());
-static_assert(static_cast<std::size_t>(proto::SenderState::InSession) + 1 ==
-              kAllSenderStates.size());
+static_assert(static_cast<std::size_t>(proto::SenderState::Done) + 1 == kAllSenderStates.size());
 static_assert(static_cast<std::size_t>(proto::SenderEvent::GotHave) + 1 == kAllSenderEvents.size());
 
 }  // namespace rdmax::test

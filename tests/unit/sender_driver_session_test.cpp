@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <thread>
 
 #include "common/merkle.hpp"
@@ -222,23 +223,6 @@ TEST(SenderSession, AnswersInAnyOrderStillDeliverEveryFile) {
   EXPECT_TRUE(r.h.transport.sent_of<proto::Error>().empty());
 }
 
-// PROTOCOL.md 7.6: a single file's Resume comes before the Accept, so whether its offset is
-// a multiple of the slot size is known only at the Accept: a sender checks it there.
-TEST(SenderResume, AnOffsetOffTheSlotGridIsAViolationAtTheAccept) {
-  Rig r;
-  r.h.digest = {proto::DigestAlgorithm::FsVeritySha256, merkle::digest_of(r.h.bytes)};
-  r.await_accept();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
-  r.h.receive(proto::Resume{0, kSlot + 512});  // inside the file: fine until the Accept
-  EXPECT_EQ(r.h.state(), S::AwaitAccept);
-  EXPECT_TRUE(r.h.transport.sent_of<proto::Error>().empty());
-  r.h.receive(r.accept);  // kSlot-byte slots
-  EXPECT_EQ(r.h.state(), S::Closing);
-  EXPECT_EQ(r.h.transport.sent_of<proto::Error>().at(0).code, ErrorCode::ProtocolViolation);
-  EXPECT_EQ(r.h.driver->outcome(), O::ProtocolError);
-  EXPECT_TRUE(r.h.transport.writes.empty());
-}
-
 // An abandoned session: what was not settled is reported as the connection ended.
 TEST(SenderSession, EntriesNotSettledEndAsTheConnectionDid) {
   SessionRig r;
@@ -364,6 +348,109 @@ TEST(SenderSession, ARunCutShortHasADataPhaseUpToItsLastChunk) {
   ASSERT_TRUE(span);
   EXPECT_GE(span->second, span->first);
   EXPECT_EQ(r.h.driver->bytes_completed(), 2u * kSlot);
+}
+
+// ---- What the one-file driver's tests held it to, held to the one driver ----
+
+TEST(SenderSession, AVersion1RefusalOfTheOpenEndsWithVersionUnsupported) {
+  SessionRig r;
+  r.await_accept();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  // A version-1 receiver answers the version-2 Open with a version-1 Reject.
+  r.h.receive(proto::Reject{proto::RejectReason::UnsupportedVersion, "speaks 1"}, proto::kVersion1);
+  EXPECT_EQ(r.h.state(), S::Closing);
+  EXPECT_EQ(r.h.driver->outcome(), O::VersionUnsupported);
+  EXPECT_EQ(r.h.transport.sent.size(), 1u);  // the Open; no Error to a peer that said why
+}
+
+TEST(SenderSession, AVersion2RefusalIsAnOrdinaryRejectNotAFallback) {
+  SessionRig r;
+  r.await_accept();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  // A version-2 receiver that does not understand something in our Open (PROTOCOL 7.2).
+  r.h.receive(proto::Reject{proto::RejectReason::UnsupportedVersion, "extension 0x8001"});
+  EXPECT_EQ(r.h.state(), S::Closing);
+  EXPECT_EQ(r.h.driver->outcome(), O::Rejected);
+}
+
+TEST(SenderSession, TheSecretIsKeptWhenTheReceiversDisconnectRacesIt) {
+  SessionRig r;
+  r.await_secret();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  // The Secret is in the CQ when DISCONNECTED arrives: it is taken first.
+  r.h.transport.deliver(proto::Secret{"s3cret"}, proto::kVersion2);
+  r.h.driver->on_disconnected();
+  EXPECT_TRUE(r.h.driver->finished());
+  EXPECT_EQ(r.h.driver->outcome(), O::Success);
+  EXPECT_EQ(r.h.driver->secret(), "s3cret");
+}
+
+TEST(SenderSession, ASendQueueFullWhileFailingEndsWithoutAnotherWord) {
+  SessionRig r;
+  r.await_accept();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.h.transport.fail_registration_after = 0;
+  r.h.transport.send_capacity = 1;  // the Open fills it: the Error cannot be posted
+  r.h.receive(r.accept);
+  EXPECT_TRUE(r.h.driver->finished());
+  EXPECT_TRUE(r.h.transport.shut);
+  EXPECT_TRUE(r.h.transport.sent_of<proto::Error>().empty());
+}
+
+TEST(SenderSession, SlotsOffTheBlockGridAreAViolationWithTheFsVerityDigestOnly) {
+  for (const auto algorithm :
+       {proto::DigestAlgorithm::FsVeritySha256, proto::DigestAlgorithm::WholeFileSha256}) {
+    SessionRig r;
+    r.h.plan.algorithm = algorithm;
+    r.accept.slot_size = 6000;
+    r.await_accept();
+    ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    r.h.receive(r.accept);
+    const bool fsverity = algorithm == proto::DigestAlgorithm::FsVeritySha256;
+    EXPECT_EQ(r.h.transport.sent_of<proto::Error>().size(), fsverity ? 1u : 0u);
+    EXPECT_EQ(r.h.state(), fsverity ? S::Closing : S::InSession);
+  }
+}
+
+TEST(SenderSession, AReceiverThatGaveUpIsAConnectionLostNotAProtocolError) {
+  for (auto code : {ErrorCode::Timeout, ErrorCode::ShuttingDown}) {
+    SessionRig r;
+    r.credited();
+    ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    r.h.receive(proto::Error{code, "gave up"});
+    EXPECT_EQ(r.h.state(), S::Closing);
+    EXPECT_EQ(r.h.driver->outcome(), O::ConnectionLost) << proto::to_string(code);
+    EXPECT_TRUE(r.h.transport.sent_of<proto::Error>().empty());  // no Error back to an Error
+  }
+  // Before the Open was seen, the receiver writes version 1 (PROTOCOL.md 7.1).
+  SessionRig r;
+  r.await_accept();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.h.receive(proto::Error{ErrorCode::Timeout, "no Open"}, proto::kVersion1);
+  EXPECT_EQ(r.h.driver->outcome(), O::ConnectionLost);
+}
+
+// An Error that cannot be posted (the send queue is full of a peer that does not keep up)
+// still ends the connection: a timeout finishes, an interrupt shuts down at once.
+TEST(SenderSession, ATimeoutWhoseErrorCannotBePostedStillFinishes) {
+  SessionRig r;
+  r.credited();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.h.transport.send_capacity = r.h.transport.sends_in_flight();
+  r.tick_late();
+  r.tick_late();  // past any close grace too
+  EXPECT_TRUE(r.h.driver->finished());
+  EXPECT_EQ(r.h.driver->outcome(), O::ConnectionLost);
+}
+
+TEST(SenderSession, AnInterruptWhoseErrorCannotBePostedStillDisconnects) {
+  SessionRig r;
+  r.credited();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.h.transport.send_capacity = r.h.transport.sends_in_flight();
+  r.h.driver->interrupt(SIGINT);
+  EXPECT_TRUE(r.h.transport.shut || r.h.transport.disconnected);
+  EXPECT_EQ(r.h.driver->outcome(), O::Interrupted);
 }
 
 }  // namespace

@@ -29,10 +29,9 @@ constexpr const auto& kAllStates = rdmax::test::kAllSenderStates;
 
 constexpr const auto& kAllEvents = rdmax::test::kAllSenderEvents;
 
-constexpr std::array kAllActions{A::ResolveRoute, A::Connect,   A::SendHello,  A::StartData,
-                                 A::SendMore,     A::SendDone,  A::SendId,     A::KeepSecret,
-                                 A::SendBye,      A::SendError, A::Disconnect, A::Finish,
-                                 A::StartSession};
+constexpr std::array kAllActions{A::ResolveRoute, A::Connect,    A::SendOpen,    A::SendMore,
+                                 A::SendId,       A::KeepSecret, A::SendBye,     A::SendError,
+                                 A::Disconnect,   A::Finish,     A::StartSession};
 
 constexpr std::array kAllOutcomes{
     O::Success,      O::ConnectFailed,  O::ConnectionLost, O::Rejected,    O::HashMismatch,
@@ -43,16 +42,13 @@ constexpr std::array kAllOutcomes{
 static_assert(static_cast<std::size_t>(A::StartSession) + 1 == kAllActions.size());
 static_assert(static_cast<std::size_t>(O::SomeFailed) + 1 == kAllOutcomes.size());
 
-constexpr SenderContext kWithId{true, false};
-constexpr SenderContext kWithoutId{false, false};
-constexpr SenderContext kSessionWithId{true, true};
-constexpr SenderContext kSessionWithoutId{false, true};
-constexpr std::array kContexts{kWithId, kWithoutId, kSessionWithId, kSessionWithoutId};
+constexpr SenderContext kWithId{true};
+constexpr SenderContext kWithoutId{false};
+constexpr std::array kContexts{kWithId, kWithoutId};
 
 // A queue pair exists and messages can flow.
 bool connected(S s) {
-  return s == S::AwaitAccept || s == S::Sending || s == S::AwaitVerdict || s == S::AwaitSecret ||
-         s == S::InSession;
+  return s == S::AwaitAccept || s == S::InSession || s == S::AwaitSecret;
 }
 
 bool open_state(S s) {
@@ -82,28 +78,23 @@ struct Row {
   bool illegal = false;
 };
 
-// The protocol's own transitions; the only one that depends on the context is the good
-// verdict, listed per context by legal_rows.
+// The protocol's own transitions; the only one that depends on the context is the end of
+// the last entry, listed per context by legal_rows.
 const std::vector<Row> kProtocolRows{
     {S::ResolvingAddress, E::AddressResolved, S::ResolvingRoute, {A::ResolveRoute}, {}},
     {S::ResolvingRoute, E::RouteResolved, S::Connecting, {A::Connect}, {}},
-    {S::Connecting, E::Established, S::AwaitAccept, {A::SendHello}, {}},
+    {S::Connecting, E::Established, S::AwaitAccept, {A::SendOpen}, {}},
+    {S::AwaitAccept, E::GotAccept, S::InSession, {A::StartSession}, {}},
     {S::AwaitAccept, E::GotReject, S::Closing, {A::Disconnect}, O::Rejected},
     {S::AwaitAccept, E::GotRejectVersion, S::Closing, {A::Disconnect}, O::VersionUnsupported},
     {S::AwaitAccept, E::GotWorking, S::AwaitAccept, {}, {}},
-    {S::Sending, E::GotWorking, S::Sending, {}, {}},
-    {S::AwaitVerdict, E::GotWorking, S::AwaitVerdict, {}, {}},
-    {S::Sending, E::GotCredit, S::Sending, {A::SendMore}, {}},
-    {S::Sending, E::AllDataSent, S::AwaitVerdict, {A::SendDone}, {}},
-    {S::Sending, E::GotVerdictFailed, S::Closing, {A::Disconnect}, O::ReceiverFailed},
-    {S::AwaitVerdict, E::GotCredit, S::AwaitVerdict, {}, {}},
-    {S::AwaitVerdict, E::GotVerdictBad, S::Closing, {A::Disconnect}, O::HashMismatch},
-    {S::AwaitVerdict, E::GotVerdictFailed, S::Closing, {A::Disconnect}, O::ReceiverFailed},
     {S::AwaitSecret, E::GotSecret, S::Closing, {A::KeepSecret, A::Disconnect}, O::Success},
     {S::AwaitSecret, E::GotDenied, S::Closing, {A::Disconnect}, O::Denied},
+    // The receiver sends Working until our Id reaches it (PROTOCOL.md 7.5).
+    {S::AwaitSecret, E::GotWorking, S::AwaitSecret, {}, {}},
 };
 
-// Version-2 sessions (docs/PROTOCOL.md 7.5).
+// The session's entries (docs/PROTOCOL.md 7.5).
 const std::vector<Row> kSessionRows{
     {S::InSession, E::GotCredit, S::InSession, {A::SendMore}, {}},
     {S::InSession, E::GotTake, S::InSession, {A::SendMore}, {}},
@@ -120,19 +111,9 @@ const std::vector<Row> kSessionRows{
      O::SomeFailed},
 };
 
-Row accept_row(const SenderContext& ctx) {
-  if (ctx.session) return {S::AwaitAccept, E::GotAccept, S::InSession, {A::StartSession}, {}};
-  return {S::AwaitAccept, E::GotAccept, S::Sending, {A::StartData}, {}};
-}
-
 Row settled_row(const SenderContext& ctx) {
   if (ctx.has_id) return {S::InSession, E::AllSettled, S::AwaitSecret, {A::SendId}, {}};
   return {S::InSession, E::AllSettled, S::Closing, {A::SendBye, A::Disconnect}, O::Success};
-}
-
-Row good_verdict_row(const SenderContext& ctx) {
-  if (ctx.has_id) return {S::AwaitVerdict, E::GotVerdictGood, S::AwaitSecret, {A::SendId}, {}};
-  return {S::AwaitVerdict, E::GotVerdictGood, S::Closing, {A::SendBye, A::Disconnect}, O::Success};
 }
 
 // The common aborts. Before a connection exists there is nothing to say goodbye on: the
@@ -185,28 +166,8 @@ std::vector<Row> absorbing_rows() {
   return rows;
 }
 
-// One file (PROTOCOL.md 7.6): a Resume before the Accept changes nothing in the machine
-// (the driver notes the offset); a Have is as good as a good verdict.
-std::vector<Row> one_file_resume_rows(const SenderContext& ctx) {
-  if (ctx.session) return {};
-  Row have = good_verdict_row(ctx);
-  have.state = S::AwaitAccept;
-  have.event = E::GotHave;
-  return {{S::AwaitAccept, E::GotResume, S::AwaitAccept, {}, {}}, have};
-}
-
-// A session (PROTOCOL.md 7.5): the receiver's Working may cross our Id.
-std::vector<Row> session_only_rows(const SenderContext& ctx) {
-  if (!ctx.session) return {};
-  return {{S::AwaitSecret, E::GotWorking, S::AwaitSecret, {}, {}}};
-}
-
 std::vector<Row> legal_rows(const SenderContext& ctx) {
   std::vector<Row> rows = kProtocolRows;
-  for (const Row& r : one_file_resume_rows(ctx)) rows.push_back(r);
-  for (const Row& r : session_only_rows(ctx)) rows.push_back(r);
-  rows.push_back(good_verdict_row(ctx));
-  rows.push_back(accept_row(ctx));
   rows.push_back(settled_row(ctx));
   for (const Row& r : kSessionRows) rows.push_back(r);
   for (const Row& r : abort_rows()) rows.push_back(r);
@@ -272,11 +233,9 @@ TEST(SenderMachine, EveryPairOutsideTheTableIsIllegalWithProtocolError) {
         expect_illegal(s, e, ctx);
       }
     }
-    // 8 open states x 31 events, minus 27 protocol rows (16, the good verdict, the Accept,
-    // AllSettled and 8 more of sessions), the 2 of one file's resume or the 1 of sessions
-    // only, 3 x 9 (not connected) + 5 x 8 abort rows.
-    EXPECT_EQ(illegal, 8U * 31U - 27U - one_file_resume_rows(ctx).size() -
-                           session_only_rows(ctx).size() - 27U - 40U);
+    // 6 open states x 27 events, minus 19 protocol rows (10, AllSettled and 8 of the
+    // entries), 3 x 9 (not connected) + 3 x 8 abort rows.
+    EXPECT_EQ(illegal, 6U * 27U - 19U - 27U - 24U);
   }
 }
 
@@ -292,54 +251,39 @@ TEST(SenderMachine, ConnectionSetup) {
   expect_transition(S::ResolvingAddress, E::AddressResolved, S::ResolvingRoute, {A::ResolveRoute},
                     {});
   expect_transition(S::ResolvingRoute, E::RouteResolved, S::Connecting, {A::Connect}, {});
-  expect_transition(S::Connecting, E::Established, S::AwaitAccept, {A::SendHello}, {});
+  expect_transition(S::Connecting, E::Established, S::AwaitAccept, {A::SendOpen}, {});
 }
 
-TEST(SenderMachine, AcceptStartsTheDataOfOneFileOrTheSession) {
-  for (const SenderContext& ctx : {kWithId, kWithoutId})
-    expect_transition(S::AwaitAccept, E::GotAccept, ctx, S::Sending, {A::StartData}, {});
-  for (const SenderContext& ctx : {kSessionWithId, kSessionWithoutId})
-    expect_transition(S::AwaitAccept, E::GotAccept, ctx, S::InSession, {A::StartSession}, {});
+TEST(SenderMachine, AcceptStartsTheSession) {
+  expect_transition(S::AwaitAccept, E::GotAccept, S::InSession, {A::StartSession}, {});
 }
 
 TEST(SenderMachine, RejectIsReported) {
   expect_transition(S::AwaitAccept, E::GotReject, S::Closing, {A::Disconnect}, O::Rejected);
+  expect_transition(S::AwaitAccept, E::GotRejectVersion, S::Closing, {A::Disconnect},
+                    O::VersionUnsupported);
 }
 
-TEST(SenderMachine, CreditsDriveTheData) {
-  expect_transition(S::Sending, E::GotCredit, S::Sending, {A::SendMore}, {});
-  expect_transition(S::Sending, E::AllDataSent, S::AwaitVerdict, {A::SendDone}, {});
+TEST(SenderMachine, AnswersAndCreditsDriveTheEntries) {
+  for (E e : {E::GotCredit, E::GotTake, E::GotRefuse, E::GotFileVerdict, E::GotResume, E::GotHave})
+    expect_transition(S::InSession, e, S::InSession, {A::SendMore}, {});
+  expect_transition(S::InSession, E::GotWorking, S::InSession, {}, {});
 }
 
-TEST(SenderMachine, ReceiverMayGiveUpDuringTheData) {
-  expect_transition(S::Sending, E::GotVerdictFailed, S::Closing, {A::Disconnect},
-                    O::ReceiverFailed);
-}
-
-TEST(SenderMachine, TrailingCreditsAfterDoneChangeNothing) {
-  expect_transition(S::AwaitVerdict, E::GotCredit, S::AwaitVerdict, {}, {});
-}
-
-TEST(SenderMachine, GoodVerdictWithoutIdSaysBye) {
-  expect_transition(S::AwaitVerdict, E::GotVerdictGood, kWithoutId, S::Closing,
+TEST(SenderMachine, TheLastEntrySettledEndsTheSession) {
+  expect_transition(S::InSession, E::AllSettled, kWithoutId, S::Closing,
                     {A::SendBye, A::Disconnect}, O::Success);
-}
-
-TEST(SenderMachine, GoodVerdictWithIdSendsIt) {
-  expect_transition(S::AwaitVerdict, E::GotVerdictGood, kWithId, S::AwaitSecret, {A::SendId}, {});
-}
-
-TEST(SenderMachine, BadVerdicts) {
-  expect_transition(S::AwaitVerdict, E::GotVerdictBad, S::Closing, {A::Disconnect},
-                    O::HashMismatch);
-  expect_transition(S::AwaitVerdict, E::GotVerdictFailed, S::Closing, {A::Disconnect},
-                    O::ReceiverFailed);
+  expect_transition(S::InSession, E::AllSettled, kWithId, S::AwaitSecret, {A::SendId}, {});
+  // The receiver gives a secret only for a session whose every entry is good: no Id.
+  expect_transition(S::InSession, E::AllSettledWithFailures, S::Closing,
+                    {A::SendBye, A::Disconnect}, O::SomeFailed);
 }
 
 TEST(SenderMachine, SecretOrDenial) {
   expect_transition(S::AwaitSecret, E::GotSecret, S::Closing, {A::KeepSecret, A::Disconnect},
                     O::Success);
   expect_transition(S::AwaitSecret, E::GotDenied, S::Closing, {A::Disconnect}, O::Denied);
+  expect_transition(S::AwaitSecret, E::GotWorking, S::AwaitSecret, {}, {});
 }
 
 // ---- Happy paths, end to end ----
@@ -368,16 +312,15 @@ std::optional<O> walk(const SenderContext& ctx, const std::vector<Step>& steps) 
   return first;
 }
 
-std::vector<Step> up_to_data(std::size_t credits) {
+std::vector<Step> up_to_session(std::size_t answers) {
   std::vector<Step> steps{
       {E::AddressResolved, S::ResolvingRoute, {A::ResolveRoute}, {}},
       {E::RouteResolved, S::Connecting, {A::Connect}, {}},
-      {E::Established, S::AwaitAccept, {A::SendHello}, {}},
-      {E::GotAccept, S::Sending, {A::StartData}, {}},
+      {E::Established, S::AwaitAccept, {A::SendOpen}, {}},
+      {E::GotAccept, S::InSession, {A::StartSession}, {}},
   };
-  for (std::size_t i = 0; i < credits; ++i)
-    steps.push_back({E::GotCredit, S::Sending, {A::SendMore}, {}});
-  steps.push_back({E::AllDataSent, S::AwaitVerdict, {A::SendDone}, {}});
+  for (std::size_t i = 0; i < answers; ++i)
+    steps.push_back({E::GotCredit, S::InSession, {A::SendMore}, {}});
   return steps;
 }
 
@@ -390,42 +333,35 @@ const Step kDisconnected{E::Disconnected, S::Done, {A::Finish}, {}};
 
 TEST(SenderMachine, HappyPathWithoutId) {
   const auto steps =
-      then(up_to_data(4), {{E::GotCredit, S::AwaitVerdict, {}, {}},
-                           {E::GotVerdictGood, S::Closing, {A::SendBye, A::Disconnect}, O::Success},
-                           kDisconnected});
+      then(up_to_session(4), {{E::GotTake, S::InSession, {A::SendMore}, {}},
+                              {E::GotFileVerdict, S::InSession, {A::SendMore}, {}},
+                              {E::AllSettled, S::Closing, {A::SendBye, A::Disconnect}, O::Success},
+                              kDisconnected});
   EXPECT_EQ(walk(kWithoutId, steps), O::Success);
 }
 
 TEST(SenderMachine, HappyPathWithId) {
-  const auto steps =
-      then(up_to_data(4), {{E::GotCredit, S::AwaitVerdict, {}, {}},
-                           {E::GotVerdictGood, S::AwaitSecret, {A::SendId}, {}},
+  const auto steps = then(up_to_session(4),
+                          {{E::AllSettled, S::AwaitSecret, {A::SendId}, {}},
+                           {E::GotWorking, S::AwaitSecret, {}, {}},
                            {E::GotSecret, S::Closing, {A::KeepSecret, A::Disconnect}, O::Success},
                            kDisconnected});
   EXPECT_EQ(walk(kWithId, steps), O::Success);
 }
 
-TEST(SenderMachine, EmptyFileGoesStraightFromAcceptToDone) {
-  // The driver reports AllDataSent right after StartData: there is no chunk to write.
-  const auto steps = then(
-      up_to_data(0),
-      {{E::GotVerdictGood, S::Closing, {A::SendBye, A::Disconnect}, O::Success}, kDisconnected});
-  EXPECT_EQ(walk(kWithoutId, steps), O::Success);
-  expect_transition(S::Sending, E::AllDataSent, S::AwaitVerdict, {A::SendDone}, {});
-}
-
 TEST(SenderMachine, IdDenied) {
-  const auto steps = then(up_to_data(1), {{E::GotVerdictGood, S::AwaitSecret, {A::SendId}, {}},
-                                          {E::GotDenied, S::Closing, {A::Disconnect}, O::Denied},
-                                          kDisconnected});
+  const auto steps = then(up_to_session(1), {{E::AllSettled, S::AwaitSecret, {A::SendId}, {}},
+                                             {E::GotDenied, S::Closing, {A::Disconnect}, O::Denied},
+                                             kDisconnected});
   EXPECT_EQ(walk(kWithId, steps), O::Denied);
 }
 
 TEST(SenderMachine, ClosingEndsOnTimeoutIfThePeerNeverDisconnects) {
   const auto steps =
-      then(up_to_data(0), {{E::GotVerdictBad, S::Closing, {A::Disconnect}, O::HashMismatch},
-                           {E::Timeout, S::Done, {A::Finish}, {}}});
-  EXPECT_EQ(walk(kWithoutId, steps), O::HashMismatch);
+      then(up_to_session(0),
+           {{E::AllSettledWithFailures, S::Closing, {A::SendBye, A::Disconnect}, O::SomeFailed},
+            {E::Timeout, S::Done, {A::Finish}, {}}});
+  EXPECT_EQ(walk(kWithoutId, steps), O::SomeFailed);
 }
 
 // ---- Common aborts from every state ----

@@ -81,9 +81,14 @@ struct SessionRig {
   }
 
   // ---- Recipes: each ends in its state or fails ----
-  void connecting() {
+  void resolving_address() { h.start(); }
+  void resolving_route() {
     h.start();
     h.driver->on_address_resolved();
+    ASSERT_EQ(h.state(), S::ResolvingRoute);
+  }
+  void connecting() {
+    resolving_route();
     h.driver->on_route_resolved();
     ASSERT_EQ(h.state(), S::Connecting);
   }
@@ -129,8 +134,23 @@ struct SessionRig {
     h.receive(proto::FileVerdict{1, VerdictCode::Good, {}});
     ASSERT_EQ(h.state(), S::AwaitSecret);
   }
+  void closing() {  // the session refused
+    await_accept();
+    h.receive(proto::Reject{proto::RejectReason::NoMemory, "full"});
+    ASSERT_EQ(h.state(), S::Closing);
+  }
+  void done() {
+    closing();
+    h.complete_sends();
+    h.driver->on_disconnected();
+    ASSERT_TRUE(h.driver->finished());
+  }
   void reach(S s) {
     switch (s) {
+      case S::ResolvingAddress:
+        return resolving_address();
+      case S::ResolvingRoute:
+        return resolving_route();
       case S::Connecting:
         return connecting();
       case S::AwaitAccept:
@@ -149,7 +169,9 @@ struct SessionRig {
   std::vector<proto::FileDone> file_dones() const { return h.transport.sent_of<proto::FileDone>(); }
 
   // ---- The transport's and the owner's inputs ----
+  bool has_transport() const { return h.cm.connects > 0 && !h.cm.fail_connect; }
   void transport_fails() {
+    if (!has_transport()) return h.driver->on_cm_failure("the RDMA device was removed");
     h.transport.fail("completion error: transport retry counter exceeded");
     h.driver->poll();
   }

@@ -142,5 +142,28 @@ TEST(SessionLink, TheVersion1EdgeReachesTheHelloFlow) {
   EXPECT_FALSE(p.receiver.transport.sent_of<proto::Verdict>().empty());
 }
 
+// 5.4: a WRITE with a key the receiver revoked fails at the writer. A receiver that handed
+// slot 0's old key back (instead of a fresh one) breaks the sender's next WRITE into it: the
+// sender's queue pair fails and reports a lost connection; nothing arrives under the name.
+TEST(SessionLink, AWriteWithAStaleKeyFailsAtTheReceiver) {
+  SessionPair p;
+  p.sender.add_file("stale.bin", random_bytes(6 * kSlot, 47));
+  std::optional<std::uint32_t> first_key;
+  p.link.tamper = [&](proto::Message& m) {
+    if (auto* c = std::get_if<proto::Credit>(&m); c != nullptr && c->slot == 0) {
+      if (first_key) c->rkey = *first_key;  // the key it revoked when chunk 0 arrived
+      first_key = c->rkey;
+    }
+  };
+  p.start();
+  ASSERT_TRUE(p.link.run_until([&] { return p.sender.driver->finished(); }));
+  EXPECT_TRUE(p.link.broken);
+  EXPECT_EQ(p.sender.driver->outcome(), O::ConnectionLost);
+  EXPECT_EQ(p.sender.status(0), Status::NotSent);
+  p.receiver.connection->on_disconnected();
+  ASSERT_TRUE(p.receiver.settle([&] { return p.receiver.connection->idle(); }));
+  EXPECT_FALSE(std::filesystem::exists(p.receiver.dir.path() / "stale.bin"));
+}
+
 }  // namespace
 }  // namespace rdmax::test::sender_rig
