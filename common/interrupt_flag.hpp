@@ -3,7 +3,8 @@
 // connects): the handler only records the signal, so that the work under way stops at its
 // next step (an Interrupted exception), the program says what happened, and then dies of the
 // signal as before, so that a shell or a script sees an interrupted command. While an event
-// loop runs, its signalfd blocks both signals and this handler does not see them.
+// loop runs, its signalfd blocks both signals and this handler does not see them. A signal
+// the process was started to ignore stays ignored.
 
 #include <stdexcept>
 
@@ -20,7 +21,8 @@ class Interrupted : public std::runtime_error {
 
 class InterruptFlag {
  public:
-  // Installs the handler (for as long as this lives); the previous ones come back after.
+  // Installs the handler (for as long as this lives; one flag at a time); the previous ones
+  // come back after, and what was recorded is forgotten.
   InterruptFlag();
   ~InterruptFlag();
   InterruptFlag(const InterruptFlag&) = delete;

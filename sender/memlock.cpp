@@ -106,10 +106,9 @@ void MemlockBudget::fewer_connections(std::uint32_t asked, std::uint32_t fitting
        ", a memlock line in /etc/security/limits.conf, or LimitMEMLOCK= in the systemd unit)");
 }
 
-preflight::Check memlock_prediction(const preflight::MemlockLimit& limit, bool session,
-                                    std::uint32_t asked) {
+preflight::Check memlock_prediction(const preflight::MemlockLimit& limit, std::uint32_t asked) {
   asked = std::max(1U, asked);
-  const QueueDepths depths = session ? kSessionDepths : kOneFileDepths;
+  const QueueDepths depths = kSessionDepths;
   const std::uint32_t slot = kDefaultReceiverSlotSize;
   const std::uint32_t slots = kDefaultReceiverSlots;
   const proto::PinBudget full = MemlockBudget(limit, asked, depths).pins();

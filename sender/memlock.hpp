@@ -1,6 +1,6 @@
 #pragma once
 // The sender's side of RLIMIT_MEMLOCK: what its connections pin besides their data (the
-// queue depths of both drivers set their control buffers), and a command's budget
+// driver's queue depths set its control buffers), and a command's budget
 // (protocol/memlock_budget.hpp), which says once, in one line, when it had to shrink.
 
 #include <cstdint>
@@ -24,12 +24,9 @@ struct QueueDepths {
   std::uint32_t send = 0;
   std::uint32_t writes = 0;
 };
-// One file: the Credits burst after the Accept; a Chunk per slot in flight.
-inline constexpr QueueDepths kOneFileDepths{proto::kMaxSlotCount + 16, kMaxActiveSlots + 8,
-                                            kMaxActiveSlots + 8};
-// A session receives a Take (or Refuse) and a FileVerdict per entry in flight besides the
-// Credits (docs/PROTOCOL.md 7.5), and sends an Offer and a FileDone per entry besides the
-// FileChunks.
+// A connection (a session of one file or many) receives a Take (or Refuse) and a FileVerdict
+// per entry in flight besides the Credits (docs/PROTOCOL.md 7.5), and sends an Offer and a
+// FileDone per entry besides the FileChunks.
 inline constexpr QueueDepths kSessionDepths{
     proto::kMaxSlotCount + 2 * proto::kMaxEntriesInFlight + 16,
     kMaxActiveSlots + 2 * proto::kMaxEntriesInFlight + 8, kMaxActiveSlots + 8};
@@ -82,11 +79,11 @@ class MemlockBudget {
 };
 
 // rdma-send --check: what the sender would pin against a default receiver (8 slots of
-// 1 MiB) under `limit`, as a session on each of `connections` (-r, several PATHs) or as one
-// file: whether it fits, would be reduced (fewer slots in flight or connections: still ok,
-// and the line says how much to raise the limit) or cannot fit one slot (FAIL, with the
-// remedy). The same arithmetic the drivers use.
+// 1 MiB) under `limit`, on each of `connections` (one for a single file; -P for several
+// files or -r): whether it fits, would be reduced (fewer slots in flight or connections:
+// still ok, and the line says how much to raise the limit) or cannot fit one slot (FAIL,
+// with the remedy). The same arithmetic the driver uses.
 [[nodiscard]] preflight::Check memlock_prediction(const preflight::MemlockLimit& limit,
-                                                  bool session, std::uint32_t connections);
+                                                  std::uint32_t connections);
 
 }  // namespace rdmax::sender

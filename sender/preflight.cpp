@@ -78,10 +78,10 @@ int run_preflight(const SenderOptions& o, std::ostream& out) {
                  : preflight::failure("route to " + host_and_port(o.host, o.port) + ": not tried",
                                       "fix the RDMA device first");
   report.add(route);
-  // -r or several PATHs: a session on each -P connection; otherwise one file.
-  const bool session = o.recursive || o.parallel > 1 || o.files.size() > 1;
-  report.add(memlock_prediction(preflight::current_memlock_limit(), session,
-                                session ? std::max(1U, o.parallel) : 1));
+  // -r or several PATHs go over the -P connections; a single file over one.
+  const bool many = o.recursive || o.files.size() > 1;
+  report.add(
+      memlock_prediction(preflight::current_memlock_limit(), many ? std::max(1U, o.parallel) : 1));
   report.add(
       route.ok ? receiver_answers_check(o)
                : preflight::failure("receiver at " + host_and_port(o.host, o.port) + ": not tried",

@@ -112,10 +112,8 @@ TEST(MemlockBudget, ZeroCopyWindowsShrinkToFitThree) {
   EXPECT_FALSE(proto::fit_file_windows(budget(2 * MiB, 1, 544 * KiB), kSlot, 8, 32));
 }
 
-TEST(MemlockBudget, ControlBuffersOfBothDrivers) {
-  // One file: 80 receive and 40 send buffers of 4 KiB, and the queue allowance.
-  EXPECT_EQ(sender::control_pins(sender::kOneFileDepths, 4096), (80 + 40) * 4 * KiB + 64 * KiB);
-  // A session: 112 and 72.
+TEST(MemlockBudget, ControlBuffersOfAConnection) {
+  // 112 receive and 72 send buffers of 4 KiB, and the queue allowance.
   EXPECT_EQ(sender::control_pins(sender::kSessionDepths, 4096), (112 + 72) * 4 * KiB + 64 * KiB);
 }
 
@@ -127,40 +125,36 @@ TEST(MemlockBudget, LimitForIsWhatEveryConnectionPins) {
 
 TEST(MemlockBudget, CheckPredictsTheReportedCase) {
   const preflight::MemlockLimit eight{8 * MiB, false};
-  // A tree at 8 MiB: ok, but reduced to 7 of 8 slots, with the figure to raise it to.
-  auto c = sender::memlock_prediction(eight, true, 1);
+  // One file or a tree on one connection at 8 MiB: ok, but reduced to 7 of 8 slots, with
+  // the figure to raise it to.
+  auto c = sender::memlock_prediction(eight, 1);
   EXPECT_TRUE(c.ok) << c.what;
   EXPECT_NE(c.what.find("is below the 8.8 MiB"), std::string::npos) << c.what;
   EXPECT_NE(c.what.find("7 of 8 slots"), std::string::npos) << c.what;
   EXPECT_NE(c.what.find("ulimit -l 8992"), std::string::npos) << c.what;
   // -P 2: 3 slots on each.
-  c = sender::memlock_prediction(eight, true, 2);
+  c = sender::memlock_prediction(eight, 2);
   EXPECT_TRUE(c.ok) << c.what;
   EXPECT_NE(c.what.find("2 connections"), std::string::npos) << c.what;
   EXPECT_NE(c.what.find("3 of 8 slots"), std::string::npos) << c.what;
   // -P 8: 4 connections of 1 slot.
-  c = sender::memlock_prediction(eight, true, 8);
+  c = sender::memlock_prediction(eight, 8);
   EXPECT_TRUE(c.ok) << c.what;
   EXPECT_NE(c.what.find("1 of 8 slots in flight on 4 of 8 connections"), std::string::npos)
       << c.what;
-  // One file: 7 slots too (544 KiB of control buffers).
-  c = sender::memlock_prediction(eight, false, 1);
-  EXPECT_TRUE(c.ok) << c.what;
-  EXPECT_NE(c.what.find("7 of 8 slots"), std::string::npos) << c.what;
-  EXPECT_NE(c.what.find("544.0 KiB"), std::string::npos) << c.what;
 }
 
 TEST(MemlockBudget, CheckPassesWhenItFitsAndFailsBelowOneSlot) {
-  auto c = sender::memlock_prediction({64 * MiB, false}, true, 1);
+  auto c = sender::memlock_prediction({64 * MiB, false}, 1);
   EXPECT_TRUE(c.ok);
   EXPECT_NE(c.what.find("covers the 8.8 MiB"), std::string::npos) << c.what;
-  c = sender::memlock_prediction({std::nullopt, false}, false, 1);
+  c = sender::memlock_prediction({std::nullopt, false}, 1);
   EXPECT_TRUE(c.ok);
   EXPECT_NE(c.what.find("unlimited"), std::string::npos) << c.what;
-  c = sender::memlock_prediction({64 * KiB, true}, false, 1);
+  c = sender::memlock_prediction({64 * KiB, true}, 1);
   EXPECT_TRUE(c.ok);
   EXPECT_NE(c.what.find("CAP_IPC_LOCK"), std::string::npos) << c.what;
-  c = sender::memlock_prediction({64 * KiB, false}, false, 1);
+  c = sender::memlock_prediction({64 * KiB, false}, 1);
   EXPECT_FALSE(c.ok);
   EXPECT_NE(c.what.find("RLIMIT_MEMLOCK 64.0 KiB cannot hold one 1.0 MiB slot"), std::string::npos)
       << c.what;
