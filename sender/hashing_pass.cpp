@@ -41,6 +41,16 @@ Digest compute(InputFile& file, const HashingSettings& settings) {
 
 }  // namespace
 
+std::optional<DigestCache> open_digest_cache(bool enabled) {
+  if (!enabled) return std::nullopt;
+  auto path = DigestCache::default_path();
+  if (!path) {
+    spdlog::debug("digest cache: neither XDG_CACHE_HOME nor HOME is set; not caching");
+    return std::nullopt;
+  }
+  return DigestCache(*path);
+}
+
 std::optional<DigestCacheBatch> open_digest_cache_batch(DigestCache* cache) {
   if (cache == nullptr) return std::nullopt;
   std::string problem;

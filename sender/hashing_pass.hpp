@@ -27,6 +27,10 @@ struct HashingSettings {
   DigestCacheBatch* cache = nullptr;  // none: always hash, remember nothing
 };
 
+// The digest cache, unless `enabled` is false (--no-digest-cache) or there is no home to
+// keep it in.
+std::optional<DigestCache> open_digest_cache(bool enabled);
+
 // The batch of a command that hashes files with `cache` (none: none), read now; a problem
 // is logged at debug level and leaves it empty.
 std::optional<DigestCacheBatch> open_digest_cache_batch(DigestCache* cache);

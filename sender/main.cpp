@@ -33,17 +33,6 @@ using namespace rdmax;
 
 namespace {
 
-// The digest cache, unless --no-digest-cache or there is no home to keep it in.
-std::optional<DigestCache> open_digest_cache(const sender::SenderOptions& options) {
-  if (!options.digest_cache) return std::nullopt;
-  auto path = DigestCache::default_path();
-  if (!path) {
-    spdlog::debug("digest cache: neither XDG_CACHE_HOME nor HOME is set; not caching");
-    return std::nullopt;
-  }
-  return DigestCache(*path);
-}
-
 // --json promises one object whatever the outcome: for a command that ends before any
 // transfer, one with no entries and the error. Returns `exit_code`.
 int json_failure(const sender::SenderOptions& options, int exit_code, const std::string& error) {
@@ -73,7 +62,7 @@ std::optional<InputFile> open_input(const std::string& path) {
 // file that cannot be read is reported and skipped, and the exit status says so.
 int print_checksums(const sender::SenderOptions& options) {
   InterruptFlag interrupts;
-  auto cache = open_digest_cache(options);
+  auto cache = sender::open_digest_cache(options.digest_cache);
   auto batch = sender::open_digest_cache_batch(cache ? &*cache : nullptr);
   const ProgressMode progress = choose_progress_mode(options.progress, options.verbosity < 0);
   int rc = 0;

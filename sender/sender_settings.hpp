@@ -15,7 +15,6 @@
 namespace rdmax::sender {
 
 struct SenderSettings {
-  std::string name;
   std::optional<std::string> id;
   // On the wire: kVersion2, or kVersion1 for a receiver that speaks nothing else (the run
   // then puts sender/version1_transport.hpp between the driver and the wire).

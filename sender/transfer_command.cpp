@@ -71,10 +71,7 @@ std::vector<std::vector<std::uint32_t>> share_out(const SessionPlan& plan, unsig
 // `progress`: a bar per file (for a command of one file).
 void hash_files(const SenderOptions& options, SessionPlan& plan, ProgressMode progress,
                 double& seconds, std::size_t& from_cache) {
-  std::optional<DigestCache> cache;
-  if (options.digest_cache) {
-    if (auto path = DigestCache::default_path()) cache.emplace(*path);
-  }
+  auto cache = open_digest_cache(options.digest_cache);
   const auto t0 = Clock::now();
   auto batch = open_digest_cache_batch(cache ? &*cache : nullptr);
   HashingSettings settings{plan.algorithm, options.hash_threads, progress,
@@ -164,10 +161,9 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
 
   std::string secret;
   if (!sendable.entries.empty()) {
-    SenderSettings settings{
-        options.name,    options.id,        proto::kVersion2,          options.connect_timeout,
-        options.timeout, options.zero_copy, options.inject_corruption, progress,
-        options.bwlimit};
+    SenderSettings settings{options.id,      proto::kVersion2,  options.connect_timeout,
+                            options.timeout, options.zero_copy, options.inject_corruption,
+                            progress,        options.bwlimit};
     // Every connection pins its buffers: as many as RLIMIT_MEMLOCK holds, each with one
     // slot of a default receiver at least (sender/memlock.hpp).
     const auto limit = preflight::current_memlock_limit();

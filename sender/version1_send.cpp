@@ -21,10 +21,7 @@ void send_with_version1(const SenderOptions& options, SessionPlan& plan, RunSumm
     spdlog::warn(
         "the receiver speaks only protocol version 1: connecting again with version 1 (and the "
         "whole-file SHA-256 digest it knows)");
-    std::optional<DigestCache> cache;
-    if (options.digest_cache) {
-      if (auto path = DigestCache::default_path()) cache.emplace(*path);
-    }
+    auto cache = open_digest_cache(options.digest_cache);
     auto batch = open_digest_cache_batch(cache ? &*cache : nullptr);
     InputFile file(entry.local_path);
     const HashingPass pass =
@@ -40,9 +37,9 @@ void send_with_version1(const SenderOptions& options, SessionPlan& plan, RunSumm
   }
   plan.results.front() = {};
   // The one session driver, its transport speaking version 1 (sender/version1_transport.hpp).
-  SenderSettings settings{entry.remote_path,         options.id,      proto::kVersion1,
-                          options.connect_timeout,   options.timeout, options.zero_copy,
-                          options.inject_corruption, progress,        options.bwlimit};
+  SenderSettings settings{options.id,      proto::kVersion1,  options.connect_timeout,
+                          options.timeout, options.zero_copy, options.inject_corruption,
+                          progress,        options.bwlimit};
   MemlockBudget memlock(preflight::current_memlock_limit(), 1, kSessionDepths);
   settings.memlock = &memlock;
   SessionRun run(options, settings, plan, {{0}}, progress);

@@ -29,6 +29,9 @@ void Version1Transport::send(const proto::Message& message, std::uint16_t, std::
     return wire_.send(Chunk{chunk->offset, chunk->length, chunk->slot}, kVersion1, tag);
   if (const auto* done = std::get_if<FileDone>(&message))
     return wire_.send(Done{done->total_bytes}, kVersion1, tag);
+  // After a verdict other than Good a version-1 sender says nothing more: its receiver is
+  // disconnecting (PROTOCOL.md 4.3). The session driver's Bye is its own way to end.
+  if (std::holds_alternative<Bye>(message) && !good_) return;
   if (std::holds_alternative<Id>(message) || std::holds_alternative<Bye>(message) ||
       std::holds_alternative<Error>(message))
     return wire_.send(message, kVersion1, tag);
@@ -38,15 +41,18 @@ void Version1Transport::send(const proto::Message& message, std::uint16_t, std::
 // What the wire delivers, as the session driver expects it (version 2, entry 0).
 class Version1Transport::Translator final : public TransportSink {
  public:
-  Translator(TransportSink& driver, const bool& offered) : driver_(driver), offered_(offered) {}
+  Translator(TransportSink& driver, const bool& offered, bool& good)
+      : driver_(driver), offered_(offered), good_(good) {}
 
   void on_received(Inbound inbound) override {
     using namespace proto;
     if (inbound.version != kVersion1) return driver_.on_received(std::move(inbound));
     auto* message = std::get_if<Message>(&inbound.decoded);
     if (message == nullptr) return driver_.on_received(std::move(inbound));
-    if (const auto* verdict = std::get_if<Verdict>(message))
+    if (const auto* verdict = std::get_if<Verdict>(message)) {
+      good_ = verdict->code == VerdictCode::Good;
       return deliver(FileVerdict{0, verdict->code, verdict->received_digest});
+    }
     const bool accepted = std::holds_alternative<Accept>(*message);
     if (std::holds_alternative<Accept>(*message) || std::holds_alternative<Credit>(*message) ||
         std::holds_alternative<Reject>(*message) || std::holds_alternative<Secret>(*message) ||
@@ -67,10 +73,11 @@ class Version1Transport::Translator final : public TransportSink {
   }
   TransportSink& driver_;
   const bool& offered_;
+  bool& good_;
 };
 
 void Version1Transport::poll(TransportSink& sink) {
-  Translator translator(sink, offered_);
+  Translator translator(sink, offered_, good_);
   wire_.poll(translator);
 }
 

@@ -10,7 +10,9 @@
 //   Offer(0)                ->    nothing (the Hello said it)
 //   FileChunk(0, ...)       ->    Chunk
 //   FileDone(0)             ->    Done
-//   Id, Bye, Error          ->    the same
+//   Id, Error               ->    the same
+//   Bye                     ->    the same after a good verdict; nothing after any other
+//                                 (the version-1 receiver disconnects then, 4.3)
 //   Accept, Take(0)         <-    Accept
 //   Credit                  <-    Credit
 //   FileVerdict(0)          <-    Verdict
@@ -53,6 +55,7 @@ class Version1Transport final : public Transport {
   Transport& wire_;
   proto::Hello hello_;
   bool offered_ = false;  // the driver offered entry 0: an Accept takes it
+  bool good_ = false;     // the receiver's Verdict was Good: a Bye may follow it
 };
 
 }  // namespace rdmax::sender

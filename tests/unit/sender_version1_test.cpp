@@ -140,6 +140,10 @@ TEST(SenderVersion1, ABadVerdictFailsTheFile) {
   EXPECT_EQ(r.result().status, sender::EntryResult::Status::Failed);
   EXPECT_EQ(r.result().outcome, O::HashMismatch);
   EXPECT_TRUE(r.wire.sent_of<proto::Id>().empty());
+  // As a version-1 sender: nothing after a bad verdict (the receiver disconnects, 4.3).
+  EXPECT_TRUE(r.wire.sent_of<proto::Bye>().empty());
+  r.complete_sends();
+  EXPECT_TRUE(r.wire.disconnected);
 }
 
 // What version 1 cannot say is a logic error at the edge, never a malformed message.
