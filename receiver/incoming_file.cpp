@@ -28,18 +28,11 @@ IncomingFile::IncomingFile(WorkPool& pool, int dir_fd, std::string path, bool ov
       path_(std::move(path)),
       overwrite_(overwrite),
       algorithm_(algorithm),
-      disk_(pool),
-      hashing_(pool) {
-  if (algorithm_ == proto::DigestAlgorithm::FsVeritySha256) {
-    for (unsigned i = 0; i < pool.threads(); ++i)
-      tree_queues_.push_back(std::make_unique<WorkQueue>(pool));
-  }
-}
+      hasher_(FileHasher::make(pool, algorithm)),
+      disk_(pool) {}
 
 bool IncomingFile::idle() const {
-  for (const auto& queue : tree_queues_)
-    if (!queue->idle()) return false;
-  return disk_.idle() && hashing_.idle();
+  return disk_.idle() && hasher_->idle();
 }
 
 void IncomingFile::create(std::uint64_t size, SpaceReservations& space, Done done) {
@@ -52,7 +45,8 @@ void IncomingFile::create(std::uint64_t size, SpaceReservations& space, Done don
           const auto slash = path_.rfind('/');
           const std::string name = slash == std::string::npos ? path_ : path_.substr(slash + 1);
           // --overwrite asks for every file to be written again: no Have then.
-          if (resume_.may_have && !overwrite_ && find_identical(parent.get(), name, size)) {
+          if (resume_.may_have && !overwrite_ &&
+              is_identical_file(parent.get(), name, size, algorithm_, resume_.digest)) {
             *outcome = {Kind::Have, ""};
             return;
           }
@@ -93,7 +87,7 @@ void IncomingFile::create(std::uint64_t size, SpaceReservations& space, Done don
       [this, outcome, done = std::move(done)] {
         if (outcome->ok()) {
           // The verified prefix goes first into the tree: the sender starts after it.
-          tree_.add(prefix_nodes_);
+          hasher_->fold(prefix_nodes_);
           prefix_nodes_ = {};
           bytes_stored_ = node_end_ = resumed_from_;
           has_partial_ = resumed_from_ > 0 || partial_opened_;
@@ -120,30 +114,6 @@ void IncomingFile::let_go_of_partial() {
     spdlog::warn("cannot remove the empty partial file of '{}': {}", proto::escape_for_log(path_),
                  e.what());
   }
-}
-
-// The file at the final name, if it is a regular file of this size whose digest is the
-// offered one: by its record (receiver/file_record.hpp) while that is current, else by
-// hashing it (and recording what was found, for the next time).
-bool IncomingFile::find_identical(int parent_fd, const std::string& name, std::uint64_t size) {
-  // O_NONBLOCK: a FIFO planted under the name must not block the open.
-  const Fd fd(::openat(parent_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  if (!fd) return false;  // missing, or a link: the create that follows says what it must
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
-      static_cast<std::uint64_t>(st.st_size) != size)
-    return false;
-  const auto record = read_record(fd.get());
-  if (record && record->algorithm == algorithm_ && record_matches(*record, st))
-    return record->digest == resume_.digest;
-  const Digest digest = digest_of_file(fd.get(), size, algorithm_);
-  // Recorded only if the file did not change while it was read.
-  struct stat after {};
-  if (::fstat(fd.get(), &after) == 0 && after.st_size == st.st_size &&
-      after.st_mtim.tv_sec == st.st_mtim.tv_sec && after.st_mtim.tv_nsec == st.st_mtim.tv_nsec)
-    (void)write_record(fd.get(), FileRecord{algorithm_, digest, size, st.st_mtim.tv_sec,
-                                            static_cast<std::uint32_t>(st.st_mtim.tv_nsec)});
-  return digest == resume_.digest;
 }
 
 void IncomingFile::open_partial(int parent_fd, const std::string& name, std::uint64_t size) {
@@ -191,10 +161,11 @@ void IncomingFile::store(std::uint32_t slot, std::uint64_t offset,
                      false,
                      {},
                      std::move(done)});
-  if (algorithm_ == proto::DigestAlgorithm::FsVeritySha256)
-    hash_tree(sequence, offset, bytes);
-  else
-    hash_sequential(sequence, bytes);
+  hasher_->hash(offset, bytes,
+                [this, sequence](std::vector<merkle::Node> nodes, const std::string& error) {
+                  if (PendingStore* p = entry(sequence)) p->tree_nodes = std::move(nodes);
+                  on_hashed(sequence, error);
+                });
   auto write_error = std::make_shared<std::string>();
   disk_.post(
       [this, offset, bytes, write_error] {
@@ -225,43 +196,6 @@ IncomingFile::PendingStore* IncomingFile::entry(std::uint64_t sequence) {
   return index < stores_.size() ? &stores_[index] : nullptr;
 }
 
-void IncomingFile::hash_sequential(std::uint64_t sequence, std::span<const std::uint8_t> bytes) {
-  auto error = std::make_shared<std::string>();
-  hashing_.post(
-      [this, bytes, error] {
-        try {
-          hash_.update(bytes);
-        } catch (const std::exception& e) {
-          *error = e.what();
-        }
-      },
-      [this, sequence, error] { on_hashed(sequence, *error); });
-}
-
-void IncomingFile::hash_tree(std::uint64_t sequence, std::uint64_t offset,
-                             std::span<const std::uint8_t> bytes) {
-  struct Result {
-    std::vector<merkle::Node> nodes;
-    std::string error;
-  };
-  auto result = std::make_shared<Result>();
-  WorkQueue& queue = *tree_queues_[next_tree_queue_];
-  next_tree_queue_ = (next_tree_queue_ + 1) % tree_queues_.size();
-  queue.post(
-      [offset, bytes, result] {
-        try {
-          merkle::BlockHasher hasher;
-          hasher.nodes(offset, bytes, result->nodes);
-        } catch (const std::exception& e) {
-          result->error = e.what();
-        }
-      },
-      [this, sequence, result] {
-        if (PendingStore* p = entry(sequence)) p->tree_nodes = std::move(result->nodes);
-        on_hashed(sequence, result->error);
-      });
-}
-
 void IncomingFile::on_hashed(std::uint64_t sequence, const std::string& error) {
   PendingStore* p = entry(sequence);
   if (p == nullptr) return;  // discarded meanwhile
@@ -278,12 +212,12 @@ void IncomingFile::finish_stores() {
       bytes_stored_ += p.stored.length;
       // In file order: stores leave the front in order. After a failed store the tree has
       // a gap and is not folded further (the transfer fails anyway).
-      if (!tree_gap_) {
-        tree_.add(p.tree_nodes);
+      if (!hasher_->has_gap()) {
+        hasher_->fold(p.tree_nodes);
         if (has_partial_) note_undurable(p.offset, p.stored.length, p.tree_nodes);
       }
     } else {
-      tree_gap_ = true;
+      hasher_->gap();
     }
     p.done(p.stored);
   }
@@ -302,7 +236,7 @@ void IncomingFile::note_undurable(std::uint64_t offset, std::uint32_t length,
 }
 
 void IncomingFile::maybe_checkpoint() {
-  if (!has_partial_ || checkpointing_ || tree_gap_ || undurable_nodes_.empty()) return;
+  if (!has_partial_ || checkpointing_ || hasher_->has_gap() || undurable_nodes_.empty()) return;
   if (std::chrono::steady_clock::now() - last_checkpoint_ < kCheckpointInterval) return;
   checkpointing_ = true;
   auto nodes =
@@ -346,10 +280,7 @@ bool IncomingFile::checkpoint_partial(
 
 Digest IncomingFile::finish_hash() {
   if (!stores_.empty()) throw std::logic_error("finish_hash while chunks are being stored");
-  if (algorithm_ == proto::DigestAlgorithm::FsVeritySha256)
-    final_digest_ = tree_gap_ ? Digest{} : merkle::file_digest(bytes_stored_, tree_.root());
-  else
-    final_digest_ = hash_.finish();
+  final_digest_ = hasher_->finish(bytes_stored_);
   return final_digest_;
 }
 
@@ -404,8 +335,7 @@ void IncomingFile::record_digest(const std::optional<Metadata>& metadata) {
 void IncomingFile::stop_jobs() {
   discarded_ = true;
   disk_.cancel();
-  hashing_.cancel();
-  for (auto& queue : tree_queues_) queue->cancel();
+  hasher_->cancel();
   stores_.clear();  // their jobs were cancelled, or their results no longer matter
 }
 
@@ -426,7 +356,7 @@ void IncomingFile::discard() {
 void IncomingFile::keep() {
   if (discarded_) return;
   // Nothing stored, nothing resumed: nothing worth keeping.
-  if (!has_partial_ || tree_gap_ || node_end_ == 0) return discard();
+  if (!has_partial_ || hasher_->has_gap() || node_end_ == 0) return discard();
   stop_jobs();
   auto nodes = std::make_shared<std::vector<std::pair<std::uint64_t, merkle::Node>>>(
       std::move(undurable_nodes_));

@@ -5,16 +5,10 @@
 // temporary on discard.
 //
 // Order. Disk steps run on one WorkQueue (create, writes in file order, commit or
-// discard). Hashing depends on the digest algorithm of the Hello:
-// - whole-file SHA-256 is one sequential stream over the chunks in file order: one more
-//   queue, so one chunk's hash overlaps another's write while both stay in order;
-// - the fs-verity digest hashes each chunk's blocks independently (common/merkle.hpp): the
-//   chunks are spread over one queue per pool thread and hashed in any order, on every
-//   core; their tree nodes wait in the chunk's entry and are folded in file order when the
-//   chunk is stored. Memory: the nodes of the chunks outstanding (32 bytes per 4 KiB, at
-//   most one window's worth) and the folder's one partial block per tree level.
-// A chunk is stored when both of its jobs are done; store() results come back in
-// submission order.
+// discard). Hashing is its FileHasher's (receiver/file_hasher.hpp), by the digest algorithm:
+// a chunk's tree nodes (fs-verity) wait in the chunk's entry and are folded in file order
+// when the chunk is stored. A chunk is stored when both its hash and its write are done;
+// store() results come back in submission order.
 //
 // Threads. Every public function and every callback runs on the event loop thread (the
 // callbacks from WorkPool::run_completions()). The OutputFile is touched only by jobs of
@@ -26,7 +20,8 @@
 // idle(): discard() cancels what has not started, then removes the temporary.
 //
 // Resume (docs/PROTOCOL.md 7.6). With set_resume(), create() first looks for a file already
-// in place with the offered digest (Outcome::Kind::Have), then continues a partial file of
+// in place with the offered digest (Outcome::Kind::Have, is_identical_file() of
+// receiver/file_record.hpp), then continues a partial file of
 // the same path, size and digest (receiver/partial_store.hpp): its verified prefix is fed
 // to the hash tree and resumed_from() says where the sender starts. While chunks are
 // stored, a checkpoint on the disk queue makes the stored prefix durable together with its
@@ -48,6 +43,7 @@
 #include "common/sha256.hpp"
 #include "common/work_pool.hpp"
 #include "protocol/wire.hpp"
+#include "receiver/file_hasher.hpp"
 #include "receiver/partial_store.hpp"
 #include "receiver/space_reservations.hpp"
 
@@ -133,11 +129,8 @@ class IncomingFile {
     StoreDone done;
   };
   PendingStore* entry(std::uint64_t sequence);
-  void hash_sequential(std::uint64_t sequence, std::span<const std::uint8_t> bytes);
-  void hash_tree(std::uint64_t sequence, std::uint64_t offset, std::span<const std::uint8_t> bytes);
   void on_hashed(std::uint64_t sequence, const std::string& error);
   void finish_stores();
-  bool find_identical(int parent_fd, const std::string& name, std::uint64_t size);
   void let_go_of_partial();
   void open_partial(int parent_fd, const std::string& name, std::uint64_t size);
   void note_undurable(std::uint64_t offset, std::uint32_t length,
@@ -154,9 +147,6 @@ class IncomingFile {
   bool overwrite_;
   proto::DigestAlgorithm algorithm_;
   std::optional<OutputFile> file_;  // the disk queue's
-  Sha256 hash_;                     // the hash queue's (whole-file SHA-256)
-  merkle::TreeFolder tree_;         // the loop's (fs-verity), fed by finish_stores()
-  bool tree_gap_ = false;           // a store failed: tree_ misses its nodes
   std::deque<PendingStore> stores_;
   std::uint64_t next_sequence_ = 0;
   std::uint64_t bytes_stored_ = 0;
@@ -188,10 +178,8 @@ class IncomingFile {
   std::chrono::steady_clock::time_point last_checkpoint_{};
   // Last: destroyed first, so no job outlives what it uses (they cancel what has not
   // started; the owner waited for idle() before destroying this).
+  std::unique_ptr<FileHasher> hasher_;  // fed by store(), folded by finish_stores()
   WorkQueue disk_;
-  WorkQueue hashing_;
-  std::vector<std::unique_ptr<WorkQueue>> tree_queues_;  // fs-verity: one per pool thread
-  std::size_t next_tree_queue_ = 0;
 };
 
 }  // namespace rdmax::receiver
