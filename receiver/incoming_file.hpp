@@ -21,12 +21,11 @@
 //
 // Resume (docs/PROTOCOL.md 7.6). With set_resume(), create() first looks for a file already
 // in place with the offered digest (Outcome::Kind::Have, is_identical_file() of
-// receiver/file_record.hpp), then continues a partial file of
-// the same path, size and digest (receiver/partial_store.hpp): its verified prefix is fed
-// to the hash tree and resumed_from() says where the sender starts. While chunks are
-// stored, a checkpoint on the disk queue makes the stored prefix durable together with its
-// tree nodes about once a second; keep() makes everything stored durable and leaves the
-// partial for the next attempt, discard() removes it.
+// receiver/file_record.hpp), then continues a partial file of the same path, size and
+// digest (its ResumeProgress, receiver/resume_progress.hpp): its verified prefix is fed to
+// the hash tree and resumed_from() says where the sender starts. While chunks are stored,
+// checkpoints make the stored prefix durable; keep() makes everything stored durable and
+// leaves the partial for the next attempt, discard() removes it.
 
 #include <chrono>
 #include <cstdint>
@@ -45,6 +44,7 @@
 #include "protocol/wire.hpp"
 #include "receiver/file_hasher.hpp"
 #include "receiver/partial_store.hpp"
+#include "receiver/resume_progress.hpp"
 #include "receiver/space_reservations.hpp"
 
 namespace rdmax::receiver {
@@ -89,7 +89,7 @@ class IncomingFile {
   // Before create().
   void set_resume(const Resume& resume) { resume_ = resume; }
   // After a create() that succeeded: the bytes already stored from a partial (0: none).
-  std::uint64_t resumed_from() const { return resumed_from_; }
+  std::uint64_t resumed_from() const { return progress_ ? progress_->resumed_from() : 0; }
 
   // Checks the free space against the bytes `space` holds for other files, creates the
   // temporary and preallocates `size` bytes; a file system that does not preallocate keeps
@@ -131,13 +131,6 @@ class IncomingFile {
   PendingStore* entry(std::uint64_t sequence);
   void on_hashed(std::uint64_t sequence, const std::string& error);
   void finish_stores();
-  void let_go_of_partial();
-  void open_partial(int parent_fd, const std::string& name, std::uint64_t size);
-  void note_undurable(std::uint64_t offset, std::uint32_t length,
-                      const std::vector<merkle::Node>& nodes);
-  void maybe_checkpoint();
-  bool checkpoint_partial(const std::vector<std::pair<std::uint64_t, merkle::Node>>& nodes,
-                          std::uint64_t bytes);
   struct Metadata;
   void record_digest(const std::optional<Metadata>& metadata);
   void stop_jobs();
@@ -162,20 +155,8 @@ class IncomingFile {
   std::optional<Metadata> metadata_;
   Resume resume_;
   Digest final_digest_{};  // finish_hash()'s, recorded with the committed file
-  // The partial (disk queue's), its verified prefix (handed from the create job to the loop)
-  // and, on the loop, the nodes stored since the last durable checkpoint, each with the
-  // offset it ends at.
-  std::optional<PartialStore::Handle> partial_;
-  std::vector<merkle::Node> prefix_nodes_;
-  std::uint64_t resumed_from_ = 0;
-  std::vector<std::pair<std::uint64_t, merkle::Node>> undurable_nodes_;
-  std::uint64_t node_end_ = 0;  // where the next stored node starts
-  bool has_partial_ = false;    // the loop's: checkpoints are made
-  bool checkpointing_ = false;
-  bool partial_broken_ = false;
-  bool partial_opened_ = false;  // written by the create job, read after its completion  // the
-                                 // disk queue's: a checkpoint failed, the partial is void
-  std::chrono::steady_clock::time_point last_checkpoint_{};
+  // Resume: the partial and its checkpoints; set by create() (on the loop, before its job).
+  std::optional<ResumeProgress> progress_;
   // Last: destroyed first, so no job outlives what it uses (they cancel what has not
   // started; the owner waited for idle() before destroying this).
   std::unique_ptr<FileHasher> hasher_;  // fed by store(), folded by finish_stores()
