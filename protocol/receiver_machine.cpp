@@ -1,5 +1,7 @@
 #include "protocol/receiver_machine.hpp"
 
+#include <optional>
+
 namespace rdmax::proto {
 namespace {
 
@@ -33,12 +35,19 @@ ReceiverTransition abort_from(E e) {
 }  // namespace
 
 ReceiverTransition receiver_next(S s, E e) {
+  // The answer to an id, after the entries (in InSession) or after a denial (in AwaitId).
+  const auto id_answer = [&]() -> std::optional<ReceiverTransition> {
+    if (e == E::IdKnown) return ReceiverTransition{S::Closing, {A::SendSecret, A::Disconnect}};
+    if (e == E::IdUnknown) return ReceiverTransition{S::AwaitId, {A::SendDenied}};
+    if (e == E::IdAttemptsExhausted)
+      return ReceiverTransition{S::Closing, {A::SendDenied, A::Disconnect}};
+    return std::nullopt;
+  };
   switch (s) {
     case S::AwaitOpen:
-      if (e == E::GotOpen) return {S::CheckingOpen, {A::CheckOpen}};
-      break;
-    case S::CheckingOpen:
       if (e == E::OpenAccepted) return {S::InSession, {A::SendAccept}};
+      // No file exists yet; DiscardFile anyway: every way out before the verdicts discards,
+      // so none can leave a temporary behind.
       if (e == E::OpenRejected) return {S::Closing, {A::SendReject, A::DiscardFile, A::Disconnect}};
       break;
     case S::InSession:
@@ -51,19 +60,14 @@ ReceiverTransition receiver_next(S s, E e) {
       if (e == E::ChunkStored) return {S::InSession, {A::SendCredit, A::FinishEntries}};
       if (e == E::GotFileDone) return {S::InSession, {A::FinishEntries}};
       if (e == E::EntrySettled) return {S::InSession, {A::SendFileVerdict}};
-      // The driver lets these through only once every entry is settled (the ledger's
-      // all_settled); earlier they are a ProtocolViolation.
-      if (e == E::GotId) return {S::CheckingId, {A::LookupId}};
+      // The driver lets an Id or a Bye through only once every entry is settled (the
+      // ledger's all_settled); earlier they are a ProtocolViolation.
+      if (auto t = id_answer()) return *t;
       if (e == E::GotBye) return {S::Closing, {A::DiscardFile, A::Disconnect}};
       break;
     case S::AwaitId:
-      if (e == E::GotId) return {S::CheckingId, {A::LookupId}};
+      if (auto t = id_answer()) return *t;
       if (e == E::GotBye) return {S::Closing, {A::Disconnect}};
-      break;
-    case S::CheckingId:
-      if (e == E::IdKnown) return {S::Closing, {A::SendSecret, A::Disconnect}};
-      if (e == E::IdUnknown) return {S::AwaitId, {A::SendDenied}};
-      if (e == E::IdAttemptsExhausted) return {S::Closing, {A::SendDenied, A::Disconnect}};
       break;
     case S::Closing:
       // Already on the way out: late messages and timers change nothing but the end.
@@ -80,21 +84,17 @@ ReceiverTransition receiver_next(S s, E e) {
 }
 
 bool receiver_owes_keepalive(S s) {
-  return s == S::CheckingOpen || s == S::InSession;
+  return s == S::InSession;
 }
 
 const char* to_string(ReceiverState s) {
   switch (s) {
     case S::AwaitOpen:
       return "AwaitOpen";
-    case S::CheckingOpen:
-      return "CheckingOpen";
     case S::InSession:
       return "InSession";
     case S::AwaitId:
       return "AwaitId";
-    case S::CheckingId:
-      return "CheckingId";
     case S::Closing:
       return "Closing";
     case S::Closed:
@@ -105,16 +105,12 @@ const char* to_string(ReceiverState s) {
 
 const char* to_string(ReceiverEvent e) {
   switch (e) {
-    case E::GotOpen:
-      return "GotOpen";
     case E::GotOffer:
       return "GotOffer";
     case E::GotChunk:
       return "GotChunk";
     case E::GotFileDone:
       return "GotFileDone";
-    case E::GotId:
-      return "GotId";
     case E::GotBye:
       return "GotBye";
     case E::GotError:
@@ -125,6 +121,12 @@ const char* to_string(ReceiverEvent e) {
       return "OpenAccepted";
     case E::OpenRejected:
       return "OpenRejected";
+    case E::IdKnown:
+      return "IdKnown";
+    case E::IdUnknown:
+      return "IdUnknown";
+    case E::IdAttemptsExhausted:
+      return "IdAttemptsExhausted";
     case E::EntryTaken:
       return "EntryTaken";
     case E::EntryResumed:
@@ -137,12 +139,6 @@ const char* to_string(ReceiverEvent e) {
       return "ChunkStored";
     case E::EntrySettled:
       return "EntrySettled";
-    case E::IdKnown:
-      return "IdKnown";
-    case E::IdUnknown:
-      return "IdUnknown";
-    case E::IdAttemptsExhausted:
-      return "IdAttemptsExhausted";
     case E::ProtocolViolation:
       return "ProtocolViolation";
     case E::LocalFailure:
@@ -161,8 +157,6 @@ const char* to_string(ReceiverEvent e) {
 
 const char* to_string(ReceiverAction a) {
   switch (a) {
-    case A::CheckOpen:
-      return "CheckOpen";
     case A::SendAccept:
       return "SendAccept";
     case A::SendReject:
@@ -185,8 +179,6 @@ const char* to_string(ReceiverAction a) {
       return "FinishEntries";
     case A::SendFileVerdict:
       return "SendFileVerdict";
-    case A::LookupId:
-      return "LookupId";
     case A::SendSecret:
       return "SendSecret";
     case A::SendDenied:

@@ -3,14 +3,15 @@
 // turns CM events, completions, timers and the results of its own work into events,
 // and carries out the actions each transition returns, in order.
 //
-// Lifecycle (docs/PROTOCOL.md 7.5): AwaitOpen -> CheckingOpen -> InSession -> (Id) CheckingId
-//            -> Closing -> Closed, or InSession -> (Bye) Closing. Any failure leads to
-//            Closing (a goodbye is possible) or Closed (the transport is gone). In InSession
-//            entries come and go, several at a time; where each stands is the driver's
-//            SessionReceiveLedger (protocol/session_receive_ledger.hpp), which also decides
-//            whether an Id or a Bye may come yet. A sender that names its one file with a
-//            Hello (version 1) is served as a session of that one entry
-//            (receiver/hello_edge.hpp): this machine never sees a Hello.
+// Lifecycle (docs/PROTOCOL.md 7.5): AwaitOpen -> InSession -> Closing -> Closed, by way of
+// AwaitId after a denied id. The driver checks an Open and looks an Id up as they arrive
+// (neither waits for anything) and gives the machine the outcome as the event: OpenAccepted
+// or OpenRejected; IdKnown, IdUnknown or IdAttemptsExhausted. Any failure leads to Closing
+// (a goodbye is possible) or Closed (the transport is gone). In InSession entries come and
+// go, several at a time; where each stands is the driver's SessionReceiveLedger
+// (protocol/session_receive_ledger.hpp), which also decides whether an Id or a Bye may come
+// yet. A sender that names its one file with a Hello (version 1) is served as a session of
+// that one entry (receiver/hello_edge.hpp): this machine never sees a Hello.
 //
 // Storing a chunk (hash + write) is asynchronous: StoreChunk hands it to the driver's
 // worker pool, and ChunkStored reports, in file order, that one chunk has been stored. A
@@ -23,37 +24,35 @@
 namespace rdmax::proto {
 
 enum class ReceiverState : std::uint8_t {
-  AwaitOpen,     // connected; waiting for the sender's Open
-  CheckingOpen,  // the driver validates the Open (extensions, memory)
-  InSession,     // Accept sent; entries are offered, taken, received and settled
-  AwaitId,       // an id was denied; the sender may present another or say bye
-  CheckingId,    // the driver looks the id up
-  Closing,       // disconnecting: sends drain, then rdma_disconnect, then DISCONNECTED
-  Closed,        // resources released; the connection is gone
+  AwaitOpen,  // connected; waiting for the sender's Open
+  InSession,  // Accept sent; entries are offered, taken, received and settled
+  AwaitId,    // an id was denied; the sender may present another or say bye
+  Closing,    // disconnecting: sends drain, then rdma_disconnect, then DISCONNECTED
+  Closed,     // resources released; the connection is gone
 };
 
 enum class ReceiverEvent : std::uint8_t {
-  // Messages from the sender.
-  GotOpen,
+  // Messages from the sender (an Open and an Id arrive as their outcomes, below).
   GotOffer,
   GotChunk,  // a FileChunk
   GotFileDone,
-  GotId,
   GotBye,
   GotError,
   GotUnexpected,  // a message the sender may not send (Accept, Credit, a Chunk, ...)
-  // Results of the driver's own work.
+  // An Open, checked (extensions, memory).
   OpenAccepted,
   OpenRejected,
+  // An Id, looked up.
+  IdKnown,
+  IdUnknown,
+  IdAttemptsExhausted,
+  // Results of the driver's own work.
   EntryTaken,    // an offered file is created: Take it
   EntryResumed,  // an offered file continues a kept partial: Resume instead of Take (7.6)
   EntryHave,     // an offered file is in place already: Have, and the entry is settled Good
   EntryRefused,  // an offered entry is refused (name, existing file, size, space, memory)
   ChunkStored,   // one chunk is hashed and written (its slot may be credited back)
   EntrySettled,  // an entry's verdict is known (a directory made, a file committed or not)
-  IdKnown,
-  IdUnknown,
-  IdAttemptsExhausted,
   // Transport and environment.
   ProtocolViolation,  // undecodable message, or a chunk that breaks the data rules
   LocalFailure,       // one of our own actions failed (a registration, a post...)
@@ -64,8 +63,8 @@ enum class ReceiverEvent : std::uint8_t {
 };
 
 enum class ReceiverAction : std::uint8_t {
-  CheckOpen,        // validate the Open -> OpenAccepted / OpenRejected
-  SendAccept,       // advertise the window (its keys go with the first file's Credits)
+  SendAccept,       // take the window the check granted and advertise it (its keys go with
+                    // the first file's Credits)
   SendReject,       // with the reason the check produced
   CheckOffer,       // check the path and limits, create the file or directory
                     // -> EntryTaken / EntryResumed / EntryHave / EntryRefused /
@@ -82,7 +81,6 @@ enum class ReceiverAction : std::uint8_t {
   FinishEntries,    // verify and commit every file whose chunks are all stored after its
                     // FileDone -> EntrySettled later
   SendFileVerdict,  // and forget the entry (its temporary removed unless Good)
-  LookupId,         // -> IdKnown / IdUnknown / IdAttemptsExhausted
   SendSecret,
   SendDenied,
   SendError,    // an Error message naming why we abort (protocol violation, timeout, a

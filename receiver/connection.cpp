@@ -66,10 +66,8 @@ void Connection::step(const ReceiverInput& input) {
 
 void Connection::perform(Action action, const ReceiverInput& cause) {
   switch (action) {
-    case Action::CheckOpen:
-      return check_open(cause);
     case Action::SendAccept:
-      return send_accept();
+      return send_accept(std::get<Input::AcceptedOpen>(cause.data));
     case Action::SendReject:
       return send_reject(cause);
     case Action::CheckOffer:
@@ -90,8 +88,6 @@ void Connection::perform(Action action, const ReceiverInput& cause) {
       return finish_entries(cause);
     case Action::SendFileVerdict:
       return send_file_verdict(std::get<Input::EntryVerdict>(cause.data));
-    case Action::LookupId:
-      return lookup_id(std::get<proto::Id>(cause.data));
     case Action::SendSecret:
       return send_secret();
     case Action::SendDenied:
@@ -110,29 +106,32 @@ void Connection::perform(Action action, const ReceiverInput& cause) {
   }
 }
 
-void Connection::check_open(const ReceiverInput& cause) {
+// The checks of an Open (protocol/receiver_rules.hpp); nothing is taken before it passes
+// them (SendAccept takes the window).
+void Connection::check_open(const proto::Open& open) {
   const auto& o = context_.options;
   auto reject = [&](proto::RejectReason reason, std::string text) {
     dispatch({Event::OpenRejected, Input::Rejection{reason, std::move(text)}});
   };
-  if (const auto* foreign = data_of<Input::ForeignVersion>(cause)) {
-    return reject(
-        proto::RejectReason::UnsupportedVersion,
-        "this receiver speaks protocol versions 1 and 2, not " + std::to_string(foreign->version));
-  }
-  open_ = std::get<proto::Open>(cause.data);
   const char* message = edge_.serving_hello() ? "Hello" : "Open";
-  const proto::ExtensionsRead extensions = proto::read_extensions(open_.extensions, message);
+  const proto::ExtensionsRead extensions = proto::read_extensions(open.extensions, message);
   if (extensions.refusal) return reject(extensions.refusal->reason, extensions.refusal->text);
-  resume_understood_ = extensions.resume_understood;
   for (std::uint16_t type : extensions.ignored)
     spdlog::debug("[{}] ignoring {} extension 0x{:04x}", label(), message, type);
-  const proto::Window window = proto::window_for_session(open_, o.slot_size, o.slots);
+  const proto::Window window = proto::window_for_session(open, o.slot_size, o.slots);
   if (auto refusal = proto::check_memory(context_.window_bytes_in_use, window, o.max_memory))
     return reject(refusal->reason, refusal->text);
-  slot_count_ = window.slots;
-  context_.window_bytes_in_use += window.bytes;
-  window_charge_ = window.bytes;
+  dispatch({Event::OpenAccepted,
+            Input::AcceptedOpen{open, window.slots, window.bytes, extensions.resume_understood}});
+}
+
+void Connection::send_accept(const ReceiverInput::AcceptedOpen& accepted) {
+  const auto& o = context_.options;
+  open_ = accepted.open;
+  resume_understood_ = accepted.resume_understood;
+  slot_count_ = accepted.slots;
+  context_.window_bytes_in_use += accepted.window_bytes;
+  window_charge_ = accepted.window_bytes;
   ledger_ = proto::SessionReceiveLedger(open_, o.slot_size, slot_count_);
   directories_.emplace(context_.pool);
   // The memory is the process's own until a file is taken: then it is registered
@@ -142,13 +141,8 @@ void Connection::check_open(const ReceiverInput& cause) {
   if (open_.entry_count > 1)
     spdlog::info("[{}] session of {} entries ({}), {}", label(), open_.entry_count,
                  proto::format_size(open_.total_bytes), proto::to_string(open_.digest_algorithm));
-  dispatch({Event::OpenAccepted, {}});
-}
-
-void Connection::send_accept() {
   data_started_ = Clock::now();
-  post(proto::Accept{reinterpret_cast<std::uintptr_t>(window_.data()), 0,
-                     context_.options.slot_size, slot_count_});
+  post(proto::Accept{reinterpret_cast<std::uintptr_t>(window_.data()), 0, o.slot_size, slot_count_});
   expect_next();
 }
 
@@ -279,7 +273,10 @@ void Connection::on_message(Inbound inbound) {
       // A peer speaking another version gets a Reject it can understand, in version 1
       // (the header's magic and version never move): not an Error.
       set_version(proto::kVersion1);
-      return dispatch({Event::GotOpen, Input::ForeignVersion{inbound.version}});
+      return dispatch({Event::OpenRejected,
+                       Input::Rejection{proto::RejectReason::UnsupportedVersion,
+                                        "this receiver speaks protocol versions 1 and 2, not " +
+                                            std::to_string(inbound.version)}});
     }
     set_version(inbound.version != 0 ? inbound.version : proto::kVersion1);
   }
@@ -298,8 +295,12 @@ void Connection::on_message(Inbound inbound) {
                                                 "message version differs from the connection's"}});
   }
   auto& message = std::get<proto::Message>(inbound.decoded);
-  if (auto* open = std::get_if<proto::Open>(&message))
-    return dispatch({Event::GotOpen, std::move(*open)});
+  // An Open is checked, and an Id looked up, as they arrive: the machine gets the outcome.
+  // Where neither may come, the machine finds them out of place.
+  if (auto* open = std::get_if<proto::Open>(&message)) {
+    if (state_ != State::AwaitOpen) return dispatch({Event::GotUnexpected, {}});
+    return check_open(*open);
+  }
   if (auto* offer = std::get_if<proto::Offer>(&message))
     return dispatch({Event::GotOffer, std::move(*offer)});
   if (auto* chunk = std::get_if<proto::FileChunk>(&message))
@@ -317,8 +318,11 @@ void Connection::on_message(Inbound inbound) {
           {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation, *problem}});
     }
   }
-  if (auto* id_message = std::get_if<proto::Id>(&message))
-    return dispatch({Event::GotId, std::move(*id_message)});
+  if (auto* id_message = std::get_if<proto::Id>(&message)) {
+    if (state_ != State::InSession && state_ != State::AwaitId)
+      return dispatch({Event::GotUnexpected, {}});
+    return lookup_id(*id_message);
+  }
   if (std::holds_alternative<proto::Bye>(message)) return dispatch({Event::GotBye, {}});
   if (auto* error = std::get_if<proto::Error>(&message)) {
     spdlog::warn("[{}] sender aborted: {} {}", label(), proto::to_string(error->code),
@@ -382,7 +386,6 @@ proto::WorkPhase Connection::work_phase() const {
   // PROTOCOL.md 7.3: a session's Working says Storing whatever its entries are doing. A
   // Hello's names what its one file waits for, as a Hello's always did: being created,
   // stored or committed.
-  if (state_ == State::CheckingOpen) return proto::WorkPhase::Preparing;
   if (!edge_.serving_hello()) return proto::WorkPhase::Storing;
   using EntryState = proto::SessionReceiveLedger::EntryState;
   const auto* entry = ledger_.entry(0);

@@ -62,8 +62,11 @@ struct ReceiverContext {
 
 // An event and the data it carries (docs/PROTOCOL.md 7.5 names the messages).
 struct ReceiverInput {
-  struct ForeignVersion {  // the first message was of a version this build does not speak
-    std::uint16_t version;
+  struct AcceptedOpen {  // an Open that passed its checks, and the window it is granted
+    proto::Open open;
+    std::uint32_t slots;
+    std::uint64_t window_bytes;
+    bool resume_understood;
   };
   struct Rejection {
     proto::RejectReason reason;
@@ -91,7 +94,7 @@ struct ReceiverInput {
     std::string text;
   };
   proto::ReceiverEvent event;
-  std::variant<std::monostate, proto::Open, ForeignVersion, Rejection, proto::Offer,
+  std::variant<std::monostate, AcceptedOpen, Rejection, proto::Offer,
                proto::FileChunk, proto::FileDone, StoredSlot, EntryRefusal, EntryTaken,
                EntryVerdict, proto::Id, Abort>
       data;
@@ -153,9 +156,10 @@ class Connection final : public DriverCore {
     bool data_bad = false;  // a bad verdict: nothing is kept for a resume
   };
 
-  // Actions (receiver/connection.cpp: the connection; connection_entries.cpp: its entries).
-  void check_open(const ReceiverInput& cause);
-  void send_accept();
+  // Actions (receiver/connection.cpp: the connection; connection_entries.cpp: its entries),
+  // and the checks that turn an Open and an Id into their events.
+  void check_open(const proto::Open& open);
+  void send_accept(const ReceiverInput::AcceptedOpen& accepted);
   void send_reject(const ReceiverInput& cause);
   void check_offer(const proto::Offer& offer);
   void check_directory(SessionEntry& entry);
@@ -169,7 +173,6 @@ class Connection final : public DriverCore {
   void finish_entries(const ReceiverInput& cause);
   void verify_entry(std::uint32_t id);
   void send_file_verdict(const ReceiverInput::EntryVerdict& verdict);
-  void lookup_id(const proto::Id& id);
   void send_secret();
   void send_error(const ReceiverInput& cause);
   void discard_files();
@@ -184,6 +187,7 @@ class Connection final : public DriverCore {
   void revoke_slot(std::uint32_t slot);
   std::span<std::uint8_t> slot_bytes(std::uint32_t slot);
 
+  void lookup_id(const proto::Id& id);
   std::optional<std::string> session_end_problem(bool id) const;
   void settle_entry(std::uint32_t id);
   void reap_retired();

@@ -229,9 +229,10 @@ case_receiver_killed() {
   # saturated and its 9p view of the job spool lags), so the killer is posted on B first:
   # it watches B's own log and kills the receiver once it has made about half the file
   # durable (issue 14: the re-run then sends at most 60%).
-  rxe-peer bash -c "until [[ \$(grep -o \"partial 'orphan.bin': [0-9]* bytes durable\" $recv_log | tail -n 1 | awk '{print \$3}') -ge $((44 << 20)) ]] 2>/dev/null; do sleep 0.02; done; pkill -9 -x rdma-recv; date +%s.%N >$shared/killed-at" &
+  rm -f "$shared/killer-ready"
+  rxe-peer bash -c "touch $shared/killer-ready; until [[ \$(grep -o \"partial 'orphan.bin': [0-9]* bytes durable\" $recv_log | tail -n 1 | awk '{print \$3}') -ge $((44 << 20)) ]] 2>/dev/null; do sleep 0.02; done; pkill -9 -x rdma-recv; date +%s.%N >$shared/killed-at" &
   bg_pids+=($!)
-  sleep 1
+  wait_for 30 test -e "$shared/killer-ready"  # the killer watches before anything is sent
   tc qdisc add dev eth0 root netem rate 40mbit  # a slower wire: the kill lands mid-transfer
   trap 'tc qdisc del dev eth0 root 2>/dev/null || true' EXIT
   send_bg orphan.bin

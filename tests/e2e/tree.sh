@@ -248,10 +248,11 @@ case_partial_expiry() {
   start_daemon recv3 "$shared/recv3.log" "$recv" --port "$p2" --dir "$out2" --no-partial -v
   pid2=$daemon_pid
   wait_for 20 cm_listening "$p2"
-  "$send" -H "$RXE_ADDR" -p "$p2" --bwlimit 16M "$src/expiring.bin" >/dev/null 2>&1 &
+  "$send" -H "$RXE_ADDR" -p "$p2" --bwlimit 16M --progress "$src/expiring.bin" >/dev/null \
+    2>"$shared/expiring.err" &
   pid=$!
-  wait_for 30 grep -q "receiving 'expiring.bin'" "$shared/recv3.log"
-  sleep 1
+  # Killed once some of it is on the receiver's disk: a sending line past 0%.
+  wait_for 30 grep -Eq '^sending +\[=*>? *\] +[1-9][0-9]?%' "$shared/expiring.err"
   kill -9 "$pid"
   wait "$pid" 2>/dev/null || true
   wait_for 20 grep -q "'expiring.bin'.*abandoned" "$shared/recv3.log"

@@ -59,7 +59,7 @@ bool is_last(const ActionList<Action, N>& actions, Action a) {
 // Only here may an entry be in flight, with a temporary file (docs 7.5: until every entry is
 // settled, which an Id needs).
 bool entries_in_flight(RS s) {
-  return s == RS::AwaitOpen || s == RS::CheckingOpen || s == RS::InSession;
+  return s == RS::AwaitOpen || s == RS::InSession;
 }
 
 bool connected(SS s) {
@@ -74,6 +74,11 @@ class ReceiverRun {
   bool hello_flow = false;
 
   void step(RE e) {
+    // A session reaches the id only with every entry settled (the driver lets an Id through
+    // only then; docs 7.5): what it delivered is stored.
+    if (state_ == RS::InSession &&
+        (e == RE::IdKnown || e == RE::IdUnknown || e == RE::IdAttemptsExhausted))
+      committed_ = true;
     const ReceiverTransition t = receiver_next(state_, e);
     FUZZ_CHECK(valid(t.next));
     for (RA a : t.actions) FUZZ_CHECK(named(to_string(a)));
@@ -91,12 +96,9 @@ class ReceiverRun {
       check_open(t, e);
     }
 
-    // A session reaches the id only with every entry settled (the driver lets GotId through
-    // only then; docs 7.5): what it delivered is stored.
-    if (state_ == RS::InSession && e == RE::GotId) committed_ = true;
     state_ = t.next;
-    // AwaitId and CheckingId are reachable only through an Id after the entries.
-    if (state_ == RS::AwaitId || state_ == RS::CheckingId) FUZZ_CHECK(committed_);
+    // AwaitId is reachable only through an Id after the entries.
+    if (state_ == RS::AwaitId) FUZZ_CHECK(committed_);
   }
 
  private:
@@ -115,7 +117,10 @@ class ReceiverRun {
     if (t.next == RS::Closed) FUZZ_CHECK(is_last(t.actions, RA::Release));
     // Every way out while entries may be in flight removes their temporaries (GotError
     // included); only a way out does (it never touches a committed file).
-    if (leaving && entries_in_flight(state_)) FUZZ_CHECK(t.actions.contains(RA::DiscardFile));
+    // (An id's answer comes after every entry is settled: nothing is in flight then.)
+    const bool id_answer = e == RE::IdKnown || e == RE::IdAttemptsExhausted;
+    if (leaving && entries_in_flight(state_) && !id_answer)
+      FUZZ_CHECK(t.actions.contains(RA::DiscardFile));
     if (t.actions.contains(RA::DiscardFile)) FUZZ_CHECK(leaving);
     // An Error from the peer is never answered with another Error.
     if (e == RE::GotError) FUZZ_CHECK(!t.actions.contains(RA::SendError));
@@ -126,10 +131,10 @@ class ReceiverRun {
     }
     // The secret is what a verified session earns: only after its entries and a lookup.
     if (t.actions.contains(RA::SendSecret)) {
-      FUZZ_CHECK(committed_ && state_ == RS::CheckingId && e == RE::IdKnown);
+      FUZZ_CHECK(committed_ && e == RE::IdKnown);
     }
     if (t.actions.contains(RA::SendAccept)) {
-      FUZZ_CHECK(state_ == RS::CheckingOpen && e == RE::OpenAccepted);
+      FUZZ_CHECK(state_ == RS::AwaitOpen && e == RE::OpenAccepted);
     }
     // The session's own actions happen only in a session.
     for (RA a : {RA::CheckOffer, RA::SendTake, RA::SendRefuse, RA::FinishEntries,
@@ -238,7 +243,6 @@ void deliver_to_receiver(ReceiverRun& receiver, std::span<const std::uint8_t> by
   if (std::holds_alternative<DecodeFailure>(result)) {
     const auto version = peek_version(bytes);
     if (version && *version != kVersion1 && first) {
-      receiver.step(RE::GotOpen);
       receiver.step(RE::OpenRejected);
     } else {
       receiver.step(RE::ProtocolViolation);
@@ -248,8 +252,7 @@ void deliver_to_receiver(ReceiverRun& receiver, std::span<const std::uint8_t> by
   const MessageType type = type_of(std::get<Message>(result));
   if (first && type == MessageType::Hello) {
     receiver.hello_flow = true;
-    receiver.step(RE::GotOpen);
-    receiver.step(RE::OpenAccepted);  // the check runs within the dispatch
+    receiver.step(RE::OpenAccepted);  // checked as it arrives (or OpenRejected: a raw event)
     return receiver.step(RE::GotOffer);
   }
   if (receiver.hello_flow && type >= MessageType::Open) return receiver.step(RE::ProtocolViolation);
@@ -258,14 +261,16 @@ void deliver_to_receiver(ReceiverRun& receiver, std::span<const std::uint8_t> by
       return receiver.step(receiver.hello_flow ? RE::GotChunk : RE::GotUnexpected);
     case MessageType::Done:
       return receiver.step(receiver.hello_flow ? RE::GotFileDone : RE::GotUnexpected);
-    case MessageType::Id:
-      return receiver.step(RE::GotId);
+    case MessageType::Id:  // looked up as it arrives, where an Id may come
+      return receiver.step(receiver.state() == RS::InSession || receiver.state() == RS::AwaitId
+                               ? RE::IdUnknown
+                               : RE::GotUnexpected);
     case MessageType::Bye:
       return receiver.step(RE::GotBye);
     case MessageType::Error:
       return receiver.step(RE::GotError);
-    case MessageType::Open:
-      return receiver.step(RE::GotOpen);
+    case MessageType::Open:  // checked as it arrives, where an Open may come
+      return receiver.step(first ? RE::OpenAccepted : RE::GotUnexpected);
     case MessageType::Offer:
       return receiver.step(RE::GotOffer);
     case MessageType::FileChunk:

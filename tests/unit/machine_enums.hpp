@@ -12,30 +12,26 @@
 namespace rdmax::test {
 
 inline constexpr std::array kAllReceiverStates{
-    proto::ReceiverState::AwaitOpen,  proto::ReceiverState::CheckingOpen,
-    proto::ReceiverState::InSession,  proto::ReceiverState::AwaitId,
-    proto::ReceiverState::CheckingId, proto::ReceiverState::Closing,
-    proto::ReceiverState::Closed};
+    proto::ReceiverState::AwaitOpen, proto::ReceiverState::InSession, proto::ReceiverState::AwaitId,
+    proto::ReceiverState::Closing, proto::ReceiverState::Closed};
 
-inline constexpr std::array kAllReceiverEvents{proto::ReceiverEvent::GotOpen,
-    proto::ReceiverEvent::GotOffer,
+inline constexpr std::array kAllReceiverEvents{proto::ReceiverEvent::GotOffer,
     proto::ReceiverEvent::GotChunk,
     proto::ReceiverEvent::GotFileDone,
-    proto::ReceiverEvent::GotId,
     proto::ReceiverEvent::GotBye,
     proto::ReceiverEvent::GotError,
     proto::ReceiverEvent::GotUnexpected,
     proto::ReceiverEvent::OpenAccepted,
     proto::ReceiverEvent::OpenRejected,
+    proto::ReceiverEvent::IdKnown,
+    proto::ReceiverEvent::IdUnknown,
+    proto::ReceiverEvent::IdAttemptsExhausted,
     proto::ReceiverEvent::EntryTaken,
     proto::ReceiverEvent::EntryResumed,
     proto::ReceiverEvent::EntryHave,
     proto::ReceiverEvent::EntryRefused,
     proto::ReceiverEvent::ChunkStored,
     proto::ReceiverEvent::EntrySettled,
-    proto::ReceiverEvent::IdKnown,
-    proto::ReceiverEvent::IdUnknown,
-    proto::ReceiverEvent::IdAttemptsExhausted,
     proto::ReceiverEvent::ProtocolViolation,
     proto::ReceiverEvent::LocalFailure,
     proto::ReceiverEvent::Timeout,

@@ -85,16 +85,13 @@ std::vector<Row> hello_rows() {
     r.h.poll();
   };
   return {
-      // CheckOpen answers within the dispatch: CheckingOpen shows only in the log. Nothing is
-      // registered, and no Accept goes, before the file is checked.
-      {{S::AwaitOpen, E::GotOpen, "Hello"},
+      // The Hello's Open is accepted; nothing is registered, and no Accept goes, before the
+      // file is checked.
+      {{S::AwaitOpen, E::OpenAccepted, "Hello"},
        [](Rig& r) { r.await_hello(); },
        [](Rig& r) { r.peer(r.hello()); },
        {S::InSession, {}},
-       [](Rig& r) {
-         EXPECT_TRUE(r.log.took(0, S::CheckingOpen, E::OpenAccepted));
-         EXPECT_EQ(r.h.transport.live_regions(), 0u);
-       }},
+       [](Rig& r) { EXPECT_EQ(r.h.transport.live_regions(), 0u); }},
       {{S::InSession, E::EntryTaken, "Hello"},
        [](Rig& r) { r.checking_hello(); },
        [](Rig& r) { r.settle_answered(); },
@@ -151,7 +148,7 @@ std::vector<Row> hello_rows() {
        },
        {S::Closing, {reject(R::NoMemory)}, File::None, End::Disconnects},
        [](Rig& r) { EXPECT_EQ(r.h.transport.live_regions(), 0u); }},
-      {{S::CheckingOpen, E::OpenRejected, "ForeignVersion"},
+      {{S::AwaitOpen, E::OpenRejected, "ForeignVersion"},
        [](Rig& r) { r.await_hello(); },
        [](Rig& r) {
          std::vector<std::uint8_t> m = proto::encode(r.hello());
@@ -258,29 +255,27 @@ std::vector<Row> hello_rows() {
          EXPECT_EQ(read_file(r.h.dir.path() / r.name), "taken");
          EXPECT_EQ(open_files_under(r.h.dir.path()), 0u);
        }},
-      // LookupId answers within the dispatch of GotId: CheckingId shows only in the log.
-      {{S::InSession, E::GotId, "HelloDenied"},
+      {{S::InSession, E::IdUnknown, "Hello"},
        [](Rig& r) { r.hello_settled(); },
        [](Rig& r) { r.peer(proto::Id{"mallory"}); },
-       {S::AwaitId, {{T::Denied, 2}}, File::Final},
-       [](Rig& r) { EXPECT_TRUE(r.log.took(0, S::CheckingId, E::IdUnknown)); }},
+       {S::AwaitId, {{T::Denied, 2}}, File::Final}},
       {{S::InSession, E::GotBye, "Hello"},
        [](Rig& r) { r.hello_settled(); },
        [](Rig& r) { r.peer(proto::Bye{}); },
        {S::Closing, {}, File::Final, End::Disconnects}},
-      {{S::CheckingId, E::IdKnown, ""},
+      {{S::InSession, E::IdKnown, "Hello"},
        [](Rig& r) { r.hello_settled(); },
        [](Rig& r) { r.peer(proto::Id{"alice"}); },
        {S::Closing, {{T::Secret}}, File::Final, End::Disconnects},
        [](Rig& r) { EXPECT_EQ(r.h.transport.sent_of<proto::Secret>().at(0).secret, "s3cret"); }},
-      {{S::CheckingId, E::IdUnknown, ""},
+      {{S::AwaitId, E::IdUnknown, ""},
        [](Rig& r) {
          r.hello_settled();
          r.peer(proto::Id{"mallory"});
        },
        [](Rig& r) { r.peer(proto::Id{"bob"}); },
        {S::AwaitId, {{T::Denied, 1}}, File::Final}},
-      {{S::CheckingId, E::IdAttemptsExhausted, ""},
+      {{S::AwaitId, E::IdAttemptsExhausted, ""},
        [](Rig& r) {
          r.hello_settled();
          r.peer(proto::Id{"mallory"});
@@ -288,7 +283,7 @@ std::vector<Row> hello_rows() {
        },
        [](Rig& r) { r.peer(proto::Id{"eve"}); },
        {S::Closing, {{T::Denied, 0}}, File::Final, End::Disconnects}},
-      {{S::AwaitId, E::GotId, ""},
+      {{S::AwaitId, E::IdKnown, ""},
        [](Rig& r) {
          r.hello_settled();
          r.peer(proto::Id{"mallory"});
@@ -321,19 +316,16 @@ std::vector<Row> session_rows() {
     EXPECT_EQ(open_files_under(r.h.dir.path()), 0u);
   };
   return {
-      // CheckOpen answers within the dispatch of GotOpen: CheckingOpen shows only in the log.
       // The window's keys go with the first Take: nothing is registered yet.
-      {{S::AwaitOpen, E::GotOpen, ""},
+      {{S::AwaitOpen, E::OpenAccepted, ""},
        open,
        send_open,
        {S::InSession, {{T::Accept}}, File::None},
        [](Rig& r) {
-         EXPECT_TRUE(r.log.took(0, S::CheckingOpen, E::OpenAccepted));
          EXPECT_EQ(r.accept().slot_count, 2u);
          EXPECT_EQ(r.h.transport.live_regions(), 0u);
        }},
-      {{S::CheckingOpen, E::OpenAccepted, ""}, open, send_open, {S::InSession, {{T::Accept}}, File::None}},
-      {{S::CheckingOpen, E::OpenRejected, "NoMemory"},
+      {{S::AwaitOpen, E::OpenRejected, "NoMemory"},
        [](Rig& r) {
          r.h.options.max_memory = kSlot;  // the window wants two slots
          r.version = proto::kVersion2;
@@ -479,13 +471,11 @@ std::vector<Row> session_rows() {
        [](Rig& r) { EXPECT_TRUE(r.settle_until_sent(T::FileVerdict)); },
        {S::InSession, {file_verdict(V::Good)}},
        [](Rig& r) { r.expect_entry_final(0); }},
-      // LookupId answers within the dispatch of GotId.
-      {{S::InSession, E::GotId, ""},
+      {{S::InSession, E::IdKnown, ""},
        [](Rig& r) { r.session_settled(); },
        [](Rig& r) { r.peer(proto::Id{"alice"}); },
        {S::Closing, {{T::Secret}}, File::Any, End::Disconnects},
        [](Rig& r) {
-         EXPECT_TRUE(r.log.took(0, S::CheckingId, E::IdKnown));
          r.expect_entry_final(0);
          r.expect_entry_final(1);
        }},
@@ -665,7 +655,7 @@ std::vector<Row> closing_rows() {
        closing,
        [](Rig& r) { r.h.connection->shut_down(); },
        stays},
-      {{S::Closed, E::GotId, ""}, closed, [](Rig& r) { r.peer(proto::Id{"alice"}); }, ends},
+      {{S::Closed, E::GotUnexpected, ""}, closed, [](Rig& r) { r.peer(proto::Id{"alice"}); }, ends},
       {{S::Closed, E::Timeout, ""}, closed, [](Rig& r) { r.tick_late(); }, ends},
       {{S::Closed, E::ShuttingDown, ""}, closed, [](Rig& r) { r.h.connection->shut_down(); }, ends},
       {{S::Closed, E::Disconnected, ""}, closed, [](Rig& r) { r.disconnected(); }, ends},
@@ -724,7 +714,7 @@ std::vector<Misplaced> misplaced_messages() {
       {"Hello", E::GotUnexpected, proto::Hello{10, {}, 0, "other.bin"}},
       {"Chunk", E::GotUnexpected, proto::Chunk{0, kSlot, 0}},
       {"Done", E::GotUnexpected, proto::Done{2 * kSlot}},
-      {"Id", E::GotId, proto::Id{"alice"}},
+      {"Id", E::GotUnexpected, proto::Id{"alice"}},
       {"Bye", E::GotBye, proto::Bye{}},
       {"Accept", E::GotUnexpected, proto::Accept{0x1000, 1, kSlot, 1}},
       {"Credit", E::GotUnexpected, proto::Credit{0, 1}},
@@ -733,7 +723,7 @@ std::vector<Misplaced> misplaced_messages() {
       {"Denied", E::GotUnexpected, proto::Denied{1}},
       {"Reject", E::GotUnexpected, proto::Reject{proto::RejectReason::Exists, ""}},
       {"Working", E::GotUnexpected, proto::Working{W::Storing, 0}},
-      {"Open", E::GotOpen, proto::Open{proto::DigestAlgorithm::WholeFileSha256, 0, 0, 1, 10}},
+      {"Open", E::GotUnexpected, proto::Open{proto::DigestAlgorithm::WholeFileSha256, 0, 0, 1, 10}},
       {"Offer", E::GotOffer, proto::Offer{0, proto::EntryKind::File, 0644, 1, 0, 0, {}, "x"}},
       {"FileChunk", E::GotChunk, proto::FileChunk{0, 0, 0, kSlot}},
       {"FileDone", E::GotFileDone, proto::FileDone{0, 1}},
@@ -808,21 +798,14 @@ std::vector<Unreachable> unreachable_rows() {
     for (S s : states)
       for (E e : events) out.push_back({s, e, why});
   };
-  constexpr const auto& kAllEvents = kAllReceiverEvents;
-  for (E e : kAllEvents)
-    if (e != E::IdKnown && e != E::IdUnknown && e != E::IdAttemptsExhausted)
-      add({S::CheckingId}, {e},
-          "LookupId is synchronous: its answer is dispatched within GotId's dispatch, so no "
-          "input ever finds the connection in CheckingId");
-  for (E e : kAllEvents)
-    if (e != E::OpenAccepted && e != E::OpenRejected)
-      add({S::CheckingOpen}, {e},
-          "CheckOpen is synchronous: its answer is dispatched within GotOpen's dispatch, so no "
-          "input ever finds the connection in CheckingOpen");
-  add({S::AwaitOpen, S::InSession, S::AwaitId}, {E::OpenAccepted, E::OpenRejected},
-      "only check_open() raises them, run by CheckOpen on entering CheckingOpen");
-  add({S::AwaitOpen, S::InSession, S::AwaitId}, {E::IdKnown, E::IdUnknown, E::IdAttemptsExhausted},
-      "only lookup_id() raises them, run by LookupId on entering CheckingId");
+  // An Open is checked, and an Id looked up, only where they may come (AwaitOpen; InSession
+  // and AwaitId): elsewhere the driver gives the machine GotUnexpected (misplaced, above).
+  add({S::InSession, S::AwaitId}, {E::OpenAccepted, E::OpenRejected},
+      "only an Open (or a first message of another version) in AwaitOpen raises them");
+  add({S::AwaitOpen}, {E::IdKnown, E::IdUnknown, E::IdAttemptsExhausted},
+      "only an Id in InSession or AwaitId raises them");
+  add({S::InSession}, {E::IdAttemptsExhausted},
+      "the Id that leaves InSession is the first of the three attempts: they run out in AwaitId");
   add({S::AwaitOpen, S::AwaitId},
       {E::EntryTaken, E::EntryResumed, E::EntryHave, E::EntryRefused, E::ChunkStored,
        E::EntrySettled},
@@ -863,10 +846,13 @@ TEST(ReceiverDriverCoverage, EveryPairOfAnOpenStateIsDrivenOrExplained) {
   for (const Unreachable& u : unreachable_rows())
     EXPECT_TRUE(seen.emplace(std::pair{u.state, u.event}, u.why).second)
         << proto::to_string(u.state) << " + " << proto::to_string(u.event) << " twice";
-  // 5 open states, 25 events.
-  EXPECT_EQ(seen.size(), 5u * 25u);
-  // CheckingId 22, CheckingOpen 23, Open results 6, Id results 9, entry results 12.
-  EXPECT_EQ(unreachable_rows().size(), 22u + 23u + 6u + 9u + 12u);
+  for (S s : {S::AwaitOpen, S::InSession, S::AwaitId})
+    for (E e : kAllReceiverEvents)
+      EXPECT_TRUE(seen.contains({s, e})) << proto::to_string(s) << " + " << proto::to_string(e);
+  // 3 open states, 23 events.
+  EXPECT_EQ(seen.size(), 3u * 23u);
+  // Open results 4, Id results 3 + 1, entry results 12.
+  EXPECT_EQ(unreachable_rows().size(), 4u + 4u + 12u);
 }
 
 TEST(ReceiverDriverCoverage, NoDeadlineWhileTheDiskWorks) {

@@ -29,10 +29,10 @@ constexpr const auto& kAllStates = rdmax::test::kAllReceiverStates;
 constexpr const auto& kAllEvents = rdmax::test::kAllReceiverEvents;
 
 constexpr std::array kAllActions{
-    A::CheckOpen,  A::SendAccept,    A::SendReject,      A::CheckOffer, A::SendTake,
-    A::SendResume, A::SendHave,      A::SendRefuse,      A::StoreChunk, A::SendCredit,
-    A::FinishEntries, A::SendFileVerdict, A::LookupId,   A::SendSecret, A::SendDenied,
-    A::SendError,  A::DiscardFile,   A::Disconnect,      A::Release};
+    A::SendAccept,  A::SendReject, A::CheckOffer,    A::SendTake,        A::SendResume,
+    A::SendHave,    A::SendRefuse, A::StoreChunk,    A::SendCredit,      A::FinishEntries,
+    A::SendFileVerdict, A::SendSecret, A::SendDenied, A::SendError,      A::DiscardFile,
+    A::Disconnect,  A::Release};
 
 // The lists above name every enumerator: the enums are dense from 0, so the last one's value
 // plus one is the count. A new enumerator breaks these until it is added to its list.
@@ -65,9 +65,8 @@ struct Row {
 
 // The protocol's own transitions: messages and the driver's results (docs/PROTOCOL.md 7.5).
 const std::vector<Row> kProtocolRows{
-    {S::AwaitOpen, E::GotOpen, S::CheckingOpen, {A::CheckOpen}},
-    {S::CheckingOpen, E::OpenAccepted, S::InSession, {A::SendAccept}},
-    {S::CheckingOpen, E::OpenRejected, S::Closing, {A::SendReject, A::DiscardFile, A::Disconnect}},
+    {S::AwaitOpen, E::OpenAccepted, S::InSession, {A::SendAccept}},
+    {S::AwaitOpen, E::OpenRejected, S::Closing, {A::SendReject, A::DiscardFile, A::Disconnect}},
     {S::InSession, E::GotOffer, S::InSession, {A::CheckOffer}},
     {S::InSession, E::EntryTaken, S::InSession, {A::SendTake}},
     {S::InSession, E::EntryResumed, S::InSession, {A::SendResume}},
@@ -77,13 +76,14 @@ const std::vector<Row> kProtocolRows{
     {S::InSession, E::ChunkStored, S::InSession, {A::SendCredit, A::FinishEntries}},
     {S::InSession, E::GotFileDone, S::InSession, {A::FinishEntries}},
     {S::InSession, E::EntrySettled, S::InSession, {A::SendFileVerdict}},
-    {S::InSession, E::GotId, S::CheckingId, {A::LookupId}},
+    {S::InSession, E::IdKnown, S::Closing, {A::SendSecret, A::Disconnect}},
+    {S::InSession, E::IdUnknown, S::AwaitId, {A::SendDenied}},
+    {S::InSession, E::IdAttemptsExhausted, S::Closing, {A::SendDenied, A::Disconnect}},
     {S::InSession, E::GotBye, S::Closing, {A::DiscardFile, A::Disconnect}},
-    {S::AwaitId, E::GotId, S::CheckingId, {A::LookupId}},
+    {S::AwaitId, E::IdKnown, S::Closing, {A::SendSecret, A::Disconnect}},
+    {S::AwaitId, E::IdUnknown, S::AwaitId, {A::SendDenied}},
+    {S::AwaitId, E::IdAttemptsExhausted, S::Closing, {A::SendDenied, A::Disconnect}},
     {S::AwaitId, E::GotBye, S::Closing, {A::Disconnect}},
-    {S::CheckingId, E::IdKnown, S::Closing, {A::SendSecret, A::Disconnect}},
-    {S::CheckingId, E::IdUnknown, S::AwaitId, {A::SendDenied}},
-    {S::CheckingId, E::IdAttemptsExhausted, S::Closing, {A::SendDenied, A::Disconnect}},
 };
 
 // The common aborts, legal in every open state. Each discards what is not committed: the
@@ -167,8 +167,8 @@ TEST(ReceiverMachine, EveryPairOutsideTheTableIsTheIllegalEventAbort) {
       expect_illegal(s, e);
     }
   }
-  // 5 open states x 25 events, minus 19 protocol rows and 5 x 7 abort rows.
-  EXPECT_EQ(illegal, 5U * 25U - 19U - 5U * 7U);
+  // 3 open states x 23 events, minus 19 protocol rows and 3 x 7 abort rows.
+  EXPECT_EQ(illegal, 3U * 23U - 19U - 3U * 7U);
 }
 
 // ---- Paths end to end ----
@@ -195,8 +195,7 @@ S walk(S start, const std::vector<Step>& steps) {
 // An Open accepted, one file offered, taken, its n chunks each stored and credited, its
 // FileDone, its verdict: every entry settled.
 std::vector<Step> one_file(std::size_t chunks) {
-  std::vector<Step> steps{{E::GotOpen, S::CheckingOpen, {A::CheckOpen}},
-                          {E::OpenAccepted, S::InSession, {A::SendAccept}},
+  std::vector<Step> steps{{E::OpenAccepted, S::InSession, {A::SendAccept}},
                           {E::GotOffer, S::InSession, {A::CheckOffer}},
                           {E::EntryTaken, S::InSession, {A::SendTake}}};
   for (std::size_t i = 0; i < chunks; ++i) {
@@ -216,19 +215,15 @@ std::vector<Step> then(std::vector<Step> steps, const std::vector<Step>& more) {
 const std::vector<Step> kEnd{{E::Disconnected, S::Closed, {A::DiscardFile, A::Release}}};
 
 TEST(ReceiverMachine, AFileThenAKnownIdGetsTheSecret) {
-  const auto steps = then(one_file(5), {{E::GotId, S::CheckingId, {A::LookupId}},
-                                        {E::IdKnown, S::Closing, {A::SendSecret, A::Disconnect}},
+  const auto steps = then(one_file(5), {{E::IdKnown, S::Closing, {A::SendSecret, A::Disconnect}},
                                         {E::Disconnected, S::Closed, {A::Release}}});
   EXPECT_EQ(walk(S::AwaitOpen, steps), S::Closed);
 }
 
 TEST(ReceiverMachine, UnknownIdsMayRetryUntilTheAttemptsRunOut) {
   const auto steps =
-      then(one_file(1), {{E::GotId, S::CheckingId, {A::LookupId}},
+      then(one_file(1), {{E::IdUnknown, S::AwaitId, {A::SendDenied}},
                          {E::IdUnknown, S::AwaitId, {A::SendDenied}},
-                         {E::GotId, S::CheckingId, {A::LookupId}},
-                         {E::IdUnknown, S::AwaitId, {A::SendDenied}},
-                         {E::GotId, S::CheckingId, {A::LookupId}},
                          {E::IdAttemptsExhausted, S::Closing, {A::SendDenied, A::Disconnect}}});
   EXPECT_EQ(walk(S::AwaitOpen, steps), S::Closing);
 }
@@ -258,7 +253,6 @@ TEST(ReceiverMachine, EntriesComeAndGoInOneSessionState) {
 
 TEST(ReceiverMachine, ARejectedOpenSendsRejectThenCloses) {
   const std::vector<Step> steps{
-      {E::GotOpen, S::CheckingOpen, {A::CheckOpen}},
       {E::OpenRejected, S::Closing, {A::SendReject, A::DiscardFile, A::Disconnect}},
       {E::Disconnected, S::Closed, {A::Release}}};
   EXPECT_EQ(walk(S::AwaitOpen, steps), S::Closed);
@@ -280,7 +274,8 @@ TEST(ReceiverMachine, EveryWayOutOfAnOpenStateLeavesNoUncommittedFile) {
     if (!open_state(s)) continue;
     for (E e : kAllEvents) {
       const ReceiverTransition t = receiver_next(s, e);
-      const bool after_the_entries = s == S::AwaitId || s == S::CheckingId;
+      const bool after_the_entries = s == S::AwaitId || e == E::IdKnown ||
+                                     e == E::IdAttemptsExhausted;
       const bool abort = t.error == ReceiverError::IllegalEvent || e >= E::ProtocolViolation ||
                          e == E::GotError;
       if ((t.next == S::Closing || t.next == S::Closed) && (abort || !after_the_entries)) {
