@@ -25,49 +25,49 @@ Offer offer_for(const Hello& hello) {
 }  // namespace
 
 void HelloEdge::send(const Message& message, std::uint16_t version, std::uint64_t tag) {
-  if (flow_ != Flow::Hello) return wire_.send(message, version, tag);
+  if (flow_ != Flow::Hello) return wire().send(message, version, tag);
   const std::uint16_t v = wire_version_;
   if (const auto* accept = std::get_if<Accept>(&message)) {
     held_ = *accept;
     return;
   }
   if (std::holds_alternative<Take>(message)) {
-    if (held_) wire_.send(*held_, v, tag);
+    if (held_) wire().send(*held_, v, tag);
     held_.reset();
     return;
   }
   if (std::holds_alternative<Resume>(message)) {
-    wire_.send(message, v, tag);
-    if (held_) wire_.send(*held_, v, tag);
+    wire().send(message, v, tag);
+    if (held_) wire().send(*held_, v, tag);
     held_.reset();
     return;
   }
   if (std::holds_alternative<Have>(message)) {
     held_.reset();
     settled_ = true;
-    return wire_.send(message, v, tag);
+    return wire().send(message, v, tag);
   }
   if (const auto* refuse = std::get_if<Refuse>(&message)) {
     held_.reset();
     settled_ = bye_pending_ = true;
-    return wire_.send(Reject{refuse->reason, refuse->text}, v, tag);
+    return wire().send(Reject{refuse->reason, refuse->text}, v, tag);
   }
   if (const auto* verdict = std::get_if<FileVerdict>(&message)) {
     settled_ = true;
     bye_pending_ = verdict->code != VerdictCode::Good;
-    return wire_.send(Verdict{verdict->code, verdict->received_digest}, v, tag);
+    return wire().send(Verdict{verdict->code, verdict->received_digest}, v, tag);
   }
   if (std::holds_alternative<Credit>(message)) {
-    if (!settled_) wire_.send(message, v, tag);
+    if (!settled_) wire().send(message, v, tag);
     return;
   }
   if (std::holds_alternative<Working>(message)) {
-    if (v >= kVersion2) wire_.send(message, v, tag);
+    if (v >= kVersion2) wire().send(message, v, tag);
     return;
   }
   if (std::holds_alternative<Reject>(message) || std::holds_alternative<Secret>(message) ||
       std::holds_alternative<Denied>(message) || std::holds_alternative<Error>(message))
-    return wire_.send(message, v, tag);
+    return wire().send(message, v, tag);
   throw std::logic_error(std::string("the Hello flow cannot carry ") + to_string(type_of(message)));
 }
 
@@ -124,7 +124,7 @@ void HelloEdge::poll(TransportSink& sink) {
     sink.on_received({kVersion2, Bye{}});
   }
   Translator translator(*this, sink);
-  wire_.poll(translator);
+  wire().poll(translator);
 }
 
 }  // namespace rdmax::receiver

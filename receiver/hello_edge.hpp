@@ -30,39 +30,26 @@
 #include <cstdint>
 #include <optional>
 
-#include "common/connection/transport.hpp"
+#include "common/connection/transport_decorator.hpp"
 #include "protocol/wire.hpp"
 
 namespace rdmax::receiver {
 
-class HelloEdge final : public Transport {
+class HelloEdge final : public TransportDecorator {
  public:
-  explicit HelloEdge(Transport& wire) : wire_(wire) {}
+  explicit HelloEdge(Transport& wire) : TransportDecorator(wire) {}
 
   // The connection began with a Hello: its one entry is named by a plain file name in the
   // directory itself (PROTOCOL.md 3.1) and has no mode or time of its own.
   bool serving_hello() const { return flow_ == Flow::Hello; }
 
   void send(const proto::Message& message, std::uint16_t version, std::uint64_t tag) override;
-  std::uint32_t sends_in_flight() const override { return wire_.sends_in_flight(); }
-  void write(const Registration& source, std::span<const std::uint8_t> local,
-             std::uint64_t remote_addr, std::uint32_t rkey) override {
-    wire_.write(source, local, remote_addr, rkey);
-  }
-  Registration register_memory(std::span<std::uint8_t> memory, Access access) override {
-    return wire_.register_memory(memory, access);
-  }
-  void deregister(const Registration& registration) override { wire_.deregister(registration); }
-  std::span<std::uint8_t> allocate(std::size_t bytes) override { return wire_.allocate(bytes); }
   void poll(TransportSink& sink) override;
-  void disconnect() noexcept override { wire_.disconnect(); }
-  void shut_down() noexcept override { wire_.shut_down(); }
 
  private:
   class Translator;
   enum class Flow : std::uint8_t { Unknown, Session, Hello };
 
-  Transport& wire_;
   Flow flow_ = Flow::Unknown;
   std::uint16_t wire_version_ = 0;      // the Hello's: every answer goes in it
   std::optional<proto::Accept> held_;   // the Accept, until entry 0 is checked

@@ -16,7 +16,7 @@ void Version1Transport::send(const proto::Message& message, std::uint16_t, std::
   if (const auto* open = std::get_if<Open>(&message)) {
     if (open->digest_algorithm != DigestAlgorithm::WholeFileSha256 || open->entry_count != 1)
       cannot_say("a session of more than one file, or a digest but the whole-file SHA-256");
-    return wire_.send(hello_, kVersion1, tag);
+    return wire().send(hello_, kVersion1, tag);
   }
   if (const auto* offer = std::get_if<Offer>(&message)) {
     if (offer->entry != 0 || offer->kind != EntryKind::File || offer->size != hello_.file_size ||
@@ -26,15 +26,15 @@ void Version1Transport::send(const proto::Message& message, std::uint16_t, std::
     return;
   }
   if (const auto* chunk = std::get_if<FileChunk>(&message))
-    return wire_.send(Chunk{chunk->offset, chunk->length, chunk->slot}, kVersion1, tag);
+    return wire().send(Chunk{chunk->offset, chunk->length, chunk->slot}, kVersion1, tag);
   if (const auto* done = std::get_if<FileDone>(&message))
-    return wire_.send(Done{done->total_bytes}, kVersion1, tag);
+    return wire().send(Done{done->total_bytes}, kVersion1, tag);
   // After a verdict other than Good a version-1 sender says nothing more: its receiver is
   // disconnecting (PROTOCOL.md 4.3). The session driver's Bye is its own way to end.
   if (std::holds_alternative<Bye>(message) && !good_) return;
   if (std::holds_alternative<Id>(message) || std::holds_alternative<Bye>(message) ||
       std::holds_alternative<Error>(message))
-    return wire_.send(message, kVersion1, tag);
+    return wire().send(message, kVersion1, tag);
   cannot_say(to_string(type_of(message)));
 }
 
@@ -78,7 +78,7 @@ class Version1Transport::Translator final : public TransportSink {
 
 void Version1Transport::poll(TransportSink& sink) {
   Translator translator(sink, offered_, good_);
-  wire_.poll(translator);
+  wire().poll(translator);
 }
 
 }  // namespace rdmax::sender

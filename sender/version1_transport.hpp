@@ -24,35 +24,23 @@
 
 #include <utility>
 
-#include "common/connection/transport.hpp"
+#include "common/connection/transport_decorator.hpp"
 #include "protocol/wire.hpp"
 
 namespace rdmax::sender {
 
-class Version1Transport final : public Transport {
+class Version1Transport final : public TransportDecorator {
  public:
   // `hello`: the version-1 Hello of the session's one file.
-  Version1Transport(Transport& wire, proto::Hello hello) : wire_(wire), hello_(std::move(hello)) {}
+  Version1Transport(Transport& wire, proto::Hello hello)
+      : TransportDecorator(wire), hello_(std::move(hello)) {}
 
   void send(const proto::Message& message, std::uint16_t version, std::uint64_t tag) override;
-  std::uint32_t sends_in_flight() const override { return wire_.sends_in_flight(); }
-  void write(const Registration& source, std::span<const std::uint8_t> local,
-             std::uint64_t remote_addr, std::uint32_t rkey) override {
-    wire_.write(source, local, remote_addr, rkey);
-  }
-  Registration register_memory(std::span<std::uint8_t> memory, Access access) override {
-    return wire_.register_memory(memory, access);
-  }
-  void deregister(const Registration& registration) override { wire_.deregister(registration); }
-  std::span<std::uint8_t> allocate(std::size_t bytes) override { return wire_.allocate(bytes); }
   void poll(TransportSink& sink) override;
-  void disconnect() noexcept override { wire_.disconnect(); }
-  void shut_down() noexcept override { wire_.shut_down(); }
 
  private:
   class Translator;
 
-  Transport& wire_;
   proto::Hello hello_;
   bool offered_ = false;  // the driver offered entry 0: an Accept takes it
   bool good_ = false;     // the receiver's Verdict was Good: a Bye may follow it
