@@ -82,6 +82,8 @@ SessionRun::SessionRun(const SenderOptions& options, const SenderSettings& setti
     }
     link->id.emplace(channel_);
     link->raw = link->id->get();
+    // Which receiver each entry went to, for the report (settled or not).
+    for (const std::uint32_t index : shares[i]) plan_.results[index].receiver = peer;
     link->driver = std::make_unique<SessionConnection>(
         settings_[i], plan_, std::move(shares[i]), *link,
         shares.size() > 1 ? peer + "#" + std::to_string(i + 1) : peer);
