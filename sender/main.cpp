@@ -34,9 +34,11 @@ using namespace rdmax;
 namespace {
 
 // --json promises one object whatever the outcome: for a command that ends before any
-// transfer, one with no entries and the error. Returns `exit_code`.
+// transfer, one with no entries and the error; --json-lines its summary line. Returns
+// `exit_code`.
 int json_failure(const sender::SenderOptions& options, int exit_code, const std::string& error) {
   if (options.json) std::puts(sender::to_json_failure(exit_code, error).c_str());
+  if (options.json_lines) std::puts(sender::to_json_failure_line(exit_code, error).c_str());
   return exit_code;
 }
 
