@@ -116,11 +116,12 @@ int main(int argc, char** argv) {
     if (!tree) return json_failure(options, sender::kExitUsage, error);
   }
   // No RDMA device serves loopback: rdma_cm would fail at the route, naming no cause.
-  if (resolves_to_loopback(options.host)) {
+  for (const auto& receiver : options.receivers) {
+    if (!resolves_to_loopback(receiver.host)) continue;
     const std::string text = fmt::format(
         "-H {}: RDMA does not work over loopback, even to a receiver on this host; {}; then "
         "`rdma-send --check -H ADDRESS` checks the set-up",
-        options.host, loopback_remedy());
+        receiver.host, loopback_remedy());
     spdlog::error("{}", text);
     return json_failure(options, sender::kExitUsage, text);
   }

@@ -46,6 +46,10 @@ unreadable is reported as failed and the others go on (exit status 1).
 --json-lines prints one JSON object a line on stdout: {"entry":{...}} as each
 entry settles (the objects of --json's "entries"), then {"summary":{...}}
 (--json's object without "entries"; the secret, if any, is in it).
+-H HOST1,HOST2,... (each HOST, HOST:PORT or [IPV6]:PORT) spreads the
+connections over several receivers, one each at least, files balanced by
+bytes; a receiver that fails fails only its own files, and the closing lines
+(and --json's "receivers") say what each one got.
 
 Progress (hashing, then sending: bytes, rate, ETA, and the files settled when
 there are several) is drawn on stderr when it is a terminal; --progress prints
@@ -107,7 +111,9 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
   app.footer(kFooter);
   app.set_version_flag("--version", std::string("rdma-send ") + kVersion);
   app.add_option("-H,--host", o.host,
-                 "receiver host name or address (IPv4 or IPv6); required unless --checksum");
+                 "receiver host name or address (IPv4 or IPv6), or several, comma-separated "
+                 "(HOST, HOST:PORT or [IPV6]:PORT), to spread the connections over; required "
+                 "unless --checksum");
   app.add_option("-p,--port", o.port, "receiver port")
       ->capture_default_str()
       ->check(cli::number_in(1, 65535, "port number"));
@@ -248,6 +254,18 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
   if (!o.checksum) {
     if (o.host.empty()) {
       std::cerr << "rdma-send: --host is required (unless --checksum)\n";
+      return kExitUsage;
+    }
+    auto receivers = parse_receivers(o.host, o.port);
+    if (const auto* problem = std::get_if<std::string>(&receivers)) {
+      std::cerr << "rdma-send: -H: " << *problem << "\n";
+      return kExitUsage;
+    }
+    o.receivers = std::get<std::vector<Receiver>>(std::move(receivers));
+    o.host = o.receivers.front().host;
+    o.port = o.receivers.front().port;
+    if (o.check && o.receivers.size() > 1) {
+      std::cerr << "rdma-send: --check checks one receiver; give -H one HOST at a time\n";
       return kExitUsage;
     }
     if (o.rename && o.files.size() != 1) {

@@ -9,13 +9,16 @@
 #include <vector>
 
 #include "protocol/wire.hpp"
+#include "sender/receivers.hpp"
 #include "sender/shard.hpp"
 
 namespace rdmax::sender {
 
 struct SenderOptions {
-  std::string host;
-  std::uint16_t port = 18515;
+  std::string host;            // the first receiver's (-H, -p)
+  std::uint16_t port = 18515;  // -p: the port of every receiver -H names without one
+  // -H HOST1,HOST2,...: the connections are spread over these (one, usually).
+  std::vector<Receiver> receivers;
   std::optional<std::string> device;  // -d with one device: the connection must use it
   std::vector<std::string> devices;   // -d DEV1,DEV2: connections spread over these
   std::optional<std::string> id;

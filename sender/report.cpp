@@ -24,10 +24,12 @@ struct Counts {
   bool zero_copy = false;
 };
 
-Counts count(const SessionPlan& plan) {
+// The entries' counts; with `receiver`, of those its connections carried only.
+Counts count(const SessionPlan& plan, const std::string* receiver = nullptr) {
   Counts c;
   for (std::size_t i = 0; i < plan.entries.size(); ++i) {
     const EntryResult& r = plan.results[i];
+    if (receiver != nullptr && r.receiver != *receiver) continue;
     (plan.entries[i].kind == proto::EntryKind::File ? c.files : c.directories) += 1;
     c.size += plan.entries[i].size;
     switch (r.status) {
@@ -52,6 +54,17 @@ Counts count(const SessionPlan& plan) {
     c.zero_copy = c.zero_copy || r.zero_copy;
   }
   return c;
+}
+
+// -H HOST1,HOST2: the receivers the entries went to, in the order first met.
+std::vector<std::string> receivers_of(const SessionPlan& plan) {
+  std::vector<std::string> receivers;
+  for (const EntryResult& r : plan.results) {
+    if (!r.receiver.empty() &&
+        std::find(receivers.begin(), receivers.end(), r.receiver) == receivers.end())
+      receivers.push_back(r.receiver);
+  }
+  return receivers;
 }
 
 double rate_of(const RunSummary& s) {
@@ -138,6 +151,19 @@ void summarize(const SessionPlan& plan, const RunSummary& summary, int exit_code
     spdlog::info("{}", line);
   else
     spdlog::error("{}", line);
+  // Several receivers: what each of them got, so that a failed one is named.
+  if (const auto receivers = receivers_of(plan); receivers.size() > 1) {
+    for (const std::string& receiver : receivers) {
+      const Counts r = count(plan, &receiver);
+      const std::string each =
+          fmt::format("{}: {} files and {} directories: {} good, {} failed, {} not sent", receiver,
+                      r.files, r.directories, r.good, r.failed, r.not_sent);
+      if (r.failed + r.not_sent == 0)
+        spdlog::info("{}", each);
+      else
+        spdlog::error("{}", each);
+    }
+  }
   if (c.failed + c.not_sent == 0 && exit_code != kExitSuccess)
     spdlog::error("the receiver denied the id: no secret");
 }
@@ -191,6 +217,19 @@ Json report_object(const SessionPlan& plan, const RunSummary& summary, int exit_
   out["identical"] = c.identical;
   out["resumed"] = c.resumed;
   out["left_out"] = summary.left_out;
+  // Which receiver got what (-H HOST1,HOST2): each entry also names its own.
+  Json receivers = Json::array();
+  for (const std::string& receiver : receivers_of(plan)) {
+    const Counts r = count(plan, &receiver);
+    receivers.push_back({{"receiver", receiver},
+                         {"files", r.files},
+                         {"directories", r.directories},
+                         {"good", r.good},
+                         {"failed", r.failed},
+                         {"not_sent", r.not_sent},
+                         {"bytes", r.size}});
+  }
+  out["receivers"] = std::move(receivers);
   out["bytes"] = c.size;
   out["bytes_sent"] = summary.bytes;
   out["bytes_not_resent"] = c.not_resent;

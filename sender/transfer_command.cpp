@@ -165,7 +165,7 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
   const auto t0 = Clock::now();
   // One connection takes the files in walk order; several share them out largest first, so
   // that no big file starts last.
-  if (options.parallel > 1) sort_largest_first(tree.files);
+  if (options.parallel > 1 || options.receivers.size() > 1) sort_largest_first(tree.files);
 
   SessionPlan plan;
   plan.algorithm = options.digest;
@@ -221,8 +221,10 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
     const auto limit = preflight::current_memlock_limit();
     std::uint32_t files = 0;
     for (const auto& e : sendable.entries) files += e.kind == proto::EntryKind::File ? 1 : 0;
-    const std::uint32_t asked =
-        std::max<std::uint32_t>(1, std::min<std::uint32_t>(options.parallel, files));
+    // -H HOST1,HOST2: a connection to each receiver at least (sender/session_run.hpp).
+    const auto wanted = std::max<std::uint32_t>(
+        options.parallel, static_cast<std::uint32_t>(options.receivers.size()));
+    const std::uint32_t asked = std::max<std::uint32_t>(1, std::min<std::uint32_t>(wanted, files));
     const std::uint32_t fit = proto::connections_that_fit(
         MemlockBudget(limit, 1, kSessionDepths).pins(), asked, kDefaultReceiverSlotSize);
     // Not even one: one connection tries (the receiver's slots may be smaller), and fails at
