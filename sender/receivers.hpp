@@ -17,9 +17,9 @@ struct Receiver {
 };
 
 // The receivers of -H: comma-separated items, each HOST (on `default_port`, -p's; "[IPV6]"
-// too, kept as written), HOST:PORT, or [IPV6]:PORT; an IPv6 address without brackets holds several colons and is a
-// HOST. An error (for the user, after "-H: ") for an empty item, a bad port, a bracket
-// without its port, or one receiver named twice.
+// too, kept as written), HOST:PORT, or [IPV6]:PORT; an IPv6 address without brackets holds several
+// colons and is a HOST. An error (for the user, after "-H: ") for an empty item, a bad port, a
+// bracket without its port, or one receiver named twice.
 [[nodiscard]] std::variant<std::vector<Receiver>, std::string> parse_receivers(
     std::string_view text, std::uint16_t default_port);
 
