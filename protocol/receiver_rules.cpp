@@ -50,15 +50,10 @@ ExtensionsRead read_extensions(const std::vector<HelloExtension>& extensions,
   return read;
 }
 
-Window window_for_file(std::uint64_t file_size, std::uint32_t slot_size, std::uint32_t max_slots) {
-  const ChunkPlan plan{file_size, slot_size};
-  return window_of(plan.chunk_count(), slot_size, max_slots, plan.chunk_count() > 0);
-}
-
 Window window_for_session(const Open& open, std::uint32_t slot_size, std::uint32_t max_slots) {
-  const std::uint64_t chunks = open.total_bytes / slot_size + 1 +
-                               std::min<std::uint64_t>(open.entry_count, kMaxEntriesInFlight);
-  return window_of(chunks, slot_size, max_slots, open.total_bytes > 0);
+  const std::uint64_t whole = ChunkPlan{open.total_bytes, slot_size}.chunk_count();
+  const std::uint64_t files = std::clamp<std::uint64_t>(open.entry_count, 1, kMaxEntriesInFlight);
+  return window_of(whole + files - 1, slot_size, max_slots, open.total_bytes > 0);
 }
 
 std::optional<Refusal> check_memory(std::uint64_t in_use, const Window& window, std::uint64_t cap) {
@@ -71,17 +66,12 @@ bool reserved_by_receiver(std::string_view checked_path) {
   return checked_path.substr(0, checked_path.find('/')) == kPartialArea;
 }
 
-std::optional<Refusal> check_hello_file(const Hello& hello, std::uint64_t max_size) {
-  if (auto error = check_file_name(hello.name))
-    return Refusal{RejectReason::BadName, to_string(*error)};
-  if (reserved_by_receiver(hello.name))
-    return Refusal{RejectReason::BadName, "the name is reserved by the receiver"};
-  return check_size(hello.file_size, max_size);
-}
-
-std::optional<Refusal> check_offer(const Offer& offer, std::uint64_t max_size) {
-  if (auto problem = check_relative_path(offer.path))
+std::optional<Refusal> check_offer(const Offer& offer, std::uint64_t max_size, OfferedName rule) {
+  if (rule == OfferedName::FileName) {
+    if (auto error = check_file_name(offer.path)) return Refusal{RejectReason::BadName, to_string(*error)};
+  } else if (auto problem = check_relative_path(offer.path)) {
     return Refusal{RejectReason::BadName, describe(*problem)};
+  }
   if (reserved_by_receiver(offer.path))
     return Refusal{RejectReason::BadName, "the path is reserved by the receiver"};
   if (offer.kind == EntryKind::Directory) return std::nullopt;

@@ -1,8 +1,8 @@
 #pragma once
-// The rules a receiver holds a sender's first message and its offers to, written once for
-// both ways a file arrives: a Hello (one file, PROTOCOL.md 3.1, 7.2) and an Open with its
-// Offers (a session, 7.5). Pure functions; the receiver's connection turns a refusal into
-// a Reject (of the Hello or the Open) or a Refuse (of one entry).
+// The rules a receiver holds a session's Open and its Offers to (PROTOCOL.md 7.5), a Hello's
+// one file included: the receiver serves a Hello as the Offer of entry 0 of a session of one
+// entry (receiver/hello_edge.hpp). Pure functions; the receiver's connection turns a refusal
+// into a Reject (of the Open, or of the Hello) or a Refuse (of one entry).
 
 #include <cstdint>
 #include <optional>
@@ -31,16 +31,16 @@ struct ExtensionsRead {
                                              std::string_view message);
 
 // The receive window a transfer is given: `slots` of the receiver's slot size, and the
-// bytes they pin (0: nothing will be written, no window). One file: a slot per chunk, at
-// most `max_slots`. A session: a chunk of its total bytes per slot, plus one per entry
-// that may be in flight (every file needs a chunk of its own), at most `max_slots`.
+// bytes they pin (0: nothing will be written, no window): a slot for every chunk the
+// session's files may have, at most `max_slots`. N files of T bytes together have fewer than
+// T / slot + N chunks (each file's last chunk may be short), hence at most
+// ceil(T / slot) + N - 1 of them; N counts only the entries that may be in flight at once.
+// One file: exactly its chunks.
 struct Window {
   std::uint32_t slots = 1;
   std::uint64_t bytes = 0;
   bool operator==(const Window&) const = default;
 };
-[[nodiscard]] Window window_for_file(std::uint64_t file_size, std::uint32_t slot_size,
-                                     std::uint32_t max_slots);
 [[nodiscard]] Window window_for_session(const Open& open, std::uint32_t slot_size,
                                         std::uint32_t max_slots);
 // --max-memory: the window is granted only while the windows of every connection fit.
@@ -52,11 +52,14 @@ struct Window {
 inline constexpr std::string_view kPartialArea = ".rdmax-partial";
 [[nodiscard]] bool reserved_by_receiver(std::string_view checked_path);
 
-// The checks of an offered file that need no disk, cheapest first: a Hello's name (one plain
-// file name) or an Offer's path (a relative path), then the reserved area, then --max-size.
-// Nothing is created for an offer that fails them.
-[[nodiscard]] std::optional<Refusal> check_hello_file(const Hello& hello, std::uint64_t max_size);
-// A directory entry is checked by its path only.
-[[nodiscard]] std::optional<Refusal> check_offer(const Offer& offer, std::uint64_t max_size);
+// The checks of an offered entry that need no disk, cheapest first: its path (a relative
+// path; a Hello's name is one plain file name, PROTOCOL.md 3.1), then the reserved area,
+// then --max-size (not for a directory). Nothing is created for an entry that fails them.
+enum class OfferedName : std::uint8_t {
+  RelativePath,  // an Offer's path
+  FileName,      // a Hello's name
+};
+[[nodiscard]] std::optional<Refusal> check_offer(const Offer& offer, std::uint64_t max_size,
+                                                 OfferedName rule = OfferedName::RelativePath);
 
 }  // namespace rdmax::proto

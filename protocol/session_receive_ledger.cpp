@@ -95,7 +95,7 @@ std::optional<SessionError> SessionReceiveLedger::accept_chunk(const FileChunk& 
   if (e.received == e.size) return SessionError::PastEnd;
   if (slots_[c.slot] != SlotState::Credited) return SessionError::SlotNotCredited;
   if (c.offset != e.received) return SessionError::WrongOffset;
-  // As in ReceiveLedger: never forms offset + length, which could overflow.
+  // Never forms offset + length, which could overflow.
   const std::uint64_t expected = std::min<std::uint64_t>(slot_size_, e.size - e.received);
   if (c.length == 0 || c.length != expected) return SessionError::WrongLength;
   slots_[c.slot] = SlotState::Storing;

@@ -4,6 +4,16 @@
 
 namespace rdmax::proto {
 
+const char* to_string(CreditError e) {
+  switch (e) {
+    case CreditError::SlotOutOfRange:
+      return "SlotOutOfRange";
+    case CreditError::AlreadyHeld:
+      return "AlreadyHeld";
+  }
+  return "?";
+}
+
 const char* to_string(SessionReplyError e) {
   switch (e) {
     case SessionReplyError::UnknownEntry:

@@ -7,18 +7,25 @@
 // An entry is Waiting (not offered yet), Offered, Taken (its chunks go out as credits
 // allow), Finished (FileDone sent) or Settled (Refuse or FileVerdict received). Chunks go
 // out file by file in the order the files were taken, each file's in order; a slot is
-// credited (the receiver's Credit arrived) and busy (our FileChunk SEND has not completed)
-// as in SendLedger.
+// credited (a Credit arrived and no FileChunk has been sent for it since) and busy (our
+// FileChunk SEND for it has not completed locally). A Credit may arrive while the slot is
+// still busy (the receiver stored the chunk before our SEND's completion was polled): the
+// slot is then credited but not used until it is no longer busy.
 
 #include <cstdint>
 #include <optional>
 #include <vector>
 
 #include "protocol/chunk_plan.hpp"
-#include "protocol/send_ledger.hpp"
 #include "protocol/wire.hpp"
 
 namespace rdmax::proto {
+
+enum class CreditError : std::uint8_t {
+  SlotOutOfRange,  // slot >= Accept.slot_count
+  AlreadyHeld,     // the sender already holds that slot's credit
+};
+const char* to_string(CreditError);
 
 enum class SessionReplyError : std::uint8_t {
   UnknownEntry,  // a Take, Refuse or FileVerdict for an entry not offered, or settled

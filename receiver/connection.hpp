@@ -1,15 +1,19 @@
 #pragma once
 // One sender's connection, seen from the receiver: the pure state machine
 // (protocol/receiver_machine.hpp) driven through the shared driver skeleton
-// (common/connection/driver_core.hpp), the data-phase rules of the ReceiveLedger, the
-// transfer's IncomingFile (disk and hashing work on the daemon's pool), and the window
-// the sender writes into.
+// (common/connection/driver_core.hpp), a session's rules in its SessionReceiveLedger, one
+// IncomingFile per file entry in flight (disk and hashing work on the daemon's pool), and
+// the window the sender writes into. Every transfer is a session (docs/PROTOCOL.md 7.5); a
+// sender that names its one file with a Hello is served as a session of that one entry by
+// the HelloEdge between this driver and the transport (receiver/hello_edge.hpp).
 //
 // Lifecycle: created on CONNECT_REQUEST over a transport whose receives are posted (the
 // daemon then accepts); driven by messages, send completions, CM events, results from the
-// pool and the daemon's ticks; ends in Closed. The daemon destroys it once reapable():
-// closed, and no disk or hashing job still uses its window or its file. The Transport
-// (the connection's device resources) outlives it.
+// pool and the daemon's ticks; ends in Closed. The window is allocated when the Open is
+// accepted and registered, a slot at a time, when the first file is taken (a session of
+// directories and files already in place pins nothing). The daemon destroys the connection
+// once reapable(): closed, and no disk or hashing job still uses its window or its files.
+// The Transport (the connection's device resources) outlives it.
 //
 // Threads: all of it runs on the daemon's event loop; only IncomingFile's jobs run on the
 // pool, and they touch only revoked slots, the hash and the file.
@@ -29,11 +33,11 @@
 #include "common/connection/transport.hpp"
 #include "common/sha256.hpp"
 #include "common/work_pool.hpp"
-#include "protocol/receive_ledger.hpp"
 #include "protocol/receiver_machine.hpp"
 #include "protocol/secrets.hpp"
 #include "protocol/session_receive_ledger.hpp"
 #include "protocol/wire.hpp"
+#include "receiver/hello_edge.hpp"
 #include "receiver/incoming_file.hpp"
 #include "receiver/options.hpp"
 #include "receiver/space_reservations.hpp"
@@ -56,9 +60,9 @@ struct ReceiverContext {
   PartialStore* partials = nullptr;  // null: --no-partial (receiver/partial_store.hpp)
 };
 
-// An event and the data it carries (docs/PROTOCOL.md 4.5 names the events).
+// An event and the data it carries (docs/PROTOCOL.md 7.5 names the messages).
 struct ReceiverInput {
-  struct ForeignVersion {
+  struct ForeignVersion {  // the first message was of a version this build does not speak
     std::uint16_t version;
   };
   struct Rejection {
@@ -67,12 +71,9 @@ struct ReceiverInput {
   };
   struct StoredSlot {
     std::uint32_t slot;
-    std::uint32_t entry = 0;  // sessions: the entry whose chunk it held
+    std::uint32_t entry;  // whose chunk it held
   };
-  struct Verdict {
-    proto::VerdictCode code;
-  };
-  // Sessions: the outcome of an entry's check or verification.
+  // The outcome of an entry's check or verification.
   struct EntryRefusal {
     std::uint32_t entry;
     proto::RejectReason reason;
@@ -90,9 +91,9 @@ struct ReceiverInput {
     std::string text;
   };
   proto::ReceiverEvent event;
-  std::variant<std::monostate, proto::Hello, ForeignVersion, Rejection, proto::Chunk, StoredSlot,
-               proto::Done, Verdict, proto::Id, Abort, proto::Open, proto::Offer, proto::FileChunk,
-               proto::FileDone, EntryRefusal, EntryTaken, EntryVerdict>
+  std::variant<std::monostate, proto::Open, ForeignVersion, Rejection, proto::Offer,
+               proto::FileChunk, proto::FileDone, StoredSlot, EntryRefusal, EntryTaken,
+               EntryVerdict, proto::Id, Abort>
       data;
 };
 
@@ -113,7 +114,7 @@ class Connection final : public DriverCore {
   // A file or session is under way (not waiting for its first message, nor ending): what
   // the daemon's shutdown grace waits for.
   bool transferring() const {
-    return state_ != proto::ReceiverState::AwaitHello && state_ != proto::ReceiverState::Closing &&
+    return state_ != proto::ReceiverState::AwaitOpen && state_ != proto::ReceiverState::Closing &&
            !closed();
   }
   // No job on the pool uses this connection's memory or file.
@@ -142,32 +143,7 @@ class Connection final : public DriverCore {
   void on_local_failure(const std::string& what) override;
   void on_transport_lost(const std::string& what) override;
 
-  // Actions.
-  void check_hello(const ReceiverInput& cause);
-  void send_accept();
-  void store_chunk(const proto::Chunk& chunk);
-  void on_stored(const IncomingFile::Stored& stored);
-  void send_credit(std::uint32_t slot);
-  void await_drain(const ReceiverInput& cause);
-  void verify();
-  void lookup_id(const proto::Id& id);
-  void send_error(const ReceiverInput& cause);
-  void discard_file();
-  void release();
-
-  bool register_window();
-  void register_slot(std::uint32_t slot);
-  void revoke_slot(std::uint32_t slot);
-  std::span<std::uint8_t> slot_bytes(std::uint32_t slot);
-  void expect_data();
-  void log_transfer_end(const char* verdict);
-  // One file's closing line, for one file or a session's entry alike: what arrived, when,
-  // the digest computed and the verdict (none: abandoned, with no digest to name).
-  void log_file_end(const std::string& name, std::uint64_t received, std::uint64_t size,
-                    Clock::time_point since, proto::DigestAlgorithm algorithm,
-                    const Digest& computed, const char* verdict) const;
-
-  // Sessions (receiver/connection_session.cpp).
+  // One file or directory of the session, from its Offer to its settlement.
   struct SessionEntry {
     proto::Offer offer;
     std::optional<IncomingFile> file;  // files only
@@ -176,68 +152,80 @@ class Connection final : public DriverCore {
     bool committing = false;
     bool data_bad = false;  // a bad verdict: nothing is kept for a resume
   };
+
+  // Actions (receiver/connection.cpp: the connection; connection_entries.cpp: its entries).
   void check_open(const ReceiverInput& cause);
+  void send_accept();
+  void send_reject(const ReceiverInput& cause);
   void check_offer(const proto::Offer& offer);
   void check_directory(SessionEntry& entry);
   void send_take(std::uint32_t entry);
   void send_resume(std::uint32_t entry);
-  void send_session_have(std::uint32_t entry);
-  void send_have();
+  void send_have(std::uint32_t entry);
   void send_refuse(const ReceiverInput::EntryRefusal& refusal);
-  void store_session_chunk(const proto::FileChunk& chunk);
-  void on_session_stored(std::uint32_t entry, const IncomingFile::Stored& stored);
-  void send_session_credit(const ReceiverInput::StoredSlot& stored);
-  void grant_slot(std::uint32_t slot);
-  std::optional<std::string> session_end_problem(bool id) const;
+  void store_chunk(const proto::FileChunk& chunk);
+  void on_stored(std::uint32_t entry, const IncomingFile::Stored& stored);
+  void send_credit(const ReceiverInput::StoredSlot& stored);
   void finish_entries(const ReceiverInput& cause);
   void verify_entry(std::uint32_t id);
   void send_file_verdict(const ReceiverInput::EntryVerdict& verdict);
+  void lookup_id(const proto::Id& id);
+  void send_secret();
+  void send_error(const ReceiverInput& cause);
+  void discard_files();
+  void release();
+
+  // The window: allocated with the Open's acceptance, its slots registered when the first
+  // file is taken (register_window) and again each time one is credited back.
+  bool register_window();
+  void grant_slot(std::uint32_t slot);
+  void grant_idle_slots();
+  void register_slot(std::uint32_t slot);
+  void revoke_slot(std::uint32_t slot);
+  std::span<std::uint8_t> slot_bytes(std::uint32_t slot);
+
+  std::optional<std::string> session_end_problem(bool id) const;
   void settle_entry(std::uint32_t id);
-  void discard_session_files();
-  bool session_idle() const;
-  bool committing() const;  // a commit job (the file's, or a session entry's) is queued or running
-  void on_session_message(proto::Message& message);
-  SessionEntry* session_entry(std::uint32_t id);
-  void expect_session();
   void reap_retired();
+  bool files_idle() const;
+  bool committing() const;  // a commit job of an entry is queued or running
+  SessionEntry* session_entry(std::uint32_t id);
+  void expect_next();
+  proto::WorkPhase work_phase() const;
+  // One file's closing line: what arrived, when, the digest computed and the verdict
+  // (none: abandoned, with no digest to name).
+  void log_file_end(const std::string& name, std::uint64_t received, std::uint64_t size,
+                    Clock::time_point since, const Digest& computed, const char* verdict) const;
 
   ReceiverContext& context_;
-  State state_ = State::AwaitHello;
+  HelloEdge edge_;  // the transport, as the driver sees it
+  State state_ = State::AwaitOpen;
   Dispatcher<ReceiverInput> dispatcher_;
 
-  // The transfer.
-  proto::Hello hello_;
-  proto::ReceiveLedger ledger_;
-  std::uint32_t slot_count_ = 0;
-  std::uint64_t done_total_ = 0;
-  Digest computed_{};
-  proto::VerdictCode verdict_ = proto::VerdictCode::Good;
-  std::string secret_;  // between LookupId and SendSecret; wiped once sent
-  unsigned id_attempts_ = 0;
-  Clock::time_point data_started_{};
-  bool logged_end_ = false;
-  bool committing_ = false;             // the commit job is queued or running
-  bool resume_understood_ = false;      // the Hello or Open carried kExtensionResume
-  bool data_bad_ = false;               // a bad verdict: nothing is kept for a resume
-  bool shutdown_after_commit_ = false;  // SIGTERM arrived while a file was committed
-  std::uint64_t window_charge_ = 0;     // this connection's share of window_bytes_in_use
-  std::span<std::uint8_t> window_;      // the transport's allocation
-  std::vector<std::optional<Registration>> slot_keys_;  // engaged: the slot is registered
-  // Sessions.
-  bool session_ = false;
   proto::Open open_{};
-  proto::SessionReceiveLedger session_ledger_;
+  proto::SessionReceiveLedger ledger_;
+  bool resume_understood_ = false;      // the Open carried kExtensionResume
+  bool data_bad_ = false;               // the sender broke the rules: nothing is kept
+  bool shutdown_after_commit_ = false;  // SIGTERM arrived while a file was committed
+  std::string secret_;                  // between LookupId and SendSecret; wiped once sent
+  unsigned id_attempts_ = 0;
+  Clock::time_point data_started_{};  // the Accept
+  std::uint32_t entries_good_ = 0;
   std::uint32_t entries_had_ = 0;     // Good because they were here already (Have)
   std::uint32_t entries_failed_ = 0;  // refused or not verified: no secret for this session
-  std::uint64_t session_bytes_ = 0;   // stored, for the end-of-session log
-  std::uint32_t entries_good_ = 0;
+  std::uint64_t bytes_stored_ = 0;    // for Working and the end-of-session log
+  // The window.
+  std::uint32_t slot_count_ = 0;
+  std::uint64_t window_charge_ = 0;  // this connection's share of window_bytes_in_use
+  std::span<std::uint8_t> window_;   // the transport's allocation
+  bool window_registered_ = false;
+  std::vector<std::optional<Registration>> slot_keys_;  // engaged: the slot is registered
   // Last: their jobs use the window (which the transport owns and outlives them).
-  std::optional<IncomingFile> file_;
   std::map<std::uint32_t, std::unique_ptr<SessionEntry>> entries_;  // in flight
   // Settled or abandoned, until no job uses them: then their slots, if their chunks were
   // being stored, go back to the sender.
   std::vector<std::pair<std::uint32_t, std::unique_ptr<SessionEntry>>> retired_;
-  std::optional<WorkQueue> directories_;  // sessions: directory work, in order
+  std::optional<WorkQueue> directories_;  // directory work, in order
 };
 
 }  // namespace rdmax::receiver

@@ -1,11 +1,13 @@
 #include "receiver/file_record.hpp"
 
+#include <fcntl.h>
 #include <sys/xattr.h>
 
 #include <cerrno>
 #include <cstring>
 #include <vector>
 
+#include "common/fd.hpp"
 #include "common/file_digest.hpp"
 #include "common/sha256.hpp"
 
@@ -62,6 +64,28 @@ proto::Sha256 digest_of_file(int fd, std::uint64_t size, proto::DigestAlgorithm 
   if (algorithm == proto::DigestAlgorithm::FsVeritySha256)
     return fsverity_digest_of_file(fd, size, 1);
   return sha256_of_file(fd, size);
+}
+
+bool is_identical_file(int parent_fd, const std::string& name, std::uint64_t size,
+                       proto::DigestAlgorithm algorithm, const proto::Sha256& digest_offered) {
+  // O_NONBLOCK: a FIFO planted under the name must not block the open.
+  const Fd fd(::openat(parent_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return false;  // missing, or a link: the create that follows says what it must
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<std::uint64_t>(st.st_size) != size)
+    return false;
+  const auto record = read_record(fd.get());
+  if (record && record->algorithm == algorithm && record_matches(*record, st))
+    return record->digest == digest_offered;
+  const Digest digest = digest_of_file(fd.get(), size, algorithm);
+  // Recorded only if the file did not change while it was read.
+  struct stat after {};
+  if (::fstat(fd.get(), &after) == 0 && after.st_size == st.st_size &&
+      after.st_mtim.tv_sec == st.st_mtim.tv_sec && after.st_mtim.tv_nsec == st.st_mtim.tv_nsec)
+    (void)write_record(fd.get(), FileRecord{algorithm, digest, size, st.st_mtim.tv_sec,
+                                            static_cast<std::uint32_t>(st.st_mtim.tv_nsec)});
+  return digest == digest_offered;
 }
 
 }  // namespace rdmax::receiver

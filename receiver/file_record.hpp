@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "protocol/wire.hpp"
 
@@ -33,5 +34,11 @@ bool write_record(int fd, const FileRecord& record);
 // The digest of the first `size` bytes of the open file, by `algorithm` (one thread).
 [[nodiscard]] proto::Sha256 digest_of_file(int fd, std::uint64_t size,
                                            proto::DigestAlgorithm algorithm);
+// Whether `name` under `parent_fd` is a regular file of `size` bytes whose digest by
+// `algorithm` is `digest`: by its record while that is current, else by hashing it (and
+// recording what was found, for the next time, if the file did not change meanwhile). A
+// missing file, a link or anything but a regular file is not identical.
+[[nodiscard]] bool is_identical_file(int parent_fd, const std::string& name, std::uint64_t size,
+                                     proto::DigestAlgorithm algorithm, const proto::Sha256& digest);
 
 }  // namespace rdmax::receiver

@@ -16,33 +16,24 @@
 
 namespace rdmax::receiver {
 
-namespace {
-// How often the stored prefix is made durable in a partial: an fdatasync of the data and of
-// the nodes a second costs little against the transfer, and bounds what a crash loses.
-constexpr std::chrono::seconds kCheckpointInterval{1};
-}  // namespace
-
 IncomingFile::IncomingFile(WorkPool& pool, int dir_fd, std::string path, bool overwrite,
                            proto::DigestAlgorithm algorithm)
     : dir_fd_(dir_fd),
       path_(std::move(path)),
       overwrite_(overwrite),
       algorithm_(algorithm),
-      disk_(pool),
-      hashing_(pool) {
-  if (algorithm_ == proto::DigestAlgorithm::FsVeritySha256) {
-    for (unsigned i = 0; i < pool.threads(); ++i)
-      tree_queues_.push_back(std::make_unique<WorkQueue>(pool));
-  }
-}
+      hasher_(FileHasher::make(pool, algorithm)),
+      disk_(pool) {}
 
 bool IncomingFile::idle() const {
-  for (const auto& queue : tree_queues_)
-    if (!queue->idle()) return false;
-  return disk_.idle() && hashing_.idle();
+  return disk_.idle() && hasher_->idle();
 }
 
 void IncomingFile::create(std::uint64_t size, SpaceReservations& space, Done done) {
+  // A partial pays off only for a file of more than one chunk.
+  if (resume_.partials != nullptr && algorithm_ == proto::DigestAlgorithm::FsVeritySha256 &&
+      resume_.align > 0 && size > resume_.align)
+    progress_.emplace(disk_, *resume_.partials, path_, resume_.digest, resume_.align);
   auto outcome = std::make_shared<Outcome>();
   disk_.post(
       [this, size, &space, outcome] {
@@ -52,16 +43,17 @@ void IncomingFile::create(std::uint64_t size, SpaceReservations& space, Done don
           const auto slash = path_.rfind('/');
           const std::string name = slash == std::string::npos ? path_ : path_.substr(slash + 1);
           // --overwrite asks for every file to be written again: no Have then.
-          if (resume_.may_have && !overwrite_ && find_identical(parent.get(), name, size)) {
+          if (resume_.may_have && !overwrite_ &&
+              is_identical_file(parent.get(), name, size, algorithm_, resume_.digest)) {
             *outcome = {Kind::Have, ""};
             return;
           }
-          // A partial pays off only for a file of more than one chunk.
-          if (resume_.partials != nullptr && algorithm_ == proto::DigestAlgorithm::FsVeritySha256 &&
-              resume_.align > 0 && size > resume_.align)
-            open_partial(parent.get(), name, size);
+          if (progress_) {
+            if (auto adopted = progress_->open(parent.get(), name, size, overwrite_))
+              file_.emplace(std::move(*adopted));
+          }
           auto hold = space.admit(
-              size - resumed_from_, [&] { return OutputFile::free_bytes(parent.get()); },
+              size - resumed_from(), [&] { return OutputFile::free_bytes(parent.get()); },
               [&] {
                 if (!file_) file_.emplace(OutputFile::create(parent.get(), name, overwrite_));
                 preallocated_ = file_->preallocate(size);
@@ -88,92 +80,18 @@ void IncomingFile::create(std::uint64_t size, SpaceReservations& space, Done don
           *outcome = {Kind::Failed, e.what()};
           file_.reset();  // removes a temporary that could not be preallocated
         }
-        if (!outcome->ok()) let_go_of_partial();
+        if (!outcome->ok() && progress_) progress_->let_go();
       },
       [this, outcome, done = std::move(done)] {
-        if (outcome->ok()) {
+        if (progress_ && outcome->ok()) {
           // The verified prefix goes first into the tree: the sender starts after it.
-          tree_.add(prefix_nodes_);
-          prefix_nodes_ = {};
-          bytes_stored_ = node_end_ = resumed_from_;
-          has_partial_ = resumed_from_ > 0 || partial_opened_;
-          last_checkpoint_ = std::chrono::steady_clock::now();
-        } else {
-          resumed_from_ = 0;
+          hasher_->fold(progress_->start());
+          bytes_stored_ = progress_->resumed_from();
+        } else if (progress_) {
+          progress_->abandon_start();
         }
         done(*outcome);
       });
-}
-
-// On the disk queue, after a create that did not succeed: a partial with a verified prefix
-// is kept as it was, for a later attempt; an empty one (opened, perhaps made, by this
-// attempt) is removed, so that a refusal leaves nothing behind.
-void IncomingFile::let_go_of_partial() {
-  if (!partial_) return;
-  PartialStore::Handle handle = std::move(*partial_);
-  partial_.reset();
-  partial_opened_ = false;
-  if (handle.durable_bytes() > 0) return;
-  try {
-    resume_.partials->remove(std::move(handle));
-  } catch (const std::exception& e) {
-    spdlog::warn("cannot remove the empty partial file of '{}': {}", proto::escape_for_log(path_),
-                 e.what());
-  }
-}
-
-// The file at the final name, if it is a regular file of this size whose digest is the
-// offered one: by its record (receiver/file_record.hpp) while that is current, else by
-// hashing it (and recording what was found, for the next time).
-bool IncomingFile::find_identical(int parent_fd, const std::string& name, std::uint64_t size) {
-  // O_NONBLOCK: a FIFO planted under the name must not block the open.
-  const Fd fd(::openat(parent_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  if (!fd) return false;  // missing, or a link: the create that follows says what it must
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
-      static_cast<std::uint64_t>(st.st_size) != size)
-    return false;
-  const auto record = read_record(fd.get());
-  if (record && record->algorithm == algorithm_ && record_matches(*record, st))
-    return record->digest == resume_.digest;
-  const Digest digest = digest_of_file(fd.get(), size, algorithm_);
-  // Recorded only if the file did not change while it was read.
-  struct stat after {};
-  if (::fstat(fd.get(), &after) == 0 && after.st_size == st.st_size &&
-      after.st_mtim.tv_sec == st.st_mtim.tv_sec && after.st_mtim.tv_nsec == st.st_mtim.tv_nsec)
-    (void)write_record(fd.get(), FileRecord{algorithm_, digest, size, st.st_mtim.tv_sec,
-                                            static_cast<std::uint32_t>(st.st_mtim.tv_nsec)});
-  return digest == resume_.digest;
-}
-
-void IncomingFile::open_partial(int parent_fd, const std::string& name, std::uint64_t size) {
-  struct stat st {};
-  if (!overwrite_ && ::fstatat(parent_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
-    return;  // OutputFile::create reports Exists; the partial stays as it is
-  auto handle = [&]() -> std::optional<PartialStore::Handle> {
-    try {
-      return resume_.partials->open({path_, size, resume_.digest}, resume_.align);
-    } catch (const std::exception& e) {
-      spdlog::warn("no partial file for '{}' (it cannot be resumed if interrupted): {}",
-                   proto::escape_for_log(path_), e.what());
-      return std::nullopt;
-    }
-  }();
-  if (!handle) return;  // another transfer of the same path holds it
-  Fd data(::fcntl(handle->fd(), F_DUPFD_CLOEXEC, 0));
-  if (!data) throw SysError("fcntl(F_DUPFD_CLOEXEC) on a partial file", errno);
-  file_.emplace(OutputFile::adopt(std::move(data), handle->area_fd(), handle->data_name(),
-                                  parent_fd, name, overwrite_));
-  prefix_nodes_ = handle->prefix_nodes();
-  resumed_from_ = handle->durable_bytes();
-  // A prefix of the whole file (the interruption came while it was committed) is cut back
-  // to the last chunk: a Resume leaves the sender at least one chunk (PROTOCOL.md 7.6).
-  if (resumed_from_ >= size) {
-    const std::uint64_t last_chunk = (size - 1) / resume_.align * resume_.align;
-    resumed_from_ = merkle::cut_nodes(prefix_nodes_, last_chunk, resume_.align);
-  }
-  partial_.emplace(std::move(*handle));
-  partial_opened_ = true;
 }
 
 void IncomingFile::set_metadata(std::uint32_t mode, std::int64_t mtime_sec,
@@ -191,10 +109,11 @@ void IncomingFile::store(std::uint32_t slot, std::uint64_t offset,
                      false,
                      {},
                      std::move(done)});
-  if (algorithm_ == proto::DigestAlgorithm::FsVeritySha256)
-    hash_tree(sequence, offset, bytes);
-  else
-    hash_sequential(sequence, bytes);
+  hasher_->hash(offset, bytes,
+                [this, sequence](std::vector<merkle::Node> nodes, const std::string& error) {
+                  if (PendingStore* p = entry(sequence)) p->tree_nodes = std::move(nodes);
+                  on_hashed(sequence, error);
+                });
   auto write_error = std::make_shared<std::string>();
   disk_.post(
       [this, offset, bytes, write_error] {
@@ -225,43 +144,6 @@ IncomingFile::PendingStore* IncomingFile::entry(std::uint64_t sequence) {
   return index < stores_.size() ? &stores_[index] : nullptr;
 }
 
-void IncomingFile::hash_sequential(std::uint64_t sequence, std::span<const std::uint8_t> bytes) {
-  auto error = std::make_shared<std::string>();
-  hashing_.post(
-      [this, bytes, error] {
-        try {
-          hash_.update(bytes);
-        } catch (const std::exception& e) {
-          *error = e.what();
-        }
-      },
-      [this, sequence, error] { on_hashed(sequence, *error); });
-}
-
-void IncomingFile::hash_tree(std::uint64_t sequence, std::uint64_t offset,
-                             std::span<const std::uint8_t> bytes) {
-  struct Result {
-    std::vector<merkle::Node> nodes;
-    std::string error;
-  };
-  auto result = std::make_shared<Result>();
-  WorkQueue& queue = *tree_queues_[next_tree_queue_];
-  next_tree_queue_ = (next_tree_queue_ + 1) % tree_queues_.size();
-  queue.post(
-      [offset, bytes, result] {
-        try {
-          merkle::BlockHasher hasher;
-          hasher.nodes(offset, bytes, result->nodes);
-        } catch (const std::exception& e) {
-          result->error = e.what();
-        }
-      },
-      [this, sequence, result] {
-        if (PendingStore* p = entry(sequence)) p->tree_nodes = std::move(result->nodes);
-        on_hashed(sequence, result->error);
-      });
-}
-
 void IncomingFile::on_hashed(std::uint64_t sequence, const std::string& error) {
   PendingStore* p = entry(sequence);
   if (p == nullptr) return;  // discarded meanwhile
@@ -278,78 +160,21 @@ void IncomingFile::finish_stores() {
       bytes_stored_ += p.stored.length;
       // In file order: stores leave the front in order. After a failed store the tree has
       // a gap and is not folded further (the transfer fails anyway).
-      if (!tree_gap_) {
-        tree_.add(p.tree_nodes);
-        if (has_partial_) note_undurable(p.offset, p.stored.length, p.tree_nodes);
+      if (!hasher_->has_gap()) {
+        hasher_->fold(p.tree_nodes);
+        if (progress_) progress_->stored(p.offset, p.stored.length, p.tree_nodes);
       }
     } else {
-      tree_gap_ = true;
+      hasher_->gap();
     }
     p.done(p.stored);
   }
-  maybe_checkpoint();
-}
-
-// Each node with the offset it ends at, so that a checkpoint can tell which ones the
-// partial holds already.
-void IncomingFile::note_undurable(std::uint64_t offset, std::uint32_t length,
-                                  const std::vector<merkle::Node>& nodes) {
-  const std::uint64_t end = offset + length;
-  for (const merkle::Node& node : nodes) {
-    node_end_ = std::min(node_end_ + merkle::node_bytes(node), end);
-    undurable_nodes_.emplace_back(node_end_, node);
-  }
-}
-
-void IncomingFile::maybe_checkpoint() {
-  if (!has_partial_ || checkpointing_ || tree_gap_ || undurable_nodes_.empty()) return;
-  if (std::chrono::steady_clock::now() - last_checkpoint_ < kCheckpointInterval) return;
-  checkpointing_ = true;
-  auto nodes =
-      std::make_shared<std::vector<std::pair<std::uint64_t, merkle::Node>>>(undurable_nodes_);
-  const std::uint64_t bytes = node_end_;
-  auto ok = std::make_shared<bool>(false);
-  disk_.post([this, nodes, bytes, ok] { *ok = checkpoint_partial(*nodes, bytes); },
-             [this, bytes, ok] {
-               checkpointing_ = false;
-               last_checkpoint_ = std::chrono::steady_clock::now();
-               if (!*ok) {
-                 has_partial_ = false;  // no more checkpoints: the partial is void
-                 return;
-               }
-               std::erase_if(undurable_nodes_, [&](const auto& n) { return n.first <= bytes; });
-             });
-}
-
-// On the disk queue. The nodes the partial does not hold yet are appended; the partial's
-// own count decides, so a checkpoint queued behind another never repeats a node.
-bool IncomingFile::checkpoint_partial(
-    const std::vector<std::pair<std::uint64_t, merkle::Node>>& nodes, std::uint64_t bytes) {
-  if (!partial_ || partial_broken_) return false;
-  try {
-    const std::uint64_t durable = partial_->durable_bytes();
-    if (bytes <= durable) return true;
-    std::vector<merkle::Node> fresh;
-    for (const auto& [end, node] : nodes)
-      if (end > durable) fresh.push_back(node);
-    partial_->checkpoint(bytes, fresh);
-    // Tests watch for it (tests/e2e/faults.sh: the receiver is killed at a durable point).
-    spdlog::debug("partial '{}': {} bytes durable", proto::escape_for_log(path_), bytes);
-    return true;
-  } catch (const std::exception& e) {
-    spdlog::warn("the partial file of '{}' cannot be kept up to date ({}); it will not be resumed",
-                 proto::escape_for_log(path_), e.what());
-    partial_broken_ = true;
-    return false;
-  }
+  if (progress_ && !hasher_->has_gap()) progress_->checkpoint_if_due();
 }
 
 Digest IncomingFile::finish_hash() {
   if (!stores_.empty()) throw std::logic_error("finish_hash while chunks are being stored");
-  if (algorithm_ == proto::DigestAlgorithm::FsVeritySha256)
-    final_digest_ = tree_gap_ ? Digest{} : merkle::file_digest(bytes_stored_, tree_.root());
-  else
-    final_digest_ = hash_.finish();
+  final_digest_ = hasher_->finish(bytes_stored_);
   return final_digest_;
 }
 
@@ -367,10 +192,7 @@ void IncomingFile::commit(Done done) {
           record_digest(metadata);
           file_->commit();
           space_.release_all();
-          if (partial_) {
-            partial_->forget_committed();
-            partial_.reset();
-          }
+          if (progress_) progress_->committed();
         } catch (const FileExistsError& e) {
           *outcome = {Outcome::Kind::Exists, e.what()};
         } catch (const std::exception& e) {
@@ -404,8 +226,7 @@ void IncomingFile::record_digest(const std::optional<Metadata>& metadata) {
 void IncomingFile::stop_jobs() {
   discarded_ = true;
   disk_.cancel();
-  hashing_.cancel();
-  for (auto& queue : tree_queues_) queue->cancel();
+  hasher_->cancel();
   stores_.clear();  // their jobs were cancelled, or their results no longer matter
 }
 
@@ -417,8 +238,7 @@ void IncomingFile::discard() {
         // Here, not on the loop: a create job still running may be setting space_.
         space_.release_all();
         if (file_) file_->discard();
-        if (partial_) resume_.partials->remove(std::move(*partial_));
-        partial_.reset();
+        if (progress_) progress_->remove();
       },
       [] {});
 }
@@ -426,23 +246,14 @@ void IncomingFile::discard() {
 void IncomingFile::keep() {
   if (discarded_) return;
   // Nothing stored, nothing resumed: nothing worth keeping.
-  if (!has_partial_ || tree_gap_ || node_end_ == 0) return discard();
+  if (!progress_ || !progress_->worth_keeping() || hasher_->has_gap()) return discard();
   stop_jobs();
-  auto nodes = std::make_shared<std::vector<std::pair<std::uint64_t, merkle::Node>>>(
-      std::move(undurable_nodes_));
-  const std::uint64_t bytes = node_end_;
+  auto undurable = std::make_shared<ResumeProgress::Undurable>(progress_->keep());
   disk_.post(
-      [this, nodes, bytes] {
+      [this, undurable] {
         space_.release_all();
         if (file_) file_->discard();  // adopted: the data file stays in the partial
-        if (!partial_) return;
-        if (checkpoint_partial(*nodes, bytes)) {
-          spdlog::info("kept {} of '{}' to resume from", proto::format_size(bytes),
-                       proto::escape_for_log(path_));
-        } else {
-          resume_.partials->remove(std::move(*partial_));
-        }
-        partial_.reset();
+        progress_->keep_now(*undurable);
       },
       [] {});
 }

@@ -5,16 +5,10 @@
 // temporary on discard.
 //
 // Order. Disk steps run on one WorkQueue (create, writes in file order, commit or
-// discard). Hashing depends on the digest algorithm of the Hello:
-// - whole-file SHA-256 is one sequential stream over the chunks in file order: one more
-//   queue, so one chunk's hash overlaps another's write while both stay in order;
-// - the fs-verity digest hashes each chunk's blocks independently (common/merkle.hpp): the
-//   chunks are spread over one queue per pool thread and hashed in any order, on every
-//   core; their tree nodes wait in the chunk's entry and are folded in file order when the
-//   chunk is stored. Memory: the nodes of the chunks outstanding (32 bytes per 4 KiB, at
-//   most one window's worth) and the folder's one partial block per tree level.
-// A chunk is stored when both of its jobs are done; store() results come back in
-// submission order.
+// discard). Hashing is its FileHasher's (receiver/file_hasher.hpp), by the digest algorithm:
+// a chunk's tree nodes (fs-verity) wait in the chunk's entry and are folded in file order
+// when the chunk is stored. A chunk is stored when both its hash and its write are done;
+// store() results come back in submission order.
 //
 // Threads. Every public function and every callback runs on the event loop thread (the
 // callbacks from WorkPool::run_completions()). The OutputFile is touched only by jobs of
@@ -26,12 +20,12 @@
 // idle(): discard() cancels what has not started, then removes the temporary.
 //
 // Resume (docs/PROTOCOL.md 7.6). With set_resume(), create() first looks for a file already
-// in place with the offered digest (Outcome::Kind::Have), then continues a partial file of
-// the same path, size and digest (receiver/partial_store.hpp): its verified prefix is fed
-// to the hash tree and resumed_from() says where the sender starts. While chunks are
-// stored, a checkpoint on the disk queue makes the stored prefix durable together with its
-// tree nodes about once a second; keep() makes everything stored durable and leaves the
-// partial for the next attempt, discard() removes it.
+// in place with the offered digest (Outcome::Kind::Have, is_identical_file() of
+// receiver/file_record.hpp), then continues a partial file of the same path, size and
+// digest (its ResumeProgress, receiver/resume_progress.hpp): its verified prefix is fed to
+// the hash tree and resumed_from() says where the sender starts. While chunks are stored,
+// checkpoints make the stored prefix durable; keep() makes everything stored durable and
+// leaves the partial for the next attempt, discard() removes it.
 
 #include <chrono>
 #include <cstdint>
@@ -48,7 +42,9 @@
 #include "common/sha256.hpp"
 #include "common/work_pool.hpp"
 #include "protocol/wire.hpp"
+#include "receiver/file_hasher.hpp"
 #include "receiver/partial_store.hpp"
+#include "receiver/resume_progress.hpp"
 #include "receiver/space_reservations.hpp"
 
 namespace rdmax::receiver {
@@ -93,7 +89,7 @@ class IncomingFile {
   // Before create().
   void set_resume(const Resume& resume) { resume_ = resume; }
   // After a create() that succeeded: the bytes already stored from a partial (0: none).
-  std::uint64_t resumed_from() const { return resumed_from_; }
+  std::uint64_t resumed_from() const { return progress_ ? progress_->resumed_from() : 0; }
 
   // Checks the free space against the bytes `space` holds for other files, creates the
   // temporary and preallocates `size` bytes; a file system that does not preallocate keeps
@@ -133,18 +129,8 @@ class IncomingFile {
     StoreDone done;
   };
   PendingStore* entry(std::uint64_t sequence);
-  void hash_sequential(std::uint64_t sequence, std::span<const std::uint8_t> bytes);
-  void hash_tree(std::uint64_t sequence, std::uint64_t offset, std::span<const std::uint8_t> bytes);
   void on_hashed(std::uint64_t sequence, const std::string& error);
   void finish_stores();
-  bool find_identical(int parent_fd, const std::string& name, std::uint64_t size);
-  void let_go_of_partial();
-  void open_partial(int parent_fd, const std::string& name, std::uint64_t size);
-  void note_undurable(std::uint64_t offset, std::uint32_t length,
-                      const std::vector<merkle::Node>& nodes);
-  void maybe_checkpoint();
-  bool checkpoint_partial(const std::vector<std::pair<std::uint64_t, merkle::Node>>& nodes,
-                          std::uint64_t bytes);
   struct Metadata;
   void record_digest(const std::optional<Metadata>& metadata);
   void stop_jobs();
@@ -154,9 +140,6 @@ class IncomingFile {
   bool overwrite_;
   proto::DigestAlgorithm algorithm_;
   std::optional<OutputFile> file_;  // the disk queue's
-  Sha256 hash_;                     // the hash queue's (whole-file SHA-256)
-  merkle::TreeFolder tree_;         // the loop's (fs-verity), fed by finish_stores()
-  bool tree_gap_ = false;           // a store failed: tree_ misses its nodes
   std::deque<PendingStore> stores_;
   std::uint64_t next_sequence_ = 0;
   std::uint64_t bytes_stored_ = 0;
@@ -172,26 +155,12 @@ class IncomingFile {
   std::optional<Metadata> metadata_;
   Resume resume_;
   Digest final_digest_{};  // finish_hash()'s, recorded with the committed file
-  // The partial (disk queue's), its verified prefix (handed from the create job to the loop)
-  // and, on the loop, the nodes stored since the last durable checkpoint, each with the
-  // offset it ends at.
-  std::optional<PartialStore::Handle> partial_;
-  std::vector<merkle::Node> prefix_nodes_;
-  std::uint64_t resumed_from_ = 0;
-  std::vector<std::pair<std::uint64_t, merkle::Node>> undurable_nodes_;
-  std::uint64_t node_end_ = 0;  // where the next stored node starts
-  bool has_partial_ = false;    // the loop's: checkpoints are made
-  bool checkpointing_ = false;
-  bool partial_broken_ = false;
-  bool partial_opened_ = false;  // written by the create job, read after its completion  // the
-                                 // disk queue's: a checkpoint failed, the partial is void
-  std::chrono::steady_clock::time_point last_checkpoint_{};
+  // Resume: the partial and its checkpoints; set by create() (on the loop, before its job).
+  std::optional<ResumeProgress> progress_;
   // Last: destroyed first, so no job outlives what it uses (they cancel what has not
   // started; the owner waited for idle() before destroying this).
+  std::unique_ptr<FileHasher> hasher_;  // fed by store(), folded by finish_stores()
   WorkQueue disk_;
-  WorkQueue hashing_;
-  std::vector<std::unique_ptr<WorkQueue>> tree_queues_;  // fs-verity: one per pool thread
-  std::size_t next_tree_queue_ = 0;
 };
 
 }  // namespace rdmax::receiver

@@ -6,7 +6,8 @@
 // buffer the files are copied into, or (--zero-copy) each file's mapping, registered a
 // window at a time (sender/file_windows.hpp).
 // It carries its share of the command's entries (sender/session_plan.hpp) and writes each
-// one's result back into the plan.
+// one's result back into the plan. sender/session_connection.cpp: the connection and the
+// receiver's answers; sender/session_data.cpp: the data path (what goes next, from where).
 //
 // Lifecycle: ResolvingAddress (the owner called resolve_addr) ... Done; the owner feeds it
 // CM events, completions, ticks and signals until finished(). The Transport it gets from

@@ -1,5 +1,6 @@
-// Fuzz target for the data-phase ledgers (protocol/send_ledger.hpp,
-// protocol/receive_ledger.hpp). The unit tests pin each rule and one honest conversation at a
+// Fuzz target for the data-phase ledgers of one file: the sender's and the receiver's
+// session ledgers serving one entry (tests/unit/one_file_send_ledger.hpp,
+// tests/unit/one_file_receive_ledger.hpp). The unit tests pin each rule and one honest conversation at a
 // time; this target lets the input drive both ledgers through any sequence of calls with any
 // values, the way a hostile peer or a buggy driver could, and checks after each call that
 // the ledger did what its contract says, given what it showed before the call, and that
@@ -22,15 +23,18 @@
 #include <span>
 #include <vector>
 
-#include "protocol/receive_ledger.hpp"
-#include "protocol/send_ledger.hpp"
 #include "protocol/wire.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
+#include "tests/unit/one_file_receive_ledger.hpp"
+#include "tests/unit/one_file_send_ledger.hpp"
 
 namespace {
 
 using namespace rdmax::proto;
+using rdmax::test::ChunkError;
+using ReceiveLedger = rdmax::test::OneFileReceiveLedger;
+using SendLedger = rdmax::test::OneFileSendLedger;
 using SlotState = ReceiveLedger::SlotState;
 
 constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();

@@ -45,7 +45,7 @@ bool named(const char* name) {
 
 // A state is valid iff it is one of the enumerators, which are exactly the ones with a name.
 bool valid(RS s) {
-  return static_cast<unsigned>(s) <= static_cast<unsigned>(RS::InSession) && named(to_string(s));
+  return static_cast<unsigned>(s) <= static_cast<unsigned>(RS::Closed) && named(to_string(s));
 }
 bool valid(SS s) {
   return static_cast<unsigned>(s) <= static_cast<unsigned>(SS::Done) && named(to_string(s));
@@ -56,11 +56,10 @@ bool is_last(const ActionList<Action, N>& actions, Action a) {
   return !actions.empty() && *(actions.end() - 1) == a;
 }
 
-// Only here may a temporary file exist (receiver_machine.cpp, docs 4.5 "before the verdict";
-// in a session, 7.5: until every entry is settled).
-bool before_verdict(RS s) {
-  return s == RS::AwaitHello || s == RS::CheckingHello || s == RS::Receiving || s == RS::Draining ||
-         s == RS::Verifying || s == RS::CheckingOpen || s == RS::InSession;
+// Only here may an entry be in flight, with a temporary file (docs 7.5: until every entry is
+// settled, which an Id needs).
+bool entries_in_flight(RS s) {
+  return s == RS::AwaitOpen || s == RS::CheckingOpen || s == RS::InSession;
 }
 
 bool connected(SS s) {
@@ -70,6 +69,9 @@ bool connected(SS s) {
 class ReceiverRun {
  public:
   RS state() const { return state_; }
+  // The connection began with a Hello: its edge (receiver/hello_edge.hpp) gives the driver
+  // an Open and an Offer for it, and FileChunks and a FileDone for its Chunks and Done.
+  bool hello_flow = false;
 
   void step(RE e) {
     const ReceiverTransition t = receiver_next(state_, e);
@@ -89,13 +91,11 @@ class ReceiverRun {
       check_open(t, e);
     }
 
-    if (state_ == RS::Verifying && e == RE::VerifiedGood) committed_ = true;
-    if (state_ == RS::CheckingHello && e == RE::HelloHave) committed_ = true;  // in place
     // A session reaches the id only with every entry settled (the driver lets GotId through
     // only then; docs 7.5): what it delivered is stored.
     if (state_ == RS::InSession && e == RE::GotId) committed_ = true;
     state_ = t.next;
-    // AwaitId and CheckingId are reachable only through a good verdict.
+    // AwaitId and CheckingId are reachable only through an Id after the entries.
     if (state_ == RS::AwaitId || state_ == RS::CheckingId) FUZZ_CHECK(committed_);
   }
 
@@ -113,10 +113,10 @@ class ReceiverRun {
     FUZZ_CHECK(t.actions.contains(RA::Release) == (t.next == RS::Closed));
     if (t.next == RS::Closing) FUZZ_CHECK(is_last(t.actions, RA::Disconnect));
     if (t.next == RS::Closed) FUZZ_CHECK(is_last(t.actions, RA::Release));
-    // Every way out before the verdict removes the temporary file (GotError included); after
-    // a good verdict the file is committed and must never be discarded.
-    if (leaving && before_verdict(state_)) FUZZ_CHECK(t.actions.contains(RA::DiscardFile));
-    if (t.actions.contains(RA::DiscardFile)) FUZZ_CHECK(before_verdict(state_) && leaving);
+    // Every way out while entries may be in flight removes their temporaries (GotError
+    // included); only a way out does (it never touches a committed file).
+    if (leaving && entries_in_flight(state_)) FUZZ_CHECK(t.actions.contains(RA::DiscardFile));
+    if (t.actions.contains(RA::DiscardFile)) FUZZ_CHECK(leaving);
     // An Error from the peer is never answered with another Error.
     if (e == RE::GotError) FUZZ_CHECK(!t.actions.contains(RA::SendError));
     // Once the transport is gone nothing can be sent.
@@ -124,22 +124,22 @@ class ReceiverRun {
       FUZZ_CHECK(t.next == RS::Closed);
       for (RA a : t.actions) FUZZ_CHECK(a == RA::DiscardFile || a == RA::Release);
     }
-    // The secret is what a verified transfer earns: only after a good verdict and a lookup.
+    // The secret is what a verified session earns: only after its entries and a lookup.
     if (t.actions.contains(RA::SendSecret)) {
       FUZZ_CHECK(committed_ && state_ == RS::CheckingId && e == RE::IdKnown);
     }
     if (t.actions.contains(RA::SendAccept)) {
-      FUZZ_CHECK((state_ == RS::CheckingHello && e == RE::HelloAccepted) ||
-                 (state_ == RS::CheckingOpen && e == RE::OpenAccepted));
+      FUZZ_CHECK(state_ == RS::CheckingOpen && e == RE::OpenAccepted);
     }
     // The session's own actions happen only in a session.
     for (RA a : {RA::CheckOffer, RA::SendTake, RA::SendRefuse, RA::FinishEntries,
-                 RA::SendFileVerdict, RA::SendResume})
+                 RA::SendFileVerdict, RA::SendResume, RA::SendHave, RA::StoreChunk,
+                 RA::SendCredit})
       if (t.actions.contains(a)) FUZZ_CHECK(state_ == RS::InSession && t.next == RS::InSession);
   }
 
-  RS state_ = RS::AwaitHello;
-  bool committed_ = false;  // VerifiedGood seen in Verifying: the file is stored
+  RS state_ = RS::AwaitOpen;
+  bool committed_ = false;  // an Id let through in a session: its entries are settled
 };
 
 class SenderRun {
@@ -229,28 +229,35 @@ void run_events(std::span<const std::uint8_t> input) {
 }
 
 // How the receiver program turns what arrived into an event (docs/PROTOCOL.md 2 "Versions",
-// 4.5): sender-to-receiver messages by type, anything else is unexpected, undecodable bytes
-// are a protocol violation, except another version before Hello, which is rejected like a
-// Hello whose check failed.
+// 7.5; a Hello through its edge, receiver/hello_edge.hpp): sender-to-receiver messages by
+// type, anything else is unexpected, undecodable bytes are a protocol violation, except
+// another version first, which is rejected like an Open whose check failed.
 void deliver_to_receiver(ReceiverRun& receiver, std::span<const std::uint8_t> bytes) {
   const auto result = decode(bytes);
+  const bool first = receiver.state() == RS::AwaitOpen;
   if (std::holds_alternative<DecodeFailure>(result)) {
     const auto version = peek_version(bytes);
-    if (version && *version != kVersion1 && receiver.state() == RS::AwaitHello) {
-      receiver.step(RE::GotHello);
-      receiver.step(RE::HelloRejected);
+    if (version && *version != kVersion1 && first) {
+      receiver.step(RE::GotOpen);
+      receiver.step(RE::OpenRejected);
     } else {
       receiver.step(RE::ProtocolViolation);
     }
     return;
   }
-  switch (type_of(std::get<Message>(result))) {
-    case MessageType::Hello:
-      return receiver.step(RE::GotHello);
+  const MessageType type = type_of(std::get<Message>(result));
+  if (first && type == MessageType::Hello) {
+    receiver.hello_flow = true;
+    receiver.step(RE::GotOpen);
+    receiver.step(RE::OpenAccepted);  // the check runs within the dispatch
+    return receiver.step(RE::GotOffer);
+  }
+  if (receiver.hello_flow && type >= MessageType::Open) return receiver.step(RE::ProtocolViolation);
+  switch (type) {
     case MessageType::Chunk:
-      return receiver.step(RE::GotChunk);
+      return receiver.step(receiver.hello_flow ? RE::GotChunk : RE::GotUnexpected);
     case MessageType::Done:
-      return receiver.step(RE::GotDone);
+      return receiver.step(receiver.hello_flow ? RE::GotFileDone : RE::GotUnexpected);
     case MessageType::Id:
       return receiver.step(RE::GotId);
     case MessageType::Bye:

@@ -199,12 +199,11 @@ int main(int argc, char** argv) {
   write(root / "fuzz_machines" / "receiver-with-id",
         Conversation{}
             .message(Hello{1 << 20, sample_sha(), 0, "a.bin"})
-            .event(as_byte(RE::HelloAccepted))
+            .event(as_byte(RE::EntryTaken))
             .message(Chunk{0, 1 << 20, 0})
             .event(as_byte(RE::ChunkStored))
             .message(Done{1 << 20})
-            .event(as_byte(RE::Drained))
-            .event(as_byte(RE::VerifiedGood))
+            .event(as_byte(RE::EntrySettled))
             .message(Id{"alice"})
             .event(as_byte(RE::IdKnown))
             .event(as_byte(RE::Disconnected))

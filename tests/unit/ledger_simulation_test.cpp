@@ -11,10 +11,11 @@
 #include <variant>
 #include <vector>
 
-#include "protocol/receive_ledger.hpp"
-#include "protocol/send_ledger.hpp"
+#include "one_file_receive_ledger.hpp"
+#include "one_file_send_ledger.hpp"
 
-// A SendLedger and a ReceiveLedger talking to each other the way the programs do
+// The sender's and the receiver's ledgers of one file (each a session of one entry,
+// one_file_send_ledger.hpp and one_file_receive_ledger.hpp) talking to each other the way the programs do
 // (docs/PROTOCOL.md 5.2-5.5), with the file's bytes really carried: the sender "RDMA
 // WRITEs" into the receiver's slot memory, which only works with the key the receiver last
 // granted and has not revoked; the receiver copies a slot to the output when it stores the
@@ -27,6 +28,8 @@
 namespace {
 
 using namespace rdmax::proto;
+using ReceiveLedger = rdmax::test::OneFileReceiveLedger;
+using SendLedger = rdmax::test::OneFileSendLedger;
 
 constexpr std::uint64_t kRegion = 0x5500'0000'0000;
 

@@ -12,46 +12,36 @@
 namespace rdmax::test {
 
 inline constexpr std::array kAllReceiverStates{
-    proto::ReceiverState::AwaitHello, proto::ReceiverState::CheckingHello,
-    proto::ReceiverState::Receiving,  proto::ReceiverState::Draining,
-    proto::ReceiverState::Verifying,  proto::ReceiverState::AwaitId,
+    proto::ReceiverState::AwaitOpen,  proto::ReceiverState::CheckingOpen,
+    proto::ReceiverState::InSession,  proto::ReceiverState::AwaitId,
     proto::ReceiverState::CheckingId, proto::ReceiverState::Closing,
-    proto::ReceiverState::Closed,     proto::ReceiverState::CheckingOpen,
-    proto::ReceiverState::InSession};
+    proto::ReceiverState::Closed};
 
-inline constexpr std::array kAllReceiverEvents{proto::ReceiverEvent::GotHello,
-                                               proto::ReceiverEvent::GotChunk,
-                                               proto::ReceiverEvent::GotDone,
-                                               proto::ReceiverEvent::GotId,
-                                               proto::ReceiverEvent::GotBye,
-                                               proto::ReceiverEvent::GotError,
-                                               proto::ReceiverEvent::GotUnexpected,
-                                               proto::ReceiverEvent::GotOpen,
-                                               proto::ReceiverEvent::GotOffer,
-                                               proto::ReceiverEvent::GotFileDone,
-                                               proto::ReceiverEvent::HelloAccepted,
-                                               proto::ReceiverEvent::HelloRejected,
-                                               proto::ReceiverEvent::ChunkStored,
-                                               proto::ReceiverEvent::Drained,
-                                               proto::ReceiverEvent::VerifiedGood,
-                                               proto::ReceiverEvent::VerifiedBad,
-                                               proto::ReceiverEvent::IdKnown,
-                                               proto::ReceiverEvent::IdUnknown,
-                                               proto::ReceiverEvent::IdAttemptsExhausted,
-                                               proto::ReceiverEvent::OpenAccepted,
-                                               proto::ReceiverEvent::OpenRejected,
-                                               proto::ReceiverEvent::EntryTaken,
-                                               proto::ReceiverEvent::EntryRefused,
-                                               proto::ReceiverEvent::EntrySettled,
-                                               proto::ReceiverEvent::HelloHave,
-                                               proto::ReceiverEvent::EntryResumed,
-                                               proto::ReceiverEvent::EntryHave,
-                                               proto::ReceiverEvent::ProtocolViolation,
-                                               proto::ReceiverEvent::LocalFailure,
-                                               proto::ReceiverEvent::Timeout,
-                                               proto::ReceiverEvent::TransportFailed,
-                                               proto::ReceiverEvent::Disconnected,
-                                               proto::ReceiverEvent::ShuttingDown};
+inline constexpr std::array kAllReceiverEvents{proto::ReceiverEvent::GotOpen,
+    proto::ReceiverEvent::GotOffer,
+    proto::ReceiverEvent::GotChunk,
+    proto::ReceiverEvent::GotFileDone,
+    proto::ReceiverEvent::GotId,
+    proto::ReceiverEvent::GotBye,
+    proto::ReceiverEvent::GotError,
+    proto::ReceiverEvent::GotUnexpected,
+    proto::ReceiverEvent::OpenAccepted,
+    proto::ReceiverEvent::OpenRejected,
+    proto::ReceiverEvent::EntryTaken,
+    proto::ReceiverEvent::EntryResumed,
+    proto::ReceiverEvent::EntryHave,
+    proto::ReceiverEvent::EntryRefused,
+    proto::ReceiverEvent::ChunkStored,
+    proto::ReceiverEvent::EntrySettled,
+    proto::ReceiverEvent::IdKnown,
+    proto::ReceiverEvent::IdUnknown,
+    proto::ReceiverEvent::IdAttemptsExhausted,
+    proto::ReceiverEvent::ProtocolViolation,
+    proto::ReceiverEvent::LocalFailure,
+    proto::ReceiverEvent::Timeout,
+    proto::ReceiverEvent::TransportFailed,
+    proto::ReceiverEvent::Disconnected,
+    proto::ReceiverEvent::ShuttingDown};
 
 inline constexpr std::array kAllSenderStates{
     proto::SenderState::ResolvingAddress, proto::SenderState::ResolvingRoute,
@@ -88,7 +78,7 @@ inline constexpr std::array kAllSenderEvents{proto::SenderEvent::AddressResolved
                                              proto::SenderEvent::GotHave};
 
 // The enums are dense from 0: the last value + 1 is the count.
-static_assert(static_cast<std::size_t>(proto::ReceiverState::InSession) + 1 ==
+static_assert(static_cast<std::size_t>(proto::ReceiverState::Closed) + 1 ==
               kAllReceiverStates.size());
 static_assert(static_cast<std::size_t>(proto::ReceiverEvent::ShuttingDown) + 1 ==
               kAllReceiverEvents.size());

@@ -33,11 +33,21 @@ TEST(ReceiverRules, ExtensionsResumeIsKnownOthersIgnoredUnlessTheyMustBeUndersto
   EXPECT_EQ(refused.refusal->text, "this receiver does not know Open extension 0x8007");
 }
 
+// One file (a Hello's, or a session of one entry): exactly its chunks, as a version-1
+// receiver has always given a Hello.
+Window one_file(std::uint64_t size, std::uint32_t max_slots) {
+  Open open;
+  open.entry_count = 1;
+  open.total_bytes = size;
+  return window_for_session(open, kSlot, max_slots);
+}
+
 TEST(ReceiverRules, AFilesWindowHasASlotPerChunkAndAnEmptyFileNone) {
-  EXPECT_EQ(window_for_file(0, kSlot, 8), (Window{1, 0}));
-  EXPECT_EQ(window_for_file(1, kSlot, 8), (Window{1, kSlot}));
-  EXPECT_EQ(window_for_file(3 * kSlot + 1, kSlot, 8), (Window{4, 4ull * kSlot}));
-  EXPECT_EQ(window_for_file(100ull * kSlot, kSlot, 8), (Window{8, 8ull * kSlot}));
+  EXPECT_EQ(one_file(0, 8), (Window{1, 0}));
+  EXPECT_EQ(one_file(1, 8), (Window{1, kSlot}));
+  EXPECT_EQ(one_file(3 * kSlot, 8), (Window{3, 3ull * kSlot}));
+  EXPECT_EQ(one_file(3 * kSlot + 1, 8), (Window{4, 4ull * kSlot}));
+  EXPECT_EQ(one_file(100ull * kSlot, 8), (Window{8, 8ull * kSlot}));
 }
 
 TEST(ReceiverRules, ASessionsWindowHasASlotPerEntryInFlightBesidesItsChunks) {
@@ -46,9 +56,12 @@ TEST(ReceiverRules, ASessionsWindowHasASlotPerEntryInFlightBesidesItsChunks) {
   open.total_bytes = 0;  // only empty files and directories: nothing to write
   EXPECT_EQ(window_for_session(open, kSlot, 8).bytes, 0u);
   open.total_bytes = 10;  // three small files: one chunk each
-  EXPECT_EQ(window_for_session(open, kSlot, 8), (Window{4, 4ull * kSlot}));
+  EXPECT_EQ(window_for_session(open, kSlot, 8), (Window{3, 3ull * kSlot}));
+  open.total_bytes = 2 * kSlot;  // e.g. kSlot + 1, kSlot - 2 and 1 byte: 2 + 1 + 1 chunks
+  EXPECT_EQ(window_for_session(open, kSlot, 8).slots, 4u);
   open.entry_count = 1000;  // many: at most 16 in flight, at most --slots
-  EXPECT_EQ(window_for_session(open, kSlot, 64).slots, 17u);
+  open.total_bytes = 10;
+  EXPECT_EQ(window_for_session(open, kSlot, 64).slots, 16u);
   EXPECT_EQ(window_for_session(open, kSlot, 8).slots, 8u);
 }
 
@@ -62,19 +75,19 @@ TEST(ReceiverRules, TheMemoryCapCountsEveryConnectionsWindow) {
 }
 
 TEST(ReceiverRules, AHellosNameIsOnePlainFileNameOutsideTheReservedArea) {
-  Hello hello;
-  hello.file_size = 10;
-  hello.name = "a.bin";
-  EXPECT_FALSE(check_hello_file(hello, 100));
+  Offer hello;  // as the Hello's edge offers it (receiver/hello_edge.hpp)
+  hello.size = 10;
+  hello.path = "a.bin";
+  EXPECT_FALSE(check_offer(hello, 100, OfferedName::FileName));
   for (const char* bad : {"a/b", "..", ".rdmax-partial"}) {
-    hello.name = bad;
-    const auto refused = check_hello_file(hello, 100);
+    hello.path = bad;
+    const auto refused = check_offer(hello, 100, OfferedName::FileName);
     ASSERT_TRUE(refused) << bad;
     EXPECT_EQ(refused->reason, RejectReason::BadName) << bad;
   }
-  hello.name = "big.bin";
-  hello.file_size = 101;
-  const auto large = check_hello_file(hello, 100);
+  hello.path = "big.bin";
+  hello.size = 101;
+  const auto large = check_offer(hello, 100, OfferedName::FileName);
   ASSERT_TRUE(large);
   EXPECT_EQ(large->reason, RejectReason::TooLarge);
 }

@@ -1,4 +1,4 @@
-#include "protocol/send_ledger.hpp"
+#include "one_file_send_ledger.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,12 +7,14 @@
 #include <optional>
 #include <string>
 
-// The sender's data-phase rules (docs/PROTOCOL.md 5.2-5.3): each rule and each error of
-// SendLedger on its own. ledger_simulation_test.cpp runs both ledgers against each other.
+// The sender's data-phase rules for one file (docs/PROTOCOL.md 5.2-5.3): each rule and each
+// error on its own, as the sender's session ledger applies them to a file
+// (one_file_send_ledger.hpp). ledger_simulation_test.cpp runs them against the receiver's.
 
 namespace {
 
 using namespace rdmax::proto;
+using SendLedger = rdmax::test::OneFileSendLedger;
 using Planned = SendLedger::Planned;
 
 constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
@@ -271,20 +273,5 @@ TEST(SendLedger, HugeFileSizesAndAddresses) {
   EXPECT_EQ(tail.bytes_completed(), 3ULL * big + 5);
 }
 
-TEST(SendLedger, RemembersTheOffsetOfTheChunkInFlightInEachSlot) {
-  SendLedger ledger(10000, accept(4096, 2), 2);
-  ASSERT_FALSE(ledger.credit({0, 1}));
-  ASSERT_FALSE(ledger.credit({1, 2}));
-  ASSERT_TRUE(ledger.next());
-  ASSERT_TRUE(ledger.next());
-  EXPECT_EQ(ledger.offset_in_flight(0), 0u);
-  EXPECT_EQ(ledger.offset_in_flight(1), 4096u);
-  EXPECT_EQ(ledger.completed(1), 4096u);
-  EXPECT_EQ(ledger.offset_in_flight(1), 0u);  // no longer in flight
-  ASSERT_FALSE(ledger.credit({1, 3}));
-  ASSERT_TRUE(ledger.next());
-  EXPECT_EQ(ledger.offset_in_flight(1), 8192u);
-  EXPECT_EQ(ledger.offset_in_flight(7), 0u);  // out of range
-}
 
 }  // namespace

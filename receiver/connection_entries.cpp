@@ -1,7 +1,7 @@
-// The receiver's side of a version-2 session (docs/PROTOCOL.md 7.5): many entries on one
-// connection, several in flight, sharing the connection's window. The state machine keeps
-// the connection's state (InSession); the SessionReceiveLedger keeps each entry's and each
-// slot's, and every rule the sender must obey is checked there before anything is done.
+// A session's entries (docs/PROTOCOL.md 7.5): many on one connection, several in flight,
+// sharing the connection's window. The state machine keeps the connection's state
+// (InSession); the SessionReceiveLedger keeps each entry's and each slot's, and every rule
+// the sender must obey is checked there before anything is done.
 
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -31,71 +31,22 @@ Connection::SessionEntry* Connection::session_entry(std::uint32_t id) {
   return it == entries_.end() ? nullptr : it->second.get();
 }
 
-void Connection::check_open(const ReceiverInput& cause) {
-  const auto& o = context_.options;
-  open_ = std::get<proto::Open>(cause.data);
-  session_ = true;
-  auto reject = [&](proto::RejectReason reason, std::string text) {
-    dispatch({Event::OpenRejected, Input::Rejection{reason, std::move(text)}});
-  };
-  // As a Hello's (protocol/receiver_rules.hpp).
-  const proto::ExtensionsRead extensions = proto::read_extensions(open_.extensions, "Open");
-  if (extensions.refusal) return reject(extensions.refusal->reason, extensions.refusal->text);
-  resume_understood_ = extensions.resume_understood;
-  const proto::Window window = proto::window_for_session(open_, o.slot_size, o.slots);
-  if (auto refusal = proto::check_memory(context_.window_bytes_in_use, window, o.max_memory))
-    return reject(refusal->reason, refusal->text);
-  slot_count_ = window.slots;
-  context_.window_bytes_in_use += window.bytes;
-  window_charge_ = window.bytes;
-  session_ledger_ = proto::SessionReceiveLedger(open_, o.slot_size, slot_count_);
-  directories_.emplace(context_.pool);
-  if (!register_window()) return reject(proto::RejectReason::NoMemory, "cannot register memory");
-  spdlog::info("[{}] session of {} entries ({}), {}", label(), open_.entry_count,
-               proto::format_size(open_.total_bytes), proto::to_string(open_.digest_algorithm));
-  dispatch({Event::OpenAccepted, {}});
-}
-
-void Connection::expect_session() {
+void Connection::expect_next() {
   // Our own work (creating, storing, committing) is what the sender waits for: no
   // deadline for it then. Otherwise the sender owes the next message.
-  bool own_work = session_ledger_.storing() > 0;
-  for (const auto& [id, entry] : session_ledger_.entries())
+  bool own_work = ledger_.storing() > 0;
+  for (const auto& [id, entry] : ledger_.entries())
     if (entry.state == proto::SessionReceiveLedger::EntryState::Checking ||
         entry.state == proto::SessionReceiveLedger::EntryState::Verifying)
       own_work = true;
   if (own_work) return expect_own_work("entries to be stored");
-  expect(session_ledger_.all_settled() ? "Id or Bye" : "the sender's next entry or chunk",
+  expect(ledger_.all_settled() ? "Id or Bye" : "the sender's next entry or chunk",
          context_.options.timeout);
-}
-
-std::optional<std::string> Connection::session_end_problem(bool id) const {
-  if (!session_ledger_.all_settled())
-    return std::string(id ? "Id" : "Bye") + " before every entry was offered and settled";
-  // The secret is earned by a session whose every entry is verified.
-  if (id && entries_failed_ > 0) return std::string("Id after a session with failed entries");
-  return std::nullopt;
-}
-
-void Connection::on_session_message(proto::Message& message) {
-  if (auto* open = std::get_if<proto::Open>(&message))
-    return dispatch({Event::GotOpen, std::move(*open)});
-  if (!session_) return dispatch({Event::GotUnexpected, {}});
-  if (auto* offer = std::get_if<proto::Offer>(&message))
-    return dispatch({Event::GotOffer, std::move(*offer)});
-  if (auto* chunk = std::get_if<proto::FileChunk>(&message))
-    return dispatch({Event::GotChunk, *chunk});
-  if (auto* done = std::get_if<proto::FileDone>(&message)) {
-    // Sent before the sender saw the FileVerdict that abandoned its file: nothing to do.
-    if (session_ledger_.abandoned(done->entry)) return expect_session();
-    return dispatch({Event::GotFileDone, *done});
-  }
-  dispatch({Event::GotUnexpected, {}});
 }
 
 void Connection::check_offer(const proto::Offer& offer) {
   const auto& o = context_.options;
-  if (auto error = session_ledger_.offer(offer)) {
+  if (auto error = ledger_.offer(offer)) {
     return dispatch({Event::ProtocolViolation,
                      Input::Abort{proto::ErrorCode::ProtocolViolation,
                                   std::string("bad Offer: ") + proto::to_string(*error)}});
@@ -108,10 +59,12 @@ void Connection::check_offer(const proto::Offer& offer) {
   };
   // Cheap checks first (protocol/receiver_rules.hpp): nothing is created for an entry that
   // fails them.
-  if (auto refusal = proto::check_offer(offer, o.max_size))
+  const auto name_rule = edge_.serving_hello() ? proto::OfferedName::FileName
+                                                : proto::OfferedName::RelativePath;
+  if (auto refusal = proto::check_offer(offer, o.max_size, name_rule))
     return refuse(refusal->reason, std::move(refusal->text));
   if (offer.kind == proto::EntryKind::Directory) return check_directory(entry);
-  expect_session();
+  expect_next();
   entry.file.emplace(context_.pool, context_.dir_fd, offer.path, o.overwrite,
                      open_.digest_algorithm);
   if (resume_understood_)
@@ -147,7 +100,7 @@ void Connection::check_offer(const proto::Offer& offer) {
 }
 
 void Connection::check_directory(SessionEntry& entry) {
-  expect_session();
+  expect_next();
   struct Result {
     bool ok = true;
     bool bad_path = false;
@@ -193,31 +146,41 @@ void Connection::check_directory(SessionEntry& entry) {
 
 void Connection::send_take(std::uint32_t id) {
   SessionEntry& entry = *session_entry(id);
-  entry.taken = Clock::now();
-  if (entry.offer.kind == proto::EntryKind::File) {
-    spdlog::info("[{}] receiving {} ({})", label(), quoted(entry.offer.path),
-                 proto::format_size(entry.offer.size));
+  // The first file taken is the first that needs the window's keys.
+  if (!register_window()) {
+    return dispatch({Event::EntryRefused, Input::EntryRefusal{id, proto::RejectReason::NoMemory,
+                                                              "cannot register memory"}});
   }
-  session_ledger_.take(id);
+  entry.taken = Clock::now();
+  spdlog::info("[{}] receiving {} ({})", label(), quoted(entry.offer.path),
+               proto::format_size(entry.offer.size));
+  ledger_.take(id);
   post(proto::Take{id});
-  expect_session();
+  grant_idle_slots();
+  expect_next();
 }
 
 void Connection::send_resume(std::uint32_t id) {
   SessionEntry& entry = *session_entry(id);
+  if (!register_window()) {
+    return dispatch({Event::EntryRefused, Input::EntryRefusal{id, proto::RejectReason::NoMemory,
+                                                              "cannot register memory"}});
+  }
   const std::uint64_t from = entry.file->resumed_from();
   entry.taken = Clock::now();
-  session_ledger_.take(id, from);
+  ledger_.take(id, from);
   spdlog::info("[{}] resuming {} ({}) at {}", label(), quoted(entry.offer.path),
                proto::format_size(entry.offer.size), proto::format_size(from));
   post(proto::Resume{id, from});
-  expect_session();
+  grant_idle_slots();
+  expect_next();
 }
 
 // The file is in place already: settled Good, and nothing of it moves.
-void Connection::send_session_have(std::uint32_t id) {
+void Connection::send_have(std::uint32_t id) {
   SessionEntry& entry = *session_entry(id);
-  spdlog::debug("[{}] {} is here already", label(), quoted(entry.offer.path));
+  spdlog::info("[{}] {} ({}) is here already: nothing to receive", label(),
+               quoted(entry.offer.path), proto::format_size(entry.offer.size));
   ++entries_good_;
   ++entries_had_;
   post(proto::Have{id, entry.offer.digest});
@@ -233,10 +196,10 @@ void Connection::send_refuse(const ReceiverInput::EntryRefusal& refusal) {
   settle_entry(refusal.entry);
 }
 
-void Connection::store_session_chunk(const proto::FileChunk& c) {
-  if (session_ledger_.abandoned(c.entry)) {
+void Connection::store_chunk(const proto::FileChunk& c) {
+  if (ledger_.abandoned(c.entry)) {
     // Written before the sender saw this file's FileVerdict: the slot goes straight back.
-    if (!session_ledger_.discard_chunk(c)) {
+    if (!ledger_.discard_chunk(c)) {
       return dispatch({Event::ProtocolViolation,
                        Input::Abort{proto::ErrorCode::ProtocolViolation,
                                     "chunk of an abandoned file in a slot not credited"}});
@@ -244,7 +207,7 @@ void Connection::store_session_chunk(const proto::FileChunk& c) {
     revoke_slot(c.slot);
     return grant_slot(c.slot);
   }
-  if (auto error = session_ledger_.accept_chunk(c)) {
+  if (auto error = ledger_.accept_chunk(c)) {
     spdlog::warn("[{}] bad chunk: entry {} offset {} length {} slot {}: {}", label(), c.entry,
                  c.offset, c.length, c.slot, proto::to_string(*error));
     return dispatch(
@@ -252,19 +215,21 @@ void Connection::store_session_chunk(const proto::FileChunk& c) {
          Input::Abort{proto::ErrorCode::ProtocolViolation,
                       std::string("chunk breaks the data rules: ") + proto::to_string(*error)}});
   }
-  // As for a single file: the key goes before anyone reads the slot.
+  // Revoke the slot's key before anyone reads it. RC delivers in order, so the WRITE that
+  // filled this slot completed before its FileChunk arrived: nothing legitimate is still
+  // landing, and from here a write with that key fails at the writer.
   revoke_slot(c.slot);
   context_.bytes_received += c.length;
   SessionEntry& entry = *session_entry(c.entry);
   const std::uint32_t id = c.entry;
   entry.file->store(c.slot, c.offset, slot_bytes(c.slot).first(c.length),
                     [this, id](const IncomingFile::Stored& stored) {
-                      guarded([&] { on_session_stored(id, stored); });
+                      guarded([&] { on_stored(id, stored); });
                     });
-  expect_session();
+  expect_next();
 }
 
-void Connection::on_session_stored(std::uint32_t id, const IncomingFile::Stored& stored) {
+void Connection::on_stored(std::uint32_t id, const IncomingFile::Stored& stored) {
   if (state_ != State::InSession) return;
   SessionEntry* entry = session_entry(id);
   if (entry == nullptr) return;
@@ -275,43 +240,44 @@ void Connection::on_session_stored(std::uint32_t id, const IncomingFile::Stored&
     return dispatch(
         {Event::EntrySettled, Input::EntryVerdict{id, proto::VerdictCode::StorageError}});
   }
-  session_bytes_ += stored.length;
+  bytes_stored_ += stored.length;
   dispatch({Event::ChunkStored, Input::StoredSlot{stored.slot, id}});
 }
 
-void Connection::send_session_credit(const ReceiverInput::StoredSlot& stored) {
-  // false: nothing more to receive (or the slot did not hold that entry's chunk).
-  if (!session_ledger_.stored(stored.slot, stored.entry)) return expect_session();
-  grant_slot(stored.slot);
-}
-
-void Connection::grant_slot(std::uint32_t slot) {
-  if (!session_ledger_.grant(slot)) return expect_session();
-  register_slot(slot);  // a fresh registration, hence a fresh key
-  post(proto::Credit{slot, slot_keys_[slot]->rkey});
-  expect_session();
+void Connection::send_credit(const ReceiverInput::StoredSlot& stored) {
+  // false: nothing more to receive (or the slot did not hold that entry's chunk). Once
+  // every byte has arrived no slot is handed back (docs/PROTOCOL.md 5.4).
+  if (ledger_.stored(stored.slot, stored.entry)) grant_slot(stored.slot);
+  expect_next();
 }
 
 void Connection::finish_entries(const ReceiverInput& cause) {
   if (const auto* done = std::get_if<proto::FileDone>(&cause.data)) {
-    if (auto error = session_ledger_.file_done(*done)) {
+    if (auto error = ledger_.file_done(*done)) {
       return dispatch({Event::ProtocolViolation,
                        Input::Abort{proto::ErrorCode::ProtocolViolation,
                                     std::string("bad FileDone: ") + proto::to_string(*error)}});
     }
   }
+  // No byte may come any more: no key of this window works from here (the slots still
+  // credited are revoked; a chunk named in them is refused by the ledger anyway).
+  if (!ledger_.wants_data()) {
+    for (std::uint32_t slot = 0; slot < slot_keys_.size(); ++slot)
+      if (ledger_.slot_state(slot) == proto::SessionReceiveLedger::SlotState::Credited)
+        revoke_slot(slot);
+  }
   std::vector<std::uint32_t> ready;
-  for (const auto& [id, entry] : session_ledger_.entries())
+  for (const auto& [id, entry] : ledger_.entries())
     if (entry.state == proto::SessionReceiveLedger::EntryState::Draining && entry.storing == 0)
       ready.push_back(id);
   for (std::uint32_t id : ready)
-    if (session_ledger_.start_verifying(id)) verify_entry(id);
-  expect_session();
+    if (ledger_.start_verifying(id)) verify_entry(id);
+  expect_next();
 }
 
 void Connection::verify_entry(std::uint32_t id) {
   SessionEntry& entry = *session_entry(id);
-  const auto* record = session_ledger_.entry(id);
+  const auto* record = ledger_.entry(id);
   entry.computed = entry.file->finish_hash();
   using Code = proto::VerdictCode;
   // `received` counts the bytes before a Resume offset too (the ledger starts there).
@@ -323,7 +289,9 @@ void Connection::verify_entry(std::uint32_t id) {
     entry.data_bad = true;
     return dispatch({Event::EntrySettled, Input::EntryVerdict{id, Code::HashMismatch}});
   }
-  entry.file->set_metadata(entry.offer.mode, entry.offer.mtime_sec, entry.offer.mtime_nsec);
+  // A Hello says nothing of its file's mode and time: the file keeps ours (PROTOCOL.md 4.2).
+  if (!edge_.serving_hello())
+    entry.file->set_metadata(entry.offer.mode, entry.offer.mtime_sec, entry.offer.mtime_nsec);
   entry.committing = true;
   entry.file->commit([this, id](const IncomingFile::Outcome& outcome) {
     if (outcome.ok()) ++context_.files_stored;
@@ -357,7 +325,7 @@ void Connection::send_file_verdict(const ReceiverInput::EntryVerdict& verdict) {
   } else {
     const std::uint64_t from = entry->file ? entry->file->resumed_from() : 0;
     log_file_end(entry->offer.path, entry->offer.size - from, entry->offer.size, entry->taken,
-                 open_.digest_algorithm, entry->computed, proto::to_string(verdict.code));
+                 entry->computed, proto::to_string(verdict.code));
   }
   post(proto::FileVerdict{verdict.entry, verdict.code, entry->computed});
   settle_entry(verdict.entry);
@@ -368,21 +336,21 @@ void Connection::settle_entry(std::uint32_t id) {
   if (it == entries_.end()) return;
   std::unique_ptr<SessionEntry> entry = std::move(it->second);
   entries_.erase(it);
-  session_ledger_.settle(id);
+  ledger_.settle(id);
   // Settled without a commit: a bad verdict, a refusal or a failed store. Nothing of it is
   // kept for a resume.
   if (entry->file && !entry->file->committed()) entry->file->discard();
   retired_.emplace_back(id, std::move(entry));
   reap_retired();
-  if (session_ledger_.all_settled()) {
+  if (ledger_.all_settled() && open_.entry_count > 1) {
     const double seconds = std::chrono::duration<double>(Clock::now() - data_started_).count();
     spdlog::info(
         "[{}] session: {} entries good ({} here already), {} failed, {} stored in "
         "{:.2f}s",
-        label(), entries_good_, entries_had_, entries_failed_, proto::format_size(session_bytes_),
+        label(), entries_good_, entries_had_, entries_failed_, proto::format_size(bytes_stored_),
         seconds);
   }
-  expect_session();
+  expect_next();
 }
 
 void Connection::reap_retired() {
@@ -396,20 +364,20 @@ void Connection::reap_retired() {
     const std::uint32_t id = it->first;
     it = retired_.erase(it);
     if (state_ != State::InSession) continue;
-    for (std::uint32_t slot : session_ledger_.release_slots_of(id)) grant_slot(slot);
+    for (std::uint32_t slot : ledger_.release_slots_of(id)) grant_slot(slot);
+    expect_next();
   }
 }
 
-void Connection::discard_session_files() {
+void Connection::discard_files() {
   // The session was interrupted: what each file in flight stored is kept for a resume.
   for (auto& [id, entry] : entries_) {
     if (entry->file && !entry->file->committed()) {
       if (entry->taken != Clock::time_point{}) {
-        const auto it = session_ledger_.entries().find(id);
+        const auto it = ledger_.entries().find(id);
         const std::uint64_t received =
-            it == session_ledger_.entries().end() ? 0 : it->second.received;
-        log_file_end(entry->offer.path, received, entry->offer.size, entry->taken,
-                     open_.digest_algorithm, {}, nullptr);
+            it == ledger_.entries().end() ? 0 : it->second.received;
+        log_file_end(entry->offer.path, received, entry->offer.size, entry->taken, {}, nullptr);
       }
       if (entry->data_bad || data_bad_)
         entry->file->discard();
@@ -423,13 +391,12 @@ void Connection::discard_session_files() {
 }
 
 bool Connection::committing() const {
-  if (committing_) return true;
   for (const auto& [id, entry] : entries_)
     if (entry->committing) return true;
   return false;
 }
 
-bool Connection::session_idle() const {
+bool Connection::files_idle() const {
   for (const auto& [id, entry] : entries_)
     if (entry->file && !entry->file->idle()) return false;
   for (const auto& [id, entry] : retired_)

@@ -1,0 +1,73 @@
+#pragma once
+// A Hello served as entry 0 of a session (docs/DESIGN.md, "version 1 at the edge"). A sender
+// that names its one file with a Hello (every version-1 sender, and version-2 senders older
+// than sessions) is served by the receiver's one driver (receiver/connection.hpp), which
+// speaks only sessions. This decorator of the transport seam reads the Hello flow off the
+// wire as a session of one file entry and writes the session's answers back as the Hello
+// flow (PROTOCOL.md 4, 7.2-7.3, 7.6), so that the wire carries what it always carried:
+//
+//   wire (Hello flow)          driver (session)
+//   Hello                ->    Open (one entry: the file's size, digest algorithm,
+//                              keepalive, extensions) and Offer(0) (the name as its path)
+//   Chunk, Done          ->    FileChunk(0, ...), FileDone(0)
+//   Id, Bye, Error       ->    the same
+//   Accept               <-    held back until entry 0 is checked: a Hello's Accept says
+//                              that its file was taken
+//   Take(0)              <-    the held Accept
+//   Resume(0)            <-    Resume, then the held Accept (the order 7.6 gives)
+//   Have(0)              <-    Have, and no Accept
+//   Refuse(0)            <-    Reject; then the driver reads a Bye (4.3: the receiver
+//                              ends a rejected Hello's connection)
+//   FileVerdict(0)       <-    Verdict; after one other than Good, the driver reads a Bye
+//   Credit               <-    the same, until the verdict
+//   Reject, Secret, Denied, Error, Working  <-  the same (Working: version 2 only)
+//
+// A connection whose first message is not a Hello is a session: everything passes through.
+// In the Hello flow, what the driver is given reads as version 2; a session message from the
+// sender, or a message of another version than its Hello's, is given as undecodable (the
+// driver ends the connection for it).
+
+#include <cstdint>
+#include <optional>
+
+#include "common/connection/transport.hpp"
+#include "protocol/wire.hpp"
+
+namespace rdmax::receiver {
+
+class HelloEdge final : public Transport {
+ public:
+  explicit HelloEdge(Transport& wire) : wire_(wire) {}
+
+  // The connection began with a Hello: its one entry is named by a plain file name in the
+  // directory itself (PROTOCOL.md 3.1) and has no mode or time of its own.
+  bool serving_hello() const { return flow_ == Flow::Hello; }
+
+  void send(const proto::Message& message, std::uint16_t version, std::uint64_t tag) override;
+  std::uint32_t sends_in_flight() const override { return wire_.sends_in_flight(); }
+  void write(const Registration& source, std::span<const std::uint8_t> local,
+             std::uint64_t remote_addr, std::uint32_t rkey) override {
+    wire_.write(source, local, remote_addr, rkey);
+  }
+  Registration register_memory(std::span<std::uint8_t> memory, Access access) override {
+    return wire_.register_memory(memory, access);
+  }
+  void deregister(const Registration& registration) override { wire_.deregister(registration); }
+  std::span<std::uint8_t> allocate(std::size_t bytes) override { return wire_.allocate(bytes); }
+  void poll(TransportSink& sink) override;
+  void disconnect() noexcept override { wire_.disconnect(); }
+  void shut_down() noexcept override { wire_.shut_down(); }
+
+ private:
+  class Translator;
+  enum class Flow : std::uint8_t { Unknown, Session, Hello };
+
+  Transport& wire_;
+  Flow flow_ = Flow::Unknown;
+  std::uint16_t wire_version_ = 0;      // the Hello's: every answer goes in it
+  std::optional<proto::Accept> held_;   // the Accept, until entry 0 is checked
+  bool settled_ = false;                // entry 0's verdict or refusal went: no more Credits
+  bool bye_pending_ = false;            // the Hello flow ended here: the driver reads a Bye
+};
+
+}  // namespace rdmax::receiver

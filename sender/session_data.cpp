@@ -1,0 +1,144 @@
+// The session's data path (sender/session_connection.hpp): what goes next (the Offers, the
+// chunks the ledger plans as credits and --bwlimit allow, the FileDones), and where each
+// chunk's bytes come from: the file's registered mapping (--zero-copy, sender/file_windows.hpp)
+// or a read into the staging buffer's slot.
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "common/error.hpp"
+#include "protocol/names.hpp"
+#include "sender/session_connection.hpp"
+
+namespace rdmax::sender {
+
+namespace {
+void read_fully(int fd, std::uint8_t* out, std::size_t length, std::uint64_t offset) {
+  while (length > 0) {
+    ssize_t n = ::pread(fd, out, length, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_sys("pread");
+    if (n == 0) throw std::runtime_error("the file shrank while it was being sent");
+    out += n;
+    length -= static_cast<std::size_t>(n);
+    offset += static_cast<std::uint64_t>(n);
+  }
+}
+
+constexpr std::uint32_t kNoEntry = UINT32_MAX;  // a slot whose chunk was copied
+
+std::string quoted(const std::string& path) {
+  return "'" + proto::escape_for_log(path) + "'";
+}
+}  // namespace
+
+void SessionConnection::use_staging() {
+  if (staging_key_) return;
+  staging_ = transport()->allocate(std::size_t{ledger_.active_slots()} * accept_.slot_size);
+  staging_key_ = transport()->register_memory(staging_, Access::LocalRead);
+}
+
+// The windows of a file sent zero-copy, registered from `offset` on its first chunk; none
+// when its mapping cannot be registered (a file system that cannot be mapped): it is copied
+// through the staging buffer instead.
+FileWindows* SessionConnection::windows_for(std::uint32_t local, std::uint64_t offset) {
+  if (auto it = windows_.find(local); it != windows_.end()) return &it->second;
+  try {
+    auto [it, added] = windows_.try_emplace(local, *transport(), input(local).map(), window_bytes_);
+    it->second.register_ahead(offset);
+    return &it->second;
+  } catch (const std::exception& e) {
+    windows_.erase(local);
+    spdlog::warn("{}: zero-copy unavailable, copying through a buffer instead: {}",
+                 quoted(entry(local).local_path), e.what());
+    return nullptr;
+  }
+}
+
+std::pair<Registration, std::span<const std::uint8_t>> SessionConnection::chunk_source(
+    const proto::SessionSendLedger::Planned& c) {
+  const bool copying =
+      window_bytes_ == 0 || (result(c.entry).bytes > 0 && !result(c.entry).zero_copy);
+  if (FileWindows* w = copying ? nullptr : windows_for(c.entry, c.offset)) {
+    in_flight_[c.slot] = {c.entry, c.offset};
+    result(c.entry).zero_copy = true;
+    const Registration key = w->acquire(c.offset, c.length);
+    // Pin the next window while this one is on the wire; best effort (acquire registers it
+    // when its first chunk is due otherwise).
+    if (c.offset + c.length < entry(c.entry).size) {
+      try {
+        w->register_ahead(c.offset + c.length);
+      } catch (const std::exception& e) {
+        spdlog::debug("not registering ahead: {}", e.what());
+      }
+    }
+    return {key, w->bytes(c.offset, c.length)};
+  }
+  use_staging();
+  if (c.slot < in_flight_.size()) in_flight_[c.slot] = {kNoEntry, 0};
+  std::uint8_t* buffer = staging_.data() + std::size_t{c.slot} * accept_.slot_size;
+  read_fully(input(c.entry).fd(), buffer, c.length, c.offset);
+  if (const auto at = settings_.inject_corruption;
+      at && *at >= c.offset && *at < c.offset + c.length) {
+    buffer[*at - c.offset] ^= 0xFF;
+    spdlog::warn("testing: corrupted the byte at offset {} of {}", *at,
+                 quoted(entry(c.entry).local_path));
+  }
+  return {*staging_key_, {buffer, c.length}};
+}
+
+void SessionConnection::forget_file(std::uint32_t local) {
+  windows_.erase(local);  // before the mapping it covers
+  open_files_.erase(local);
+}
+
+InputFile& SessionConnection::input(std::uint32_t local) {
+  auto it = open_files_.find(local);
+  if (it == open_files_.end())
+    it = open_files_.emplace(local, InputFile(entry(local).local_path)).first;
+  return it->second;
+}
+
+void SessionConnection::pump() {
+  if (state_ != State::InSession) return;
+  while (auto local = ledger_.next_offer()) {
+    const PlannedEntry& e = entry(*local);
+    post(proto::Offer{*local, e.kind, static_cast<std::uint16_t>(e.mode & proto::kMaxMode), e.size,
+                      e.mtime_sec, e.mtime_nsec,
+                      e.kind == proto::EntryKind::File ? e.digest : Digest{}, e.remote_path});
+  }
+  // --bwlimit: a chunk goes only when the shared bucket holds its length (as for one
+  // file, so that the rate is never beaten); the run wakes the connection at resume_at().
+  resume_at_.reset();
+  while (auto length = ledger_.next_chunk_length()) {
+    if (bwlimit_ != nullptr) {
+      const auto now = Clock::now();
+      TokenBucket& bucket = bwlimit_->bucket(now, accept_.slot_size);
+      if (const auto at = bucket.ready_at(*length, now); at > now) {
+        resume_at_ = at;
+        break;
+      }
+      bucket.take(*length, now);
+    }
+    const auto chunk = ledger_.next_chunk();
+    const auto [source, bytes] = chunk_source(*chunk);
+    transport()->write(source, bytes, chunk->remote_addr, chunk->rkey);
+    post(proto::FileChunk{chunk->entry, chunk->slot, chunk->offset, chunk->length},
+         chunk->slot + 1);
+    result(chunk->entry).bytes += chunk->length;
+  }
+  while (auto local = ledger_.next_file_done()) {
+    forget_file(*local);  // every chunk of it has been read and written
+    post(proto::FileDone{*local, entry(*local).size});
+  }
+  if (ledger_.all_settled() && !holding_ && !settled_signalled_) {
+    settled_signalled_ = true;
+    // The id is presented only when every entry of the command is good.
+    const bool good = failures_ == 0 && others_failures_ == 0;
+    dispatch({good ? Event::AllSettled : Event::AllSettledWithFailures, {}});
+  }
+}
+
+}  // namespace rdmax::sender
