@@ -18,6 +18,8 @@ packages=(
   qemu-system-x86 linux-image-amd64 busybox-static kmod cpio gzip iproute2 procps
   # tests and benchmarks
   socat coreutils iputils-ping tmux
+  jq  # tests/e2e/many.sh reads rdma-send --json-lines
+  openmpi-bin  # tests/e2e/mpi.sh: rdma-send --shard auto under mpirun
   # the reference for the fs-verity digest (tests compare with `fsverity digest`)
   fsverity
   # the Debian package (scripts/build-deb.sh) and its checks; systemd-analyze verifies the

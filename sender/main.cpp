@@ -34,9 +34,11 @@ using namespace rdmax;
 namespace {
 
 // --json promises one object whatever the outcome: for a command that ends before any
-// transfer, one with no entries and the error. Returns `exit_code`.
+// transfer, one with no entries and the error; --json-lines its summary line. Returns
+// `exit_code`.
 int json_failure(const sender::SenderOptions& options, int exit_code, const std::string& error) {
   if (options.json) std::puts(sender::to_json_failure(exit_code, error).c_str());
+  if (options.json_lines) std::puts(sender::to_json_failure_line(exit_code, error).c_str());
   return exit_code;
 }
 
@@ -114,11 +116,12 @@ int main(int argc, char** argv) {
     if (!tree) return json_failure(options, sender::kExitUsage, error);
   }
   // No RDMA device serves loopback: rdma_cm would fail at the route, naming no cause.
-  if (resolves_to_loopback(options.host)) {
+  for (const auto& receiver : options.receivers) {
+    if (!resolves_to_loopback(receiver.host)) continue;
     const std::string text = fmt::format(
         "-H {}: RDMA does not work over loopback, even to a receiver on this host; {}; then "
         "`rdma-send --check -H ADDRESS` checks the set-up",
-        options.host, loopback_remedy());
+        receiver.host, loopback_remedy());
     spdlog::error("{}", text);
     return json_failure(options, sender::kExitUsage, text);
   }

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "common/cli_checks.hpp"
@@ -17,7 +18,8 @@ constexpr const char* kFooter = R"(Exit status:
   0  success: the receiver verified the file, every file of several (and the secret,
      if any, is on stdout); with several files, else the status of the first that failed
   1  any other failure (for example the receiver could not store the file)
-  2  usage error: a PATH cannot be read, a bad --name, a loopback HOST (checked
+  2  usage error: a PATH or the --files-from LIST cannot be read, a listed name
+     outside --base, a bad --name or --shard, a loopback HOST (checked
      before any device work; nothing was sent)
   3  cannot connect, or the connection broke or timed out
   4  rejected by the receiver (name, size, existing file, no space)
@@ -31,10 +33,29 @@ cp -r; modes and modification times are kept; links and special files are
 skipped with a warning). One summary line counts the files good, failed and
 skipped; --json gives one entry per file.
 
+Many machines: --shard I/N sends shard I (from 0) of N of what the command
+names, a partition of its files balanced by bytes that is the same on every
+run of the same tree; N commands, one per shard, send it all, each file once.
+--shard auto takes I and N from Slurm (SLURM_PROCID, SLURM_NTASKS), Open MPI
+(OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE) or PMI (PMI_RANK, PMI_SIZE);
+--shard auto/N from a Kubernetes Indexed Job's JOB_COMPLETION_INDEX.
+--files-from LIST sends the entries LIST names (one a line, or NUL-separated
+with -0, as find -print0 writes), relative to --base DIR or absolute beneath
+it; each arrives under its path relative to DIR. An entry that is missing or
+unreadable is reported as failed and the others go on (exit status 1).
+--json-lines prints one JSON object a line on stdout: {"entry":{...}} as each
+entry settles (the objects of --json's "entries"), then {"summary":{...}}
+(--json's object without "entries"; the secret, if any, is in it).
+-H HOST1,HOST2,... (each HOST, HOST:PORT or [IPV6]:PORT) spreads the
+connections over several receivers, one each at least, files balanced by
+bytes; a receiver that fails fails only its own files, and the closing lines
+(and --json's "receivers") say what each one got.
+
 Progress (hashing, then sending: bytes, rate, ETA, and the files settled when
 there are several) is drawn on stderr when it is a terminal; --progress prints
 it as plain lines elsewhere, --no-progress hides it. Logs go to stderr; stdout carries the secret and nothing else, so
-  SECRET=$(rdma-send -H HOST --id ID FILE) captures it.
+  SECRET=$(rdma-send -H HOST --id ID FILE) captures it
+(with --json or --json-lines, stdout carries JSON only, the secret in it).
 
 The digest (--digest): "fsverity" (default) is the fs-verity file digest,
 SHA-256 over 4 KiB blocks as a Merkle tree, hashed on every core at both
@@ -50,11 +71,39 @@ Examples:
   rdma-send --checksum backup.tar
   rdma-send --check -H 192.0.2.1
   rdma-send -H 192.0.2.1 --bwlimit 500M backup.tar
+  srun -n 8 rdma-send -H 192.0.2.1 -r --shard auto --json-lines dataset
+  find dataset -type f -print0 | rdma-send -H 192.0.2.1 --files-from - -0
   rdma-send -H recv.example.org --id alice --name today.tar backup.tar
   rdma-send -H fd00::2 -d mlx5_0 -p 18600 image.iso)";
+
+// What --files-from, --base and -0 may not be combined with; nullopt when fine.
+std::optional<std::string> check_list_options(const SenderOptions& o, bool base_given) {
+  if (!o.files_from) {
+    if (base_given) return "--base: it applies to --files-from names; give --files-from LIST";
+    if (o.from0) return "-0 (--from0): it applies to --files-from; give --files-from LIST";
+    return std::nullopt;
+  }
+  if (!o.files.empty()) {
+    return "--files-from names what to send: give no PATH beside it (found '" + o.files.front() +
+           "')";
+  }
+  if (o.recursive) {
+    return "--files-from sends each listed entry as it is, a directory without its contents: "
+           "-r does not apply (list the files, e.g. with find DIR -print0)";
+  }
+  if (o.rename) return "--name renames a single FILE; it does not apply to --files-from";
+  if (o.checksum) return "--checksum takes PATHs, not --files-from";
+  if (o.files_from->empty()) return "--files-from: an empty file name ('-' is standard input)";
+  return std::nullopt;
 }
+}  // namespace
 
 std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
+  return parse_sender_options_in(argc, argv, process_environment());
+}
+
+std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
+                                                         const EnvironmentLookup& env) {
   SenderOptions o;
   CLI::App app{
       "Send files and directories to an rdma-recv daemon over RDMA, each verified by its digest.",
@@ -62,7 +111,9 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
   app.footer(kFooter);
   app.set_version_flag("--version", std::string("rdma-send ") + kVersion);
   app.add_option("-H,--host", o.host,
-                 "receiver host name or address (IPv4 or IPv6); required unless --checksum");
+                 "receiver host name or address (IPv4 or IPv6), or several, comma-separated "
+                 "(HOST, HOST:PORT or [IPV6]:PORT), to spread the connections over; required "
+                 "unless --checksum");
   app.add_option("-p,--port", o.port, "receiver port")
       ->capture_default_str()
       ->check(cli::number_in(1, 65535, "port number"));
@@ -87,9 +138,30 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
                  "on those of -d DEV1,DEV2")
       ->capture_default_str()
       ->check(cli::number_in(1, 64));
-  app.add_flag(
+  auto* json = app.add_flag(
       "--json", o.json,
       "print one JSON object on stdout: bytes, phase timings, throughput, verdict, secret");
+  app.add_flag("--json-lines", o.json_lines,
+               "print one JSON object a line on stdout: {\"entry\":...} as each file and "
+               "directory settles, then {\"summary\":...} with the totals (and the secret)")
+      ->excludes(json);
+  std::optional<std::string> shard;
+  app.add_option("--shard", shard,
+                 "send only shard I (0 to N-1) of N of the files, balanced by bytes and the same "
+                 "on every run; auto: I and N from Slurm, Open MPI or PMI; auto/N: I from "
+                 "JOB_COMPLETION_INDEX")
+      ->option_text("I/N|auto|auto/N");
+  app.add_option("--files-from", o.files_from,
+                 "send the entries LIST names, one a line (or NUL-separated with -0); '-' reads "
+                 "standard input")
+      ->option_text("LIST");
+  std::optional<std::string> base;
+  app.add_option("--base", base,
+                 "the directory --files-from names are relative to, and absolute ones must lie "
+                 "beneath; each entry arrives under its path relative to it (default: the "
+                 "working directory)")
+      ->option_text("DIR");
+  app.add_flag("-0,--from0", o.from0, "--files-from LIST is NUL-separated (find -print0)");
   // Two callbacks rather than one "!--no-progress" flag: CLI11 would set an unset
   // optional<bool> to false, losing "not asked" (which means: a bar on a terminal).
   auto* progress = app.add_flag_callback(
@@ -162,13 +234,38 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
       return kExitUsage;
     }
   }
-  if (o.files.empty() && !o.check) {
-    std::cerr << "rdma-send: PATH is required (or --check, or --help)\n";
+  if (o.files.empty() && !o.check && !o.files_from) {
+    std::cerr << "rdma-send: PATH is required (or --files-from, --check, or --help)\n";
     return kExitUsage;
+  }
+  if (const auto problem = check_list_options(o, base.has_value())) {
+    std::cerr << "rdma-send: " << *problem << "\n";
+    return kExitUsage;
+  }
+  if (base) o.base = *base;
+  if (shard) {
+    auto parsed = parse_shard(*shard, env);
+    if (const auto* problem = std::get_if<std::string>(&parsed)) {
+      std::cerr << "rdma-send: --shard: " << *problem << "\n";
+      return kExitUsage;
+    }
+    o.shard = std::get<ShardSpec>(parsed);
   }
   if (!o.checksum) {
     if (o.host.empty()) {
       std::cerr << "rdma-send: --host is required (unless --checksum)\n";
+      return kExitUsage;
+    }
+    auto receivers = parse_receivers(o.host, o.port);
+    if (const auto* problem = std::get_if<std::string>(&receivers)) {
+      std::cerr << "rdma-send: -H: " << *problem << "\n";
+      return kExitUsage;
+    }
+    o.receivers = std::get<std::vector<Receiver>>(std::move(receivers));
+    o.host = o.receivers.front().host;
+    o.port = o.receivers.front().port;
+    if (o.check && o.receivers.size() > 1) {
+      std::cerr << "rdma-send: --check checks one receiver; give -H one HOST at a time\n";
       return kExitUsage;
     }
     if (o.rename && o.files.size() != 1) {
@@ -189,13 +286,13 @@ std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
   if (o.devices.size() == 1) o.device = o.devices.front();
   o.connect_timeout = std::chrono::seconds(connect_s);
   o.timeout = std::chrono::seconds(timeout_s);
-  if (o.files.empty()) return o;  // --check
-  o.file = o.files.front();
-  o.name = o.rename ? *o.rename : std::filesystem::path(o.file).filename().string();
   if (o.id && (o.id->empty() || o.id->size() > 256)) {
     std::cerr << "rdma-send: --id must be 1 to 256 bytes\n";
     return kExitUsage;
   }
+  if (o.files.empty()) return o;  // --check, --files-from
+  o.file = o.files.front();
+  o.name = o.rename ? *o.rename : std::filesystem::path(o.file).filename().string();
   return o;
 }
 

@@ -9,12 +9,16 @@
 #include <vector>
 
 #include "protocol/wire.hpp"
+#include "sender/receivers.hpp"
+#include "sender/shard.hpp"
 
 namespace rdmax::sender {
 
 struct SenderOptions {
-  std::string host;
-  std::uint16_t port = 18515;
+  std::string host;            // the first receiver's (-H, -p)
+  std::uint16_t port = 18515;  // -p: the port of every receiver -H names without one
+  // -H HOST1,HOST2,...: the connections are spread over these (one, usually).
+  std::vector<Receiver> receivers;
   std::optional<std::string> device;  // -d with one device: the connection must use it
   std::vector<std::string> devices;   // -d DEV1,DEV2: connections spread over these
   std::optional<std::string> id;
@@ -40,9 +44,19 @@ struct SenderOptions {
   bool zero_copy = false;
   std::optional<std::uint64_t> bwlimit;  // --bwlimit: bytes per second
   bool check = false;                    // --check: preflight checks only (sender/preflight.hpp)
+  // --shard I/N, auto, auto/N (sender/shard.hpp): this process sends only its share.
+  ShardSpec shard;
+  // --files-from FILE ("-": stdin): the entries, named relative to `base` (sender/file_list.hpp)
+  std::optional<std::string> files_from;
+  std::string base = ".";   // --base DIR
+  bool from0 = false;       // -0/--from0: the list is NUL-separated
+  bool json_lines = false;  // --json-lines: one JSON line per entry as it settles, then totals
 };
 
 // Either options, or the exit status to leave with (0 after --help/--version).
 [[nodiscard]] std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv);
+// The same, with --shard auto reading `env` instead of the process's environment.
+[[nodiscard]] std::variant<SenderOptions, int> parse_sender_options_in(
+    int argc, char** argv, const EnvironmentLookup& env);
 
 }  // namespace rdmax::sender

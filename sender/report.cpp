@@ -24,10 +24,12 @@ struct Counts {
   bool zero_copy = false;
 };
 
-Counts count(const SessionPlan& plan) {
+// The entries' counts; with `receiver`, of those its connections carried only.
+Counts count(const SessionPlan& plan, const std::string* receiver = nullptr) {
   Counts c;
   for (std::size_t i = 0; i < plan.entries.size(); ++i) {
     const EntryResult& r = plan.results[i];
+    if (receiver != nullptr && r.receiver != *receiver) continue;
     (plan.entries[i].kind == proto::EntryKind::File ? c.files : c.directories) += 1;
     c.size += plan.entries[i].size;
     switch (r.status) {
@@ -52,6 +54,17 @@ Counts count(const SessionPlan& plan) {
     c.zero_copy = c.zero_copy || r.zero_copy;
   }
   return c;
+}
+
+// -H HOST1,HOST2: the receivers the entries went to, in the order first met.
+std::vector<std::string> receivers_of(const SessionPlan& plan) {
+  std::vector<std::string> receivers;
+  for (const EntryResult& r : plan.results) {
+    if (!r.receiver.empty() &&
+        std::find(receivers.begin(), receivers.end(), r.receiver) == receivers.end())
+      receivers.push_back(r.receiver);
+  }
+  return receivers;
 }
 
 double rate_of(const RunSummary& s) {
@@ -138,43 +151,64 @@ void summarize(const SessionPlan& plan, const RunSummary& summary, int exit_code
     spdlog::info("{}", line);
   else
     spdlog::error("{}", line);
+  // Several receivers: what each of them got, so that a failed one is named.
+  if (const auto receivers = receivers_of(plan); receivers.size() > 1) {
+    for (const std::string& receiver : receivers) {
+      const Counts r = count(plan, &receiver);
+      const std::string each =
+          fmt::format("{}: {} files and {} directories: {} good, {} failed, {} not sent", receiver,
+                      r.files, r.directories, r.good, r.failed, r.not_sent);
+      if (r.failed + r.not_sent == 0)
+        spdlog::info("{}", each);
+      else
+        spdlog::error("{}", each);
+    }
+  }
   if (c.failed + c.not_sent == 0 && exit_code != kExitSuccess)
     spdlog::error("the receiver denied the id: no secret");
 }
 
-std::string to_json(const SessionPlan& plan, const RunSummary& summary, int exit_code,
-                    const std::string& secret) {
-  const Counts c = count(plan);
-  Json entries = Json::array();
-  for (std::size_t i = 0; i < plan.entries.size(); ++i) {
-    const PlannedEntry& e = plan.entries[i];
-    const EntryResult& r = plan.results[i];
-    const bool file = e.kind == proto::EntryKind::File;
-    Json entry;
-    entry["path"] = e.local_path;
-    entry["name"] = e.remote_path;
-    entry["kind"] = proto::to_string(e.kind);
-    entry["bytes"] = e.size;
-    if (file) {
-      entry["digest"] = {{"algorithm", proto::to_string(plan.algorithm)},
-                         {"value", to_hex(e.digest)},
-                         {"from_cache", e.digest_from_cache}};
-    }
-    entry["status"] = status_of(r);
-    entry["verdict"] = verdict_of(r);
-    entry["outcome"] = proto::to_string(
-        r.status == EntryResult::Status::Good ? proto::SenderOutcome::Success : r.outcome);
-    if (!r.detail.empty()) entry["detail"] = r.detail;
-    if (file) {
-      entry["bytes_sent"] = r.bytes;
-      entry["resumed_from"] = r.resumed_from;
-      entry["zero_copy"] = r.zero_copy;
-    }
-    entries.push_back(std::move(entry));
+namespace {
+// One entry of to_json's "entries", and one line of --json-lines.
+Json entry_object(const SessionPlan& plan, std::size_t i) {
+  const PlannedEntry& e = plan.entries[i];
+  const EntryResult& r = plan.results[i];
+  const bool file = e.kind == proto::EntryKind::File;
+  Json entry;
+  entry["path"] = e.local_path;
+  entry["name"] = e.remote_path;
+  entry["kind"] = proto::to_string(e.kind);
+  entry["bytes"] = e.size;
+  if (file) {
+    entry["digest"] = {{"algorithm", proto::to_string(plan.algorithm)},
+                       {"value", to_hex(e.digest)},
+                       {"from_cache", e.digest_from_cache}};
   }
+  entry["status"] = status_of(r);
+  entry["verdict"] = verdict_of(r);
+  entry["outcome"] = proto::to_string(
+      r.status == EntryResult::Status::Good ? proto::SenderOutcome::Success : r.outcome);
+  if (!r.detail.empty()) entry["detail"] = r.detail;
+  if (file) {
+    entry["bytes_sent"] = r.bytes;
+    entry["resumed_from"] = r.resumed_from;
+    entry["zero_copy"] = r.zero_copy;
+  }
+  if (!r.receiver.empty()) entry["receiver"] = r.receiver;
+  return entry;
+}
+
+// to_json's object: the entries (unless `with_entries` is false), then the totals.
+Json report_object(const SessionPlan& plan, const RunSummary& summary, int exit_code,
+                   const std::string& secret, bool with_entries) {
+  const Counts c = count(plan);
   const proto::SenderOutcome outcome = outcome_of(plan, summary);
   Json out;
-  out["entries"] = std::move(entries);
+  if (with_entries) {
+    Json entries = Json::array();
+    for (std::size_t i = 0; i < plan.entries.size(); ++i) entries.push_back(entry_object(plan, i));
+    out["entries"] = std::move(entries);
+  }
   out["files"] = c.files;
   out["directories"] = c.directories;
   out["good"] = c.good;
@@ -183,6 +217,19 @@ std::string to_json(const SessionPlan& plan, const RunSummary& summary, int exit
   out["identical"] = c.identical;
   out["resumed"] = c.resumed;
   out["left_out"] = summary.left_out;
+  // Which receiver got what (-H HOST1,HOST2): each entry also names its own.
+  Json receivers = Json::array();
+  for (const std::string& receiver : receivers_of(plan)) {
+    const Counts r = count(plan, &receiver);
+    receivers.push_back({{"receiver", receiver},
+                         {"files", r.files},
+                         {"directories", r.directories},
+                         {"good", r.good},
+                         {"failed", r.failed},
+                         {"not_sent", r.not_sent},
+                         {"bytes", r.size}});
+  }
+  out["receivers"] = std::move(receivers);
   out["bytes"] = c.size;
   out["bytes_sent"] = summary.bytes;
   out["bytes_not_resent"] = c.not_resent;
@@ -198,15 +245,51 @@ std::string to_json(const SessionPlan& plan, const RunSummary& summary, int exit
   out["outcome"] = proto::to_string(outcome);
   out["exit_code"] = exit_code;
   if (!secret.empty() && exit_code == kExitSuccess) out["secret"] = secret;
-  return out.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return out;
+}
+
+Json failure_object(int exit_code, const std::string& error, bool with_entries) {
+  Json out;
+  if (with_entries) out["entries"] = Json::array();
+  out["exit_code"] = exit_code;
+  out["error"] = error;
+  return out;
+}
+
+std::string dumped(const Json& json) {
+  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+}  // namespace
+
+std::string to_json(const SessionPlan& plan, const RunSummary& summary, int exit_code,
+                    const std::string& secret) {
+  return dumped(report_object(plan, summary, exit_code, secret, true));
 }
 
 std::string to_json_failure(int exit_code, const std::string& error) {
-  Json out;
-  out["entries"] = Json::array();
-  out["exit_code"] = exit_code;
-  out["error"] = error;
-  return out.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return dumped(failure_object(exit_code, error, true));
+}
+
+std::string to_json_failure_line(int exit_code, const std::string& error) {
+  return dumped(Json{{"summary", failure_object(exit_code, error, false)}});
+}
+
+void JsonLines::write(const std::string& line) {
+  out_ << line << '\n';
+  out_.flush();
+}
+
+void JsonLines::settled(const SessionPlan& plan, std::size_t index) {
+  if (written_.size() < plan.entries.size()) written_.resize(plan.entries.size(), false);
+  if (index >= written_.size() || written_[index]) return;
+  written_[index] = true;
+  write(dumped(Json{{"entry", entry_object(plan, index)}}));
+}
+
+void JsonLines::finish(const SessionPlan& plan, const RunSummary& summary, int exit_code,
+                       const std::string& secret) {
+  for (std::size_t i = 0; i < plan.entries.size(); ++i) settled(plan, i);
+  write(dumped(Json{{"summary", report_object(plan, summary, exit_code, secret, false)}}));
 }
 
 void say_interrupted(int signal) {

@@ -5,7 +5,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <ostream>
 #include <string>
+#include <vector>
 
 #include "sender/session_plan.hpp"
 
@@ -39,6 +41,30 @@ void summarize(const SessionPlan& plan, const RunSummary& summary, int exit_code
 // --json when the command ends before any transfer (a usage error, no device): the same
 // object with no entries and the error's text.
 [[nodiscard]] std::string to_json_failure(int exit_code, const std::string& error);
+
+// --json-lines: stdout carries one JSON object a line, nothing else. {"entry":{...}} as each
+// entry settles, the very object to_json lists under "entries"; at the end the entries that
+// never settled (not sent), then {"summary":{...}}: to_json's object without "entries" (the
+// secret in it, as with --json). One schema for both: a job script that aggregates shards
+// reads the same keys as one that reads --json.
+class JsonLines {
+ public:
+  explicit JsonLines(std::ostream& out) : out_(out) {}
+  // Entry `index` of `plan` is settled: its line, unless written already. Flushed, so that a
+  // pipe's reader sees it now.
+  void settled(const SessionPlan& plan, std::size_t index);
+  // The entries not written yet, then the summary line.
+  void finish(const SessionPlan& plan, const RunSummary& summary, int exit_code,
+              const std::string& secret);
+
+ private:
+  void write(const std::string& line);
+  std::ostream& out_;
+  std::vector<bool> written_;
+};
+// --json-lines when the command ends before any transfer: {"summary": to_json_failure's
+// object without "entries"}.
+[[nodiscard]] std::string to_json_failure_line(int exit_code, const std::string& error);
 
 // Said once when SIGINT/SIGTERM stops a run: what happens to what was sent, and that the same
 // command continues it (files already there are skipped, a partial file resumes).

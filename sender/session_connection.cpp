@@ -253,7 +253,9 @@ void SessionConnection::settle(std::uint32_t local, EntryResult settled) {
   settled.bytes = result(local).bytes;
   settled.resumed_from = result(local).resumed_from;
   settled.zero_copy = result(local).zero_copy;
+  settled.receiver = std::move(result(local).receiver);
   result(local) = std::move(settled);
+  if (plan_.on_settled) plan_.on_settled(entries_[local]);
 }
 
 void SessionConnection::violation(std::string text) {
@@ -308,7 +310,9 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
                                  (m->text.empty() ? "" : ": ") + proto::escape_for_log(m->text);
       spdlog::error("{}: refused by the receiver ({}); {}", quoted(entry(0).local_path), detail,
                     proto::refusal_next_step(m->reason, proto::RefusalScope::File));
-      settle(0, {EntryResult::Status::Refused, proto::SenderOutcome::Rejected, detail, 0});
+      settle(0, {.status = EntryResult::Status::Refused,
+                 .outcome = proto::SenderOutcome::Rejected,
+                 .detail = detail});
     } else {
       spdlog::error("[{}] the receiver refused the session: {}", label(),
                     proto::describe_refusal(m->reason, m->text, proto::RefusalScope::Session));
@@ -353,8 +357,10 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
       if (auto error = ledger_.had(m->entry))
         return violation(std::string("bad Have: ") + proto::to_string(*error));
       spdlog::info("{}: skipped, identical on the receiver", quoted(entry(m->entry).local_path));
-      settle(m->entry, {EntryResult::Status::Good, proto::SenderOutcome::Success, "", 0});
-      result(m->entry).identical = true;
+      EntryResult had{.status = EntryResult::Status::Good,
+                      .outcome = proto::SenderOutcome::Success};
+      had.identical = true;
+      settle(m->entry, std::move(had));
     }
     return dispatch({Event::GotHave, {}});
   }
@@ -371,7 +377,9 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
                     detail,
                     proto::refusal_next_step(m->reason, one_file ? proto::RefusalScope::File
                                                                  : proto::RefusalScope::Entry));
-      settle(m->entry, {EntryResult::Status::Refused, proto::SenderOutcome::Rejected, detail, 0});
+      settle(m->entry, {.status = EntryResult::Status::Refused,
+                        .outcome = proto::SenderOutcome::Rejected,
+                        .detail = detail});
     }
     return dispatch({Event::GotRefuse, {}});
   }
@@ -382,16 +390,17 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
         return violation(std::string("bad FileVerdict: ") + proto::to_string(*error));
       if (good) {
         spdlog::debug("{}: verified", quoted(entry(m->entry).local_path));
-        settle(m->entry, {EntryResult::Status::Good, proto::SenderOutcome::Success, "", 0});
+        settle(m->entry,
+               {.status = EntryResult::Status::Good, .outcome = proto::SenderOutcome::Success});
       } else {
         const bool stored = m->code == proto::VerdictCode::StorageError;
         spdlog::error("{}: verdict {}{}", quoted(entry(m->entry).local_path),
                       proto::to_string(m->code),
                       stored ? " (the receiver could not store it)" : "");
-        settle(m->entry,
-               {EntryResult::Status::Failed,
-                stored ? proto::SenderOutcome::ReceiverFailed : proto::SenderOutcome::HashMismatch,
-                proto::to_string(m->code), 0});
+        settle(m->entry, {.status = EntryResult::Status::Failed,
+                          .outcome = stored ? proto::SenderOutcome::ReceiverFailed
+                                            : proto::SenderOutcome::HashMismatch,
+                          .detail = proto::to_string(m->code)});
       }
     }
     return dispatch({Event::GotFileVerdict, {}});

@@ -5,6 +5,7 @@
 // reported by main at the end (summary line, --json, exit status).
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,19 +37,25 @@ struct EntryResult {
   Status status = Status::NotSent;
   // Why it is not Good, as the outcome a one-file run would have had (its exit status).
   proto::SenderOutcome outcome = proto::SenderOutcome::ConnectionLost;
-  std::string detail;       // the refusal's reason and text, or the verdict
+  std::string detail{};     // the refusal's reason and text, or the verdict
   std::uint64_t bytes = 0;  // bytes written for it
   // Resume (docs/PROTOCOL.md 7.6): the receiver had the file already (Have: Good, nothing
   // written), or its first bytes (Resume: they were not sent again).
   bool identical = false;
   std::uint64_t resumed_from = 0;
   bool zero_copy = false;  // its bytes went from the file's registered mapping (--zero-copy)
+  // The rdma-recv (host:port) whose connection carried it; empty: it never had one (a file
+  // that could not be read).
+  std::string receiver{};
 };
 
 struct SessionPlan {
   proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::FsVeritySha256;
   std::vector<PlannedEntry> entries;
   std::vector<EntryResult> results;  // one per entry
+  // Called with an entry's index when a connection settles it (its result is final, but for
+  // a run cut short): --json-lines prints it then (sender/report.hpp).
+  std::function<void(std::size_t)> on_settled{};
 };
 
 const char* to_string(EntryResult::Status status);

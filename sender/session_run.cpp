@@ -25,6 +25,7 @@ std::chrono::milliseconds ms(std::chrono::seconds s) {
 struct SessionRun::Link final : SenderCm {
   SessionRun& run;
   std::size_t index;
+  const Receiver& receiver;           // the rdma-recv it connects to (-H)
   std::optional<std::string> device;  // -d: the device it must use
   std::optional<std::string> source;  // and the address it connects from
   std::optional<CmId> id;
@@ -34,7 +35,7 @@ struct SessionRun::Link final : SenderCm {
   std::unique_ptr<Version1Transport> version1;
   std::unique_ptr<SessionConnection> driver;
 
-  Link(SessionRun& r, std::size_t i) : run(r), index(i) {}
+  Link(SessionRun& r, std::size_t i, const Receiver& to) : run(r), index(i), receiver(to) {}
   void resolve_route() override { id->resolve_route(ms(run.options_.connect_timeout)); }
   Transport& connect() override {
     transport = std::make_unique<RdmaTransport>(
@@ -72,9 +73,14 @@ SessionRun::SessionRun(const SenderOptions& options, const SenderSettings& setti
   loop_.on_tick([this](EventLoop::Clock::time_point now) { on_tick(now); });
   settings_.assign(shares.size(), settings);
   for (std::size_t i = 1; i < settings_.size(); ++i) settings_[i].id.reset();  // the lead's
-  const std::string peer = host_and_port(options.host, options.port);
+  // -H HOST1,HOST2: connection i goes to receiver i mod their number (the command's
+  // connections were raised to one per receiver at least).
+  receivers_ = options.receivers.empty() ? std::vector<Receiver>{{options.host, options.port}}
+                                         : options.receivers;
   for (std::size_t i = 0; i < shares.size(); ++i) {
-    auto link = std::make_unique<Link>(*this, i);
+    const Receiver& to = receivers_[i % receivers_.size()];
+    const std::string peer = host_and_port(to.host, to.port);
+    auto link = std::make_unique<Link>(*this, i, to);
     if (!options.devices.empty()) {
       link->device = options.devices[i % options.devices.size()];
       // Connecting from the device's own address makes rdma_cm route through it.
@@ -82,6 +88,8 @@ SessionRun::SessionRun(const SenderOptions& options, const SenderSettings& setti
     }
     link->id.emplace(channel_);
     link->raw = link->id->get();
+    // Which receiver each entry went to, for the report (settled or not).
+    for (const std::uint32_t index : shares[i]) plan_.results[index].receiver = peer;
     link->driver = std::make_unique<SessionConnection>(
         settings_[i], plan_, std::move(shares[i]), *link,
         shares.size() > 1 ? peer + "#" + std::to_string(i + 1) : peer);
@@ -104,7 +112,8 @@ proto::SenderOutcome SessionRun::run() {
   for (auto& link : links_) {
     link->driver->start();
     try {
-      link->id->resolve_addr(options_.host.c_str(), options_.port, ms(options_.connect_timeout),
+      link->id->resolve_addr(link->receiver.host.c_str(), link->receiver.port,
+                             ms(options_.connect_timeout),
                              link->source ? link->source->c_str() : nullptr);
     } catch (const std::exception& e) {
       spdlog::error("{}", e.what());
@@ -187,9 +196,9 @@ void SessionRun::on_cm_events() {
         std::find_if(links_.begin(), links_.end(), [&](const auto& l) { return l->raw == id; });
     if (it == links_.end()) continue;
     Link& link = **it;
-    deliver_cm_event(
-        *link.driver, type,
-        {status, link.id ? &*link.id : nullptr, link.device, options_.host, options_.port});
+    deliver_cm_event(*link.driver, type,
+                     {status, link.id ? &*link.id : nullptr, link.device, link.receiver.host,
+                      link.receiver.port});
   }
 }
 

@@ -2,7 +2,8 @@
 // rdma-send's wiring for version-2 sessions (one file is a session of one entry): the process's
 // event loop (common/event_loop.hpp) over one CM event channel and every connection's completion
 // fd, driving N SessionConnections at once
-// (-P/--parallel, on one device or several: -d DEV1,DEV2). The first connection is the
+// (-P/--parallel, on one device or several: -d DEV1,DEV2; to one receiver or several:
+// -H HOST1,HOST2, connection i to receiver i mod their number). The first connection is the
 // lead: it carries the directories, which it offers only once the files of every
 // connection are settled (so that their times stick), and the id, which it presents only
 // when every entry of the command is good. The others say Bye after their last entry.
@@ -53,6 +54,7 @@ class SessionRun {
   void show_files_settled();
 
   const SenderOptions& options_;
+  std::vector<Receiver> receivers_;  // -H: the links refer to these
   SessionPlan& plan_;
   std::uint64_t total_bytes_ = 0;
   std::size_t total_files_ = 0;

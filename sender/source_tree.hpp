@@ -27,6 +27,10 @@ struct SourceEntry {
   std::uint64_t size = 0;   // 0 for a directory
   std::uint32_t mode = 0;   // st_mode & 07777
   struct timespec mtime {};
+  // Not empty: the file could not be read when it was found ("cannot read: <strerror>"), a
+  // listed entry (--files-from) that is unreadable or vanished. It is reported as failed,
+  // with the others going on, and never offered.
+  std::string unreadable{};
 };
 
 struct Skipped {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <iostream>
 
 #include "common/digest_cache.hpp"
 #include "common/error.hpp"
@@ -13,10 +14,12 @@
 #include "protocol/names.hpp"
 #include "protocol/sizes.hpp"
 #include "sender/exit_codes.hpp"
+#include "sender/file_list.hpp"
 #include "sender/hashing_pass.hpp"
 #include "sender/memlock.hpp"
 #include "sender/report.hpp"
 #include "sender/session_run.hpp"
+#include "sender/shard.hpp"
 #include "sender/source_tree.hpp"
 #include "sender/version1_send.hpp"
 
@@ -79,6 +82,7 @@ void hash_files(const SenderOptions& options, SessionPlan& plan, ProgressMode pr
   for (std::size_t i = 0; i < plan.entries.size(); ++i) {
     PlannedEntry& e = plan.entries[i];
     if (e.kind != proto::EntryKind::File) continue;
+    if (plan.results[i].status != EntryResult::Status::NotSent) continue;  // unreadable
     try {
       InterruptFlag::check();
       InputFile file(e.local_path);
@@ -92,8 +96,9 @@ void hash_files(const SenderOptions& options, SessionPlan& plan, ProgressMode pr
       throw;
     } catch (const std::exception& ex) {
       spdlog::error("cannot read '{}': {}", proto::escape_for_log(e.local_path), ex.what());
-      plan.results[i] = {EntryResult::Status::Failed, proto::SenderOutcome::LocalFailure,
-                         std::string("cannot read: ") + ex.what(), 0};
+      plan.results[i] = {.status = EntryResult::Status::Failed,
+                         .outcome = proto::SenderOutcome::LocalFailure,
+                         .detail = std::string("cannot read: ") + ex.what()};
     }
   }
   commit_digest_cache(batch);
@@ -104,24 +109,55 @@ void hash_files(const SenderOptions& options, SessionPlan& plan, ProgressMode pr
   seconds = seconds_since(t0);
 }
 
+// The command's whole tree: the walk of its PATHs, or the entries --files-from lists.
+SourceTree find_sources(const SenderOptions& options) {
+  if (!options.files_from) return walk_sources(options.files, options.recursive, options.rename);
+  const std::string list = read_file_list(*options.files_from);
+  return walk_file_list(split_file_list(list, options.from0), absolute_base(options.base));
+}
+
+// Files that could not be read when they were found (--files-from entries) are failed now,
+// each said once; the others go on.
+void fail_unreadable(const SourceTree& tree, SessionPlan& plan) {
+  for (std::size_t i = 0; i < tree.files.size(); ++i) {
+    const SourceEntry& f = tree.files[i];
+    if (f.unreadable.empty()) continue;
+    spdlog::error("'{}': {}", proto::escape_for_log(f.local_path), f.unreadable);
+    plan.results[i] = {.status = EntryResult::Status::Failed,
+                       .outcome = proto::SenderOutcome::LocalFailure,
+                       .detail = f.unreadable};
+  }
+}
 }  // namespace
 
 std::optional<SourceTree> walk_local_input(const SenderOptions& options, std::string& error) {
   SourceTree tree;
   try {
-    tree = walk_sources(options.files, options.recursive, options.rename);
+    tree = find_sources(options);
   } catch (const std::exception& e) {  // SourceError: the message is for the user as it is
     error = e.what();
     spdlog::error("{}", error);
     return std::nullopt;
   }
-  for (const auto& s : tree.skipped)
-    spdlog::warn("skipping '{}': {}", proto::escape_for_log(s.local_path), s.reason);
   if (tree.files.empty() && tree.directories.empty()) {
-    error = "nothing to send: every PATH was skipped";
+    for (const auto& s : tree.skipped)
+      spdlog::warn("skipping '{}': {}", proto::escape_for_log(s.local_path), s.reason);
+    error = options.files_from ? "nothing to send: the list names no file or directory to send"
+                               : "nothing to send: every PATH was skipped";
     spdlog::error("{}", error);
     return std::nullopt;
   }
+  if (options.shard.count > 1) {
+    const std::size_t files = tree.files.size();
+    const std::uint64_t bytes = tree.total_bytes;
+    tree = select_shard(tree, options.shard);
+    spdlog::info("shard {} of {}: {} of {} files ({} of {}), {} directories", options.shard.index,
+                 options.shard.count, tree.files.size(), files,
+                 proto::format_size(tree.total_bytes), proto::format_size(bytes),
+                 tree.directories.size());
+  }
+  for (const auto& s : tree.skipped)
+    spdlog::warn("skipping '{}': {}", proto::escape_for_log(s.local_path), s.reason);
   return tree;
 }
 
@@ -129,7 +165,7 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
   const auto t0 = Clock::now();
   // One connection takes the files in walk order; several share them out largest first, so
   // that no big file starts last.
-  if (options.parallel > 1) sort_largest_first(tree.files);
+  if (options.parallel > 1 || options.receivers.size() > 1) sort_largest_first(tree.files);
 
   SessionPlan plan;
   plan.algorithm = options.digest;
@@ -137,6 +173,9 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
   for (const auto& d : tree.directories)
     plan.entries.push_back(planned(d, proto::EntryKind::Directory));
   plan.results.resize(plan.entries.size());
+  fail_unreadable(tree, plan);  // the plan's first entries are tree.files, in order
+  std::optional<JsonLines> lines;
+  if (options.json_lines) lines.emplace(std::cout);
 
   RunSummary summary;
   summary.left_out = tree.skipped.size();
@@ -148,7 +187,11 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
     spdlog::info("{} files ({}) hashed in {:.2f}s, {} from the digest cache", tree.files.size(),
                  proto::format_size(tree.total_bytes), summary.hash_seconds, from_cache);
   }
-  // Files that could not be read are not offered.
+  // Files that could not be read are not offered; --json-lines says so now.
+  if (lines) {
+    for (std::size_t i = 0; i < plan.entries.size(); ++i)
+      if (plan.results[i].status != EntryResult::Status::NotSent) lines->settled(plan, i);
+  }
   SessionPlan sendable;
   sendable.algorithm = plan.algorithm;
   std::vector<std::size_t> origin;
@@ -158,6 +201,15 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
     origin.push_back(i);
   }
   sendable.results.resize(sendable.entries.size());
+  if (lines) {
+    // Copied back as each entry settles (a version-1 fallback re-hashes, hence the entry too).
+    sendable.on_settled = [&](std::size_t j) {
+      plan.algorithm = sendable.algorithm;
+      plan.entries[origin[j]] = sendable.entries[j];
+      plan.results[origin[j]] = sendable.results[j];
+      lines->settled(plan, origin[j]);
+    };
+  }
 
   std::string secret;
   if (!sendable.entries.empty()) {
@@ -169,8 +221,10 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
     const auto limit = preflight::current_memlock_limit();
     std::uint32_t files = 0;
     for (const auto& e : sendable.entries) files += e.kind == proto::EntryKind::File ? 1 : 0;
-    const std::uint32_t asked =
-        std::max<std::uint32_t>(1, std::min<std::uint32_t>(options.parallel, files));
+    // -H HOST1,HOST2: a connection to each receiver at least (sender/session_run.hpp).
+    const auto wanted = std::max<std::uint32_t>(
+        options.parallel, static_cast<std::uint32_t>(options.receivers.size()));
+    const std::uint32_t asked = std::max<std::uint32_t>(1, std::min<std::uint32_t>(wanted, files));
     const std::uint32_t fit = proto::connections_that_fit(
         MemlockBudget(limit, 1, kSessionDepths).pins(), asked, kDefaultReceiverSlotSize);
     // Not even one: one connection tries (the receiver's slots may be smaller), and fails at
@@ -204,6 +258,8 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
   summarize(plan, summary, rc);
   if (options.json) {
     std::puts(to_json(plan, summary, rc, secret).c_str());
+  } else if (lines) {
+    lines->finish(plan, summary, rc, secret);
   } else if (rc == kExitSuccess && !secret.empty()) {
     std::fwrite(secret.data(), 1, secret.size(), stdout);
     std::fputc('\n', stdout);

@@ -13,7 +13,7 @@ fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
 # Long options, one per line: of --help, and of the completion file's option list.
 help_options() {
-  "$build/bin/$1" --help | grep -oE -- '^ +(-[a-zA-Z],)?--[a-z][a-z-]+' | grep -oE -- '--[a-z-]+' |
+  "$build/bin/$1" --help | grep -oE -- '^ +(-[a-zA-Z0-9],)?--[a-z][a-z0-9-]+' | grep -oE -- '--[a-z0-9-]+' |
     sort -u
 }
 # complete PROGRAM WORD...: the completions bash would offer for the last WORD (the one

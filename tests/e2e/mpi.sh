@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Shards under a real launcher (issue 24): Open MPI's `mpirun -np 4` starts four rdma-send
+# --shard auto on one tree of a few hundred files of mixed sizes. The tree arrives
+# identical, every file was sent by exactly one shard (from --json-lines), the shards' bytes
+# are within 20% of each other, and a second run of the same job moves no data and reports
+# every file identical.
+source "$(dirname "$0")/lib.sh"
+need_programs send recv
+command -v mpirun >/dev/null ||
+  fail "mpirun is needed (Debian's openmpi-bin; scripts/install-deps.sh installs it)"
+command -v jq >/dev/null || fail "jq is needed (scripts/install-deps.sh installs it)"
+
+port=18791
+work=$(mktemp -d "${RXE_SCRATCH:-/tmp}/rdmax-mpi.XXXXXX")
+out=$work/out
+src=$work/src
+mkdir -p "$out" "$src"
+trap 'rm -rf "$work"; _cleanup' EXIT
+log=$shared/recv.log
+fail_context() {
+  echo "--- receiver log:"; tail -n 30 "$log"
+  local f
+  for f in "$shared"/*.log; do [[ -e $f && $f != "$log" ]] && { echo "--- $f:"; tail -n 20 "$f"; }; done
+}
+
+start_daemon recv "$log" "$recv" --port "$port" --dir "$out" -v
+wait_for 20 cm_listening "$port"
+
+# A few hundred files: some large, many small, some empty, in nested directories.
+t=$src/tree
+mkdir -p "$t/big" "$t/small/deeper" "$t/empty dir" "$t/ünï"
+for i in 1 2 3 4 5 6 7 8; do head -c $(((i * 2 + 1) << 20)) /dev/urandom >"$t/big/b$i.bin"; done
+for i in $(seq -w 1 260); do head -c $((RANDOM * 2)) /dev/urandom >"$t/small/s$i"; done
+for i in $(seq -w 1 40); do : >"$t/small/deeper/e$i"; done
+echo "ü" >"$t/ünï/grüße.txt"
+chmod 0750 "$t/small"
+touch -d '1999-12-31 23:59:59' "$t/small/deeper" "$t/empty dir"
+files=$(find "$t" -type f | wc -l)
+
+# mpirun as root (the test bed's user) must be told it is meant.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+# job NAME: the four shards, each writing NAME.RANK.jsonl and NAME.RANK.log.
+job() {
+  local name=$1 rc=0
+  # shellcheck disable=SC2016 # expanded by each rank's shell
+  timeout -k 5 240 mpirun -np 4 --oversubscribe sh -c \
+    'exec "$0" -H "$1" -p "$2" -r --shard auto --json-lines "$3" >"$4.$OMPI_COMM_WORLD_RANK.jsonl" 2>"$4.$OMPI_COMM_WORLD_RANK.log"' \
+    "$send" "$RXE_ADDR" "$port" "$t" "$shared/$name" >"$shared/mpirun-$name.out" 2>&1 || rc=$?
+  ((rc == 0)) || fail "mpirun -np 4 ($name) exited $rc: $(tail -n 5 "$shared/mpirun-$name.out")"
+  local r
+  for r in 0 1 2 3; do
+    [[ -s $shared/$name.$r.jsonl ]] || fail "rank $r wrote no JSON lines"
+    grep -q "shard $r of 4" "$shared/$name.$r.log" || fail "rank $r did not send shard $r of 4"
+  done
+}
+
+# compare SRC DST [nodirtimes]: names, kinds, modes, times (of directories too unless asked)
+# and contents.
+compare() {
+  local a=$1 b=$2 dirfmt='%y %m %T@ %p\n'
+  [[ ${3:-} == nodirtimes ]] && dirfmt='d %m %p\n'
+  (cd "$a" && find . \( -type d -printf "$dirfmt" \) -o -printf '%y %m %T@ %p\n' | sort) >"$shared/a.list"
+  (cd "$b" && find . \( -type d -printf "$dirfmt" \) -o -printf '%y %m %T@ %p\n' | sort) >"$shared/b.list"
+  diff "$shared/a.list" "$shared/b.list" >&2 || return 1
+  diff -r "$a" "$b" >&2
+}
+
+job first
+compare "$t" "$out/tree" nodirtimes || fail "the tree differs after the four shards"
+jq -r 'select(.entry.kind == "file") | .entry.name' "$shared"/first.[0-3].jsonl | sort >"$shared/sent"
+[[ $(wc -l <"$shared/sent") == "$files" ]] ||
+  fail "the shards settled $(wc -l <"$shared/sent") files, the tree has $files"
+dup=$(uniq -d "$shared/sent")
+[[ -z $dup ]] || fail "sent by two shards: $dup"
+bytes=()
+for r in 0 1 2 3; do
+  bytes+=("$(jq -s 'map(select(.summary)) | .[0].summary.bytes' "$shared/first.$r.jsonl")")
+done
+low=$(printf '%s\n' "${bytes[@]}" | sort -n | head -n 1)
+high=$(printf '%s\n' "${bytes[@]}" | sort -n | tail -n 1)
+((low > 0 && high * 10 <= low * 12)) || fail "the shards' bytes are not within 20%: ${bytes[*]}"
+pass "mpirun -np 4: $files files, each sent by one shard; bytes per shard ${bytes[*]}"
+
+job again
+for r in 0 1 2 3; do
+  jq -e -s 'map(select(.summary)) | .[0].summary | .bytes_sent == 0 and .identical == .files' \
+    "$shared/again.$r.jsonl" >/dev/null || fail "re-run, rank $r: $(tail -n 1 "$shared/again.$r.jsonl")"
+done
+compare "$t" "$out/tree" || fail "the tree differs after the re-run"
+pass "the same job again moved no data, every file identical, and set the directory times"
