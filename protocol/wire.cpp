@@ -99,7 +99,7 @@ bool is_known(WorkPhase phase) {
 bool is_known(EntryKind kind) {
   return kind == EntryKind::File || kind == EntryKind::Directory;
 }
-bool is_zero(const Sha256& digest) {
+bool is_zero(const Digest& digest) {
   for (std::uint8_t b : digest)
     if (b != 0) return false;
   return true;
@@ -428,7 +428,7 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
     }
     return std::nullopt;
   };
-  auto read_sha = [&](Sha256& sha) {
+  auto read_sha = [&](Digest& sha) {
     auto bytes = r.take(kSha256Bytes);
     for (std::size_t i = 0; i < bytes.size(); ++i) sha[i] = bytes[i];
   };

@@ -90,7 +90,10 @@ enum class ErrorCode : std::uint16_t {
   ShuttingDown = 5,
 };
 
-using Sha256 = std::array<std::uint8_t, kSha256Bytes>;
+// A file's digest, by the algorithm its Hello or Open names (the fs-verity digest or the
+// whole file's SHA-256): 32 bytes either way. (common/sha256.hpp's rdmax::Digest is the
+// same type; rdmax::Sha256 there is the hasher.)
+using Digest = std::array<std::uint8_t, kSha256Bytes>;
 
 // The digest a Hello announces. Version 1 knows only the first.
 enum class DigestAlgorithm : std::uint8_t {
@@ -124,7 +127,7 @@ inline constexpr std::uint16_t kExtensionResume = 0x0001;
 // file name is the receiver's decision (check_file_name, then Reject BadName), not the codec's.
 struct Hello {
   std::uint64_t file_size = 0;
-  Sha256 digest{};
+  Digest digest{};
   std::uint32_t chunk_size_hint = 0;  // 0 = receiver chooses
   std::string name;                   // 1..kMaxNameBytes bytes
   // Version 2 only (a version-1 Hello cannot carry anything but these defaults).
@@ -168,7 +171,7 @@ struct Done {
 // receiver -> sender: outcome of the transfer.
 struct Verdict {
   VerdictCode code = VerdictCode::Good;
-  Sha256 received_digest{};  // all zero if the receiver did not compute it
+  Digest received_digest{};  // all zero if the receiver did not compute it
   bool operator==(const Verdict&) const = default;
 };
 
@@ -260,7 +263,7 @@ struct Offer {
   std::uint64_t size = 0;        // 0 for a directory
   std::int64_t mtime_sec = 0;    // modification time, seconds since the epoch
   std::uint32_t mtime_nsec = 0;  // and nanoseconds (< 10^9)
-  Sha256 digest{};               // by Open.digest_algorithm; zero for a directory
+  Digest digest{};               // by Open.digest_algorithm; zero for a directory
   std::string path;              // 1..kMaxPathBytes bytes, checked by the receiver
   bool operator==(const Offer&) const = default;
 };
@@ -300,7 +303,7 @@ struct FileDone {
 struct FileVerdict {
   std::uint32_t entry = 0;
   VerdictCode code = VerdictCode::Good;
-  Sha256 received_digest{};
+  Digest received_digest{};
   bool operator==(const FileVerdict&) const = default;
 };
 
@@ -316,7 +319,7 @@ struct Resume {
 // entry as Good (instead of the Accept of a single file, entry 0).
 struct Have {
   std::uint32_t entry = 0;
-  Sha256 digest{};  // the receiver's, by the connection's algorithm
+  Digest digest{};  // the receiver's, by the connection's algorithm
   bool operator==(const Have&) const = default;
 };
 

@@ -60,14 +60,14 @@ bool record_matches(const FileRecord& record, const struct stat& st) {
          record.mtime_nsec == static_cast<std::uint32_t>(st.st_mtim.tv_nsec);
 }
 
-proto::Sha256 digest_of_file(int fd, std::uint64_t size, proto::DigestAlgorithm algorithm) {
+proto::Digest digest_of_file(int fd, std::uint64_t size, proto::DigestAlgorithm algorithm) {
   if (algorithm == proto::DigestAlgorithm::FsVeritySha256)
     return fsverity_digest_of_file(fd, size, 1);
   return sha256_of_file(fd, size);
 }
 
 bool is_identical_file(int parent_fd, const std::string& name, std::uint64_t size,
-                       proto::DigestAlgorithm algorithm, const proto::Sha256& digest_offered) {
+                       proto::DigestAlgorithm algorithm, const proto::Digest& digest_offered) {
   // O_NONBLOCK: a FIFO planted under the name must not block the open.
   const Fd fd(::openat(parent_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd) return false;  // missing, or a link: the create that follows says what it must

@@ -18,7 +18,7 @@ namespace rdmax::receiver {
 
 struct FileRecord {
   proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::FsVeritySha256;
-  proto::Sha256 digest{};
+  proto::Digest digest{};
   std::uint64_t size = 0;
   std::int64_t mtime_sec = 0;
   std::uint32_t mtime_nsec = 0;
@@ -32,13 +32,13 @@ bool write_record(int fd, const FileRecord& record);
 // Whether the record still describes the file: the same size and modification time.
 [[nodiscard]] bool record_matches(const FileRecord& record, const struct stat& st);
 // The digest of the first `size` bytes of the open file, by `algorithm` (one thread).
-[[nodiscard]] proto::Sha256 digest_of_file(int fd, std::uint64_t size,
+[[nodiscard]] proto::Digest digest_of_file(int fd, std::uint64_t size,
                                            proto::DigestAlgorithm algorithm);
 // Whether `name` under `parent_fd` is a regular file of `size` bytes whose digest by
 // `algorithm` is `digest`: by its record while that is current, else by hashing it (and
 // recording what was found, for the next time, if the file did not change meanwhile). A
 // missing file, a link or anything but a regular file is not identical.
 [[nodiscard]] bool is_identical_file(int parent_fd, const std::string& name, std::uint64_t size,
-                                     proto::DigestAlgorithm algorithm, const proto::Sha256& digest);
+                                     proto::DigestAlgorithm algorithm, const proto::Digest& digest);
 
 }  // namespace rdmax::receiver

@@ -82,7 +82,7 @@ class IncomingFile {
 
   struct Resume {
     PartialStore* partials = nullptr;  // null: no partial is kept or continued
-    proto::Sha256 digest{};            // the offered digest
+    proto::Digest digest{};            // the offered digest
     std::uint32_t align = 0;           // where a resumed transfer may start (the slot size)
     bool may_have = false;             // the sender understands Have
   };

@@ -49,7 +49,7 @@ std::string name_of(const std::string& path) {
 struct Header {
   std::string path;
   std::uint64_t size = 0;
-  proto::Sha256 digest{};
+  proto::Digest digest{};
   std::uint64_t durable = 0;
   std::uint64_t node_count = 0;
 };

@@ -43,7 +43,7 @@ class PartialStore {
   struct Key {
     std::string path;  // relative to the directory, already checked
     std::uint64_t size = 0;
-    proto::Sha256 digest{};
+    proto::Digest digest{};
   };
   class Handle;
 

@@ -26,7 +26,7 @@ namespace rdmax::receiver {
 class ResumeProgress {
  public:
   // `align`: where a resumed transfer may start (the slot size).
-  ResumeProgress(WorkQueue& disk, PartialStore& partials, std::string path, proto::Sha256 digest,
+  ResumeProgress(WorkQueue& disk, PartialStore& partials, std::string path, proto::Digest digest,
                  std::uint32_t align)
       : disk_(disk), partials_(partials), path_(std::move(path)), digest_(digest), align_(align) {}
   ResumeProgress(const ResumeProgress&) = delete;
@@ -77,7 +77,7 @@ class ResumeProgress {
   WorkQueue& disk_;
   PartialStore& partials_;
   std::string path_;
-  proto::Sha256 digest_;
+  proto::Digest digest_;
   std::uint32_t align_;
   // The disk queue's: the partial, and its verified prefix (handed from the create job to
   // the loop).

@@ -64,14 +64,14 @@ std::optional<proto::Message> next_answer(Peer& peer) {
 }
 
 proto::Offer offer_of(std::uint32_t entry, proto::EntryKind kind, std::string path,
-                      const proto::Sha256& empty_digest) {
+                      const proto::Digest& empty_digest) {
   proto::Offer offer;
   offer.entry = entry;
   offer.kind = kind;
   offer.mode = kind == proto::EntryKind::Directory ? 0755 : 0644;
   offer.size = 0;
   offer.mtime_sec = 946684800;  // 2000-01-01: a time the planted link's target does not have
-  offer.digest = kind == proto::EntryKind::Directory ? proto::Sha256{} : empty_digest;
+  offer.digest = kind == proto::EntryKind::Directory ? proto::Digest{} : empty_digest;
   offer.path = std::move(path);
   return offer;
 }

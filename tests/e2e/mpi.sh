@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Shards under a real launcher (issue 24): Open MPI's `mpirun -np 4` starts four rdma-send
-# --shard auto on one tree of a few hundred files of mixed sizes. The tree arrives
+# --shard auto on one tree of a few hundred files of mixed sizes, to two rdma-recv daemons
+# writing into one directory (-H A,B: as two nodes that mount one file system). The tree arrives
 # identical, every file was sent by exactly one shard (from --json-lines), the shards' bytes
 # are within 20% of each other, and a second run of the same job moves no data and reports
 # every file identical.
@@ -11,20 +12,26 @@ command -v mpirun >/dev/null ||
 command -v jq >/dev/null || fail "jq is needed (scripts/install-deps.sh installs it)"
 
 port=18791
+port2=18792
 work=$(mktemp -d "${RXE_SCRATCH:-/tmp}/rdmax-mpi.XXXXXX")
 out=$work/out
 src=$work/src
 mkdir -p "$out" "$src"
 trap 'rm -rf "$work"; _cleanup' EXIT
 log=$shared/recv.log
+log2=$shared/recv2.log
 fail_context() {
   echo "--- receiver log:"; tail -n 30 "$log"
   local f
   for f in "$shared"/*.log; do [[ -e $f && $f != "$log" ]] && { echo "--- $f:"; tail -n 20 "$f"; }; done
 }
 
+# Two daemons, one directory: neither may half-write, clash on a partial or commit a path
+# the other committed.
 start_daemon recv "$log" "$recv" --port "$port" --dir "$out" -v
+start_daemon recv2 "$log2" "$recv" --port "$port2" --dir "$out" -v
 wait_for 20 cm_listening "$port"
+wait_for 20 cm_listening "$port2"
 
 # A few hundred files: some large, many small, some empty, in nested directories.
 t=$src/tree
@@ -45,8 +52,8 @@ job() {
   local name=$1 rc=0
   # shellcheck disable=SC2016 # expanded by each rank's shell
   timeout -k 5 240 mpirun -np 4 --oversubscribe sh -c \
-    'exec "$0" -H "$1" -p "$2" -r --shard auto --json-lines "$3" >"$4.$OMPI_COMM_WORLD_RANK.jsonl" 2>"$4.$OMPI_COMM_WORLD_RANK.log"' \
-    "$send" "$RXE_ADDR" "$port" "$t" "$shared/$name" >"$shared/mpirun-$name.out" 2>&1 || rc=$?
+    'exec "$0" -H "$1" -r --shard auto --json-lines "$2" >"$3.$OMPI_COMM_WORLD_RANK.jsonl" 2>"$3.$OMPI_COMM_WORLD_RANK.log"' \
+    "$send" "$RXE_ADDR:$port,$RXE_ADDR:$port2" "$t" "$shared/$name" >"$shared/mpirun-$name.out" 2>&1 || rc=$?
   ((rc == 0)) || fail "mpirun -np 4 ($name) exited $rc: $(tail -n 5 "$shared/mpirun-$name.out")"
   local r
   for r in 0 1 2 3; do
@@ -80,7 +87,11 @@ done
 low=$(printf '%s\n' "${bytes[@]}" | sort -n | head -n 1)
 high=$(printf '%s\n' "${bytes[@]}" | sort -n | tail -n 1)
 ((low > 0 && high * 10 <= low * 12)) || fail "the shards' bytes are not within 20%: ${bytes[*]}"
-pass "mpirun -np 4: $files files, each sent by one shard; bytes per shard ${bytes[*]}"
+receivers=$(jq -r 'select(.entry.kind == "file") | .entry.receiver' "$shared"/first.[0-3].jsonl | sort | uniq -c | awk '{printf "%s %s; ", $2, $1}')
+[[ $(jq -r 'select(.entry.kind == "file") | .entry.receiver' "$shared"/first.[0-3].jsonl | sort -u | wc -l) == 2 ]] ||
+  fail "the files did not go to both receivers: $receivers"
+[[ -z $(find "$out" -path '*/.rdmax-partial/*' -type f 2>/dev/null) ]] || fail "partials left behind"
+pass "mpirun -np 4: $files files, each sent by one shard, to two daemons in one directory ($receivers); bytes per shard ${bytes[*]}"
 
 job again
 for r in 0 1 2 3; do

@@ -129,7 +129,7 @@ void check_decode(Bytes bytes) {
 // refuse what the decoder would reject rather than produce it.
 Message make_message(FuzzedDataProvider& in) {
   auto sha = [&] {
-    Sha256 sha{};
+    Digest sha{};
     for (auto& b : sha) b = in.ConsumeIntegral<std::uint8_t>();
     return sha;
   };
@@ -188,7 +188,7 @@ Message make_message(FuzzedDataProvider& in) {
       m.size = in.ConsumeIntegral<std::uint64_t>();
       m.mtime_sec = in.ConsumeIntegral<std::int64_t>();
       m.mtime_nsec = in.ConsumeIntegral<std::uint32_t>();
-      m.digest = in.ConsumeBool() ? Sha256{} : sha();
+      m.digest = in.ConsumeBool() ? Digest{} : sha();
       m.path = text();
       return m;
     }

@@ -23,8 +23,8 @@ using namespace rdmax::fuzz;
 using Bytes = std::vector<std::uint8_t>;
 namespace fs = std::filesystem;
 
-Sha256 sample_sha() {
-  Sha256 sha{};
+Digest sample_sha() {
+  Digest sha{};
   for (std::size_t i = 0; i < sha.size(); ++i) sha[i] = static_cast<std::uint8_t>(0xa0 + i);
   return sha;
 }

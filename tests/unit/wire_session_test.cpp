@@ -71,7 +71,7 @@ TEST(WireSession, OfferLayoutMatchesTheDocument) {
 }
 
 TEST(WireSession, TheOtherSessionMessagesRoundTrip) {
-  Sha256 digest{};
+  Digest digest{};
   digest[0] = 0x55;
   const std::vector<Message> all = {
       Take{3},

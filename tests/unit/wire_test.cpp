@@ -28,8 +28,8 @@ using Bytes = std::vector<std::uint8_t>;
 constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint32_t kU32Max = std::numeric_limits<std::uint32_t>::max();
 
-Sha256 sample_sha() {
-  Sha256 sha{};
+Digest sample_sha() {
+  Digest sha{};
   for (std::size_t i = 0; i < sha.size(); ++i) sha[i] = static_cast<std::uint8_t>(i * 7 + 1);
   return sha;
 }
@@ -154,7 +154,7 @@ TEST(Wire, HeaderLayoutIsLittleEndianRmax) {
 }
 
 TEST(Wire, HelloLayoutMatchesTheDocument) {
-  Sha256 sha{};
+  Digest sha{};
   sha[0] = 0xAA;
   sha[31] = 0xBB;
   const Bytes b = encoded(Hello{0x1122334455667788, sha, 0x00100000, "ab"});
