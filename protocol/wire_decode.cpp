@@ -1,0 +1,359 @@
+// The decoder of protocol/wire.hpp: the header, then each type's payload, checked against
+// every static rule before anything is believed (docs/PROTOCOL.md 2, "Decoding rules").
+
+#include <limits>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "protocol/wire_codec.hpp"
+
+namespace rdmax::proto {
+using namespace codec;
+namespace {
+
+using DecodeResult = std::variant<Message, DecodeFailure>;
+
+DecodeFailure fail(DecodeError error, std::string detail) {
+  return {error, std::move(detail)};
+}
+
+std::string as_string(std::span<const std::uint8_t> bytes) {
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+DecodeFailure payload_length_mismatch(MessageType type, std::size_t expected, std::size_t got) {
+  return fail(DecodeError::LengthMismatch, std::string(to_string(type)) + " payload must be " +
+                                               std::to_string(expected) + " bytes, got " +
+                                               std::to_string(got));
+}
+
+// Reads a u16 length then exactly that many bytes, which must be all that is left.
+std::optional<DecodeFailure> read_counted(ByteReader& r, const char* field, std::string& out) {
+  if (r.remaining() < 2)
+    return fail(DecodeError::LengthMismatch, std::string(field) + " length missing");
+  const std::uint16_t len = r.u16();
+  if (len != r.remaining()) {
+    return fail(DecodeError::LengthMismatch, std::string(field) + " length " + std::to_string(len) +
+                                                 " but " + std::to_string(r.remaining()) +
+                                                 " bytes follow");
+  }
+  out = as_string(r.take(len));
+  return std::nullopt;
+}
+
+// Extensions (type, length, value) up to the end of the payload: a Hello's or an Open's.
+std::optional<DecodeFailure> read_extensions(ByteReader& r, const char* message,
+                                             std::vector<HelloExtension>& out) {
+  while (r.remaining() > 0) {
+    if (r.remaining() < kExtensionHeaderBytes)
+      return fail(DecodeError::LengthMismatch,
+                  std::string(message) + " extension header truncated");
+    HelloExtension e;
+    e.type = r.u16();
+    const std::uint16_t len = r.u16();
+    if (len > r.remaining()) {
+      return fail(DecodeError::LengthMismatch, std::string(message) + " extension length " +
+                                                   std::to_string(len) + " but " +
+                                                   std::to_string(r.remaining()) + " bytes follow");
+    }
+    e.value = as_string(r.take(len));
+    out.push_back(std::move(e));
+  }
+  return std::nullopt;
+}
+
+// Parses the payload of a known type. Field reads cannot fail once the size checks passed,
+// but the reader checks bounds anyway so a mistake here cannot read past the buffer.
+DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& r,
+                           std::span<const std::uint8_t> payload) {
+  auto exact = [&](std::size_t size) -> std::optional<DecodeFailure> {
+    if (payload.size() != size) return payload_length_mismatch(type, size, payload.size());
+    return std::nullopt;
+  };
+  auto at_least = [&](std::size_t size) -> std::optional<DecodeFailure> {
+    if (payload.size() < size) {
+      return fail(DecodeError::LengthMismatch, std::string(to_string(type)) + " payload needs " +
+                                                   std::to_string(size) + "+ bytes, got " +
+                                                   std::to_string(payload.size()));
+    }
+    return std::nullopt;
+  };
+  auto read_sha = [&](Digest& sha) {
+    auto bytes = r.take(kSha256Bytes);
+    for (std::size_t i = 0; i < bytes.size(); ++i) sha[i] = bytes[i];
+  };
+
+  switch (type) {
+    case MessageType::Hello: {
+      Hello m;
+      if (version == kVersion1) {
+        if (auto f = at_least(kHelloFixedBytes)) return *f;
+        m.file_size = r.u64();
+        read_sha(m.digest);
+        m.chunk_size_hint = r.u32();
+      } else {
+        if (auto f = at_least(kHello2FixedBytes)) return *f;
+        m.file_size = r.u64();
+        const std::uint8_t algorithm = r.u8();
+        const std::uint8_t reserved8 = r.u8();
+        const std::uint16_t reserved16 = r.u16();
+        read_sha(m.digest);
+        m.chunk_size_hint = r.u32();
+        m.keepalive_ms = r.u32();
+        m.digest_algorithm = static_cast<DigestAlgorithm>(algorithm);
+        // The name, then extensions (type, length, value) to the end of the payload.
+        const std::uint16_t name_len = r.u16();
+        if (name_len > r.remaining()) {
+          return fail(DecodeError::LengthMismatch, "Hello.name length " + std::to_string(name_len) +
+                                                       " but " + std::to_string(r.remaining()) +
+                                                       " bytes follow");
+        }
+        m.name = as_string(r.take(name_len));
+        if (auto f = read_extensions(r, "Hello", m.extensions)) return *f;
+        // Section 2: every length (step 8) before the reserved fields (step 9).
+        if (reserved8 != 0 || reserved16 != 0)
+          return fail(DecodeError::BadReserved, "Hello.reserved is not zero");
+        return m;
+      }
+      if (auto f = read_counted(r, "Hello.name", m.name)) return *f;
+      return m;
+    }
+    case MessageType::Accept: {
+      if (auto f = exact(kAcceptBytes)) return *f;
+      Accept m;
+      m.region_addr = r.u64();
+      m.region_rkey = r.u32();
+      m.slot_size = r.u32();
+      m.slot_count = r.u32();
+      const std::uint32_t reserved = r.u32();
+      if (reserved != 0) return fail(DecodeError::BadReserved, "Accept.reserved is not zero");
+      return m;
+    }
+    case MessageType::Chunk: {
+      if (auto f = exact(kChunkBytes)) return *f;
+      Chunk m;
+      m.offset = r.u64();
+      m.length = r.u32();
+      m.slot = r.u32();
+      return m;
+    }
+    case MessageType::Credit: {
+      if (auto f = exact(kCreditBytes)) return *f;
+      Credit m;
+      m.slot = r.u32();
+      m.rkey = r.u32();
+      return m;
+    }
+    case MessageType::Done: {
+      if (auto f = exact(kDoneBytes)) return *f;
+      Done m;
+      m.total_bytes = r.u64();
+      return m;
+    }
+    case MessageType::Verdict: {
+      if (auto f = exact(kVerdictBytes)) return *f;
+      Verdict m;
+      const std::uint8_t code = r.u8();
+      m.code = static_cast<VerdictCode>(code);
+      read_sha(m.received_digest);
+      return m;
+    }
+    case MessageType::Id: {
+      if (auto f = at_least(kLengthPrefixBytes)) return *f;
+      Id m;
+      if (auto f = read_counted(r, "Id.id", m.id)) return *f;
+      return m;
+    }
+    case MessageType::Secret: {
+      if (auto f = at_least(kLengthPrefixBytes)) return *f;
+      Secret m;
+      if (auto f = read_counted(r, "Secret.secret", m.secret)) return *f;
+      return m;
+    }
+    case MessageType::Denied: {
+      if (auto f = exact(kDeniedBytes)) return *f;
+      Denied m;
+      m.attempts_left = r.u16();
+      return m;
+    }
+    case MessageType::Reject: {
+      if (auto f = at_least(kCodeAndTextFixedBytes)) return *f;
+      Reject m;
+      const std::uint16_t reason = r.u16();
+      m.reason = static_cast<RejectReason>(reason);
+      if (auto f = read_counted(r, "Reject.text", m.text)) return *f;
+      return m;
+    }
+    case MessageType::Bye: {
+      if (auto f = exact(0)) return *f;
+      return Bye{};
+    }
+    case MessageType::Error: {
+      if (auto f = at_least(kCodeAndTextFixedBytes)) return *f;
+      Error m;
+      const std::uint16_t code = r.u16();
+      m.code = static_cast<ErrorCode>(code);
+      if (auto f = read_counted(r, "Error.text", m.text)) return *f;
+      return m;
+    }
+    case MessageType::Working: {
+      if (auto f = exact(kWorkingBytes)) return *f;
+      Working m;
+      const std::uint8_t phase = r.u8();
+      m.stored_bytes = r.u64();
+      m.phase = static_cast<WorkPhase>(phase);
+      return m;
+    }
+    case MessageType::Open: {
+      if (auto f = at_least(kOpenBytes)) return *f;
+      Open m;
+      const std::uint8_t algorithm = r.u8();
+      const std::uint8_t reserved8 = r.u8();
+      const std::uint16_t reserved16 = r.u16();
+      m.keepalive_ms = r.u32();
+      m.chunk_size_hint = r.u32();
+      m.entry_count = r.u32();
+      m.total_bytes = r.u64();
+      m.digest_algorithm = static_cast<DigestAlgorithm>(algorithm);
+      if (auto f = read_extensions(r, "Open", m.extensions)) return *f;
+      if (reserved8 != 0 || reserved16 != 0)
+        return fail(DecodeError::BadReserved, "Open.reserved is not zero");
+      return m;
+    }
+    case MessageType::Offer: {
+      if (auto f = at_least(kOfferFixedBytes)) return *f;
+      Offer m;
+      m.entry = r.u32();
+      const std::uint8_t kind = r.u8();
+      const std::uint8_t reserved = r.u8();
+      m.mode = r.u16();
+      m.size = r.u64();
+      m.mtime_sec = static_cast<std::int64_t>(r.u64());
+      m.mtime_nsec = r.u32();
+      read_sha(m.digest);
+      m.kind = static_cast<EntryKind>(kind);
+      if (auto f = read_counted(r, "Offer.path", m.path)) return *f;
+      if (reserved != 0) return fail(DecodeError::BadReserved, "Offer.reserved is not zero");
+      return m;
+    }
+    case MessageType::Take: {
+      if (auto f = exact(kTakeBytes)) return *f;
+      Take m;
+      m.entry = r.u32();
+      return m;
+    }
+    case MessageType::Refuse: {
+      if (auto f = at_least(kRefuseFixedBytes)) return *f;
+      Refuse m;
+      m.entry = r.u32();
+      m.reason = static_cast<RejectReason>(r.u16());
+      if (auto f = read_counted(r, "Refuse.text", m.text)) return *f;
+      return m;
+    }
+    case MessageType::FileChunk: {
+      if (auto f = exact(kFileChunkBytes)) return *f;
+      FileChunk m;
+      m.entry = r.u32();
+      m.slot = r.u32();
+      m.offset = r.u64();
+      m.length = r.u32();
+      return m;
+    }
+    case MessageType::FileDone: {
+      if (auto f = exact(kFileDoneBytes)) return *f;
+      FileDone m;
+      m.entry = r.u32();
+      m.total_bytes = r.u64();
+      return m;
+    }
+    case MessageType::FileVerdict: {
+      if (auto f = exact(kFileVerdictBytes)) return *f;
+      FileVerdict m;
+      m.entry = r.u32();
+      m.code = static_cast<VerdictCode>(r.u8());
+      read_sha(m.received_digest);
+      return m;
+    }
+    case MessageType::Resume: {
+      if (auto f = exact(kResumeBytes)) return *f;
+      Resume m;
+      m.entry = r.u32();
+      m.offset = r.u64();
+      return m;
+    }
+    case MessageType::Have: {
+      if (auto f = exact(kHaveBytes)) return *f;
+      Have m;
+      m.entry = r.u32();
+      read_sha(m.digest);
+      return m;
+    }
+  }
+  return fail(DecodeError::BadType, "unknown type");  // unreachable: type was checked
+}
+
+DecodeResult decode_payload(MessageType type, std::uint16_t version,
+                            std::span<const std::uint8_t> payload) {
+  ByteReader r(payload);
+  DecodeResult result = parse_payload(type, version, r, payload);
+  // The size checks come before the reads, so this only catches a mistake in them.
+  if (!r.ok()) return fail(DecodeError::LengthMismatch, "payload shorter than its fields");
+  return result;
+}
+
+bool is_known_type(std::uint16_t type, std::uint16_t version) {
+  return type >= 1 && type <= (version == kVersion1 ? 12 : 22);
+}
+
+std::uint32_t read_le32(std::span<const std::uint8_t> b, std::size_t at) {
+  return std::uint32_t{b[at]} | std::uint32_t{b[at + 1]} << 8 | std::uint32_t{b[at + 2]} << 16 |
+         std::uint32_t{b[at + 3]} << 24;
+}
+
+std::uint16_t read_le16(std::span<const std::uint8_t> b, std::size_t at) {
+  return static_cast<std::uint16_t>(b[at] | b[at + 1] << 8);
+}
+
+}  // namespace
+
+std::optional<std::uint16_t> peek_version(std::span<const std::uint8_t> bytes) {
+  if (bytes.size() < 6 || read_le32(bytes, 0) != kMagic) return std::nullopt;
+  return read_le16(bytes, 4);
+}
+
+std::variant<Message, DecodeFailure> decode(std::span<const std::uint8_t> bytes) {
+  // The checks run in the order docs/PROTOCOL.md section 2 lists them.
+  if (bytes.size() < kHeaderSize) {
+    return fail(DecodeError::Short, std::to_string(bytes.size()) + " bytes, header needs 16");
+  }
+  if (read_le32(bytes, 0) != kMagic) return fail(DecodeError::BadMagic, "magic is not RMAX");
+  const std::uint16_t version = read_le16(bytes, 4);
+  if (!is_known_version(version)) {
+    return fail(DecodeError::BadVersion,
+                "version " + std::to_string(version) + ", expected 1 or 2");
+  }
+  if (read_le32(bytes, 12) != 0) return fail(DecodeError::BadReserved, "header.reserved is not 0");
+  const std::uint16_t raw_type = read_le16(bytes, 6);
+  if (!is_known_type(raw_type, version))
+    return fail(DecodeError::BadType, "type " + std::to_string(raw_type));
+  const auto type = static_cast<MessageType>(raw_type);
+  const std::uint64_t claimed = kHeaderSize + std::uint64_t{read_le32(bytes, 8)};
+  if (claimed > kMaxMessageSize || bytes.size() > kMaxMessageSize) {
+    return fail(DecodeError::TooLarge, "message of " + std::to_string(claimed) + " claimed / " +
+                                           std::to_string(bytes.size()) + " received bytes");
+  }
+  if (claimed != bytes.size()) {
+    return fail(DecodeError::LengthMismatch, "header says " + std::to_string(claimed) +
+                                                 " bytes, received " +
+                                                 std::to_string(bytes.size()));
+  }
+
+  DecodeResult result = decode_payload(type, version, bytes.subspan(kHeaderSize));
+  if (const auto* message = std::get_if<Message>(&result)) {
+    if (const char* problem = field_problem(*message)) return fail(DecodeError::BadField, problem);
+  }
+  return result;
+}
+
+}  // namespace rdmax::proto

@@ -1,0 +1,304 @@
+// The encoder of protocol/wire.hpp: a message's payload size, the rules a message must obey
+// to be encoded at all (the decoder's, so that whatever is encoded decodes back to itself),
+// and the bytes.
+
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "protocol/wire_codec.hpp"
+
+namespace rdmax::proto {
+using namespace codec;
+namespace {
+
+std::size_t payload_size(const Message& message, std::uint16_t version) {
+  return std::visit(Overloaded{
+                        [&](const Hello& m) {
+                          return (version == kVersion1 ? kHelloFixedBytes : kHello2FixedBytes) +
+                                 m.name.size() + extensions_size(m.extensions);
+                        },
+                        [](const Accept&) { return kAcceptBytes; },
+                        [](const Chunk&) { return kChunkBytes; },
+                        [](const Credit&) { return kCreditBytes; },
+                        [](const Done&) { return kDoneBytes; },
+                        [](const Verdict&) { return kVerdictBytes; },
+                        [](const Id& m) { return kLengthPrefixBytes + m.id.size(); },
+                        [](const Secret& m) { return kLengthPrefixBytes + m.secret.size(); },
+                        [](const Denied&) { return kDeniedBytes; },
+                        [](const Reject& m) { return kCodeAndTextFixedBytes + m.text.size(); },
+                        [](const Bye&) { return std::size_t{0}; },
+                        [](const Error& m) { return kCodeAndTextFixedBytes + m.text.size(); },
+                        [](const Working&) { return kWorkingBytes; },
+                        [](const Open& m) { return kOpenBytes + extensions_size(m.extensions); },
+                        [](const Offer& m) { return kOfferFixedBytes + m.path.size(); },
+                        [](const Take&) { return kTakeBytes; },
+                        [](const Refuse& m) { return kRefuseFixedBytes + m.text.size(); },
+                        [](const FileChunk&) { return kFileChunkBytes; },
+                        [](const FileDone&) { return kFileDoneBytes; },
+                        [](const FileVerdict&) { return kFileVerdictBytes; },
+                        [](const Resume&) { return kResumeBytes; },
+                        [](const Have&) { return kHaveBytes; },
+                    },
+                    message);
+}
+
+bool in_range(std::size_t size, std::size_t min, std::size_t max) {
+  return size >= min && size <= max;
+}
+
+// Can `version` express this message at all? Version 1 has no Working and no sessions, and
+// its Hello has no room for an algorithm other than SHA-256 or for keepalives.
+bool expressible(const Message& message, std::uint16_t version) {
+  if (version == kVersion2) return true;
+  // Working and the session messages come after version 1's twelve types.
+  if (message.index() >= 12) return false;
+  if (const auto* hello = std::get_if<Hello>(&message))
+    return hello->digest_algorithm == DigestAlgorithm::WholeFileSha256 &&
+           hello->keepalive_ms == 0 && hello->extensions.empty();
+  return version == kVersion1;
+}
+
+
+void write_extensions(ByteWriter& w, const std::vector<HelloExtension>& extensions) {
+  for (const auto& e : extensions) {
+    w.u16(e.type);
+    w.u16(static_cast<std::uint16_t>(e.value.size()));
+    w.text(e.value);
+  }
+}
+
+void write_payload(ByteWriter& w, const Message& message, std::uint16_t version) {
+  std::visit(Overloaded{
+                 [&](const Hello& m) {
+                   w.u64(m.file_size);
+                   if (version == kVersion1) {
+                     w.bytes(m.digest);
+                     w.u32(m.chunk_size_hint);
+                   } else {
+                     w.u8(static_cast<std::uint8_t>(m.digest_algorithm));
+                     w.u8(0);  // reserved
+                     w.u16(0);
+                     w.bytes(m.digest);
+                     w.u32(m.chunk_size_hint);
+                     w.u32(m.keepalive_ms);
+                   }
+                   w.u16(static_cast<std::uint16_t>(m.name.size()));
+                   w.text(m.name);
+                   write_extensions(w, m.extensions);  // version 2 only (expressible)
+                 },
+                 [&](const Accept& m) {
+                   w.u64(m.region_addr);
+                   w.u32(m.region_rkey);
+                   w.u32(m.slot_size);
+                   w.u32(m.slot_count);
+                   w.u32(0);  // reserved
+                 },
+                 [&](const Chunk& m) {
+                   w.u64(m.offset);
+                   w.u32(m.length);
+                   w.u32(m.slot);
+                 },
+                 [&](const Credit& m) {
+                   w.u32(m.slot);
+                   w.u32(m.rkey);
+                 },
+                 [&](const Done& m) { w.u64(m.total_bytes); },
+                 [&](const Verdict& m) {
+                   w.u8(static_cast<std::uint8_t>(m.code));
+                   w.bytes(m.received_digest);
+                 },
+                 [&](const Id& m) {
+                   w.u16(static_cast<std::uint16_t>(m.id.size()));
+                   w.text(m.id);
+                 },
+                 [&](const Secret& m) {
+                   w.u16(static_cast<std::uint16_t>(m.secret.size()));
+                   w.text(m.secret);
+                 },
+                 [&](const Denied& m) { w.u16(m.attempts_left); },
+                 [&](const Reject& m) {
+                   w.u16(static_cast<std::uint16_t>(m.reason));
+                   w.u16(static_cast<std::uint16_t>(m.text.size()));
+                   w.text(m.text);
+                 },
+                 [&](const Bye&) {},
+                 [&](const Error& m) {
+                   w.u16(static_cast<std::uint16_t>(m.code));
+                   w.u16(static_cast<std::uint16_t>(m.text.size()));
+                   w.text(m.text);
+                 },
+                 [&](const Working& m) {
+                   w.u8(static_cast<std::uint8_t>(m.phase));
+                   w.u64(m.stored_bytes);
+                 },
+                 [&](const Open& m) {
+                   w.u8(static_cast<std::uint8_t>(m.digest_algorithm));
+                   w.u8(0);  // reserved
+                   w.u16(0);
+                   w.u32(m.keepalive_ms);
+                   w.u32(m.chunk_size_hint);
+                   w.u32(m.entry_count);
+                   w.u64(m.total_bytes);
+                   write_extensions(w, m.extensions);
+                 },
+                 [&](const Offer& m) {
+                   w.u32(m.entry);
+                   w.u8(static_cast<std::uint8_t>(m.kind));
+                   w.u8(0);  // reserved
+                   w.u16(m.mode);
+                   w.u64(m.size);
+                   w.u64(static_cast<std::uint64_t>(m.mtime_sec));  // two's complement
+                   w.u32(m.mtime_nsec);
+                   w.bytes(m.digest);
+                   w.u16(static_cast<std::uint16_t>(m.path.size()));
+                   w.text(m.path);
+                 },
+                 [&](const Take& m) { w.u32(m.entry); },
+                 [&](const Refuse& m) {
+                   w.u32(m.entry);
+                   w.u16(static_cast<std::uint16_t>(m.reason));
+                   w.u16(static_cast<std::uint16_t>(m.text.size()));
+                   w.text(m.text);
+                 },
+                 [&](const FileChunk& m) {
+                   w.u32(m.entry);
+                   w.u32(m.slot);
+                   w.u64(m.offset);
+                   w.u32(m.length);
+                 },
+                 [&](const FileDone& m) {
+                   w.u32(m.entry);
+                   w.u64(m.total_bytes);
+                 },
+                 [&](const FileVerdict& m) {
+                   w.u32(m.entry);
+                   w.u8(static_cast<std::uint8_t>(m.code));
+                   w.bytes(m.received_digest);
+                 },
+                 [&](const Resume& m) {
+                   w.u32(m.entry);
+                   w.u64(m.offset);
+                 },
+                 [&](const Have& m) {
+                   w.u32(m.entry);
+                   w.bytes(m.digest);
+                 },
+             },
+             message);
+}
+
+
+}  // namespace
+
+// The static field rules shared by encoder and decoder. Returns nullptr when the message is
+// valid, otherwise a fixed description (no allocation: encode_into runs on the data path).
+const char* codec::field_problem(const Message& message) {
+  return std::visit(
+      Overloaded{
+          [](const Hello& m) -> const char* {
+            if (!in_range(m.name.size(), 1, kMaxNameBytes))
+              return "Hello.name length not in 1..255";
+            if (!is_known(m.digest_algorithm)) return "Hello.digest_algorithm unknown";
+            if (m.keepalive_ms != 0 && !in_range(m.keepalive_ms, kMinKeepaliveMs, kMaxKeepaliveMs))
+              return "Hello.keepalive_ms not 0 or in 100..60000";
+            if (kHello2FixedBytes + m.name.size() + extensions_size(m.extensions) >
+                kMaxMessageSize - kHeaderSize)
+              return "Hello does not fit one message";
+            return extensions_problem(m.extensions);
+          },
+          [](const Accept& m) -> const char* {
+            if (m.slot_size < kMinSlotSize) return "Accept.slot_size below 4096";
+            if (m.slot_count < 1 || m.slot_count > kMaxSlotCount)
+              return "Accept.slot_count not in 1..64";
+            const std::uint64_t region_len = std::uint64_t{m.slot_size} * m.slot_count;
+            if (m.region_addr > std::numeric_limits<std::uint64_t>::max() - region_len)
+              return "Accept region_addr + slot_size * slot_count overflows 64 bits";
+            return nullptr;
+          },
+          [](const Verdict& m) -> const char* {
+            return is_known(m.code) ? nullptr : "Verdict.code unknown";
+          },
+          [](const Id& m) -> const char* {
+            return in_range(m.id.size(), 1, kMaxIdBytes) ? nullptr : "Id.id length not in 1..256";
+          },
+          [](const Secret& m) -> const char* {
+            return in_range(m.secret.size(), 1, kMaxSecretBytes)
+                       ? nullptr
+                       : "Secret.secret length not in 1..1024";
+          },
+          [](const Reject& m) -> const char* {
+            if (!is_known(m.reason)) return "Reject.reason unknown";
+            return m.text.size() > kMaxTextBytes ? "Reject.text longer than 512" : nullptr;
+          },
+          [](const Error& m) -> const char* {
+            if (!is_known(m.code)) return "Error.code unknown";
+            return m.text.size() > kMaxTextBytes ? "Error.text longer than 512" : nullptr;
+          },
+          [](const Working& m) -> const char* {
+            return is_known(m.phase) ? nullptr : "Working.phase unknown";
+          },
+          [](const Open& m) -> const char* {
+            if (!is_known(m.digest_algorithm)) return "Open.digest_algorithm unknown";
+            if (m.keepalive_ms != 0 && !in_range(m.keepalive_ms, kMinKeepaliveMs, kMaxKeepaliveMs))
+              return "Open.keepalive_ms not 0 or in 100..60000";
+            if (m.entry_count == 0) return "Open.entry_count is 0";
+            if (kOpenBytes + extensions_size(m.extensions) > kMaxMessageSize - kHeaderSize)
+              return "Open does not fit one message";
+            return extensions_problem(m.extensions);
+          },
+          [](const Offer& m) -> const char* {
+            if (!is_known(m.kind)) return "Offer.kind unknown";
+            if (m.mode > kMaxMode) return "Offer.mode above 07777";
+            if (m.mtime_nsec >= kNanosecondsPerSecond) return "Offer.mtime_nsec not below 10^9";
+            if (!in_range(m.path.size(), 1, kMaxPathBytes))
+              return "Offer.path length not in 1..2048";
+            if (m.kind == EntryKind::Directory && (m.size != 0 || !is_zero(m.digest)))
+              return "Offer of a directory with a size or digest";
+            return nullptr;
+          },
+          [](const Refuse& m) -> const char* {
+            if (!is_known(m.reason)) return "Refuse.reason unknown";
+            return m.text.size() > kMaxTextBytes ? "Refuse.text longer than 512" : nullptr;
+          },
+          [](const FileVerdict& m) -> const char* {
+            return is_known(m.code) ? nullptr : "FileVerdict.code unknown";
+          },
+          [](const auto&) -> const char* { return nullptr; },  // no static rules
+      },
+      message);
+}
+
+MessageType type_of(const Message& message) {
+  return static_cast<MessageType>(message.index() + 1);
+}
+
+std::size_t encoded_size(const Message& message, std::uint16_t version) {
+  return kHeaderSize + payload_size(message, version);
+}
+
+std::vector<std::uint8_t> encode(const Message& message, std::uint16_t version) {
+  if (encoded_size(message, version) > kMaxMessageSize) return {};
+  std::vector<std::uint8_t> out(encoded_size(message, version));
+  out.resize(encode_into(message, out, version));
+  return out;
+}
+
+std::size_t encode_into(const Message& message, std::span<std::uint8_t> out,
+                        std::uint16_t version) {
+  if (!is_known_version(version) || !expressible(message, version)) return 0;
+  if (field_problem(message) != nullptr) return 0;
+  const std::size_t size = encoded_size(message, version);
+  if (size > out.size() || size > kMaxMessageSize) return 0;
+
+  ByteWriter w(out);
+  w.u32(kMagic);
+  w.u16(version);
+  w.u16(static_cast<std::uint16_t>(type_of(message)));
+  w.u32(static_cast<std::uint32_t>(size - kHeaderSize));
+  w.u32(0);  // reserved
+  write_payload(w, message, version);
+  return w.written();
+}
+
+}  // namespace rdmax::proto
