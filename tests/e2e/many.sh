@@ -195,8 +195,7 @@ case_two_receivers() {
   local pid=$!
   # shellcheck disable=SC2317 # called by wait_for
   receiving_more() { (($(grep -c "receiving 'two/" "$shared/recv-b.log" || true) > before)); }
-  wait_for 30 receiving_more
-  sleep 1
+  wait_for 30 receiving_more  # B is receiving a file: killed now, that one and the rest fail
   kill -9 "$pid_b"
   wait "$pid" || rc=$?
   ((rc == 3)) || fail "a killed receiver: exit $rc, not 3"
