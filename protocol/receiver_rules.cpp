@@ -68,7 +68,8 @@ bool reserved_by_receiver(std::string_view checked_path) {
 
 std::optional<Refusal> check_offer(const Offer& offer, std::uint64_t max_size, OfferedName rule) {
   if (rule == OfferedName::FileName) {
-    if (auto error = check_file_name(offer.path)) return Refusal{RejectReason::BadName, to_string(*error)};
+    if (auto error = check_file_name(offer.path))
+      return Refusal{RejectReason::BadName, to_string(*error)};
   } else if (auto problem = check_relative_path(offer.path)) {
     return Refusal{RejectReason::BadName, describe(*problem)};
   }

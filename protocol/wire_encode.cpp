@@ -59,7 +59,6 @@ bool expressible(const Message& message, std::uint16_t version) {
   return version == kVersion1;
 }
 
-
 void write_extensions(ByteWriter& w, const std::vector<HelloExtension>& extensions) {
   for (const auto& e : extensions) {
     w.u16(e.type);
@@ -187,7 +186,6 @@ void write_payload(ByteWriter& w, const Message& message, std::uint16_t version)
              },
              message);
 }
-
 
 }  // namespace
 

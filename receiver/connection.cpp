@@ -142,7 +142,8 @@ void Connection::send_accept(const ReceiverInput::AcceptedOpen& accepted) {
     spdlog::info("[{}] session of {} entries ({}), {}", label(), open_.entry_count,
                  proto::format_size(open_.total_bytes), proto::to_string(open_.digest_algorithm));
   data_started_ = Clock::now();
-  post(proto::Accept{reinterpret_cast<std::uintptr_t>(window_.data()), 0, o.slot_size, slot_count_});
+  post(
+      proto::Accept{reinterpret_cast<std::uintptr_t>(window_.data()), 0, o.slot_size, slot_count_});
   expect_next();
 }
 

@@ -94,9 +94,9 @@ struct ReceiverInput {
     std::string text;
   };
   proto::ReceiverEvent event;
-  std::variant<std::monostate, AcceptedOpen, Rejection, proto::Offer,
-               proto::FileChunk, proto::FileDone, StoredSlot, EntryRefusal, EntryTaken,
-               EntryVerdict, proto::Id, Abort>
+  std::variant<std::monostate, AcceptedOpen, Rejection, proto::Offer, proto::FileChunk,
+               proto::FileDone, StoredSlot, EntryRefusal, EntryTaken, EntryVerdict, proto::Id,
+               Abort>
       data;
 };
 

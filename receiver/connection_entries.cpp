@@ -59,8 +59,8 @@ void Connection::check_offer(const proto::Offer& offer) {
   };
   // Cheap checks first (protocol/receiver_rules.hpp): nothing is created for an entry that
   // fails them.
-  const auto name_rule = edge_.serving_hello() ? proto::OfferedName::FileName
-                                                : proto::OfferedName::RelativePath;
+  const auto name_rule =
+      edge_.serving_hello() ? proto::OfferedName::FileName : proto::OfferedName::RelativePath;
   if (auto refusal = proto::check_offer(offer, o.max_size, name_rule))
     return refuse(refusal->reason, std::move(refusal->text));
   if (offer.kind == proto::EntryKind::Directory) return check_directory(entry);
@@ -222,10 +222,9 @@ void Connection::store_chunk(const proto::FileChunk& c) {
   context_.bytes_received += c.length;
   SessionEntry& entry = *session_entry(c.entry);
   const std::uint32_t id = c.entry;
-  entry.file->store(c.slot, c.offset, slot_bytes(c.slot).first(c.length),
-                    [this, id](const IncomingFile::Stored& stored) {
-                      guarded([&] { on_stored(id, stored); });
-                    });
+  entry.file->store(
+      c.slot, c.offset, slot_bytes(c.slot).first(c.length),
+      [this, id](const IncomingFile::Stored& stored) { guarded([&] { on_stored(id, stored); }); });
   expect_next();
 }
 
@@ -375,8 +374,7 @@ void Connection::discard_files() {
     if (entry->file && !entry->file->committed()) {
       if (entry->taken != Clock::time_point{}) {
         const auto it = ledger_.entries().find(id);
-        const std::uint64_t received =
-            it == ledger_.entries().end() ? 0 : it->second.received;
+        const std::uint64_t received = it == ledger_.entries().end() ? 0 : it->second.received;
         log_file_end(entry->offer.path, received, entry->offer.size, entry->taken, {}, nullptr);
       }
       if (entry->data_bad || data_bad_)

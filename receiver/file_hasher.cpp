@@ -72,7 +72,7 @@ class FsVerityTree final : public FileHasher {
   }
 
  private:
-  merkle::TreeFolder tree_;  // the loop's
+  merkle::TreeFolder tree_;                         // the loop's
   std::vector<std::unique_ptr<WorkQueue>> queues_;  // one per pool thread
   std::size_t next_ = 0;
 };

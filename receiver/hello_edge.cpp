@@ -10,8 +10,8 @@ using namespace proto;
 
 // The session of one file entry a Hello stands for.
 Open open_for(const Hello& hello) {
-  return Open{hello.digest_algorithm, hello.keepalive_ms,  hello.chunk_size_hint,
-              1,                      hello.file_size,     hello.extensions};
+  return Open{hello.digest_algorithm, hello.keepalive_ms, hello.chunk_size_hint, 1,
+              hello.file_size,        hello.extensions};
 }
 Offer offer_for(const Hello& hello) {
   Offer offer;
@@ -92,14 +92,15 @@ class HelloEdge::Translator final : public TransportSink {
     if (edge_.flow_ == Flow::Session || message == nullptr)
       return driver_.on_received(std::move(inbound));
     if (inbound.version != edge_.wire_version_) {
-      return undecodable(DecodeError::BadVersion,
-                         "a version-" + std::to_string(inbound.version) +
-                             " message after a version-" + std::to_string(edge_.wire_version_) +
-                             " Hello");
+      return undecodable(DecodeError::BadVersion, "a version-" + std::to_string(inbound.version) +
+                                                      " message after a version-" +
+                                                      std::to_string(edge_.wire_version_) +
+                                                      " Hello");
     }
     if (const auto* chunk = std::get_if<Chunk>(message))
       return deliver(FileChunk{0, chunk->slot, chunk->offset, chunk->length});
-    if (const auto* done = std::get_if<Done>(message)) return deliver(FileDone{0, done->total_bytes});
+    if (const auto* done = std::get_if<Done>(message))
+      return deliver(FileDone{0, done->total_bytes});
     if (type_of(*message) >= MessageType::Open) {
       return undecodable(DecodeError::BadType, std::string(to_string(type_of(*message))) +
                                                    " in a transfer begun by a Hello");

@@ -51,10 +51,10 @@ class HelloEdge final : public TransportDecorator {
   enum class Flow : std::uint8_t { Unknown, Session, Hello };
 
   Flow flow_ = Flow::Unknown;
-  std::uint16_t wire_version_ = 0;      // the Hello's: every answer goes in it
-  std::optional<proto::Accept> held_;   // the Accept, until entry 0 is checked
-  bool settled_ = false;                // entry 0's verdict or refusal went: no more Credits
-  bool bye_pending_ = false;            // the Hello flow ended here: the driver reads a Bye
+  std::uint16_t wire_version_ = 0;     // the Hello's: every answer goes in it
+  std::optional<proto::Accept> held_;  // the Accept, until entry 0 is checked
+  bool settled_ = false;               // entry 0's verdict or refusal went: no more Credits
+  bool bye_pending_ = false;           // the Hello flow ended here: the driver reads a Bye
 };
 
 }  // namespace rdmax::receiver

@@ -21,7 +21,6 @@ std::uint32_t keepalive_for(std::chrono::seconds timeout) {
       std::clamp<std::uint64_t>(ms, proto::kMinKeepaliveMs, proto::kMaxKeepaliveMs));
 }
 
-
 // SendError: the Error to post, the abort's reason or else an internal failure.
 proto::Error error_to_send(const SenderInput& cause) {
   const auto* abort = std::get_if<SenderInput::Abort>(&cause.data);

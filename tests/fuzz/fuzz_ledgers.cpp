@@ -1,7 +1,7 @@
 // Fuzz target for the data-phase ledgers of one file: the sender's and the receiver's
 // session ledgers serving one entry (tests/unit/one_file_send_ledger.hpp,
-// tests/unit/one_file_receive_ledger.hpp). The unit tests pin each rule and one honest conversation at a
-// time; this target lets the input drive both ledgers through any sequence of calls with any
+// tests/unit/one_file_receive_ledger.hpp). The unit tests pin each rule and one honest conversation
+// at a time; this target lets the input drive both ledgers through any sequence of calls with any
 // values, the way a hostile peer or a buggy driver could, and checks after each call that
 // the ledger did what its contract says, given what it showed before the call, and that
 // its invariants hold.

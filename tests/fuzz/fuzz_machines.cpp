@@ -138,8 +138,7 @@ class ReceiverRun {
     }
     // The session's own actions happen only in a session.
     for (RA a : {RA::CheckOffer, RA::SendTake, RA::SendRefuse, RA::FinishEntries,
-                 RA::SendFileVerdict, RA::SendResume, RA::SendHave, RA::StoreChunk,
-                 RA::SendCredit})
+                 RA::SendFileVerdict, RA::SendResume, RA::SendHave, RA::StoreChunk, RA::SendCredit})
       if (t.actions.contains(a)) FUZZ_CHECK(state_ == RS::InSession && t.next == RS::InSession);
   }
 

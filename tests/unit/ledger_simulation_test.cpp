@@ -15,8 +15,8 @@
 #include "one_file_send_ledger.hpp"
 
 // The sender's and the receiver's ledgers of one file (each a session of one entry,
-// one_file_send_ledger.hpp and one_file_receive_ledger.hpp) talking to each other the way the programs do
-// (docs/PROTOCOL.md 5.2-5.5), with the file's bytes really carried: the sender "RDMA
+// one_file_send_ledger.hpp and one_file_receive_ledger.hpp) talking to each other the way the
+// programs do (docs/PROTOCOL.md 5.2-5.5), with the file's bytes really carried: the sender "RDMA
 // WRITEs" into the receiver's slot memory, which only works with the key the receiver last
 // granted and has not revoked; the receiver copies a slot to the output when it stores the
 // chunk. Every legal interleaving is fair game: messages in each direction arrive in order

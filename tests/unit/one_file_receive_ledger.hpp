@@ -16,7 +16,13 @@
 namespace rdmax::test {
 
 // The one-file names of the session ledger's chunk errors.
-enum class ChunkError : std::uint8_t { SlotOutOfRange, SlotNotCredited, WrongOffset, WrongLength, PastEnd };
+enum class ChunkError : std::uint8_t {
+  SlotOutOfRange,
+  SlotNotCredited,
+  WrongOffset,
+  WrongLength,
+  PastEnd
+};
 
 inline const char* to_string(ChunkError e) {
   switch (e) {
@@ -43,8 +49,8 @@ class OneFileReceiveLedger {
   OneFileReceiveLedger(std::uint64_t file_size, std::uint32_t slot_size, std::uint32_t slot_count,
                        std::uint64_t start = 0)
       : plan_{file_size, slot_size},
-        ledger_(proto::Open{proto::DigestAlgorithm::WholeFileSha256, 0, 0, 1, file_size},
-                slot_size, slot_count) {
+        ledger_(proto::Open{proto::DigestAlgorithm::WholeFileSha256, 0, 0, 1, file_size}, slot_size,
+                slot_count) {
     proto::Offer offer;
     offer.size = file_size;
     offer.path = "f";

@@ -38,9 +38,8 @@ class OneFileSendLedger {
   OneFileSendLedger(std::uint64_t file_size, const proto::Accept& accept,
                     std::uint32_t max_active_slots, std::uint64_t start = 0)
       : plan_{file_size, accept.slot_size},
-        active_(static_cast<std::uint32_t>(
-            std::min<std::uint64_t>(std::min(accept.slot_count, std::max(max_active_slots, 1U)),
-                                    plan_.chunk_count()))),
+        active_(static_cast<std::uint32_t>(std::min<std::uint64_t>(
+            std::min(accept.slot_count, std::max(max_active_slots, 1U)), plan_.chunk_count()))),
         start_(start),
         ledger_({{proto::EntryKind::File, file_size}}, accept, std::max(active_, 1U)),
         credited_(accept.slot_count, false),

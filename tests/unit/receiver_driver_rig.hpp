@@ -217,8 +217,7 @@ struct Rig {
   // A Hello's answer went (Accept, Have or Reject), or the connection is ending.
   bool settle_answered() {
     return h.settle([&] {
-      return sent_count<proto::Accept>() + sent_count<proto::Have>() +
-                     sent_count<proto::Reject>() >
+      return sent_count<proto::Accept>() + sent_count<proto::Have>() + sent_count<proto::Reject>() >
                  0 ||
              h.state() != S::InSession;
     });

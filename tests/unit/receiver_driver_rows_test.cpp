@@ -509,8 +509,7 @@ std::vector<Resting> resting_states() {
       {S::AwaitOpen, "", [](Rig& r) { r.await_hello(); }, File::None},
       {S::InSession, "", [](Rig& r) { r.session_resting(); }, File::None},
       {S::AwaitId, "", [](Rig& r) { r.session_await_id(); }, File::Any},
-      {S::InSession, "HelloChecking", [](Rig& r) { r.checking_hello_created(); }, File::None,
-       true},
+      {S::InSession, "HelloChecking", [](Rig& r) { r.checking_hello_created(); }, File::None, true},
       {S::InSession, "HelloReceiving", [](Rig& r) { r.receiving(); }, File::None},
       {S::InSession, "HelloDraining", [](Rig& r) { r.draining(); }, File::None, true},
       {S::InSession, "HelloVerifying", [](Rig& r) { r.verifying(); }, File::None, true, true},
@@ -612,11 +611,15 @@ std::vector<Row> abort_rows() {
                     r.version = proto::kVersion2;
                     r.receiving();
                   },
-                  [](Rig& r) { r.peer(proto::FileChunk{0, 0, 0, kSlot}); },
+                  [](Rig& r) {
+                    r.peer(proto::FileChunk{0, 0, 0, kSlot});
+                  },
                   violation});
   rows.push_back({{S::InSession, E::ProtocolViolation, "HelloChunkBeforeAccept"},
                   [](Rig& r) { r.checking_hello_created(); },
-                  [](Rig& r) { r.peer(proto::Chunk{0, kSlot, 0}); },
+                  [](Rig& r) {
+                    r.peer(proto::Chunk{0, kSlot, 0});
+                  },
                   violation});
   rows.push_back({{S::InSession, E::TransportFailed, "CmEvent"},
                   [](Rig& r) { r.receiving(); },
@@ -735,9 +738,9 @@ std::vector<Misplaced> misplaced_messages() {
   // FileDone are its own, and Id and Bye legal once every entry is settled (a
   // ProtocolViolation before: see the rows); after a denied id, Id and Bye.
   const std::set<std::pair<S, std::string>> legal{
-      {S::AwaitOpen, "Hello"},    {S::AwaitOpen, "Open"},     {S::InSession, "Offer"},
+      {S::AwaitOpen, "Hello"},     {S::AwaitOpen, "Open"},     {S::InSession, "Offer"},
       {S::InSession, "FileChunk"}, {S::InSession, "FileDone"}, {S::InSession, "Id"},
-      {S::InSession, "Bye"},      {S::AwaitId, "Id"},         {S::AwaitId, "Bye"}};
+      {S::InSession, "Bye"},       {S::AwaitId, "Id"},         {S::AwaitId, "Bye"}};
   std::vector<Misplaced> out;
   for (S s : {S::AwaitOpen, S::InSession, S::AwaitId})
     for (const auto& [name, event, message] : messages)

@@ -27,11 +27,11 @@ Digest hash_in_chunks(proto::DigestAlgorithm algorithm, const std::vector<std::u
   std::size_t chunks = 0;
   for (std::size_t offset = 0; offset < bytes.size(); offset += kChunk, ++chunks) {
     const auto chunk = std::span(bytes).subspan(offset, std::min(kChunk, bytes.size() - offset));
-    hasher->hash(offset, chunk, [&done, i = chunks](std::vector<merkle::Node> nodes,
-                                                      const std::string& error) {
-      EXPECT_EQ(error, "");
-      done[i] = std::move(nodes);
-    });
+    hasher->hash(offset, chunk,
+                 [&done, i = chunks](std::vector<merkle::Node> nodes, const std::string& error) {
+                   EXPECT_EQ(error, "");
+                   done[i] = std::move(nodes);
+                 });
   }
   EXPECT_TRUE(run_pool_until(pool, [&] { return done.size() == chunks && hasher->idle(); }));
   for (std::size_t i = 0; i < chunks; ++i) {

@@ -28,11 +28,11 @@ constexpr const auto& kAllStates = rdmax::test::kAllReceiverStates;
 
 constexpr const auto& kAllEvents = rdmax::test::kAllReceiverEvents;
 
-constexpr std::array kAllActions{
-    A::SendAccept,  A::SendReject, A::CheckOffer,    A::SendTake,        A::SendResume,
-    A::SendHave,    A::SendRefuse, A::StoreChunk,    A::SendCredit,      A::FinishEntries,
-    A::SendFileVerdict, A::SendSecret, A::SendDenied, A::SendError,      A::DiscardFile,
-    A::Disconnect,  A::Release};
+constexpr std::array kAllActions{A::SendAccept, A::SendReject,    A::CheckOffer,      A::SendTake,
+                                 A::SendResume, A::SendHave,      A::SendRefuse,      A::StoreChunk,
+                                 A::SendCredit, A::FinishEntries, A::SendFileVerdict, A::SendSecret,
+                                 A::SendDenied, A::SendError,     A::DiscardFile,     A::Disconnect,
+                                 A::Release};
 
 // The lists above name every enumerator: the enums are dense from 0, so the last one's value
 // plus one is the count. A new enumerator breaks these until it is added to its list.
@@ -229,25 +229,23 @@ TEST(ReceiverMachine, UnknownIdsMayRetryUntilTheAttemptsRunOut) {
 }
 
 TEST(ReceiverMachine, ByeAfterTheEntriesCloses) {
-  const auto steps =
-      then(one_file(0), {{E::GotBye, S::Closing, {A::DiscardFile, A::Disconnect}},
-                         {E::Timeout, S::Closed, {A::Release}}});
+  const auto steps = then(one_file(0), {{E::GotBye, S::Closing, {A::DiscardFile, A::Disconnect}},
+                                        {E::Timeout, S::Closed, {A::Release}}});
   EXPECT_EQ(walk(S::AwaitOpen, steps), S::Closed);
 }
 
 TEST(ReceiverMachine, EntriesComeAndGoInOneSessionState) {
   // A directory settled, a file refused, one resumed, one in place already: the
   // connection never leaves InSession for them.
-  const auto steps =
-      then(then(one_file(0), {{E::GotOffer, S::InSession, {A::CheckOffer}},
-                              {E::EntrySettled, S::InSession, {A::SendFileVerdict}},
-                              {E::GotOffer, S::InSession, {A::CheckOffer}},
-                              {E::EntryRefused, S::InSession, {A::SendRefuse}},
-                              {E::GotOffer, S::InSession, {A::CheckOffer}},
-                              {E::EntryResumed, S::InSession, {A::SendResume}},
-                              {E::GotOffer, S::InSession, {A::CheckOffer}},
-                              {E::EntryHave, S::InSession, {A::SendHave}}}),
-           kEnd);
+  const auto steps = then(then(one_file(0), {{E::GotOffer, S::InSession, {A::CheckOffer}},
+                                             {E::EntrySettled, S::InSession, {A::SendFileVerdict}},
+                                             {E::GotOffer, S::InSession, {A::CheckOffer}},
+                                             {E::EntryRefused, S::InSession, {A::SendRefuse}},
+                                             {E::GotOffer, S::InSession, {A::CheckOffer}},
+                                             {E::EntryResumed, S::InSession, {A::SendResume}},
+                                             {E::GotOffer, S::InSession, {A::CheckOffer}},
+                                             {E::EntryHave, S::InSession, {A::SendHave}}}),
+                          kEnd);
   EXPECT_EQ(walk(S::AwaitOpen, steps), S::Closed);
 }
 
@@ -274,10 +272,10 @@ TEST(ReceiverMachine, EveryWayOutOfAnOpenStateLeavesNoUncommittedFile) {
     if (!open_state(s)) continue;
     for (E e : kAllEvents) {
       const ReceiverTransition t = receiver_next(s, e);
-      const bool after_the_entries = s == S::AwaitId || e == E::IdKnown ||
-                                     e == E::IdAttemptsExhausted;
-      const bool abort = t.error == ReceiverError::IllegalEvent || e >= E::ProtocolViolation ||
-                         e == E::GotError;
+      const bool after_the_entries =
+          s == S::AwaitId || e == E::IdKnown || e == E::IdAttemptsExhausted;
+      const bool abort =
+          t.error == ReceiverError::IllegalEvent || e >= E::ProtocolViolation || e == E::GotError;
       if ((t.next == S::Closing || t.next == S::Closed) && (abort || !after_the_entries)) {
         EXPECT_TRUE(t.actions.contains(A::DiscardFile)) << to_string(s) << " + " << to_string(e);
       }

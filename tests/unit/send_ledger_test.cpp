@@ -273,5 +273,4 @@ TEST(SendLedger, HugeFileSizesAndAddresses) {
   EXPECT_EQ(tail.bytes_completed(), 3ULL * big + 5);
 }
 
-
 }  // namespace
