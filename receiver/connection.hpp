@@ -165,6 +165,7 @@ class Connection final : public DriverCore {
   void check_directory(SessionEntry& entry);
   void send_take(std::uint32_t entry);
   void send_resume(std::uint32_t entry);
+  void take_entry(std::uint32_t entry, std::uint64_t from);
   void send_have(std::uint32_t entry);
   void send_refuse(const ReceiverInput::EntryRefusal& refusal);
   void store_chunk(const proto::FileChunk& chunk);

@@ -145,6 +145,15 @@ void Connection::check_directory(SessionEntry& entry) {
 }
 
 void Connection::send_take(std::uint32_t id) {
+  take_entry(id, 0);
+}
+
+void Connection::send_resume(std::uint32_t id) {
+  take_entry(id, session_entry(id)->file->resumed_from());
+}
+
+// A Take is a Resume from 0 (PROTOCOL.md 7.6): the entry's data begins at `from`.
+void Connection::take_entry(std::uint32_t id, std::uint64_t from) {
   SessionEntry& entry = *session_entry(id);
   // The first file taken is the first that needs the window's keys.
   if (!register_window()) {
@@ -152,26 +161,16 @@ void Connection::send_take(std::uint32_t id) {
                                                               "cannot register memory"}});
   }
   entry.taken = Clock::now();
-  spdlog::info("[{}] receiving {} ({})", label(), quoted(entry.offer.path),
-               proto::format_size(entry.offer.size));
-  ledger_.take(id);
-  post(proto::Take{id});
-  grant_idle_slots();
-  expect_next();
-}
-
-void Connection::send_resume(std::uint32_t id) {
-  SessionEntry& entry = *session_entry(id);
-  if (!register_window()) {
-    return dispatch({Event::EntryRefused, Input::EntryRefusal{id, proto::RejectReason::NoMemory,
-                                                              "cannot register memory"}});
-  }
-  const std::uint64_t from = entry.file->resumed_from();
-  entry.taken = Clock::now();
   ledger_.take(id, from);
-  spdlog::info("[{}] resuming {} ({}) at {}", label(), quoted(entry.offer.path),
-               proto::format_size(entry.offer.size), proto::format_size(from));
-  post(proto::Resume{id, from});
+  if (from == 0) {
+    spdlog::info("[{}] receiving {} ({})", label(), quoted(entry.offer.path),
+                 proto::format_size(entry.offer.size));
+    post(proto::Take{id});
+  } else {
+    spdlog::info("[{}] resuming {} ({}) at {}", label(), quoted(entry.offer.path),
+                 proto::format_size(entry.offer.size), proto::format_size(from));
+    post(proto::Resume{id, from});
+  }
   grant_idle_slots();
   expect_next();
 }
