@@ -159,6 +159,7 @@ case_altered_partial() {
 }
 
 case_loss() {
+  trap restore_wire EXIT  # a failure below must not leave later cases a lossy wire
   tc qdisc add dev eth0 root netem loss 2%
   rxe-peer tc qdisc add dev eth0 root netem loss 2%
   make_file lossy.bin $((4 << 20))
