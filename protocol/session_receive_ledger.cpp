@@ -49,22 +49,21 @@ std::optional<SessionError> SessionReceiveLedger::offer(const Offer& o) {
   if (o.size > open_.total_bytes - offered_bytes_) return SessionError::TooManyBytes;
   offered_bytes_ += o.size;
   ++offered_;
-  entries_[o.entry] = Entry{o.kind, EntryState::Checking, o.size, 0, 0, 0};
+  Entry& e = entries_[o.entry] = Entry{o.kind, EntryState::Waiting, false, o.size, 0, 0, 0};
+  (void)advance(e.kind, e.state, EntryEvent::Offer);  // Waiting: a new entry
   return std::nullopt;
 }
 
 void SessionReceiveLedger::take(std::uint32_t id, std::uint64_t start) {
-  if (auto it = entries_.find(id);
-      it != entries_.end() && it->second.state == EntryState::Checking) {
-    it->second.state = EntryState::Receiving;
+  auto it = entries_.find(id);
+  if (it != entries_.end() && !advance(it->second.kind, it->second.state, EntryEvent::Take))
     it->second.received = std::min(start, it->second.size);
-  }
 }
 
 void SessionReceiveLedger::settle(std::uint32_t id) {
   auto it = entries_.find(id);
   if (it == entries_.end()) return;
-  if (it->second.state == EntryState::Receiving) abandoned_.push_back(id);
+  if (it->second.state == EntryState::Taken) abandoned_.push_back(id);
   entries_.erase(it);
 }
 
@@ -90,7 +89,8 @@ std::optional<SessionError> SessionReceiveLedger::accept_chunk(const FileChunk& 
   auto it = entries_.find(c.entry);
   if (it == entries_.end()) return SessionError::UnknownEntry;
   Entry& e = it->second;
-  if (e.state != EntryState::Receiving) return SessionError::EntryNotReceiving;
+  EntryState next = e.state;
+  if (advance(e.kind, next, EntryEvent::Chunk)) return SessionError::EntryNotReceiving;
   if (c.slot >= slots_.size()) return SessionError::SlotOutOfRange;
   if (e.received == e.size) return SessionError::PastEnd;
   if (slots_[c.slot] != SlotState::Credited) return SessionError::SlotNotCredited;
@@ -131,17 +131,18 @@ std::vector<std::uint32_t> SessionReceiveLedger::release_slots_of(std::uint32_t 
 std::optional<SessionError> SessionReceiveLedger::file_done(const FileDone& d) {
   auto it = entries_.find(d.entry);
   if (it == entries_.end()) return SessionError::UnknownEntry;
-  if (it->second.state != EntryState::Receiving) return SessionError::EntryNotReceiving;
-  it->second.state = EntryState::Draining;
+  if (advance(it->second.kind, it->second.state, EntryEvent::FileDone))
+    return SessionError::EntryNotReceiving;
   it->second.done_total = d.total_bytes;
   return std::nullopt;
 }
 
 bool SessionReceiveLedger::start_verifying(std::uint32_t id) {
   auto it = entries_.find(id);
-  if (it == entries_.end() || it->second.state != EntryState::Draining || it->second.storing > 0)
+  if (it == entries_.end() || it->second.state != EntryState::Finished || it->second.verifying ||
+      it->second.storing > 0)
     return false;
-  it->second.state = EntryState::Verifying;
+  it->second.verifying = true;
   return true;
 }
 
@@ -159,8 +160,7 @@ bool SessionReceiveLedger::wants_data() const {
   // (PROTOCOL.md 7.5): once every entry is offered, only what was offered counts.
   if (offered_ < open_.entry_count && offered_bytes_ < open_.total_bytes) return true;
   for (const auto& [id, e] : entries_) {
-    if ((e.state == EntryState::Checking || e.state == EntryState::Receiving) &&
-        e.received < e.size)
+    if ((e.state == EntryState::Offered || e.state == EntryState::Taken) && e.received < e.size)
       return true;
   }
   return false;

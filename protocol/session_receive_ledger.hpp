@@ -4,10 +4,11 @@
 // holds a credit for, and whether an Offer, a FileChunk or a FileDone obeys the rules. The
 // driver (receiver/) asks it before it acts on any of them.
 //
-// An entry is Checking (offered; the driver checks and creates it), Receiving (Take sent;
-// its chunks arrive), Draining (FileDone arrived; chunks still being stored), Verifying
-// (every chunk stored; the driver verifies and commits) and then settled: Refuse or
-// FileVerdict sent, and the entry forgotten. A directory goes from Checking straight to
+// Each entry moves through the machine both sides share (protocol/entry_machine.hpp):
+// Offered (the driver checks it and creates the file), Taken (Take sent; its chunks
+// arrive), Finished (FileDone arrived; its chunks still being stored, then `verifying`:
+// every chunk stored, the driver verifies and commits), and then settled: Refuse or
+// FileVerdict sent, and the entry forgotten. A directory goes from Offered straight to
 // settled.
 //
 // Slots are shared by every file of the session: Idle, Credited (the sender holds it) or
@@ -18,6 +19,7 @@
 #include <optional>
 #include <vector>
 
+#include "protocol/entry_machine.hpp"
 #include "protocol/wire.hpp"
 
 namespace rdmax::proto {
@@ -40,11 +42,12 @@ const char* to_string(SessionError);
 
 class SessionReceiveLedger {
  public:
-  enum class EntryState : std::uint8_t { Checking, Receiving, Draining, Verifying };
+  using EntryState = proto::EntryState;
   enum class SlotState : std::uint8_t { Idle, Credited, Storing };
   struct Entry {
     EntryKind kind = EntryKind::File;
-    EntryState state = EntryState::Checking;
+    EntryState state = EntryState::Offered;
+    bool verifying = false;  // Finished and every chunk stored
     std::uint64_t size = 0;
     std::uint64_t received = 0;    // bytes of accepted FileChunks
     std::uint32_t storing = 0;     // its chunks still being stored
@@ -54,9 +57,9 @@ class SessionReceiveLedger {
   SessionReceiveLedger() = default;
   SessionReceiveLedger(const Open& open, std::uint32_t slot_size, std::uint32_t slot_count);
 
-  // An Offer arrived: on success the entry is Checking.
+  // An Offer arrived: on success the entry is Offered.
   [[nodiscard]] std::optional<SessionError> offer(const Offer& offer);
-  // The driver took the file (Take is about to go): Checking -> Receiving. With `start` (a
+  // The driver took the file (Take is about to go): Offered -> Taken. With `start` (a
   // Resume's offset, PROTOCOL.md 7.6) the bytes before it count as received, and the
   // first FileChunk must start there.
   void take(std::uint32_t entry, std::uint64_t start = 0);
@@ -81,9 +84,9 @@ class SessionReceiveLedger {
   // An entry's stores were cancelled (it was settled early, or the connection ends): its
   // Storing slots become Idle. Returns them (the driver credits them back, if wanted).
   std::vector<std::uint32_t> release_slots_of(std::uint32_t entry);
-  // A FileDone: Receiving -> Draining.
+  // A FileDone: Taken -> Finished.
   [[nodiscard]] std::optional<SessionError> file_done(const FileDone& done);
-  // A Draining entry with no chunk being stored: -> Verifying, and returns true.
+  // A Finished entry with no chunk being stored starts verifying: returns true once.
   bool start_verifying(std::uint32_t entry);
   // The connection ends: no slot is credited from now on.
   void close();

@@ -53,55 +53,71 @@ std::optional<std::uint32_t> SessionSendLedger::next_offer() {
       (!directories_allowed_ || files_unsettled()))
     return std::nullopt;
   const std::uint32_t entry = next_offer_++;
-  progress_[entry].state = EntryState::Offered;
+  (void)advance(plans_[entry].kind, progress_[entry].state, EntryEvent::Offer);  // Waiting
   open_entries_.push_back(entry);
   ++in_flight_;
   if (plans_[entry].kind == EntryKind::File) ++files_in_flight_;
   return entry;
 }
 
-std::optional<SessionReplyError> SessionSendLedger::answerable(std::uint32_t entry) const {
+namespace {
+SessionReplyError reply_error(EntryFault fault) {
+  switch (fault) {
+    case EntryFault::NotAFile:
+      return SessionReplyError::NotAFile;
+    case EntryFault::AlreadyTaken:
+    case EntryFault::NotTaken:
+      return SessionReplyError::AlreadyTaken;
+    case EntryFault::TooEarly:
+      return SessionReplyError::TooEarly;
+    case EntryFault::NotOffered:
+    case EntryFault::AlreadyOffered:
+    case EntryFault::Settled:
+      break;
+  }
+  return SessionReplyError::UnknownEntry;
+}
+}  // namespace
+
+std::optional<SessionReplyError> SessionSendLedger::step(std::uint32_t entry, EntryEvent event,
+                                                         std::uint64_t start) {
   if (entry >= plans_.size()) return SessionReplyError::UnknownEntry;
-  const EntryState s = progress_[entry].state;
-  if (s == EntryState::Waiting || s == EntryState::Settled) return SessionReplyError::UnknownEntry;
-  if (plans_[entry].kind != EntryKind::File) return SessionReplyError::NotAFile;
-  if (s != EntryState::Offered) return SessionReplyError::AlreadyTaken;
+  EntryState next = progress_[entry].state;
+  if (auto fault = advance(plans_[entry].kind, next, event)) return reply_error(*fault);
+  // A Resume leaves at least one chunk, and starts where one does (PROTOCOL.md 7.6).
+  if (start > 0 && (slot_size_ == 0 || start % slot_size_ != 0 || start >= plans_[entry].size))
+    return SessionReplyError::BadOffset;
+  progress_[entry].state = next;
   return std::nullopt;
+}
+
+void SessionSendLedger::forget(std::uint32_t entry) {
+  std::erase(taken_order_, entry);  // no more of its chunks
+  std::erase(open_entries_, entry);
+  --in_flight_;
+  if (plans_[entry].kind == EntryKind::File) --files_in_flight_;
+  ++settled_;
 }
 
 std::optional<SessionReplyError> SessionSendLedger::taken(std::uint32_t entry,
                                                           std::uint64_t start) {
-  if (auto error = answerable(entry)) return error;
-  // A Resume leaves at least one chunk, and starts where one does (PROTOCOL.md 7.6).
-  if (start > 0 && (slot_size_ == 0 || start % slot_size_ != 0 || start >= plans_[entry].size))
-    return SessionReplyError::BadOffset;
-  progress_[entry].state = EntryState::Taken;
+  if (auto error = step(entry, EntryEvent::Take, start)) return error;
   progress_[entry].next_offset = start;
   if (plans_[entry].size > start) taken_order_.push_back(entry);
   return std::nullopt;
 }
 
 std::optional<SessionReplyError> SessionSendLedger::had(std::uint32_t entry) {
-  if (auto error = answerable(entry)) return error;
-  progress_[entry].state = EntryState::Finished;  // nothing to send: as after its FileDone
-  return settled(entry, true);
+  if (auto error = step(entry, EntryEvent::Have)) return error;
+  forget(entry);
+  return std::nullopt;
 }
 
 std::optional<SessionReplyError> SessionSendLedger::settled(std::uint32_t entry, bool good) {
-  if (entry >= plans_.size()) return SessionReplyError::UnknownEntry;
-  EntryProgress& p = progress_[entry];
-  if (p.state == EntryState::Waiting || p.state == EntryState::Settled)
-    return SessionReplyError::UnknownEntry;
   // A good verdict answers a FileDone (or is a directory's); a bad one may come at any
   // time (the receiver's write failed mid-file).
-  if (good && plans_[entry].kind == EntryKind::File && p.state != EntryState::Finished)
-    return SessionReplyError::TooEarly;
-  p.state = EntryState::Settled;
-  std::erase(taken_order_, entry);  // no more of its chunks
-  std::erase(open_entries_, entry);
-  --in_flight_;
-  if (plans_[entry].kind == EntryKind::File) --files_in_flight_;
-  ++settled_;
+  if (auto error = step(entry, good ? EntryEvent::Good : EntryEvent::Bad)) return error;
+  forget(entry);
   return std::nullopt;
 }
 
@@ -165,7 +181,7 @@ std::optional<std::uint32_t> SessionSendLedger::next_file_done() {
     EntryProgress& p = progress_[entry];
     if (p.state == EntryState::Taken && p.next_offset == plans_[entry].size &&
         p.chunks_in_flight == 0) {
-      p.state = EntryState::Finished;
+      (void)advance(plans_[entry].kind, p.state, EntryEvent::FileDone);  // Taken: a file
       return entry;
     }
   }

@@ -4,8 +4,9 @@
 // chunk of which taken file goes into which credited slot, when a file's FileDone is due,
 // and which entries are settled.
 //
-// An entry is Waiting (not offered yet), Offered, Taken (its chunks go out as credits
-// allow), Finished (FileDone sent) or Settled (Refuse or FileVerdict received). Chunks go
+// Each entry moves through the machine both sides share (protocol/entry_machine.hpp):
+// Waiting (not offered yet), Offered, Taken (its chunks go out as credits allow),
+// Finished (FileDone sent), Settled (Have, Refuse or FileVerdict received). Chunks go
 // out file by file in the order the files were taken, each file's in order; a slot is
 // credited (a Credit arrived and no FileChunk has been sent for it since) and busy (our
 // FileChunk SEND for it has not completed locally). A Credit may arrive while the slot is
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "protocol/chunk_plan.hpp"
+#include "protocol/entry_machine.hpp"
 #include "protocol/wire.hpp"
 
 namespace rdmax::proto {
@@ -38,7 +40,7 @@ const char* to_string(SessionReplyError);
 
 class SessionSendLedger {
  public:
-  enum class EntryState : std::uint8_t { Waiting, Offered, Taken, Finished, Settled };
+  using EntryState = proto::EntryState;
   struct EntryPlan {
     EntryKind kind = EntryKind::File;
     std::uint64_t size = 0;
@@ -103,7 +105,10 @@ class SessionSendLedger {
     std::uint32_t chunks_in_flight = 0;
   };
   bool files_unsettled() const;
-  std::optional<SessionReplyError> answerable(std::uint32_t entry) const;  // Take, Resume, Have
+  // Moves the entry's machine, or says why the reply is not allowed (nothing changes).
+  std::optional<SessionReplyError> step(std::uint32_t entry, EntryEvent event,
+                                        std::uint64_t start = 0);
+  void forget(std::uint32_t entry);  // settled: off every list
 
   std::vector<EntryPlan> plans_;
   std::vector<EntryProgress> progress_;

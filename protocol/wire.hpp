@@ -356,19 +356,18 @@ struct DecodeFailure {
 
 // Bytes encode would produce for message (header included) in `version`, whether or not it
 // is encodable.
-[[nodiscard]] std::size_t encoded_size(const Message& message, std::uint16_t version = kVersion1);
+[[nodiscard]] std::size_t encoded_size(const Message& message, std::uint16_t version);
 
 // The encoder refuses (empty vector / 0) any message that decode would reject, so a message
 // that was encoded always decodes back to itself. Refused too: a message that `version`
 // cannot express (Working, the session messages, or a Hello with version-2 fields, in
 // version 1).
-[[nodiscard]] std::vector<std::uint8_t> encode(const Message& message,
-                                               std::uint16_t version = kVersion1);
+[[nodiscard]] std::vector<std::uint8_t> encode(const Message& message, std::uint16_t version);
 
 // Encodes into a caller-owned (e.g. preregistered) buffer without allocating.
 // Returns the number of bytes written, or 0 if the message does not fit or is not encodable.
 [[nodiscard]] std::size_t encode_into(const Message& message, std::span<std::uint8_t> out,
-                                      std::uint16_t version = kVersion1);
+                                      std::uint16_t version);
 
 // Decodes exactly one message of version 1 or 2; bytes must be the whole received SEND,
 // nothing more. peek_version tells which version it was.

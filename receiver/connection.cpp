@@ -388,11 +388,10 @@ proto::WorkPhase Connection::work_phase() const {
   // Hello's names what its one file waits for, as a Hello's always did: being created,
   // stored or committed.
   if (!edge_.serving_hello()) return proto::WorkPhase::Storing;
-  using EntryState = proto::SessionReceiveLedger::EntryState;
   const auto* entry = ledger_.entry(0);
-  if (entry != nullptr && entry->state == EntryState::Checking) return proto::WorkPhase::Preparing;
-  if (entry != nullptr && entry->state == EntryState::Verifying)
-    return proto::WorkPhase::Committing;
+  if (entry != nullptr && entry->state == proto::EntryState::Offered)
+    return proto::WorkPhase::Preparing;
+  if (entry != nullptr && entry->verifying) return proto::WorkPhase::Committing;
   return proto::WorkPhase::Storing;
 }
 

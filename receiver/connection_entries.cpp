@@ -36,9 +36,7 @@ void Connection::expect_next() {
   // deadline for it then. Otherwise the sender owes the next message.
   bool own_work = ledger_.storing() > 0;
   for (const auto& [id, entry] : ledger_.entries())
-    if (entry.state == proto::SessionReceiveLedger::EntryState::Checking ||
-        entry.state == proto::SessionReceiveLedger::EntryState::Verifying)
-      own_work = true;
+    if (entry.state == proto::EntryState::Offered || entry.verifying) own_work = true;
   if (own_work) return expect_own_work("entries to be stored");
   expect(ledger_.all_settled() ? "Id or Bye" : "the sender's next entry or chunk",
          context_.options.timeout);
@@ -266,7 +264,7 @@ void Connection::finish_entries(const ReceiverInput& cause) {
   }
   std::vector<std::uint32_t> ready;
   for (const auto& [id, entry] : ledger_.entries())
-    if (entry.state == proto::SessionReceiveLedger::EntryState::Draining && entry.storing == 0)
+    if (entry.state == proto::EntryState::Finished && !entry.verifying && entry.storing == 0)
       ready.push_back(id);
   for (std::uint32_t id : ready)
     if (ledger_.start_verifying(id)) verify_entry(id);

@@ -210,7 +210,7 @@ void put_le(std::vector<std::uint8_t>& bytes, std::size_t offset, std::uint64_t 
 }
 
 std::vector<std::uint8_t> encoded(const proto::Message& m) {
-  auto bytes = proto::encode(m);
+  auto bytes = proto::encode(m, proto::kVersion1);
   if (bytes.empty()) throw std::logic_error("a well-formed message did not encode");
   return bytes;
 }

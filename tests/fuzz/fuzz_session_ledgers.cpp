@@ -204,17 +204,17 @@ class Conversation {
     to_sender_.push_back(over_the_wire(reply));
   }
 
-  std::vector<std::uint32_t> entries_in(RState state) const {
+  std::vector<std::uint32_t> entries_in(RState state, bool verifying = false) const {
     std::vector<std::uint32_t> ids;
     for (const auto& [id, e] : receiver_.ledger().entries())
-      if (e.state == state) ids.push_back(id);
+      if (e.state == state && e.verifying == verifying) ids.push_back(id);
     return ids;
   }
 
   // The receiver's driver checked an offered entry: a directory is made (settled at once),
   // a file taken or refused.
   void decide(std::uint8_t n) {
-    const auto checking = entries_in(RState::Checking);
+    const auto checking = entries_in(RState::Offered);
     if (checking.empty()) return;
     const std::uint32_t id = checking[n % checking.size()];
     if (receiver_.ledger().entry(id)->kind == EntryKind::Directory) {
@@ -239,7 +239,7 @@ class Conversation {
   }
 
   void verify(std::uint8_t n) {
-    const auto verifying = entries_in(RState::Verifying);
+    const auto verifying = entries_in(RState::Finished, true);
     if (verifying.empty()) return;
     const std::uint32_t id = verifying[n % verifying.size()];
     const VerdictCode code = n & 0x80 ? VerdictCode::HashMismatch : VerdictCode::Good;
@@ -248,7 +248,7 @@ class Conversation {
 
   // A write failed mid-file: the entry is abandoned with a bad verdict.
   void fail_file(std::uint8_t n) {
-    const auto receiving = entries_in(RState::Receiving);
+    const auto receiving = entries_in(RState::Taken);
     if (receiving.empty()) return;
     const std::uint32_t id = receiving[n % receiving.size()];
     settle(id, FileVerdict{id, VerdictCode::StorageError, {}});

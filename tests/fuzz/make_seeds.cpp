@@ -47,7 +47,7 @@ struct Conversation {
     return *this;
   }
   Conversation& message(const Message& m) {
-    const Bytes encoded = encode(m);
+    const Bytes encoded = encode(m, kVersion1);
     bytes.push_back(0x80);
     bytes.push_back(static_cast<std::uint8_t>(encoded.size()));
     bytes.push_back(static_cast<std::uint8_t>(encoded.size() >> 8));
@@ -161,8 +161,9 @@ int main(int argc, char** argv) {
       {"bye", Bye{}},
       {"error", Error{ErrorCode::Timeout, "timeout"}},
   };
-  for (const auto& [name, message] : messages) write(root / "fuzz_decode" / name, encode(message));
-  Bytes version2 = encode(Hello{1, sample_sha(), 0, "v2"});
+  for (const auto& [name, message] : messages)
+    write(root / "fuzz_decode" / name, encode(message, kVersion1));
+  Bytes version2 = encode(Hello{1, sample_sha(), 0, "v2"}, kVersion1);
   version2[4] = 2;  // the version field: what peek_version must still read
   write(root / "fuzz_decode" / "hello-version-2", version2);
 

@@ -58,7 +58,7 @@ class ReceiverCheck {
       offered_bytes_ += o.size;
       FUZZ_CHECK(ledger_.offered() == before.offered + 1);
       const auto* e = ledger_.entry(o.entry);
-      FUZZ_CHECK(e != nullptr && e->state == RState::Checking && e->size == o.size &&
+      FUZZ_CHECK(e != nullptr && e->state == RState::Offered && e->size == o.size &&
                  e->kind == o.kind && e->received == 0 && e->storing == 0);
     }
     check();
@@ -67,16 +67,16 @@ class ReceiverCheck {
 
   void take(std::uint32_t id) {
     const auto* e = ledger_.entry(id);
-    const bool moves = e != nullptr && e->state == RState::Checking;
+    const bool moves = e != nullptr && e->state == RState::Offered;
     ledger_.take(id);
-    if (moves) FUZZ_CHECK(ledger_.entry(id)->state == RState::Receiving);
+    if (moves) FUZZ_CHECK(ledger_.entry(id)->state == RState::Taken);
     check();
   }
 
   void settle(std::uint32_t id) {
     const auto* e = ledger_.entry(id);
     const bool in_flight = e != nullptr;
-    const bool abandons = in_flight && e->state == RState::Receiving;
+    const bool abandons = in_flight && e->state == RState::Taken;
     const std::size_t count = ledger_.entries().size();
     ledger_.settle(id);
     FUZZ_CHECK(ledger_.entry(id) == nullptr);
@@ -156,7 +156,7 @@ class ReceiverCheck {
     std::optional<SessionError> expected;
     if (e == nullptr) {
       expected = SessionError::UnknownEntry;
-    } else if (e->state != RState::Receiving) {
+    } else if (e->state != RState::Taken) {
       expected = SessionError::EntryNotReceiving;
     }
     const auto error = ledger_.file_done(d);
@@ -164,7 +164,8 @@ class ReceiverCheck {
     if (error) {
       FUZZ_CHECK(snapshot() == before);
     } else {
-      FUZZ_CHECK(ledger_.entry(d.entry)->state == RState::Draining);
+      FUZZ_CHECK(ledger_.entry(d.entry)->state == RState::Finished &&
+                 !ledger_.entry(d.entry)->verifying);
     }
     check();
     return error;
@@ -172,10 +173,11 @@ class ReceiverCheck {
 
   bool start_verifying(std::uint32_t id) {
     const auto* e = ledger_.entry(id);
-    const bool expected = e != nullptr && e->state == RState::Draining && e->storing == 0;
+    const bool expected =
+        e != nullptr && e->state == RState::Finished && !e->verifying && e->storing == 0;
     const bool started = ledger_.start_verifying(id);
     FUZZ_CHECK(started == expected);
-    if (started) FUZZ_CHECK(ledger_.entry(id)->state == RState::Verifying);
+    if (started) FUZZ_CHECK(ledger_.entry(id)->verifying);
     check();
     return started;
   }
@@ -213,7 +215,7 @@ class ReceiverCheck {
   std::optional<SessionError> expected_chunk_error(const FileChunk& c) const {
     const auto* e = ledger_.entry(c.entry);
     if (e == nullptr) return SessionError::UnknownEntry;
-    if (e->state != RState::Receiving) return SessionError::EntryNotReceiving;
+    if (e->state != RState::Taken) return SessionError::EntryNotReceiving;
     if (c.slot >= setup_.accept.slot_count) return SessionError::SlotOutOfRange;
     if (e->received == e->size) return SessionError::PastEnd;
     if (ledger_.slot_state(c.slot) != SlotState::Credited) return SessionError::SlotNotCredited;
@@ -236,7 +238,7 @@ class ReceiverCheck {
       FUZZ_CHECK(e.received <= e.size);
       // Whole slots, except the file's last chunk.
       FUZZ_CHECK(e.received == e.size || e.received % setup_.accept.slot_size == 0);
-      if (e.state == RState::Checking) FUZZ_CHECK(e.received == 0 && e.storing == 0);
+      if (e.state == RState::Offered) FUZZ_CHECK(e.received == 0 && e.storing == 0);
       if (e.kind == EntryKind::Directory) FUZZ_CHECK(e.size == 0);
       storing_of_entries += e.storing;
       received += e.received;

@@ -151,7 +151,7 @@ std::vector<Row> hello_rows() {
       {{S::AwaitOpen, E::OpenRejected, "ForeignVersion"},
        [](Rig& r) { r.await_hello(); },
        [](Rig& r) {
-         std::vector<std::uint8_t> m = proto::encode(r.hello());
+         std::vector<std::uint8_t> m = proto::encode(r.hello(), proto::kVersion1);
          m[4] = 3;  // header.version
          r.h.transport.deliver_bytes(m);
          r.h.poll();

@@ -127,7 +127,7 @@ TEST_F(ReceiverDriver, ChunkReusingASlotBeforeItsCreditIsAViolation) {
 
 TEST_F(ReceiverDriver, ForeignVersionGetsRejectInVersion1) {
   h.start();
-  std::vector<std::uint8_t> bytes = proto::encode(proto::Bye{});
+  std::vector<std::uint8_t> bytes = proto::encode(proto::Bye{}, proto::kVersion1);
   bytes[4] = 9;  // version 9
   h.transport.deliver_bytes(bytes);
   h.poll();
@@ -309,7 +309,7 @@ TEST_F(ReceiverDriver, EmptySendIsAViolation) {
 TEST_F(ReceiverDriver, NameLengthOutsideTheWireRuleIsAViolationNotBadName) {
   // PROTOCOL.md 3.1: name_len 1..255 is the decoder's rule.
   h.start();
-  auto bytes = proto::encode(proto::Hello{1, {}, 0, std::string(255, 'n')});
+  auto bytes = proto::encode(proto::Hello{1, {}, 0, std::string(255, 'n')}, proto::kVersion1);
   bytes.push_back('n');
   bytes[16 + 44] = 0x00;  // name_len = 256
   bytes[16 + 45] = 0x01;

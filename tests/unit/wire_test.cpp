@@ -118,7 +118,7 @@ Bytes frame(std::uint16_t type, const Bytes& payload) {
 }
 
 Bytes encoded(const Message& m) {
-  Bytes b = encode(m);
+  Bytes b = encode(m, kVersion1);
   EXPECT_FALSE(b.empty()) << to_string(type_of(m));
   return b;
 }
@@ -128,7 +128,7 @@ TEST(Wire, EveryMessageRoundTrips) {
   for (std::size_t i = 0; i < all.size(); ++i) {
     SCOPED_TRACE(describe(all[i], i));
     const Bytes b = encoded(all[i]);
-    EXPECT_EQ(b.size(), encoded_size(all[i]));
+    EXPECT_EQ(b.size(), encoded_size(all[i], kVersion1));
     EXPECT_LE(b.size(), kMaxMessageSize);
     auto result = decode(b);
     ASSERT_TRUE(std::holds_alternative<Message>(result)) << std::get<DecodeFailure>(result).detail;
@@ -185,16 +185,16 @@ TEST(Wire, EncodeIntoReportsTooSmallBufferWithoutWriting) {
   const auto all = samples();
   for (std::size_t i = 0; i < all.size(); ++i) {
     SCOPED_TRACE(describe(all[i], i));
-    const std::size_t size = encoded_size(all[i]);
+    const std::size_t size = encoded_size(all[i], kVersion1);
     Bytes buffer(size + 8, 0xEE);
     for (std::size_t n = 0; n < size; ++n) {
-      EXPECT_EQ(encode_into(all[i], std::span(buffer).first(n)), 0U) << n;
+      EXPECT_EQ(encode_into(all[i], std::span(buffer).first(n), kVersion1), 0U) << n;
     }
     EXPECT_EQ(buffer, Bytes(size + 8, 0xEE));
-    ASSERT_EQ(encode_into(all[i], buffer), size);
+    ASSERT_EQ(encode_into(all[i], buffer, kVersion1), size);
     EXPECT_EQ(buffer[size], 0xEE);  // nothing written past the message
     EXPECT_EQ(Bytes(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(size)),
-              encode(all[i]));
+              encode(all[i], kVersion1));
   }
 }
 
@@ -222,8 +222,8 @@ TEST(Wire, EncoderRefusesWhatTheDecoderWouldReject) {
   };
   for (std::size_t i = 0; i < invalid.size(); ++i) {
     SCOPED_TRACE(describe(invalid[i], i));
-    EXPECT_TRUE(encode(invalid[i]).empty());
-    EXPECT_EQ(encode_into(invalid[i], buffer), 0U);
+    EXPECT_TRUE(encode(invalid[i], kVersion1).empty());
+    EXPECT_EQ(encode_into(invalid[i], buffer, kVersion1), 0U);
   }
 }
 

@@ -1,0 +1,55 @@
+#pragma once
+// One entry of a session (docs/PROTOCOL.md 7.5), the same machine on both sides: the
+// sender's ledger moves an entry on what it sends and what comes back, the receiver's on
+// what arrives and what it answers. A single file is a session of one entry, so this is
+// also the whole life of a version-1 transfer (the receiver's edge maps Hello to Offer).
+//
+//   Waiting --Offer--> Offered --Take/Resume--> Taken --FileDone--> Finished --Good--> Settled
+//                         |  \--Have (file)--------------------------------------->  Settled
+//                         \--Good (directory) / Bad (Refuse) ------------------->  Settled
+//   Taken and Finished --Bad (a FileVerdict other than Good)--> Settled
+//   Taken --Chunk--> Taken
+//
+// Every other (state, event) pair is refused with the reason below: the one way either
+// side says "illegal here" for an entry. Slots and credits are not the entry's: they live
+// in each side's ledger, which builds on this machine.
+
+#include <cstdint>
+#include <optional>
+
+#include "protocol/wire.hpp"
+
+namespace rdmax::proto {
+
+enum class EntryState : std::uint8_t { Waiting, Offered, Taken, Finished, Settled };
+inline constexpr int kEntryStateCount = 5;
+
+enum class EntryEvent : std::uint8_t {
+  Offer,     // the sender offers it
+  Take,      // Take, or Resume (the bytes before its offset count as moved)
+  Have,      // the receiver holds it already: settled good, nothing moves
+  Chunk,     // one FileChunk of it
+  FileDone,  // every byte of it was written
+  Good,      // FileVerdict(Good), or a directory's settling
+  Bad,       // Refuse, or a FileVerdict other than Good
+};
+inline constexpr int kEntryEventCount = 7;
+
+enum class EntryFault : std::uint8_t {
+  NotOffered,      // the event answers an Offer that was never made
+  AlreadyOffered,  // a second Offer
+  NotAFile,        // Take, Have, Chunk or FileDone for a directory
+  NotTaken,        // a Chunk or FileDone before the Take, or after the FileDone
+  AlreadyTaken,    // Take or Have when it was taken already
+  TooEarly,        // a file's Good before its FileDone
+  Settled,         // anything once it is settled
+};
+const char* to_string(EntryState);
+const char* to_string(EntryEvent);
+const char* to_string(EntryFault);
+
+// Moves `state` on `event` for an entry of `kind`, or leaves it and says why not.
+[[nodiscard]] std::optional<EntryFault> advance(EntryKind kind, EntryState& state,
+                                                EntryEvent event);
+
+}  // namespace rdmax::proto

@@ -1,0 +1,177 @@
+// The per-entry machine both ledgers build on (protocol/entry_machine.hpp): every
+// (kind, state, event) triple, each with the outcome written out here, and one file's and
+// one directory's whole life through both ledgers, which must agree with it at every step.
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <string>
+
+#include "protocol/entry_machine.hpp"
+#include "protocol/session_receive_ledger.hpp"
+#include "protocol/session_send_ledger.hpp"
+
+namespace {
+
+using namespace rdmax::proto;
+using E = EntryEvent;
+using F = EntryFault;
+using S = EntryState;
+
+// One cell: the next state, or the fault (state unchanged).
+struct Cell {
+  bool ok;
+  S next;
+  F fault;
+};
+constexpr Cell to(S s) {
+  return {true, s, F::Settled};
+}
+constexpr Cell no(F f) {
+  return {false, S::Waiting, f};
+}
+
+constexpr std::array kEvents{E::Offer, E::Take, E::Have, E::Chunk, E::FileDone, E::Good, E::Bad};
+constexpr std::array kStates{S::Waiting, S::Offered, S::Taken, S::Finished, S::Settled};
+using Row = std::array<Cell, kEntryEventCount>;
+using Table = std::array<Row, kEntryStateCount>;
+
+// clang-format off
+//                     Offer                    Take                  Have                  Chunk             FileDone             Good                Bad
+constexpr Table kFile{{
+    /* Waiting  */ Row{to(S::Offered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered)},
+    /* Offered  */ Row{no(F::AlreadyOffered), to(S::Taken), to(S::Settled), no(F::NotTaken), no(F::NotTaken), no(F::TooEarly), to(S::Settled)},
+    /* Taken    */ Row{no(F::AlreadyOffered), no(F::AlreadyTaken), no(F::AlreadyTaken), to(S::Taken), to(S::Finished), no(F::TooEarly), to(S::Settled)},
+    /* Finished */ Row{no(F::AlreadyOffered), no(F::AlreadyTaken), no(F::AlreadyTaken), no(F::NotTaken), no(F::NotTaken), to(S::Settled), to(S::Settled)},
+    /* Settled  */ Row{no(F::AlreadyOffered), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled)},
+}};
+// A directory is made when it is offered: nothing of it moves, and it is settled good or bad.
+// Taken and Finished cannot be reached by a directory; the machine still answers there.
+constexpr Table kDirectory{{
+    /* Waiting  */ Row{to(S::Offered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered)},
+    /* Offered  */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
+    /* Taken    */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
+    /* Finished */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
+    /* Settled  */ Row{no(F::AlreadyOffered), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled)},
+}};
+// clang-format on
+
+void check_table(EntryKind kind, const Table& table) {
+  int pairs = 0;
+  for (std::size_t si = 0; si < kStates.size(); ++si) {
+    for (std::size_t ei = 0; ei < kEvents.size(); ++ei) {
+      const Cell& want = table[si][ei];
+      S state = kStates[si];
+      const auto fault = advance(kind, state, kEvents[ei]);
+      const std::string where =
+          std::string(to_string(kStates[si])) + " --" + to_string(kEvents[ei]) + "-->";
+      if (want.ok) {
+        EXPECT_EQ(fault, std::nullopt) << where << " refused: " << to_string(*fault);
+        EXPECT_EQ(state, want.next) << where << " " << to_string(state);
+      } else {
+        ASSERT_TRUE(fault.has_value()) << where << " allowed, to " << to_string(state);
+        EXPECT_EQ(*fault, want.fault) << where << " " << to_string(*fault);
+        EXPECT_EQ(state, kStates[si]) << where << " moved although refused";
+      }
+      ++pairs;
+    }
+  }
+  EXPECT_EQ(pairs, kEntryStateCount * kEntryEventCount);
+}
+
+TEST(EntryMachine, EveryPairOfAFile) {
+  check_table(EntryKind::File, kFile);
+}
+TEST(EntryMachine, EveryPairOfADirectory) {
+  check_table(EntryKind::Directory, kDirectory);
+}
+
+TEST(EntryMachine, NamesEveryValue) {
+  for (S s : kStates) EXPECT_STRNE(to_string(s), "?");
+  for (E e : kEvents) EXPECT_STRNE(to_string(e), "?");
+  for (F f : {F::NotOffered, F::AlreadyOffered, F::NotAFile, F::NotTaken, F::AlreadyTaken,
+              F::TooEarly, F::Settled})
+    EXPECT_STRNE(to_string(f), "?");
+}
+
+// Both sides walk one file through the session: after each message the sender's and the
+// receiver's ledgers hold the state the machine gives for it.
+TEST(EntryMachine, BothLedgersFollowIt) {
+  constexpr std::uint32_t kSlot = 4096;
+  const Open open{DigestAlgorithm::FsVeritySha256, 0, 0, 1, 2 * kSlot};
+  SessionReceiveLedger receiver(open, kSlot, 2);
+  SessionSendLedger sender({{EntryKind::File, 2 * kSlot}}, Accept{0x1000, 0, kSlot, 2}, 2);
+  S model = S::Waiting;
+  auto both_at = [&](const char* step) {
+    EXPECT_EQ(sender.state(0), model) << step;
+    if (model == S::Settled) {
+      EXPECT_EQ(receiver.entry(0), nullptr) << step << ": the receiver forgets a settled entry";
+    } else {
+      ASSERT_NE(receiver.entry(0), nullptr) << step;
+      EXPECT_EQ(receiver.entry(0)->state, model) << step;
+    }
+  };
+  EXPECT_EQ(sender.state(0), S::Waiting);
+
+  ASSERT_EQ(advance(EntryKind::File, model, E::Offer), std::nullopt);
+  ASSERT_EQ(sender.next_offer(), 0U);
+  Offer offer;
+  offer.size = 2 * kSlot;
+  offer.path = "f";
+  ASSERT_EQ(receiver.offer(offer), std::nullopt);
+  both_at("Offer");
+
+  ASSERT_EQ(advance(EntryKind::File, model, E::Take), std::nullopt);
+  receiver.take(0);
+  ASSERT_EQ(sender.taken(0), std::nullopt);
+  both_at("Take");
+
+  for (std::uint32_t slot = 0; slot < 2; ++slot) {
+    ASSERT_TRUE(receiver.grant(slot));
+    ASSERT_EQ(sender.credit({slot, 7}), std::nullopt);
+  }
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(advance(EntryKind::File, model, E::Chunk), std::nullopt);
+    const auto planned = sender.next_chunk();
+    ASSERT_TRUE(planned.has_value());
+    ASSERT_EQ(receiver.accept_chunk({0, planned->slot, planned->offset, planned->length}),
+              std::nullopt);
+    EXPECT_EQ(sender.completed(planned->slot), kSlot);
+    (void)receiver.stored(planned->slot, 0);
+    both_at("Chunk");
+  }
+
+  ASSERT_EQ(advance(EntryKind::File, model, E::FileDone), std::nullopt);
+  ASSERT_EQ(sender.next_file_done(), 0U);
+  ASSERT_EQ(receiver.file_done({0, 2 * kSlot}), std::nullopt);
+  both_at("FileDone");
+  EXPECT_TRUE(receiver.start_verifying(0));
+  EXPECT_FALSE(receiver.start_verifying(0)) << "verifying starts once";
+
+  ASSERT_EQ(advance(EntryKind::File, model, E::Good), std::nullopt);
+  receiver.settle(0);
+  ASSERT_EQ(sender.settled(0, true), std::nullopt);
+  both_at("Good");
+  EXPECT_TRUE(sender.all_settled());
+  EXPECT_TRUE(receiver.all_settled());
+}
+
+// The sender's ledger names a refused reply by the machine's fault.
+TEST(EntryMachine, TheSendersRepliesAreRefusedByIt) {
+  SessionSendLedger sender({{EntryKind::File, 10}, {EntryKind::Directory, 0}},
+                           Accept{0, 0, 4096, 1}, 1);
+  EXPECT_EQ(sender.taken(0), SessionReplyError::UnknownEntry) << "NotOffered";
+  ASSERT_EQ(sender.next_offer(), 0U);
+  EXPECT_EQ(sender.settled(0, true), SessionReplyError::TooEarly);
+  ASSERT_EQ(sender.taken(0), std::nullopt);
+  EXPECT_EQ(sender.had(0), SessionReplyError::AlreadyTaken);
+  EXPECT_EQ(sender.state(0), S::Taken) << "a refused reply changes nothing";
+  ASSERT_EQ(sender.settled(0, false), std::nullopt);
+  EXPECT_EQ(sender.settled(0, false), SessionReplyError::UnknownEntry) << "Settled";
+  ASSERT_EQ(sender.next_offer(), 1U);
+  EXPECT_EQ(sender.taken(1), SessionReplyError::NotAFile);
+  ASSERT_EQ(sender.settled(1, true), std::nullopt);
+  EXPECT_TRUE(sender.all_settled());
+}
+
+}  // namespace
