@@ -32,12 +32,14 @@ std::optional<std::uint64_t> parse_rate(std::string_view text) {
 TokenBucket::TokenBucket(std::uint64_t rate, std::uint64_t burst, Clock::time_point start)
     : rate_(std::max<std::uint64_t>(rate, 1)),
       burst_(std::max<std::uint64_t>(burst, 1)),
+      capacity_(static_cast<double>(burst_) +
+                static_cast<double>(rate_) * std::chrono::duration<double>(kWakeSlack).count()),
       last_(start) {}
 
 void TokenBucket::refill(Clock::time_point now) {
   if (now <= last_) return;
   const double seconds = std::chrono::duration<double>(now - last_).count();
-  tokens_ = std::min(static_cast<double>(burst_), tokens_ + seconds * static_cast<double>(rate_));
+  tokens_ = std::min(capacity_, tokens_ + seconds * static_cast<double>(rate_));
   last_ = now;
 }
 

@@ -16,12 +16,18 @@ namespace rdmax {
 // fractions, whitespace, unknown units and values that do not fit in 64 bits.
 [[nodiscard]] std::optional<std::uint64_t> parse_rate(std::string_view text);
 
-// A token bucket: tokens accrue at `rate` bytes per second up to `burst` bytes (one chunk),
-// and a chunk goes only when the bucket holds its length; the bucket starts empty, so over
-// any span from the start the average never exceeds the rate, even for the first chunk.
+// A token bucket: tokens accrue at `rate` bytes per second up to `burst` bytes (one chunk)
+// and kWakeSlack of the rate, and a chunk goes only when the bucket holds its length; the
+// bucket starts empty, so over any span from the start the average never exceeds the rate,
+// even for the first chunk. The slack is what a sender woken a little late (a timer, a busy
+// loop) would otherwise lose for good with a bucket of exactly one chunk: full when the
+// chunk is due, it could not count the time it waited for the wake-up. It never lets two
+// chunks go back to back: after one goes, the next still needs a chunk's worth, minus at
+// most the slack.
 class TokenBucket {
  public:
   using Clock = std::chrono::steady_clock;
+  static constexpr std::chrono::milliseconds kWakeSlack{20};
 
   TokenBucket(std::uint64_t rate, std::uint64_t burst, Clock::time_point start);
 
@@ -42,6 +48,7 @@ class TokenBucket {
 
   std::uint64_t rate_;
   std::uint64_t burst_;
+  double capacity_;    // bytes: the burst and the slack
   double tokens_ = 0;  // bytes
   Clock::time_point last_;
 };

@@ -200,7 +200,6 @@ void SessionConnection::start_session(const proto::Accept& accept) {
   if (const auto problem = proto::check_accept(accept, plan_.algorithm, 0))
     return violation(proto::describe(*problem, accept, 0));
   accept_ = accept;
-  accepted_ = Clock::now();
   std::vector<proto::SessionSendLedger::EntryPlan> plans;
   plans.reserve(entries_.size());
   for (std::uint32_t index : entries_)
@@ -323,6 +322,7 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
     if (in_session) {
       if (auto error = ledger_.credit(*m))
         return violation(std::string("bad credit: ") + proto::to_string(*error));
+      if (data_began_ == Clock::time_point{}) data_began_ = Clock::now();
     }
     return dispatch({Event::GotCredit, {}});
   }

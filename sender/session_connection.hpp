@@ -100,11 +100,13 @@ class SessionConnection final : public DriverCore {
   std::uint32_t failures() const;
   std::uint64_t bytes_completed() const { return ledger_.bytes_completed(); }
   double connect_seconds() const { return connect_seconds_; }
-  // The data phase: from the Accept to the last chunk's completion (none: no data was
-  // sent). A run cut short ends its phase at the last chunk that arrived.
+  // The data phase: from the first Credit (the first moment a byte may move: the receiver
+  // credits slots once it has taken a file, after creating it) to the last chunk's
+  // completion (none: no data was sent). A run cut short ends its phase at the last chunk
+  // that arrived.
   std::optional<std::pair<Clock::time_point, Clock::time_point>> data_span() const {
     if (last_data_ == Clock::time_point{}) return std::nullopt;
-    return std::pair{accepted_, last_data_};
+    return std::pair{data_began_, last_data_};
   }
 
  private:
@@ -150,8 +152,8 @@ class SessionConnection final : public DriverCore {
   std::optional<proto::SenderOutcome> outcome_;
   std::string secret_;
   Clock::time_point started_{};
-  Clock::time_point accepted_{};   // the Accept: the data phase begins
-  Clock::time_point last_data_{};  // the last chunk's completion
+  Clock::time_point data_began_{};  // the first Credit
+  Clock::time_point last_data_{};   // the last chunk's completion
   double connect_seconds_ = 0;
   std::uint32_t failures_ = 0;
   bool settled_signalled_ = false;
