@@ -102,7 +102,7 @@ std::string describe(NameError error) {
   return "is not a plain name";
 }
 
-std::optional<NameError> check_file_name(std::string_view name) {
+std::optional<NameError> check_file_name(std::string_view name, NameBytes bytes) {
   if (name.empty()) return NameError::Empty;
   if (name.size() > kMaxNameBytes) return NameError::TooLong;
   if (name == "." || name == "..") return NameError::DotOrDotDot;
@@ -110,7 +110,8 @@ std::optional<NameError> check_file_name(std::string_view name) {
   for (std::size_t i = 0; i < name.size();) {
     const auto b = static_cast<std::uint8_t>(name[i]);
     if (b < 0x80) {
-      if (b < 0x20 || b == 0x7F) return NameError::ControlChar;
+      if (b == 0 || (bytes == NameBytes::Printable && (b < 0x20 || b == 0x7F)))
+        return NameError::ControlChar;
       if (b == '/' || b == '\\') return NameError::PathSeparator;
       ++i;
       continue;

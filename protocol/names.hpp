@@ -3,6 +3,7 @@
 // The rule for a file name a sender may ask the receiver to create. The receiver only ever
 // writes inside its output directory, so a name must be one plain path component.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,7 +15,7 @@ enum class NameError {
   TooLong,        // more than kMaxNameBytes (255) bytes, the usual NAME_MAX
   DotOrDotDot,    // exactly "." or ".."
   PathSeparator,  // '/' or '\\'
-  ControlChar,    // a byte below 0x20 (NUL included) or 0x7f
+  ControlChar,    // a byte below 0x20 or 0x7f (NameBytes::Printable), or NUL (any rule)
   InvalidUtf8,    // malformed, overlong, surrogate or above U+10FFFF
 };
 
@@ -24,9 +25,17 @@ enum class NameError {
 // to_string gives the enum's name, which suits logs of protocol errors instead.
 [[nodiscard]] std::string describe(NameError error);
 
+// Which control bytes a name may hold (docs/PROTOCOL.md 3.1 and 7.5).
+enum class NameBytes : std::uint8_t {
+  Printable,  // none (0x00-0x1F, 0x7F): a Hello's file name, and rdma-send --name
+  AnyButNul,  // all but NUL: a version-2 session's path components. POSIX file systems
+              // allow them and real datasets hold them ("new\nline"); every program of ours
+              // shows such a name escaped (escape_for_log), never raw.
+};
+
 // nullopt if name is acceptable. Any valid UTF-8, spaces and a leading '-' are allowed.
 // When a name has several problems, the first offending byte decides which is reported.
-[[nodiscard]] std::optional<NameError> check_file_name(std::string_view name);
+[[nodiscard]] std::optional<NameError> check_file_name(std::string_view name, NameBytes bytes);
 
 // A name or id from the network, made safe to log: each byte of the following becomes a
 // \xNN escape, so a peer cannot forge log lines, send terminal escape sequences or make a

@@ -42,7 +42,7 @@ std::optional<PathProblem> check_relative_path(std::string_view path) {
     // Reported apart from check_file_name's Empty: "a//b" and "a/" are separator mistakes,
     // not an empty name the sender chose.
     if (component.empty()) return PathProblem{PathError::EmptyComponent, {}, index};
-    if (const auto bad = check_file_name(component)) {
+    if (const auto bad = check_file_name(component, NameBytes::AnyButNul)) {
       return PathProblem{PathError::BadComponent, *bad, index};
     }
     ++index;

@@ -2,7 +2,8 @@
 
 // The rule for a relative path a sender may ask the receiver to create beneath its output
 // directory (docs/PROTOCOL.md 7.5, issue 13). A path is '/'-separated components, each of
-// which is a plain file name by check_file_name (protocol/names.hpp), so no component can
+// which is a plain file name by check_file_name (protocol/names.hpp) that may hold control
+// bytes but NUL (NameBytes::AnyButNul: a newline in a name is legal), so no component can
 // climb out ("..") or name the directory itself ("."); a one-component path is just a file
 // name. Nothing that passes can name anything outside the receiver's directory by itself;
 // that no symbolic link on the way leads out is the receiver's walk's to ensure

@@ -68,7 +68,7 @@ bool reserved_by_receiver(std::string_view checked_path) {
 
 std::optional<Refusal> check_offer(const Offer& offer, std::uint64_t max_size, OfferedName rule) {
   if (rule == OfferedName::FileName) {
-    if (auto error = check_file_name(offer.path))
+    if (auto error = check_file_name(offer.path, NameBytes::Printable))
       return Refusal{RejectReason::BadName, to_string(*error)};
   } else if (auto problem = check_relative_path(offer.path)) {
     return Refusal{RejectReason::BadName, describe(*problem)};

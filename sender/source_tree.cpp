@@ -150,7 +150,7 @@ void check_rename(const std::string& rename) {
                       " holds a '/': it is one file name, and the file arrives under it in the "
                       "receiver's directory (to send a tree, send its directory with -r)");
   }
-  if (const auto problem = proto::check_file_name(rename)) {
+  if (const auto problem = proto::check_file_name(rename, proto::NameBytes::Printable)) {
     throw SourceError("--name " + quoted(rename) + " " + proto::describe(*problem) +
                       ": give a plain file name");
   }

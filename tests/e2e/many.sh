@@ -26,8 +26,9 @@ wait_for 20 cm_listening "$port"
 
 # --files-from - -0: names with spaces, non-ASCII and a newline, relative and absolute under
 # --base. Listed files arrive under their paths relative to --base, and nothing else does; a
-# name with a newline is read whole (and left out: the protocol carries no control
-# character); a listed file that vanished fails alone, with a non-zero status.
+# name with a newline is read whole and arrives whole (PROTOCOL.md 7.5: a session's names may
+# hold control bytes but NUL); a name that is not UTF-8 is left out, reported; a listed file
+# that vanished fails alone, with a non-zero status.
 case_files_from() {
   local b=$src/listed
   mkdir -p "$b/dir with space/ünï 日本" "$b/not listed"
@@ -35,11 +36,12 @@ case_files_from() {
   head -c 300000 /dev/urandom >"$b/dir with space/ünï 日本/grüße.bin"
   echo "abs" >"$b/absolute one"
   echo "nl" >"$b/new"$'\n'"line"
+  echo "latin" >"$b/caf"$'\xe9'
   echo "never" >"$b/not listed/x"
   chmod 0750 "$b/dir with space"
   local rc=0
   printf '%s\0' "dir with space/a file" "./dir with space/ünï 日本/grüße.bin" "$b/absolute one" \
-    "new"$'\n'"line" "vanished file" |
+    "new"$'\n'"line" "caf"$'\xe9' "vanished file" |
     (cd / && "$send" -H "$RXE_ADDR" -p "$port" --files-from - -0 --base "$b" --json-lines) \
       >"$shared/list.jsonl" 2>"$shared/send-list.log" || rc=$?
   ((rc == 1)) || fail "a list with a vanished entry exited $rc, not 1"
@@ -48,25 +50,26 @@ case_files_from() {
     fail "a non-ASCII file differs"
   cmp "$b/absolute one" "$out/absolute one" || fail "an absolute name did not arrive relative to --base"
   [[ $(stat -c %a "$out/dir with space") == 750 ]] || fail "a parent's mode was not kept"
-  [[ ! -e "$out/not listed" && ! -e $out/new && ! -e $out/line ]] ||
+  cmp "$b/new"$'\n'"line" "$out/new"$'\n'"line" || fail "the name with a newline did not arrive whole"
+  [[ ! -e "$out/not listed" && ! -e $out/new && ! -e $out/line && ! -e "$out/caf"$'\xe9' ]] ||
     fail "something not listed arrived: $(ls -A "$out")"
-  grep -q "skipping '.*new\\\\x0aline': name cannot be sent" "$shared/send-list.log" ||
-    fail "the name with a newline is not reported whole"
+  grep -q "skipping '.*caf\\\\xe9': name cannot be sent.*UTF-8" "$shared/send-list.log" ||
+    fail "the name that is not UTF-8 is not reported"
   grep -q "'$b/vanished file': cannot read: No such file" "$shared/send-list.log" ||
     fail "the vanished entry is not reported"
   local failed good
   failed=$(jq -r 'select(.entry.status == "failed") | .entry.name' "$shared/list.jsonl")
   [[ $failed == "vanished file" ]] || fail "--json-lines failed entries: '$failed'"
-  good=$(jq -r 'select(.entry.kind == "file" and .entry.status == "good") | .entry.name' \
-    "$shared/list.jsonl" | sort | tr '\n' '|')
-  [[ $good == "absolute one|dir with space/a file|dir with space/ünï 日本/grüße.bin|" ]] ||
+  good=$(jq -c -s 'map(select(.entry.kind == "file" and .entry.status == "good") | .entry.name) | sort' \
+    "$shared/list.jsonl")
+  [[ $good == '["absolute one","dir with space/a file","dir with space/ünï 日本/grüße.bin","new\nline"]' ]] ||
     fail "--json-lines good files: '$good'"
   jq -e -s 'map(select(.summary)) | .[0].summary | .failed == 1 and .left_out == 1 and .exit_code == 1' \
     "$shared/list.jsonl" >/dev/null || fail "summary line: $(tail -n 1 "$shared/list.jsonl")"
   jq -e -s 'all(.[]; has("entry") or has("summary"))' "$shared/list.jsonl" >/dev/null ||
     fail "stdout holds something other than JSON lines"
   rm -rf "${out:?}"/*
-  pass "--files-from -0: spaces, non-ASCII, absolute names and parents' modes; the newline name left out whole; the vanished one failed alone (exit 1)"
+  pass "--files-from -0: spaces, non-ASCII, a newline, absolute names and parents' modes; the name that is not UTF-8 left out; the vanished one failed alone (exit 1)"
 }
 run_case files-from case_files_from
 

@@ -66,12 +66,13 @@ bool valid_utf8(std::string_view s) {
   return decode_utf8(s).has_value();
 }
 
-void check_name(std::string_view name) {
-  const std::optional<NameError> error = check_file_name(name);
+void check_name(std::string_view name, NameBytes rule) {
+  const std::optional<NameError> error = check_file_name(name, rule);
   bool forbidden_byte = false;
   for (char c : name) {
     const auto b = static_cast<std::uint8_t>(c);
-    forbidden_byte |= b < 0x20 || b == 0x7F || c == '/' || c == '\\';
+    const bool control = rule == NameBytes::Printable ? b < 0x20 || b == 0x7F : b == 0;
+    forbidden_byte |= control || c == '/' || c == '\\';
   }
   const bool acceptable = !name.empty() && name.size() <= kMaxNameBytes && name != "." &&
                           name != ".." && !forbidden_byte && valid_utf8(name);
@@ -229,7 +230,8 @@ void check_size(std::string_view text) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  check_name(text);
+  check_name(text, NameBytes::Printable);
+  check_name(text, NameBytes::AnyButNul);
   check_escape_for_log(text);
   check_secrets(text);
   check_constant_time_equal(text);

@@ -15,54 +15,72 @@ void PrintTo(NameError e, std::ostream* os) {
 namespace {
 
 using rdmax::proto::check_file_name;
+using rdmax::proto::NameBytes;
 using rdmax::proto::NameError;
 
 TEST(FileName, AcceptsPlainNames) {
   for (const char* name :
        {"my file.txt", "données.bin", "日本語.txt", "a..b", "...", ".hidden", "-leading-dash",
         "trailing.", " spaced ", "x", "a:b", "emoji-😀.png", "U+10FFFF-\xF4\x8F\xBF\xBF"}) {
-    EXPECT_EQ(check_file_name(name), std::nullopt) << name;
+    EXPECT_EQ(check_file_name(name, NameBytes::Printable), std::nullopt) << name;
   }
 }
 
 TEST(FileName, RejectsEmpty) {
-  EXPECT_EQ(check_file_name(""), NameError::Empty);
+  EXPECT_EQ(check_file_name("", NameBytes::Printable), NameError::Empty);
 }
 
 TEST(FileName, LimitIs255Bytes) {
-  EXPECT_EQ(check_file_name(std::string(255, 'a')), std::nullopt);
-  EXPECT_EQ(check_file_name(std::string(256, 'a')), NameError::TooLong);
+  EXPECT_EQ(check_file_name(std::string(255, 'a'), NameBytes::Printable), std::nullopt);
+  EXPECT_EQ(check_file_name(std::string(256, 'a'), NameBytes::Printable), NameError::TooLong);
   // Bytes, not characters: 85 three-byte characters fit, 86 do not.
   std::string cjk;
   for (int i = 0; i < 85; ++i) cjk += "語";
-  EXPECT_EQ(check_file_name(cjk), std::nullopt);
-  EXPECT_EQ(check_file_name(cjk + "語"), NameError::TooLong);
+  EXPECT_EQ(check_file_name(cjk, NameBytes::Printable), std::nullopt);
+  EXPECT_EQ(check_file_name(cjk + "語", NameBytes::Printable), NameError::TooLong);
 }
 
 TEST(FileName, RejectsDotAndDotDotOnly) {
-  EXPECT_EQ(check_file_name("."), NameError::DotOrDotDot);
-  EXPECT_EQ(check_file_name(".."), NameError::DotOrDotDot);
-  EXPECT_EQ(check_file_name("..."), std::nullopt);
-  EXPECT_EQ(check_file_name("..a"), std::nullopt);
+  EXPECT_EQ(check_file_name(".", NameBytes::Printable), NameError::DotOrDotDot);
+  EXPECT_EQ(check_file_name("..", NameBytes::Printable), NameError::DotOrDotDot);
+  EXPECT_EQ(check_file_name("...", NameBytes::Printable), std::nullopt);
+  EXPECT_EQ(check_file_name("..a", NameBytes::Printable), std::nullopt);
 }
 
 TEST(FileName, RejectsPathSeparators) {
   for (const char* name : {"/", "a/b", "../etc/passwd", "/abs", "dir/", "a\\b", "\\", "..\\x"}) {
-    EXPECT_EQ(check_file_name(name), NameError::PathSeparator) << name;
+    EXPECT_EQ(check_file_name(name, NameBytes::Printable), NameError::PathSeparator) << name;
   }
 }
 
 TEST(FileName, RejectsControlCharacters) {
-  EXPECT_EQ(check_file_name(std::string("a\0b", 3)), NameError::ControlChar);
-  EXPECT_EQ(check_file_name(std::string(1, '\0')), NameError::ControlChar);
+  EXPECT_EQ(check_file_name(std::string("a\0b", 3), NameBytes::Printable), NameError::ControlChar);
+  EXPECT_EQ(check_file_name(std::string(1, '\0'), NameBytes::Printable), NameError::ControlChar);
   for (int c = 1; c < 0x20; ++c) {
     std::string name = "x";
     name.push_back(static_cast<char>(c));
-    EXPECT_EQ(check_file_name(name), NameError::ControlChar) << c;
+    EXPECT_EQ(check_file_name(name, NameBytes::Printable), NameError::ControlChar) << c;
   }
-  EXPECT_EQ(check_file_name("del\x7f"), NameError::ControlChar);
-  EXPECT_EQ(check_file_name("new\nline"), NameError::ControlChar);
-  EXPECT_EQ(check_file_name("tab\there"), NameError::ControlChar);
+  EXPECT_EQ(check_file_name("del\x7f", NameBytes::Printable), NameError::ControlChar);
+  EXPECT_EQ(check_file_name("new\nline", NameBytes::Printable), NameError::ControlChar);
+  EXPECT_EQ(check_file_name("tab\there", NameBytes::Printable), NameError::ControlChar);
+}
+
+// A session's names (PROTOCOL.md 7.5) may hold every control byte but NUL: POSIX allows
+// them, and a dataset with "new\nline" must arrive whole. The other rules stay.
+TEST(FileName, ASessionNameMayHoldControlBytesButNotNul) {
+  for (int c = 1; c < 0x20; ++c) {
+    std::string name = "x";
+    name.push_back(static_cast<char>(c));
+    EXPECT_EQ(check_file_name(name, NameBytes::AnyButNul), std::nullopt) << c;
+  }
+  EXPECT_EQ(check_file_name("new\nline", NameBytes::AnyButNul), std::nullopt);
+  EXPECT_EQ(check_file_name("del\x7f", NameBytes::AnyButNul), std::nullopt);
+  EXPECT_EQ(check_file_name("esc\x1b[2J", NameBytes::AnyButNul), std::nullopt);
+  EXPECT_EQ(check_file_name(std::string("a\0b", 3), NameBytes::AnyButNul), NameError::ControlChar);
+  EXPECT_EQ(check_file_name("\n/x", NameBytes::AnyButNul), NameError::PathSeparator);
+  EXPECT_EQ(check_file_name("..", NameBytes::AnyButNul), NameError::DotOrDotDot);
+  EXPECT_EQ(check_file_name("\n\xff", NameBytes::AnyButNul), NameError::InvalidUtf8);
 }
 
 TEST(FileName, RejectsInvalidUtf8) {
@@ -87,7 +105,7 @@ TEST(FileName, RejectsInvalidUtf8) {
            "\xFF",              // never valid
            "\xE6\x97\x41",      // ASCII where a continuation belongs
        }) {
-    EXPECT_EQ(check_file_name(name), NameError::InvalidUtf8) << name;
+    EXPECT_EQ(check_file_name(name, NameBytes::Printable), NameError::InvalidUtf8) << name;
   }
 }
 
@@ -101,14 +119,14 @@ TEST(FileName, AcceptsUtf8BoundaryCodePoints) {
            "\xEF\xBF\xBF",      // U+FFFF
            "\xF0\x90\x80\x80",  // U+10000, smallest 4-byte
        }) {
-    EXPECT_EQ(check_file_name(name), std::nullopt) << name;
+    EXPECT_EQ(check_file_name(name, NameBytes::Printable), std::nullopt) << name;
   }
 }
 
 TEST(FileName, FirstOffendingByteDecides) {
-  EXPECT_EQ(check_file_name("a/\x01"), NameError::PathSeparator);
-  EXPECT_EQ(check_file_name("\x01/"), NameError::ControlChar);
-  EXPECT_EQ(check_file_name("\xFF/"), NameError::InvalidUtf8);
+  EXPECT_EQ(check_file_name("a/\x01", NameBytes::Printable), NameError::PathSeparator);
+  EXPECT_EQ(check_file_name("\x01/", NameBytes::Printable), NameError::ControlChar);
+  EXPECT_EQ(check_file_name("\xFF/", NameBytes::Printable), NameError::InvalidUtf8);
 }
 
 TEST(FileName, EveryErrorHasAName) {
