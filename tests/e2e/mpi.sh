@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Shards under a real launcher (issue 24): Open MPI's `mpirun -np 4` starts four rdma-send
-# --shard auto on one tree of a few hundred files of mixed sizes, to two rdma-recv daemons
-# writing into one directory (-H A,B: as two nodes that mount one file system). The tree arrives
+# Shards under a real launcher (issue 24): Open MPI's `mpirun -np 4` on host A starts four
+# rdma-send --shard auto on one tree of a few hundred files of mixed sizes, to two rdma-recv
+# daemons on host B writing into one directory (-H B:p1,B:p2: as two nodes that mount one
+# file system; over the wire between the two guests when the test bed has them). The tree arrives
 # identical, every file was sent by exactly one shard (from --json-lines), the shards' bytes
 # are within 20% of each other, and a second run of the same job moves no data and reports
 # every file identical.
@@ -14,10 +15,21 @@ command -v jq >/dev/null || fail "jq is needed (scripts/install-deps.sh installs
 port=18791
 port2=18792
 work=$(mktemp -d "${RXE_SCRATCH:-/tmp}/rdmax-mpi.XXXXXX")
-out=$work/out
 src=$work/src
-mkdir -p "$out" "$src"
-trap 'rm -rf "$work"; _cleanup' EXIT
+# On host B (the same host when both "hosts" share one device).
+out=${RXE_SCRATCH:-/tmp}/rdmax-mpi-out.$$
+peer=${RXE_PEER_ADDR:-$RXE_ADDR}
+mkdir -p "$src"
+rxe-peer mkdir -p "$out"
+bg_pids=()
+cleanup_mpi() {
+  local p
+  for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  rxe-peer pkill -x rdma-recv 2>/dev/null || true
+  rxe-peer rm -rf "$out" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap 'cleanup_mpi; _cleanup' EXIT
 log=$shared/recv.log
 log2=$shared/recv2.log
 fail_context() {
@@ -28,10 +40,12 @@ fail_context() {
 
 # Two daemons, one directory: neither may half-write, clash on a partial or commit a path
 # the other committed.
-start_daemon recv "$log" "$recv" --port "$port" --dir "$out" -v
-start_daemon recv2 "$log2" "$recv" --port "$port2" --dir "$out" -v
-wait_for 20 cm_listening "$port"
-wait_for 20 cm_listening "$port2"
+for p in "$port:$log" "$port2:$log2"; do
+  rxe-peer bash -c "exec $recv -a \"\$RXE_ADDR\" --port ${p%%:*} --dir $out -v 2>>${p#*:}" &
+  bg_pids+=($!)
+done
+wait_for 30 grep -q 'listening on' "$log"
+wait_for 30 grep -q 'listening on' "$log2"
 
 # A few hundred files: some large, many small, some empty, in nested directories.
 t=$src/tree
@@ -53,7 +67,7 @@ job() {
   # shellcheck disable=SC2016 # expanded by each rank's shell
   timeout -k 5 240 mpirun -np 4 --oversubscribe sh -c \
     'exec "$0" -H "$1" -r --shard auto --json-lines "$2" >"$3.$OMPI_COMM_WORLD_RANK.jsonl" 2>"$3.$OMPI_COMM_WORLD_RANK.log"' \
-    "$send" "$RXE_ADDR:$port,$RXE_ADDR:$port2" "$t" "$shared/$name" >"$shared/mpirun-$name.out" 2>&1 || rc=$?
+    "$send" "$peer:$port,$peer:$port2" "$t" "$shared/$name" >"$shared/mpirun-$name.out" 2>&1 || rc=$?
   ((rc == 0)) || fail "mpirun -np 4 ($name) exited $rc: $(tail -n 5 "$shared/mpirun-$name.out")"
   local r
   for r in 0 1 2 3; do
@@ -63,14 +77,18 @@ job() {
 }
 
 # compare SRC DST [nodirtimes]: names, kinds, modes, times (of directories too unless asked)
-# and contents.
+# and contents; SRC here, DST on host B.
 compare() {
   local a=$1 b=$2 dirfmt='%y %m %T@ %p\n'
   [[ ${3:-} == nodirtimes ]] && dirfmt='d %m %p\n'
-  (cd "$a" && find . \( -type d -printf "$dirfmt" \) -o -printf '%y %m %T@ %p\n' | sort) >"$shared/a.list"
-  (cd "$b" && find . \( -type d -printf "$dirfmt" \) -o -printf '%y %m %T@ %p\n' | sort) >"$shared/b.list"
+  local list="find . \\( -type d -printf '$dirfmt' \\) -o -printf '%y %m %T@ %p\\n' | LC_ALL=C sort"
+  local sums="find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum"
+  (cd "$a" && eval "$list") >"$shared/a.list"
+  rxe-peer bash -c "cd '$b' && $list" >"$shared/b.list"
   diff "$shared/a.list" "$shared/b.list" >&2 || return 1
-  diff -r "$a" "$b" >&2
+  (cd "$a" && eval "$sums") >"$shared/a.sums"
+  rxe-peer bash -c "cd '$b' && $sums" >"$shared/b.sums"
+  diff "$shared/a.sums" "$shared/b.sums" >&2
 }
 
 job first
@@ -90,8 +108,8 @@ high=$(printf '%s\n' "${bytes[@]}" | sort -n | tail -n 1)
 receivers=$(jq -r 'select(.entry.kind == "file") | .entry.receiver' "$shared"/first.[0-3].jsonl | sort | uniq -c | awk '{printf "%s %s; ", $2, $1}')
 [[ $(jq -r 'select(.entry.kind == "file") | .entry.receiver' "$shared"/first.[0-3].jsonl | sort -u | wc -l) == 2 ]] ||
   fail "the files did not go to both receivers: $receivers"
-[[ -z $(find "$out" -path '*/.rdmax-partial/*' -type f 2>/dev/null) ]] || fail "partials left behind"
-pass "mpirun -np 4: $files files, each sent by one shard, to two daemons in one directory ($receivers); bytes per shard ${bytes[*]}"
+[[ -z $(rxe-peer find "$out" -path '*/.rdmax-partial/*' -type f 2>/dev/null) ]] || fail "partials left behind"
+pass "mpirun -np 4 on host A: $files files, each sent by one shard, to two daemons on host B in one directory ($receivers); bytes per shard ${bytes[*]}"
 
 job again
 for r in 0 1 2 3; do
