@@ -264,10 +264,6 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
     o.receivers = std::get<std::vector<Receiver>>(std::move(receivers));
     o.host = o.receivers.front().host;
     o.port = o.receivers.front().port;
-    if (o.check && o.receivers.size() > 1) {
-      std::cerr << "rdma-send: --check checks one receiver; give -H one HOST at a time\n";
-      return kExitUsage;
-    }
     if (o.rename && o.files.size() != 1) {
       std::cerr << "rdma-send: --name renames a single FILE; " << o.files.size()
                 << " PATHs were given\n";

@@ -21,8 +21,8 @@ using Clock = std::chrono::steady_clock;
 // The CM event `wanted` on `channel` within `timeout`; otherwise why not, as a FAIL line's
 // text and remedy.
 std::optional<preflight::Check> expect_event(EventChannel& channel, rdma_cm_event_type wanted,
-                                             std::chrono::milliseconds timeout,
-                                             const SenderOptions& o, const std::string& what) {
+                                             std::chrono::milliseconds timeout, const Receiver& r,
+                                             const std::string& what) {
   auto event = preflight::wait_cm_event(channel, Clock::now() + timeout);
   if (!event)
     return preflight::failure(
@@ -35,24 +35,24 @@ std::optional<preflight::Check> expect_event(EventChannel& channel, rdma_cm_even
   if (type == wanted) return std::nullopt;
   return preflight::failure(
       what + ": " + rdma_event_str(type) + " (status " + std::to_string(status) + ")",
-      connect_failure_message(type, status, o.host, o.port));
+      connect_failure_message(type, status, r.host, r.port));
 }
 }  // namespace
 
-preflight::Check receiver_answers_check(const SenderOptions& o) {
-  const std::string what = "receiver at " + host_and_port(o.host, o.port);
+preflight::Check receiver_answers_check(const SenderOptions& o, const Receiver& r) {
+  const std::string what = "receiver at " + host_and_port(r.host, r.port);
   const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o.connect_timeout);
   try {
     EventChannel channel;
     channel.set_nonblocking();
     CmId id(channel);
-    id.resolve_addr(o.host.c_str(), o.port, timeout);
-    if (auto f = expect_event(channel, RDMA_CM_EVENT_ADDR_RESOLVED, timeout, o, what)) return *f;
+    id.resolve_addr(r.host.c_str(), r.port, timeout);
+    if (auto f = expect_event(channel, RDMA_CM_EVENT_ADDR_RESOLVED, timeout, r, what)) return *f;
     id.resolve_route(timeout);
-    if (auto f = expect_event(channel, RDMA_CM_EVENT_ROUTE_RESOLVED, timeout, o, what)) return *f;
+    if (auto f = expect_event(channel, RDMA_CM_EVENT_ROUTE_RESOLVED, timeout, r, what)) return *f;
     RdmaTransport transport(std::move(id), RdmaTransport::Depths{4, 4, 1});
     transport.connect();
-    if (auto f = expect_event(channel, RDMA_CM_EVENT_ESTABLISHED, timeout, o, what)) return *f;
+    if (auto f = expect_event(channel, RDMA_CM_EVENT_ESTABLISHED, timeout, r, what)) return *f;
     // Leave before the Hello: the receiver logs a sender that offered nothing.
     transport.disconnect();
     (void)preflight::wait_cm_event(channel, Clock::now() + 2s);  // DISCONNECTED, acked
@@ -73,19 +73,21 @@ int run_preflight(const SenderOptions& o, std::ostream& out) {
   preflight::Report report(out);
   const bool devices_ok = report.add_all(preflight::device_checks(o.device));
   const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o.connect_timeout);
-  const auto route =
-      devices_ok ? preflight::route_check(o.host, o.port, o.device, timeout)
-                 : preflight::failure("route to " + host_and_port(o.host, o.port) + ": not tried",
-                                      "fix the RDMA device first");
-  report.add(route);
   // -r or several PATHs go over the -P connections; a single file over one.
   const bool many = o.recursive || o.files.size() > 1;
   report.add(
       memlock_prediction(preflight::current_memlock_limit(), many ? std::max(1U, o.parallel) : 1));
-  report.add(
-      route.ok ? receiver_answers_check(o)
-               : preflight::failure("receiver at " + host_and_port(o.host, o.port) + ": not tried",
-                                    "fix the route first"));
+  // Every receiver of -H, each with its route and its answer: a transfer needs them all.
+  for (const Receiver& r : o.receivers) {
+    const std::string where = host_and_port(r.host, r.port);
+    const auto route = devices_ok ? preflight::route_check(r.host, r.port, o.device, timeout)
+                                  : preflight::failure("route to " + where + ": not tried",
+                                                       "fix the RDMA device first");
+    report.add(route);
+    report.add(route.ok ? receiver_answers_check(o, r)
+                        : preflight::failure("receiver at " + where + ": not tried",
+                                             "fix the route first"));
+  }
   return report.all_ok() ? 0 : 1;
 }
 

@@ -1,12 +1,13 @@
 #pragma once
-// rdma-send --check: what a transfer to HOST:PORT needs, one line each (common/preflight.hpp),
-// without hashing or offering a file.
+// rdma-send --check: what a transfer to each receiver of -H needs, one line each
+// (common/preflight.hpp), without hashing or offering a file.
 
 #include <cstdint>
 #include <iosfwd>
 
 #include "common/preflight.hpp"
 #include "sender/options.hpp"
+#include "sender/receivers.hpp"
 
 namespace rdmax::sender {
 
@@ -15,6 +16,6 @@ int run_preflight(const SenderOptions& options, std::ostream& out);
 
 // rdma_cm to HOST:PORT: resolve, connect, and disconnect again before any Hello, so the
 // receiver sees a sender that leaves without offering anything.
-preflight::Check receiver_answers_check(const SenderOptions& options);
+preflight::Check receiver_answers_check(const SenderOptions& options, const Receiver& receiver);
 
 }  // namespace rdmax::sender

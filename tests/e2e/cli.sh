@@ -207,6 +207,12 @@ case_check_working() {
   expect_stdout "^ok   receiver at $RXE_ADDR:$port: accepts connections"
   run "$send" --check -d "$RXE_DEV" -H "$RXE_ADDR" -p "$port"
   expect_status 0 && expect_no_fail
+  # Every receiver of -H is checked, each on its own lines: one nobody serves fails, exit 1.
+  run "$send" --check -H "$RXE_ADDR:$port,$RXE_ADDR:$((port + 7))"
+  expect_status 1
+  expect_stdout "^ok   receiver at $RXE_ADDR:$port: accepts connections"
+  expect_stdout "^ok   route to $RXE_ADDR:$((port + 7)): "
+  expect_stdout "^FAIL receiver at $RXE_ADDR:$((port + 7)): "
   # The receiver saw a sender leave before its Hello: an info line, no warning or error.
   wait_for_line 10 checked "$log" 'sender left before offering a file'
   ! grep -Eq ' (warn|error) ' "$log" || fail "the receiver logged a warning or error: $(grep -E ' (warn|error) ' "$log")"
