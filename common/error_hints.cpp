@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "common/loopback.hpp"
+#include "protocol/refusals.hpp"
 
 namespace rdmax {
 namespace {
@@ -42,12 +43,20 @@ std::string rdma_setup_hint(int err) {
   }
 }
 
+std::string cm_reject_words(const rdma_cm_event* event) {
+  if (event == nullptr || event->event != RDMA_CM_EVENT_REJECTED) return {};
+  return proto::decode_cm_reject(event->param.conn.private_data,
+                                 event->param.conn.private_data_len);
+}
+
 std::string connect_failure_message(rdma_cm_event_type event, int status, const std::string& host,
-                                    std::uint16_t port) {
+                                    std::uint16_t port, std::string_view receiver_says) {
   const int err = std::abs(status);
   const std::string prefix = where(host, port);
   switch (event) {
     case RDMA_CM_EVENT_REJECTED:
+      if (status == kRejectConsumer && !receiver_says.empty())
+        return prefix + "the receiver refused the connection: " + std::string(receiver_says);
       if (status == kRejectConsumer)
         return prefix +
                "the receiver refused the connection (too many connections, or shutting "

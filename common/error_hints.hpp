@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "protocol/sender_machine.hpp"
 
@@ -13,9 +14,13 @@ namespace rdmax {
 
 // rdma-send: a CM event that ends the connection attempt (ADDR_ERROR, ROUTE_ERROR,
 // UNREACHABLE, REJECTED, CONNECT_ERROR) with its status, as "cannot connect to HOST port
-// P: cause; remedy".
+// P: cause; remedy". `receiver_says`: a REJECTED's words from the receiver
+// (proto::decode_cm_reject: why it refused, PROTOCOL.md 4.1), empty when it gave none.
 std::string connect_failure_message(rdma_cm_event_type event, int status, const std::string& host,
-                                    std::uint16_t port);
+                                    std::uint16_t port, std::string_view receiver_says);
+
+// The words a REJECTED event carries from an rdmax receiver, or "" (any other event or peer).
+std::string cm_reject_words(const rdma_cm_event* event);
 
 // A remedy for an errno from rdma_create_id, rdma_resolve_addr or rdma_bind_addr (ENODEV,
 // EADDRNOTAVAIL, ENETUNREACH, ...), or empty when there is nothing better to say.

@@ -196,7 +196,7 @@ Check route_check(const std::string& host, std::uint16_t port,
     event->ack();
     if (type != RDMA_CM_EVENT_ADDR_RESOLVED)
       return failure(what + ": " + rdma_event_str(type),
-                     connect_failure_message(type, status, host, port));
+                     connect_failure_message(type, status, host, port, {}));
     if (id.verbs() == nullptr)
       return failure(what + ": resolved to no RDMA device",
                      "give the receiver's address on an RDMA interface (see --list-devices)");

@@ -50,4 +50,27 @@ std::string describe_refusal(RejectReason reason, std::string_view text, Refusal
          refusal_next_step(reason, scope);
 }
 
+namespace {
+constexpr std::string_view kCmRejectTag = "rdmax: ";
+}
+
+std::string encode_cm_reject(std::string_view why) {
+  std::string text = std::string(kCmRejectTag) + std::string(why);
+  for (char& c : text)
+    if (c < 0x20 || c > 0x7E) c = '?';
+  text.resize(kCmRejectTextBytes - 1);  // NUL-padded, and a NUL at the end at least
+  text.push_back('\0');
+  return text;
+}
+
+std::string decode_cm_reject(const void* data, std::size_t length) {
+  if (data == nullptr) return {};
+  const std::string_view bytes(static_cast<const char*>(data), length);
+  const std::string_view text = bytes.substr(0, bytes.find('\0'));
+  if (text.size() == bytes.size() || text.substr(0, kCmRejectTag.size()) != kCmRejectTag) return {};
+  for (char c : text)
+    if (c < 0x20 || c > 0x7E) return {};
+  return std::string(text.substr(kCmRejectTag.size()));
+}
+
 }  // namespace rdmax::proto

@@ -5,6 +5,7 @@
 // only on the reason and on whether --name could rename the file, so it is decided here,
 // once, for the one-file and the session report alike.
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -27,5 +28,14 @@ enum class RefusalScope : std::uint8_t {
 // (escaped: it comes from the network) and the next step.
 [[nodiscard]] std::string describe_refusal(RejectReason reason, std::string_view text,
                                            RefusalScope scope);
+
+// Why a connection request was refused at the CM level (PROTOCOL.md 4.1), as the reference
+// receiver puts it in the rdma_reject private data: "rdmax: " and a few words of printable
+// ASCII, NUL-padded, at most kCmRejectTextBytes in all (an IB REJ carries 148 bytes).
+inline constexpr std::size_t kCmRejectTextBytes = 96;
+[[nodiscard]] std::string encode_cm_reject(std::string_view why);
+// The words of such a text, or nothing: no tag, a byte that is not printable ASCII before the
+// first NUL, or no room for it. What any other peer puts there is ignored.
+[[nodiscard]] std::string decode_cm_reject(const void* data, std::size_t length);
 
 }  // namespace rdmax::proto

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 
+#include "protocol/refusals.hpp"
 #include "protocol/sizes.hpp"
 
 namespace rdmax::receiver {
@@ -33,6 +34,7 @@ std::uint64_t number_of(rdma_cm_id* id) {
 
 Daemon::Daemon(const ReceiverOptions& options, Fd dir, std::optional<proto::SecretStore> secrets)
     : options_(options),
+      addresses_(options.allow, options.deny),
       dir_(std::move(dir)),
       secrets_(std::move(secrets)),
       pool_(options.workers),
@@ -64,6 +66,7 @@ Daemon::~Daemon() {
 int Daemon::run() {
   spdlog::info("listening on {} (files go to {}; {} worker threads)", listener_.local_address(),
                options_.dir, pool_.threads());
+  if (addresses_.active()) spdlog::info("senders {}", addresses_.describe());
   notifier_.ready(service_status(), Clock::now());
   loop_.run([this] { return finished(); }, [this] { reap_closed(); });
   if (!wait_for_disk_work()) {
@@ -165,15 +168,37 @@ void Daemon::on_cm_events() {
   }
 }
 
+// Refuses a connection request in the CM itself, with a few words for the sender in the
+// REJ's private data (PROTOCOL.md 4.1): no queue pair, no memory, nothing else.
+void Daemon::reject(CmId& cm_id, std::string_view why) {
+  const std::string text = proto::encode_cm_reject(why);
+  try {
+    cm_id.reject(text.data(), static_cast<std::uint8_t>(text.size()));
+  } catch (const std::exception& e) {
+    spdlog::warn("{}", e.what());
+  }
+}
+
 void Daemon::on_connect_request(rdma_cm_id* id) {
   CmId cm_id = CmId::adopt(id);  // destroyed on any early return
+  // --allow / --deny first: a stranger gets no queue pair, no memory, no file, only the
+  // rejection (and one log line a minute, however often it tries).
+  if (const auto verdict = addresses_.judge(::rdma_get_peer_addr(id));
+      verdict != AddressFilter::Verdict::Allowed) {
+    const std::string peer = address_text(::rdma_get_peer_addr(id));
+    if (const auto unlogged = refusals_.note(peer, Clock::now())) {
+      spdlog::warn("refused a connection from {}: {}{}", peer, to_string(verdict),
+                   *unlogged > 0 ? " (" + std::to_string(*unlogged) +
+                                       " more refused in the last minute, not logged)"
+                                 : std::string());
+    }
+    reject(cm_id, "this address may not connect (rdma-recv --allow/--deny)");
+    return;
+  }
   if (stopping_ || peers_.size() >= options_.max_connections) {
     spdlog::warn("refusing a connection: {}", stopping_ ? "shutting down" : "too many connections");
-    try {
-      cm_id.reject(nullptr, 0);
-    } catch (const std::exception& e) {
-      spdlog::warn("{}", e.what());
-    }
+    reject(cm_id, stopping_ ? "shutting down; try another receiver or later"
+                            : "too many connections; try again later");
     return;
   }
   const std::uint64_t number = next_number_++;

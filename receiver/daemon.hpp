@@ -16,7 +16,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string_view>
 
+#include "common/address_filter.hpp"
 #include "common/event_loop.hpp"
 #include "common/fd.hpp"
 #include "common/rdma/cm_id.hpp"
@@ -51,6 +53,7 @@ class Daemon {
   using Clock = EventLoop::Clock;
   void on_cm_events();
   void on_connect_request(rdma_cm_id* id);
+  void reject(CmId& cm_id, std::string_view why);
   void on_signal(int sig);
   void on_tick(Clock::time_point now);
   void expire_partials(Clock::time_point now);
@@ -63,6 +66,8 @@ class Daemon {
   ServiceStatus service_status() const;
 
   const ReceiverOptions& options_;
+  AddressFilter addresses_;  // --allow / --deny, judged in the CONNECT_REQUEST itself
+  RefusalLog refusals_;      // refused addresses are logged once a minute each
   Fd dir_;
   std::optional<proto::SecretStore> secrets_;
   WorkPool pool_;  // outlives every connection (their files' queues)

@@ -3,7 +3,9 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
+#include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include "common/cli_checks.hpp"
 #include "protocol/sizes.hpp"
@@ -105,6 +107,16 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
   app.add_flag("--check", o.check,
                "check, one line each, what these options need (device, port, memlock limit, "
                "DIR, secrets file), serve nothing, and exit 0 if all passed, else 1");
+  std::vector<std::string> allow, deny;
+  app.add_option("--allow", allow,
+                 "NET[,NET...]: accept connections only from these IPv4/IPv6 prefixes, "
+                 "addresses or host names (resolved at start); others are rejected before any "
+                 "memory is registered")
+      ->allow_extra_args(false);
+  app.add_option("--deny", deny,
+                 "NET[,NET...]: reject connections from these prefixes, addresses or host "
+                 "names, even when --allow matches")
+      ->allow_extra_args(false);
   app.add_option("-o,--dir", o.dir, "directory to store files in")->capture_default_str();
   app.add_option(
       "--secrets", o.secrets_file,
@@ -159,6 +171,17 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
   }
   o.verbosity = quiet ? -1 : verbose;
   o.timeout = std::chrono::seconds(timeout_s);
+  for (auto [texts, rules, name] :
+       {std::tuple{&allow, &o.allow, "--allow"}, std::tuple{&deny, &o.deny, "--deny"}}) {
+    for (const std::string& text : *texts) {
+      try {
+        for (auto& rule : parse_prefixes(text, resolve_host)) rules->push_back(std::move(rule));
+      } catch (const std::invalid_argument& e) {
+        std::cerr << "rdma-recv: " << name << ": " << e.what() << "\n";
+        return kExitUsage;
+      }
+    }
+  }
   if (!max_size.empty()) {
     auto v = size_option(max_size, "--max-size");
     if (!v) return kExitUsage;

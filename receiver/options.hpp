@@ -7,6 +7,9 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
+
+#include "common/address_filter.hpp"
 
 namespace rdmax::receiver {
 
@@ -38,6 +41,9 @@ struct ReceiverOptions {
   std::uint64_t partial_max = 64ull << 30;      // --partial-max: all partials together
   // --grace: after SIGINT/SIGTERM, how long transfers under way may still take to finish.
   std::chrono::seconds grace{30};
+  // --allow / --deny (common/address_filter.hpp): names resolved at start.
+  std::vector<IpPrefix> allow;
+  std::vector<IpPrefix> deny;
 };
 
 // A duration as people type it: digits and one unit, s, m, h or d (no bare digits).

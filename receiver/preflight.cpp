@@ -130,6 +130,10 @@ int run_preflight(const ReceiverOptions& o, std::ostream& out) {
   report.add(memlock);
   report.add(preflight::directory_check(o.dir, o.slot_size));
   report.add(secrets_check(o));
+  // Resolved and checked when the options were read (a bad rule is a usage error): say
+  // what they let in, names with the addresses they stand for.
+  if (const AddressFilter filter(o.allow, o.deny); filter.active())
+    report.add(pass("senders " + filter.describe()));
   return report.all_ok() ? kExitSuccess : kExitFailure;
 }
 

@@ -21,6 +21,7 @@ struct CmDelivery {
   const std::optional<std::string>& device;  // -d: the device the connection must use
   const std::string& host;
   std::uint16_t port;
+  const std::string& receiver_says;  // a REJECTED's words (cm_reject_words), else empty
 };
 
 template <class Driver>
@@ -42,7 +43,8 @@ void deliver_cm_event(Driver& driver, rdma_cm_event_type type, const CmDelivery&
     case RDMA_CM_EVENT_ROUTE_ERROR:
     case RDMA_CM_EVENT_UNREACHABLE:
     case RDMA_CM_EVENT_CONNECT_ERROR:
-      return driver.on_connect_failed(connect_failure_message(type, d.status, d.host, d.port));
+      return driver.on_connect_failed(
+          connect_failure_message(type, d.status, d.host, d.port, d.receiver_says));
     case RDMA_CM_EVENT_DISCONNECTED:
       return driver.on_disconnected();
     case RDMA_CM_EVENT_DEVICE_REMOVAL:

@@ -31,11 +31,12 @@ std::optional<preflight::Check> expect_event(EventChannel& channel, rdma_cm_even
         "is open between the hosts");
   const rdma_cm_event_type type = event->type();
   const int status = event->status();
+  const std::string said = cm_reject_words(event->get());
   event->ack();
   if (type == wanted) return std::nullopt;
   return preflight::failure(
       what + ": " + rdma_event_str(type) + " (status " + std::to_string(status) + ")",
-      connect_failure_message(type, status, r.host, r.port));
+      connect_failure_message(type, status, r.host, r.port, said));
 }
 }  // namespace
 

@@ -190,6 +190,7 @@ void SessionRun::on_cm_events() {
     const rdma_cm_event_type type = event->type();
     const int status = event->status();
     rdma_cm_id* const id = event->id();
+    const std::string said = cm_reject_words(event->get());
     event->ack();  // before anything that might destroy the id
     spdlog::debug("cm event {} (status {})", rdma_event_str(type), status);
     auto it =
@@ -198,7 +199,7 @@ void SessionRun::on_cm_events() {
     Link& link = **it;
     deliver_cm_event(*link.driver, type,
                      {status, link.id ? &*link.id : nullptr, link.device, link.receiver.host,
-                      link.receiver.port});
+                      link.receiver.port, said});
   }
 }
 

@@ -163,6 +163,64 @@ case_secrets_permissions() {
   pass "secrets file readable or writable by group/others: exit 2 with '$(grep -m1 -o 'has mode.*' "$log")'"
 }
 
+# rdma-recv --allow / --deny (issue 23): a connection from an address outside --allow, or in
+# --deny, is rejected in the rdma_cm event itself. The sender is told at once (exit 3, a
+# rejection), no memory region is registered for it, nothing appears under --dir, three
+# attempts make one log line (once per address and minute), and the same daemon serves an
+# allowed address: here fd00::1 (added to the device), while 192.0.2.1 is the stranger.
+case_addresses() {
+  local p=$((port + 40)) dir=$RXE_SCRATCH/filtered log=$RXE_SCRATCH/filtered.log
+  local v6=fd00::1 dev=${RXE_NETDEV:?} try mrs refused
+  mkdir -p "$dir"
+  sysctl -qw "net.ipv6.conf.$dev.disable_ipv6=0" 2>/dev/null || true
+  ip -6 addr add "$v6/64" dev "$dev" nodad 2>/dev/null ||
+    ip -6 addr show dev "$dev" | grep -q "inet6 $v6/" || fail "cannot add $v6 to $dev"
+  eventually 10 grep -qi '^fd00:0000:0000:0000:0000:0000:0000:0001$' \
+    /sys/class/infiniband/"$RXE_DEV"/ports/1/gids/* || fail "no GID for $v6 on $RXE_DEV"
+  head -c 30000 /dev/urandom >"$in/filtered.bin"
+  start_daemon filtered "$log" "$recv" --bind :: --port "$p" --dir "$dir" --allow fd00::/64 \
+    --deny 192.0.2.99
+  wait_for_line 20 filtered "$log" 'listening on'
+  grep -q "senders allowed from fd00::/64; denied from 192.0.2.99" "$log" ||
+    fail "the rules are not logged at start: $(head -n 3 "$log")"
+  mrs=$(rdma resource show mr | wc -l)
+  for try in 1 2 3; do
+    last_cmd="rdma-send -H $RXE_ADDR -p $p (attempt $try)"
+    rc=0
+    timeout -k 5 60 "$send" -H "$RXE_ADDR" -p "$p" "$in/filtered.bin" >"$send_out" 2>"$send_err" </dev/null || rc=$?
+    ((rc == 3)) || fail "a sender outside --allow: exit $rc, expected 3"
+    grep -q 'the receiver refused the connection: this address may not connect' "$send_err" ||
+      fail "the sender does not say why it was refused: $(cat "$send_err")"
+  done
+  [[ $(rdma resource show mr | wc -l) == "$mrs" ]] ||
+    fail "memory was registered: $(rdma resource show mr)"
+  [[ -z $(ls -A "$dir") ]] || fail "something appeared in $dir: $(ls -A "$dir")"
+  refused=$(grep -c "refused a connection from [^ ]*192\.0\.2\.1: not in --allow" "$log" || true)
+  ((refused == 1)) || fail "three refusals logged $refused times (once a minute expected): $(tail -n 5 "$log")"
+  last_cmd="rdma-send -H $v6 -p $p"
+  rc=0
+  timeout -k 5 60 "$send" -H "$v6" -p "$p" "$in/filtered.bin" >"$send_out" 2>"$send_err" </dev/null || rc=$?
+  ((rc == 0)) || fail "the allowed address fd00::1 was not served: exit $rc"
+  cmp -s "$in/filtered.bin" "$dir/filtered.bin" || fail "filtered.bin did not arrive intact"
+  kill -TERM "$daemon_pid"
+  eventually 10 daemon_exited filtered || fail "rdma-recv did not stop after SIGTERM"
+  # --deny alone: everyone but the denied.
+  rm -f "$dir/filtered.bin"
+  start_daemon denied "$log.2" "$recv" --bind "$RXE_ADDR" --port "$p" --dir "$dir" --deny "$RXE_ADDR/32"
+  wait_for_line 20 denied "$log.2" 'listening on'
+  rc=0
+  timeout -k 5 60 "$send" -H "$RXE_ADDR" -p "$p" "$in/filtered.bin" >"$send_out" 2>"$send_err" </dev/null || rc=$?
+  ((rc == 3)) || fail "a denied sender: exit $rc, expected 3"
+  grep -q "refused a connection from $RXE_ADDR: matches --deny" "$log.2" ||
+    fail "the denial is not logged: $(tail -n 3 "$log.2")"
+  [[ -z $(ls -A "$dir") ]] || fail "something appeared in $dir: $(ls -A "$dir")"
+  kill -TERM "$daemon_pid"
+  eventually 10 daemon_exited denied || fail "rdma-recv did not stop after SIGTERM"
+  ip -6 addr del "$v6/64" dev "$dev" 2>/dev/null || true
+  check_receiver_intact
+  pass "--allow fd00::/64: 192.0.2.1 rejected 3 times (exit 3, no memory region, nothing in --dir, one log line), fd00::1 served by the same daemon; --deny $RXE_ADDR/32 rejected"
+}
+
 # ---------------------------------------------------------------------------------
 # One receiver (a 2 x 16 KiB window) for every case
 # ---------------------------------------------------------------------------------
@@ -189,4 +247,5 @@ run_case id-guess case_id_guess
 run_case hostile-names case_hostile_names
 run_case symlinks case_symlinks
 run_case secrets-permissions case_secrets_permissions
+run_case addresses case_addresses
 report_cases security

@@ -83,5 +83,33 @@ TEST(UsageErrors, UnknownArgumentsAndMissingUnits) {
       << ttl.err;
 }
 
+// --allow / --deny: a rule that is neither a prefix, an address nor a name that resolves is
+// a usage error naming the option and the item; good rules reach the options, repeated
+// options and comma lists alike.
+TEST(UsageErrors, AddressRulesAreCheckedAtStart) {
+  for (const auto& [args, words] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--allow", "192.0.2.0/33"}, "--allow: '192.0.2.0/33': a prefix length of 33"},
+           {{"--deny", "10.0.0.1,,10.0.0.2"}, "--deny: an empty item"},
+           {{"--allow", "storage/24"}, "--allow: 'storage/24': a prefix length needs a numeric"}}) {
+    const Parsed p = recv(args);
+    EXPECT_EQ(p.status, 2) << p.err;
+    EXPECT_EQ(p.err.rfind("rdma-recv: ", 0), 0u) << p.err;
+    EXPECT_NE(p.err.find(words), std::string::npos) << p.err;
+  }
+  std::vector<std::string> argv = {"rdma-recv", "--allow",  "192.0.2.0/24,fd00::/8",
+                                   "--allow",   "10.1.2.3", "--deny",
+                                   "192.0.2.9"};
+  std::vector<char*> raw;
+  for (auto& a : argv) raw.push_back(a.data());
+  const auto parsed = receiver::parse_receiver_options(static_cast<int>(raw.size()), raw.data());
+  const auto* o = std::get_if<receiver::ReceiverOptions>(&parsed);
+  ASSERT_NE(o, nullptr);
+  ASSERT_EQ(o->allow.size(), 3u);
+  EXPECT_EQ(o->allow[1].text, "fd00::/8");
+  EXPECT_EQ(o->allow[2].text, "10.1.2.3");
+  ASSERT_EQ(o->deny.size(), 1u);
+  EXPECT_EQ(o->deny[0].bits, 32u);
+}
+
 }  // namespace
 }  // namespace rdmax
