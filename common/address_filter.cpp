@@ -83,7 +83,7 @@ std::vector<std::string> resolve_host(const std::string& name) {
 std::vector<IpPrefix> parse_prefixes(std::string_view list, const NameResolver& resolve) {
   std::vector<IpPrefix> out;
   std::size_t start = 0;
-  while (start <= list.size()) {
+  while (start <= list.size()) {  // past the end once the last item is read
     const std::size_t comma = std::min(list.find(',', start), list.size());
     const std::string item = trimmed(list.substr(start, comma - start));
     start = comma + 1;
@@ -117,7 +117,6 @@ std::vector<IpPrefix> parse_prefixes(std::string_view list, const NameResolver& 
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument("'" + item + "': " + e.what());
     }
-    if (comma == list.size()) break;
   }
   return out;
 }

@@ -182,7 +182,8 @@ case_busy() {
   rc=0
   timeout -k 5 30 "$send" --host "$RXE_ADDR" --port "$busy_port" "$in/busy.bin" >/dev/null 2>"$err" || rc=$?
   ((rc == 3)) || fail "a sender refused for --max-connections exited $rc, expected 3"
-  grep -q "refused the connection" "$err" || fail "the sender did not say it was refused: $(cat "$err")"
+  grep -q "refused the connection: too many connections; try again later" "$err" ||
+    fail "the sender did not say why it was refused (the receiver's words in the REJ): $(cat "$err")"
   ! grep -q "no rdma-recv listens" "$err" || fail "a refusal was reported as nobody listening"
   grep -q "too many connections" "$busy_log" || fail "the receiver did not log why it refused"
   wait "$apid" || true
