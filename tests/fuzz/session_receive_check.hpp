@@ -67,9 +67,13 @@ class ReceiverCheck {
 
   void take(std::uint32_t id) {
     const auto* e = ledger_.entry(id);
-    const bool moves = e != nullptr && e->state == RState::Offered;
+    // The entry machine (protocol/entry_machine.hpp): only an offered file is taken; a
+    // directory, or an entry taken already, stays as it is.
+    const bool moves = e != nullptr && e->state == RState::Offered && e->kind == EntryKind::File;
+    const auto before = e != nullptr ? std::optional(e->state) : std::nullopt;
     ledger_.take(id);
     if (moves) FUZZ_CHECK(ledger_.entry(id)->state == RState::Taken);
+    if (!moves && before) FUZZ_CHECK(ledger_.entry(id)->state == *before);
     check();
   }
 
