@@ -800,6 +800,23 @@ std::vector<Unreachable> unreachable_rows() {
   return out;
 }
 
+// The first rule above is a fact about the driver, checked here rather than trusted: in the
+// resolving states it has asked the CM for no connection, so it has no transport to receive
+// a message from (the fake CM counts the driver's connect calls).
+TEST(SenderDriverCoverage, NoTransportBeforeConnect) {
+  for (S s : {S::ResolvingAddress, S::ResolvingRoute}) {
+    Rig r;
+    r.reach(s);
+    ASSERT_FALSE(HasFatalFailure());
+    EXPECT_FALSE(r.has_transport()) << proto::to_string(s);
+    EXPECT_TRUE(r.h.transport.sent.empty()) << proto::to_string(s) << ": something was posted";
+  }
+  Rig r;
+  r.reach(S::Connecting);
+  ASSERT_FALSE(HasFatalFailure());
+  EXPECT_TRUE(r.has_transport()) << "Connecting: the connection was asked for";
+}
+
 // Every (state, event) pair of an open state is a row driven above, an input shown to be
 // illegal, or explained as unreachable: none is left to chance, and none is listed twice.
 TEST(SenderDriverCoverage, EveryPairOfAnOpenStateIsDrivenOrExplained) {
