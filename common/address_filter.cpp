@@ -55,6 +55,25 @@ std::string list_of(const std::vector<IpPrefix>& prefixes) {
   return out;
 }
 
+// The IP address in `address`, an IPv4-mapped IPv6 address as its IPv4 (an IPv4 peer on a
+// dual-stack listener); nothing for a null address or another family.
+struct PeerIp {
+  int family;
+  const std::uint8_t* bytes;  // 4 or 16
+};
+std::optional<PeerIp> peer_ip(const sockaddr* address) {
+  if (address != nullptr && address->sa_family == AF_INET)
+    return PeerIp{AF_INET, reinterpret_cast<const std::uint8_t*>(
+                               &reinterpret_cast<const sockaddr_in*>(address)->sin_addr)};
+  if (address != nullptr && address->sa_family == AF_INET6) {
+    const auto* a6 = &reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr;
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(a6);
+    if (IN6_IS_ADDR_V4MAPPED(a6)) return PeerIp{AF_INET, bytes + 12};
+    return PeerIp{AF_INET6, bytes};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::vector<std::string> resolve_host(const std::string& name) {
@@ -126,27 +145,13 @@ AddressFilter::AddressFilter(std::vector<IpPrefix> allow, std::vector<IpPrefix> 
 
 AddressFilter::Verdict AddressFilter::judge(const sockaddr* address) const {
   if (!active()) return Verdict::Allowed;
-  int family = AF_UNSPEC;
-  const std::uint8_t* bytes = nullptr;
-  if (address != nullptr && address->sa_family == AF_INET) {
-    family = AF_INET;
-    bytes = reinterpret_cast<const std::uint8_t*>(
-        &reinterpret_cast<const sockaddr_in*>(address)->sin_addr);
-  } else if (address != nullptr && address->sa_family == AF_INET6) {
-    const auto* a6 = &reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr;
-    family = AF_INET6;
-    bytes = reinterpret_cast<const std::uint8_t*>(a6);
-    if (IN6_IS_ADDR_V4MAPPED(a6)) {  // an IPv4 peer on a dual-stack listener
-      family = AF_INET;
-      bytes += 12;
-    }
-  }
-  if (bytes == nullptr) return Verdict::NotAllowed;
+  const auto ip = peer_ip(address);
+  if (!ip) return Verdict::NotAllowed;
   for (const auto& p : deny_)
-    if (prefix_matches(p, family, bytes)) return Verdict::Denied;
+    if (prefix_matches(p, ip->family, ip->bytes)) return Verdict::Denied;
   if (allow_.empty()) return Verdict::Allowed;
   for (const auto& p : allow_)
-    if (prefix_matches(p, family, bytes)) return Verdict::Allowed;
+    if (prefix_matches(p, ip->family, ip->bytes)) return Verdict::Allowed;
   return Verdict::NotAllowed;
 }
 
@@ -169,20 +174,9 @@ const char* to_string(AddressFilter::Verdict verdict) {
 
 std::string address_text(const sockaddr* address) {
   char text[INET6_ADDRSTRLEN] = {};
-  if (address != nullptr && address->sa_family == AF_INET) {
-    if (::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(address)->sin_addr, text,
-                    sizeof text) != nullptr)
-      return text;
-  } else if (address != nullptr && address->sa_family == AF_INET6) {
-    const auto* a6 = &reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr;
-    const bool mapped = IN6_IS_ADDR_V4MAPPED(a6);
-    if (::inet_ntop(
-            mapped ? AF_INET : AF_INET6,
-            mapped ? static_cast<const void*>(a6->s6_addr + 12) : static_cast<const void*>(a6),
-            text, sizeof text) != nullptr)
-      return text;
-  }
-  return "?";
+  const auto ip = peer_ip(address);
+  if (!ip || ::inet_ntop(ip->family, ip->bytes, text, sizeof text) == nullptr) return "?";
+  return text;
 }
 
 std::optional<std::uint64_t> RefusalLog::note(const std::string& address, Clock::time_point now) {

@@ -123,6 +123,10 @@ std::optional<NameError> check_file_name(std::string_view name, NameBytes bytes)
   return std::nullopt;
 }
 
+std::string quoted_for_log(std::string_view text) {
+  return "'" + escape_for_log(text) + "'";
+}
+
 std::string escape_for_log(std::string_view text) {
   std::string out;
   out.reserve(text.size());

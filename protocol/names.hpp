@@ -49,4 +49,7 @@ enum class NameBytes : std::uint8_t {
 // Every other valid UTF-8 character (spaces, accents, CJK, emoji, joiners) is kept as is.
 [[nodiscard]] std::string escape_for_log(std::string_view text);
 
+// A path or name for a message to people: escape_for_log's text between single quotes.
+[[nodiscard]] std::string quoted_for_log(std::string_view text);
+
 }  // namespace rdmax::proto

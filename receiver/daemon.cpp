@@ -183,9 +183,9 @@ void Daemon::on_connect_request(rdma_cm_id* id) {
   CmId cm_id = CmId::adopt(id);  // destroyed on any early return
   // --allow / --deny first: a stranger gets no queue pair, no memory, no file, only the
   // rejection (and one log line a minute, however often it tries).
-  if (const auto verdict = addresses_.judge(::rdma_get_peer_addr(id));
-      verdict != AddressFilter::Verdict::Allowed) {
-    const std::string peer = address_text(::rdma_get_peer_addr(id));
+  const sockaddr* source = ::rdma_get_peer_addr(id);
+  if (const auto verdict = addresses_.judge(source); verdict != AddressFilter::Verdict::Allowed) {
+    const std::string peer = address_text(source);
     if (const auto unlogged = refusals_.note(peer, Clock::now())) {
       spdlog::warn("refused a connection from {}: {}{}", peer, to_string(verdict),
                    *unlogged > 0 ? " (" + std::to_string(*unlogged) +

@@ -23,10 +23,6 @@ namespace {
 
 using Kind = SourceEntry::Kind;
 
-std::string quote_path(std::string_view path) {
-  return "'" + proto::escape_for_log(path) + "'";
-}
-
 std::string cannot_read(int err) {
   const std::string hint = input_file_hint(err);
   return "cannot read: " + std::system_category().message(err) + (hint.empty() ? "" : "; " + hint);
@@ -165,7 +161,7 @@ std::string read_file_list(const std::string& file) {
   const bool from_stdin = file == "-";
   const Fd opened(from_stdin ? -1 : ::open(file.c_str(), O_RDONLY | O_CLOEXEC));
   if (!from_stdin && !opened) {
-    throw SourceError("--files-from " + quote_path(file) + ": " + cannot_read(errno));
+    throw SourceError("--files-from " + proto::quoted_for_log(file) + ": " + cannot_read(errno));
   }
   const int fd = from_stdin ? STDIN_FILENO : opened.get();
   std::string text;
@@ -174,9 +170,10 @@ std::string read_file_list(const std::string& file) {
     const ssize_t n = ::read(fd, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      throw SourceError("--files-from " +
-                        std::string(from_stdin ? "- (standard input)" : quote_path(file)) + ": " +
-                        cannot_read(errno));
+      throw SourceError(
+          "--files-from " +
+          std::string(from_stdin ? "- (standard input)" : proto::quoted_for_log(file)) + ": " +
+          cannot_read(errno));
     }
     if (n == 0) break;
     text.append(buffer, static_cast<std::size_t>(n));
@@ -197,7 +194,7 @@ std::variant<ListedPath, std::string> map_listed_name(std::string_view name,
     const std::vector<std::string_view> base_parts = components(base);
     if (parts.size() < base_parts.size() ||
         !std::equal(base_parts.begin(), base_parts.end(), parts.begin())) {
-      return "is not beneath --base " + quote_path(base) +
+      return "is not beneath --base " + proto::quoted_for_log(base) +
              ": an absolute name must lie beneath it (give --base the directory the list was "
              "made from)";
     }
@@ -220,9 +217,10 @@ std::string absolute_base(const std::string& base) {
 SourceTree walk_file_list(const std::vector<ListedName>& names, const std::string& base) {
   struct stat st {};
   if (::stat(base.c_str(), &st) != 0) {
-    throw SourceError("--base " + quote_path(base) + ": " + cannot_read(errno));
+    throw SourceError("--base " + proto::quoted_for_log(base) + ": " + cannot_read(errno));
   }
-  if (!S_ISDIR(st.st_mode)) throw SourceError("--base " + quote_path(base) + " is not a directory");
+  if (!S_ISDIR(st.st_mode))
+    throw SourceError("--base " + proto::quoted_for_log(base) + " is not a directory");
   // A list may name files by the real path of a base given through a symbolic link
   // (dwalk prints what it walked): beneath either is beneath.
   const std::unique_ptr<char, decltype(&::free)> real(::realpath(base.c_str(), nullptr), &::free);
@@ -239,7 +237,7 @@ SourceTree walk_file_list(const std::vector<ListedName>& names, const std::strin
     }
     if (const auto* error = std::get_if<std::string>(&where)) {
       throw SourceError("--files-from, entry " + std::to_string(listed.record) + " " +
-                        quote_path(listed.name) + " " + *error);
+                        proto::quoted_for_log(listed.name) + " " + *error);
     }
     walk.add(std::get<ListedPath>(where));
   }

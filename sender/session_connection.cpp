@@ -35,9 +35,6 @@ void keep_secret(SenderInput& cause, std::string& kept) {
   proto::secure_wipe(received.data(), received.size());
 }
 
-std::string quoted(const std::string& path) {
-  return "'" + proto::escape_for_log(path) + "'";
-}
 }  // namespace
 
 const char* to_string(EntryResult::Status status) {
@@ -306,7 +303,8 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
     if (plan_.entries.size() == 1 && entry(0).kind == proto::EntryKind::File) {
       const std::string detail = std::string(proto::to_string(m->reason)) +
                                  (m->text.empty() ? "" : ": ") + proto::escape_for_log(m->text);
-      spdlog::error("{}: refused by the receiver ({}); {}", quoted(entry(0).local_path), detail,
+      spdlog::error("{}: refused by the receiver ({}); {}",
+                    proto::quoted_for_log(entry(0).local_path), detail,
                     proto::refusal_next_step(m->reason, proto::RefusalScope::File));
       settle(0, {.status = EntryResult::Status::Refused,
                  .outcome = proto::SenderOutcome::Rejected,
@@ -345,7 +343,8 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
         return violation(std::string("bad Resume: ") + proto::to_string(*error));
       result(m->entry).resumed_from = m->offset;
       spdlog::info("{}: the receiver has its first {} already: resuming there",
-                   quoted(entry(m->entry).local_path), proto::format_size(m->offset));
+                   proto::quoted_for_log(entry(m->entry).local_path),
+                   proto::format_size(m->offset));
     }
     return dispatch({Event::GotResume, {}});
   }
@@ -355,7 +354,8 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
         return violation("bad Have: another digest");
       if (auto error = ledger_.had(m->entry))
         return violation(std::string("bad Have: ") + proto::to_string(*error));
-      spdlog::info("{}: skipped, identical on the receiver", quoted(entry(m->entry).local_path));
+      spdlog::info("{}: skipped, identical on the receiver",
+                   proto::quoted_for_log(entry(m->entry).local_path));
       EntryResult had{.status = EntryResult::Status::Good,
                       .outcome = proto::SenderOutcome::Success};
       had.identical = true;
@@ -372,8 +372,8 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
       // --name can rename only the one file of a command line.
       const bool one_file =
           plan_.entries.size() == 1 && plan_.entries.front().kind == proto::EntryKind::File;
-      spdlog::error("{}: refused by the receiver ({}); {}", quoted(entry(m->entry).local_path),
-                    detail,
+      spdlog::error("{}: refused by the receiver ({}); {}",
+                    proto::quoted_for_log(entry(m->entry).local_path), detail,
                     proto::refusal_next_step(m->reason, one_file ? proto::RefusalScope::File
                                                                  : proto::RefusalScope::Entry));
       settle(m->entry, {.status = EntryResult::Status::Refused,
@@ -388,12 +388,12 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
       if (auto error = ledger_.settled(m->entry, good))
         return violation(std::string("bad FileVerdict: ") + proto::to_string(*error));
       if (good) {
-        spdlog::debug("{}: verified", quoted(entry(m->entry).local_path));
+        spdlog::debug("{}: verified", proto::quoted_for_log(entry(m->entry).local_path));
         settle(m->entry,
                {.status = EntryResult::Status::Good, .outcome = proto::SenderOutcome::Success});
       } else {
         const bool stored = m->code == proto::VerdictCode::StorageError;
-        spdlog::error("{}: verdict {}{}", quoted(entry(m->entry).local_path),
+        spdlog::error("{}: verdict {}{}", proto::quoted_for_log(entry(m->entry).local_path),
                       proto::to_string(m->code),
                       stored ? " (the receiver could not store it)" : "");
         settle(m->entry, {.status = EntryResult::Status::Failed,

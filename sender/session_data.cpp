@@ -29,9 +29,6 @@ void read_fully(int fd, std::uint8_t* out, std::size_t length, std::uint64_t off
 
 constexpr std::uint32_t kNoEntry = UINT32_MAX;  // a slot whose chunk was copied
 
-std::string quoted(const std::string& path) {
-  return "'" + proto::escape_for_log(path) + "'";
-}
 }  // namespace
 
 void SessionConnection::use_staging() {
@@ -52,7 +49,7 @@ FileWindows* SessionConnection::windows_for(std::uint32_t local, std::uint64_t o
   } catch (const std::exception& e) {
     windows_.erase(local);
     spdlog::warn("{}: zero-copy unavailable, copying through a buffer instead: {}",
-                 quoted(entry(local).local_path), e.what());
+                 proto::quoted_for_log(entry(local).local_path), e.what());
     return nullptr;
   }
 }
@@ -84,7 +81,7 @@ std::pair<Registration, std::span<const std::uint8_t>> SessionConnection::chunk_
       at && *at >= c.offset && *at < c.offset + c.length) {
     buffer[*at - c.offset] ^= 0xFF;
     spdlog::warn("testing: corrupted the byte at offset {} of {}", *at,
-                 quoted(entry(c.entry).local_path));
+                 proto::quoted_for_log(entry(c.entry).local_path));
   }
   return {*staging_key_, {buffer, c.length}};
 }

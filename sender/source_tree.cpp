@@ -28,14 +28,10 @@ std::string error_text(int err) {
 }
 
 // Names from the disk may hold control bytes: a message quotes them escaped.
-std::string quoted(std::string_view path) {
-  return "'" + proto::escape_for_log(path) + "'";
-}
-
 // A PATH given on the command line cannot be read: the cause, and what to do about it.
 SourceError unreadable(std::string_view path, int err) {
   const std::string hint = input_file_hint(err);
-  return SourceError("cannot read " + quoted(path) + ": " + error_text(err) +
+  return SourceError("cannot read " + proto::quoted_for_log(path) + ": " + error_text(err) +
                      (hint.empty() ? "" : "; " + hint));
 }
 
@@ -136,7 +132,7 @@ std::string arrival_name(const std::string& path) {
     name = base_name(canonical.get());
   }
   if (name.empty()) {  // "/", or "." in it
-    throw SourceError("cannot send " + quoted(path) +
+    throw SourceError("cannot send " + proto::quoted_for_log(path) +
                       ": the root directory has no name to arrive as; name what is in it");
   }
   return name;
@@ -146,12 +142,12 @@ std::string arrival_name(const std::string& path) {
 // name by the protocol's rule, as a one-file transfer's Hello carries it (rdma-send(1)).
 void check_rename(const std::string& rename) {
   if (rename.find('/') != std::string::npos) {
-    throw SourceError("--name " + quoted(rename) +
+    throw SourceError("--name " + proto::quoted_for_log(rename) +
                       " holds a '/': it is one file name, and the file arrives under it in the "
                       "receiver's directory (to send a tree, send its directory with -r)");
   }
   if (const auto problem = proto::check_file_name(rename, proto::NameBytes::Printable)) {
-    throw SourceError("--name " + quoted(rename) + " " + proto::describe(*problem) +
+    throw SourceError("--name " + proto::quoted_for_log(rename) + " " + proto::describe(*problem) +
                       ": give a plain file name");
   }
 }
@@ -187,21 +183,23 @@ SourceTree walk_sources(const std::vector<std::string>& paths, bool recursive,
       continue;
     }
     if (S_ISDIR(st.st_mode) && !recursive) {
-      throw SourceError(quoted(given) +
+      throw SourceError(proto::quoted_for_log(given) +
                         " is a directory; use -r (--recursive) to send directories");
     }
     if (S_ISDIR(st.st_mode) && rename) {
-      throw SourceError("--name renames a file; " + quoted(given) + " is a directory");
+      throw SourceError("--name renames a file; " + proto::quoted_for_log(given) +
+                        " is a directory");
     }
     std::string remote = rename ? *rename : arrival_name(local);
     // A base name holds no '/', and --name was checked above.
     if (const auto problem = proto::check_relative_path(remote)) {
-      throw SourceError("cannot send " + quoted(given) + " as " + quoted(remote) + ": " +
-                        proto::describe(*problem) + "; give it another name with --name");
+      throw SourceError("cannot send " + proto::quoted_for_log(given) + " as " +
+                        proto::quoted_for_log(remote) + ": " + proto::describe(*problem) +
+                        "; give it another name with --name");
     }
     if (const auto [it, added] = local_by_remote.emplace(remote, given); !added) {
-      throw SourceError(quoted(it->second) + " and " + quoted(given) + " would both arrive as " +
-                        quoted(remote));
+      throw SourceError(proto::quoted_for_log(it->second) + " and " + proto::quoted_for_log(given) +
+                        " would both arrive as " + proto::quoted_for_log(remote));
     }
     if (S_ISREG(st.st_mode)) {
       check_readable(local, given);
