@@ -77,18 +77,17 @@ job() {
 }
 
 # compare SRC DST [nodirtimes]: names, kinds, modes, times (of directories too unless asked)
-# and contents; SRC here, DST on host B.
+# and contents; SRC here, DST on host B. The lists of SRC are written here and compared on
+# B, so that only diff's few lines and its status come back: a long output streamed from B
+# through the job spool was once cut short.
 compare() {
   local a=$1 b=$2 dirfmt='%y %m %T@ %p\n'
   [[ ${3:-} == nodirtimes ]] && dirfmt='d %m %p\n'
   local list="find . \\( -type d -printf '$dirfmt' \\) -o -printf '%y %m %T@ %p\\n' | LC_ALL=C sort"
   local sums="find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum"
   (cd "$a" && eval "$list") >"$shared/a.list"
-  rxe-peer bash -c "cd '$b' && $list" >"$shared/b.list"
-  diff "$shared/a.list" "$shared/b.list" >&2 || return 1
   (cd "$a" && eval "$sums") >"$shared/a.sums"
-  rxe-peer bash -c "cd '$b' && $sums" >"$shared/b.sums"
-  diff "$shared/a.sums" "$shared/b.sums" >&2
+  rxe-peer bash -c "cd '$b' && ($list) | diff '$shared/a.list' - >&2 && ($sums) | diff '$shared/a.sums' - >&2"
 }
 
 job first
