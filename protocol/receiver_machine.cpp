@@ -14,9 +14,15 @@ using A = ReceiverAction;
 ReceiverTransition abort_from(E e) {
   switch (e) {
     case E::Disconnected:
-    case E::TransportFailed:
-      // The QP is gone or broken: nothing more can be sent.
+      // The peer's DREQ (or the CM giving up): nothing is left to tell it.
       return {S::Closed, {A::DiscardFile, A::Release}};
+    case E::TransportFailed:
+      // The queue pair is broken (a completion error): nothing more can be sent on it,
+      // but the peer still has to learn it, through rdma_cm's DREQ. Destroying an
+      // established cm_id sends one DREQ and cancels its retries, so one lost packet
+      // left the peer waiting for a disconnect that never came: disconnect, and wait for
+      // it (or the close grace) in Closing like any other way out.
+      return {S::Closing, {A::DiscardFile, A::Disconnect}};
     case E::GotError:
       return {S::Closing, {A::DiscardFile, A::Disconnect}};
     case E::ProtocolViolation:

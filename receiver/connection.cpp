@@ -415,8 +415,14 @@ void Connection::abandon() {
 }
 
 void Connection::on_cm_failure(const std::string& what) {
+  // rdma_cm ended the connection itself (an error, a rejection, the device gone): there
+  // is nothing left to disconnect, unlike a completion error.
   mark_transport_gone();
-  guarded([&] { on_transport_failure(what); });
+  guarded([&] {
+    if (state_ != State::Closing && !closed())
+      spdlog::warn("[{}] {} (while waiting for {})", label(), what, waiting_for());
+    dispatch({Event::Disconnected, {}});
+  });
 }
 
 }  // namespace rdmax::receiver

@@ -526,7 +526,8 @@ std::vector<Row> abort_rows() {
   };
   const std::vector<Abort> aborts{
       {E::Disconnected, [](Rig& r) { r.disconnected(); }, S::Closed, {}},
-      {E::TransportFailed, [](Rig& r) { r.transport_fails(); }, S::Closed, {}},
+      // A broken queue pair still owes the peer a DREQ (receiver_machine.cpp).
+      {E::TransportFailed, [](Rig& r) { r.transport_fails(); }, S::Closing, {}},
       {E::GotError,
        [](Rig& r) {
          r.peer(proto::Error{ErrorCode::Internal, "gave up"});
@@ -621,7 +622,8 @@ std::vector<Row> abort_rows() {
                     r.peer(proto::Chunk{0, kSlot, 0});
                   },
                   violation});
-  rows.push_back({{S::InSession, E::TransportFailed, "CmEvent"},
+  // The connection is over in rdma_cm itself: nothing is left to disconnect.
+  rows.push_back({{S::InSession, E::Disconnected, "CmEvent"},
                   [](Rig& r) { r.receiving(); },
                   [](Rig& r) { r.h.connection->on_cm_failure("RDMA_CM_EVENT_DEVICE_REMOVAL"); },
                   {S::Closed, {}, File::None, End::Released}});

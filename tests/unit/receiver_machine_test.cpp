@@ -95,7 +95,7 @@ std::vector<Row> abort_rows() {
     if (!open_state(s)) continue;
     const Actions our_error{A::SendError, A::DiscardFile, A::Disconnect};
     rows.push_back({s, E::Disconnected, S::Closed, {A::DiscardFile, A::Release}});
-    rows.push_back({s, E::TransportFailed, S::Closed, {A::DiscardFile, A::Release}});
+    rows.push_back({s, E::TransportFailed, S::Closing, {A::DiscardFile, A::Disconnect}});
     rows.push_back({s, E::GotError, S::Closing, {A::DiscardFile, A::Disconnect}});
     rows.push_back({s, E::ProtocolViolation, S::Closing, our_error});
     rows.push_back({s, E::LocalFailure, S::Closing, our_error});
