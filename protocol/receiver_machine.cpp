@@ -55,6 +55,11 @@ ReceiverTransition receiver_next(S s, E e) {
       // No file exists yet; DiscardFile anyway: every way out before the verdicts discards,
       // so none can leave a temporary behind.
       if (e == E::OpenRejected) return {S::Closing, {A::SendReject, A::DiscardFile, A::Disconnect}};
+      if (e == E::OpenNeedsProof) return {S::Authenticating, {A::SendChallenge}};
+      break;
+    case S::Authenticating:
+      if (e == E::OpenAccepted) return {S::InSession, {A::SendAccept}};
+      if (e == E::OpenRejected) return {S::Closing, {A::SendReject, A::DiscardFile, A::Disconnect}};
       break;
     case S::InSession:
       if (e == E::GotOffer) return {S::InSession, {A::CheckOffer}};
@@ -97,6 +102,8 @@ const char* to_string(ReceiverState s) {
   switch (s) {
     case S::AwaitOpen:
       return "AwaitOpen";
+    case S::Authenticating:
+      return "Authenticating";
     case S::InSession:
       return "InSession";
     case S::AwaitId:
@@ -127,6 +134,8 @@ const char* to_string(ReceiverEvent e) {
       return "OpenAccepted";
     case E::OpenRejected:
       return "OpenRejected";
+    case E::OpenNeedsProof:
+      return "OpenNeedsProof";
     case E::IdKnown:
       return "IdKnown";
     case E::IdUnknown:
@@ -163,6 +172,8 @@ const char* to_string(ReceiverEvent e) {
 
 const char* to_string(ReceiverAction a) {
   switch (a) {
+    case A::SendChallenge:
+      return "SendChallenge";
     case A::SendAccept:
       return "SendAccept";
     case A::SendReject:

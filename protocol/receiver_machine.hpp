@@ -3,8 +3,10 @@
 // turns CM events, completions, timers and the results of its own work into events,
 // and carries out the actions each transition returns, in order.
 //
-// Lifecycle (docs/PROTOCOL.md 7.5): AwaitOpen -> InSession -> Closing -> Closed, by way of
-// AwaitId after a denied id. The driver checks an Open and looks an Id up as they arrive
+// Lifecycle (docs/PROTOCOL.md 7.5): AwaitOpen -> [Authenticating] -> InSession -> Closing ->
+// Closed, by way of AwaitId after a denied id. Authenticating (7.8) is the wait for a
+// challenged sender's Proof, which the driver checks like an Open: OpenAccepted or
+// OpenRejected. The driver checks an Open and looks an Id up as they arrive
 // (neither waits for anything) and gives the machine the outcome as the event: OpenAccepted
 // or OpenRejected; IdKnown, IdUnknown or IdAttemptsExhausted. Any failure leads to Closing
 // (a goodbye is possible) or Closed (the transport is gone). In InSession entries come and
@@ -25,6 +27,9 @@ namespace rdmax::proto {
 
 enum class ReceiverState : std::uint8_t {
   AwaitOpen,  // connected; waiting for the sender's Open
+  // --senders: the Open claimed a key and was challenged; waiting for the sender's Proof
+  // (docs/PROTOCOL.md 7.8). Nothing is granted yet.
+  Authenticating,
   InSession,  // Accept sent; entries are offered, taken, received and settled
   AwaitId,    // an id was denied; the sender may present another or say bye
   Closing,    // disconnecting: sends drain, then rdma_disconnect, then DISCONNECTED
@@ -39,9 +44,10 @@ enum class ReceiverEvent : std::uint8_t {
   GotBye,
   GotError,
   GotUnexpected,  // a message the sender may not send (Accept, Credit, a Chunk, ...)
-  // An Open, checked (extensions, memory).
+  // An Open, checked (extensions, memory), and with --senders the sender's Proof, checked.
   OpenAccepted,
   OpenRejected,
+  OpenNeedsProof,  // keys are required and the Open claims one: challenge it
   // An Id, looked up.
   IdKnown,
   IdUnknown,
@@ -63,8 +69,9 @@ enum class ReceiverEvent : std::uint8_t {
 };
 
 enum class ReceiverAction : std::uint8_t {
+  SendChallenge,    // a fresh nonce for the sender to prove its key over (7.8)
   SendAccept,       // take the window the check granted and advertise it (its keys go with
-                    // the first file's Credits)
+                    // the first file's Credits); after a good Proof, ours goes first
   SendReject,       // with the reason the check produced
   CheckOffer,       // check the path and limits, create the file or directory
                     // -> EntryTaken / EntryResumed / EntryHave / EntryRefused /

@@ -41,6 +41,14 @@ std::string refusal_next_step(RejectReason reason, RefusalScope scope) {
       return "its receive windows are at their cap (rdma-recv --max-memory) or it cannot pin "
              "more memory: try again when other transfers are done, or raise rdma-recv "
              "--max-memory or its memlock limit (LimitMEMLOCK=infinity)";
+    case RejectReason::AuthRequired:
+      return "the receiver admits only senders with a key: give rdma-send --key-file FILE (or "
+             "RDMAX_KEY_FILE) holding the ID and KEY its administrator listed in rdma-recv "
+             "--senders";
+    case RejectReason::AuthFailed:
+      return "the receiver does not know this id, or holds another key for it: check the key "
+             "file against the receiver's --senders file (repeated failures from one address "
+             "are refused for a while)";
   }
   return kSeeLog;
 }

@@ -67,6 +67,10 @@ SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
       if (e == E::GotRejectVersion) return {S::Closing, {A::Disconnect}, O::VersionUnsupported};
       // The receiver is still preparing the session.
       if (e == E::GotWorking) return {S::AwaitAccept, {}};
+      if (e == E::GotChallenge) return {S::AwaitAccept, {A::SendProof}};
+      if (e == E::GotRejectAuth) return {S::Closing, {A::Disconnect}, O::AuthFailed};
+      // Not a byte goes to a receiver that could not prove it holds our key.
+      if (e == E::AuthFailed) return {S::Closing, {A::SendError, A::Disconnect}, O::AuthFailed};
       break;
     case S::InSession:
       if (e == E::GotCredit || e == E::GotTake || e == E::GotRefuse || e == E::GotFileVerdict ||
@@ -177,6 +181,12 @@ const char* to_string(SenderEvent e) {
       return "GotResume";
     case E::GotHave:
       return "GotHave";
+    case E::GotChallenge:
+      return "GotChallenge";
+    case E::GotRejectAuth:
+      return "GotRejectAuth";
+    case E::AuthFailed:
+      return "AuthFailed";
   }
   return "?";
 }
@@ -205,6 +215,8 @@ const char* to_string(SenderAction a) {
       return "Finish";
     case A::StartSession:
       return "StartSession";
+    case A::SendProof:
+      return "SendProof";
   }
   return "?";
 }
@@ -235,6 +247,8 @@ const char* to_string(SenderOutcome o) {
       return "LocalFailure";
     case O::SomeFailed:
       return "some entries failed";
+    case O::AuthFailed:
+      return "authentication failed";
   }
   return "?";
 }

@@ -3,7 +3,8 @@
 // events, completions and timers into events and carries out the returned actions.
 //
 // Lifecycle of a connection, which carries a session (docs/PROTOCOL.md 7.5) of one file or
-// many: ResolvingAddress -> ResolvingRoute -> Connecting -> AwaitAccept (Open sent) ->
+// many: ResolvingAddress -> ResolvingRoute -> Connecting -> AwaitAccept (Open sent; with a
+// key, the Challenge and both Proofs cross here, 7.8) ->
 // InSession -> [AwaitSecret] -> Closing -> Done. Entries are offered, taken and settled in
 // InSession, several at a time (the driver's SessionSendLedger); each entry's outcome is the
 // driver's to report. The first outcome a transition names is the connection's. A
@@ -57,6 +58,11 @@ enum class SenderEvent : std::uint8_t {
   AllSettledWithFailures,  // every entry settled, some refused or not verified
   GotResume,               // PROTOCOL.md 7.6: send from an offset
   GotHave,                 // the receiver has the file already
+  // Sender keys (docs/PROTOCOL.md 7.8). The receiver's Proof, checked good, changes no
+  // state: the driver notes it, and an Accept without it is AuthFailed.
+  GotChallenge,   // prove our key over the receiver's nonce
+  GotRejectAuth,  // Reject(AuthRequired) or Reject(AuthFailed): the receiver refuses us
+  AuthFailed,     // the receiver did not prove that it holds our key
 };
 
 enum class SenderAction : std::uint8_t {
@@ -71,6 +77,7 @@ enum class SenderAction : std::uint8_t {
   Disconnect,    // let posted sends drain, then rdma_disconnect
   Finish,        // release everything; the loop ends
   StartSession,  // set up the staging buffer; offer entries, write chunks as credits allow
+  SendProof,     // our answer to the Challenge (7.8)
 };
 
 // What the program reports; sender/exit_codes.hpp maps each to an exit status (several
@@ -89,6 +96,7 @@ enum class SenderOutcome : std::uint8_t {
   LocalFailure,        // the sender itself failed (reading the file, registering memory...)
   SomeFailed,          // a session ended with entries refused or not verified: the driver
                        // reports each, and the first one's status
+  AuthFailed,          // sender keys: the receiver refused ours, or did not prove its own
 };
 
 struct SenderContext {

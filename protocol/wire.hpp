@@ -62,6 +62,10 @@ enum class MessageType : std::uint16_t {
   FileVerdict = 20,
   Resume = 21,  // version 2 only: resume (docs/PROTOCOL.md 7.6)
   Have = 22,
+  // Version 2 only: a sender proves it holds a key before any memory is granted, and the
+  // receiver proves it back (docs/PROTOCOL.md 7.8).
+  Challenge = 23,
+  Proof = 24,
 };
 
 enum class VerdictCode : std::uint8_t {
@@ -80,6 +84,10 @@ enum class RejectReason : std::uint16_t {
   UnsupportedVersion = 6,
   Internal = 7,
   NoMemory = 8,
+  // Version 2 only (docs/PROTOCOL.md 7.8). A version-1 Hello that a receiver requiring keys
+  // refuses gets UnsupportedVersion, with a text that says a key is required.
+  AuthRequired = 9,  // this receiver admits only senders with a key (rdma-recv --senders)
+  AuthFailed = 10,   // unknown id or wrong key (the two are not told apart)
 };
 
 enum class ErrorCode : std::uint16_t {
@@ -88,6 +96,8 @@ enum class ErrorCode : std::uint16_t {
   Internal = 3,
   TooManyAttempts = 4,
   ShuttingDown = 5,
+  // Version 2 only: the receiver did not prove that it holds the sender's key.
+  AuthFailed = 6,
 };
 
 // A file's digest, by the algorithm its Hello or Open names (the fs-verity digest or the
@@ -122,6 +132,13 @@ inline constexpr std::uint16_t kExtensionMustUnderstand = 0x8000;
 // In a version-2 Hello or an Open, with an empty value: the sender understands Resume and
 // Have (docs/PROTOCOL.md 7.6). A receiver sends either only to such a sender.
 inline constexpr std::uint16_t kExtensionResume = 0x0001;
+// In an Open: "I hold a key for this id; authenticate me and yourself" (docs/PROTOCOL.md
+// 7.8). Value: a fresh 32-byte nonce, then the id (1..kMaxIdBytes bytes, the rest of the
+// value). Not must-understand: a receiver that ignores it answers without a Proof, and the
+// sender, which asked, refuses to go on.
+inline constexpr std::uint16_t kExtensionSenderKey = 0x0002;
+inline constexpr std::size_t kNonceBytes = 32;
+using Nonce = std::array<std::uint8_t, kNonceBytes>;
 
 // sender -> receiver: the file on offer. The name is raw bytes; whether it is an acceptable
 // file name is the receiver's decision (check_file_name, then Reject BadName), not the codec's.
@@ -323,9 +340,23 @@ struct Have {
   bool operator==(const Have&) const = default;
 };
 
+// receiver -> sender, after an Open that carries kExtensionSenderKey, when keys are
+// required: prove that you hold the key, over this fresh nonce.
+struct Challenge {
+  Nonce nonce{};
+  bool operator==(const Challenge&) const = default;
+};
+
+// Either direction: HMAC-SHA256 over the handshake's transcript (docs/PROTOCOL.md 7.8). The
+// sender's answers a Challenge; the receiver's comes right before its Accept.
+struct Proof {
+  Digest mac{};
+  bool operator==(const Proof&) const = default;
+};
+
 using Message = std::variant<Hello, Accept, Chunk, Credit, Done, Verdict, Id, Secret, Denied,
                              Reject, Bye, Error, Working, Open, Offer, Take, Refuse, FileChunk,
-                             FileDone, FileVerdict, Resume, Have>;
+                             FileDone, FileVerdict, Resume, Have, Challenge, Proof>;
 
 enum class DecodeError {
   Short,           // fewer bytes than a header

@@ -50,6 +50,8 @@ constexpr std::size_t kFileDoneBytes = 4 + 8;
 constexpr std::size_t kFileVerdictBytes = 4 + 1 + kSha256Bytes;
 constexpr std::size_t kResumeBytes = 4 + 8;
 constexpr std::size_t kHaveBytes = 4 + kSha256Bytes;
+constexpr std::size_t kChallengeBytes = kNonceBytes;
+constexpr std::size_t kProofBytes = kSha256Bytes;
 constexpr std::uint32_t kNanosecondsPerSecond = 1'000'000'000;
 
 // Every message must fit one SEND buffer even at its maximum field lengths.
@@ -59,13 +61,14 @@ static_assert(kHeaderSize + kCodeAndTextFixedBytes + kMaxTextBytes <= kMaxMessag
 static_assert(kHeaderSize + kOfferFixedBytes + kMaxPathBytes <= kMaxMessageSize);
 
 // The variant's alternatives are declared in wire-type order, so index + 1 is the type.
-static_assert(std::variant_size_v<Message> == 22);
+static_assert(std::variant_size_v<Message> == 24);
 static_assert(std::is_same_v<std::variant_alternative_t<0, Message>, Hello>);
 static_assert(std::is_same_v<std::variant_alternative_t<11, Message>, Error>);
 static_assert(std::is_same_v<std::variant_alternative_t<12, Message>, Working>);
 static_assert(std::is_same_v<std::variant_alternative_t<13, Message>, Open>);
 static_assert(std::is_same_v<std::variant_alternative_t<19, Message>, FileVerdict>);
 static_assert(std::is_same_v<std::variant_alternative_t<21, Message>, Have>);
+static_assert(std::is_same_v<std::variant_alternative_t<23, Message>, Proof>);
 
 inline std::size_t extensions_size(const std::vector<HelloExtension>& extensions) {
   std::size_t size = 0;
@@ -76,7 +79,11 @@ inline std::size_t extensions_size(const std::vector<HelloExtension>& extensions
 // Hello's and Open's rule for the extensions they know (docs/PROTOCOL.md 7.6).
 inline const char* extensions_problem(const std::vector<HelloExtension>& extensions) {
   for (const auto& e : extensions)
-    if (e.type == kExtensionResume && !e.value.empty()) return "resume extension with a value";
+    if (e.type == kExtensionResume && !e.value.empty())
+      return "resume extension with a value";
+    else if (e.type == kExtensionSenderKey &&
+             (e.value.size() <= kNonceBytes || e.value.size() > kNonceBytes + kMaxIdBytes))
+      return "sender-key extension not a nonce and an id of 1..256 bytes";
   return nullptr;
 }
 
@@ -85,11 +92,18 @@ inline bool is_known(VerdictCode code) {
 }
 inline bool is_known(RejectReason reason) {
   auto v = static_cast<std::uint16_t>(reason);
-  return v >= 1 && v <= 8;
+  return v >= 1 && v <= 10;
+}
+// Reasons and codes a version-1 peer does not know: the encoder refuses them in version 1.
+inline bool is_version1(RejectReason reason) {
+  return static_cast<std::uint16_t>(reason) <= 8;
+}
+inline bool is_version1(ErrorCode code) {
+  return static_cast<std::uint16_t>(code) <= 5;
 }
 inline bool is_known(ErrorCode code) {
   auto v = static_cast<std::uint16_t>(code);
-  return v >= 1 && v <= 5;
+  return v >= 1 && v <= 6;
 }
 inline bool is_known(DigestAlgorithm algorithm) {
   return algorithm == DigestAlgorithm::WholeFileSha256 ||

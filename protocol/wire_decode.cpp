@@ -289,6 +289,18 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       read_sha(m.digest);
       return m;
     }
+    case MessageType::Challenge: {
+      if (auto f = exact(kChallengeBytes)) return *f;
+      Challenge m;
+      read_sha(m.nonce);
+      return m;
+    }
+    case MessageType::Proof: {
+      if (auto f = exact(kProofBytes)) return *f;
+      Proof m;
+      read_sha(m.mac);
+      return m;
+    }
   }
   return fail(DecodeError::BadType, "unknown type");  // unreachable: type was checked
 }
@@ -303,7 +315,7 @@ DecodeResult decode_payload(MessageType type, std::uint16_t version,
 }
 
 bool is_known_type(std::uint16_t type, std::uint16_t version) {
-  return type >= 1 && type <= (version == kVersion1 ? 12 : 22);
+  return type >= 1 && type <= (version == kVersion1 ? 12 : 24);
 }
 
 std::uint32_t read_le32(std::span<const std::uint8_t> b, std::size_t at) {
@@ -352,6 +364,13 @@ std::variant<Message, DecodeFailure> decode(std::span<const std::uint8_t> bytes)
   DecodeResult result = decode_payload(type, version, bytes.subspan(kHeaderSize));
   if (const auto* message = std::get_if<Message>(&result)) {
     if (const char* problem = field_problem(*message)) return fail(DecodeError::BadField, problem);
+    // The reasons and the code version 2 added (sender keys) do not exist in version 1.
+    if (version == kVersion1) {
+      if (const auto* reject = std::get_if<Reject>(message); reject && !is_version1(reject->reason))
+        return fail(DecodeError::BadField, "Reject.reason unknown in version 1");
+      if (const auto* error = std::get_if<Error>(message); error && !is_version1(error->code))
+        return fail(DecodeError::BadField, "Error.code unknown in version 1");
+    }
   }
   return result;
 }

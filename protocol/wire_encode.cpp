@@ -39,6 +39,8 @@ std::size_t payload_size(const Message& message, std::uint16_t version) {
                         [](const FileVerdict&) { return kFileVerdictBytes; },
                         [](const Resume&) { return kResumeBytes; },
                         [](const Have&) { return kHaveBytes; },
+                        [](const Challenge&) { return kChallengeBytes; },
+                        [](const Proof&) { return kProofBytes; },
                     },
                     message);
 }
@@ -56,6 +58,8 @@ bool expressible(const Message& message, std::uint16_t version) {
   if (const auto* hello = std::get_if<Hello>(&message))
     return hello->digest_algorithm == DigestAlgorithm::WholeFileSha256 &&
            hello->keepalive_ms == 0 && hello->extensions.empty();
+  if (const auto* reject = std::get_if<Reject>(&message)) return is_version1(reject->reason);
+  if (const auto* error = std::get_if<Error>(&message)) return is_version1(error->code);
   return version == kVersion1;
 }
 
@@ -183,6 +187,8 @@ void write_payload(ByteWriter& w, const Message& message, std::uint16_t version)
                    w.u32(m.entry);
                    w.bytes(m.digest);
                  },
+                 [&](const Challenge& m) { w.bytes(m.nonce); },
+                 [&](const Proof& m) { w.bytes(m.mac); },
              },
              message);
 }

@@ -50,6 +50,10 @@ const char* to_string(MessageType type) {
       return "Resume";
     case MessageType::Have:
       return "Have";
+    case MessageType::Challenge:
+      return "Challenge";
+    case MessageType::Proof:
+      return "Proof";
   }
   return "UnknownMessageType";
 }
@@ -86,6 +90,10 @@ const char* to_string(RejectReason reason) {
       return "Internal";
     case RejectReason::NoMemory:
       return "NoMemory";
+    case RejectReason::AuthRequired:
+      return "AuthRequired";
+    case RejectReason::AuthFailed:
+      return "AuthFailed";
   }
   return "UnknownRejectReason";
 }
@@ -102,6 +110,8 @@ const char* to_string(ErrorCode code) {
       return "TooManyAttempts";
     case ErrorCode::ShuttingDown:
       return "ShuttingDown";
+    case ErrorCode::AuthFailed:
+      return "AuthFailed";
   }
   return "UnknownErrorCode";
 }

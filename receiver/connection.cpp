@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/auth_proof.hpp"
 #include "protocol/names.hpp"
 #include "protocol/receiver_rules.hpp"
 #include "protocol/secure_wipe.hpp"
@@ -21,8 +22,12 @@ const T* data_of(const ReceiverInput& input) {
 }
 }  // namespace
 
-Connection::Connection(Transport& transport, std::string peer, ReceiverContext& context)
-    : DriverCore(std::move(peer)), context_(context), edge_(transport) {
+Connection::Connection(Transport& transport, std::string peer, ReceiverContext& context,
+                       std::string address)
+    : DriverCore(std::move(peer)),
+      context_(context),
+      edge_(transport),
+      address_(std::move(address)) {
   attach(edge_);
   expect("Open or Hello", context_.options.timeout);
 }
@@ -66,6 +71,8 @@ void Connection::step(const ReceiverInput& input) {
 
 void Connection::perform(Action action, const ReceiverInput& cause) {
   switch (action) {
+    case Action::SendChallenge:
+      return send_challenge();
     case Action::SendAccept:
       return send_accept(std::get<Input::AcceptedOpen>(cause.data));
     case Action::SendReject:
@@ -118,6 +125,22 @@ void Connection::check_open(const proto::Open& open) {
   if (extensions.refusal) return reject(extensions.refusal->reason, extensions.refusal->text);
   for (std::uint16_t type : extensions.ignored)
     spdlog::debug("[{}] ignoring {} extension 0x{:04x}", label(), message, type);
+  // --senders: nothing is granted before the sender proves a key (PROTOCOL.md 7.8).
+  if (context_.sender_keys != nullptr && !authenticated_) {
+    if (edge_.serving_hello())
+      return reject(proto::RejectReason::UnsupportedVersion,
+                    "this receiver admits only senders with a key, which protocol version 1 "
+                    "cannot carry: send with an rdma-send that has --key-file");
+    auto claim = proto::sender_key_claim(open);
+    if (!claim) {
+      spdlog::warn("[{}] refused a sender without a key (--senders requires one)", label());
+      return reject(proto::RejectReason::AuthRequired,
+                    "this receiver admits only senders with a key (rdma-send --key-file)");
+    }
+    claim_ = std::move(claim);
+    claimed_open_ = open;
+    return dispatch({Event::OpenNeedsProof, {}});
+  }
   const proto::Window window = proto::window_for_session(open, o.slot_size, o.slots);
   if (auto refusal = proto::check_memory(context_.window_bytes_in_use, window, o.max_memory))
     return reject(refusal->reason, refusal->text);
@@ -125,8 +148,47 @@ void Connection::check_open(const proto::Open& open) {
             Input::AcceptedOpen{open, window.slots, window.bytes, extensions.resume_understood}});
 }
 
+void Connection::send_challenge() {
+  challenge_ = proto::Challenge{fresh_nonce()};
+  post(challenge_);
+  expect("the sender's Proof", context_.options.timeout);
+}
+
+void Connection::check_proof(const proto::Proof& proof) {
+  const proto::SenderKey* key = context_.sender_keys->find(claim_->id);
+  // An unknown id and a wrong key get the same answer; only the log tells them apart.
+  if (key == nullptr ||
+      !same_proof(auth_proof(proto::ProofRole::Sender, key->key, claimed_open_, challenge_),
+                  proof.mac)) {
+    authentication_failed(key == nullptr
+                              ? "unknown id '" + proto::escape_for_log(claim_->id) + "'"
+                              : "wrong key for id '" + proto::escape_for_log(claim_->id) + "'");
+    return dispatch({Event::OpenRejected, Input::Rejection{proto::RejectReason::AuthFailed,
+                                                           "authentication failed: unknown id "
+                                                           "or wrong key"}});
+  }
+  authenticated_ = true;
+  if (context_.penalties != nullptr) context_.penalties->succeeded(address_);
+  receiver_proof_ = auth_proof(proto::ProofRole::Receiver, key->key, claimed_open_, challenge_);
+  subdir_ = key->subdir;
+  spdlog::info("[{}] sender '{}' authenticated{}", label(), proto::escape_for_log(claim_->id),
+               subdir_.empty() ? "" : "; it writes beneath " + proto::escape_for_log(subdir_));
+  check_open(claimed_open_);  // the rest of an Open's checks: memory
+}
+
+void Connection::authentication_failed(const std::string& why) {
+  std::string penalty;
+  if (context_.penalties != nullptr && !address_.empty()) {
+    const auto wait = context_.penalties->failed(address_, Clock::now());
+    penalty = "; " + address_ + " is refused for " + std::to_string(wait.count()) + "s";
+  }
+  spdlog::warn("[{}] authentication failed: {}{}", label(), why, penalty);
+}
+
 void Connection::send_accept(const ReceiverInput::AcceptedOpen& accepted) {
   const auto& o = context_.options;
+  // Ours first: the sender sends nothing before it has checked it.
+  if (receiver_proof_) post(proto::Proof{*receiver_proof_});
   open_ = accepted.open;
   resume_understood_ = accepted.resume_understood;
   slot_count_ = accepted.slots;
@@ -302,6 +364,10 @@ void Connection::on_message(Inbound inbound) {
     if (state_ != State::AwaitOpen) return dispatch({Event::GotUnexpected, {}});
     return check_open(*open);
   }
+  if (auto* proof = std::get_if<proto::Proof>(&message)) {
+    if (state_ != State::Authenticating) return dispatch({Event::GotUnexpected, {}});
+    return check_proof(*proof);
+  }
   if (auto* offer = std::get_if<proto::Offer>(&message))
     return dispatch({Event::GotOffer, std::move(*offer)});
   if (auto* chunk = std::get_if<proto::FileChunk>(&message))
@@ -347,6 +413,8 @@ void Connection::on_peer_disconnected() {
   // exactly that): worth a line, not a warning.
   if (state_ == State::AwaitOpen)
     spdlog::info("[{}] sender left before offering a file", label());
+  else if (state_ == State::Authenticating)
+    authentication_failed("it left without a Proof");
   else if (state_ != State::Closing)
     spdlog::warn("[{}] sender disconnected while waiting for {}", label(), waiting_for());
   dispatch({Event::Disconnected, {}});
@@ -355,6 +423,7 @@ void Connection::on_peer_disconnected() {
 void Connection::on_timeout() {
   if (closed()) return;
   if (state_ == State::Closing) return dispatch({Event::Timeout, {}});
+  if (state_ == State::Authenticating) authentication_failed("no Proof came");
   spdlog::warn("[{}] timed out waiting for {}", label(), waiting_for());
   dispatch({Event::Timeout,
             Input::Abort{proto::ErrorCode::Timeout,

@@ -28,13 +28,16 @@
 #include <variant>
 #include <vector>
 
+#include "common/auth_penalties.hpp"
 #include "common/connection/dispatcher.hpp"
 #include "common/connection/driver_core.hpp"
 #include "common/connection/transport.hpp"
 #include "common/sha256.hpp"
 #include "common/work_pool.hpp"
+#include "protocol/auth.hpp"
 #include "protocol/receiver_machine.hpp"
 #include "protocol/secrets.hpp"
+#include "protocol/sender_keys.hpp"
 #include "protocol/session_receive_ledger.hpp"
 #include "protocol/wire.hpp"
 #include "receiver/hello_edge.hpp"
@@ -58,6 +61,9 @@ struct ReceiverContext {
   std::uint64_t bytes_received = 0;  // chunk bytes that arrived, good or bad
   std::uint64_t files_stored = 0;    // files committed into the directory
   PartialStore* partials = nullptr;  // null: --no-partial (receiver/partial_store.hpp)
+  // --senders: null, every sender gets in; else each proves a key first (PROTOCOL.md 7.8).
+  const proto::SenderKeyStore* sender_keys = nullptr;
+  AuthPenalties* penalties = nullptr;  // where failed authentications are counted
 };
 
 // An event and the data it carries (docs/PROTOCOL.md 7.5 names the messages).
@@ -102,7 +108,10 @@ struct ReceiverInput {
 
 class Connection final : public DriverCore {
  public:
-  Connection(Transport& transport, std::string peer, ReceiverContext& context);
+  // `address`: the peer's address without its port, which failed authentications count
+  // against (--senders).
+  Connection(Transport& transport, std::string peer, ReceiverContext& context,
+             std::string address = {});
   ~Connection();
 
   // Ticks the deadline, and keeps a waiting version-2 sender informed (Working).
@@ -117,8 +126,9 @@ class Connection final : public DriverCore {
   // A file or session is under way (not waiting for its first message, nor ending): what
   // the daemon's shutdown grace waits for.
   bool transferring() const {
-    return state_ != proto::ReceiverState::AwaitOpen && state_ != proto::ReceiverState::Closing &&
-           !closed();
+    return state_ != proto::ReceiverState::AwaitOpen &&
+           state_ != proto::ReceiverState::Authenticating &&
+           state_ != proto::ReceiverState::Closing && !closed();
   }
   // No job on the pool uses this connection's memory or file.
   bool idle() const;
@@ -159,6 +169,11 @@ class Connection final : public DriverCore {
   // Actions (receiver/connection.cpp: the connection; connection_entries.cpp: its entries),
   // and the checks that turn an Open and an Id into their events.
   void check_open(const proto::Open& open);
+  // Sender keys (docs/PROTOCOL.md 7.8): the challenge, the sender's proof, and a failure
+  // counted against the peer's address.
+  void send_challenge();
+  void check_proof(const proto::Proof& proof);
+  void authentication_failed(const std::string& why);
   void send_accept(const ReceiverInput::AcceptedOpen& accepted);
   void send_reject(const ReceiverInput& cause);
   void check_offer(const proto::Offer& offer);
@@ -213,6 +228,15 @@ class Connection final : public DriverCore {
   bool data_bad_ = false;               // the sender broke the rules: nothing is kept
   bool shutdown_after_commit_ = false;  // SIGTERM arrived while a file was committed
   std::string secret_;                  // between LookupId and SendSecret; wiped once sent
+  // Sender keys: the Open that claimed a key and the Challenge it got (the transcript),
+  // then what a good Proof earned: our own Proof, and the id's subdirectory.
+  std::string address_;
+  std::optional<proto::SenderKeyClaim> claim_;
+  proto::Open claimed_open_{};
+  proto::Challenge challenge_{};
+  std::optional<proto::Digest> receiver_proof_;
+  bool authenticated_ = false;
+  std::string subdir_;  // non-empty: every path of the session goes beneath DIR/subdir_
   unsigned id_attempts_ = 0;
   Clock::time_point data_started_{};  // the Accept
   std::uint32_t entries_good_ = 0;

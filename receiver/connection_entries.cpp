@@ -21,6 +21,10 @@ namespace rdmax::receiver {
 namespace {
 using Input = ReceiverInput;
 
+// Offer.path is at most 2048 bytes; with a SUBDIR in front it must still leave room in
+// PATH_MAX (4096) for DIR itself.
+constexpr std::size_t kMaxPathBeneathDir = 3072;
+
 std::string quoted(const std::string& path) {
   return "'" + proto::escape_for_log(path) + "'";
 }
@@ -61,9 +65,17 @@ void Connection::check_offer(const proto::Offer& offer) {
       edge_.serving_hello() ? proto::OfferedName::FileName : proto::OfferedName::RelativePath;
   if (auto refusal = proto::check_offer(offer, o.max_size, name_rule))
     return refuse(refusal->reason, std::move(refusal->text));
+  // A sender key's SUBDIR (--senders): the checked relative path goes beneath it, so no
+  // path the sender names can leave it (check_offer refused "..", "/" and empty parts).
+  if (!subdir_.empty()) {
+    entry.offer.path = subdir_ + "/" + offer.path;
+    if (entry.offer.path.size() > kMaxPathBeneathDir)
+      return refuse(proto::RejectReason::BadName,
+                    "path too long beneath the sender's subdirectory");
+  }
   if (offer.kind == proto::EntryKind::Directory) return check_directory(entry);
   expect_next();
-  entry.file.emplace(context_.pool, context_.dir_fd, offer.path, o.overwrite,
+  entry.file.emplace(context_.pool, context_.dir_fd, entry.offer.path, o.overwrite,
                      open_.digest_algorithm);
   if (resume_understood_)
     entry.file->set_resume({context_.partials, offer.digest, o.slot_size, true});

@@ -32,16 +32,22 @@ std::uint64_t number_of(rdma_cm_id* id) {
 }
 }  // namespace
 
-Daemon::Daemon(const ReceiverOptions& options, Fd dir, std::optional<proto::SecretStore> secrets)
+Daemon::Daemon(const ReceiverOptions& options, Fd dir, std::optional<proto::SecretStore> secrets,
+               std::optional<proto::SenderKeyStore> sender_keys)
     : options_(options),
       addresses_(options.allow, options.deny),
       dir_(std::move(dir)),
       secrets_(std::move(secrets)),
+      sender_keys_(std::move(sender_keys)),
       pool_(options.workers),
       expiry_(pool_),
       context_{options_, dir_.get(), secrets_ ? &*secrets_ : nullptr, pool_, 0},
       loop_(kTick),
       listener_(channel_) {
+  if (sender_keys_) {
+    context_.sender_keys = &*sender_keys_;
+    context_.penalties = &penalties_;
+  }
   if (options_.partials) {
     partials_.emplace(dir_.get(), PartialStore::Limits{options_.partial_ttl, options_.partial_max});
     context_.partials = &*partials_;
@@ -195,6 +201,19 @@ void Daemon::on_connect_request(rdma_cm_id* id) {
     reject(cm_id, "this address may not connect (rdma-recv --allow/--deny)");
     return;
   }
+  // An address that just failed to authenticate waits (common/auth_penalties.hpp): key
+  // guessing goes no faster than the penalties, and costs the daemon nothing meanwhile.
+  if (const auto wait = penalties_.refused_for(address_text(source), Clock::now())) {
+    const std::string peer = address_text(source);
+    if (const auto unlogged = refusals_.note(peer, Clock::now()))
+      spdlog::warn(
+          "refused a connection from {}: it failed to authenticate; it may try again "
+          "in {}s",
+          peer, wait->count());
+    reject(cm_id, "too many failed authentications from this address; try again in " +
+                      std::to_string(wait->count()) + "s");
+    return;
+  }
   if (stopping_ || peers_.size() >= options_.max_connections) {
     spdlog::warn("refusing a connection: {}", stopping_ ? "shutting down" : "too many connections");
     reject(cm_id, stopping_ ? "shutting down; try another receiver or later"
@@ -213,7 +232,7 @@ void Daemon::on_connect_request(rdma_cm_id* id) {
     const std::uint32_t depth = options_.slots + 2 * proto::kMaxEntriesInFlight + kSpareMessages;
     p.transport =
         std::make_unique<RdmaTransport>(std::move(cm_id), RdmaTransport::Depths{depth, depth, 0});
-    p.connection = std::make_unique<Connection>(*p.transport, peer, context_);
+    p.connection = std::make_unique<Connection>(*p.transport, peer, context_, address_text(source));
     loop_.watch(p.transport->completion_fd(), [this, number] {
       if (Peer* found = peer_of(number)) found->connection->poll();
     });

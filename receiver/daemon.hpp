@@ -26,6 +26,7 @@
 #include "common/rdma/rdma_transport.hpp"
 #include "common/work_pool.hpp"
 #include "protocol/secrets.hpp"
+#include "protocol/sender_keys.hpp"
 #include "receiver/connection.hpp"
 #include "receiver/options.hpp"
 #include "receiver/service_notify.hpp"
@@ -34,7 +35,8 @@ namespace rdmax::receiver {
 
 class Daemon {
  public:
-  Daemon(const ReceiverOptions& options, Fd dir, std::optional<proto::SecretStore> secrets);
+  Daemon(const ReceiverOptions& options, Fd dir, std::optional<proto::SecretStore> secrets,
+         std::optional<proto::SenderKeyStore> sender_keys = std::nullopt);
   ~Daemon();
   // Runs until a signal asks it to stop (0) or the device goes away (1), and every
   // connection has closed (bounded).
@@ -70,7 +72,9 @@ class Daemon {
   RefusalLog refusals_;      // refused addresses are logged once a minute each
   Fd dir_;
   std::optional<proto::SecretStore> secrets_;
-  WorkPool pool_;  // outlives every connection (their files' queues)
+  std::optional<proto::SenderKeyStore> sender_keys_;  // --senders
+  AuthPenalties penalties_;  // addresses that failed to authenticate wait, in the CM event
+  WorkPool pool_;            // outlives every connection (their files' queues)
   // Partial files of interrupted transfers (--no-partial: none); outlive every connection.
   std::optional<PartialStore> partials_;
   WorkQueue expiry_;  // the periodic expire() of partials_

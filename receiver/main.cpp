@@ -22,6 +22,7 @@
 #include "receiver/options.hpp"
 #include "receiver/preflight.hpp"
 #include "receiver/secrets_file.hpp"
+#include "receiver/sender_keys_file.hpp"
 
 using namespace rdmax;
 using receiver::kExitFailure;
@@ -120,6 +121,17 @@ int main(int argc, char** argv) {
       return kExitUsage;
     }
   }
+  std::optional<proto::SenderKeyStore> sender_keys;
+  if (options.senders_file) {
+    try {
+      sender_keys = receiver::load_sender_keys_file(*options.senders_file);
+      spdlog::info("loaded {} sender key(s) from {}: only senders that prove one get in",
+                   sender_keys->size(), *options.senders_file);
+    } catch (const std::exception& e) {
+      spdlog::error("{}; fix the senders file (docs/SECURITY.md)", e.what());
+      return kExitUsage;
+    }
+  }
   if (!any_rdma_device()) {
     spdlog::error("{}", no_rdma_device_message());
     return kExitFailure;
@@ -128,7 +140,7 @@ int main(int argc, char** argv) {
   warn_about_memlock(options);
 
   try {
-    receiver::Daemon daemon(options, std::move(dir), std::move(secrets));
+    receiver::Daemon daemon(options, std::move(dir), std::move(secrets), std::move(sender_keys));
     const int rc = daemon.run();
     if (daemon.disk_work_left()) {
       // A worker is stuck in the kernel (a hung file system): destroying the daemon would

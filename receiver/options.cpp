@@ -19,20 +19,22 @@ constexpr const char* kFooter =
     R"(Each accepted file is written to a temporary in DIR and appears under its name
 only after its SHA-256 matched and it was fsynced. Runs until SIGINT or SIGTERM.
 Senders whose --id is not in the secrets file (or every sender, without one) still
-deliver files; they only get no secret.
+deliver files; they only get no secret. With --senders, a sender must first prove
+that it holds a listed key; nothing is granted to one that does not.
 
 Exit status:
   0  stopped by SIGINT or SIGTERM, or --list-devices found a device
   1  cannot listen (port in use, no RDMA device for the address, ...), or
      --list-devices found no device
-  2  usage error (a loopback --bind among them), or DIR / the secrets file / -d is
-     unusable (nothing was started)
+  2  usage error (a loopback --bind among them), or DIR / the secrets file / the
+     senders file / -d is unusable (nothing was started)
   --check: 0 when every check passed, 1 when one failed, 2 usage error
 
 Examples:
   rdma-recv --list-devices
   rdma-recv --check -o /srv/incoming --secrets /etc/rdmax/secrets
   rdma-recv -o /srv/incoming --secrets /etc/rdmax/secrets
+  rdma-recv -o /srv/incoming --senders /etc/rdmax/senders --allow 192.0.2.0/24
   rdma-recv -d mlx5_0 -p 18515 --max-size 10G --overwrite
   rdma-recv -a 192.0.2.1 -o /srv/incoming)";
 
@@ -106,7 +108,8 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
                "then exit");
   app.add_flag("--check", o.check,
                "check, one line each, what these options need (device, port, memlock limit, "
-               "DIR, secrets file), serve nothing, and exit 0 if all passed, else 1");
+               "DIR, secrets and senders files), serve nothing, and exit 0 if all passed, "
+               "else 1");
   std::vector<std::string> allow, deny;
   app.add_option("--allow", allow,
                  "NET[,NET...]: accept connections only from these IPv4/IPv6 prefixes, "
@@ -118,6 +121,10 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
                  "names, even when --allow matches")
       ->allow_extra_args(false);
   app.add_option("-o,--dir", o.dir, "directory to store files in")->capture_default_str();
+  app.add_option("--senders", o.senders_file,
+                 "file of 'ID KEY [SUBDIR]' lines (mode 0600): only senders that prove they "
+                 "hold a listed key (rdma-send --key-file) get memory or write files, each "
+                 "beneath DIR/SUBDIR when one is given");
   app.add_option(
       "--secrets", o.secrets_file,
       "file of 'ID SECRET' lines ('#' comments): senders presenting a listed --id get its secret");

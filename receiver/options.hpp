@@ -23,6 +23,9 @@ struct ReceiverOptions {
   bool check = false;                       // --check: preflight checks only (preflight.hpp)
   std::string dir = ".";
   std::optional<std::string> secrets_file;
+  // --senders: 'ID KEY [SUBDIR]' lines; when given, only senders proving a listed key get
+  // in (docs/PROTOCOL.md 7.8), each beneath its SUBDIR.
+  std::optional<std::string> senders_file;
   std::uint64_t max_size = UINT64_MAX;
   bool overwrite = false;
   std::uint32_t slot_size = 1u << 20;

@@ -18,6 +18,7 @@
 #include "common/rdma/event_channel.hpp"
 #include "protocol/sizes.hpp"
 #include "receiver/secrets_file.hpp"
+#include "receiver/sender_keys_file.hpp"
 
 namespace rdmax::receiver {
 
@@ -76,32 +77,51 @@ std::vector<Check> listen_checks(const ReceiverOptions& o) {
   }
 }
 
-Check secrets_check(const ReceiverOptions& o) {
-  if (!o.secrets_file) return pass("secrets file: none (--secrets): every id is denied");
-  // The mode first, with its own remedy; the loader checks it again (on what it reads).
+// A file of credentials (--secrets, --senders): its mode first, with its own remedy (the
+// loader checks it again, on what it reads), then its lines, loaded as the daemon loads them.
+// `load` returns what the file holds, in words.
+template <typename Load>
+Check credentials_check(const std::string& what, const std::string& path, const char* option,
+                        const char* format, Load load) {
   struct stat st {};
-  const std::string& path = *o.secrets_file;
   if (::stat(path.c_str(), &st) != 0)
-    return failure("secrets file " + path + ": " + std::strerror(errno),
-                   "check the path given to --secrets, or leave out --secrets");
+    return failure(what + " " + path + ": " + std::strerror(errno),
+                   std::string("check the path given to ") + option + ", or leave out " + option);
   if (S_ISREG(st.st_mode) && (st.st_mode & 077) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return failure("secrets file " + path + ": mode " + mode + " lets group or others read it",
+    return failure(what + " " + path + ": mode " + mode + " lets group or others read it",
                    "chmod 600 " + path);
   }
   try {
-    const auto store = load_secrets_file(*o.secrets_file);
-    return pass("secrets file " + *o.secrets_file + ": owner-only, " +
-                std::to_string(store.size()) + " id(s)");
+    return pass(what + " " + path + ": owner-only, " + load());
   } catch (const std::exception& e) {
     // "PATH:LINE: what" for a syntax error; other messages name the file themselves.
     const std::string message = e.what();
-    if (message.rfind(path + ":", 0) != 0) return failure(message, "check --secrets");
-    return failure("secrets file " + message,
-                   "fix that line: one 'ID SECRET' per line, '#' starts a comment "
-                   "(docs/SECURITY.md)");
+    if (message.rfind(path + ":", 0) != 0) return failure(message, std::string("check ") + option);
+    return failure(what + " " + message, std::string("fix that line: ") + format +
+                                             " per line, '#' starts a comment (docs/SECURITY.md)");
   }
+}
+
+Check secrets_check(const ReceiverOptions& o) {
+  if (!o.secrets_file) return pass("secrets file: none (--secrets): every id is denied");
+  return credentials_check("secrets file", *o.secrets_file, "--secrets", "one 'ID SECRET'", [&] {
+    return std::to_string(load_secrets_file(*o.secrets_file).size()) + " id(s)";
+  });
+}
+
+Check senders_check(const ReceiverOptions& o) {
+  if (!o.senders_file)
+    return pass(
+        "senders file: none (--senders): any sender that reaches the port may write "
+        "files" +
+        std::string(o.allow.empty() ? " (no --allow either)" : ", from --allow"));
+  return credentials_check("senders file", *o.senders_file, "--senders", "one 'ID KEY [SUBDIR]'",
+                           [&] {
+                             const auto store = load_sender_keys_file(*o.senders_file);
+                             return std::to_string(store.size()) + " sender key(s)";
+                           });
 }
 
 }  // namespace
@@ -130,6 +150,7 @@ int run_preflight(const ReceiverOptions& o, std::ostream& out) {
   report.add(memlock);
   report.add(preflight::directory_check(o.dir, o.slot_size));
   report.add(secrets_check(o));
+  report.add(senders_check(o));
   // Resolved and checked when the options were read (a bad rule is a usage error): say
   // what they let in, names with the addresses they stand for.
   if (const AddressFilter filter(o.allow, o.deny); filter.active())

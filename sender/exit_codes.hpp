@@ -12,6 +12,9 @@ inline constexpr int kExitConnection = 3;
 inline constexpr int kExitRejected = 4;
 inline constexpr int kExitHashMismatch = 5;
 inline constexpr int kExitDenied = 6;
+// Sender keys (docs/PROTOCOL.md 7.8): the receiver refused our key (or wants one), or could
+// not prove that it holds it; nothing was sent.
+inline constexpr int kExitAuthFailed = 7;
 
 inline int exit_code_for(proto::SenderOutcome outcome) {
   using O = proto::SenderOutcome;
@@ -28,6 +31,8 @@ inline int exit_code_for(proto::SenderOutcome outcome) {
       return kExitHashMismatch;
     case O::Denied:
       return kExitDenied;
+    case O::AuthFailed:
+      return kExitAuthFailed;
     case O::ReceiverFailed:
     case O::ProtocolError:
     case O::Interrupted:

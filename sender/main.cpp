@@ -24,6 +24,7 @@
 #include "common/rdma/devices.hpp"
 #include "sender/exit_codes.hpp"
 #include "sender/hashing_pass.hpp"
+#include "sender/key_file.hpp"
 #include "sender/options.hpp"
 #include "sender/preflight.hpp"
 #include "sender/report.hpp"
@@ -126,6 +127,17 @@ int main(int argc, char** argv) {
     return json_failure(options, sender::kExitUsage, text);
   }
   if (options.check) return sender::run_preflight(options, std::cout);
+  // The key is local input too: a bad key file is a usage error before anything is sent.
+  std::optional<proto::SenderKey> key;
+  if (options.key_file) {
+    try {
+      key = sender::load_key_file(*options.key_file);
+    } catch (const std::exception& e) {
+      const std::string text = std::string(e.what()) + "; fix the key file (docs/SECURITY.md)";
+      spdlog::error("{}", text);
+      return json_failure(options, sender::kExitUsage, text);
+    }
+  }
 
   // Fail before hashing a large file when this host cannot do RDMA at all.
   if (!any_rdma_device()) {
@@ -143,7 +155,8 @@ int main(int argc, char** argv) {
   InterruptFlag interrupts;
   try {
     return sender::run_transfer(options, std::move(*tree),
-                                choose_progress_mode(options.progress, options.verbosity < 0));
+                                choose_progress_mode(options.progress, options.verbosity < 0),
+                                key ? &*key : nullptr);
   } catch (const Interrupted& e) {
     const std::string text = fmt::format(
         "interrupted by signal {} while hashing: nothing was sent. Run the same command again "

@@ -25,6 +25,9 @@ constexpr const char* kFooter = R"(Exit status:
   4  rejected by the receiver (name, size, existing file, no space)
   5  verdict bad: the receiver's digest differs from the sender's
   6  the receiver denied the ID
+  7  authentication failed: the receiver requires a key and we have none, does not
+     know our ID or holds another key for it, or could not prove it holds ours
+     (--key-file); nothing was sent
   --check: 0 when every check passed, 1 when one failed, 2 usage error
 
 Several PATHs, -r or -P send every file in one version-2 session per connection
@@ -126,6 +129,10 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
       "--id", o.id,
       "identity to present after a good verdict; the secret the receiver holds for it goes "
       "to stdout");
+  app.add_option("--key-file", o.key_file,
+                 "file (mode 0600) of one 'ID KEY' line: prove to the receiver that we hold "
+                 "the key it lists for ID (rdma-recv --senders), and send only to a receiver "
+                 "that proves it holds it too (default: $RDMAX_KEY_FILE)");
   app.add_option(
       "--name", o.rename,
       "name to store a single FILE under: one plain file name, no '/' (default: its base "
@@ -223,6 +230,9 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
     return cli::usage_error(app, e, "rdma-send", kExitUsage);
   }
   o.verbosity = quiet ? -1 : verbose;
+  if (!o.key_file) {
+    if (auto path = env("RDMAX_KEY_FILE"); path && !path->empty()) o.key_file = std::move(*path);
+  }
   o.digest = CLI::detail::to_lower(digest) == "sha256" ? proto::DigestAlgorithm::WholeFileSha256
                                                        : proto::DigestAlgorithm::FsVeritySha256;
   o.digest_cache = !no_cache;

@@ -22,6 +22,9 @@ struct SenderOptions {
   std::optional<std::string> device;  // -d with one device: the connection must use it
   std::vector<std::string> devices;   // -d DEV1,DEV2: connections spread over these
   std::optional<std::string> id;
+  // --key-file, else RDMAX_KEY_FILE: 'ID KEY' to prove to a receiver that requires keys
+  // (docs/PROTOCOL.md 7.8); with it, only a receiver that proves the same key gets a byte.
+  std::optional<std::string> key_file;
   std::optional<std::string> rename;  // --name: the single file's name at the receiver
   std::string name;                   // one file: --name, else the file's base name
   std::string file;                   // the first PATH

@@ -9,7 +9,9 @@
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/event_channel.hpp"
 #include "common/rdma/rdma_transport.hpp"
+#include "protocol/names.hpp"
 #include "protocol/sizes.hpp"
+#include "sender/key_file.hpp"
 #include "sender/memlock.hpp"
 
 namespace rdmax::sender {
@@ -37,6 +39,22 @@ std::optional<preflight::Check> expect_event(EventChannel& channel, rdma_cm_even
   return preflight::failure(
       what + ": " + rdma_event_str(type) + " (status " + std::to_string(status) + ")",
       connect_failure_message(type, status, r.host, r.port, said));
+}
+// --key-file (or RDMAX_KEY_FILE), loaded as a transfer loads it.
+preflight::Check key_file_check(const SenderOptions& o) {
+  if (!o.key_file)
+    return preflight::pass(
+        "key file: none (--key-file, RDMAX_KEY_FILE): no key is offered, and a receiver "
+        "started with --senders refuses this sender");
+  try {
+    const proto::SenderKey key = load_key_file(*o.key_file);
+    return preflight::pass("key file " + *o.key_file + ": owner-only, id '" +
+                           proto::escape_for_log(key.id) + "', a " +
+                           std::to_string(key.key.size() * 8) + "-bit key");
+  } catch (const std::exception& e) {
+    return preflight::failure(e.what(),
+                              "fix the key file: one 'ID KEY' line, mode 0600 (docs/SECURITY.md)");
+  }
 }
 }  // namespace
 
@@ -76,6 +94,7 @@ int run_preflight(const SenderOptions& o, std::ostream& out) {
   const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o.connect_timeout);
   // -r or several PATHs go over the -P connections; a single file over one.
   const bool many = o.recursive || o.files.size() > 1;
+  report.add(key_file_check(o));
   report.add(
       memlock_prediction(preflight::current_memlock_limit(), many ? std::max(1U, o.parallel) : 1));
   // Every receiver of -H, each with its route and its answer: a transfer needs them all.

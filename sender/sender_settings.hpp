@@ -9,6 +9,7 @@
 
 #include "common/connection/transport.hpp"
 #include "common/progress_bar.hpp"
+#include "protocol/sender_keys.hpp"
 #include "protocol/wire.hpp"
 #include "sender/memlock.hpp"
 
@@ -27,6 +28,9 @@ struct SenderSettings {
   std::optional<std::uint64_t> bwlimit;  // --bwlimit: bytes per second (common/rate_limit.hpp)
   // The command's share of RLIMIT_MEMLOCK (owned by the run); none: nothing is limited.
   MemlockBudget* memlock = nullptr;
+  // --key-file (owned by the command): prove it, and demand the receiver's proof, before the
+  // Accept (docs/PROTOCOL.md 7.8). None: no key is offered.
+  const proto::SenderKey* key = nullptr;
 };
 
 // What the driver needs from rdma_cm.

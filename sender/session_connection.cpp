@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/auth_proof.hpp"
 #include "protocol/names.hpp"
 #include "protocol/refusals.hpp"
 #include "protocol/secure_wipe.hpp"
@@ -147,6 +148,10 @@ void SessionConnection::perform(Action action, SenderInput& cause) {
     case Action::SendOpen:
       send_open();
       break;
+    case Action::SendProof:
+      post(proto::Proof{
+          auth_proof(proto::ProofRole::Sender, settings_.key->key, open_sent_, *challenge_)});
+      break;
     case Action::StartSession:
       start_session(std::get<proto::Accept>(cause.data));
       break;
@@ -190,6 +195,9 @@ void SessionConnection::send_open() {
   proto::Open open{plan_.algorithm, keepalive_for(settings_.timeout), 0,
                    static_cast<std::uint32_t>(entries_.size()), total};
   open.extensions.push_back({proto::kExtensionResume, {}});  // we understand Resume and Have
+  if (settings_.key != nullptr)
+    open.extensions.push_back(proto::sender_key_extension(fresh_nonce(), settings_.key->id));
+  open_sent_ = open;
   post(open);
 }
 
@@ -291,8 +299,31 @@ void SessionConnection::on_message(Inbound inbound) {
 }
 
 void SessionConnection::handle(proto::Message& message, std::uint16_t message_version) {
-  if (const auto* m = std::get_if<proto::Accept>(&message)) return dispatch({Event::GotAccept, *m});
+  const bool authenticating = settings_.key != nullptr && state_ == State::AwaitAccept;
+  if (const auto* challenge = std::get_if<proto::Challenge>(&message)) {
+    // Out of its place the machine names it; in AwaitAccept only a sender that claimed a
+    // key is challenged, once: otherwise it is unexpected (below).
+    if (state_ != State::AwaitAccept) return dispatch({Event::GotChallenge, {}});
+    if (authenticating && !challenge_) {
+      challenge_ = *challenge;
+      return dispatch({Event::GotChallenge, {}});
+    }
+  } else if (const auto* proof = std::get_if<proto::Proof>(&message)) {
+    if (authenticating && challenge_ && !receiver_proven_) return check_receiver_proof(*proof);
+  } else if (const auto* accept = std::get_if<proto::Accept>(&message)) {
+    if (authenticating && !receiver_proven_)
+      return not_proven(
+          "it answered without proving that it holds our key (is rdma-recv "
+          "started with --senders, listing our id?)");
+    return dispatch({Event::GotAccept, *accept});
+  }
   if (const auto* m = std::get_if<proto::Reject>(&message)) {
+    if (m->reason == proto::RejectReason::AuthRequired ||
+        m->reason == proto::RejectReason::AuthFailed) {
+      spdlog::error("[{}] the receiver refused us: {}", label(),
+                    proto::describe_refusal(m->reason, m->text, proto::RefusalScope::Session));
+      return dispatch({Event::GotRejectAuth, {}});
+    }
     if (proto::rejects_our_version(*m, message_version, version())) {
       spdlog::warn("[{}] the receiver does not speak protocol version 2{}{}", label(),
                    m->text.empty() ? "" : ": ", proto::escape_for_log(m->text));
@@ -425,6 +456,22 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
                 proto::to_string(proto::type_of(message)));
   dispatch({Event::GotUnexpected,
             Input::Abort{proto::ErrorCode::ProtocolViolation, "unexpected message"}});
+}
+
+void SessionConnection::check_receiver_proof(const proto::Proof& proof) {
+  const proto::Digest expected =
+      auth_proof(proto::ProofRole::Receiver, settings_.key->key, open_sent_, *challenge_);
+  if (!same_proof(expected, proof.mac))
+    return not_proven("its proof is wrong: it holds another key for our id");
+  receiver_proven_ = true;
+  spdlog::debug("[{}] the receiver proved that it holds our key", label());
+}
+
+void SessionConnection::not_proven(const std::string& why) {
+  spdlog::error("[{}] not sending: the receiver did not prove that it holds our key: {}", label(),
+                why);
+  dispatch({Event::AuthFailed, Input::Abort{proto::ErrorCode::AuthFailed,
+                                            "the receiver did not prove that it holds our key"}});
 }
 
 void SessionConnection::on_transport_failure(const std::string& why) {

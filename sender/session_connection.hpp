@@ -139,6 +139,9 @@ class SessionConnection final : public DriverCore {
   void use_staging();
   void forget_file(std::uint32_t local);
   void violation(std::string text);
+  // Sender keys: the receiver's Proof checked, an Accept that came without one, a refusal.
+  void check_receiver_proof(const proto::Proof& proof);
+  void not_proven(const std::string& why);
   PlannedEntry& entry(std::uint32_t local) { return plan_.entries[entries_[local]]; }
   EntryResult& result(std::uint32_t local) { return plan_.results[entries_[local]]; }
   InputFile& input(std::uint32_t local);
@@ -161,6 +164,12 @@ class SessionConnection final : public DriverCore {
   std::uint32_t others_failures_ = 0;
   SharedBwlimit* bwlimit_ = nullptr;
   std::optional<Clock::time_point> resume_at_;  // --bwlimit: a chunk waits for the bucket
+
+  // Sender keys (docs/PROTOCOL.md 7.8): the Open as sent and the Challenge (the
+  // transcript), and whether the receiver proved it holds our key.
+  proto::Open open_sent_{};
+  std::optional<proto::Challenge> challenge_;
+  bool receiver_proven_ = false;
 
   proto::Accept accept_{};
   proto::SessionSendLedger ledger_;

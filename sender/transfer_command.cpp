@@ -161,7 +161,8 @@ std::optional<SourceTree> walk_local_input(const SenderOptions& options, std::st
   return tree;
 }
 
-int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode progress) {
+int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode progress,
+                 const proto::SenderKey* key) {
   const auto t0 = Clock::now();
   // One connection takes the files in walk order; several share them out largest first, so
   // that no big file starts last.
@@ -233,12 +234,20 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
     MemlockBudget memlock(limit, fitting, kSessionDepths);
     if (fit > 0 && fit < asked) memlock.fewer_connections(asked, fit);
     settings.memlock = &memlock;
+    settings.key = key;
     SessionRun run(options, settings, sendable, share_out(sendable, fitting), progress);
     summary.lead = run.run();
     summary.data_seconds = run.data_seconds();
     summary.connect_seconds = run.connect_seconds();
     summary.bytes = run.bytes();
     secret = run.secret();
+    // Version 1 cannot authenticate: a sender with a key sends nothing to such a receiver.
+    if (summary.lead == proto::SenderOutcome::VersionUnsupported && key != nullptr) {
+      spdlog::error(
+          "the receiver speaks only protocol version 1, which cannot prove that it holds our "
+          "key (--key-file): nothing was sent");
+      summary.lead = proto::SenderOutcome::AuthFailed;
+    }
     if (summary.lead == proto::SenderOutcome::VersionUnsupported && version1_can_send(sendable)) {
       send_with_version1(options, sendable, summary, secret, progress);
       plan.algorithm = sendable.algorithm;

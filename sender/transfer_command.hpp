@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/progress_bar.hpp"
+#include "protocol/sender_keys.hpp"
 #include "sender/options.hpp"
 #include "sender/source_tree.hpp"
 
@@ -23,6 +24,8 @@ namespace rdmax::sender {
 
 // Sends `tree` (from walk_local_input). The exit status: 0 when every entry was verified,
 // else that of the first failure.
-int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode progress);
+// `key`: --key-file's, or null (no authentication offered).
+int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode progress,
+                 const proto::SenderKey* key = nullptr);
 
 }  // namespace rdmax::sender

@@ -18,6 +18,7 @@
 #include <span>
 #include <variant>
 
+#include "protocol/auth.hpp"
 #include "protocol/receiver_machine.hpp"
 #include "protocol/sender_machine.hpp"
 #include "protocol/wire.hpp"
@@ -34,7 +35,7 @@ using SE = SenderEvent;
 using SA = SenderAction;
 
 constexpr unsigned kReceiverEvents = static_cast<unsigned>(RE::ShuttingDown) + 1;
-constexpr unsigned kSenderEvents = static_cast<unsigned>(SE::GotHave) + 1;
+constexpr unsigned kSenderEvents = static_cast<unsigned>(SE::AuthFailed) + 1;
 
 // Bytes from here up are passed through as out-of-range event values.
 constexpr std::uint8_t kFirstRawEventByte = 0xF0;
@@ -135,9 +136,16 @@ class ReceiverRun {
     if (t.actions.contains(RA::SendSecret)) {
       FUZZ_CHECK(committed_ && e == RE::IdKnown);
     }
+    // Memory is granted only to an Open that passed its checks, and with --senders only
+    // after the Proof (Authenticating): never from a challenge on.
     if (t.actions.contains(RA::SendAccept)) {
-      FUZZ_CHECK(state_ == RS::AwaitOpen && e == RE::OpenAccepted);
+      FUZZ_CHECK((state_ == RS::AwaitOpen || state_ == RS::Authenticating) &&
+                 e == RE::OpenAccepted);
     }
+    if (t.actions.contains(RA::SendChallenge))
+      FUZZ_CHECK(state_ == RS::AwaitOpen && e == RE::OpenNeedsProof &&
+                 t.next == RS::Authenticating);
+    if (t.next == RS::Authenticating) FUZZ_CHECK(state_ == RS::AwaitOpen);
     // The session's own actions happen only in a session.
     for (RA a : {RA::CheckOffer, RA::SendTake, RA::SendRefuse, RA::FinishEntries,
                  RA::SendFileVerdict, RA::SendResume, RA::SendHave, RA::StoreChunk, RA::SendCredit})
@@ -209,8 +217,13 @@ class SenderRun {
       FUZZ_CHECK(context_.has_id ? verified_ && state_ == SS::AwaitSecret && e == SE::GotSecret
                                  : state_ == SS::InSession && e == SE::AllSettled);
     }
-    // The session starts only from its Accept.
+    // The session starts only from its Accept; a proof goes only to a Challenge, before it.
     if (t.actions.contains(SA::StartSession)) FUZZ_CHECK(state_ == SS::AwaitAccept);
+    if (t.actions.contains(SA::SendProof))
+      FUZZ_CHECK(state_ == SS::AwaitAccept && e == SE::GotChallenge && t.next == SS::AwaitAccept);
+    // An authentication failure ends the connection with its own status, before any data.
+    if (t.outcome == SenderOutcome::AuthFailed)
+      FUZZ_CHECK(state_ == SS::AwaitAccept && (e == SE::GotRejectAuth || e == SE::AuthFailed));
   }
 
   SenderContext context_;
@@ -270,8 +283,17 @@ void deliver_to_receiver(ReceiverRun& receiver, std::span<const std::uint8_t> by
       return receiver.step(RE::GotBye);
     case MessageType::Error:
       return receiver.step(RE::GotError);
-    case MessageType::Open:  // checked as it arrives, where an Open may come
-      return receiver.step(first ? RE::OpenAccepted : RE::GotUnexpected);
+    case MessageType::Open:  // checked as it arrives, where an Open may come; a claimed
+                             // key is challenged (as with --senders)
+      if (!first) return receiver.step(RE::GotUnexpected);
+      return receiver.step(sender_key_claim(std::get<Open>(std::get<Message>(result)))
+                               ? RE::OpenNeedsProof
+                               : RE::OpenAccepted);
+    case MessageType::Proof: {  // checked as it arrives, where it may come: good or not
+      if (receiver.state() != RS::Authenticating) return receiver.step(RE::GotUnexpected);
+      const bool good = (std::get<Proof>(std::get<Message>(result)).mac[0] & 1) != 0;
+      return receiver.step(good ? RE::OpenAccepted : RE::OpenRejected);
+    }
     case MessageType::Offer:
       return receiver.step(RE::GotOffer);
     case MessageType::FileChunk:
@@ -293,8 +315,17 @@ void deliver_to_sender(SenderRun& sender, std::span<const std::uint8_t> bytes) {
   switch (type_of(m)) {
     case MessageType::Accept:
       return sender.step(SE::GotAccept);
-    case MessageType::Reject:
-      return sender.step(SE::GotReject);
+    case MessageType::Reject: {
+      const RejectReason reason = std::get<Reject>(m).reason;
+      return sender.step(reason == RejectReason::AuthRequired || reason == RejectReason::AuthFailed
+                             ? SE::GotRejectAuth
+                             : SE::GotReject);
+    }
+    case MessageType::Challenge:
+      return sender.step(SE::GotChallenge);
+    case MessageType::Proof:  // the receiver's: good changes nothing, a bad one fails us
+      if ((std::get<Proof>(m).mac[0] & 1) != 0) return;
+      return sender.step(SE::AuthFailed);
     case MessageType::Credit:
       return sender.step(SE::GotCredit);
     case MessageType::Secret:

@@ -15,6 +15,7 @@
 
 #include "protocol/names.hpp"
 #include "protocol/secrets.hpp"
+#include "protocol/sender_keys.hpp"
 #include "protocol/sizes.hpp"
 #include "protocol/wire.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
@@ -175,6 +176,39 @@ void check_secrets(std::string_view text) {
   FUZZ_CHECK(!store.lookup("").has_value());  // an id is never empty
 }
 
+// The senders file (protocol/sender_keys.hpp): a file that parsed holds its lines' ids, each
+// with the bytes its hex digits spell, and a SUBDIR only where a third field was given.
+void check_senders(std::string_view text) {
+  auto parsed = SenderKeyStore::parse(text);
+  if (std::holds_alternative<SecretsParseError>(parsed)) return;
+  const SenderKeyStore& store = std::get<SenderKeyStore>(parsed);
+  std::string_view body = text;
+  if (body.substr(0, 3) == "\xEF\xBB\xBF") body.remove_prefix(3);
+  std::size_t entries = 0;
+  for (std::size_t start = 0; start < body.size();) {
+    std::size_t end = body.find('\n', start);
+    if (end == std::string_view::npos) end = body.size();
+    std::string_view line = body.substr(start, end - start);
+    start = end + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const auto fields = fields_of(line);
+    if (fields.empty() || fields[0][0] == '#') continue;
+    FUZZ_CHECK(fields.size() == 2 || fields.size() == 3);
+    const std::string_view hex = fields[1];
+    FUZZ_CHECK(hex.size() % 2 == 0 && hex.size() >= 2 * kMinSenderKeyBytes &&
+               hex.size() <= 2 * kMaxSenderKeyBytes);
+    const SenderKey* key = store.find(fields[0]);
+    FUZZ_CHECK(key != nullptr && key->key.size() * 2 == hex.size());
+    for (std::size_t i = 0; i < key->key.size(); ++i) {
+      const std::string digits(hex.substr(2 * i, 2));
+      FUZZ_CHECK(static_cast<std::uint8_t>(key->key[i]) == std::stoul(digits, nullptr, 16));
+    }
+    FUZZ_CHECK(key->subdir == (fields.size() == 3 ? fields[2] : std::string_view{}));
+    ++entries;
+  }
+  FUZZ_CHECK(store.size() == entries);
+}
+
 void check_constant_time_equal(std::string_view text) {
   const std::string_view a = text.substr(0, text.size() / 2);
   const std::string_view b = text.substr(text.size() / 2);
@@ -234,6 +268,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check_name(text, NameBytes::AnyButNul);
   check_escape_for_log(text);
   check_secrets(text);
+  check_senders(text);
   check_constant_time_equal(text);
   check_size(text);
   return 0;

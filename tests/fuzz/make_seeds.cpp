@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "protocol/auth.hpp"
 #include "protocol/receiver_machine.hpp"
 #include "protocol/sender_machine.hpp"
 #include "protocol/wire.hpp"
@@ -191,6 +192,16 @@ int main(int argc, char** argv) {
       {"file-chunk", FileChunk{0, 2, 131072, 65536}},
       {"file-done", FileDone{0, 1 << 20}},
       {"file-verdict", FileVerdict{0, VerdictCode::Good, sample_sha()}},
+      // Sender keys (docs/PROTOCOL.md 7.8).
+      {"open-key", Open{DigestAlgorithm::FsVeritySha256,
+                        1000,
+                        0,
+                        1,
+                        4096,
+                        {{kExtensionResume, {}}, sender_key_extension(sample_sha(), "alice")}}},
+      {"challenge", Challenge{sample_sha()}},
+      {"proof", Proof{sample_sha()}},
+      {"reject-auth", Reject{RejectReason::AuthFailed, "authentication failed"}},
   };
   for (const auto& [name, message] : version2_messages)
     write(root / "fuzz_decode" / name, encode(message, kVersion2));
@@ -222,8 +233,17 @@ int main(int argc, char** argv) {
             .message(Secret{"correct-horse"})
             .event(as_byte(SE::Disconnected))
             .bytes);
+  write(root / "fuzz_machines" / "keyed-sender",
+        Conversation{}
+            .event(as_byte(SE::AddressResolved))
+            .event(as_byte(SE::RouteResolved))
+            .event(as_byte(SE::Established))
+            .message(Challenge{sample_sha()})
+            .message(Proof{sample_sha()})
+            .message(Accept{0x7f0012340000, 0xdeadbeef, 1 << 20, 8})
+            .bytes);
   Bytes every_event;
-  for (std::uint8_t e = 0; e < 21; ++e) every_event.push_back(e);
+  for (std::uint8_t e = 0; e < 30; ++e) every_event.push_back(e);
   write(root / "fuzz_machines" / "every-event", every_event);
 
   write_session_seeds(root / "fuzz_session_ledgers");
@@ -233,5 +253,9 @@ int main(int argc, char** argv) {
   write(root / "fuzz_names_secrets" / "secrets",
         "# id secret\nalice   correct-horse-battery\r\nbob\ts3cret\n\n");
   write(root / "fuzz_names_secrets" / "size", "16MiB");
+  write(
+      root / "fuzz_names_secrets" / "senders",
+      "# id key subdir\nalice 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\r\n"
+      "bob 00112233445566778899aabbccddeeff rig/raw\n");
   return 0;
 }

@@ -27,11 +27,13 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "common/auth_penalties.hpp"
 #include "common/input_file.hpp"
 #include "common/sha256.hpp"
 #include "common/work_pool.hpp"
 #include "fake_transport.hpp"
 #include "protocol/secrets.hpp"
+#include "protocol/sender_keys.hpp"
 #include "receiver/connection.hpp"
 #include "sender/session_connection.hpp"
 #include "temp_dir.hpp"
@@ -122,9 +124,19 @@ struct ReceiverHarness {
   WorkPool pool{2};
   receiver::ReceiverContext context{options, dir.fd(), &secrets, pool, 0};
   FakeTransport transport;
+  // --senders (docs/PROTOCOL.md 7.8), when a test requires keys; the peer's address is
+  // kPeerAddress.
+  std::optional<proto::SenderKeyStore> sender_keys;
+  AuthPenalties penalties;
+  static constexpr const char* kPeerAddress = "192.0.2.9";
   std::optional<receiver::Connection> connection;
 
-  void start() { connection.emplace(transport, "peer", context); }
+  void require_keys(std::string_view senders_file) {
+    sender_keys = std::get<proto::SenderKeyStore>(proto::SenderKeyStore::parse(senders_file));
+    context.sender_keys = &*sender_keys;
+    context.penalties = &penalties;
+  }
+  void start() { connection.emplace(transport, "peer", context, kPeerAddress); }
   // As the daemon does: a connection is destroyed only once no job of it runs on the pool
   // (a discard may still be removing the temporary when a test ends).
   ~ReceiverHarness() {

@@ -12,32 +12,23 @@
 namespace rdmax::test {
 
 inline constexpr std::array kAllReceiverStates{
-    proto::ReceiverState::AwaitOpen, proto::ReceiverState::InSession, proto::ReceiverState::AwaitId,
-    proto::ReceiverState::Closing, proto::ReceiverState::Closed};
+    proto::ReceiverState::AwaitOpen, proto::ReceiverState::Authenticating,
+    proto::ReceiverState::InSession, proto::ReceiverState::AwaitId,
+    proto::ReceiverState::Closing,   proto::ReceiverState::Closed};
 
-inline constexpr std::array kAllReceiverEvents{proto::ReceiverEvent::GotOffer,
-                                               proto::ReceiverEvent::GotChunk,
-                                               proto::ReceiverEvent::GotFileDone,
-                                               proto::ReceiverEvent::GotBye,
-                                               proto::ReceiverEvent::GotError,
-                                               proto::ReceiverEvent::GotUnexpected,
-                                               proto::ReceiverEvent::OpenAccepted,
-                                               proto::ReceiverEvent::OpenRejected,
-                                               proto::ReceiverEvent::IdKnown,
-                                               proto::ReceiverEvent::IdUnknown,
-                                               proto::ReceiverEvent::IdAttemptsExhausted,
-                                               proto::ReceiverEvent::EntryTaken,
-                                               proto::ReceiverEvent::EntryResumed,
-                                               proto::ReceiverEvent::EntryHave,
-                                               proto::ReceiverEvent::EntryRefused,
-                                               proto::ReceiverEvent::ChunkStored,
-                                               proto::ReceiverEvent::EntrySettled,
-                                               proto::ReceiverEvent::ProtocolViolation,
-                                               proto::ReceiverEvent::LocalFailure,
-                                               proto::ReceiverEvent::Timeout,
-                                               proto::ReceiverEvent::TransportFailed,
-                                               proto::ReceiverEvent::Disconnected,
-                                               proto::ReceiverEvent::ShuttingDown};
+inline constexpr std::array kAllReceiverEvents{
+    proto::ReceiverEvent::GotOffer,          proto::ReceiverEvent::GotChunk,
+    proto::ReceiverEvent::GotFileDone,       proto::ReceiverEvent::GotBye,
+    proto::ReceiverEvent::GotError,          proto::ReceiverEvent::GotUnexpected,
+    proto::ReceiverEvent::OpenAccepted,      proto::ReceiverEvent::OpenRejected,
+    proto::ReceiverEvent::OpenNeedsProof,    proto::ReceiverEvent::IdKnown,
+    proto::ReceiverEvent::IdUnknown,         proto::ReceiverEvent::IdAttemptsExhausted,
+    proto::ReceiverEvent::EntryTaken,        proto::ReceiverEvent::EntryResumed,
+    proto::ReceiverEvent::EntryHave,         proto::ReceiverEvent::EntryRefused,
+    proto::ReceiverEvent::ChunkStored,       proto::ReceiverEvent::EntrySettled,
+    proto::ReceiverEvent::ProtocolViolation, proto::ReceiverEvent::LocalFailure,
+    proto::ReceiverEvent::Timeout,           proto::ReceiverEvent::TransportFailed,
+    proto::ReceiverEvent::Disconnected,      proto::ReceiverEvent::ShuttingDown};
 
 inline constexpr std::array kAllSenderStates{
     proto::SenderState::ResolvingAddress, proto::SenderState::ResolvingRoute,
@@ -71,7 +62,10 @@ inline constexpr std::array kAllSenderEvents{proto::SenderEvent::AddressResolved
                                              proto::SenderEvent::AllSettled,
                                              proto::SenderEvent::AllSettledWithFailures,
                                              proto::SenderEvent::GotResume,
-                                             proto::SenderEvent::GotHave};
+                                             proto::SenderEvent::GotHave,
+                                             proto::SenderEvent::GotChallenge,
+                                             proto::SenderEvent::GotRejectAuth,
+                                             proto::SenderEvent::AuthFailed};
 
 // The enums are dense from 0: the last value + 1 is the count.
 static_assert(static_cast<std::size_t>(proto::ReceiverState::Closed) + 1 ==
@@ -79,6 +73,7 @@ static_assert(static_cast<std::size_t>(proto::ReceiverState::Closed) + 1 ==
 static_assert(static_cast<std::size_t>(proto::ReceiverEvent::ShuttingDown) + 1 ==
               kAllReceiverEvents.size());
 static_assert(static_cast<std::size_t>(proto::SenderState::Done) + 1 == kAllSenderStates.size());
-static_assert(static_cast<std::size_t>(proto::SenderEvent::GotHave) + 1 == kAllSenderEvents.size());
+static_assert(static_cast<std::size_t>(proto::SenderEvent::AuthFailed) + 1 ==
+              kAllSenderEvents.size());
 
 }  // namespace rdmax::test

@@ -14,6 +14,7 @@
 
 #include <sys/stat.h>
 
+#include "common/auth_proof.hpp"
 #include "common/merkle.hpp"
 #include "driver_harness.hpp"
 #include "receiver/partial_store.hpp"
@@ -227,6 +228,49 @@ struct Rig {
   // A Hello is served as entry 0 of a session of one entry (receiver/hello_edge.hpp): the
   // connection is InSession from the Hello to the verdict.
   void await_hello() { h.start(); }
+  // ---- Sender keys (PROTOCOL.md 7.8): alice's key is 00 01 ... 1f, bob's 1f 1e ... 00 and
+  // bob writes beneath bob-dir. ----
+  static constexpr const char* kSendersFile =
+      "alice 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n"
+      "bob 1f1e1d1c1b1a191817161514131211100f0e0d0c0b0a09080706050403020100 bob-dir\n";
+  std::string key_id = "alice";
+  std::string sender_key = counting_key(0, 1);  // what the sender proves with
+  proto::Open open_sent{};
+  static std::string counting_key(int first, int step) {
+    std::string k;
+    for (int i = 0; i < 32; ++i) k.push_back(static_cast<char>(first + step * i));
+    return k;
+  }
+  proto::Open keyed_open() const {
+    proto::Open o = open();
+    proto::Nonce nonce{};
+    nonce.fill(0x5a);
+    o.extensions.push_back(proto::sender_key_extension(nonce, key_id));
+    return o;
+  }
+  // AwaitOpen on a receiver that requires keys.
+  void await_keyed_open() {
+    version = proto::kVersion2;
+    h.require_keys(kSendersFile);
+    h.start();
+  }
+  // Challenged: the Open claimed key_id's key.
+  void authenticating() {
+    await_keyed_open();
+    open_sent = keyed_open();
+    peer(open_sent);
+    ASSERT_EQ(h.state(), S::Authenticating);
+  }
+  proto::Challenge challenge() const { return h.transport.sent_of<proto::Challenge>().at(0); }
+  proto::Proof proof() const {
+    return {auth_proof(proto::ProofRole::Sender, sender_key, open_sent, challenge())};
+  }
+  // Proven, and in session: the receiver's Proof and the Accept sent.
+  void authenticated() {
+    authenticating();
+    peer(proof());
+    ASSERT_EQ(h.state(), S::InSession);
+  }
   void checking_hello() {  // entry 0 being checked, its file being created
     h.start();
     peer(hello());
@@ -376,6 +420,8 @@ struct Rig {
     switch (s) {
       case S::AwaitOpen:
         return await_hello();
+      case S::Authenticating:
+        return authenticating();
       case S::InSession:
         return session_resting();
       case S::AwaitId:

@@ -507,6 +507,7 @@ struct Resting {
 std::vector<Resting> resting_states() {
   return {
       {S::AwaitOpen, "", [](Rig& r) { r.await_hello(); }, File::None},
+      {S::Authenticating, "", [](Rig& r) { r.authenticating(); }, File::None},
       {S::InSession, "", [](Rig& r) { r.session_resting(); }, File::None},
       {S::AwaitId, "", [](Rig& r) { r.session_await_id(); }, File::Any},
       {S::InSession, "HelloChecking", [](Rig& r) { r.checking_hello_created(); }, File::None, true},
@@ -667,9 +668,107 @@ std::vector<Row> closing_rows() {
   };
 }
 
+// ---- Sender keys (PROTOCOL.md 7.8): nothing is granted before a good Proof ----
+
+std::vector<Row> auth_rows() {
+  using R = proto::RejectReason;
+  const Want refused{S::Closing, {reject(R::AuthFailed)}, File::None, End::Disconnects};
+  // Refused, counted against the address, and nothing was ever registered.
+  const Step penalized = [](Rig& r) {
+    EXPECT_EQ(r.h.transport.live_regions(), 0u);
+    EXPECT_TRUE(
+        r.h.penalties.refused_for(ReceiverHarness::kPeerAddress, std::chrono::steady_clock::now()));
+  };
+  return {
+      {{S::AwaitOpen, E::OpenNeedsProof, ""},
+       [](Rig& r) { r.await_keyed_open(); },
+       [](Rig& r) {
+         r.open_sent = r.keyed_open();
+         r.peer(r.open_sent);
+       },
+       {S::Authenticating, {{T::Challenge}}, File::None},
+       [](Rig& r) { EXPECT_EQ(r.h.transport.live_regions(), 0u); }},
+      {{S::AwaitOpen, E::OpenRejected, "NoKey"},
+       [](Rig& r) { r.await_keyed_open(); },
+       [](Rig& r) { r.peer(r.open()); },
+       {S::Closing, {reject(R::AuthRequired)}, File::None, End::Disconnects}},
+      // Version 1 cannot carry a key: its Hello is told so in words it knows.
+      {{S::AwaitOpen, E::OpenRejected, "HelloWhenKeysAreRequired"},
+       [](Rig& r) {
+         r.await_keyed_open();
+         r.version = proto::kVersion1;
+       },
+       [](Rig& r) { r.peer(r.hello()); },
+       {S::Closing, {reject(R::UnsupportedVersion)}, File::None, End::Disconnects},
+       [](Rig& r) {
+         EXPECT_NE(r.h.transport.sent_of<proto::Reject>().at(0).text.find("key"),
+                   std::string::npos);
+       }},
+      // The receiver proves the key back, before the Accept; still nothing is registered
+      // (the window's keys come with the first Take).
+      {{S::Authenticating, E::OpenAccepted, ""},
+       [](Rig& r) { r.authenticating(); },
+       [](Rig& r) { r.peer(r.proof()); },
+       {S::InSession, {{T::Proof}, {T::Accept}}},
+       [](Rig& r) {
+         EXPECT_EQ(
+             r.h.transport.sent_of<proto::Proof>().at(0).mac,
+             auth_proof(proto::ProofRole::Receiver, r.sender_key, r.open_sent, r.challenge()));
+         EXPECT_EQ(r.h.transport.live_regions(), 0u);
+         EXPECT_FALSE(r.h.penalties.refused_for(ReceiverHarness::kPeerAddress,
+                                                std::chrono::steady_clock::now()));
+       }},
+      {{S::Authenticating, E::OpenRejected, "WrongKey"},
+       [](Rig& r) {
+         r.sender_key = Rig::counting_key(1, 1);
+         r.authenticating();
+       },
+       [](Rig& r) { r.peer(r.proof()); },
+       refused,
+       penalized},
+      {{S::Authenticating, E::OpenRejected, "UnknownId"},
+       [](Rig& r) {
+         r.key_id = "carol";
+         r.authenticating();
+       },
+       [](Rig& r) { r.peer(r.proof()); },
+       refused,
+       penalized},
+      // A proof made with the right key for another challenge (recorded, or relayed from
+      // another connection) proves nothing here.
+      {{S::Authenticating, E::OpenRejected, "ProofForAnotherChallenge"},
+       [](Rig& r) { r.authenticating(); },
+       [](Rig& r) {
+         proto::Challenge other = r.challenge();
+         other.nonce[0] ^= 1;
+         r.peer(
+             proto::Proof{auth_proof(proto::ProofRole::Sender, r.sender_key, r.open_sent, other)});
+       },
+       refused,
+       penalized},
+      // The receiver's own Proof sent back: another label, so no reflection.
+      {{S::Authenticating, E::OpenRejected, "ReflectedProof"},
+       [](Rig& r) { r.authenticating(); },
+       [](Rig& r) {
+         r.peer(proto::Proof{
+             auth_proof(proto::ProofRole::Receiver, r.sender_key, r.open_sent, r.challenge())});
+       },
+       refused,
+       penalized},
+      // Authenticated, the Open meets the memory cap like any other.
+      {{S::Authenticating, E::OpenRejected, "NoMemoryAfterAGoodProof"},
+       [](Rig& r) {
+         r.authenticating();
+         r.h.context.window_bytes_in_use = r.h.options.max_memory;
+       },
+       [](Rig& r) { r.peer(r.proof()); },
+       {S::Closing, {reject(R::NoMemory)}, File::None, End::Disconnects}},
+  };
+}
+
 std::vector<Row> all_rows() {
   std::vector<Row> rows = hello_rows();
-  for (auto& part : {session_rows(), abort_rows(), closing_rows()})
+  for (auto& part : {session_rows(), auth_rows(), abort_rows(), closing_rows()})
     rows.insert(rows.end(), part.begin(), part.end());
   return rows;
 }
@@ -735,6 +834,8 @@ std::vector<Misplaced> misplaced_messages() {
       {"Take", E::GotUnexpected, proto::Take{0}},
       {"Refuse", E::GotUnexpected, proto::Refuse{0, proto::RejectReason::Exists, ""}},
       {"FileVerdict", E::GotUnexpected, proto::FileVerdict{}},
+      {"Challenge", E::GotUnexpected, proto::Challenge{}},
+      {"Proof", E::GotUnexpected, proto::Proof{}},
   };
   // A Hello first is the Hello flow (the rows above); in a session Offer, FileChunk and
   // FileDone are its own, and Id and Bye legal once every entry is settled (a
@@ -742,9 +843,10 @@ std::vector<Misplaced> misplaced_messages() {
   const std::set<std::pair<S, std::string>> legal{
       {S::AwaitOpen, "Hello"},     {S::AwaitOpen, "Open"},     {S::InSession, "Offer"},
       {S::InSession, "FileChunk"}, {S::InSession, "FileDone"}, {S::InSession, "Id"},
-      {S::InSession, "Bye"},       {S::AwaitId, "Id"},         {S::AwaitId, "Bye"}};
+      {S::InSession, "Bye"},       {S::AwaitId, "Id"},         {S::AwaitId, "Bye"},
+      {S::Authenticating, "Proof"}};
   std::vector<Misplaced> out;
-  for (S s : {S::AwaitOpen, S::InSession, S::AwaitId})
+  for (S s : {S::AwaitOpen, S::Authenticating, S::InSession, S::AwaitId})
     for (const auto& [name, event, message] : messages)
       if (!legal.contains({s, name})) out.push_back({s, name, event, message, s == S::AwaitId});
   return out;
@@ -811,7 +913,12 @@ std::vector<Unreachable> unreachable_rows() {
       "only an Id in InSession or AwaitId raises them");
   add({S::InSession}, {E::IdAttemptsExhausted},
       "the Id that leaves InSession is the first of the three attempts: they run out in AwaitId");
-  add({S::AwaitOpen, S::AwaitId},
+  add({S::InSession, S::AwaitId, S::Authenticating}, {E::OpenNeedsProof},
+      "only an Open in AwaitOpen raises it (after a good Proof the Open's remaining check "
+      "runs authenticated)");
+  add({S::Authenticating}, {E::IdKnown, E::IdUnknown, E::IdAttemptsExhausted},
+      "only an Id in InSession or AwaitId raises them");
+  add({S::AwaitOpen, S::AwaitId, S::Authenticating},
       {E::EntryTaken, E::EntryResumed, E::EntryHave, E::EntryRefused, E::ChunkStored,
        E::EntrySettled},
       "only the entries' checks, stores and commits raise them, and their callbacks return "
@@ -851,13 +958,13 @@ TEST(ReceiverDriverCoverage, EveryPairOfAnOpenStateIsDrivenOrExplained) {
   for (const Unreachable& u : unreachable_rows())
     EXPECT_TRUE(seen.emplace(std::pair{u.state, u.event}, u.why).second)
         << proto::to_string(u.state) << " + " << proto::to_string(u.event) << " twice";
-  for (S s : {S::AwaitOpen, S::InSession, S::AwaitId})
+  for (S s : {S::AwaitOpen, S::Authenticating, S::InSession, S::AwaitId})
     for (E e : kAllReceiverEvents)
       EXPECT_TRUE(seen.contains({s, e})) << proto::to_string(s) << " + " << proto::to_string(e);
-  // 3 open states, 23 events.
-  EXPECT_EQ(seen.size(), 3u * 23u);
-  // Open results 4, Id results 3 + 1, entry results 12.
-  EXPECT_EQ(unreachable_rows().size(), 4u + 4u + 12u);
+  // 4 open states, 24 events.
+  EXPECT_EQ(seen.size(), 4u * 24u);
+  // Open results 4 + 3, Id results 3 + 1 + 3, entry results 18.
+  EXPECT_EQ(unreachable_rows().size(), 7u + 7u + 18u);
 }
 
 TEST(ReceiverDriverCoverage, NoDeadlineWhileTheDiskWorks) {

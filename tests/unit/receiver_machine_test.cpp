@@ -28,11 +28,11 @@ constexpr const auto& kAllStates = rdmax::test::kAllReceiverStates;
 
 constexpr const auto& kAllEvents = rdmax::test::kAllReceiverEvents;
 
-constexpr std::array kAllActions{A::SendAccept, A::SendReject,    A::CheckOffer,      A::SendTake,
-                                 A::SendResume, A::SendHave,      A::SendRefuse,      A::StoreChunk,
-                                 A::SendCredit, A::FinishEntries, A::SendFileVerdict, A::SendSecret,
-                                 A::SendDenied, A::SendError,     A::DiscardFile,     A::Disconnect,
-                                 A::Release};
+constexpr std::array kAllActions{
+    A::SendChallenge, A::SendAccept,      A::SendReject, A::CheckOffer, A::SendTake,
+    A::SendResume,    A::SendHave,        A::SendRefuse, A::StoreChunk, A::SendCredit,
+    A::FinishEntries, A::SendFileVerdict, A::SendSecret, A::SendDenied, A::SendError,
+    A::DiscardFile,   A::Disconnect,      A::Release};
 
 // The lists above name every enumerator: the enums are dense from 0, so the last one's value
 // plus one is the count. A new enumerator breaks these until it is added to its list.
@@ -67,6 +67,14 @@ struct Row {
 const std::vector<Row> kProtocolRows{
     {S::AwaitOpen, E::OpenAccepted, S::InSession, {A::SendAccept}},
     {S::AwaitOpen, E::OpenRejected, S::Closing, {A::SendReject, A::DiscardFile, A::Disconnect}},
+    // --senders (PROTOCOL.md 7.8): a claimed key is challenged; the Proof, checked, is an
+    // OpenAccepted or an OpenRejected.
+    {S::AwaitOpen, E::OpenNeedsProof, S::Authenticating, {A::SendChallenge}},
+    {S::Authenticating, E::OpenAccepted, S::InSession, {A::SendAccept}},
+    {S::Authenticating,
+     E::OpenRejected,
+     S::Closing,
+     {A::SendReject, A::DiscardFile, A::Disconnect}},
     {S::InSession, E::GotOffer, S::InSession, {A::CheckOffer}},
     {S::InSession, E::EntryTaken, S::InSession, {A::SendTake}},
     {S::InSession, E::EntryResumed, S::InSession, {A::SendResume}},
@@ -167,8 +175,8 @@ TEST(ReceiverMachine, EveryPairOutsideTheTableIsTheIllegalEventAbort) {
       expect_illegal(s, e);
     }
   }
-  // 3 open states x 23 events, minus 19 protocol rows and 3 x 7 abort rows.
-  EXPECT_EQ(illegal, 3U * 23U - 19U - 3U * 7U);
+  // 4 open states x 24 events, minus 22 protocol rows and 4 x 7 abort rows.
+  EXPECT_EQ(illegal, 4U * 24U - 22U - 4U * 7U);
 }
 
 // ---- Paths end to end ----

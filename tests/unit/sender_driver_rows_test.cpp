@@ -119,6 +119,64 @@ std::vector<Row> protocol_rows() {
        [](Rig& r) { r.await_secret(); },
        [](Rig& r) { r.h.receive(proto::Denied{2}); },
        {S::Closing, {}, O::Denied, End::Disconnects}},
+      // Sender keys (PROTOCOL.md 7.8). Our proof covers the Open as sent and the nonce.
+      {{S::AwaitAccept, E::GotChallenge, ""},
+       [](Rig& r) {
+         r.h.with_key();
+         r.await_accept();
+       },
+       [](Rig& r) { r.h.receive(r.challenge); },
+       {S::AwaitAccept, {{T::Proof}}},
+       [](Rig& r) {
+         const auto claim = proto::sender_key_claim(r.open_sent());
+         ASSERT_TRUE(claim);
+         EXPECT_EQ(claim->id, "alice");
+         EXPECT_EQ(r.h.transport.sent_of<proto::Proof>().at(0).mac,
+                   auth_proof(proto::ProofRole::Sender, r.h.key.key, r.open_sent(), r.challenge));
+       }},
+      // The receiver proved the key: the Accept starts the session as without keys.
+      {{S::AwaitAccept, E::GotAccept, "AfterTheReceiverProvedTheKey"},
+       [](Rig& r) { r.receiver_proven(); },
+       [](Rig& r) { r.h.receive(r.accept); },
+       {S::InSession, {{T::Offer}, {T::Offer}}}},
+      {{S::AwaitAccept, E::GotRejectAuth, "NoKey"},
+       [](Rig& r) { r.await_accept(); },
+       [](Rig& r) {
+         r.h.receive(proto::Reject{proto::RejectReason::AuthRequired, "key"});
+       },
+       {S::Closing, {}, O::AuthFailed, End::Disconnects}},
+      {{S::AwaitAccept, E::GotRejectAuth, "OurProofRefused"},
+       [](Rig& r) { r.proving(); },
+       [](Rig& r) {
+         r.h.receive(proto::Reject{proto::RejectReason::AuthFailed, ""});
+       },
+       {S::Closing, {}, O::AuthFailed, End::Disconnects}},
+      // Not a byte of data to a receiver that does not prove it holds our key.
+      {{S::AwaitAccept, E::AuthFailed, "AcceptWithoutAProof"},
+       [](Rig& r) { r.proving(); },
+       [](Rig& r) { r.h.receive(r.accept); },
+       {S::Closing, {error(ErrorCode::AuthFailed)}, O::AuthFailed, End::Disconnects},
+       [](Rig& r) { EXPECT_TRUE(r.offers().empty()); }},
+      {{S::AwaitAccept, E::AuthFailed, "AcceptToAKeyNeverChallenged"},
+       [](Rig& r) {
+         r.h.with_key();
+         r.await_accept();
+       },
+       [](Rig& r) { r.h.receive(r.accept); },
+       {S::Closing, {error(ErrorCode::AuthFailed)}, O::AuthFailed, End::Disconnects}},
+      {{S::AwaitAccept, E::AuthFailed, "WrongProof"},
+       [](Rig& r) { r.proving(); },
+       [](Rig& r) {
+         proto::Proof wrong = r.receiver_proof();
+         wrong.mac[5] ^= 1;
+         r.h.receive(wrong);
+       },
+       {S::Closing, {error(ErrorCode::AuthFailed)}, O::AuthFailed, End::Disconnects}},
+      // Our own proof sent back (a reflecting receiver): another label, another proof.
+      {{S::AwaitAccept, E::AuthFailed, "OurProofReflected"},
+       [](Rig& r) { r.proving(); },
+       [](Rig& r) { r.h.receive(r.h.transport.sent_of<proto::Proof>().at(0)); },
+       {S::Closing, {error(ErrorCode::AuthFailed)}, O::AuthFailed, End::Disconnects}},
   };
 }
 
@@ -330,8 +388,11 @@ std::vector<Misplaced> misplaced_inputs() {
       {"Working", E::GotWorking, proto::Working{proto::WorkPhase::Storing, 0}},
       {"Resume", E::GotResume, proto::Resume{0, kSlot}},
       {"Have", E::GotHave, proto::Have{0, {}}},
+      {"Challenge", E::GotChallenge, proto::Challenge{}},
+      {"RejectAuth", E::GotRejectAuth, proto::Reject{R::AuthFailed, ""}},
   };
   const std::set<std::pair<S, E>> legal{
+      {S::AwaitAccept, E::GotChallenge},     {S::AwaitAccept, E::GotRejectAuth},
       {S::AwaitAccept, E::GotAccept},        {S::AwaitAccept, E::GotReject},
       {S::AwaitAccept, E::GotRejectVersion}, {S::AwaitAccept, E::GotWorking},
       {S::AwaitSecret, E::GotSecret},        {S::AwaitSecret, E::GotDenied},
@@ -725,6 +786,8 @@ std::vector<SessionMisplaced> session_misplaced_inputs() {
       {"RejectVersion", E::GotRejectVersion, proto::Reject{R::UnsupportedVersion, ""}},
       {"Secret", E::GotSecret, proto::Secret{"s"}},
       {"Denied", E::GotDenied, proto::Denied{1}},
+      {"Challenge", E::GotChallenge, proto::Challenge{}},
+      {"RejectAuth", E::GotRejectAuth, proto::Reject{R::AuthRequired, ""}},
   };
   for (const auto& [name, event, message] : in_session)
     out.push_back({S::InSession, name, event, message});
@@ -784,7 +847,7 @@ std::vector<Unreachable> unreachable_rows() {
     for (E e : {E::GotAccept, E::GotReject, E::GotRejectVersion, E::GotCredit, E::GotWorking,
                 E::GotSecret, E::GotDenied, E::GotError, E::GotErrorGaveUp, E::GotUnexpected,
                 E::ProtocolViolation, E::GotTake, E::GotRefuse, E::GotFileVerdict, E::GotResume,
-                E::GotHave})
+                E::GotHave, E::GotChallenge, E::GotRejectAuth, E::AuthFailed})
       out.push_back({s, e,
                      "no transport before Connect: nothing can be received (the other "
                      "ProtocolViolations come from the session's rules)"});
@@ -794,6 +857,10 @@ std::vector<Unreachable> unreachable_rows() {
         out.push_back({s, e,
                        "only SessionConnection::pump() raises them, and it returns unless the "
                        "state is InSession"});
+  for (S s : {S::Connecting, S::InSession, S::AwaitSecret})
+    out.push_back({s, E::AuthFailed,
+                   "only the receiver's Proof or Accept in AwaitAccept raises it, to a sender "
+                   "with a key (a Proof elsewhere is unexpected)"});
   out.push_back({S::ResolvingAddress, E::LocalFailure,
                  "no action runs in ResolvingAddress: start() only sets a deadline, and "
                  "rdma_resolve_addr is the owner's call"});
@@ -839,11 +906,11 @@ TEST(SenderDriverCoverage, EveryPairOfAnOpenStateIsDrivenOrExplained) {
   for (S s : kOpenStates)
     for (E e : kAllSenderEvents)
       EXPECT_TRUE(seen.contains({s, e})) << proto::to_string(s) << " + " << proto::to_string(e);
-  // 6 open states, 27 events.
-  EXPECT_EQ(seen.size(), 6u * 27u);
-  // No transport before Connect 2 x 16, AllSettled* in the 5 states but InSession,
-  // ResolvingAddress's LocalFailure.
-  EXPECT_EQ(unreachable_rows().size(), 32u + 10u + 1u);
+  // 6 open states, 30 events.
+  EXPECT_EQ(seen.size(), 6u * 30u);
+  // No transport before Connect 2 x 19, AllSettled* in the 5 states but InSession,
+  // AuthFailed outside AwaitAccept, ResolvingAddress's LocalFailure.
+  EXPECT_EQ(unreachable_rows().size(), 38u + 10u + 3u + 1u);
 }
 
 }  // namespace

@@ -29,18 +29,18 @@ constexpr const auto& kAllStates = rdmax::test::kAllSenderStates;
 
 constexpr const auto& kAllEvents = rdmax::test::kAllSenderEvents;
 
-constexpr std::array kAllActions{A::ResolveRoute, A::Connect,    A::SendOpen,    A::SendMore,
-                                 A::SendId,       A::KeepSecret, A::SendBye,     A::SendError,
-                                 A::Disconnect,   A::Finish,     A::StartSession};
+constexpr std::array kAllActions{A::ResolveRoute, A::Connect,    A::SendOpen,     A::SendMore,
+                                 A::SendId,       A::KeepSecret, A::SendBye,      A::SendError,
+                                 A::Disconnect,   A::Finish,     A::StartSession, A::SendProof};
 
 constexpr std::array kAllOutcomes{
     O::Success,      O::ConnectFailed,  O::ConnectionLost, O::Rejected,    O::HashMismatch,
     O::Denied,       O::ReceiverFailed, O::ProtocolError,  O::Interrupted, O::VersionUnsupported,
-    O::LocalFailure, O::SomeFailed};
+    O::LocalFailure, O::SomeFailed,     O::AuthFailed};
 
 // The enums are dense from 0: a new enumerator breaks these until it joins its list.
-static_assert(static_cast<std::size_t>(A::StartSession) + 1 == kAllActions.size());
-static_assert(static_cast<std::size_t>(O::SomeFailed) + 1 == kAllOutcomes.size());
+static_assert(static_cast<std::size_t>(A::SendProof) + 1 == kAllActions.size());
+static_assert(static_cast<std::size_t>(O::AuthFailed) + 1 == kAllOutcomes.size());
 
 constexpr SenderContext kWithId{true};
 constexpr SenderContext kWithoutId{false};
@@ -88,6 +88,11 @@ const std::vector<Row> kProtocolRows{
     {S::AwaitAccept, E::GotReject, S::Closing, {A::Disconnect}, O::Rejected},
     {S::AwaitAccept, E::GotRejectVersion, S::Closing, {A::Disconnect}, O::VersionUnsupported},
     {S::AwaitAccept, E::GotWorking, S::AwaitAccept, {}, {}},
+    // Sender keys (PROTOCOL.md 7.8): our Proof answers the Challenge; a refusal of our key,
+    // or a receiver that could not prove its own, ends the connection before any data.
+    {S::AwaitAccept, E::GotChallenge, S::AwaitAccept, {A::SendProof}, {}},
+    {S::AwaitAccept, E::GotRejectAuth, S::Closing, {A::Disconnect}, O::AuthFailed},
+    {S::AwaitAccept, E::AuthFailed, S::Closing, {A::SendError, A::Disconnect}, O::AuthFailed},
     {S::AwaitSecret, E::GotSecret, S::Closing, {A::KeepSecret, A::Disconnect}, O::Success},
     {S::AwaitSecret, E::GotDenied, S::Closing, {A::Disconnect}, O::Denied},
     // The receiver sends Working until our Id reaches it (PROTOCOL.md 7.5).
@@ -233,9 +238,9 @@ TEST(SenderMachine, EveryPairOutsideTheTableIsIllegalWithProtocolError) {
         expect_illegal(s, e, ctx);
       }
     }
-    // 6 open states x 27 events, minus 19 protocol rows (10, AllSettled and 8 of the
-    // entries), 3 x 9 (not connected) + 3 x 8 abort rows.
-    EXPECT_EQ(illegal, 6U * 27U - 19U - 27U - 24U);
+    // 6 open states x 30 events, minus 22 protocol rows (10, 3 of sender keys, AllSettled
+    // and 8 of the entries), 3 x 9 (not connected) + 3 x 8 abort rows.
+    EXPECT_EQ(illegal, 6U * 30U - 22U - 27U - 24U);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/auth_proof.hpp"
 #include "sender/session_connection.hpp"
 #include "sender_driver_rig.hpp"
 
@@ -28,6 +29,14 @@ struct SessionHarness {
   FakeTransport transport;
   ScriptedCm cm{transport};
   std::optional<sender::SessionConnection> driver;
+  // --key-file (docs/PROTOCOL.md 7.8), when with_key() is called: alice, 00 01 ... 1f.
+  proto::SenderKey key;
+  void with_key() {
+    key.id = "alice";
+    key.key.clear();
+    for (int i = 0; i < 32; ++i) key.key.push_back(static_cast<char>(i));
+    settings.key = &key;
+  }
 
   void add_file(const std::string& remote, std::vector<std::uint8_t> bytes,
                 std::uint32_t mode = 0644) {
@@ -74,6 +83,11 @@ struct SessionRig {
   LogCapture log;  // first: it outlives the connection
   SessionHarness h;
   proto::Accept accept{0x10000, 0, kSlot, 2};
+  proto::Challenge challenge{[] {
+    proto::Nonce n{};
+    n.fill(0x77);
+    return n;
+  }()};
 
   SessionRig() {
     h.add_file("a.bin", random_bytes(2 * kSlot + 100, 21), 0640);
@@ -96,6 +110,23 @@ struct SessionRig {
     connecting();
     h.driver->on_established();
     ASSERT_EQ(h.state(), S::AwaitAccept);
+  }
+  // With a key: challenged, our Proof sent.
+  void proving() {
+    h.with_key();
+    await_accept();
+    h.receive(challenge);
+    ASSERT_EQ(h.transport.sent_of<proto::Proof>().size(), 1u);
+  }
+  // ... and the receiver's Proof checked good.
+  void receiver_proven() {
+    proving();
+    h.receive(receiver_proof());
+    ASSERT_EQ(h.state(), S::AwaitAccept);
+  }
+  proto::Open open_sent() const { return h.transport.sent_of<proto::Open>().at(0); }
+  proto::Proof receiver_proof() const {
+    return {auth_proof(proto::ProofRole::Receiver, h.key.key, open_sent(), challenge)};
   }
   void in_session() {  // every entry offered (at most kMaxEntriesInFlight), nothing credited
     await_accept();

@@ -165,5 +165,92 @@ TEST(SessionLink, AWriteWithAStaleKeyFailsAtTheReceiver) {
   EXPECT_FALSE(std::filesystem::exists(p.receiver.dir.path() / "stale.bin"));
 }
 
+// ---- Sender keys (docs/PROTOCOL.md 7.8), both drivers end to end ----
+
+// alice's key is the sender rig's (00 01 ... 1f); bob's is the same bytes, and bob writes
+// beneath bob-dir.
+constexpr const char* kSenders =
+    "alice 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n"
+    "bob 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f bob-dir\n";
+
+TEST(SessionLinkKeys, AKeyedSenderAndReceiverProveItToEachOtherThenSendATree) {
+  SessionPair p;
+  p.receiver.require_keys(kSenders);
+  p.sender.with_key();
+  p.sender.settings.id = "alice";
+  p.sender.add_file("a.bin", random_bytes(3 * kSlot + 5, 51), 0640);
+  p.sender.add_file("d/b.bin", random_bytes(10, 52), 0600);
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+  EXPECT_EQ(p.sender.driver->secret(), "s3cret");  // the id/secret exchange is unchanged
+  EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
+  EXPECT_EQ(p.arrived("d/b.bin"), p.sent(1));
+  EXPECT_EQ(p.sender.transport.sent_of<proto::Proof>().size(), 1u);
+  EXPECT_EQ(p.receiver.transport.sent_of<proto::Proof>().size(), 1u);
+}
+
+// A SUBDIR id writes beneath DIR/SUBDIR, whatever its paths say.
+TEST(SessionLinkKeys, AnIdWithASubdirectoryWritesOnlyBeneathIt) {
+  SessionPair p;
+  p.receiver.require_keys(kSenders);
+  p.sender.with_key();
+  p.sender.key.id = "bob";
+  p.sender.add_file("a.bin", random_bytes(kSlot, 53), 0640);
+  p.sender.add_file("d/b.bin", random_bytes(10, 54), 0600);
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+  EXPECT_EQ(p.arrived("bob-dir/a.bin"), p.sent(0));
+  EXPECT_EQ(p.arrived("bob-dir/d/b.bin"), p.sent(1));
+  EXPECT_FALSE(std::filesystem::exists(p.receiver.dir.path() / "a.bin"));
+  EXPECT_FALSE(std::filesystem::exists(p.receiver.dir.path() / "d"));
+}
+
+TEST(SessionLinkKeys, AWrongKeyIsRefusedBeforeAnyMemoryAndCostsTheAddressAWait) {
+  SessionPair p;
+  p.receiver.require_keys(kSenders);
+  p.sender.with_key();
+  p.sender.key.key[0] ^= 1;
+  p.sender.add_file("a.bin", random_bytes(kSlot, 55), 0640);
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::AuthFailed);
+  EXPECT_EQ(p.receiver.transport.sent_of<proto::Accept>().size(), 0u);
+  EXPECT_EQ(p.receiver.transport.live_regions(), 0u);
+  EXPECT_TRUE(p.sender.transport.sent_of<proto::Offer>().empty());
+  EXPECT_TRUE(std::filesystem::is_empty(p.receiver.dir.path()));
+  EXPECT_TRUE(p.receiver.penalties.refused_for(ReceiverHarness::kPeerAddress,
+                                               std::chrono::steady_clock::now()));
+}
+
+TEST(SessionLinkKeys, ASenderWithoutAKeyIsToldOneIsRequired) {
+  SessionPair p;
+  p.receiver.require_keys(kSenders);
+  p.sender.add_file("a.bin", random_bytes(kSlot, 56), 0640);
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::AuthFailed);
+  ASSERT_EQ(p.receiver.transport.sent_of<proto::Reject>().size(), 1u);
+  EXPECT_EQ(p.receiver.transport.sent_of<proto::Reject>()[0].reason,
+            proto::RejectReason::AuthRequired);
+  EXPECT_TRUE(std::filesystem::is_empty(p.receiver.dir.path()));
+}
+
+// A receiver that does not authenticate (no --senders, or an impostor) cannot prove our key:
+// a sender with a key sends nothing to it.
+TEST(SessionLinkKeys, AKeyedSenderSendsNothingToAReceiverThatDoesNotProveTheKey) {
+  SessionPair p;
+  p.sender.with_key();
+  p.sender.add_file("a.bin", random_bytes(kSlot, 57), 0640);
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::AuthFailed);
+  EXPECT_TRUE(p.sender.transport.sent_of<proto::Offer>().empty());
+  ASSERT_EQ(p.sender.transport.sent_of<proto::Error>().size(), 1u);
+  EXPECT_EQ(p.sender.transport.sent_of<proto::Error>()[0].code, proto::ErrorCode::AuthFailed);
+  EXPECT_TRUE(std::filesystem::is_empty(p.receiver.dir.path()));
+}
+
 }  // namespace
 }  // namespace rdmax::test::sender_rig
