@@ -7,6 +7,7 @@
 #include "protocol/credential_lines.hpp"
 #include "protocol/names.hpp"
 #include "protocol/paths.hpp"
+#include "protocol/receiver_rules.hpp"
 #include "protocol/secure_wipe.hpp"
 
 namespace rdmax::proto {
@@ -87,6 +88,11 @@ std::variant<SenderKeyStore, SecretsParseError> SenderKeyStore::parse(std::strin
             return "subdirectory " + quoted_for_log(subdir) +
                    " is not a relative path beneath --dir: " + describe(*problem);
           }
+          // The partial files' area is the receiver's own: a sender written there would
+          // reach other senders' kept partials.
+          if (reserved_by_receiver(subdir))
+            return "subdirectory " + quoted_for_log(subdir) +
+                   " is the receiver's own (partial files of interrupted transfers)";
           entry.subdir.assign(subdir);
         }
         if (auto duplicate = ids.add(fields[0], line_number)) return duplicate;

@@ -156,10 +156,12 @@ void Connection::send_challenge() {
 
 void Connection::check_proof(const proto::Proof& proof) {
   const proto::SenderKey* key = context_.sender_keys->find(claim_->id);
-  // An unknown id and a wrong key get the same answer; only the log tells them apart.
-  if (key == nullptr ||
-      !same_proof(auth_proof(proto::ProofRole::Sender, key->key, claimed_open_, challenge_),
-                  proof.mac)) {
+  // An unknown id and a wrong key get the same answer, after the same work (an HMAC under a
+  // key no sender holds, for the unknown id); only the log tells them apart.
+  static const std::string kNobodysKey(proto::kMaxSenderKeyBytes, '\0');
+  const proto::Digest expected = auth_proof(
+      proto::ProofRole::Sender, key != nullptr ? key->key : kNobodysKey, claimed_open_, challenge_);
+  if (!same_proof(expected, proof.mac) || key == nullptr) {
     authentication_failed(key == nullptr
                               ? "unknown id '" + proto::escape_for_log(claim_->id) + "'"
                               : "wrong key for id '" + proto::escape_for_log(claim_->id) + "'");

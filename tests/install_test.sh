@@ -60,12 +60,13 @@ for program in rdma-send rdma-recv; do
     fail "share/bash-completion/completions/$program missing"
 done
 
-example=$stage/share/doc/rdmax/secrets.example
-if [[ -f $example ]]; then
-  grep -q 0600 "$example" || fail "secrets.example does not mention mode 0600"
-else
-  fail "share/doc/rdmax/secrets.example missing"
-fi
+for example in secrets.example senders.example; do
+  if [[ -f $stage/share/doc/rdmax/$example ]]; then
+    grep -q 0600 "$stage/share/doc/rdmax/$example" || fail "$example does not mention mode 0600"
+  else
+    fail "share/doc/rdmax/$example missing"
+  fi
+done
 
 if ((failures)); then echo "install: $failures failure(s)" >&2; exit 1; fi
 echo "install: ok ($(find "$stage" -type f | wc -l) files under a staging prefix)"

@@ -26,7 +26,8 @@ package_files=(
   /lib/systemd/system/rdma-recv.service
   /usr/share/bash-completion/completions/rdma-send
   /usr/share/bash-completion/completions/rdma-recv
-  /usr/share/doc/rdmax/secrets.example /usr/share/doc/rdmax/copyright
+  /usr/share/doc/rdmax/secrets.example /usr/share/doc/rdmax/senders.example
+  /usr/share/doc/rdmax/copyright
   /usr/share/doc/rdmax/README.md.gz
 )
 

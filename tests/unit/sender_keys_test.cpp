@@ -250,6 +250,16 @@ TEST(SenderKeysFormat, SubdirectoryIsARelativePathBeneathDir) {
   EXPECT_EQ(store.find("e")->subdir, ".hidden/..x");
 }
 
+// The partial files' area (DIR/.rdmax-partial) holds every sender's interrupted files.
+TEST(SenderKeysFormat, TheReceiversOwnAreaIsNoSubdirectory) {
+  for (const std::string subdir : {".rdmax-partial", ".rdmax-partial/x"})
+    EXPECT_EQ(parse_error(line("bob", kHex, subdir)).what,
+              "subdirectory '" + subdir +
+                  "' is the receiver's own (partial files of interrupted transfers)");
+  EXPECT_EQ(parse_ok(line("bob", kHex, "x/.rdmax-partial")).find("bob")->subdir,
+            "x/.rdmax-partial");
+}
+
 TEST(SenderKeysFormat, TheFirstProblemIsReported) {
   EXPECT_EQ(parse_error(line("alice", kHex) + "bob\n" + line("alice", "zz")).line, 2U);
   EXPECT_EQ(parse_error(line("alice", "zz") + "bob\x01 " + std::string(kHex) + "\n").line, 1U);

@@ -46,6 +46,16 @@ void expect_usage(const Parsed& p, const std::string& words) {
   EXPECT_NE(p.err.find(words), std::string::npos) << p.err;
 }
 
+// --key-file, else RDMAX_KEY_FILE (docs/PROTOCOL.md 7.8); an empty variable is no file.
+TEST(KeyFileOption, TheFlagWinsOverTheEnvironment) {
+  EXPECT_EQ(send({"-H", "h", "--key-file", "/k/flag", "f"}, {{"RDMAX_KEY_FILE", "/k/env"}})
+                .options->key_file,
+            "/k/flag");
+  EXPECT_EQ(send({"-H", "h", "f"}, {{"RDMAX_KEY_FILE", "/k/env"}}).options->key_file, "/k/env");
+  EXPECT_FALSE(send({"-H", "h", "f"}, {{"RDMAX_KEY_FILE", ""}}).options->key_file);
+  EXPECT_FALSE(send({"-H", "h", "f"}).options->key_file);
+}
+
 TEST(ListOptions, FilesFromTakesTheListBaseAndSeparator) {
   const Parsed p = send({"-H", "h", "--files-from", "-", "-0", "--base", "/data", "--json-lines"});
   ASSERT_TRUE(p.options) << p.err;
