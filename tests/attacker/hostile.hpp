@@ -20,4 +20,8 @@ int run_hostile(const Options& o, const Payload& payload);
 // The command "paths" (hostile_paths.cpp): Offers of paths that try to leave --dir.
 bool hostile_paths(const Options& o, const Payload& payload);
 
+// The command "keys" (hostile_keys.cpp): senders without the key a receiver started with
+// --senders requires. Returns the exit status (0: every attempt answered correctly, 1: not).
+int run_keys(const Options& o, const Payload& payload);
+
 }  // namespace rdmax::attacker

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <random>
 
+#include "common/error_hints.hpp"
+
 namespace rdmax::attacker {
 namespace {
 constexpr std::uint32_t kRecvDepth = 64;  // as rdma-send: enough for any Accept we use
@@ -278,8 +280,13 @@ void Peer::expect_cm(rdma_cm_event_type wanted) {
     if (auto event = channel_.try_get()) {
       const auto type = event->type();
       const int status = event->status();
+      const std::string words = cm_reject_words(event->get());  // valid until the ack
       event->ack();
       if (type == wanted) return;
+      if (type == RDMA_CM_EVENT_REJECTED)
+        throw ConnectRefused(
+            label_ + ": the receiver refused the connection" + (words.empty() ? "" : ": " + words),
+            words);
       throw SetupError(label_ + ": expected " + rdma_event_str(wanted) + ", got " +
                        rdma_event_str(type) + " (status " + std::to_string(status) + ")");
     }

@@ -43,11 +43,25 @@ struct Options {
   int slack_s = 3;             // how late after its timeout the receiver may still react
   std::optional<int> count;    // idle: connections; flood: messages
   std::string dir;             // the receiver's --dir, to check that nothing was left there
+  // keys (hostile_keys.cpp): the legitimate sender's key file, one of an id with a SUBDIR,
+  // an id the receiver does not know, and whether to pause for the caller.
+  std::string key_file;
+  std::string subdir_key_file;
+  std::string unknown_id = "mallory";
+  bool pause = false;
 };
 
 // The attack could not be carried out: not a verdict on the receiver.
 struct SetupError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+// The receiver refused the connection in rdma_cm itself (REJECTED), giving `words` as its
+// reason (docs/PROTOCOL.md 4.1; empty when it gave none).
+struct ConnectRefused : SetupError {
+  ConnectRefused(const std::string& what, std::string why)
+      : SetupError(what), words(std::move(why)) {}
+  std::string words;
 };
 
 void note(const std::string& text);
@@ -73,7 +87,8 @@ class Peer {
   Peer& operator=(const Peer&) = delete;
   ~Peer() { close(); }
 
-  // Resolves, connects and registers `local` (the bytes this peer writes from).
+  // Resolves, connects and registers `local` (the bytes this peer writes from). Throws
+  // ConnectRefused when the receiver rejects the connection request.
   void connect(std::size_t local_bytes);
 
   std::uint8_t* local() { return local_.data(); }

@@ -17,7 +17,9 @@
 //
 // The hostile-protocol commands (garbage, wrong-version, ...) are in hostile.cpp; they
 // print "hostile NAME/ATTEMPT: ok|WRONG: ..." per attempt and "hostile NAME: ok|WRONG"
-// last, with the same exit statuses (0: the receiver reacted as it must).
+// last, with the same exit statuses (0: the receiver reacted as it must). The command
+// "keys" (hostile_keys.cpp) does the same for rdma-recv --senders: "keys ATTEMPT: ok|WRONG:
+// ..." per attempt, "keys: ok|WRONG (...)" last.
 
 #include <CLI/CLI.hpp>
 
@@ -197,6 +199,7 @@ int attack_id_guess(const Options& o, const Payload& p) {
 int run(const Options& o) {
   const Payload payload = make_payload(o);
   if (is_hostile_command(o.command)) return run_hostile(o, payload);
+  if (o.command == "keys") return run_keys(o, payload);
   if (o.command == "id-guess") return attack_id_guess(o, payload);
   Verdicts v;
   if (o.command == "write-after-verdict") attack_write_after_verdict(o, payload, v);
@@ -224,9 +227,13 @@ int main(int argc, char** argv) {
   using namespace rdmax::attacker;
   Options o;
   CLI::App app{"rdmax-attacker: a hostile rdmax sender for the security and hostile tests"};
-  std::vector<std::string> commands = {"write-after-verdict", "write-past-window",
-                                       "stale-slot-key",      "cross-connection-key",
-                                       "key-after-reconnect", "id-guess"};
+  std::vector<std::string> commands = {"write-after-verdict",
+                                       "write-past-window",
+                                       "stale-slot-key",
+                                       "cross-connection-key",
+                                       "key-after-reconnect",
+                                       "id-guess",
+                                       "keys"};
   for (const auto& c : hostile_commands()) commands.push_back(c);
   app.add_option("command", o.command, "the attack")->required()->check(CLI::IsMember(commands));
   app.add_option("-H,--host", o.host, "receiver address")->required();
@@ -247,17 +254,29 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 4096));
   app.add_option("--dir", o.dir,
                  "the receiver's --dir: check that no file or temporary of ours is left there");
+  app.add_option("--key-file", o.key_file,
+                 "keys: the legitimate sender's key file (one 'ID KEY' line)");
+  app.add_option("--subdir-key-file", o.subdir_key_file,
+                 "keys: the key file of an id whose senders-file line has a SUBDIR");
+  app.add_option("--unknown-id", o.unknown_id, "keys: an id the receiver does not know")
+      ->capture_default_str();
+  app.add_flag("--pause", o.pause,
+               "keys: print 'keys pause NAME' where the caller may look at the receiver, and "
+               "wait for a line on stdin");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  const char* prefix = is_hostile_command(o.command) ? "hostile" : "attack";
+  // "hostile NAME: ...", "attack NAME: ...", "keys: ..." (the command is its own prefix).
+  const std::string prefix = is_hostile_command(o.command) ? "hostile " + o.command
+                             : o.command == "keys"         ? o.command
+                                                           : "attack " + o.command;
   try {
     return run(o);
   } catch (const std::exception& e) {
-    std::printf("%s %s: not carried out (%s)\n", prefix, o.command.c_str(), e.what());
+    std::printf("%s: not carried out (%s)\n", prefix.c_str(), e.what());
     return kExitSetup;
   }
 }
