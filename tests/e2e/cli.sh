@@ -194,7 +194,8 @@ case_check_working() {
   expect_stdout '^ok   locked memory: .*8\.0 MiB'
   expect_stdout "^ok   directory $work/dir: writable, .* free"
   expect_stdout "^ok   secrets file $secrets: owner-only, 1 id"
-  [[ $(grep -c . "$out") == 6 ]] || fail "expected 6 lines"
+  expect_stdout "^ok   senders file: none \(--senders\): any sender that reaches the port may write files"
+  [[ $(grep -c . "$out") == 7 ]] || fail "expected 7 lines"
   local recv_lines; recv_lines=$(tr '\n' '|' <"$out")
   # The port the daemon holds: the listen line fails, with its remedy.
   run "$recv" --check --bind "$RXE_ADDR" --port "$port" --dir "$work/dir"
@@ -204,6 +205,7 @@ case_check_working() {
   expect_stdout "^ok   RDMA device: $RXE_DEV port 1 ACTIVE"
   expect_stdout "^ok   route to $RXE_ADDR:$port: $RXE_DEV port 1, GID [0-9a-f:.]+ \(index [0-9]+\)"
   expect_stdout '^ok   locked memory: '
+  expect_stdout '^ok   key file: none \(--key-file, RDMAX_KEY_FILE\): no key is offered'
   expect_stdout "^ok   receiver at $RXE_ADDR:$port: accepts connections"
   run "$send" --check -d "$RXE_DEV" -H "$RXE_ADDR" -p "$port"
   expect_status 0 && expect_no_fail

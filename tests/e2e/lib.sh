@@ -130,9 +130,18 @@ _case_error() {
   if declare -F fail_context >/dev/null; then fail_context >&2 || true; fi
   exit "$1"
 }
+# The daemons start_daemon started that have not exited, as "pid" lines.
+running_daemons() {
+  local dir
+  for dir in "$shared"/daemon.*; do
+    [[ -s $dir/pid && ! -s $dir/rc ]] && cat "$dir/pid"
+  done
+  return 0
+}
 run_case() {
   local name=$1; shift
-  local rc
+  local rc before pid
+  before=$(running_daemons)
   set +e
   (
     set -eE
@@ -148,6 +157,11 @@ run_case() {
     cases_failed=$((cases_failed + 1))
     failed_cases+=("$name")
     echo "FAIL: case '$name' (status $rc)" >&2
+    # A case that failed half-way leaves its daemons running, holding their ports: stop
+    # them, so that one failure is reported once and not again by every case after it.
+    for pid in $(running_daemons); do
+      grep -qx "$pid" <<<"$before" || kill -KILL "$pid" 2>/dev/null || true
+    done
   fi
 }
 report_cases() {
