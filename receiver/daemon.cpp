@@ -190,10 +190,10 @@ void Daemon::on_connect_request(rdma_cm_id* id) {
   // --allow / --deny first: a stranger gets no queue pair, no memory, no file, only the
   // rejection (and one log line a minute, however often it tries).
   const sockaddr* source = ::rdma_get_peer_addr(id);
+  const std::string address = address_text(source);  // without the port: what is judged
   if (const auto verdict = addresses_.judge(source); verdict != AddressFilter::Verdict::Allowed) {
-    const std::string peer = address_text(source);
-    if (const auto unlogged = refusals_.note(peer, Clock::now())) {
-      spdlog::warn("refused a connection from {}: {}{}", peer, to_string(verdict),
+    if (const auto unlogged = refusals_.note(address, Clock::now())) {
+      spdlog::warn("refused a connection from {}: {}{}", address, to_string(verdict),
                    *unlogged > 0 ? " (" + std::to_string(*unlogged) +
                                        " more refused in the last minute, not logged)"
                                  : std::string());
@@ -203,13 +203,12 @@ void Daemon::on_connect_request(rdma_cm_id* id) {
   }
   // An address that just failed to authenticate waits (common/auth_penalties.hpp): key
   // guessing goes no faster than the penalties, and costs the daemon nothing meanwhile.
-  if (const auto wait = penalties_.refused_for(address_text(source), Clock::now())) {
-    const std::string peer = address_text(source);
-    if (const auto unlogged = refusals_.note(peer, Clock::now()))
+  if (const auto wait = penalties_.refused_for(address, Clock::now())) {
+    if (refusals_.note(address, Clock::now()))
       spdlog::warn(
           "refused a connection from {}: it failed to authenticate; it may try again "
           "in {}s",
-          peer, wait->count());
+          address, wait->count());
     reject(cm_id, "too many failed authentications from this address; try again in " +
                       std::to_string(wait->count()) + "s");
     return;
@@ -232,7 +231,7 @@ void Daemon::on_connect_request(rdma_cm_id* id) {
     const std::uint32_t depth = options_.slots + 2 * proto::kMaxEntriesInFlight + kSpareMessages;
     p.transport =
         std::make_unique<RdmaTransport>(std::move(cm_id), RdmaTransport::Depths{depth, depth, 0});
-    p.connection = std::make_unique<Connection>(*p.transport, peer, context_, address_text(source));
+    p.connection = std::make_unique<Connection>(*p.transport, peer, context_, address);
     loop_.watch(p.transport->completion_fd(), [this, number] {
       if (Peer* found = peer_of(number)) found->connection->poll();
     });
