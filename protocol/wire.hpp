@@ -66,6 +66,9 @@ enum class MessageType : std::uint16_t {
   // receiver proves it back (docs/PROTOCOL.md 7.8).
   Challenge = 23,
   Proof = 24,
+  // Version 2 only: the digest at the end (docs/PROTOCOL.md 7.9).
+  NeedDigest = 25,
+  FileAbort = 26,
 };
 
 enum class VerdictCode : std::uint8_t {
@@ -73,6 +76,9 @@ enum class VerdictCode : std::uint8_t {
   HashMismatch = 1,
   StorageError = 2,
   SizeMismatch = 3,
+  // Version 2 only, in a FileVerdict answering a FileAbort (docs/PROTOCOL.md 7.9): nothing
+  // of the entry was kept.
+  Abandoned = 4,
 };
 
 enum class RejectReason : std::uint16_t {
@@ -137,6 +143,10 @@ inline constexpr std::uint16_t kExtensionResume = 0x0001;
 // value). Not must-understand: a receiver that ignores it answers without a Proof, and the
 // sender, which asked, refuses to go on.
 inline constexpr std::uint16_t kExtensionSenderKey = 0x0002;
+// In an Open, empty, must-understand: "a file I offer with Offer.digest_at_end gets its
+// digest in its FileDone; I may abandon such an entry (FileAbort); answer NeedDigest where
+// the digest would let you keep what you hold" (docs/PROTOCOL.md 7.9).
+inline constexpr std::uint16_t kExtensionDigestAtEnd = 0x8003;
 inline constexpr std::size_t kNonceBytes = 32;
 using Nonce = std::array<std::uint8_t, kNonceBytes>;
 
@@ -282,6 +292,9 @@ struct Offer {
   std::uint32_t mtime_nsec = 0;  // and nanoseconds (< 10^9)
   Digest digest{};               // by Open.digest_algorithm; zero for a directory
   std::string path;              // 1..kMaxPathBytes bytes, checked by the receiver
+  // Offer.flags bit 0 (docs/PROTOCOL.md 7.9): the digest is zero here and comes in the
+  // FileDone. Only on a connection whose Open carried kExtensionDigestAtEnd.
+  bool digest_at_end = false;
   bool operator==(const Offer&) const = default;
 };
 
@@ -312,6 +325,8 @@ struct FileChunk {
 struct FileDone {
   std::uint32_t entry = 0;
   std::uint64_t total_bytes = 0;
+  // The file's digest, exactly for an entry offered with digest_at_end (7.9).
+  std::optional<Digest> digest{};
   bool operator==(const FileDone&) const = default;
 };
 
@@ -354,9 +369,29 @@ struct Proof {
   bool operator==(const Proof&) const = default;
 };
 
+// receiver -> sender, answering an Offer with digest_at_end (7.9): "what I hold at this path
+// may be kept if the digest matches: offer it again with its digest".
+struct NeedDigest {
+  std::uint32_t entry = 0;
+  bool operator==(const NeedDigest&) const = default;
+};
+
+// sender -> receiver (7.9): the sender abandons a taken entry offered with digest_at_end;
+// the receiver keeps nothing of it and answers FileVerdict(Abandoned).
+enum class AbortReason : std::uint16_t {
+  Changed = 1,     // the file changed while it was read (size, mtime or ctime)
+  Unreadable = 2,  // it could not be read to its end
+};
+struct FileAbort {
+  std::uint32_t entry = 0;
+  AbortReason reason = AbortReason::Changed;
+  bool operator==(const FileAbort&) const = default;
+};
+
 using Message = std::variant<Hello, Accept, Chunk, Credit, Done, Verdict, Id, Secret, Denied,
                              Reject, Bye, Error, Working, Open, Offer, Take, Refuse, FileChunk,
-                             FileDone, FileVerdict, Resume, Have, Challenge, Proof>;
+                             FileDone, FileVerdict, Resume, Have, Challenge, Proof, NeedDigest,
+                             FileAbort>;
 
 enum class DecodeError {
   Short,           // fewer bytes than a header
@@ -382,6 +417,7 @@ struct DecodeFailure {
 [[nodiscard]] const char* to_string(DigestAlgorithm algorithm);
 [[nodiscard]] const char* to_string(WorkPhase phase);
 [[nodiscard]] const char* to_string(EntryKind kind);
+[[nodiscard]] const char* to_string(AbortReason reason);
 
 [[nodiscard]] MessageType type_of(const Message& message);
 

@@ -47,11 +47,16 @@ constexpr std::size_t kTakeBytes = 4;
 constexpr std::size_t kRefuseFixedBytes = 4 + kCodeAndTextFixedBytes;  // entry, then as Reject
 constexpr std::size_t kFileChunkBytes = 4 + 4 + 8 + 4;
 constexpr std::size_t kFileDoneBytes = 4 + 8;
+constexpr std::size_t kFileDoneWithDigestBytes = kFileDoneBytes + kSha256Bytes;  // 7.9
 constexpr std::size_t kFileVerdictBytes = 4 + 1 + kSha256Bytes;
 constexpr std::size_t kResumeBytes = 4 + 8;
 constexpr std::size_t kHaveBytes = 4 + kSha256Bytes;
 constexpr std::size_t kChallengeBytes = kNonceBytes;
 constexpr std::size_t kProofBytes = kSha256Bytes;
+constexpr std::size_t kNeedDigestBytes = 4;
+constexpr std::size_t kFileAbortBytes = 4 + 2 + 2;  // entry, reason, reserved
+// Offer.flags: bit 0 is digest_at_end; the others are reserved (7.9).
+constexpr std::uint8_t kOfferDigestAtEnd = 0x01;
 constexpr std::uint32_t kNanosecondsPerSecond = 1'000'000'000;
 
 // Every message must fit one SEND buffer even at its maximum field lengths.
@@ -61,7 +66,7 @@ static_assert(kHeaderSize + kCodeAndTextFixedBytes + kMaxTextBytes <= kMaxMessag
 static_assert(kHeaderSize + kOfferFixedBytes + kMaxPathBytes <= kMaxMessageSize);
 
 // The variant's alternatives are declared in wire-type order, so index + 1 is the type.
-static_assert(std::variant_size_v<Message> == 24);
+static_assert(std::variant_size_v<Message> == 26);
 static_assert(std::is_same_v<std::variant_alternative_t<0, Message>, Hello>);
 static_assert(std::is_same_v<std::variant_alternative_t<11, Message>, Error>);
 static_assert(std::is_same_v<std::variant_alternative_t<12, Message>, Working>);
@@ -69,6 +74,7 @@ static_assert(std::is_same_v<std::variant_alternative_t<13, Message>, Open>);
 static_assert(std::is_same_v<std::variant_alternative_t<19, Message>, FileVerdict>);
 static_assert(std::is_same_v<std::variant_alternative_t<21, Message>, Have>);
 static_assert(std::is_same_v<std::variant_alternative_t<23, Message>, Proof>);
+static_assert(std::is_same_v<std::variant_alternative_t<25, Message>, FileAbort>);
 
 inline std::size_t extensions_size(const std::vector<HelloExtension>& extensions) {
   std::size_t size = 0;
@@ -84,11 +90,20 @@ inline const char* extensions_problem(const std::vector<HelloExtension>& extensi
     else if (e.type == kExtensionSenderKey &&
              (e.value.size() <= kNonceBytes || e.value.size() > kNonceBytes + kMaxIdBytes))
       return "sender-key extension not a nonce and an id of 1..256 bytes";
+    else if (e.type == kExtensionDigestAtEnd && !e.value.empty())
+      return "digest-at-end extension with a value";
   return nullptr;
 }
 
+// A Verdict's codes; a FileVerdict may also be Abandoned (7.9).
 inline bool is_known(VerdictCode code) {
   return static_cast<std::uint8_t>(code) <= 3;
+}
+inline bool is_known_for_entry(VerdictCode code) {
+  return is_known(code) || code == VerdictCode::Abandoned;
+}
+inline bool is_known(AbortReason reason) {
+  return reason == AbortReason::Changed || reason == AbortReason::Unreadable;
 }
 inline bool is_known(RejectReason reason) {
   auto v = static_cast<std::uint16_t>(reason);

@@ -226,7 +226,7 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       Offer m;
       m.entry = r.u32();
       const std::uint8_t kind = r.u8();
-      const std::uint8_t reserved = r.u8();
+      const std::uint8_t flags = r.u8();
       m.mode = r.u16();
       m.size = r.u64();
       m.mtime_sec = static_cast<std::int64_t>(r.u64());
@@ -234,7 +234,9 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       read_sha(m.digest);
       m.kind = static_cast<EntryKind>(kind);
       if (auto f = read_counted(r, "Offer.path", m.path)) return *f;
-      if (reserved != 0) return fail(DecodeError::BadReserved, "Offer.reserved is not zero");
+      if ((flags & ~kOfferDigestAtEnd) != 0)
+        return fail(DecodeError::BadReserved, "Offer.flags has a reserved bit set");
+      m.digest_at_end = (flags & kOfferDigestAtEnd) != 0;
       return m;
     }
     case MessageType::Take: {
@@ -261,10 +263,13 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       return m;
     }
     case MessageType::FileDone: {
-      if (auto f = exact(kFileDoneBytes)) return *f;
+      // 12 bytes, or 44 with the digest of an entry offered with digest_at_end (7.9).
+      if (payload.size() != kFileDoneWithDigestBytes)
+        if (auto f = exact(kFileDoneBytes)) return *f;
       FileDone m;
       m.entry = r.u32();
       m.total_bytes = r.u64();
+      if (payload.size() == kFileDoneWithDigestBytes) read_sha(m.digest.emplace());
       return m;
     }
     case MessageType::FileVerdict: {
@@ -301,6 +306,20 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       read_sha(m.mac);
       return m;
     }
+    case MessageType::NeedDigest: {
+      if (auto f = exact(kNeedDigestBytes)) return *f;
+      NeedDigest m;
+      m.entry = r.u32();
+      return m;
+    }
+    case MessageType::FileAbort: {
+      if (auto f = exact(kFileAbortBytes)) return *f;
+      FileAbort m;
+      m.entry = r.u32();
+      m.reason = static_cast<AbortReason>(r.u16());
+      if (r.u16() != 0) return fail(DecodeError::BadReserved, "FileAbort.reserved is not zero");
+      return m;
+    }
   }
   return fail(DecodeError::BadType, "unknown type");  // unreachable: type was checked
 }
@@ -315,7 +334,7 @@ DecodeResult decode_payload(MessageType type, std::uint16_t version,
 }
 
 bool is_known_type(std::uint16_t type, std::uint16_t version) {
-  return type >= 1 && type <= (version == kVersion1 ? 12 : 24);
+  return type >= 1 && type <= (version == kVersion1 ? 12 : 26);
 }
 
 std::uint32_t read_le32(std::span<const std::uint8_t> b, std::size_t at) {

@@ -35,12 +35,16 @@ std::size_t payload_size(const Message& message, std::uint16_t version) {
                         [](const Take&) { return kTakeBytes; },
                         [](const Refuse& m) { return kRefuseFixedBytes + m.text.size(); },
                         [](const FileChunk&) { return kFileChunkBytes; },
-                        [](const FileDone&) { return kFileDoneBytes; },
+                        [](const FileDone& m) {
+                          return m.digest ? kFileDoneWithDigestBytes : kFileDoneBytes;
+                        },
                         [](const FileVerdict&) { return kFileVerdictBytes; },
                         [](const Resume&) { return kResumeBytes; },
                         [](const Have&) { return kHaveBytes; },
                         [](const Challenge&) { return kChallengeBytes; },
                         [](const Proof&) { return kProofBytes; },
+                        [](const NeedDigest&) { return kNeedDigestBytes; },
+                        [](const FileAbort&) { return kFileAbortBytes; },
                     },
                     message);
 }
@@ -148,7 +152,7 @@ void write_payload(ByteWriter& w, const Message& message, std::uint16_t version)
                  [&](const Offer& m) {
                    w.u32(m.entry);
                    w.u8(static_cast<std::uint8_t>(m.kind));
-                   w.u8(0);  // reserved
+                   w.u8(m.digest_at_end ? kOfferDigestAtEnd : 0);  // flags
                    w.u16(m.mode);
                    w.u64(m.size);
                    w.u64(static_cast<std::uint64_t>(m.mtime_sec));  // two's complement
@@ -173,6 +177,7 @@ void write_payload(ByteWriter& w, const Message& message, std::uint16_t version)
                  [&](const FileDone& m) {
                    w.u32(m.entry);
                    w.u64(m.total_bytes);
+                   if (m.digest) w.bytes(*m.digest);
                  },
                  [&](const FileVerdict& m) {
                    w.u32(m.entry);
@@ -189,6 +194,12 @@ void write_payload(ByteWriter& w, const Message& message, std::uint16_t version)
                  },
                  [&](const Challenge& m) { w.bytes(m.nonce); },
                  [&](const Proof& m) { w.bytes(m.mac); },
+                 [&](const NeedDigest& m) { w.u32(m.entry); },
+                 [&](const FileAbort& m) {
+                   w.u32(m.entry);
+                   w.u16(static_cast<std::uint16_t>(m.reason));
+                   w.u16(0);  // reserved
+                 },
              },
              message);
 }
@@ -259,6 +270,10 @@ const char* codec::field_problem(const Message& message) {
               return "Offer.path length not in 1..2048";
             if (m.kind == EntryKind::Directory && (m.size != 0 || !is_zero(m.digest)))
               return "Offer of a directory with a size or digest";
+            if (m.digest_at_end && m.kind == EntryKind::Directory)
+              return "Offer of a directory with digest_at_end";
+            if (m.digest_at_end && !is_zero(m.digest))
+              return "Offer with digest_at_end and a digest";
             return nullptr;
           },
           [](const Refuse& m) -> const char* {
@@ -266,7 +281,10 @@ const char* codec::field_problem(const Message& message) {
             return m.text.size() > kMaxTextBytes ? "Refuse.text longer than 512" : nullptr;
           },
           [](const FileVerdict& m) -> const char* {
-            return is_known(m.code) ? nullptr : "FileVerdict.code unknown";
+            return is_known_for_entry(m.code) ? nullptr : "FileVerdict.code unknown";
+          },
+          [](const FileAbort& m) -> const char* {
+            return is_known(m.reason) ? nullptr : "FileAbort.reason unknown";
           },
           [](const auto&) -> const char* { return nullptr; },  // no static rules
       },

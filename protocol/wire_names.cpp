@@ -54,6 +54,10 @@ const char* to_string(MessageType type) {
       return "Challenge";
     case MessageType::Proof:
       return "Proof";
+    case MessageType::NeedDigest:
+      return "NeedDigest";
+    case MessageType::FileAbort:
+      return "FileAbort";
   }
   return "UnknownMessageType";
 }
@@ -66,6 +70,8 @@ const char* to_string(VerdictCode code) {
       return "HashMismatch";
     case VerdictCode::StorageError:
       return "StorageError";
+    case VerdictCode::Abandoned:
+      return "Abandoned";
     case VerdictCode::SizeMismatch:
       return "SizeMismatch";
   }
@@ -168,6 +174,16 @@ const char* to_string(EntryKind kind) {
       return "directory";
   }
   return "unknown";
+}
+
+const char* to_string(AbortReason reason) {
+  switch (reason) {
+    case AbortReason::Changed:
+      return "Changed";
+    case AbortReason::Unreadable:
+      return "Unreadable";
+  }
+  return "UnknownAbortReason";
 }
 
 }  // namespace rdmax::proto

@@ -125,8 +125,11 @@ TEST(WireSession, StaticRules) {
   kind[16 + 4] = 3;
   EXPECT_EQ(decode_error(kind), DecodeError::BadField);
   Bytes offer_reserved = offer;
-  offer_reserved[16 + 5] = 1;
+  offer_reserved[16 + 5] = 2;  // flags: bit 0 is digest_at_end (7.9), the rest reserved
   EXPECT_EQ(decode_error(offer_reserved), DecodeError::BadReserved);
+  Bytes offer_flagged = offer;  // digest_at_end with the example's digest set
+  offer_flagged[16 + 5] = 1;
+  EXPECT_EQ(decode_error(offer_flagged), DecodeError::BadField);
   Bytes mode = offer;
   mode[16 + 7] = 0x10;  // 0x10a0 > 07777
   EXPECT_EQ(decode_error(mode), DecodeError::BadField);
@@ -166,7 +169,8 @@ TEST(WireSession, StaticRules) {
 }
 
 // PROTOCOL.md 7.5: Refuse.reason is any RejectReason (1..10) and FileVerdict.code any
-// VerdictCode (0..3), the ones a receiver never sends included; any other value is BadField.
+// VerdictCode (0..3, and 4 Abandoned of 7.9), the ones a receiver never sends included; any
+// other value is BadField.
 TEST(WireSession, RefuseAndFileVerdictTakeEveryKnownCodeAndNoOther) {
   for (int reason = 0; reason <= 11; ++reason) {
     Bytes refuse = encode(Refuse{1, RejectReason::Exists, ""}, kVersion2);
@@ -175,11 +179,11 @@ TEST(WireSession, RefuseAndFileVerdictTakeEveryKnownCodeAndNoOther) {
     EXPECT_EQ(decode_error(refuse), known ? std::nullopt : std::optional{DecodeError::BadField})
         << reason;
   }
-  for (int code = 0; code <= 4; ++code) {
+  for (int code = 0; code <= 5; ++code) {
     Bytes verdict = encode(FileVerdict{}, kVersion2);
     verdict[16 + 4] = static_cast<std::uint8_t>(code);
     EXPECT_EQ(decode_error(verdict),
-              code <= 3 ? std::nullopt : std::optional{DecodeError::BadField})
+              code <= 4 ? std::nullopt : std::optional{DecodeError::BadField})
         << code;
   }
 }
