@@ -8,6 +8,10 @@ const char* to_string(EntryState s) {
       return "Waiting";
     case EntryState::Offered:
       return "Offered";
+    case EntryState::Held:
+      return "Held";
+    case EntryState::Abandoning:
+      return "Abandoning";
     case EntryState::Taken:
       return "Taken";
     case EntryState::Finished:
@@ -22,6 +26,12 @@ const char* to_string(EntryEvent e) {
   switch (e) {
     case EntryEvent::Offer:
       return "Offer";
+    case EntryEvent::Holds:
+      return "Holds";
+    case EntryEvent::Continue:
+      return "Continue";
+    case EntryEvent::Abort:
+      return "Abort";
     case EntryEvent::Take:
       return "Take";
     case EntryEvent::Have:
@@ -54,6 +64,12 @@ const char* to_string(EntryFault f) {
       return "TooEarly";
     case EntryFault::Settled:
       return "Settled";
+    case EntryFault::Held:
+      return "Held";
+    case EntryFault::NotHeld:
+      return "NotHeld";
+    case EntryFault::Abandoned:
+      return "Abandoned";
   }
   return "?";
 }
@@ -72,12 +88,22 @@ std::optional<EntryFault> check(EntryKind kind, EntryState state, EntryEvent eve
   if (state == EntryState::Waiting) return EntryFault::NotOffered;
   if (state == EntryState::Settled) return EntryFault::Settled;
   const bool file = kind == EntryKind::File;
+  const bool asked = state == EntryState::Held;
   switch (event) {
+    case EntryEvent::Holds:
     case EntryEvent::Take:
     case EntryEvent::Have:
       if (!file) return EntryFault::NotAFile;
+      if (asked) return EntryFault::Held;
       if (state != EntryState::Offered) return EntryFault::AlreadyTaken;
-      next = event == EntryEvent::Take ? EntryState::Taken : EntryState::Settled;
+      next = event == EntryEvent::Take    ? EntryState::Taken
+             : event == EntryEvent::Holds ? EntryState::Held
+                                          : EntryState::Settled;
+      return std::nullopt;
+    case EntryEvent::Continue:
+      if (!file) return EntryFault::NotAFile;
+      if (!asked) return EntryFault::NotHeld;
+      next = EntryState::Offered;
       return std::nullopt;
     case EntryEvent::Chunk:
     case EntryEvent::FileDone:
@@ -85,13 +111,23 @@ std::optional<EntryFault> check(EntryKind kind, EntryState state, EntryEvent eve
       if (state != EntryState::Taken) return EntryFault::NotTaken;
       next = event == EntryEvent::Chunk ? EntryState::Taken : EntryState::Finished;
       return std::nullopt;
+    case EntryEvent::Abort:
+      // Only a file whose answer came (Take, or Holds) and whose FileDone did not.
+      if (!file) return EntryFault::NotAFile;
+      if (state != EntryState::Taken && !asked) return EntryFault::NotTaken;
+      next = EntryState::Abandoning;
+      return std::nullopt;
     case EntryEvent::Good:
       // A file is good once all of it was written; a directory as soon as it is made.
+      if (file && state == EntryState::Abandoning) return EntryFault::Abandoned;
+      if (file && asked) return EntryFault::Held;
       if (file && state != EntryState::Finished) return EntryFault::TooEarly;
       next = EntryState::Settled;
       return std::nullopt;
     case EntryEvent::Bad:
-      // A refusal, or a failure at any point: a write that failed mid-file, a digest.
+      // A refusal, or a failure at any point: a write that failed mid-file, a digest, an
+      // abandoned file.
+      if (file && asked) return EntryFault::Held;
       next = EntryState::Settled;
       return std::nullopt;
     case EntryEvent::Offer:

@@ -9,6 +9,9 @@
 //                         \--Good (directory) / Bad (Refuse) ------------------->  Settled
 //   Taken and Finished --Bad (a FileVerdict other than Good)--> Settled
 //   Taken --Chunk--> Taken
+// The digest at the end (docs/PROTOCOL.md 7.9), for a file offered without its digest:
+//   Offered --Holds--> Held --Continue--> Offered (answered again: Take, Resume, Have...)
+//   Taken and Held --Abort (FileAbort)--> Abandoning --Bad (Abandoned)--> Settled
 //
 // Every other (state, event) pair is refused with the reason below: the one way either
 // side says "illegal here" for an entry. Slots and credits are not the entry's: they live
@@ -21,28 +24,42 @@
 
 namespace rdmax::proto {
 
-enum class EntryState : std::uint8_t { Waiting, Offered, Taken, Finished, Settled };
-inline constexpr int kEntryStateCount = 5;
+enum class EntryState : std::uint8_t {
+  Waiting,
+  Offered,
+  Held,  // the receiver said what it holds (Holds); the sender's Continue is awaited
+  Taken,
+  Finished,
+  Abandoning,  // FileAbort: its FileVerdict(Abandoned) (or StorageError) settles it
+  Settled,
+};
+inline constexpr int kEntryStateCount = 7;
 
 enum class EntryEvent : std::uint8_t {
   Offer,     // the sender offers it
+  Holds,     // the receiver says what it holds of a file offered without its digest
+  Continue,  // the sender says where that file continues (from 0, or what is held)
   Take,      // Take, or Resume (the bytes before its offset count as moved)
   Have,      // the receiver holds it already: settled good, nothing moves
   Chunk,     // one FileChunk of it
   FileDone,  // every byte of it was written
+  Abort,     // the sender abandons it (FileAbort)
   Good,      // FileVerdict(Good), or a directory's settling
   Bad,       // Refuse, or a FileVerdict other than Good
 };
-inline constexpr int kEntryEventCount = 7;
+inline constexpr int kEntryEventCount = 10;
 
 enum class EntryFault : std::uint8_t {
   NotOffered,      // the event answers an Offer that was never made
   AlreadyOffered,  // a second Offer
   NotAFile,        // Take, Have, Chunk or FileDone for a directory
-  NotTaken,        // a Chunk or FileDone before the Take, or after the FileDone
-  AlreadyTaken,    // Take or Have when it was taken already
+  NotTaken,        // a Chunk, FileDone or Abort before the Take, or after the FileDone
+  AlreadyTaken,    // Take, Have or Holds when it was answered already
   TooEarly,        // a file's Good before its FileDone
   Settled,         // anything once it is settled
+  Held,            // anything but Continue or Abort while the sender's Continue is awaited
+  NotHeld,         // a Continue without a Holds before it
+  Abandoned,       // a Good for an abandoned file
 };
 const char* to_string(EntryState);
 const char* to_string(EntryEvent);

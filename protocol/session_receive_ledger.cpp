@@ -30,6 +30,8 @@ const char* to_string(SessionError e) {
       return "PastEnd";
     case SessionError::Unsettled:
       return "Unsettled";
+    case SessionError::NotHeld:
+      return "NotHeld";
   }
   return "?";
 }
@@ -58,6 +60,41 @@ void SessionReceiveLedger::take(std::uint32_t id, std::uint64_t start) {
   auto it = entries_.find(id);
   if (it != entries_.end() && !advance(it->second.kind, it->second.state, EntryEvent::Take))
     it->second.received = std::min(start, it->second.size);
+}
+
+void SessionReceiveLedger::hold_for_continue(std::uint32_t id) {
+  if (auto it = entries_.find(id); it != entries_.end())
+    (void)advance(it->second.kind, it->second.state, EntryEvent::Holds);
+}
+
+std::optional<SessionError> SessionReceiveLedger::continued(const Continue& c) {
+  auto it = entries_.find(c.entry);
+  if (it == entries_.end()) return SessionError::UnknownEntry;
+  if (advance(it->second.kind, it->second.state, EntryEvent::Continue))
+    return SessionError::NotHeld;
+  return std::nullopt;
+}
+
+std::optional<SessionError> SessionReceiveLedger::abort(const FileAbort& a, bool& dropped) {
+  dropped = false;
+  auto it = entries_.find(a.entry);
+  if (it == entries_.end()) {
+    if (!abandoned(a.entry)) return SessionError::UnknownEntry;
+    dropped = true;  // settled by a failed write; the sender has that verdict
+    return std::nullopt;
+  }
+  if (advance(it->second.kind, it->second.state, EntryEvent::Abort))
+    return SessionError::EntryNotReceiving;
+  return std::nullopt;
+}
+
+bool SessionReceiveLedger::start_discarding(std::uint32_t id) {
+  auto it = entries_.find(id);
+  if (it == entries_.end() || it->second.state != EntryState::Abandoning || it->second.verifying ||
+      it->second.storing > 0)
+    return false;
+  it->second.verifying = true;
+  return true;
 }
 
 void SessionReceiveLedger::settle(std::uint32_t id) {
@@ -160,7 +197,9 @@ bool SessionReceiveLedger::wants_data() const {
   // (PROTOCOL.md 7.5): once every entry is offered, only what was offered counts.
   if (offered_ < open_.entry_count && offered_bytes_ < open_.total_bytes) return true;
   for (const auto& [id, e] : entries_) {
-    if ((e.state == EntryState::Offered || e.state == EntryState::Taken) && e.received < e.size)
+    if ((e.state == EntryState::Offered || e.state == EntryState::Held ||
+         e.state == EntryState::Taken) &&
+        e.received < e.size)
       return true;
   }
   return false;

@@ -37,6 +37,9 @@ enum class SessionError : std::uint8_t {
   WrongLength,
   PastEnd,
   Unsettled,  // Id or Bye while entries are in flight or still to be offered
+  // The digest at the end (PROTOCOL.md 7.9): a Continue for an entry the receiver did not
+  // answer with Holds.
+  NotHeld,
 };
 const char* to_string(SessionError);
 
@@ -47,7 +50,7 @@ class SessionReceiveLedger {
   struct Entry {
     EntryKind kind = EntryKind::File;
     EntryState state = EntryState::Offered;
-    bool verifying = false;  // Finished and every chunk stored
+    bool verifying = false;  // Finished (or Abandoning) and every chunk stored
     std::uint64_t size = 0;
     std::uint64_t received = 0;    // bytes of accepted FileChunks
     std::uint32_t storing = 0;     // its chunks still being stored
@@ -59,6 +62,16 @@ class SessionReceiveLedger {
 
   // An Offer arrived: on success the entry is Offered.
   [[nodiscard]] std::optional<SessionError> offer(const Offer& offer);
+  // Holds is about to go (7.9): Offered -> Held, until the sender's Continue, which
+  // continued() checks (Offered again: the driver answers it as an Offer).
+  void hold_for_continue(std::uint32_t entry);
+  [[nodiscard]] std::optional<SessionError> continued(const Continue& next);
+  // A FileAbort (7.9): Taken or Held -> Abandoning; the driver discards the file once
+  // its chunks are stored (start_discarding) and settles it with FileVerdict(Abandoned).
+  // `dropped`: the entry was settled already (its write failed): nothing to do.
+  [[nodiscard]] std::optional<SessionError> abort(const FileAbort& abort, bool& dropped);
+  // An Abandoning entry with no chunk being stored is discarded: returns true once.
+  bool start_discarding(std::uint32_t entry);
   // The driver took the file (Take is about to go): Offered -> Taken. With `start` (a
   // Resume's offset, PROTOCOL.md 7.6) the bytes before it count as received, and the
   // first FileChunk must start there.

@@ -39,6 +39,7 @@ SessionSendLedger::SessionSendLedger(std::vector<EntryPlan> entries, const Accep
       active_slots_(std::min(accept.slot_count, std::max(max_active_slots, 1U))),
       credited_(accept.slot_count, false),
       busy_(accept.slot_count, false),
+      held_(accept.slot_count, false),
       rkey_(accept.slot_count, 0),
       length_(accept.slot_count, 0),
       owner_(accept.slot_count, 0) {}
@@ -67,8 +68,11 @@ SessionReplyError reply_error(EntryFault fault) {
       return SessionReplyError::NotAFile;
     case EntryFault::AlreadyTaken:
     case EntryFault::NotTaken:
+    case EntryFault::Held:
+    case EntryFault::NotHeld:
       return SessionReplyError::AlreadyTaken;
     case EntryFault::TooEarly:
+    case EntryFault::Abandoned:
       return SessionReplyError::TooEarly;
     case EntryFault::NotOffered:
     case EntryFault::AlreadyOffered:
@@ -113,6 +117,20 @@ std::optional<SessionReplyError> SessionSendLedger::had(std::uint32_t entry) {
   return std::nullopt;
 }
 
+std::optional<SessionReplyError> SessionSendLedger::held(std::uint32_t entry) {
+  return step(entry, EntryEvent::Holds);
+}
+
+std::optional<SessionReplyError> SessionSendLedger::continued(std::uint32_t entry) {
+  return step(entry, EntryEvent::Continue);
+}
+
+std::optional<SessionReplyError> SessionSendLedger::abandon(std::uint32_t entry) {
+  if (auto error = step(entry, EntryEvent::Abort)) return error;
+  std::erase(taken_order_, entry);  // no more of its chunks
+  return std::nullopt;
+}
+
 std::optional<SessionReplyError> SessionSendLedger::settled(std::uint32_t entry, bool good) {
   // A good verdict answers a FileDone (or is a directory's); a bad one may come at any
   // time (the receiver's write failed mid-file).
@@ -132,7 +150,7 @@ std::optional<CreditError> SessionSendLedger::credit(const Credit& c) {
 std::optional<SessionSendLedger::Planned> SessionSendLedger::next_chunk() {
   if (taken_order_.empty()) return std::nullopt;
   for (std::uint32_t slot = 0; slot < active_slots_; ++slot) {
-    if (!credited_[slot] || busy_[slot]) continue;
+    if (!credited_[slot] || busy_[slot] || held_[slot]) continue;
     const std::uint32_t entry = taken_order_.front();
     EntryProgress& p = progress_[entry];
     const std::uint64_t left = plans_[entry].size - p.next_offset;
@@ -157,7 +175,7 @@ std::optional<SessionSendLedger::Planned> SessionSendLedger::next_chunk() {
 std::optional<std::uint32_t> SessionSendLedger::next_chunk_length() const {
   if (taken_order_.empty()) return std::nullopt;
   for (std::uint32_t slot = 0; slot < active_slots_; ++slot) {
-    if (!credited_[slot] || busy_[slot]) continue;
+    if (!credited_[slot] || busy_[slot] || held_[slot]) continue;
     const std::uint32_t entry = taken_order_.front();
     const std::uint64_t left = plans_[entry].size - progress_.at(entry).next_offset;
     return static_cast<std::uint32_t>(std::min<std::uint64_t>(slot_size_, left));
@@ -176,11 +194,23 @@ std::uint32_t SessionSendLedger::completed(std::uint32_t slot) {
   return length;
 }
 
+void SessionSendLedger::hold(std::uint32_t slot) {
+  if (slot >= held_.size() || held_[slot]) return;
+  held_[slot] = true;
+  ++progress_[owner_[slot]].chunks_held;
+}
+
+void SessionSendLedger::release(std::uint32_t slot) {
+  if (slot >= held_.size() || !held_[slot]) return;
+  held_[slot] = false;
+  --progress_[owner_[slot]].chunks_held;
+}
+
 std::optional<std::uint32_t> SessionSendLedger::next_file_done() {
   for (std::uint32_t entry : open_entries_) {  // at most kMaxEntriesInFlight
     EntryProgress& p = progress_[entry];
     if (p.state == EntryState::Taken && p.next_offset == plans_[entry].size &&
-        p.chunks_in_flight == 0) {
+        p.chunks_in_flight == 0 && p.chunks_held == 0) {
       (void)advance(plans_[entry].kind, p.state, EntryEvent::FileDone);  // Taken: a file
       return entry;
     }

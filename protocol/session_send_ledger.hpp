@@ -76,6 +76,13 @@ class SessionSendLedger {
                                                        std::uint64_t start = 0);
   // A Have: the file is in place already; it is settled good without any of it sent.
   [[nodiscard]] std::optional<SessionReplyError> had(std::uint32_t entry);
+  // The digest at the end (PROTOCOL.md 7.9). A Holds: the entry waits (Held) for the
+  // driver's Continue, which continued() records (Offered: its answer is awaited again).
+  [[nodiscard]] std::optional<SessionReplyError> held(std::uint32_t entry);
+  [[nodiscard]] std::optional<SessionReplyError> continued(std::uint32_t entry);
+  // The driver abandons a taken (or digest-asked) file (its FileAbort is about to go): no
+  // more of its chunks are planned; its FileVerdict settles it.
+  [[nodiscard]] std::optional<SessionReplyError> abandon(std::uint32_t entry);
   [[nodiscard]] std::optional<SessionReplyError> settled(std::uint32_t entry, bool good);
   [[nodiscard]] std::optional<CreditError> credit(const Credit& credit);
 
@@ -87,6 +94,11 @@ class SessionSendLedger {
   [[nodiscard]] std::optional<std::uint32_t> next_chunk_length() const;
   // Our FileChunk SEND for `slot` completed; returns its length (0 if the slot was not busy).
   std::uint32_t completed(std::uint32_t slot);
+  // The digest in flight: the bytes of the chunk just planned in `slot` are being hashed
+  // (hold) until they are (release). A held slot is not written again, and its file's
+  // FileDone is not due, until it is released.
+  void hold(std::uint32_t slot);
+  void release(std::uint32_t slot);
   // A taken file whose every chunk was written and completed: its FileDone goes now (the
   // entry becomes Finished). An empty file is due as soon as it is taken.
   [[nodiscard]] std::optional<std::uint32_t> next_file_done();
@@ -103,6 +115,7 @@ class SessionSendLedger {
     EntryState state = EntryState::Waiting;
     std::uint64_t next_offset = 0;  // of the next chunk to write
     std::uint32_t chunks_in_flight = 0;
+    std::uint32_t chunks_held = 0;  // being hashed (hold)
   };
   bool files_unsettled() const;
   // Moves the entry's machine, or says why the reply is not allowed (nothing changes).
@@ -117,6 +130,7 @@ class SessionSendLedger {
   std::uint32_t active_slots_ = 0;
   std::vector<bool> credited_;
   std::vector<bool> busy_;
+  std::vector<bool> held_;
   std::vector<std::uint32_t> rkey_;
   std::vector<std::uint32_t> length_;        // of the chunk in flight in a busy slot
   std::vector<std::uint32_t> owner_;         // and its entry

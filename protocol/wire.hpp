@@ -67,8 +67,9 @@ enum class MessageType : std::uint16_t {
   Challenge = 23,
   Proof = 24,
   // Version 2 only: the digest at the end (docs/PROTOCOL.md 7.9).
-  NeedDigest = 25,
+  Holds = 25,
   FileAbort = 26,
+  Continue = 27,
 };
 
 enum class VerdictCode : std::uint8_t {
@@ -144,8 +145,8 @@ inline constexpr std::uint16_t kExtensionResume = 0x0001;
 // sender, which asked, refuses to go on.
 inline constexpr std::uint16_t kExtensionSenderKey = 0x0002;
 // In an Open, empty, must-understand: "a file I offer with Offer.digest_at_end gets its
-// digest in its FileDone; I may abandon such an entry (FileAbort); answer NeedDigest where
-// the digest would let you keep what you hold" (docs/PROTOCOL.md 7.9).
+// digest in its FileDone; I may abandon such an entry (FileAbort); tell me what you hold at
+// its path (Holds) and I say where to continue (Continue)" (docs/PROTOCOL.md 7.9).
 inline constexpr std::uint16_t kExtensionDigestAtEnd = 0x8003;
 inline constexpr std::size_t kNonceBytes = 32;
 using Nonce = std::array<std::uint8_t, kNonceBytes>;
@@ -369,11 +370,22 @@ struct Proof {
   bool operator==(const Proof&) const = default;
 };
 
-// receiver -> sender, answering an Offer with digest_at_end (7.9): "what I hold at this path
-// may be kept if the digest matches: offer it again with its digest".
-struct NeedDigest {
+// receiver -> sender, answering an Offer with digest_at_end (7.9): what the receiver holds at
+// the path: the whole file (length == the offered size) and its digest, or a kept partial's
+// first `length` bytes and their digest as a file of that length. Continue answers it.
+struct Holds {
   std::uint32_t entry = 0;
-  bool operator==(const NeedDigest&) const = default;
+  std::uint64_t length = 0;
+  Digest digest{};
+  bool operator==(const Holds&) const = default;
+};
+
+// sender -> receiver (7.9), after Holds: where the file continues, once the sender hashed its
+// own first Holds.length bytes: Holds.length (the same: Have, or Resume from there) or 0.
+struct Continue {
+  std::uint32_t entry = 0;
+  std::uint64_t from = 0;
+  bool operator==(const Continue&) const = default;
 };
 
 // sender -> receiver (7.9): the sender abandons a taken entry offered with digest_at_end;
@@ -388,10 +400,10 @@ struct FileAbort {
   bool operator==(const FileAbort&) const = default;
 };
 
-using Message = std::variant<Hello, Accept, Chunk, Credit, Done, Verdict, Id, Secret, Denied,
-                             Reject, Bye, Error, Working, Open, Offer, Take, Refuse, FileChunk,
-                             FileDone, FileVerdict, Resume, Have, Challenge, Proof, NeedDigest,
-                             FileAbort>;
+using Message =
+    std::variant<Hello, Accept, Chunk, Credit, Done, Verdict, Id, Secret, Denied, Reject, Bye,
+                 Error, Working, Open, Offer, Take, Refuse, FileChunk, FileDone, FileVerdict,
+                 Resume, Have, Challenge, Proof, Holds, FileAbort, Continue>;
 
 enum class DecodeError {
   Short,           // fewer bytes than a header

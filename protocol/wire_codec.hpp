@@ -53,7 +53,8 @@ constexpr std::size_t kResumeBytes = 4 + 8;
 constexpr std::size_t kHaveBytes = 4 + kSha256Bytes;
 constexpr std::size_t kChallengeBytes = kNonceBytes;
 constexpr std::size_t kProofBytes = kSha256Bytes;
-constexpr std::size_t kNeedDigestBytes = 4;
+constexpr std::size_t kHoldsBytes = 4 + 8 + kSha256Bytes;
+constexpr std::size_t kContinueBytes = 4 + 8;
 constexpr std::size_t kFileAbortBytes = 4 + 2 + 2;  // entry, reason, reserved
 // Offer.flags: bit 0 is digest_at_end; the others are reserved (7.9).
 constexpr std::uint8_t kOfferDigestAtEnd = 0x01;
@@ -66,7 +67,7 @@ static_assert(kHeaderSize + kCodeAndTextFixedBytes + kMaxTextBytes <= kMaxMessag
 static_assert(kHeaderSize + kOfferFixedBytes + kMaxPathBytes <= kMaxMessageSize);
 
 // The variant's alternatives are declared in wire-type order, so index + 1 is the type.
-static_assert(std::variant_size_v<Message> == 26);
+static_assert(std::variant_size_v<Message> == 27);
 static_assert(std::is_same_v<std::variant_alternative_t<0, Message>, Hello>);
 static_assert(std::is_same_v<std::variant_alternative_t<11, Message>, Error>);
 static_assert(std::is_same_v<std::variant_alternative_t<12, Message>, Working>);
@@ -75,6 +76,7 @@ static_assert(std::is_same_v<std::variant_alternative_t<19, Message>, FileVerdic
 static_assert(std::is_same_v<std::variant_alternative_t<21, Message>, Have>);
 static_assert(std::is_same_v<std::variant_alternative_t<23, Message>, Proof>);
 static_assert(std::is_same_v<std::variant_alternative_t<25, Message>, FileAbort>);
+static_assert(std::is_same_v<std::variant_alternative_t<26, Message>, Continue>);
 
 inline std::size_t extensions_size(const std::vector<HelloExtension>& extensions) {
   std::size_t size = 0;

@@ -306,10 +306,19 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       read_sha(m.mac);
       return m;
     }
-    case MessageType::NeedDigest: {
-      if (auto f = exact(kNeedDigestBytes)) return *f;
-      NeedDigest m;
+    case MessageType::Holds: {
+      if (auto f = exact(kHoldsBytes)) return *f;
+      Holds m;
       m.entry = r.u32();
+      m.length = r.u64();
+      read_sha(m.digest);
+      return m;
+    }
+    case MessageType::Continue: {
+      if (auto f = exact(kContinueBytes)) return *f;
+      Continue m;
+      m.entry = r.u32();
+      m.from = r.u64();
       return m;
     }
     case MessageType::FileAbort: {
@@ -334,7 +343,7 @@ DecodeResult decode_payload(MessageType type, std::uint16_t version,
 }
 
 bool is_known_type(std::uint16_t type, std::uint16_t version) {
-  return type >= 1 && type <= (version == kVersion1 ? 12 : 26);
+  return type >= 1 && type <= (version == kVersion1 ? 12 : 27);
 }
 
 std::uint32_t read_le32(std::span<const std::uint8_t> b, std::size_t at) {

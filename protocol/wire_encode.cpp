@@ -13,40 +13,40 @@ using namespace codec;
 namespace {
 
 std::size_t payload_size(const Message& message, std::uint16_t version) {
-  return std::visit(Overloaded{
-                        [&](const Hello& m) {
-                          return (version == kVersion1 ? kHelloFixedBytes : kHello2FixedBytes) +
-                                 m.name.size() + extensions_size(m.extensions);
-                        },
-                        [](const Accept&) { return kAcceptBytes; },
-                        [](const Chunk&) { return kChunkBytes; },
-                        [](const Credit&) { return kCreditBytes; },
-                        [](const Done&) { return kDoneBytes; },
-                        [](const Verdict&) { return kVerdictBytes; },
-                        [](const Id& m) { return kLengthPrefixBytes + m.id.size(); },
-                        [](const Secret& m) { return kLengthPrefixBytes + m.secret.size(); },
-                        [](const Denied&) { return kDeniedBytes; },
-                        [](const Reject& m) { return kCodeAndTextFixedBytes + m.text.size(); },
-                        [](const Bye&) { return std::size_t{0}; },
-                        [](const Error& m) { return kCodeAndTextFixedBytes + m.text.size(); },
-                        [](const Working&) { return kWorkingBytes; },
-                        [](const Open& m) { return kOpenBytes + extensions_size(m.extensions); },
-                        [](const Offer& m) { return kOfferFixedBytes + m.path.size(); },
-                        [](const Take&) { return kTakeBytes; },
-                        [](const Refuse& m) { return kRefuseFixedBytes + m.text.size(); },
-                        [](const FileChunk&) { return kFileChunkBytes; },
-                        [](const FileDone& m) {
-                          return m.digest ? kFileDoneWithDigestBytes : kFileDoneBytes;
-                        },
-                        [](const FileVerdict&) { return kFileVerdictBytes; },
-                        [](const Resume&) { return kResumeBytes; },
-                        [](const Have&) { return kHaveBytes; },
-                        [](const Challenge&) { return kChallengeBytes; },
-                        [](const Proof&) { return kProofBytes; },
-                        [](const NeedDigest&) { return kNeedDigestBytes; },
-                        [](const FileAbort&) { return kFileAbortBytes; },
-                    },
-                    message);
+  return std::visit(
+      Overloaded{
+          [&](const Hello& m) {
+            return (version == kVersion1 ? kHelloFixedBytes : kHello2FixedBytes) + m.name.size() +
+                   extensions_size(m.extensions);
+          },
+          [](const Accept&) { return kAcceptBytes; },
+          [](const Chunk&) { return kChunkBytes; },
+          [](const Credit&) { return kCreditBytes; },
+          [](const Done&) { return kDoneBytes; },
+          [](const Verdict&) { return kVerdictBytes; },
+          [](const Id& m) { return kLengthPrefixBytes + m.id.size(); },
+          [](const Secret& m) { return kLengthPrefixBytes + m.secret.size(); },
+          [](const Denied&) { return kDeniedBytes; },
+          [](const Reject& m) { return kCodeAndTextFixedBytes + m.text.size(); },
+          [](const Bye&) { return std::size_t{0}; },
+          [](const Error& m) { return kCodeAndTextFixedBytes + m.text.size(); },
+          [](const Working&) { return kWorkingBytes; },
+          [](const Open& m) { return kOpenBytes + extensions_size(m.extensions); },
+          [](const Offer& m) { return kOfferFixedBytes + m.path.size(); },
+          [](const Take&) { return kTakeBytes; },
+          [](const Refuse& m) { return kRefuseFixedBytes + m.text.size(); },
+          [](const FileChunk&) { return kFileChunkBytes; },
+          [](const FileDone& m) { return m.digest ? kFileDoneWithDigestBytes : kFileDoneBytes; },
+          [](const FileVerdict&) { return kFileVerdictBytes; },
+          [](const Resume&) { return kResumeBytes; },
+          [](const Have&) { return kHaveBytes; },
+          [](const Challenge&) { return kChallengeBytes; },
+          [](const Proof&) { return kProofBytes; },
+          [](const Holds&) { return kHoldsBytes; },
+          [](const FileAbort&) { return kFileAbortBytes; },
+          [](const Continue&) { return kContinueBytes; },
+      },
+      message);
 }
 
 bool in_range(std::size_t size, std::size_t min, std::size_t max) {
@@ -194,7 +194,15 @@ void write_payload(ByteWriter& w, const Message& message, std::uint16_t version)
                  },
                  [&](const Challenge& m) { w.bytes(m.nonce); },
                  [&](const Proof& m) { w.bytes(m.mac); },
-                 [&](const NeedDigest& m) { w.u32(m.entry); },
+                 [&](const Holds& m) {
+                   w.u32(m.entry);
+                   w.u64(m.length);
+                   w.bytes(m.digest);
+                 },
+                 [&](const Continue& m) {
+                   w.u32(m.entry);
+                   w.u64(m.from);
+                 },
                  [&](const FileAbort& m) {
                    w.u32(m.entry);
                    w.u16(static_cast<std::uint16_t>(m.reason));

@@ -54,10 +54,12 @@ const char* to_string(MessageType type) {
       return "Challenge";
     case MessageType::Proof:
       return "Proof";
-    case MessageType::NeedDigest:
-      return "NeedDigest";
+    case MessageType::Holds:
+      return "Holds";
     case MessageType::FileAbort:
       return "FileAbort";
+    case MessageType::Continue:
+      return "Continue";
   }
   return "UnknownMessageType";
 }

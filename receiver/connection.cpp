@@ -370,11 +370,21 @@ void Connection::on_message(Inbound inbound) {
     if (state_ != State::Authenticating) return dispatch({Event::GotUnexpected, {}});
     return check_proof(*proof);
   }
-  if (auto* offer = std::get_if<proto::Offer>(&message))
-    return dispatch({Event::GotOffer, std::move(*offer)});
+  // The digest at the end (PROTOCOL.md 7.9) is not negotiated by this receiver: it refuses an
+  // Open that asks for it, so a flagged Offer or a FileDone with a digest breaks the rules.
+  auto* offer = std::get_if<proto::Offer>(&message);
+  const auto* done = std::get_if<proto::FileDone>(&message);
+  if ((offer != nullptr && offer->digest_at_end) || (done != nullptr && done->digest)) {
+    const char* problem = offer != nullptr ? "an Offer with digest_at_end, never negotiated"
+                                           : "a FileDone with a digest, never negotiated";
+    spdlog::warn("[{}] protocol violation: {}", label(), problem);
+    return dispatch(
+        {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation, problem}});
+  }
+  if (offer != nullptr) return dispatch({Event::GotOffer, std::move(*offer)});
   if (auto* chunk = std::get_if<proto::FileChunk>(&message))
     return dispatch({Event::GotChunk, *chunk});
-  if (auto* done = std::get_if<proto::FileDone>(&message)) {
+  if (done != nullptr) {
     // Sent before the sender saw the FileVerdict that abandoned its file: nothing to do.
     if (state_ == State::InSession && ledger_.abandoned(done->entry)) return expect_next();
     return dispatch({Event::GotFileDone, *done});

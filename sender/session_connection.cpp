@@ -414,6 +414,9 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
     return dispatch({Event::GotRefuse, {}});
   }
   if (const auto* m = std::get_if<proto::FileVerdict>(&message)) {
+    // Abandoned answers a FileAbort (PROTOCOL.md 7.9), which this sender never sends.
+    if (m->code == proto::VerdictCode::Abandoned)
+      return violation("FileVerdict(Abandoned) for an entry that was not abandoned");
     if (in_session) {
       const bool good = m->code == proto::VerdictCode::Good;
       if (auto error = ledger_.settled(m->entry, good))

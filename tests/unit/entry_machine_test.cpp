@@ -31,28 +31,35 @@ constexpr Cell no(F f) {
   return {false, S::Waiting, f};
 }
 
-constexpr std::array kEvents{E::Offer, E::Take, E::Have, E::Chunk, E::FileDone, E::Good, E::Bad};
-constexpr std::array kStates{S::Waiting, S::Offered, S::Taken, S::Finished, S::Settled};
+constexpr std::array kEvents{E::Offer, E::Holds, E::Continue, E::Take, E::Have,
+                             E::Chunk, E::FileDone, E::Abort, E::Good, E::Bad};
+constexpr std::array kStates{S::Waiting,  S::Offered,    S::Held, S::Taken,
+                             S::Finished, S::Abandoning, S::Settled};
 using Row = std::array<Cell, kEntryEventCount>;
 using Table = std::array<Row, kEntryStateCount>;
 
 // clang-format off
-//                     Offer                    Take                  Have                  Chunk             FileDone             Good                Bad
+// Columns: Offer, Holds, Continue, Take, Have, Chunk, FileDone, Abort, Good, Bad.
 constexpr Table kFile{{
-    /* Waiting  */ Row{to(S::Offered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered)},
-    /* Offered  */ Row{no(F::AlreadyOffered), to(S::Taken), to(S::Settled), no(F::NotTaken), no(F::NotTaken), no(F::TooEarly), to(S::Settled)},
-    /* Taken    */ Row{no(F::AlreadyOffered), no(F::AlreadyTaken), no(F::AlreadyTaken), to(S::Taken), to(S::Finished), no(F::TooEarly), to(S::Settled)},
-    /* Finished */ Row{no(F::AlreadyOffered), no(F::AlreadyTaken), no(F::AlreadyTaken), no(F::NotTaken), no(F::NotTaken), to(S::Settled), to(S::Settled)},
-    /* Settled  */ Row{no(F::AlreadyOffered), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled)},
+    /* Waiting    */ Row{to(S::Offered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered)},
+    /* Offered    */ Row{no(F::AlreadyOffered), to(S::Held), no(F::NotHeld), to(S::Taken), to(S::Settled), no(F::NotTaken), no(F::NotTaken), no(F::NotTaken), no(F::TooEarly), to(S::Settled)},
+    /* Held       */ Row{no(F::AlreadyOffered), no(F::Held), to(S::Offered), no(F::Held), no(F::Held), no(F::NotTaken), no(F::NotTaken), to(S::Abandoning), no(F::Held), no(F::Held)},
+    /* Taken      */ Row{no(F::AlreadyOffered), no(F::AlreadyTaken), no(F::NotHeld), no(F::AlreadyTaken), no(F::AlreadyTaken), to(S::Taken), to(S::Finished), to(S::Abandoning), no(F::TooEarly), to(S::Settled)},
+    /* Finished   */ Row{no(F::AlreadyOffered), no(F::AlreadyTaken), no(F::NotHeld), no(F::AlreadyTaken), no(F::AlreadyTaken), no(F::NotTaken), no(F::NotTaken), no(F::NotTaken), to(S::Settled), to(S::Settled)},
+    /* Abandoning */ Row{no(F::AlreadyOffered), no(F::AlreadyTaken), no(F::NotHeld), no(F::AlreadyTaken), no(F::AlreadyTaken), no(F::NotTaken), no(F::NotTaken), no(F::NotTaken), no(F::Abandoned), to(S::Settled)},
+    /* Settled    */ Row{no(F::AlreadyOffered), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled)},
 }};
 // A directory is made when it is offered: nothing of it moves, and it is settled good or bad.
-// Taken and Finished cannot be reached by a directory; the machine still answers there.
+// Held, Taken, Finished and Abandoning cannot be reached by a directory; the machine still
+// answers there.
 constexpr Table kDirectory{{
-    /* Waiting  */ Row{to(S::Offered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered)},
-    /* Offered  */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
-    /* Taken    */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
-    /* Finished */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
-    /* Settled  */ Row{no(F::AlreadyOffered), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled)},
+    /* Waiting    */ Row{to(S::Offered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered)},
+    /* Offered    */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
+    /* Held       */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
+    /* Taken      */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
+    /* Finished   */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
+    /* Abandoning */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
+    /* Settled    */ Row{no(F::AlreadyOffered), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled)},
 }};
 // clang-format on
 
@@ -90,7 +97,7 @@ TEST(EntryMachine, NamesEveryValue) {
   for (S s : kStates) EXPECT_STRNE(to_string(s), "?");
   for (E e : kEvents) EXPECT_STRNE(to_string(e), "?");
   for (F f : {F::NotOffered, F::AlreadyOffered, F::NotAFile, F::NotTaken, F::AlreadyTaken,
-              F::TooEarly, F::Settled})
+              F::TooEarly, F::Settled, F::Held, F::NotHeld, F::Abandoned})
     EXPECT_STRNE(to_string(f), "?");
 }
 

@@ -836,6 +836,10 @@ std::vector<Misplaced> misplaced_messages() {
       {"FileVerdict", E::GotUnexpected, proto::FileVerdict{}},
       {"Challenge", E::GotUnexpected, proto::Challenge{}},
       {"Proof", E::GotUnexpected, proto::Proof{}},
+      // The digest at the end (PROTOCOL.md 7.9), never negotiated by this receiver.
+      {"Holds", E::GotUnexpected, proto::Holds{0, 1, {}}},
+      {"FileAbort", E::GotUnexpected, proto::FileAbort{0, proto::AbortReason::Changed}},
+      {"Continue", E::GotUnexpected, proto::Continue{0, 0}},
   };
   // A Hello first is the Hello flow (the rows above); in a session Offer, FileChunk and
   // FileDone are its own, and Id and Bye legal once every entry is settled (a

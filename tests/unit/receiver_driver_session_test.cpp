@@ -352,6 +352,49 @@ TEST(ReceiverSession, AFileWhoseWriteFailsIsSettledAtOnceAndTheSessionGoesOn) {
   r.expect_entry_final(1);
 }
 
+// The digest at the end (PROTOCOL.md 7.9) is specified but not yet spoken by this receiver:
+// an Open that asks for it is refused like any must-understand extension, before anything is
+// granted, and on a session without it a flagged Offer, a FileDone with a digest, a Continue
+// and a FileAbort are each the sender's protocol violation.
+TEST(ReceiverSession, AnOpenAskingForTheDigestAtTheEndIsRefusedUnsupported) {
+  Rig r;
+  r.version = proto::kVersion2;
+  r.h.start();
+  proto::Open open = r.open();
+  open.extensions.push_back({proto::kExtensionDigestAtEnd, {}});
+  r.peer(open);
+  ASSERT_EQ(r.h.transport.sent_of<proto::Reject>().size(), 1u);
+  EXPECT_EQ(r.h.transport.sent_of<proto::Reject>()[0].reason, R::UnsupportedVersion);
+  EXPECT_NE(r.h.transport.sent_of<proto::Reject>()[0].text.find("8003"), std::string::npos);
+  EXPECT_TRUE(r.h.transport.sent_of<proto::Accept>().empty());
+  EXPECT_TRUE(r.h.transport.regions.empty()) << "no memory for a refused Open";
+}
+
+TEST(ReceiverSession, TheDigestAtTheEndsMessagesWithoutItAreViolations) {
+  for (int which = 0; which < 4; ++which) {
+    SCOPED_TRACE(which);
+    Rig r;
+    r.entry_taken();
+    ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    const std::size_t sent = r.h.transport.sent.size();
+    if (which == 0) {
+      proto::Offer flagged = r.offer(1);
+      flagged.digest = {};
+      flagged.digest_at_end = true;
+      r.peer(flagged);
+    } else if (which == 1) {
+      r.peer(proto::FileDone{0, r.entries[0].bytes.size(), proto::Digest{}});
+    } else if (which == 2) {
+      r.peer(proto::Continue{0, 0});
+    } else {
+      r.peer(proto::FileAbort{0, proto::AbortReason::Changed});
+    }
+    r.check({S::Closing, {error(ErrorCode::ProtocolViolation)}, File::None, End::Disconnects},
+            sent);
+    EXPECT_FALSE(std::filesystem::exists(r.h.dir.path() / "a.bin"));
+  }
+}
+
 // A version-1 Chunk carries no entry: in a session it is the peer's protocol violation,
 // not a failure of ours.
 TEST(ReceiverSession, AVersionOneChunkInASessionIsTheSendersViolation) {

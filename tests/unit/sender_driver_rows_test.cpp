@@ -379,6 +379,8 @@ std::vector<Misplaced> misplaced_inputs() {
       {"Bye", E::GotUnexpected, proto::Bye{}},
       // A session's verdicts are FileVerdicts (version 1's edge translates a Verdict).
       {"Verdict", E::GotUnexpected, proto::Verdict{V::Good, {}}},
+      // The digest at the end (PROTOCOL.md 7.9): this sender never asks for it.
+      {"Holds", E::GotUnexpected, proto::Holds{0, 1, {}}},
       {"Accept", E::GotAccept, proto::Accept{0x20000, 0, kSlot, 2}},
       {"Reject", E::GotReject, proto::Reject{R::Exists, ""}},
       {"RejectVersion", E::GotRejectVersion, proto::Reject{R::UnsupportedVersion, ""}},
@@ -781,6 +783,8 @@ std::vector<SessionMisplaced> session_misplaced_inputs() {
       {"Offer", E::GotUnexpected, proto::Offer{0, proto::EntryKind::File, 0644, 1, 0, 0, {}, "x"}},
       {"FileChunk", E::GotUnexpected, proto::FileChunk{0, 0, 0, 1}},
       {"FileDone", E::GotUnexpected, proto::FileDone{0, 1}},
+      // The digest at the end (PROTOCOL.md 7.9): never asked for by this sender.
+      {"Holds", E::GotUnexpected, proto::Holds{0, 1, {}}},
       {"Accept", E::GotAccept, proto::Accept{0x20000, 0, kSlot, 2}},
       {"Reject", E::GotReject, proto::Reject{R::Exists, ""}},
       {"RejectVersion", E::GotRejectVersion, proto::Reject{R::UnsupportedVersion, ""}},

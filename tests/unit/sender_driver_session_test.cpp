@@ -95,6 +95,21 @@ TEST(SenderSession, EveryEntrysResultIsRecordedAndFailuresEndInSomeFailed) {
   EXPECT_EQ(r.h.driver->outcome(), O::SomeFailed);
 }
 
+// FileVerdict(Abandoned) answers a FileAbort (PROTOCOL.md 7.9), which this sender never
+// sends: from a receiver it is a protocol violation, and the entry is not counted good.
+TEST(SenderSession, AnAbandonedVerdictForAnEntryNeverAbandonedIsAViolation) {
+  SessionRig r;
+  r.credited();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.h.receive(proto::Take{0});
+  r.h.complete_sends();
+  const std::size_t sent = r.h.transport.sent.size();
+  r.h.receive(proto::FileVerdict{0, VerdictCode::Abandoned, {}});
+  EXPECT_EQ(describe_sent(r.h.transport, sent, {error(ErrorCode::ProtocolViolation)}),
+            describe({error(ErrorCode::ProtocolViolation)}));
+  EXPECT_NE(r.h.status(0), Status::Good);
+}
+
 // A directory is offered only once every file is settled, so that its time sticks.
 // --bwlimit in a session paces as for one file (issue 20): a bucket of one chunk that starts
 // empty, and resume_at() says exactly when the held chunk may go (the run wakes then).

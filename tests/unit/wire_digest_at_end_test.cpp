@@ -1,5 +1,5 @@
 // The digest at the end (docs/PROTOCOL.md 7.9): the worked examples byte for byte, round
-// trips, the static rules of NeedDigest, FileAbort, the 44-byte FileDone and Offer.flags,
+// trips, the static rules of Holds, Continue, FileAbort, the 44-byte FileDone and Offer.flags,
 // and that version 1 carries none of them.
 
 #include <gtest/gtest.h>
@@ -30,8 +30,8 @@ Digest a0_to_bf() {
 }
 
 Bytes header(std::uint8_t type, std::uint8_t payload) {
-  return {0x52, 0x4d, 0x41, 0x58, 0x02, 0x00, type, 0x00, payload, 0x00, 0x00, 0x00,
-          0x00, 0x00, 0x00, 0x00};
+  return {0x52,    0x4d, 0x41, 0x58, 0x02, 0x00, type, 0x00,
+          payload, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
 }
 
 Bytes concat(Bytes a, const Bytes& b) {
@@ -39,15 +39,26 @@ Bytes concat(Bytes a, const Bytes& b) {
   return a;
 }
 
-TEST(WireDigestAtEnd, NeedDigestLayoutMatchesTheDocument) {
-  const Bytes expected = concat(header(0x19, 4), {0x07, 0x00, 0x00, 0x00});
-  EXPECT_EQ(encode(NeedDigest{7}, kVersion2), expected);
-  EXPECT_EQ(round_trip(NeedDigest{7}), Message{NeedDigest{7}});
+TEST(WireDigestAtEnd, HoldsLayoutMatchesTheDocument) {
+  Bytes expected =
+      concat(header(0x19, 44), {0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x30, 0x00, 0, 0, 0, 0});
+  const Digest d = a0_to_bf();
+  expected.insert(expected.end(), d.begin(), d.end());
+  const Holds holds{7, 3 << 20, d};
+  EXPECT_EQ(encode(holds, kVersion2), expected);
+  EXPECT_EQ(round_trip(holds), Message{holds});
+}
+
+TEST(WireDigestAtEnd, ContinueLayoutMatchesTheDocument) {
+  const Bytes expected =
+      concat(header(0x1b, 12), {0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x30, 0x00, 0, 0, 0, 0});
+  const Continue next{7, 3 << 20};
+  EXPECT_EQ(encode(next, kVersion2), expected);
+  EXPECT_EQ(round_trip(next), Message{next});
 }
 
 TEST(WireDigestAtEnd, FileAbortLayoutMatchesTheDocument) {
-  const Bytes expected =
-      concat(header(0x1a, 8), {0x07, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00});
+  const Bytes expected = concat(header(0x1a, 8), {0x07, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00});
   EXPECT_EQ(encode(FileAbort{7, AbortReason::Changed}, kVersion2), expected);
   const FileAbort unreadable{7, AbortReason::Unreadable};
   EXPECT_EQ(round_trip(unreadable), Message{unreadable});
@@ -113,10 +124,14 @@ TEST(WireDigestAtEnd, FileAbortRules) {
   shorter.pop_back();
   shorter[8] = 7;
   EXPECT_EQ(decode_error(shorter), DecodeError::LengthMismatch);
-  Bytes need = encode(NeedDigest{7}, kVersion2);
-  need.push_back(0);
-  need[8] = 5;
-  EXPECT_EQ(decode_error(need), DecodeError::LengthMismatch);
+  Bytes holds = encode(Holds{7, 4096, {}}, kVersion2);
+  holds.pop_back();
+  holds[8] = 43;
+  EXPECT_EQ(decode_error(holds), DecodeError::LengthMismatch);
+  Bytes next = encode(Continue{7, 0}, kVersion2);
+  next.push_back(0);
+  next[8] = 13;
+  EXPECT_EQ(decode_error(next), DecodeError::LengthMismatch);
 }
 
 TEST(WireDigestAtEnd, TheExtensionIsEmptyAndMustBeUnderstood) {
@@ -132,10 +147,11 @@ TEST(WireDigestAtEnd, TheExtensionIsEmptyAndMustBeUnderstood) {
 }
 
 TEST(WireDigestAtEnd, VersionOneCarriesNoneOfIt) {
-  EXPECT_TRUE(encode(NeedDigest{7}, kVersion1).empty());
+  EXPECT_TRUE(encode(Holds{7, 1, {}}, kVersion1).empty());
   EXPECT_TRUE(encode(FileAbort{7, AbortReason::Changed}, kVersion1).empty());
-  for (const std::uint8_t type : {std::uint8_t{0x19}, std::uint8_t{0x1a}}) {
-    Bytes b = encode(NeedDigest{7}, kVersion2);
+  EXPECT_TRUE(encode(Continue{7, 0}, kVersion1).empty());
+  for (const std::uint8_t type : {std::uint8_t{0x19}, std::uint8_t{0x1a}, std::uint8_t{0x1b}}) {
+    Bytes b = encode(Continue{7, 0}, kVersion2);
     b[4] = 1;  // version 1
     b[6] = type;
     EXPECT_EQ(decode_error(b), DecodeError::BadType) << int{type};

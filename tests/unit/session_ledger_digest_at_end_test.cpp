@@ -1,0 +1,127 @@
+// The session ledgers' part of the digest at the end (docs/PROTOCOL.md 7.9): Holds and
+// Continue, FileAbort and its Abandoned verdict, and the sender's slots held while their
+// bytes are hashed (the digest in flight).
+
+#include <gtest/gtest.h>
+
+#include "protocol/session_receive_ledger.hpp"
+#include "protocol/session_send_ledger.hpp"
+
+namespace {
+
+using namespace rdmax::proto;
+using RL = SessionReceiveLedger;
+using SL = SessionSendLedger;
+
+constexpr std::uint32_t kSlot = 4096;
+
+Offer flagged(std::uint32_t entry, std::uint64_t size) {
+  Offer o;
+  o.entry = entry;
+  o.size = size;
+  o.path = "f" + std::to_string(entry);
+  o.digest_at_end = true;
+  return o;
+}
+
+TEST(SessionReceiveLedgerDigestAtEnd, HoldsThenContinueAnswersTheEntryAgain) {
+  RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 1, 3 * kSlot}, kSlot, 2);
+  ASSERT_EQ(ledger.offer(flagged(0, 3 * kSlot)), std::nullopt);
+  EXPECT_EQ(ledger.continued(Continue{0, 0}), SessionError::NotHeld) << "no Holds before it";
+  ledger.hold_for_continue(0);
+  EXPECT_EQ(ledger.entry(0)->state, EntryState::Held);
+  EXPECT_TRUE(ledger.wants_data()) << "a held file may still be sent";
+  EXPECT_TRUE(ledger.grant(0));
+  EXPECT_EQ(ledger.accept_chunk({0, 0, 0, kSlot}), SessionError::EntryNotReceiving);
+  EXPECT_EQ(ledger.continued(Continue{1, 0}), SessionError::UnknownEntry);
+  ASSERT_EQ(ledger.continued(Continue{0, 2 * kSlot}), std::nullopt);
+  EXPECT_EQ(ledger.entry(0)->state, EntryState::Offered);
+  EXPECT_EQ(ledger.continued(Continue{0, 0}), SessionError::NotHeld) << "one Continue per Holds";
+  ledger.take(0, 2 * kSlot);  // its answer: Resume from what was held
+  EXPECT_EQ(ledger.accept_chunk({0, 0, 2 * kSlot, kSlot}), std::nullopt);
+}
+
+TEST(SessionReceiveLedgerDigestAtEnd, AnAbortedFileIsDiscardedOnceItsChunksAreStored) {
+  RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 2, 4 * kSlot}, kSlot, 2);
+  ASSERT_EQ(ledger.offer(flagged(0, 3 * kSlot)), std::nullopt);
+  bool dropped = true;
+  EXPECT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}, dropped),
+            SessionError::EntryNotReceiving)
+      << "not before its answer";
+  ledger.take(0);
+  ASSERT_TRUE(ledger.grant(0));
+  ASSERT_EQ(ledger.accept_chunk({0, 0, 0, kSlot}), std::nullopt);
+  ASSERT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}, dropped), std::nullopt);
+  EXPECT_FALSE(dropped);
+  EXPECT_EQ(ledger.entry(0)->state, EntryState::Abandoning);
+  EXPECT_FALSE(ledger.start_discarding(0)) << "a chunk of it is still being stored";
+  EXPECT_EQ(ledger.file_done({0, 3 * kSlot}), SessionError::EntryNotReceiving);
+  (void)ledger.stored(0, 0);
+  EXPECT_TRUE(ledger.start_discarding(0));
+  EXPECT_FALSE(ledger.start_discarding(0)) << "once";
+  ledger.settle(0);
+  EXPECT_FALSE(ledger.abandoned(0)) << "nothing more of it is on its way";
+  EXPECT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}, dropped), SessionError::UnknownEntry);
+}
+
+TEST(SessionReceiveLedgerDigestAtEnd, AnAbortThatCrossesAStorageErrorIsDropped) {
+  RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 1, 3 * kSlot}, kSlot, 2);
+  ASSERT_EQ(ledger.offer(flagged(0, 3 * kSlot)), std::nullopt);
+  ledger.take(0);
+  ledger.settle(0);  // FileVerdict(StorageError) went while it was being received
+  bool dropped = false;
+  EXPECT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}, dropped), std::nullopt);
+  EXPECT_TRUE(dropped);
+}
+
+TEST(SessionSendLedgerDigestAtEnd, AHeldSlotIsNotWrittenAgainAndHoldsTheFileDone) {
+  SL ledger({{EntryKind::File, 2 * kSlot}}, Accept{0x1000, 0, kSlot, 1}, 1);
+  ASSERT_EQ(ledger.next_offer(), 0u);
+  ASSERT_EQ(ledger.taken(0), std::nullopt);
+  ASSERT_EQ(ledger.credit({0, 7}), std::nullopt);
+  const auto first = ledger.next_chunk();
+  ASSERT_TRUE(first.has_value());
+  ledger.hold(first->slot);  // its bytes are being hashed
+  EXPECT_EQ(ledger.completed(first->slot), kSlot);
+  ASSERT_EQ(ledger.credit({0, 8}), std::nullopt);
+  EXPECT_FALSE(ledger.next_chunk_length().has_value()) << "credited, but its bytes are in use";
+  EXPECT_FALSE(ledger.next_chunk().has_value());
+  ledger.release(first->slot);
+  const auto second = ledger.next_chunk();
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->offset, kSlot);
+  ledger.hold(second->slot);
+  EXPECT_EQ(ledger.completed(second->slot), kSlot);
+  EXPECT_FALSE(ledger.next_file_done().has_value()) << "not before its last bytes are hashed";
+  ledger.release(second->slot);
+  EXPECT_EQ(ledger.next_file_done(), 0u);
+}
+
+TEST(SessionSendLedgerDigestAtEnd, HoldsContinueAndAbandon) {
+  SL ledger({{EntryKind::File, 2 * kSlot}, {EntryKind::File, kSlot}}, Accept{0x1000, 0, kSlot, 2},
+            2);
+  ASSERT_EQ(ledger.next_offer(), 0u);
+  ASSERT_EQ(ledger.next_offer(), 1u);
+  EXPECT_EQ(ledger.continued(0), SessionReplyError::AlreadyTaken) << "no Holds before it";
+  ASSERT_EQ(ledger.held(0), std::nullopt);
+  EXPECT_EQ(ledger.taken(0), SessionReplyError::AlreadyTaken) << "its Continue is awaited";
+  ASSERT_EQ(ledger.continued(0), std::nullopt);
+  ASSERT_EQ(ledger.taken(0, kSlot), std::nullopt);  // Resume from what was held
+  ASSERT_EQ(ledger.held(1), std::nullopt);
+  ASSERT_EQ(ledger.abandon(1), std::nullopt);  // its file could not be read for the check
+  EXPECT_EQ(ledger.state(1), EntryState::Abandoning);
+  EXPECT_EQ(ledger.settled(1, true), SessionReplyError::TooEarly) << "never Good";
+  ASSERT_EQ(ledger.settled(1, false), std::nullopt);
+  ASSERT_EQ(ledger.credit({0, 7}), std::nullopt);
+  const auto chunk = ledger.next_chunk();
+  ASSERT_TRUE(chunk.has_value());
+  EXPECT_EQ(chunk->entry, 0u);
+  EXPECT_EQ(chunk->offset, kSlot);
+  ASSERT_EQ(ledger.abandon(0), std::nullopt);  // it changed while it was read
+  EXPECT_EQ(ledger.completed(chunk->slot), kSlot);
+  EXPECT_FALSE(ledger.next_file_done().has_value()) << "an abandoned file has no FileDone";
+  ASSERT_EQ(ledger.settled(0, false), std::nullopt);
+  EXPECT_TRUE(ledger.all_settled());
+}
+
+}  // namespace
