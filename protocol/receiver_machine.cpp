@@ -66,6 +66,9 @@ ReceiverTransition receiver_next(S s, E e) {
       if (e == E::EntryTaken) return {S::InSession, {A::SendTake}};
       if (e == E::EntryResumed) return {S::InSession, {A::SendResume}};
       if (e == E::EntryHave) return {S::InSession, {A::SendHave}};
+      if (e == E::EntryHeld) return {S::InSession, {A::SendHolds}};
+      if (e == E::GotContinue) return {S::InSession, {A::CheckContinue}};
+      if (e == E::GotFileAbort) return {S::InSession, {A::AbandonEntry, A::FinishEntries}};
       if (e == E::EntryRefused) return {S::InSession, {A::SendRefuse}};
       if (e == E::GotChunk) return {S::InSession, {A::StoreChunk}};
       if (e == E::ChunkStored) return {S::InSession, {A::SendCredit, A::FinishEntries}};
@@ -124,6 +127,10 @@ const char* to_string(ReceiverEvent e) {
       return "GotChunk";
     case E::GotFileDone:
       return "GotFileDone";
+    case E::GotContinue:
+      return "GotContinue";
+    case E::GotFileAbort:
+      return "GotFileAbort";
     case E::GotBye:
       return "GotBye";
     case E::GotError:
@@ -148,6 +155,8 @@ const char* to_string(ReceiverEvent e) {
       return "EntryResumed";
     case E::EntryHave:
       return "EntryHave";
+    case E::EntryHeld:
+      return "EntryHeld";
     case E::EntryRefused:
       return "EntryRefused";
     case E::ChunkStored:
@@ -186,6 +195,12 @@ const char* to_string(ReceiverAction a) {
       return "SendResume";
     case A::SendHave:
       return "SendHave";
+    case A::SendHolds:
+      return "SendHolds";
+    case A::CheckContinue:
+      return "CheckContinue";
+    case A::AbandonEntry:
+      return "AbandonEntry";
     case A::SendRefuse:
       return "SendRefuse";
     case A::StoreChunk:

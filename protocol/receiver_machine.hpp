@@ -41,6 +41,8 @@ enum class ReceiverEvent : std::uint8_t {
   GotOffer,
   GotChunk,  // a FileChunk
   GotFileDone,
+  GotContinue,   // the digest at the end (7.9): where a held file continues
+  GotFileAbort,  // the sender abandons a file offered with the digest at the end
   GotBye,
   GotError,
   GotUnexpected,  // a message the sender may not send (Accept, Credit, a Chunk, ...)
@@ -56,6 +58,7 @@ enum class ReceiverEvent : std::uint8_t {
   EntryTaken,    // an offered file is created: Take it
   EntryResumed,  // an offered file continues a kept partial: Resume instead of Take (7.6)
   EntryHave,     // an offered file is in place already: Have, and the entry is settled Good
+  EntryHeld,     // a file offered without its digest: something of it is here (Holds, 7.9)
   EntryRefused,  // an offered entry is refused (name, existing file, size, space, memory)
   ChunkStored,   // one chunk is hashed and written (its slot may be credited back)
   EntrySettled,  // an entry's verdict is known (a directory made, a file committed or not)
@@ -80,6 +83,10 @@ enum class ReceiverAction : std::uint8_t {
                     // window cannot be registered
   SendResume,       // Resume{entry, offset}: the entry is taken from the offset
   SendHave,         // Have{entry, digest}; the entry is settled Good
+  SendHolds,        // Holds{entry, length, digest}: the sender's Continue is awaited (7.9)
+  CheckContinue,    // act on a Continue: Have, a resume or a new file
+                    // -> EntryHave / EntryResumed / EntryTaken / EntryRefused
+  AbandonEntry,     // a FileAbort: the entry is discarded once its chunks are stored
   SendRefuse,       // and forget the entry
   StoreChunk,       // check the chunk, revoke its slot, queue it to be hashed + written:
                     // later ChunkStored (EntrySettled if the write fails); at once

@@ -38,6 +38,8 @@ ExtensionsRead read_extensions(const std::vector<HelloExtension>& extensions,
   for (const auto& e : extensions) {
     if (e.type == kExtensionResume) {
       read.resume_understood = true;
+    } else if (e.type == kExtensionDigestAtEnd && message == "Open") {
+      read.digest_at_end = true;
     } else if (e.type & kExtensionMustUnderstand) {
       read.refusal = Refusal{
           RejectReason::UnsupportedVersion,

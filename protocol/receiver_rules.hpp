@@ -24,6 +24,7 @@ struct Refusal {
 // sender needs understood is refused (UnsupportedVersion); any other unknown one is ignored.
 struct ExtensionsRead {
   bool resume_understood = false;
+  bool digest_at_end = false;  // 7.9: only in an Open (a Hello's is refused)
   std::vector<std::uint16_t> ignored;
   std::optional<Refusal> refusal;
 };

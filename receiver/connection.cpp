@@ -85,6 +85,12 @@ void Connection::perform(Action action, const ReceiverInput& cause) {
       return send_resume(std::get<Input::EntryTaken>(cause.data).entry);
     case Action::SendHave:
       return send_have(std::get<Input::EntryTaken>(cause.data).entry);
+    case Action::SendHolds:
+      return send_holds(std::get<Input::EntryHeld>(cause.data));
+    case Action::CheckContinue:
+      return check_continue(std::get<proto::Continue>(cause.data));
+    case Action::AbandonEntry:
+      return abandon_entry(std::get<proto::FileAbort>(cause.data));
     case Action::SendRefuse:
       return send_refuse(std::get<Input::EntryRefusal>(cause.data));
     case Action::StoreChunk:
@@ -193,6 +199,9 @@ void Connection::send_accept(const ReceiverInput::AcceptedOpen& accepted) {
   if (receiver_proof_) post(proto::Proof{*receiver_proof_});
   open_ = accepted.open;
   resume_understood_ = accepted.resume_understood;
+  digest_at_end_ = std::any_of(
+      open_.extensions.begin(), open_.extensions.end(),
+      [](const proto::HelloExtension& e) { return e.type == proto::kExtensionDigestAtEnd; });
   slot_count_ = accepted.slots;
   context_.window_bytes_in_use += accepted.window_bytes;
   window_charge_ = accepted.window_bytes;
@@ -370,16 +379,30 @@ void Connection::on_message(Inbound inbound) {
     if (state_ != State::Authenticating) return dispatch({Event::GotUnexpected, {}});
     return check_proof(*proof);
   }
-  // The digest at the end (PROTOCOL.md 7.9) is not negotiated by this receiver: it refuses an
-  // Open that asks for it, so a flagged Offer or a FileDone with a digest breaks the rules.
+  // The digest at the end (PROTOCOL.md 7.9) only where the Open asked for it; a FileDone
+  // carries a digest exactly for a file offered without one.
   auto* offer = std::get_if<proto::Offer>(&message);
-  const auto* done = std::get_if<proto::FileDone>(&message);
-  if ((offer != nullptr && offer->digest_at_end) || (done != nullptr && done->digest)) {
-    const char* problem = offer != nullptr ? "an Offer with digest_at_end, never negotiated"
-                                           : "a FileDone with a digest, never negotiated";
+  auto* done = std::get_if<proto::FileDone>(&message);
+  const char* problem = nullptr;
+  if (offer != nullptr && offer->digest_at_end && !digest_at_end_)
+    problem = "an Offer with digest_at_end, never negotiated";
+  if (done != nullptr && state_ == State::InSession) {
+    const SessionEntry* e = session_entry(done->entry);
+    const bool flagged = e != nullptr && e->offer.digest_at_end;
+    if (e != nullptr && flagged != done->digest.has_value())
+      problem = flagged ? "a FileDone without the digest of a file offered without it"
+                        : "a FileDone with a digest for a file offered with one";
+  }
+  if (problem != nullptr) {
     spdlog::warn("[{}] protocol violation: {}", label(), problem);
     return dispatch(
         {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation, problem}});
+  }
+  if (digest_at_end_) {
+    if (auto* next = std::get_if<proto::Continue>(&message))
+      return dispatch({Event::GotContinue, *next});
+    if (auto* abort = std::get_if<proto::FileAbort>(&message))
+      return dispatch({Event::GotFileAbort, *abort});
   }
   if (offer != nullptr) return dispatch({Event::GotOffer, std::move(*offer)});
   if (auto* chunk = std::get_if<proto::FileChunk>(&message))
@@ -387,6 +410,9 @@ void Connection::on_message(Inbound inbound) {
   if (done != nullptr) {
     // Sent before the sender saw the FileVerdict that abandoned its file: nothing to do.
     if (state_ == State::InSession && ledger_.abandoned(done->entry)) return expect_next();
+    // The digest the file is verified against came at its end (7.9).
+    if (SessionEntry* e = session_entry(done->entry); e != nullptr && done->digest)
+      e->offer.digest = *done->digest;
     return dispatch({Event::GotFileDone, *done});
   }
   const bool id = std::holds_alternative<proto::Id>(message);

@@ -95,6 +95,12 @@ struct ReceiverInput {
     std::uint32_t entry;
     proto::VerdictCode code;
   };
+  // The digest at the end (PROTOCOL.md 7.9): what is here of a file offered without its digest.
+  struct EntryHeld {
+    std::uint32_t entry;
+    std::uint64_t length;
+    proto::Digest digest;
+  };
   struct Abort {  // why the receiver ends the connection; SendError sends it
     proto::ErrorCode code;
     std::string text;
@@ -102,7 +108,7 @@ struct ReceiverInput {
   proto::ReceiverEvent event;
   std::variant<std::monostate, AcceptedOpen, Rejection, proto::Offer, proto::FileChunk,
                proto::FileDone, StoredSlot, EntryRefusal, EntryTaken, EntryVerdict, proto::Id,
-               Abort>
+               Abort, EntryHeld, proto::Continue, proto::FileAbort>
       data;
 };
 
@@ -164,6 +170,7 @@ class Connection final : public DriverCore {
     Clock::time_point taken{};  // its Take or Resume: its data began
     bool committing = false;
     bool data_bad = false;  // a bad verdict: nothing is kept for a resume
+    std::optional<proto::Holds> held;  // 7.9: what we said we hold of it
   };
 
   // Actions (receiver/connection.cpp: the connection; connection_entries.cpp: its entries),
@@ -178,6 +185,17 @@ class Connection final : public DriverCore {
   void send_reject(const ReceiverInput& cause);
   void check_offer(const proto::Offer& offer);
   void check_directory(SessionEntry& entry);
+  // Creates the offered file (a new one, a resumed partial, or Have): -> EntryTaken,
+  // EntryResumed, EntryHave or EntryRefused.
+  void create_file(std::uint32_t id, std::optional<IncomingFile::Resume> resume);
+  // A flagged file's partial, if the sender understands Resume: a new one (none continued).
+  IncomingFile::Resume fresh_partial() const;
+  // The digest at the end (PROTOCOL.md 7.9): what is here of a flagged file (-> EntryHeld,
+  // or on to create_file), the Holds, the sender's Continue, and its FileAbort.
+  void look_for_held(std::uint32_t id);
+  void send_holds(const ReceiverInput::EntryHeld& held);
+  void check_continue(const proto::Continue& next);
+  void abandon_entry(const proto::FileAbort& abort);
   void send_take(std::uint32_t entry);
   void send_resume(std::uint32_t entry);
   void take_entry(std::uint32_t entry, std::uint64_t from);
@@ -225,6 +243,7 @@ class Connection final : public DriverCore {
   proto::Open open_{};
   proto::SessionReceiveLedger ledger_;
   bool resume_understood_ = false;      // the Open carried kExtensionResume
+  bool digest_at_end_ = false;          // ... and kExtensionDigestAtEnd (7.9)
   bool data_bad_ = false;               // the sender broke the rules: nothing is kept
   bool shutdown_after_commit_ = false;  // SIGTERM arrived while a file was committed
   std::string secret_;                  // between LookupId and SendSecret; wiped once sent

@@ -9,11 +9,14 @@
 #include <algorithm>
 
 #include "common/error.hpp"
+#include "common/fd.hpp"
+#include "common/merkle.hpp"
 #include "protocol/names.hpp"
 #include "protocol/paths.hpp"
 #include "protocol/receiver_rules.hpp"
 #include "protocol/sizes.hpp"
 #include "receiver/connection.hpp"
+#include "receiver/file_record.hpp"
 #include "receiver/output_tree.hpp"
 
 namespace rdmax::receiver {
@@ -24,6 +27,10 @@ using Input = ReceiverInput;
 // Offer.path is at most 2048 bytes; with a SUBDIR in front it must still leave room in
 // PATH_MAX (4096) for DIR itself.
 constexpr std::size_t kMaxPathBeneathDir = 3072;
+
+// How long a sender may take to hash what we hold of a file before its Continue (PROTOCOL.md
+// 7.9), when that is longer than --timeout: minutes of reading at disk speed.
+constexpr std::chrono::seconds kHeldWait{600};
 
 std::string quoted(const std::string& path) {
   return "'" + proto::escape_for_log(path) + "'";
@@ -39,9 +46,15 @@ void Connection::expect_next() {
   // Our own work (creating, storing, committing) is what the sender waits for: no
   // deadline for it then. Otherwise the sender owes the next message.
   bool own_work = ledger_.storing() > 0;
-  for (const auto& [id, entry] : ledger_.entries())
+  bool held = false;
+  for (const auto& [id, entry] : ledger_.entries()) {
     if (entry.state == proto::EntryState::Offered || entry.verifying) own_work = true;
+    if (entry.state == proto::EntryState::Held) held = true;
+  }
   if (own_work) return expect_own_work("entries to be stored");
+  // The sender hashes what we hold of a file before its Continue (PROTOCOL.md 7.9): a
+  // large file takes a while, so --timeout is not held against it, up to a bound.
+  if (held) return expect("the sender's Continue", std::max<Clock::duration>(context_.options.timeout, kHeldWait));
   expect(ledger_.all_settled() ? "Id or Bye" : "the sender's next entry or chunk",
          context_.options.timeout);
 }
@@ -74,12 +87,30 @@ void Connection::check_offer(const proto::Offer& offer) {
                     "path too long beneath the sender's subdirectory");
   }
   if (offer.kind == proto::EntryKind::Directory) return check_directory(entry);
+  if (!offer.digest_at_end) {
+    if (!resume_understood_) return create_file(id, std::nullopt);
+    return create_file(id, IncomingFile::Resume{context_.partials, offer.digest, o.slot_size, true});
+  }
+  // Without its digest (PROTOCOL.md 7.9): what is here of it is told first (Holds), for a
+  // sender that understands Resume and Have; else it is a new file, and a partial kept for
+  // the path is not continued (the sender did not check it).
+  if (resume_understood_ && offer.size > 0) return look_for_held(id);
+  create_file(id, fresh_partial());
+}
+
+IncomingFile::Resume Connection::fresh_partial() const {
+  if (!resume_understood_) return {};
+  return {context_.partials, {}, context_.options.slot_size, false,
+          PartialStore::Match::Fresh};
+}
+
+void Connection::create_file(std::uint32_t id, std::optional<IncomingFile::Resume> resume) {
+  SessionEntry& entry = *session_entry(id);
   expect_next();
-  entry.file.emplace(context_.pool, context_.dir_fd, entry.offer.path, o.overwrite,
+  entry.file.emplace(context_.pool, context_.dir_fd, entry.offer.path, context_.options.overwrite,
                      open_.digest_algorithm);
-  if (resume_understood_)
-    entry.file->set_resume({context_.partials, offer.digest, o.slot_size, true});
-  entry.file->create(offer.size, context_.space, [this, id](const IncomingFile::Outcome& outcome) {
+  if (resume && resume->partials != nullptr) entry.file->set_resume(*resume);
+  entry.file->create(entry.offer.size, context_.space, [this, id](const IncomingFile::Outcome& outcome) {
     guarded([&] {
       SessionEntry* e = session_entry(id);
       if (state_ != State::InSession || e == nullptr) return;
@@ -107,6 +138,112 @@ void Connection::check_offer(const proto::Offer& offer) {
       }
     });
   });
+}
+
+// Looked for on the directories' queue (in order with them, never on the loop): a regular
+// file of the offered size (unless --overwrite, as for Have), else a kept partial of the
+// path and size, whatever digest it was kept for. The partial's prefix is checked again, and
+// cut below the whole size, when it is opened for the Resume.
+void Connection::look_for_held(std::uint32_t id) {
+  expect_next();
+  const SessionEntry& entry = *session_entry(id);
+  struct Found {
+    std::optional<proto::Holds> held;
+  };
+  auto found = std::make_shared<Found>();
+  const std::string path = entry.offer.path;
+  const std::uint64_t size = entry.offer.size;
+  const int dir_fd = context_.dir_fd;
+  const bool overwrite = context_.options.overwrite;
+  const proto::DigestAlgorithm algorithm = open_.digest_algorithm;
+  PartialStore* partials = context_.partials;
+  const std::uint32_t align = context_.options.slot_size;
+  directories_->post(
+      [=] {
+        try {
+          const auto slash = path.rfind('/');
+          const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+          if (!overwrite) {
+            const Fd parent = open_parent_beneath(dir_fd, path, false);
+            if (auto digest = current_digest(parent.get(), name, size, algorithm)) {
+              found->held = proto::Holds{id, size, *digest};
+              return;
+            }
+          }
+          if (partials == nullptr || algorithm != proto::DigestAlgorithm::FsVeritySha256 ||
+              size <= align)
+            return;
+          auto handle = partials->open({path, size, {}}, align, PartialStore::Match::AnyDigest,
+                                       size - 1);
+          if (!handle || handle->durable_bytes() == 0) return;
+          merkle::TreeFolder folder;
+          folder.add(handle->prefix_nodes());
+          found->held = proto::Holds{id, handle->durable_bytes(),
+                                     merkle::file_digest(handle->durable_bytes(), folder.root())};
+        } catch (const std::exception& e) {
+          // Nothing usable is here (a missing directory, a link on the way, an unreadable
+          // file): the file is sent whole; creating it says what is wrong, if anything.
+          spdlog::debug("nothing held for '{}': {}", proto::escape_for_log(path), e.what());
+        }
+      },
+      [this, id, found] {
+        guarded([&] {
+          if (state_ != State::InSession || session_entry(id) == nullptr) return;
+          if (found->held)
+            return dispatch({Event::EntryHeld,
+                             Input::EntryHeld{id, found->held->length, found->held->digest}});
+          create_file(id, fresh_partial());
+        });
+      });
+}
+
+void Connection::send_holds(const ReceiverInput::EntryHeld& held) {
+  SessionEntry& entry = *session_entry(held.entry);
+  entry.held = proto::Holds{held.entry, held.length, held.digest};
+  ledger_.hold_for_continue(held.entry);
+  spdlog::info("[{}] {} ({}): {} of it is here; asking the sender", label(),
+               quoted(entry.offer.path), proto::format_size(entry.offer.size),
+               held.length == entry.offer.size ? "all" : proto::format_size(held.length));
+  post(*entry.held);
+  expect_next();
+}
+
+void Connection::check_continue(const proto::Continue& next) {
+  if (auto error = ledger_.continued(next)) {
+    return dispatch({Event::ProtocolViolation,
+                     Input::Abort{proto::ErrorCode::ProtocolViolation,
+                                  std::string("bad Continue: ") + proto::to_string(*error)}});
+  }
+  SessionEntry& entry = *session_entry(next.entry);
+  const proto::Holds held = entry.held.value();  // Held implies a Holds went
+  if (next.from == 0) return create_file(next.entry, fresh_partial());
+  if (next.from != held.length) {
+    return dispatch({Event::ProtocolViolation,
+                     Input::Abort{proto::ErrorCode::ProtocolViolation,
+                                  "Continue.from is neither 0 nor what we hold"}});
+  }
+  if (held.length == entry.offer.size) {  // the sender's file is the one here
+    entry.offer.digest = held.digest;
+    return dispatch({Event::EntryHave, Input::EntryTaken{next.entry}});
+  }
+  // Its prefix is ours: the partial continues, checked again and cut to at most `from`.
+  create_file(next.entry, IncomingFile::Resume{context_.partials, {}, context_.options.slot_size,
+                                                false, PartialStore::Match::AnyDigest, next.from});
+}
+
+void Connection::abandon_entry(const proto::FileAbort& abort) {
+  bool dropped = false;
+  if (auto error = ledger_.abort(abort, dropped)) {
+    return dispatch({Event::ProtocolViolation,
+                     Input::Abort{proto::ErrorCode::ProtocolViolation,
+                                  std::string("bad FileAbort: ") + proto::to_string(*error)}});
+  }
+  if (dropped) return;  // its write had failed: the sender has that verdict
+  const SessionEntry* entry = session_entry(abort.entry);
+  spdlog::warn("[{}] the sender abandoned {}: {}", label(),
+               entry ? quoted(entry->offer.path) : "?",
+               abort.reason == proto::AbortReason::Changed ? "it changed while it was read"
+                                                           : "it could not be read");
 }
 
 void Connection::check_directory(SessionEntry& entry) {
@@ -280,6 +417,16 @@ void Connection::finish_entries(const ReceiverInput& cause) {
       ready.push_back(id);
   for (std::uint32_t id : ready)
     if (ledger_.start_verifying(id)) verify_entry(id);
+  // Abandoned by the sender (7.9): discarded once none of its chunks is being stored.
+  std::vector<std::uint32_t> abandoned;
+  for (const auto& [id, entry] : ledger_.entries())
+    if (entry.state == proto::EntryState::Abandoning && entry.storing == 0) abandoned.push_back(id);
+  for (std::uint32_t id : abandoned) {
+    if (ledger_.start_discarding(id)) {
+      if (SessionEntry* e = session_entry(id)) e->data_bad = true;  // nothing kept
+      dispatch({Event::EntrySettled, Input::EntryVerdict{id, proto::VerdictCode::Abandoned}});
+    }
+  }
   expect_next();
 }
 
@@ -330,6 +477,9 @@ void Connection::send_file_verdict(const ReceiverInput::EntryVerdict& verdict) {
   if (entry->offer.kind != proto::EntryKind::File) {
     spdlog::debug("[{}] directory {}: {}", label(), quoted(entry->offer.path),
                   proto::to_string(verdict.code));
+  } else if (verdict.code == proto::VerdictCode::Abandoned) {
+    spdlog::info("[{}] {}: abandoned by the sender, nothing kept", label(),
+                 quoted(entry->offer.path));
   } else {
     const std::uint64_t from = entry->file ? entry->file->resumed_from() : 0;
     log_file_end(entry->offer.path, entry->offer.size - from, entry->offer.size, entry->taken,

@@ -66,18 +66,18 @@ proto::Digest digest_of_file(int fd, std::uint64_t size, proto::DigestAlgorithm 
   return sha256_of_file(fd, size);
 }
 
-bool is_identical_file(int parent_fd, const std::string& name, std::uint64_t size,
-                       proto::DigestAlgorithm algorithm, const proto::Digest& digest_offered) {
+std::optional<proto::Digest> current_digest(int parent_fd, const std::string& name,
+                                            std::uint64_t size, proto::DigestAlgorithm algorithm) {
   // O_NONBLOCK: a FIFO planted under the name must not block the open.
   const Fd fd(::openat(parent_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  if (!fd) return false;  // missing, or a link: the create that follows says what it must
+  if (!fd) return std::nullopt;  // missing, or a link: the create that follows says what it must
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
       static_cast<std::uint64_t>(st.st_size) != size)
-    return false;
+    return std::nullopt;
   const auto record = read_record(fd.get());
   if (record && record->algorithm == algorithm && record_matches(*record, st))
-    return record->digest == digest_offered;
+    return record->digest;
   const Digest digest = digest_of_file(fd.get(), size, algorithm);
   // Recorded only if the file did not change while it was read.
   struct stat after {};
@@ -85,7 +85,13 @@ bool is_identical_file(int parent_fd, const std::string& name, std::uint64_t siz
       after.st_mtim.tv_sec == st.st_mtim.tv_sec && after.st_mtim.tv_nsec == st.st_mtim.tv_nsec)
     (void)write_record(fd.get(), FileRecord{algorithm, digest, size, st.st_mtim.tv_sec,
                                             static_cast<std::uint32_t>(st.st_mtim.tv_nsec)});
-  return digest == digest_offered;
+  return digest;
+}
+
+bool is_identical_file(int parent_fd, const std::string& name, std::uint64_t size,
+                       proto::DigestAlgorithm algorithm, const proto::Digest& digest_offered) {
+  const auto digest = current_digest(parent_fd, name, size, algorithm);
+  return digest && *digest == digest_offered;
 }
 
 }  // namespace rdmax::receiver

@@ -34,6 +34,13 @@ bool write_record(int fd, const FileRecord& record);
 // The digest of the first `size` bytes of the open file, by `algorithm` (one thread).
 [[nodiscard]] proto::Digest digest_of_file(int fd, std::uint64_t size,
                                            proto::DigestAlgorithm algorithm);
+// The digest by `algorithm` of `name` under `parent_fd` if it is a regular file of `size`
+// bytes: by its record while that is current, else by hashing it (and recording what was
+// found, for the next time, if the file did not change meanwhile). None for a missing file,
+// a link, anything but a regular file, or another size.
+[[nodiscard]] std::optional<proto::Digest> current_digest(int parent_fd, const std::string& name,
+                                                          std::uint64_t size,
+                                                          proto::DigestAlgorithm algorithm);
 // Whether `name` under `parent_fd` is a regular file of `size` bytes whose digest by
 // `algorithm` is `digest`: by its record while that is current, else by hashing it (and
 // recording what was found, for the next time, if the file did not change meanwhile). A

@@ -34,6 +34,7 @@ void IncomingFile::create(std::uint64_t size, SpaceReservations& space, Done don
   if (resume_.partials != nullptr && algorithm_ == proto::DigestAlgorithm::FsVeritySha256 &&
       resume_.align > 0 && size > resume_.align)
     progress_.emplace(disk_, *resume_.partials, path_, resume_.digest, resume_.align);
+  if (progress_) progress_->continue_as(resume_.match, resume_.limit);
   auto outcome = std::make_shared<Outcome>();
   disk_.post(
       [this, size, &space, outcome] {

@@ -85,6 +85,9 @@ class IncomingFile {
     proto::Digest digest{};            // the offered digest
     std::uint32_t align = 0;           // where a resumed transfer may start (the slot size)
     bool may_have = false;             // the sender understands Have
+    // The digest at the end (PROTOCOL.md 7.9): which kept partial is continued, up to where.
+    PartialStore::Match match = PartialStore::Match::SameDigest;
+    std::uint64_t limit = UINT64_MAX;
   };
   // Before create().
   void set_resume(const Resume& resume) { resume_ = resume; }

@@ -185,7 +185,8 @@ Fd PartialStore::open_area(bool create) const {
   return area;
 }
 
-std::optional<PartialStore::Handle> PartialStore::open(const Key& key, std::uint32_t align) {
+std::optional<PartialStore::Handle> PartialStore::open(const Key& key, std::uint32_t align,
+                                                       Match match, std::uint64_t limit) {
   Handle h;
   h.store_ = this;
   h.key_ = key;
@@ -212,8 +213,9 @@ std::optional<PartialStore::Handle> PartialStore::open(const Key& key, std::uint
   const auto header = decode(read_small(h.area_.get(), h.hash_ + ".hdr"));
   struct stat data_st {};
   if (::fstat(h.data_.get(), &data_st) != 0) throw_sys("fstat a partial file");
-  if (header && header->path == key.path && header->size == key.size &&
-      header->digest == key.digest && header->durable <= key.size &&
+  const bool digest_ok = match == Match::AnyDigest || (header && header->digest == key.digest);
+  if (match != Match::Fresh && header && header->path == key.path &&
+      header->size == key.size && digest_ok && header->durable <= key.size &&
       header->node_count <= header->durable / merkle::kBlockSize + 1 &&
       static_cast<std::uint64_t>(data_st.st_size) >= header->durable) {
     std::vector<std::uint8_t> raw(static_cast<std::size_t>(header->node_count) * kNodeBytes);
@@ -233,8 +235,9 @@ std::optional<PartialStore::Handle> PartialStore::open(const Key& key, std::uint
     }
     const auto [good, bytes] = verified_prefix(h.data_.get(), nodes, header->durable, key.size);
     nodes.resize(good);
-    h.durable_ = merkle::cut_nodes(nodes, bytes, align);
+    h.durable_ = merkle::cut_nodes(nodes, std::min(bytes, limit), align);
     h.prefix_ = std::move(nodes);
+    h.key_.digest = header->digest;  // the same, or (AnyDigest) the one it was kept for
   }
   // Whatever is not part of the checked prefix goes, and the header says so at once: a
   // later crash must not bring back a prefix that was found bad.

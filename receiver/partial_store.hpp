@@ -51,11 +51,20 @@ class PartialStore {
   PartialStore(const PartialStore&) = delete;
   PartialStore& operator=(const PartialStore&) = delete;
 
-  // The partial for key.path, held for this transfer: its verified prefix when one of the
-  // same size and digest was kept, else a new empty one (any other partial of that path is
-  // removed). nullopt when another transfer holds it. Throws when the area cannot be made
-  // or is not ours (a symbolic link, another owner).
-  std::optional<Handle> open(const Key& key, std::uint32_t align);
+  // Which kept partial of key.path an open() continues.
+  enum class Match : std::uint8_t {
+    SameDigest,  // one of the same size and digest (an offer with its digest)
+    // One of the same size, whatever digest it was kept for; the header keeps that digest
+    // (the digest at the end, PROTOCOL.md 7.9: the sender checks the prefix itself).
+    AnyDigest,
+    Fresh,  // none: start empty (a flagged offer whose sender did not continue it)
+  };
+  // The partial for key.path, held for this transfer: its verified prefix, cut to at most
+  // `limit` bytes, when one kept matches, else a new empty one (any other partial of that
+  // path is removed). nullopt when another transfer holds it. Throws when the area cannot be
+  // made or is not ours (a symbolic link, another owner).
+  std::optional<Handle> open(const Key& key, std::uint32_t align, Match match = Match::SameDigest,
+                             std::uint64_t limit = UINT64_MAX);
   // Deletes the partial (data, nodes, header).
   void remove(Handle&& handle);
 

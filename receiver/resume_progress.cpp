@@ -26,7 +26,7 @@ std::optional<OutputFile> ResumeProgress::open(int parent_fd, const std::string&
     return std::nullopt;  // OutputFile::create reports Exists; the partial stays as it is
   auto handle = [&]() -> std::optional<PartialStore::Handle> {
     try {
-      return partials_.open({path_, size, digest_}, align_);
+      return partials_.open({path_, size, digest_}, align_, match_, limit_);
     } catch (const std::exception& e) {
       spdlog::warn("no partial file for '{}' (it cannot be resumed if interrupted): {}",
                    proto::escape_for_log(path_), e.what());

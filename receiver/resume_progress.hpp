@@ -31,6 +31,11 @@ class ResumeProgress {
       : disk_(disk), partials_(partials), path_(std::move(path)), digest_(digest), align_(align) {}
   ResumeProgress(const ResumeProgress&) = delete;
   ResumeProgress& operator=(const ResumeProgress&) = delete;
+  // Which kept partial open() continues, and at most how much of it (PartialStore::open).
+  void continue_as(PartialStore::Match match, std::uint64_t limit) {
+    match_ = match;
+    limit_ = limit;
+  }
 
   // Disk. Continues (or starts) the partial of the file `name` of `size` bytes under
   // `parent_fd`, unless a file of that name exists and `overwrite` is off: the OutputFile
@@ -79,6 +84,8 @@ class ResumeProgress {
   std::string path_;
   proto::Digest digest_;
   std::uint32_t align_;
+  PartialStore::Match match_ = PartialStore::Match::SameDigest;
+  std::uint64_t limit_ = UINT64_MAX;
   // The disk queue's: the partial, and its verified prefix (handed from the create job to
   // the loop).
   std::optional<PartialStore::Handle> partial_;

@@ -18,7 +18,9 @@ inline constexpr std::array kAllReceiverStates{
 
 inline constexpr std::array kAllReceiverEvents{
     proto::ReceiverEvent::GotOffer,          proto::ReceiverEvent::GotChunk,
-    proto::ReceiverEvent::GotFileDone,       proto::ReceiverEvent::GotBye,
+    proto::ReceiverEvent::GotFileDone,       proto::ReceiverEvent::GotContinue,
+    proto::ReceiverEvent::GotFileAbort,      proto::ReceiverEvent::EntryHeld,
+    proto::ReceiverEvent::GotBye,
     proto::ReceiverEvent::GotError,          proto::ReceiverEvent::GotUnexpected,
     proto::ReceiverEvent::OpenAccepted,      proto::ReceiverEvent::OpenRejected,
     proto::ReceiverEvent::OpenNeedsProof,    proto::ReceiverEvent::IdKnown,

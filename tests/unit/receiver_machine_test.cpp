@@ -79,6 +79,10 @@ const std::vector<Row> kProtocolRows{
     {S::InSession, E::EntryTaken, S::InSession, {A::SendTake}},
     {S::InSession, E::EntryResumed, S::InSession, {A::SendResume}},
     {S::InSession, E::EntryHave, S::InSession, {A::SendHave}},
+    // The digest at the end (PROTOCOL.md 7.9).
+    {S::InSession, E::EntryHeld, S::InSession, {A::SendHolds}},
+    {S::InSession, E::GotContinue, S::InSession, {A::CheckContinue}},
+    {S::InSession, E::GotFileAbort, S::InSession, {A::AbandonEntry, A::FinishEntries}},
     {S::InSession, E::EntryRefused, S::InSession, {A::SendRefuse}},
     {S::InSession, E::GotChunk, S::InSession, {A::StoreChunk}},
     {S::InSession, E::ChunkStored, S::InSession, {A::SendCredit, A::FinishEntries}},
