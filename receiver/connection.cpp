@@ -383,20 +383,20 @@ void Connection::on_message(Inbound inbound) {
   // carries a digest exactly for a file offered without one.
   auto* offer = std::get_if<proto::Offer>(&message);
   auto* done = std::get_if<proto::FileDone>(&message);
-  const char* problem = nullptr;
+  const char* rule_broken = nullptr;
   if (offer != nullptr && offer->digest_at_end && !digest_at_end_)
-    problem = "an Offer with digest_at_end, never negotiated";
+    rule_broken = "an Offer with digest_at_end, never negotiated";
   if (done != nullptr && state_ == State::InSession) {
     const SessionEntry* e = session_entry(done->entry);
     const bool flagged = e != nullptr && e->offer.digest_at_end;
     if (e != nullptr && flagged != done->digest.has_value())
-      problem = flagged ? "a FileDone without the digest of a file offered without it"
-                        : "a FileDone with a digest for a file offered with one";
+      rule_broken = flagged ? "a FileDone without the digest of a file offered without it"
+                            : "a FileDone with a digest for a file offered with one";
   }
-  if (problem != nullptr) {
-    spdlog::warn("[{}] protocol violation: {}", label(), problem);
+  if (rule_broken != nullptr) {
+    spdlog::warn("[{}] protocol violation: {}", label(), rule_broken);
     return dispatch(
-        {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation, problem}});
+        {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation, rule_broken}});
   }
   if (digest_at_end_) {
     if (auto* next = std::get_if<proto::Continue>(&message))

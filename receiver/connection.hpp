@@ -169,7 +169,7 @@ class Connection final : public DriverCore {
     Digest computed{};
     Clock::time_point taken{};  // its Take or Resume: its data began
     bool committing = false;
-    bool data_bad = false;  // a bad verdict: nothing is kept for a resume
+    bool data_bad = false;             // a bad verdict: nothing is kept for a resume
     std::optional<proto::Holds> held;  // 7.9: what we said we hold of it
   };
 

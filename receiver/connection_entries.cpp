@@ -54,7 +54,9 @@ void Connection::expect_next() {
   if (own_work) return expect_own_work("entries to be stored");
   // The sender hashes what we hold of a file before its Continue (PROTOCOL.md 7.9): a
   // large file takes a while, so --timeout is not held against it, up to a bound.
-  if (held) return expect("the sender's Continue", std::max<Clock::duration>(context_.options.timeout, kHeldWait));
+  if (held)
+    return expect("the sender's Continue",
+                  std::max<Clock::duration>(context_.options.timeout, kHeldWait));
   expect(ledger_.all_settled() ? "Id or Bye" : "the sender's next entry or chunk",
          context_.options.timeout);
 }
@@ -89,7 +91,8 @@ void Connection::check_offer(const proto::Offer& offer) {
   if (offer.kind == proto::EntryKind::Directory) return check_directory(entry);
   if (!offer.digest_at_end) {
     if (!resume_understood_) return create_file(id, std::nullopt);
-    return create_file(id, IncomingFile::Resume{context_.partials, offer.digest, o.slot_size, true});
+    return create_file(id,
+                       IncomingFile::Resume{context_.partials, offer.digest, o.slot_size, true});
   }
   // Without its digest (PROTOCOL.md 7.9): what is here of it is told first (Holds), for a
   // sender that understands Resume and Have; else it is a new file, and a partial kept for
@@ -100,8 +103,7 @@ void Connection::check_offer(const proto::Offer& offer) {
 
 IncomingFile::Resume Connection::fresh_partial() const {
   if (!resume_understood_) return {};
-  return {context_.partials, {}, context_.options.slot_size, false,
-          PartialStore::Match::Fresh};
+  return {context_.partials, {}, context_.options.slot_size, false, PartialStore::Match::Fresh};
 }
 
 void Connection::create_file(std::uint32_t id, std::optional<IncomingFile::Resume> resume) {
@@ -109,35 +111,37 @@ void Connection::create_file(std::uint32_t id, std::optional<IncomingFile::Resum
   expect_next();
   entry.file.emplace(context_.pool, context_.dir_fd, entry.offer.path, context_.options.overwrite,
                      open_.digest_algorithm);
-  if (resume && resume->partials != nullptr) entry.file->set_resume(*resume);
-  entry.file->create(entry.offer.size, context_.space, [this, id](const IncomingFile::Outcome& outcome) {
-    guarded([&] {
-      SessionEntry* e = session_entry(id);
-      if (state_ != State::InSession || e == nullptr) return;
-      using Kind = IncomingFile::Outcome::Kind;
-      using R = proto::RejectReason;
-      auto refused = [&](R reason, std::string text) {
-        dispatch({Event::EntryRefused, Input::EntryRefusal{id, reason, std::move(text)}});
-      };
-      switch (outcome.kind) {
-        case Kind::Ok:
-          if (e->file->resumed_from() > 0)
-            return dispatch({Event::EntryResumed, Input::EntryTaken{id}});
-          return dispatch({Event::EntryTaken, Input::EntryTaken{id}});
-        case Kind::Have:
-          return dispatch({Event::EntryHave, Input::EntryTaken{id}});
-        case Kind::Exists:
-          return refused(R::Exists, "a file of that name exists");
-        case Kind::NoSpace:
-          return refused(R::NoSpace, "not enough free space");
-        case Kind::BadPath:
-          return refused(R::BadName, outcome.error);
-        case Kind::Failed:
-          spdlog::error("[{}] cannot create {}: {}", label(), quoted(e->offer.path), outcome.error);
-          return refused(R::Internal, "cannot create the file");
-      }
-    });
-  });
+  if (resume) entry.file->set_resume(*resume);
+  entry.file->create(
+      entry.offer.size, context_.space, [this, id](const IncomingFile::Outcome& outcome) {
+        guarded([&] {
+          SessionEntry* e = session_entry(id);
+          if (state_ != State::InSession || e == nullptr) return;
+          using Kind = IncomingFile::Outcome::Kind;
+          using R = proto::RejectReason;
+          auto refused = [&](R reason, std::string text) {
+            dispatch({Event::EntryRefused, Input::EntryRefusal{id, reason, std::move(text)}});
+          };
+          switch (outcome.kind) {
+            case Kind::Ok:
+              if (e->file->resumed_from() > 0)
+                return dispatch({Event::EntryResumed, Input::EntryTaken{id}});
+              return dispatch({Event::EntryTaken, Input::EntryTaken{id}});
+            case Kind::Have:
+              return dispatch({Event::EntryHave, Input::EntryTaken{id}});
+            case Kind::Exists:
+              return refused(R::Exists, "a file of that name exists");
+            case Kind::NoSpace:
+              return refused(R::NoSpace, "not enough free space");
+            case Kind::BadPath:
+              return refused(R::BadName, outcome.error);
+            case Kind::Failed:
+              spdlog::error("[{}] cannot create {}: {}", label(), quoted(e->offer.path),
+                            outcome.error);
+              return refused(R::Internal, "cannot create the file");
+          }
+        });
+      });
 }
 
 // Looked for on the directories' queue (in order with them, never on the loop): a regular
@@ -173,8 +177,8 @@ void Connection::look_for_held(std::uint32_t id) {
           if (partials == nullptr || algorithm != proto::DigestAlgorithm::FsVeritySha256 ||
               size <= align)
             return;
-          auto handle = partials->open({path, size, {}}, align, PartialStore::Match::AnyDigest,
-                                       size - 1);
+          auto handle =
+              partials->open({path, size, {}}, align, PartialStore::Match::AnyDigest, size - 1);
           if (!handle || handle->durable_bytes() == 0) return;
           merkle::TreeFolder folder;
           folder.add(handle->prefix_nodes());
@@ -190,8 +194,8 @@ void Connection::look_for_held(std::uint32_t id) {
         guarded([&] {
           if (state_ != State::InSession || session_entry(id) == nullptr) return;
           if (found->held)
-            return dispatch({Event::EntryHeld,
-                             Input::EntryHeld{id, found->held->length, found->held->digest}});
+            return dispatch(
+                {Event::EntryHeld, Input::EntryHeld{id, found->held->length, found->held->digest}});
           create_file(id, fresh_partial());
         });
       });
@@ -218,20 +222,29 @@ void Connection::check_continue(const proto::Continue& next) {
   const proto::Holds held = entry.held.value();  // Held implies a Holds went
   if (next.from == 0) return create_file(next.entry, fresh_partial());
   if (next.from != held.length) {
-    return dispatch({Event::ProtocolViolation,
-                     Input::Abort{proto::ErrorCode::ProtocolViolation,
-                                  "Continue.from is neither 0 nor what we hold"}});
+    return dispatch(
+        {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation,
+                                                "Continue.from is neither 0 nor what we hold"}});
   }
   if (held.length == entry.offer.size) {  // the sender's file is the one here
     entry.offer.digest = held.digest;
     return dispatch({Event::EntryHave, Input::EntryTaken{next.entry}});
   }
   // Its prefix is ours: the partial continues, checked again and cut to at most `from`.
-  create_file(next.entry, IncomingFile::Resume{context_.partials, {}, context_.options.slot_size,
-                                                false, PartialStore::Match::AnyDigest, next.from});
+  create_file(next.entry, IncomingFile::Resume{context_.partials,
+                                               {},
+                                               context_.options.slot_size,
+                                               false,
+                                               PartialStore::Match::AnyDigest,
+                                               next.from});
 }
 
 void Connection::abandon_entry(const proto::FileAbort& abort) {
+  if (const SessionEntry* e = session_entry(abort.entry); e != nullptr && !e->offer.digest_at_end) {
+    return dispatch(
+        {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation,
+                                                "FileAbort of a file offered with its digest"}});
+  }
   bool dropped = false;
   if (auto error = ledger_.abort(abort, dropped)) {
     return dispatch({Event::ProtocolViolation,
@@ -240,8 +253,7 @@ void Connection::abandon_entry(const proto::FileAbort& abort) {
   }
   if (dropped) return;  // its write had failed: the sender has that verdict
   const SessionEntry* entry = session_entry(abort.entry);
-  spdlog::warn("[{}] the sender abandoned {}: {}", label(),
-               entry ? quoted(entry->offer.path) : "?",
+  spdlog::warn("[{}] the sender abandoned {}: {}", label(), entry ? quoted(entry->offer.path) : "?",
                abort.reason == proto::AbortReason::Changed ? "it changed while it was read"
                                                            : "it could not be read");
 }

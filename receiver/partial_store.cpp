@@ -214,8 +214,8 @@ std::optional<PartialStore::Handle> PartialStore::open(const Key& key, std::uint
   struct stat data_st {};
   if (::fstat(h.data_.get(), &data_st) != 0) throw_sys("fstat a partial file");
   const bool digest_ok = match == Match::AnyDigest || (header && header->digest == key.digest);
-  if (match != Match::Fresh && header && header->path == key.path &&
-      header->size == key.size && digest_ok && header->durable <= key.size &&
+  if (match != Match::Fresh && header && header->path == key.path && header->size == key.size &&
+      digest_ok && header->durable <= key.size &&
       header->node_count <= header->durable / merkle::kBlockSize + 1 &&
       static_cast<std::uint64_t>(data_st.st_size) >= header->durable) {
     std::vector<std::uint8_t> raw(static_cast<std::size_t>(header->node_count) * kNodeBytes);

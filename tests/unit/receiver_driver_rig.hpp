@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -90,8 +91,11 @@ struct Rig {
   std::string name = "f.bin";
   std::uint16_t version = proto::kVersion1;
   std::uint32_t keepalive_ms = 0;
-  std::optional<Digest> digest;         // what the Hello (or an Offer) announces, if not the file's
-  bool resume = false;                  // the Hello or Open carries kExtensionResume
+  std::optional<Digest> digest;  // what the Hello (or an Offer) announces, if not the file's
+  bool resume = false;           // the Hello or Open carries kExtensionResume
+  // The Open carries kExtensionDigestAtEnd, and the entries are offered without their digest
+  // (flagged(i)), which their FileDones (file_done) then carry (PROTOCOL.md 7.9).
+  bool digest_at_end = false;
   std::uint64_t extra_total_bytes = 0;  // the Open announces this much more than the entries
   proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::WholeFileSha256;
   // A session's entries: a file of two chunks and one of a part of a chunk.
@@ -153,8 +157,22 @@ struct Rig {
     for (const auto& e : entries) total += e.bytes.size();
     proto::Open o{algorithm, keepalive_ms, 0, static_cast<std::uint32_t>(entries.size()), total};
     if (resume) o.extensions.push_back({proto::kExtensionResume, {}});
+    if (digest_at_end) o.extensions.push_back({proto::kExtensionDigestAtEnd, {}});
     return o;
   }
+  proto::Offer flagged(std::uint32_t i) {
+    proto::Offer o = offer(i);
+    o.digest = {};
+    o.digest_at_end = true;
+    offered_flagged.insert(i);
+    return o;
+  }
+  std::set<std::uint32_t> offered_flagged;  // their FileDones carry the digest
+  proto::Digest digest_of(const std::vector<std::uint8_t>& data) const {
+    return algorithm == proto::DigestAlgorithm::FsVeritySha256 ? merkle::digest_of(data)
+                                                               : sha256_of(data);
+  }
+  proto::Digest digest_of_entry(std::uint32_t i) const { return digest_of(entries.at(i).bytes); }
   proto::Offer offer(std::uint32_t i) const {
     const SessionFile& e = entries.at(i);
     const bool file = e.kind == proto::EntryKind::File;
@@ -182,7 +200,11 @@ struct Rig {
     peer(proto::FileChunk{i, slot, offset, length});
     return landed;
   }
-  void file_done(std::uint32_t i) { peer(proto::FileDone{i, entries.at(i).bytes.size()}); }
+  void file_done(std::uint32_t i) {
+    proto::FileDone done{i, entries.at(i).bytes.size()};
+    if (offered_flagged.contains(i)) done.digest = digest.value_or(digest_of_entry(i));
+    peer(done);
+  }
   template <typename M>
   std::size_t sent_count() const {
     return h.transport.sent_of<M>().size();
@@ -495,5 +517,26 @@ struct Rig {
 };
 
 using Step = void (*)(Rig&);
+
+inline void write_bytes(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes) {
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
+}
+
+// A partial of `path` holding the first `kept` bytes of `bytes`, kept for the offer of
+// `bytes` with `digest` (its fs-verity digest by default), as an interrupted transfer leaves.
+inline void keep_partial(Rig& r, const std::string& path, const std::vector<std::uint8_t>& bytes,
+                         std::uint32_t kept, std::optional<proto::Digest> digest = std::nullopt) {
+  if (!r.partials) r.partials.emplace(r.h.dir.fd(), receiver::PartialStore::Limits{});
+  r.h.context.partials = &*r.partials;
+  auto handle =
+      r.partials->open({path, bytes.size(), digest.value_or(merkle::digest_of(bytes))}, kSlot);
+  ASSERT_TRUE(handle.has_value());
+  ASSERT_EQ(::pwrite(handle->fd(), bytes.data(), kept, 0), static_cast<ssize_t>(kept));
+  std::vector<merkle::Node> nodes;
+  merkle::BlockHasher().nodes(0, std::span(bytes).first(kept), nodes);
+  handle->checkpoint(kept, nodes);
+}
 
 }  // namespace rdmax::test::receiver_rig

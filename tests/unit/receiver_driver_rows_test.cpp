@@ -53,26 +53,6 @@ std::string row_name(const ::testing::TestParamInfo<Row>& info) {
 
 // ---- The protocol's rows ----
 
-void write_bytes(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes) {
-  std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(bytes.data()),
-             static_cast<std::streamsize>(bytes.size()));
-}
-
-// Leaves a partial of `path` holding its first `kept` bytes, durable, as an interrupted
-// transfer would; the rig's receiver uses the same store.
-void keep_partial(Rig& r, const std::string& path, const std::vector<std::uint8_t>& bytes,
-                  std::uint32_t kept) {
-  r.partials.emplace(r.h.dir.fd(), receiver::PartialStore::Limits{});
-  r.h.context.partials = &*r.partials;
-  auto handle = r.partials->open({path, bytes.size(), merkle::digest_of(bytes)}, kSlot);
-  ASSERT_TRUE(handle.has_value());
-  ASSERT_EQ(::pwrite(handle->fd(), bytes.data(), kept, 0), static_cast<ssize_t>(kept));
-  std::vector<merkle::Node> nodes;
-  merkle::BlockHasher().nodes(0, std::span(bytes).first(kept), nodes);
-  handle->checkpoint(kept, nodes);
-}
-
 // The Hello flow's rows (PROTOCOL.md 4): a version-1 sender, one file of two chunks, a
 // window of two slots. Where the connection ends after the answer (a Reject, a Verdict other
 // than Good) the edge gives the driver a Bye at the next poll.
@@ -365,6 +345,59 @@ std::vector<Row> session_rows() {
          EXPECT_EQ(r.h.transport.sent_of<proto::Have>().at(0).digest,
                    sha256_of(r.entries[0].bytes));
          EXPECT_EQ(open_files_under(r.h.dir.path()), 0u);  // no temporary was made
+       }},
+      // The digest at the end (PROTOCOL.md 7.9): a file of the offered size is here: Holds.
+      {{S::InSession, E::EntryHeld, ""},
+       [](Rig& r) {
+         r.resume = true;
+         r.digest_at_end = true;
+         write_bytes(r.h.dir.path() / "a.bin", random_bytes(r.entries[0].bytes.size(), 77));
+         r.in_session();
+         r.peer(r.flagged(0));
+       },
+       [](Rig& r) { EXPECT_TRUE(r.settle_until_sent(T::Holds)); },
+       {S::InSession, {{T::Holds}}, File::Any},
+       [](Rig& r) {
+         const proto::Holds holds = r.h.transport.sent_of<proto::Holds>().at(0);
+         EXPECT_EQ(holds.length, r.entries[0].bytes.size());
+         const std::string here = read_file(r.h.dir.path() / "a.bin");
+         EXPECT_EQ(holds.digest, r.digest_of(std::vector<std::uint8_t>(here.begin(), here.end())));
+         EXPECT_EQ(open_files_under(r.h.dir.path()), 0u);  // no temporary was made
+       }},
+      // ...and the sender's file is the same: Have.
+      {{S::InSession, E::GotContinue, ""},
+       [](Rig& r) {
+         r.resume = true;
+         r.digest_at_end = true;
+         write_bytes(r.h.dir.path() / "a.bin", r.entries[0].bytes);
+         r.in_session();
+         r.peer(r.flagged(0));
+         ASSERT_TRUE(r.settle_until_sent(T::Holds));
+       },
+       [](Rig& r) { r.peer(proto::Continue{0, r.entries[0].bytes.size()}); },
+       {S::InSession, {{T::Have}}, File::Any},
+       [](Rig& r) {
+         EXPECT_EQ(r.h.transport.sent_of<proto::Have>().at(0).digest, r.digest_of_entry(0));
+         const auto& sent = r.entries[0].bytes;
+         EXPECT_EQ(read_file(r.h.dir.path() / "a.bin"), std::string(sent.begin(), sent.end()));
+       }},
+      // A file taken without its digest, abandoned by the sender: nothing of it is kept.
+      {{S::InSession, E::GotFileAbort, ""},
+       [](Rig& r) {
+         r.resume = true;
+         r.digest_at_end = true;
+         r.in_session();
+         r.peer(r.flagged(0));
+         ASSERT_TRUE(r.settle_until_sent(T::Take));
+         ASSERT_TRUE(r.file_chunk(0, 0, kSlot, 0));
+         ASSERT_TRUE(r.settle_idle());
+       },
+       [](Rig& r) { r.peer(proto::FileAbort{0, proto::AbortReason::Changed}); },
+       {S::InSession, {file_verdict(V::Abandoned)}},
+       [](Rig& r) {
+         EXPECT_TRUE(r.settle_idle());
+         EXPECT_FALSE(std::filesystem::exists(r.h.dir.path() / "a.bin"));
+         EXPECT_EQ(open_files_under(r.h.dir.path()), 0u) << "no temporary, no partial";
        }},
       // ...or its first chunk is kept as a partial of the same digest: taken from there.
       {{S::InSession, E::EntryResumed, ""},
@@ -806,6 +839,7 @@ struct Misplaced {
   E event;
   proto::Message message;
   bool session = false;  // AwaitId after a session (Id denied once)
+  bool digest_at_end = false;  // the session's Open asked for the digest at the end (7.9)
 };
 
 std::ostream& operator<<(std::ostream& out, const Misplaced& m) {
@@ -841,6 +875,12 @@ std::vector<Misplaced> misplaced_messages() {
       {"FileAbort", E::GotUnexpected, proto::FileAbort{0, proto::AbortReason::Changed}},
       {"Continue", E::GotUnexpected, proto::Continue{0, 0}},
   };
+  // Continue and FileAbort are the session's own only where its Open asked for the digest at
+  // the end (7.9): out of place after a denied id.
+  const std::vector<std::tuple<std::string, E, proto::Message>> digest_at_end{
+      {"Continue", E::GotContinue, proto::Continue{0, 0}},
+      {"FileAbort", E::GotFileAbort, proto::FileAbort{0, proto::AbortReason::Changed}},
+  };
   // A Hello first is the Hello flow (the rows above); in a session Offer, FileChunk and
   // FileDone are its own, and Id and Bye legal once every entry is settled (a
   // ProtocolViolation before: see the rows); after a denied id, Id and Bye.
@@ -853,6 +893,8 @@ std::vector<Misplaced> misplaced_messages() {
   for (S s : {S::AwaitOpen, S::Authenticating, S::InSession, S::AwaitId})
     for (const auto& [name, event, message] : messages)
       if (!legal.contains({s, name})) out.push_back({s, name, event, message, s == S::AwaitId});
+  for (const auto& [name, event, message] : digest_at_end)
+    out.push_back({S::AwaitId, name + "WithTheDigestAtEnd", event, message, true, true});
   return out;
 }
 
@@ -866,6 +908,7 @@ class ReceiverDriverIllegal : public ::testing::TestWithParam<Misplaced> {
 TEST_P(ReceiverDriverIllegal, IsAProtocolViolation) {
   const Misplaced& m = GetParam();
   r.version = proto::kVersion2;  // Working exists only in version 2
+  r.digest_at_end = m.digest_at_end;
   r.reach(m.state);
   ASSERT_FALSE(HasFatalFailure());
   const std::size_t sent = r.h.transport.sent.size();
@@ -922,9 +965,12 @@ std::vector<Unreachable> unreachable_rows() {
       "runs authenticated)");
   add({S::Authenticating}, {E::IdKnown, E::IdUnknown, E::IdAttemptsExhausted},
       "only an Id in InSession or AwaitId raises them");
+  add({S::AwaitOpen, S::Authenticating}, {E::GotContinue, E::GotFileAbort},
+      "a Continue or a FileAbort is the session's own only once an Open that asked for the "
+      "digest at the end was accepted: before that it is GotUnexpected (misplaced, above)");
   add({S::AwaitOpen, S::AwaitId, S::Authenticating},
-      {E::EntryTaken, E::EntryResumed, E::EntryHave, E::EntryRefused, E::ChunkStored,
-       E::EntrySettled},
+      {E::EntryTaken, E::EntryResumed, E::EntryHave, E::EntryHeld, E::EntryRefused,
+       E::ChunkStored, E::EntrySettled},
       "only the entries' checks, stores and commits raise them, and their callbacks return "
       "unless the connection is InSession with the entry in flight: there is none before the "
       "Open, and every entry is settled before an Id is looked up");
@@ -965,10 +1011,11 @@ TEST(ReceiverDriverCoverage, EveryPairOfAnOpenStateIsDrivenOrExplained) {
   for (S s : {S::AwaitOpen, S::Authenticating, S::InSession, S::AwaitId})
     for (E e : kAllReceiverEvents)
       EXPECT_TRUE(seen.contains({s, e})) << proto::to_string(s) << " + " << proto::to_string(e);
-  // 4 open states, 24 events.
-  EXPECT_EQ(seen.size(), 4u * 24u);
-  // Open results 4 + 3, Id results 3 + 1 + 3, entry results 18.
-  EXPECT_EQ(unreachable_rows().size(), 7u + 7u + 18u);
+  // 4 open states, 27 events.
+  EXPECT_EQ(seen.size(), 4u * 27u);
+  // Open results 4 + 3, Id results 3 + 1 + 3, entry results 21, Continue and FileAbort
+  // before the Accept 4.
+  EXPECT_EQ(unreachable_rows().size(), 7u + 7u + 21u + 4u);
 }
 
 TEST(ReceiverDriverCoverage, NoDeadlineWhileTheDiskWorks) {

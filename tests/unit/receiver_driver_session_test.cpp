@@ -352,22 +352,20 @@ TEST(ReceiverSession, AFileWhoseWriteFailsIsSettledAtOnceAndTheSessionGoesOn) {
   r.expect_entry_final(1);
 }
 
-// The digest at the end (PROTOCOL.md 7.9) is specified but not yet spoken by this receiver:
-// an Open that asks for it is refused like any must-understand extension, before anything is
-// granted, and on a session without it a flagged Offer, a FileDone with a digest, a Continue
-// and a FileAbort are each the sender's protocol violation.
-TEST(ReceiverSession, AnOpenAskingForTheDigestAtTheEndIsRefusedUnsupported) {
+// The digest at the end (PROTOCOL.md 7.9) only where the Open asked for it: without it a
+// flagged Offer, a FileDone with a digest, a Continue and a FileAbort are each the sender's
+// protocol violation; a Hello cannot ask for it.
+TEST(ReceiverSession, AHelloAskingForTheDigestAtTheEndIsRefusedUnsupported) {
   Rig r;
   r.version = proto::kVersion2;
   r.h.start();
-  proto::Open open = r.open();
-  open.extensions.push_back({proto::kExtensionDigestAtEnd, {}});
-  r.peer(open);
+  proto::Hello hello = r.hello();
+  hello.extensions.push_back({proto::kExtensionDigestAtEnd, {}});
+  r.peer(hello);
   ASSERT_EQ(r.h.transport.sent_of<proto::Reject>().size(), 1u);
   EXPECT_EQ(r.h.transport.sent_of<proto::Reject>()[0].reason, R::UnsupportedVersion);
   EXPECT_NE(r.h.transport.sent_of<proto::Reject>()[0].text.find("8003"), std::string::npos);
-  EXPECT_TRUE(r.h.transport.sent_of<proto::Accept>().empty());
-  EXPECT_TRUE(r.h.transport.regions.empty()) << "no memory for a refused Open";
+  EXPECT_TRUE(r.h.transport.regions.empty()) << "no memory for a refused Hello";
 }
 
 TEST(ReceiverSession, TheDigestAtTheEndsMessagesWithoutItAreViolations) {

@@ -1,0 +1,200 @@
+// The receiver's side of the digest at the end (docs/PROTOCOL.md 7.9), driven message by
+// message through the fake transport: a file offered without its digest and verified
+// against the one its FileDone brings; what is here of it told first (Holds) and the
+// sender's Continue acted on (Have, a Resume of a kept partial, a new file, Exists); a
+// FileAbort, after a Take or instead of a Continue; and the rules a sender can break.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "receiver_driver_rig.hpp"
+
+namespace rdmax::test::receiver_rig {
+namespace {
+
+using V = proto::VerdictCode;
+using R = proto::RejectReason;
+
+// A session whose Open asks for the digest at the end (and Resume/Have: `resume`), fs-verity.
+void flagged_session(Rig& r, bool resume = true) {
+  r.resume = resume;
+  r.digest_at_end = true;
+  r.algorithm = proto::DigestAlgorithm::FsVeritySha256;
+  r.in_session();
+}
+
+// Sends every chunk of entry i (two slots, credited in turn) and its FileDone.
+void send_all(Rig& r, std::uint32_t i, std::uint64_t from = 0) {
+  const auto& bytes = r.entries.at(i).bytes;
+  std::uint32_t slot = 0;
+  for (std::uint64_t at = from; at < bytes.size(); at += kSlot) {
+    const auto length =
+        static_cast<std::uint32_t>(std::min<std::uint64_t>(kSlot, bytes.size() - at));
+    ASSERT_TRUE(r.file_chunk(i, at, length, slot));
+    ASSERT_TRUE(r.settle_idle());
+    slot ^= 1;
+  }
+  r.file_done(i);
+}
+
+TEST(ReceiverDigestAtEnd, AFileOfferedWithoutItsDigestIsVerifiedByTheOneThatEndsIt) {
+  Rig r;
+  flagged_session(r, false);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.peer(r.flagged(0));
+  ASSERT_TRUE(r.settle_until_sent(T::Take));
+  send_all(r, 0);
+  ASSERT_TRUE(r.settle_until_sent(T::FileVerdict));
+  EXPECT_EQ(r.verdict_of(0).value().code, V::Good);
+  EXPECT_EQ(r.verdict_of(0).value().received_digest, r.digest_of_entry(0));
+  r.expect_entry_final(0);
+}
+
+TEST(ReceiverDigestAtEnd, AWrongDigestAtTheEndIsAHashMismatchAndNothingIsKept) {
+  Rig r;
+  flagged_session(r);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.digest = proto::Digest{};  // what the FileDone will say
+  r.peer(r.flagged(0));
+  ASSERT_TRUE(r.settle_until_sent(T::Take));
+  send_all(r, 0);
+  ASSERT_TRUE(r.settle_until_sent(T::FileVerdict));
+  EXPECT_EQ(r.verdict_of(0).value().code, V::HashMismatch);
+  ASSERT_TRUE(r.settle_idle());
+  EXPECT_FALSE(std::filesystem::exists(r.h.dir.path() / "a.bin"));
+  EXPECT_EQ(open_files_under(r.h.dir.path()), 0u);
+}
+
+TEST(ReceiverDigestAtEnd, TheFileDoneMustCarryTheDigestExactlyForAFlaggedFile) {
+  for (const bool flagged : {true, false}) {
+    SCOPED_TRACE(flagged);
+    Rig r;
+    flagged_session(r, false);
+    ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    r.peer(flagged ? r.flagged(0) : r.offer(0));
+    ASSERT_TRUE(r.settle_until_sent(T::Take));
+    ASSERT_TRUE(r.file_chunk(0, 0, kSlot, 0));
+    ASSERT_TRUE(r.file_chunk(0, kSlot, kSlot, 1));
+    ASSERT_TRUE(r.settle_idle());
+    const std::size_t sent = r.h.transport.sent.size();
+    proto::FileDone done{0, r.entries[0].bytes.size()};
+    if (!flagged) done.digest = r.digest_of_entry(0);  // the wrong way round
+    r.peer(done);
+    r.check({S::Closing, {error(ErrorCode::ProtocolViolation)}, File::None, End::Disconnects},
+            sent);
+  }
+}
+
+TEST(ReceiverDigestAtEnd, AFileOfTheSameSizeHereIsToldAndContinueDecides) {
+  for (const bool same : {true, false}) {
+    SCOPED_TRACE(same);
+    Rig r;
+    const auto here = same ? r.entries[0].bytes : random_bytes(r.entries[0].bytes.size(), 99);
+    write_bytes(r.h.dir.path() / "a.bin", here);
+    flagged_session(r);
+    ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    r.peer(r.flagged(0));
+    ASSERT_TRUE(r.settle_until_sent(T::Holds));
+    const proto::Holds holds = r.h.transport.sent_of<proto::Holds>().at(0);
+    EXPECT_EQ(holds, (proto::Holds{0, here.size(), r.digest_of(here)}));
+    // The sender compares with its own file's digest and says where it continues.
+    r.peer(proto::Continue{0, holds.digest == r.digest_of_entry(0) ? holds.length : 0});
+    if (same) {
+      ASSERT_TRUE(r.settle_until_sent(T::Have));
+    } else {
+      ASSERT_TRUE(r.settle_until_sent(T::Refuse));  // it may not replace the file here
+      EXPECT_EQ(r.h.transport.sent_of<proto::Refuse>().at(0).reason, R::Exists);
+    }
+    const std::string kept = read_file(r.h.dir.path() / "a.bin");
+    EXPECT_EQ(kept, std::string(here.begin(), here.end())) << "the file here is untouched";
+    EXPECT_EQ(r.h.state(), S::InSession);
+  }
+}
+
+TEST(ReceiverDigestAtEnd, AKeptPartialIsToldByItsPrefixDigestAndResumed) {
+  Rig r;
+  r.entries[0].bytes = random_bytes(4 * kSlot, 5);
+  // An earlier transfer (with or without its digest) kept three chunks of it.
+  keep_partial(r, "a.bin", r.entries[0].bytes, 3 * kSlot, proto::Digest{});
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  flagged_session(r);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.peer(r.flagged(0));
+  ASSERT_TRUE(r.settle_until_sent(T::Holds));
+  const proto::Holds holds = r.h.transport.sent_of<proto::Holds>().at(0);
+  EXPECT_EQ(holds.length, 3u * kSlot);
+  const std::vector<std::uint8_t> prefix(r.entries[0].bytes.begin(),
+                                         r.entries[0].bytes.begin() + 3 * kSlot);
+  EXPECT_EQ(holds.digest, merkle::digest_of(prefix)) << "the digest of the prefix as a file";
+  r.peer(proto::Continue{0, holds.length});
+  ASSERT_TRUE(r.settle_until_sent(T::Resume));
+  EXPECT_EQ(r.h.transport.sent_of<proto::Resume>().at(0), (proto::Resume{0, 3u * kSlot}));
+  send_all(r, 0, 3 * kSlot);
+  ASSERT_TRUE(r.settle_until_sent(T::FileVerdict));
+  EXPECT_EQ(r.verdict_of(0).value().code, V::Good);
+  r.expect_entry_final(0);
+}
+
+TEST(ReceiverDigestAtEnd, AContinueFromZeroStartsAFreshFileAndDropsThePartial) {
+  Rig r;
+  r.entries[0].bytes = random_bytes(4 * kSlot, 6);
+  keep_partial(r, "a.bin", random_bytes(4 * kSlot, 7), 2 * kSlot, proto::Digest{});
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  flagged_session(r);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.peer(r.flagged(0));
+  ASSERT_TRUE(r.settle_until_sent(T::Holds));
+  r.peer(proto::Continue{0, 0});  // another file's prefix: sent whole
+  ASSERT_TRUE(r.settle_until_sent(T::Take));
+  EXPECT_TRUE(r.h.transport.sent_of<proto::Resume>().empty());
+  send_all(r, 0);
+  ASSERT_TRUE(r.settle_until_sent(T::FileVerdict));
+  EXPECT_EQ(r.verdict_of(0).value().code, V::Good);
+  r.expect_entry_final(0);
+}
+
+TEST(ReceiverDigestAtEnd, AContinueFromAnywhereElseIsAViolation) {
+  Rig r;
+  write_bytes(r.h.dir.path() / "a.bin", r.entries[0].bytes);
+  flagged_session(r);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.peer(r.flagged(0));
+  ASSERT_TRUE(r.settle_until_sent(T::Holds));
+  const std::size_t sent = r.h.transport.sent.size();
+  r.peer(proto::Continue{0, kSlot});
+  r.check({S::Closing, {error(ErrorCode::ProtocolViolation)}, File::Any, End::Disconnects}, sent);
+}
+
+TEST(ReceiverDigestAtEnd, AFileAbortInsteadOfAContinueLeavesWhatIsHereAlone) {
+  Rig r;
+  const auto here = random_bytes(r.entries[0].bytes.size(), 12);
+  write_bytes(r.h.dir.path() / "a.bin", here);
+  flagged_session(r);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.peer(r.flagged(0));
+  ASSERT_TRUE(r.settle_until_sent(T::Holds));
+  r.peer(proto::FileAbort{0, proto::AbortReason::Unreadable});
+  ASSERT_TRUE(r.settle_until_sent(T::FileVerdict));
+  EXPECT_EQ(r.verdict_of(0).value().code, V::Abandoned);
+  EXPECT_EQ(r.verdict_of(0).value().received_digest, proto::Digest{});
+  EXPECT_EQ(read_file(r.h.dir.path() / "a.bin"), std::string(here.begin(), here.end()));
+  // The session goes on: the next entry is taken.
+  r.peer(r.flagged(1));
+  ASSERT_TRUE(r.settle_until_sent(T::Take));
+  EXPECT_EQ(r.h.state(), S::InSession);
+}
+
+TEST(ReceiverDigestAtEnd, OnlyAFlaggedFileMayBeAbandoned) {
+  Rig r;
+  flagged_session(r, false);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.peer(r.offer(0));  // with its digest
+  ASSERT_TRUE(r.settle_until_sent(T::Take));
+  const std::size_t sent = r.h.transport.sent.size();
+  r.peer(proto::FileAbort{0, proto::AbortReason::Changed});
+  r.check({S::Closing, {error(ErrorCode::ProtocolViolation)}, File::None, End::Disconnects}, sent);
+}
+
+}  // namespace
+}  // namespace rdmax::test::receiver_rig
