@@ -30,7 +30,8 @@ using SegmentHasher =
                        std::vector<std::uint8_t>& scratch, std::vector<merkle::Node>& out)>;
 
 Digest parallel_digest(std::uint64_t size, unsigned threads, const SegmentHasher& hash_segment,
-                       const HashProgress& progress) {
+                       const HashProgress& progress,
+                       std::vector<merkle::Node>* all_nodes = nullptr) {
   if (threads == 0) throw std::invalid_argument("hashing needs at least one thread");
   const std::uint64_t segments = (size + kSegmentBytes - 1) / kSegmentBytes;
   const std::size_t window = static_cast<std::size_t>(threads) * kSegmentsAhead;
@@ -111,6 +112,7 @@ Digest parallel_digest(std::uint64_t size, unsigned threads, const SegmentHasher
     changed.notify_all();
     if (error) std::rethrow_exception(error);
     folder.add(nodes);
+    if (all_nodes != nullptr) all_nodes->insert(all_nodes->end(), nodes.begin(), nodes.end());
     if (progress) progress(std::min(size, (index + 1) * kSegmentBytes));
   }
   return merkle::file_digest(size, folder.root());
@@ -157,6 +159,12 @@ Digest fsverity_digest_of_mapping(std::span<const std::uint8_t> mapping, unsigne
 
 Digest fsverity_digest_of_file(int fd, std::uint64_t size, unsigned threads,
                                const HashProgress& progress) {
+  std::vector<merkle::Node>* no_nodes = nullptr;
+  return fsverity_digest_of_file(fd, size, threads, no_nodes, progress);
+}
+
+Digest fsverity_digest_of_file(int fd, std::uint64_t size, unsigned threads,
+                               std::vector<merkle::Node>* nodes, const HashProgress& progress) {
   // Advisory only (doubles the readahead window); failure changes nothing but speed.
   (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   auto hash_segment = [fd, size](std::uint64_t offset, std::size_t length,
@@ -179,7 +187,7 @@ Digest fsverity_digest_of_file(int fd, std::uint64_t size, unsigned threads,
     }
     hasher.nodes(offset, std::span<const std::uint8_t>(scratch.data(), length), out);
   };
-  return parallel_digest(size, threads, hash_segment, progress);
+  return parallel_digest(size, threads, hash_segment, progress, nodes);
 }
 
 }  // namespace rdmax

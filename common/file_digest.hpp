@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <vector>
 
+#include "common/merkle.hpp"
 #include "common/sha256.hpp"
 #include "protocol/wire.hpp"
 
@@ -34,5 +36,10 @@ Digest fsverity_digest_of_mapping(std::span<const std::uint8_t> mapping, unsigne
 // offset), for files that cannot be mapped. Throws if the file is shorter than `size`.
 Digest fsverity_digest_of_file(int fd, std::uint64_t size, unsigned threads,
                                const HashProgress& progress = {});
+// The same, and the tree nodes of those bytes in file order (common/merkle.hpp), appended to
+// `nodes` when it is given: what a tree over a longer file continues from (the sender's
+// check of a prefix the receiver holds, docs/PROTOCOL.md 7.9).
+Digest fsverity_digest_of_file(int fd, std::uint64_t size, unsigned threads,
+                               std::vector<merkle::Node>* nodes, const HashProgress& progress = {});
 
 }  // namespace rdmax

@@ -74,7 +74,7 @@ SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
       break;
     case S::InSession:
       if (e == E::GotCredit || e == E::GotTake || e == E::GotRefuse || e == E::GotFileVerdict ||
-          e == E::GotResume || e == E::GotHave)
+          e == E::GotResume || e == E::GotHave || e == E::GotHolds)
         return {S::InSession, {A::SendMore}};
       if (e == E::GotWorking) return {S::InSession, {}};
       if (e == E::AllSettled) {
@@ -181,6 +181,8 @@ const char* to_string(SenderEvent e) {
       return "GotResume";
     case E::GotHave:
       return "GotHave";
+    case E::GotHolds:
+      return "GotHolds";
     case E::GotChallenge:
       return "GotChallenge";
     case E::GotRejectAuth:

@@ -58,6 +58,7 @@ enum class SenderEvent : std::uint8_t {
   AllSettledWithFailures,  // every entry settled, some refused or not verified
   GotResume,               // PROTOCOL.md 7.6: send from an offset
   GotHave,                 // the receiver has the file already
+  GotHolds,                // 7.9: what the receiver holds of a file offered without its digest
   // Sender keys (docs/PROTOCOL.md 7.8). The receiver's Proof, checked good, changes no
   // state: the driver notes it, and an Accept without it is AuthFailed.
   GotChallenge,   // prove our key over the receiver's nonce

@@ -5,7 +5,7 @@
 // temporary on discard.
 //
 // Order. Disk steps run on one WorkQueue (create, writes in file order, commit or
-// discard). Hashing is its FileHasher's (receiver/file_hasher.hpp), by the digest algorithm:
+// discard). Hashing is its FileHasher's (common/file_hasher.hpp), by the digest algorithm:
 // a chunk's tree nodes (fs-verity) wait in the chunk's entry and are folded in file order
 // when the chunk is stored. A chunk is stored when both its hash and its write are done;
 // store() results come back in submission order.
@@ -42,7 +42,7 @@
 #include "common/sha256.hpp"
 #include "common/work_pool.hpp"
 #include "protocol/wire.hpp"
-#include "receiver/file_hasher.hpp"
+#include "common/file_hasher.hpp"
 #include "receiver/partial_store.hpp"
 #include "receiver/resume_progress.hpp"
 #include "receiver/space_reservations.hpp"

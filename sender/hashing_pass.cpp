@@ -86,6 +86,10 @@ HashingPass hash_file(InputFile& file, const HashingSettings& settings) {
       pass.from_cache = true;
     }
   }
+  if (!pass.from_cache && !settings.compute) {
+    pass.known = false;
+    return pass;
+  }
   if (!pass.from_cache) {
     pass.digest.value = compute(file, settings);
     // Remembered only if the file did not change while it was read (the cache refuses

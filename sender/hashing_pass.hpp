@@ -18,6 +18,7 @@ struct HashingPass {
   FileDigest digest;
   double seconds = 0;       // wall time of the pass
   bool from_cache = false;  // the digest cache knew the file: nothing was read
+  bool known = true;        // false: not computed (HashingSettings::compute off, not cached)
 };
 
 struct HashingSettings {
@@ -25,6 +26,9 @@ struct HashingSettings {
   unsigned threads = 1;
   ProgressMode progress = ProgressMode::Off;
   DigestCacheBatch* cache = nullptr;  // none: always hash, remember nothing
+  // false: only the cache is asked; a file it does not know is not read (its digest is
+  // computed as it is sent: the digest at the end).
+  bool compute = true;
 };
 
 // The digest cache, unless `enabled` is false (--no-digest-cache) or there is no home to

@@ -192,6 +192,10 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
   app.add_option("--inject-corruption", o.inject_corruption,
                  "testing: flip the byte at this file offset after hashing")
       ->group("");
+  app.add_flag("--digest-at-end", o.digest_at_end,
+               "hash each file as it is sent (one read of every byte) instead of before the "
+               "connection; its digest goes at its end (fs-verity digests; a receiver that does "
+               "not take it gets the digests first)");
   app.add_flag("--zero-copy", o.zero_copy,
                "register the file's pages for the RDMA WRITEs instead of copying them through "
                "a buffer: no copy, but every page is pinned (slower on Soft-RoCE; see "

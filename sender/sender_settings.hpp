@@ -9,6 +9,7 @@
 
 #include "common/connection/transport.hpp"
 #include "common/progress_bar.hpp"
+#include "common/work_pool.hpp"
 #include "protocol/sender_keys.hpp"
 #include "protocol/wire.hpp"
 #include "sender/memlock.hpp"
@@ -31,6 +32,10 @@ struct SenderSettings {
   // --key-file (owned by the command): prove it, and demand the receiver's proof, before the
   // Accept (docs/PROTOCOL.md 7.8). None: no key is offered.
   const proto::SenderKey* key = nullptr;
+  // --digest-at-end (docs/PROTOCOL.md 7.9): files whose digest is not known are offered
+  // without it and hashed as they are read for sending, on `pool` (the run's).
+  bool digest_at_end = false;
+  WorkPool* pool = nullptr;
 };
 
 // What the driver needs from rdma_cm.

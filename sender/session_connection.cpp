@@ -62,6 +62,7 @@ SessionConnection::SessionConnection(const SenderSettings& settings, SessionPlan
       cm_(cm) {}
 
 SessionConnection::~SessionConnection() {
+  stop_hashing();
   proto::secure_wipe(secret_.data(), secret_.size());
 }
 
@@ -175,6 +176,7 @@ void SessionConnection::perform(Action action, SenderInput& cause) {
       begin_disconnect();
       break;
     case Action::Finish:
+      stop_hashing();    // its jobs read the buffers released next
       windows_.clear();  // deregistered through the transport, before it goes
       release_transport();
       open_files_.clear();
@@ -197,6 +199,7 @@ void SessionConnection::send_open() {
   open.extensions.push_back({proto::kExtensionResume, {}});  // we understand Resume and Have
   if (settings_.key != nullptr)
     open.extensions.push_back(proto::sender_key_extension(fresh_nonce(), settings_.key->id));
+  if (asks_digest_at_end()) open.extensions.push_back({proto::kExtensionDigestAtEnd, {}});  // 7.9
   open_sent_ = open;
   post(open);
 }
@@ -324,6 +327,14 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
                     proto::describe_refusal(m->reason, m->text, proto::RefusalScope::Session));
       return dispatch({Event::GotRejectAuth, {}});
     }
+    // A receiver that does not know the digest at the end refuses it as an unknown
+    // must-understand extension (7.9): the command sends the files again, digests first.
+    if (m->reason == proto::RejectReason::UnsupportedVersion &&
+        message_version == proto::kVersion2 && asks_digest_at_end()) {
+      spdlog::warn("[{}] the receiver does not take the digest at the end: hashing first", label());
+      digest_at_end_refused_ = true;
+      return dispatch({Event::GotReject, {}});
+    }
     if (proto::rejects_our_version(*m, message_version, version())) {
       spdlog::warn("[{}] the receiver does not speak protocol version 2{}{}", label(),
                    m->text.empty() ? "" : ": ", proto::escape_for_log(m->text));
@@ -359,6 +370,7 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
     if (in_session) {
       if (auto error = ledger_.taken(m->entry))
         return violation(std::string("bad Take: ") + proto::to_string(*error));
+      start_tree_at(m->entry, 0);
     }
     return dispatch({Event::GotTake, {}});
   }
@@ -370,8 +382,13 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
         if (const auto problem = proto::check_resume(facts))
           return violation("bad Resume: " + proto::describe(*problem, facts));
       }
+      // After our Continue (7.9): at most where it continued, from the prefix we checked.
+      if (auto c = continued_.find(m->entry);
+          digest_in_flight(m->entry) && (c == continued_.end() || m->offset > c->second.first))
+        return violation("bad Resume: past what we continued from");
       if (auto error = ledger_.taken(m->entry, m->offset))
         return violation(std::string("bad Resume: ") + proto::to_string(*error));
+      start_tree_at(m->entry, m->offset);
       result(m->entry).resumed_from = m->offset;
       spdlog::info("{}: the receiver has its first {} already: resuming there",
                    proto::quoted_for_log(entry(m->entry).local_path),
@@ -394,6 +411,16 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
     }
     return dispatch({Event::GotHave, {}});
   }
+  if (const auto* m = std::get_if<proto::Holds>(&message)) {
+    if (in_session) {
+      if (m->entry >= entries_.size() || !digest_in_flight(m->entry))
+        return violation("bad Holds: for a file offered with its digest");
+      if (auto error = ledger_.held(m->entry))
+        return violation(std::string("bad Holds: ") + proto::to_string(*error));
+      check_holds(*m);
+    }
+    return dispatch({Event::GotHolds, {}});
+  }
   if (const auto* m = std::get_if<proto::Refuse>(&message)) {
     if (in_session) {
       if (auto error = ledger_.settled(m->entry, false))
@@ -414,9 +441,18 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
     return dispatch({Event::GotRefuse, {}});
   }
   if (const auto* m = std::get_if<proto::FileVerdict>(&message)) {
-    // Abandoned answers a FileAbort (PROTOCOL.md 7.9), which this sender never sends.
-    if (m->code == proto::VerdictCode::Abandoned)
+    // Abandoned answers our FileAbort (PROTOCOL.md 7.9), and nothing else.
+    const bool abandoned = in_session && ledger_.state(m->entry) == proto::EntryState::Abandoning;
+    if (m->code == proto::VerdictCode::Abandoned && !abandoned)
       return violation("FileVerdict(Abandoned) for an entry that was not abandoned");
+    if (abandoned && m->code == proto::VerdictCode::Abandoned) {
+      if (auto error = ledger_.settled(m->entry, false))
+        return violation(std::string("bad FileVerdict: ") + proto::to_string(*error));
+      settle(m->entry, {.status = EntryResult::Status::Failed,
+                        .outcome = proto::SenderOutcome::LocalFailure,
+                        .detail = "changed while it was being sent: not kept"});
+      return dispatch({Event::GotFileVerdict, {}});
+    }
     if (in_session) {
       const bool good = m->code == proto::VerdictCode::Good;
       if (auto error = ledger_.settled(m->entry, good))

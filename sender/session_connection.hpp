@@ -26,8 +26,12 @@
 #include "common/connection/dispatcher.hpp"
 #include "common/connection/driver_core.hpp"
 #include "common/connection/transport.hpp"
+#include "common/digest_cache.hpp"
+#include "common/file_hasher.hpp"
 #include "common/input_file.hpp"
+#include "common/merkle.hpp"
 #include "common/rate_limit.hpp"
+#include "common/work_pool.hpp"
 #include "protocol/sender_machine.hpp"
 #include "protocol/session_send_ledger.hpp"
 #include "protocol/wire.hpp"
@@ -108,6 +112,9 @@ class SessionConnection final : public DriverCore {
     if (last_data_ == Clock::time_point{}) return std::nullopt;
     return std::pair{data_began_, last_data_};
   }
+  // The receiver refused the digest at the end (docs/PROTOCOL.md 7.9): a version-2
+  // Reject(UnsupportedVersion) of our Open that asked for it.
+  bool digest_at_end_refused() const { return digest_at_end_refused_; }
 
  private:
   using Event = proto::SenderEvent;
@@ -139,10 +146,36 @@ class SessionConnection final : public DriverCore {
   void use_staging();
   void forget_file(std::uint32_t local);
   void violation(std::string text);
+  // The digest at the end (docs/PROTOCOL.md 7.9; sender/session_digests.cpp): each chunk of
+  // a file offered without its digest is hashed as it is read, its slot held until then;
+  // the FileDone carries the folded digest, unless the file changed (FileAbort).
+  bool digest_in_flight(std::uint32_t local) const { return !entry_const(local).digest_known; }
+  bool asks_digest_at_end() const {
+    return settings_.digest_at_end && settings_.pool != nullptr && version() == proto::kVersion2;
+  }
+  void hash_in_flight(const proto::SessionSendLedger::Planned& chunk,
+                      std::span<const std::uint8_t> bytes);
+  void on_chunk_hashed(std::uint32_t local, std::uint32_t slot, std::uint64_t offset,
+                       std::uint32_t length, std::vector<merkle::Node> nodes,
+                       const std::string& error);
+  std::optional<Digest> digest_at_end(std::uint32_t local);
+  void abandon(std::uint32_t local, proto::AbortReason reason, const std::string& why);
+  void post_aborts();
+  // Holds: our own first `length` bytes hashed (a local read), then Continue.
+  void check_holds(const proto::Holds& holds);
+  void continue_from(std::uint32_t local, const proto::Holds& holds, const Digest& ours,
+                     std::vector<merkle::Node> nodes, const std::string& error);
+  // A Take or Resume answering our Continue: the tree starts from the prefix we checked.
+  void start_tree_at(std::uint32_t local, std::uint64_t offset);
+  // Cancels the hashing jobs and waits for the one running (they read our buffers).
+  void stop_hashing();
   // Sender keys: the receiver's Proof checked, an Accept that came without one, a refusal.
   void check_receiver_proof(const proto::Proof& proof);
   void not_proven(const std::string& why);
   PlannedEntry& entry(std::uint32_t local) { return plan_.entries[entries_[local]]; }
+  const PlannedEntry& entry_const(std::uint32_t local) const {
+    return plan_.entries[entries_[local]];
+  }
   EntryResult& result(std::uint32_t local) { return plan_.results[entries_[local]]; }
   InputFile& input(std::uint32_t local);
 
@@ -181,6 +214,23 @@ class SessionConnection final : public DriverCore {
   std::uint64_t window_bytes_ = 0;
   std::map<std::uint32_t, FileWindows> windows_;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> in_flight_;  // per slot: entry, offset
+
+  // The digest at the end (7.9). Per file offered without its digest: its hasher, the nodes
+  // of chunks hashed ahead of the fold (by offset: length, nodes), how far it is folded, and
+  // the file as it was at its first read (checked again after its last).
+  struct InFlightDigest {
+    std::unique_ptr<FileHasher> hasher;
+    std::map<std::uint64_t, std::pair<std::uint32_t, std::vector<merkle::Node>>> pending;
+    std::uint64_t folded = 0;
+    std::optional<FileIdentity> opened;
+    std::string failure;
+  };
+  std::map<std::uint32_t, InFlightDigest> digests_;
+  // After our Continue from a prefix: its nodes, to start the tree from.
+  std::map<std::uint32_t, std::pair<std::uint64_t, std::vector<merkle::Node>>> continued_;
+  std::vector<std::pair<std::uint32_t, proto::AbortReason>> aborts_;  // posted by pump()
+  std::optional<WorkQueue> checks_;  // Holds: our own prefix hashed
+  bool digest_at_end_refused_ = false;
 };
 
 }  // namespace rdmax::sender

@@ -71,7 +71,9 @@ std::pair<Registration, std::span<const std::uint8_t>> SessionConnection::chunk_
         spdlog::debug("not registering ahead: {}", e.what());
       }
     }
-    return {key, w->bytes(c.offset, c.length)};
+    const auto bytes = w->bytes(c.offset, c.length);
+    if (digest_in_flight(c.entry)) hash_in_flight(c, bytes);
+    return {key, bytes};
   }
   use_staging();
   if (c.slot < in_flight_.size()) in_flight_[c.slot] = {kNoEntry, 0};
@@ -83,6 +85,7 @@ std::pair<Registration, std::span<const std::uint8_t>> SessionConnection::chunk_
     spdlog::warn("testing: corrupted the byte at offset {} of {}", *at,
                  proto::quoted_for_log(entry(c.entry).local_path));
   }
+  if (digest_in_flight(c.entry)) hash_in_flight(c, {buffer, c.length});
   return {*staging_key_, {buffer, c.length}};
 }
 
@@ -102,9 +105,12 @@ void SessionConnection::pump() {
   if (state_ != State::InSession) return;
   while (auto local = ledger_.next_offer()) {
     const PlannedEntry& e = entry(*local);
+    // A file whose digest is not known yet goes without it (docs/PROTOCOL.md 7.9).
+    const bool at_end = e.kind == proto::EntryKind::File && !e.digest_known;
     post(proto::Offer{*local, e.kind, static_cast<std::uint16_t>(e.mode & proto::kMaxMode), e.size,
                       e.mtime_sec, e.mtime_nsec,
-                      e.kind == proto::EntryKind::File ? e.digest : Digest{}, e.remote_path});
+                      e.kind == proto::EntryKind::File && !at_end ? e.digest : Digest{},
+                      e.remote_path, at_end});
   }
   // --bwlimit: a chunk goes only when the shared bucket holds its length (as for one
   // file, so that the rate is never beaten); the run wakes the connection at resume_at().
@@ -126,9 +132,20 @@ void SessionConnection::pump() {
          chunk->slot + 1);
     result(chunk->entry).bytes += chunk->length;
   }
+  post_aborts();  // files that changed while they were read: after their last FileChunk
   while (auto local = ledger_.next_file_done()) {
     forget_file(*local);  // every chunk of it has been read and written
-    post(proto::FileDone{*local, entry(*local).size});
+    proto::FileDone done{*local, entry(*local).size};
+    if (digest_in_flight(*local)) {
+      done.digest = digest_at_end(*local);
+      if (!done.digest) {  // a chunk could not be hashed: nothing to vouch for
+        spdlog::error("{}: cannot compute its digest",
+                      proto::quoted_for_log(entry(*local).local_path));
+        return dispatch({Event::LocalFailure,
+                         SenderInput::Abort{proto::ErrorCode::Internal, "cannot hash a file"}});
+      }
+    }
+    post(done);
   }
   if (ledger_.all_settled() && !holding_ && !settled_signalled_) {
     settled_signalled_ = true;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/digest_cache.hpp"
 #include "common/sha256.hpp"
 #include "protocol/sender_machine.hpp"
 #include "protocol/wire.hpp"
@@ -25,6 +26,9 @@ struct PlannedEntry {
   std::uint32_t mtime_nsec = 0;
   Digest digest{};                 // files: by the plan's algorithm
   bool digest_from_cache = false;  // the digest cache knew the file: it was not read for it
+  // false: not hashed before the connection (docs/PROTOCOL.md 7.9): offered without its
+  // digest, which the connection computes as it sends the file and writes into `digest`.
+  bool digest_known = true;
 };
 
 struct EntryResult {
@@ -56,6 +60,9 @@ struct SessionPlan {
   // Called with an entry's index when a connection settles it (its result is final, but for
   // a run cut short): --json-lines prints it then (sender/report.hpp).
   std::function<void(std::size_t)> on_settled{};
+  // Digests the connections computed as they sent files (the digest at the end), each for
+  // a file that did not change while it was read: for the digest cache.
+  std::vector<DigestCacheEntry> learned{};
 };
 
 const char* to_string(EntryResult::Status status);

@@ -72,6 +72,11 @@ SessionRun::SessionRun(const SenderOptions& options, const SenderSettings& setti
   });
   loop_.on_tick([this](EventLoop::Clock::time_point now) { on_tick(now); });
   settings_.assign(shares.size(), settings);
+  if (settings.digest_at_end) {
+    pool_.emplace(std::max(1U, options.hash_threads));
+    loop_.watch(pool_->ready_fd(), [this] { pool_->run_completions(); });
+    for (auto& s : settings_) s.pool = &*pool_;
+  }
   for (std::size_t i = 1; i < settings_.size(); ++i) settings_[i].id.reset();  // the lead's
   // -H HOST1,HOST2: connection i goes to receiver i mod their number (the command's
   // connections were raised to one per receiver at least).
@@ -201,6 +206,11 @@ void SessionRun::on_cm_events() {
                      {status, link.id ? &*link.id : nullptr, link.device, link.receiver.host,
                       link.receiver.port, said});
   }
+}
+
+bool SessionRun::digest_at_end_refused() const {
+  return std::any_of(links_.begin(), links_.end(),
+                     [](const auto& l) { return l->driver->digest_at_end_refused(); });
 }
 
 const std::string& SessionRun::secret() const {

@@ -41,6 +41,9 @@ class SessionRun {
   // data was sent).
   double data_seconds() const;
   std::uint64_t bytes() const;  // written in this run
+  // A receiver refused the digest at the end (a version-2 Reject(UnsupportedVersion) of an
+  // Open that asked for it): the command hashes its files first and sends them again.
+  bool digest_at_end_refused() const;
 
  private:
   std::uint64_t bytes_there() const;  // and what the receiver had before (resume)
@@ -59,6 +62,8 @@ class SessionRun {
   std::uint64_t total_bytes_ = 0;
   std::size_t total_files_ = 0;
   EventLoop loop_;
+  // --digest-at-end: the hashing threads; before the links, whose hashers use it.
+  std::optional<WorkPool> pool_;
   std::vector<SenderSettings> settings_;  // per link (only the lead has the id)
   EventChannel channel_;
   std::vector<std::unique_ptr<Link>> links_;  // after the channel: destroyed before it

@@ -49,8 +49,10 @@ PlannedEntry planned(const SourceEntry& s, proto::EntryKind kind) {
 // the first (the lead), deepest first.
 std::vector<std::vector<std::uint32_t>> share_out(const SessionPlan& plan, unsigned connections) {
   std::vector<std::uint32_t> files, directories;
-  for (std::uint32_t i = 0; i < plan.entries.size(); ++i)
+  for (std::uint32_t i = 0; i < plan.entries.size(); ++i) {
+    if (plan.results[i].status != EntryResult::Status::NotSent) continue;  // settled before
     (plan.entries[i].kind == proto::EntryKind::File ? files : directories).push_back(i);
+  }
   const std::size_t n = std::max<std::size_t>(1, std::min<std::size_t>(connections, files.size()));
   std::vector<std::vector<std::uint32_t>> shares(n);
   if (n > 1) {
@@ -72,17 +74,20 @@ std::vector<std::vector<std::uint32_t>> share_out(const SessionPlan& plan, unsig
 // read is reported, marked failed, and not offered. The cache is read once and written once
 // for all the files: a read and rewrite of it per file cost more than hashing small files.
 // `progress`: a bar per file (for a command of one file).
+// `compute` off (the digest at the end): only the cache is asked; the files it does not know
+// are offered without their digest (PlannedEntry::digest_known) and hashed as they are sent.
 void hash_files(const SenderOptions& options, SessionPlan& plan, ProgressMode progress,
-                double& seconds, std::size_t& from_cache) {
+                double& seconds, std::size_t& from_cache, bool compute = true) {
   auto cache = open_digest_cache(options.digest_cache);
   const auto t0 = Clock::now();
   auto batch = open_digest_cache_batch(cache ? &*cache : nullptr);
   HashingSettings settings{plan.algorithm, options.hash_threads, progress,
-                           batch ? &*batch : nullptr};
+                           batch ? &*batch : nullptr, compute};
   for (std::size_t i = 0; i < plan.entries.size(); ++i) {
     PlannedEntry& e = plan.entries[i];
     if (e.kind != proto::EntryKind::File) continue;
     if (plan.results[i].status != EntryResult::Status::NotSent) continue;  // unreadable
+    if (e.digest_known && e.digest_from_cache) continue;                   // hashed before
     try {
       InterruptFlag::check();
       InputFile file(e.local_path);
@@ -90,6 +95,7 @@ void hash_files(const SenderOptions& options, SessionPlan& plan, ProgressMode pr
       const HashingPass pass = hash_file(file, settings);
       e.digest = pass.digest.value;
       e.digest_from_cache = pass.from_cache;
+      e.digest_known = pass.known;
       if (pass.from_cache) ++from_cache;
     } catch (const Interrupted&) {
       commit_digest_cache(batch);  // what was hashed need not be hashed again
@@ -107,6 +113,17 @@ void hash_files(const SenderOptions& options, SessionPlan& plan, ProgressMode pr
                   cache->stats().writes);
   }
   seconds = seconds_since(t0);
+}
+
+// What the connections hashed as they sent (the digest at the end) goes into the digest
+// cache, for the next send of the same files.
+void remember_learned(const SenderOptions& options, const SessionPlan& plan) {
+  if (plan.learned.empty()) return;
+  auto cache = open_digest_cache(options.digest_cache);
+  if (!cache) return;
+  std::string problem;
+  cache->remember_all(plan.learned, &problem);
+  if (!problem.empty()) spdlog::debug("digest cache: {}", problem);
 }
 
 // The command's whole tree: the walk of its PATHs, or the entries --files-from lists.
@@ -182,9 +199,14 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
   summary.left_out = tree.skipped.size();
   std::size_t from_cache = 0;
   const bool one_file = version1_can_send(plan);
+  // --digest-at-end (docs/PROTOCOL.md 7.9): nothing is read before the connection but the
+  // digest cache. Not with --inject-corruption, whose flipped byte the digest must miss.
+  const bool at_end = options.digest_at_end &&
+                      plan.algorithm == proto::DigestAlgorithm::FsVeritySha256 &&
+                      !options.inject_corruption;
   hash_files(options, plan, one_file ? progress : ProgressMode::Off, summary.hash_seconds,
-             from_cache);
-  if (!one_file) {
+             from_cache, !at_end);
+  if (!one_file && !at_end) {
     spdlog::info("{} files ({}) hashed in {:.2f}s, {} from the digest cache", tree.files.size(),
                  proto::format_size(tree.total_bytes), summary.hash_seconds, from_cache);
   }
@@ -235,12 +257,34 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
     if (fit > 0 && fit < asked) memlock.fewer_connections(asked, fit);
     settings.memlock = &memlock;
     settings.key = key;
-    SessionRun run(options, settings, sendable, share_out(sendable, fitting), progress);
-    summary.lead = run.run();
-    summary.data_seconds = run.data_seconds();
-    summary.connect_seconds = run.connect_seconds();
-    summary.bytes = run.bytes();
-    secret = run.secret();
+    settings.digest_at_end = at_end;
+    bool refused = false;
+    {
+      SessionRun run(options, settings, sendable, share_out(sendable, fitting), progress);
+      summary.lead = run.run();
+      summary.data_seconds = run.data_seconds();
+      summary.connect_seconds = run.connect_seconds();
+      summary.bytes = run.bytes();
+      secret = run.secret();
+      refused = run.digest_at_end_refused();
+    }
+    if (refused) {
+      // A receiver that does not take the digest at the end: what it did not get goes
+      // again, each file hashed first (the order of version 1).
+      for (auto& r : sendable.results)
+        if (r.status != EntryResult::Status::Good) r = EntryResult{.receiver = r.receiver};
+      double seconds = 0;
+      std::size_t cached = 0;
+      hash_files(options, sendable, ProgressMode::Off, seconds, cached);
+      summary.hash_seconds += seconds;
+      settings.digest_at_end = false;
+      SessionRun again(options, settings, sendable, share_out(sendable, fitting), progress);
+      summary.lead = again.run();
+      summary.data_seconds += again.data_seconds();
+      summary.bytes += again.bytes();
+      secret = again.secret();
+    }
+    remember_learned(options, sendable);
     // Version 1 cannot authenticate: a sender with a key sends nothing to such a receiver.
     if (summary.lead == proto::SenderOutcome::VersionUnsupported && key != nullptr) {
       spdlog::error(

@@ -24,17 +24,20 @@
 #include <variant>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include "common/auth_penalties.hpp"
 #include "common/input_file.hpp"
+#include "common/merkle.hpp"
 #include "common/sha256.hpp"
 #include "common/work_pool.hpp"
 #include "fake_transport.hpp"
 #include "protocol/secrets.hpp"
 #include "protocol/sender_keys.hpp"
 #include "receiver/connection.hpp"
+#include "receiver/partial_store.hpp"
 #include "sender/session_connection.hpp"
 #include "temp_dir.hpp"
 
@@ -105,6 +108,19 @@ inline bool run_pool_until(WorkPool& pool, const std::function<bool()>& done,
 }
 
 // A receiver connection over a fake transport.
+// Leaves in `partials` a partial of `path` holding the first `kept` bytes of `bytes`, durable,
+// kept for the offer of `bytes` with `digest`, as an interrupted transfer leaves it.
+inline void keep_partial_in(receiver::PartialStore& partials, const std::string& path,
+                            const std::vector<std::uint8_t>& bytes, std::uint32_t kept,
+                            const proto::Digest& digest) {
+  auto handle = partials.open({path, bytes.size(), digest}, 4096);
+  ASSERT_TRUE(handle.has_value());
+  ASSERT_EQ(::pwrite(handle->fd(), bytes.data(), kept, 0), static_cast<ssize_t>(kept));
+  std::vector<merkle::Node> nodes;
+  merkle::BlockHasher().nodes(0, std::span(bytes).first(kept), nodes);
+  handle->checkpoint(kept, nodes);
+}
+
 struct ReceiverHarness {
   ReceiverHarness() = default;
   // `threads` pool threads: with one, a PoolGate decides exactly how far the disk work gets.

@@ -65,6 +65,7 @@ inline constexpr std::array kAllSenderEvents{proto::SenderEvent::AddressResolved
                                              proto::SenderEvent::AllSettledWithFailures,
                                              proto::SenderEvent::GotResume,
                                              proto::SenderEvent::GotHave,
+                                             proto::SenderEvent::GotHolds,
                                              proto::SenderEvent::GotChallenge,
                                              proto::SenderEvent::GotRejectAuth,
                                              proto::SenderEvent::AuthFailed};

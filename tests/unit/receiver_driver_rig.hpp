@@ -530,13 +530,7 @@ inline void keep_partial(Rig& r, const std::string& path, const std::vector<std:
                          std::uint32_t kept, std::optional<proto::Digest> digest = std::nullopt) {
   if (!r.partials) r.partials.emplace(r.h.dir.fd(), receiver::PartialStore::Limits{});
   r.h.context.partials = &*r.partials;
-  auto handle =
-      r.partials->open({path, bytes.size(), digest.value_or(merkle::digest_of(bytes))}, kSlot);
-  ASSERT_TRUE(handle.has_value());
-  ASSERT_EQ(::pwrite(handle->fd(), bytes.data(), kept, 0), static_cast<ssize_t>(kept));
-  std::vector<merkle::Node> nodes;
-  merkle::BlockHasher().nodes(0, std::span(bytes).first(kept), nodes);
-  handle->checkpoint(kept, nodes);
+  keep_partial_in(*r.partials, path, bytes, kept, digest.value_or(merkle::digest_of(bytes)));
 }
 
 }  // namespace rdmax::test::receiver_rig

@@ -379,8 +379,6 @@ std::vector<Misplaced> misplaced_inputs() {
       {"Bye", E::GotUnexpected, proto::Bye{}},
       // A session's verdicts are FileVerdicts (version 1's edge translates a Verdict).
       {"Verdict", E::GotUnexpected, proto::Verdict{V::Good, {}}},
-      // The digest at the end (PROTOCOL.md 7.9): this sender never asks for it.
-      {"Holds", E::GotUnexpected, proto::Holds{0, 1, {}}},
       {"Accept", E::GotAccept, proto::Accept{0x20000, 0, kSlot, 2}},
       {"Reject", E::GotReject, proto::Reject{R::Exists, ""}},
       {"RejectVersion", E::GotRejectVersion, proto::Reject{R::UnsupportedVersion, ""}},
@@ -512,6 +510,23 @@ std::vector<Row> session_protocol_rows() {
          EXPECT_EQ(r.chunks().at(0), (proto::FileChunk{0, 0, kSlot, kSlot}));
          EXPECT_EQ(r.chunks().at(1), (proto::FileChunk{0, 1, 2 * kSlot, 100}));
          EXPECT_EQ(r.h.plan.results.at(0).resumed_from, kSlot);
+       }},
+      // The digest at the end (PROTOCOL.md 7.9): the receiver holds a file of entry 0's size;
+      // ours is hashed on the pool, then Continue says where it goes on (here: from 0).
+      {{S::InSession, E::GotHolds, ""},
+       [](Rig& r) {
+         r.h.with_digest_at_end();
+         r.credited();
+       },
+       [](Rig& r) {
+         r.h.receive(proto::Holds{0, r.h.contents[0].size(), proto::Digest{}});
+       },
+       {S::InSession, {}},
+       [](Rig& r) {
+         EXPECT_EQ(r.offers().at(0).digest_at_end, true);
+         ASSERT_TRUE(
+             r.h.settle_hashing([&] { return !r.h.transport.sent_of<proto::Continue>().empty(); }));
+         EXPECT_EQ(r.h.transport.sent_of<proto::Continue>().at(0), (proto::Continue{0, 0}));
        }},
       {{S::InSession, E::GotHave, ""},
        credited,
@@ -767,6 +782,7 @@ std::vector<SessionMisplaced> session_misplaced_inputs() {
       {"Take", E::GotTake, proto::Take{0}},
       {"Refuse", E::GotRefuse, proto::Refuse{0, R::Exists, ""}},
       {"FileVerdict", E::GotFileVerdict, proto::FileVerdict{0, V::Good, {}}},
+      {"Holds", E::GotHolds, proto::Holds{0, 1, {}}},
   };
   for (S s : {S::Connecting, S::AwaitAccept, S::AwaitSecret})
     for (const auto& [name, event, message] : session_messages)
@@ -783,8 +799,6 @@ std::vector<SessionMisplaced> session_misplaced_inputs() {
       {"Offer", E::GotUnexpected, proto::Offer{0, proto::EntryKind::File, 0644, 1, 0, 0, {}, "x"}},
       {"FileChunk", E::GotUnexpected, proto::FileChunk{0, 0, 0, 1}},
       {"FileDone", E::GotUnexpected, proto::FileDone{0, 1}},
-      // The digest at the end (PROTOCOL.md 7.9): never asked for by this sender.
-      {"Holds", E::GotUnexpected, proto::Holds{0, 1, {}}},
       {"Accept", E::GotAccept, proto::Accept{0x20000, 0, kSlot, 2}},
       {"Reject", E::GotReject, proto::Reject{R::Exists, ""}},
       {"RejectVersion", E::GotRejectVersion, proto::Reject{R::UnsupportedVersion, ""}},
@@ -848,10 +862,11 @@ struct Unreachable {
 std::vector<Unreachable> unreachable_rows() {
   std::vector<Unreachable> out;
   for (S s : {S::ResolvingAddress, S::ResolvingRoute})
-    for (E e : {E::GotAccept, E::GotReject, E::GotRejectVersion, E::GotCredit, E::GotWorking,
-                E::GotSecret, E::GotDenied, E::GotError, E::GotErrorGaveUp, E::GotUnexpected,
-                E::ProtocolViolation, E::GotTake, E::GotRefuse, E::GotFileVerdict, E::GotResume,
-                E::GotHave, E::GotChallenge, E::GotRejectAuth, E::AuthFailed})
+    for (E e : {E::GotAccept,      E::GotReject,      E::GotRejectVersion,  E::GotCredit,
+                E::GotWorking,     E::GotSecret,      E::GotDenied,         E::GotError,
+                E::GotErrorGaveUp, E::GotUnexpected,  E::ProtocolViolation, E::GotTake,
+                E::GotRefuse,      E::GotFileVerdict, E::GotResume,         E::GotHave,
+                E::GotHolds,       E::GotChallenge,   E::GotRejectAuth,     E::AuthFailed})
       out.push_back({s, e,
                      "no transport before Connect: nothing can be received (the other "
                      "ProtocolViolations come from the session's rules)"});
@@ -910,11 +925,11 @@ TEST(SenderDriverCoverage, EveryPairOfAnOpenStateIsDrivenOrExplained) {
   for (S s : kOpenStates)
     for (E e : kAllSenderEvents)
       EXPECT_TRUE(seen.contains({s, e})) << proto::to_string(s) << " + " << proto::to_string(e);
-  // 6 open states, 30 events.
-  EXPECT_EQ(seen.size(), 6u * 30u);
-  // No transport before Connect 2 x 19, AllSettled* in the 5 states but InSession,
+  // 6 open states, 31 events.
+  EXPECT_EQ(seen.size(), 6u * 31u);
+  // No transport before Connect 2 x 20, AllSettled* in the 5 states but InSession,
   // AuthFailed outside AwaitAccept, ResolvingAddress's LocalFailure.
-  EXPECT_EQ(unreachable_rows().size(), 38u + 10u + 3u + 1u);
+  EXPECT_EQ(unreachable_rows().size(), 40u + 10u + 3u + 1u);
 }
 
 }  // namespace

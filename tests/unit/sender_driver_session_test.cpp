@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <chrono>
 #include <csignal>
 #include <thread>
@@ -108,6 +110,36 @@ TEST(SenderSession, AnAbandonedVerdictForAnEntryNeverAbandonedIsAViolation) {
   EXPECT_EQ(describe_sent(r.h.transport, sent, {error(ErrorCode::ProtocolViolation)}),
             describe({error(ErrorCode::ProtocolViolation)}));
   EXPECT_NE(r.h.status(0), Status::Good);
+}
+
+// --digest-at-end (PROTOCOL.md 7.9): the Open asks for it; a receiver that does not know it
+// refuses it like any must-understand extension, and the command (sender/transfer_command.cpp)
+// then sends its files again with their digests first: the connection says so, and settles
+// nothing as refused.
+TEST(SenderSession, AReceiverThatRefusesTheDigestAtTheEndIsToldApart) {
+  SessionRig r;
+  r.h.with_digest_at_end();
+  r.await_accept();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  const auto& extensions = r.open_sent().extensions;
+  EXPECT_TRUE(std::any_of(extensions.begin(), extensions.end(), [](const auto& e) {
+    return e.type == proto::kExtensionDigestAtEnd && e.value.empty();
+  }));
+  r.h.receive(proto::Reject{proto::RejectReason::UnsupportedVersion,
+                            "this receiver does not know Open extension 0x8003"});
+  EXPECT_TRUE(r.h.driver->digest_at_end_refused());
+  EXPECT_EQ(r.h.state(), S::Closing);
+  EXPECT_EQ(r.h.status(0), Status::NotSent);
+  EXPECT_EQ(r.h.status(1), Status::NotSent);
+}
+
+TEST(SenderSession, WithoutTheDigestAtEndTheOpenDoesNotAskForIt) {
+  SessionRig r;
+  r.await_accept();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  for (const auto& e : r.open_sent().extensions) EXPECT_NE(e.type, proto::kExtensionDigestAtEnd);
+  r.h.receive(proto::Reject{proto::RejectReason::UnsupportedVersion, ""});
+  EXPECT_FALSE(r.h.driver->digest_at_end_refused());
 }
 
 // A directory is offered only once every file is settled, so that its time sticks.

@@ -109,6 +109,7 @@ const std::vector<Row> kSessionRows{
     // Resume (docs/PROTOCOL.md 7.6): a Take from an offset, or the file settled as there.
     {S::InSession, E::GotResume, S::InSession, {A::SendMore}, {}},
     {S::InSession, E::GotHave, S::InSession, {A::SendMore}, {}},
+    {S::InSession, E::GotHolds, S::InSession, {A::SendMore}, {}},
     {S::InSession,
      E::AllSettledWithFailures,
      S::Closing,
@@ -238,9 +239,9 @@ TEST(SenderMachine, EveryPairOutsideTheTableIsIllegalWithProtocolError) {
         expect_illegal(s, e, ctx);
       }
     }
-    // 6 open states x 30 events, minus 22 protocol rows (10, 3 of sender keys, AllSettled
-    // and 8 of the entries), 3 x 9 (not connected) + 3 x 8 abort rows.
-    EXPECT_EQ(illegal, 6U * 30U - 22U - 27U - 24U);
+    // 6 open states x 31 events, minus 23 protocol rows (10, 3 of sender keys, AllSettled
+    // and 9 of the entries), 3 x 9 (not connected) + 3 x 8 abort rows.
+    EXPECT_EQ(illegal, 6U * 31U - 23U - 27U - 24U);
   }
 }
 
@@ -270,7 +271,8 @@ TEST(SenderMachine, RejectIsReported) {
 }
 
 TEST(SenderMachine, AnswersAndCreditsDriveTheEntries) {
-  for (E e : {E::GotCredit, E::GotTake, E::GotRefuse, E::GotFileVerdict, E::GotResume, E::GotHave})
+  for (E e : {E::GotCredit, E::GotTake, E::GotRefuse, E::GotFileVerdict, E::GotResume, E::GotHave,
+              E::GotHolds})
     expect_transition(S::InSession, e, S::InSession, {A::SendMore}, {});
   expect_transition(S::InSession, E::GotWorking, S::InSession, {}, {});
 }

@@ -7,9 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <numeric>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/auth_proof.hpp"
@@ -26,6 +28,28 @@ struct SessionHarness {
   sender::SessionPlan plan{proto::DigestAlgorithm::WholeFileSha256, {}, {}};
   std::vector<std::vector<std::uint8_t>> contents;  // each file's bytes, by entry
   sender::SenderSettings settings;
+  // --digest-at-end (docs/PROTOCOL.md 7.9), when with_digest_at_end() is called: the
+  // hashing threads (before the driver, which they outlive).
+  std::optional<WorkPool> pool;
+  // `shared`: a pool the test runs already (a linked receiver's), else one of its own.
+  void with_digest_at_end(WorkPool* shared = nullptr) {
+    plan.algorithm = proto::DigestAlgorithm::FsVeritySha256;
+    if (shared == nullptr) shared = &pool.emplace(2);
+    settings.digest_at_end = true;
+    settings.pool = shared;
+    for (auto& e : plan.entries) e.digest_known = false;
+  }
+  // Runs the hashing jobs' completions until `done` holds (false after 10 s).
+  template <class Done>
+  bool settle_hashing(Done done) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      if (pool->run_completions() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      driver->poll();
+    }
+    return true;
+  }
   FakeTransport transport;
   ScriptedCm cm{transport};
   std::optional<sender::SessionConnection> driver;

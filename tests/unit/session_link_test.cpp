@@ -252,5 +252,129 @@ TEST(SessionLinkKeys, AKeyedSenderSendsNothingToAReceiverThatDoesNotProveTheKey)
   EXPECT_TRUE(std::filesystem::is_empty(p.receiver.dir.path()));
 }
 
+// ---- The digest at the end (PROTOCOL.md 7.9): both drivers, linked ----
+
+struct DigestAtEndPair : SessionPair {
+  std::optional<receiver::PartialStore> partials;
+  DigestAtEndPair() {
+    sender.add_file("a.bin", random_bytes(5 * kSlot + 1, 61), 0640);
+    sender.add_file("d/b.bin", random_bytes(100, 62), 0600);
+    sender.add_file("empty.bin", {}, 0644);
+  }
+  void start_at_end() {
+    sender.with_digest_at_end(&receiver.pool);
+    start();
+  }
+  void keep_partial(const std::string& path, std::size_t entry, std::uint32_t kept) {
+    partials.emplace(receiver.dir.fd(), receiver::PartialStore::Limits{});
+    receiver.context.partials = &*partials;
+    keep_partial_in(*partials, path, sender.contents.at(entry), kept, proto::Digest{});
+  }
+  Digest digest_of(std::size_t entry) const { return merkle::digest_of(sender.contents.at(entry)); }
+};
+
+TEST(SessionLinkDigestAtEnd, ATreeGoesWithoutItsDigestsAndArrivesVerified) {
+  DigestAtEndPair p;
+  p.start_at_end();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(p.sender.status(i), Status::Good) << i;
+    EXPECT_EQ(p.sender.plan.entries[i].digest, p.digest_of(i)) << "computed as it was sent";
+  }
+  EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
+  EXPECT_EQ(p.arrived("d/b.bin"), p.sent(1));
+  EXPECT_EQ(p.arrived("empty.bin"), "");
+  const auto offers = p.sender.transport.sent_of<proto::Offer>();
+  ASSERT_EQ(offers.size(), 3u);
+  for (const auto& o : offers) EXPECT_TRUE(o.digest_at_end && o.digest == Digest{});
+  for (const auto& d : p.sender.transport.sent_of<proto::FileDone>())
+    EXPECT_EQ(d.digest, p.digest_of(d.entry));
+  // Each non-empty file read once, its digest learned for the cache.
+  EXPECT_EQ(p.sender.plan.learned.size(), 2u) << p.log.since(0);
+}
+
+TEST(SessionLinkDigestAtEnd, AFileAlreadyThereIsCheckedHereAndNotSent) {
+  DigestAtEndPair p;
+  p.receiver.options.overwrite = false;
+  std::filesystem::create_directories(p.receiver.dir.path());
+  std::ofstream(p.receiver.dir.path() / "a.bin", std::ios::binary) << p.sent(0);
+  p.start_at_end();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+  EXPECT_TRUE(p.sender.plan.results[0].identical);
+  EXPECT_EQ(p.sender.transport.sent_of<proto::Continue>().at(0),
+            (proto::Continue{0, p.sent(0).size()}));
+  for (const auto& c : p.sender.transport.sent_of<proto::FileChunk>()) EXPECT_NE(c.entry, 0u);
+}
+
+TEST(SessionLinkDigestAtEnd, AnotherFileOfTheSameSizeIsNotOverwritten) {
+  DigestAtEndPair p;
+  const std::string other(p.sent(0).size(), 'x');
+  std::ofstream(p.receiver.dir.path() / "a.bin", std::ios::binary) << other;
+  p.start_at_end();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.transport.sent_of<proto::Continue>().at(0), (proto::Continue{0, 0}));
+  EXPECT_EQ(p.sender.status(0), Status::Refused);  // Exists
+  EXPECT_EQ(p.arrived("a.bin"), other);
+  EXPECT_EQ(p.sender.status(1), Status::Good);
+}
+
+TEST(SessionLinkDigestAtEnd, AKeptPartialIsCheckedAndResumedAndTheWholeFileVerified) {
+  DigestAtEndPair p;
+  p.keep_partial("a.bin", 0, 3 * kSlot);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  p.start_at_end();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+  EXPECT_EQ(p.sender.plan.results[0].resumed_from, 3u * kSlot);
+  EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
+  EXPECT_EQ(p.sender.plan.entries[0].digest, p.digest_of(0)) << "prefix nodes, then the rest";
+  for (const auto& c : p.sender.transport.sent_of<proto::FileChunk>())
+    if (c.entry == 0) {
+      EXPECT_GE(c.offset, 3u * kSlot);
+    }
+}
+
+TEST(SessionLinkDigestAtEnd, APartialOfAnotherFileIsNotResumed) {
+  DigestAtEndPair p;
+  p.keep_partial("a.bin", 0, 3 * kSlot);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  p.sender.contents[0][10] ^= 0xFF;  // ours differs in its first chunk
+  std::ofstream(p.sender.plan.entries[0].local_path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(p.sender.contents[0].data()),
+             static_cast<std::streamsize>(p.sender.contents[0].size()));
+  p.start_at_end();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+  EXPECT_EQ(p.sender.plan.results[0].resumed_from, 0u);
+  EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
+}
+
+TEST(SessionLinkDigestAtEnd, AFileChangedWhileItIsSentIsAbandonedAndNotKept) {
+  DigestAtEndPair p;
+  p.sender.plan.entries.resize(1);
+  p.sender.plan.results.resize(1);
+  bool touched = false;
+  p.link.tamper = [&](proto::Message& m) {
+    // After its first chunk, the file is written again (same size, a new time).
+    if (!touched && std::holds_alternative<proto::Credit>(m) &&
+        !p.sender.transport.sent_of<proto::FileChunk>().empty()) {
+      touched = true;
+      std::ofstream(p.sender.plan.entries[0].local_path, std::ios::binary | std::ios::in)
+          .write("changed", 7);
+    }
+  };
+  p.start_at_end();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_TRUE(touched);
+  ASSERT_EQ(p.sender.transport.sent_of<proto::FileAbort>().size(), 1u);
+  EXPECT_EQ(p.sender.transport.sent_of<proto::FileAbort>()[0].reason, proto::AbortReason::Changed);
+  EXPECT_TRUE(p.sender.transport.sent_of<proto::FileDone>().empty());
+  EXPECT_EQ(p.sender.status(0), Status::Failed);
+  EXPECT_FALSE(std::filesystem::exists(p.receiver.dir.path() / "a.bin"));
+  EXPECT_TRUE(p.sender.plan.learned.empty()) << "nothing for the digest cache";
+}
+
 }  // namespace
 }  // namespace rdmax::test::sender_rig

@@ -1,8 +1,8 @@
-// The receiver's file hashing (receiver/file_hasher.hpp) on the real worker pool: either
+// The receiver's file hashing (common/file_hasher.hpp) on the real worker pool: either
 // strategy gives the file's digest whatever order the pool finishes the chunks in, as long
 // as the owner folds them in file order; a gap voids an fs-verity digest.
 
-#include "receiver/file_hasher.hpp"
+#include "common/file_hasher.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 namespace rdmax::test {
 namespace {
 
-using receiver::FileHasher;
+using rdmax::FileHasher;
 constexpr std::size_t kChunk = 3 * 4096;
 
 // Hashes `bytes` chunk by chunk, folding each chunk's nodes in file order as the owner does

@@ -1,6 +1,8 @@
 #pragma once
-// The hashing of one incoming file (receiver/incoming_file.hpp), by its digest algorithm,
-// on the daemon's worker pool; two strategies behind one interface:
+// The hashing of one file as its chunks pass, by its digest algorithm, on the process's
+// worker pool: the receiver's incoming file (receiver/incoming_file.hpp) as chunks are
+// stored, and the sender's file as chunks are read for sending (the digest at the end,
+// sender/session_digests.cpp). Two strategies behind one interface:
 // - whole-file SHA-256 is one sequential stream over the chunks in file order: one queue,
 //   so one chunk's hash overlaps another's write while both stay in order;
 // - the fs-verity digest hashes each chunk's blocks independently (common/merkle.hpp): the
@@ -28,7 +30,7 @@
 #include "common/work_pool.hpp"
 #include "protocol/wire.hpp"
 
-namespace rdmax::receiver {
+namespace rdmax {
 
 class FileHasher {
  public:
@@ -55,4 +57,4 @@ class FileHasher {
   bool gap_ = false;
 };
 
-}  // namespace rdmax::receiver
+}  // namespace rdmax

@@ -1,6 +1,6 @@
-#include "receiver/file_hasher.hpp"
+#include "common/file_hasher.hpp"
 
-namespace rdmax::receiver {
+namespace rdmax {
 
 namespace {
 
@@ -85,4 +85,4 @@ std::unique_ptr<FileHasher> FileHasher::make(WorkPool& pool, proto::DigestAlgori
   return std::make_unique<SequentialSha256>(pool);
 }
 
-}  // namespace rdmax::receiver
+}  // namespace rdmax
