@@ -384,7 +384,8 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
       }
       // After our Continue (7.9): at most where it continued, from the prefix we checked.
       if (auto c = continued_.find(m->entry);
-          digest_in_flight(m->entry) && (c == continued_.end() || m->offset > c->second.first))
+          m->entry < entries_.size() && digest_in_flight(m->entry) &&
+          (c == continued_.end() || m->offset > c->second.first))
         return violation("bad Resume: past what we continued from");
       if (auto error = ledger_.taken(m->entry, m->offset))
         return violation(std::string("bad Resume: ") + proto::to_string(*error));
@@ -400,6 +401,10 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
     if (in_session) {
       if (m->entry < entries_.size() && m->digest != entry(m->entry).digest)
         return violation("bad Have: another digest");
+      // A file offered without its digest is had only after our Continue from its size (7.9).
+      if (m->entry < entries_.size() && digest_in_flight(m->entry) &&
+          !continued_whole_.contains(m->entry))
+        return violation("bad Have: for a file offered without its digest, before a Continue");
       if (auto error = ledger_.had(m->entry))
         return violation(std::string("bad Have: ") + proto::to_string(*error));
       spdlog::info("{}: skipped, identical on the receiver",

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <utility>
@@ -228,6 +229,7 @@ class SessionConnection final : public DriverCore {
   std::map<std::uint32_t, InFlightDigest> digests_;
   // After our Continue from a prefix: its nodes, to start the tree from.
   std::map<std::uint32_t, std::pair<std::uint64_t, std::vector<merkle::Node>>> continued_;
+  std::set<std::uint32_t> continued_whole_;  // Continue{size}: only these may be had
   std::vector<std::pair<std::uint32_t, proto::AbortReason>> aborts_;  // posted by pump()
   std::optional<WorkQueue> checks_;  // Holds: our own prefix hashed
   bool digest_at_end_refused_ = false;

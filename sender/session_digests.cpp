@@ -31,10 +31,9 @@ const char* why_abandoned(proto::AbortReason reason) {
 
 void SessionConnection::hash_in_flight(const proto::SessionSendLedger::Planned& c,
                                        std::span<const std::uint8_t> bytes) {
-  auto [it, first] = digests_.try_emplace(c.entry);
-  InFlightDigest& d = it->second;
-  if (first) {
-    d.hasher = FileHasher::make(*settings_.pool, plan_.algorithm);
+  InFlightDigest& d = digests_[c.entry];  // made by start_tree_at() for a resumed file
+  if (!d.hasher) d.hasher = FileHasher::make(*settings_.pool, plan_.algorithm);
+  if (!d.opened && d.failure.empty()) {
     try {
       d.opened = identity_of(input(c.entry).fd());
     } catch (const std::exception& e) {
@@ -169,7 +168,10 @@ void SessionConnection::continue_from(std::uint32_t local, const proto::Holds& h
     return violation(std::string("cannot continue: ") + proto::to_string(*problem));
   const bool same = ours == holds.digest;
   const bool whole = holds.length == entry(local).size;
-  if (same && whole) entry(local).digest = ours;  // the Have that follows carries it
+  if (same && whole) {
+    entry(local).digest = ours;  // the Have that follows carries it
+    continued_whole_.insert(local);
+  }
   if (same && !whole) continued_[local] = {holds.length, std::move(nodes)};
   spdlog::debug("{}: {}", proto::quoted_for_log(entry(local).local_path),
                 !same   ? "differs from what the receiver has: sending all of it"

@@ -133,6 +133,33 @@ TEST(SenderSession, AReceiverThatRefusesTheDigestAtTheEndIsToldApart) {
   EXPECT_EQ(r.h.status(1), Status::NotSent);
 }
 
+// A receiver may answer a file offered without its digest only as 7.9 allows: no Have or
+// Resume before our Continue, no Resume past it, no Holds for a file offered with one.
+TEST(SenderSession, TheDigestAtEndsAnswersOutOfTurnAreViolations) {
+  for (int which = 0; which < 4; ++which) {
+    SCOPED_TRACE(which);
+    SessionRig r;
+    r.h.with_digest_at_end();
+    if (which == 3) r.h.plan.entries[1].digest_known = true;
+    r.credited();
+    ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    const std::size_t sent = r.h.transport.sent.size();
+    if (which == 0) r.h.receive(proto::Have{0, r.h.plan.entries[0].digest});
+    if (which == 1) r.h.receive(proto::Resume{0, kSlot});
+    if (which == 2) {
+      r.h.receive(proto::Holds{0, kSlot, {}});
+      ASSERT_TRUE(
+          r.h.settle_hashing([&] { return !r.h.transport.sent_of<proto::Continue>().empty(); }));
+      r.h.receive(proto::Resume{0, 2 * kSlot});  // past the Continue (from 0 here)
+    }
+    if (which == 3) r.h.receive(proto::Holds{1, 100, {}});
+    EXPECT_GT(r.h.transport.sent.size(), sent);
+    EXPECT_FALSE(r.h.transport.sent_of<proto::Error>().empty());
+    EXPECT_EQ(r.h.transport.sent_of<proto::Error>().back().code, ErrorCode::ProtocolViolation);
+    EXPECT_NE(r.h.status(0), Status::Good);
+  }
+}
+
 TEST(SenderSession, WithoutTheDigestAtEndTheOpenDoesNotAskForIt) {
   SessionRig r;
   r.await_accept();
