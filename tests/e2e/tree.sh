@@ -223,8 +223,10 @@ case_tree_resume() {
 run_case tree-resume case_tree_resume
 
 # Issue 25, --digest-at-end (docs/PROTOCOL.md 7.9): files the digest cache does not know are
-# hashed as they are sent, so each byte is read once. Measured by the sender's read(2)
-# counter (rchar of a shell that reaped it: every byte it read, page cache or disk). Then: a
+# hashed as they are sent, so each byte is read once: no hashing pass (the digests-first run
+# hashes through a mapping, then reads to send), and the sender's read(2) counter (rchar of a
+# shell that reaped it) is the bytes sent. (Bytes read from a disk, with the page cache too
+# small to hold the data, are issue 25's benchmark, on a virtio disk.) Then: a
 # second send is skipped as identical (the digests were learned); an interrupted first send
 # resumes from the receiver's partial once the sender has checked its prefix (Holds,
 # Continue); a file written while it is sent is abandoned and nothing of it is kept.
@@ -232,7 +234,7 @@ rchar_of() { # rchar_of OUT CMD...: runs CMD (output to OUT), prints its rchar; 
   sh -c '"$@" >"$0" 2>&1 && sed -n "s/^rchar: //p" /proc/$$/io || echo 0' "$@"
 }
 case_digest_at_end() {
-  local size=$((24 << 20)) first second rc=0
+  local size=$((12 << 20)) first second rc=0
   for d in first second third fourth; do
     mkdir -p "$src/at-end/$d"
     head -c "$size" /dev/urandom >"$src/at-end/$d/big"
@@ -247,17 +249,20 @@ case_digest_at_end() {
   compare "$src/at-end/first" "$out/first" || fail "the digests-first tree differs"
   compare "$src/at-end/second" "$out/second" || fail "the digest-at-end tree differs"
   local bytes=$((size + 100000))
-  # Digests first: every byte twice (the hashing pass, then the send); at the end: once.
-  ((first * 100 >= bytes * 190)) || fail "digests first read $first bytes of $bytes: expected about 2x"
-  ((second * 100 <= bytes * 115)) || fail "--digest-at-end read $second bytes of $bytes: expected about 1x"
-  grep -q "Holds\|checking ours" "$shared/send2.log" && fail "a first send was asked about held files"
+  # Digests first: a hashing pass, then the send; at the end: the send's reads only.
+  grep -q "hashed in" "$shared/send.log" || fail "the digests-first run had no hashing pass"
+  ! grep -q "hashed in" "$shared/send2.log" || fail "--digest-at-end hashed before sending"
+  ((first * 100 >= bytes * 95)) || fail "digests first read(2) $first bytes of $bytes sent"
+  ((second * 100 >= bytes * 95 && second * 100 <= bytes * 115)) ||
+    fail "--digest-at-end read(2) $second bytes for $bytes sent: expected about 1x"
+  ! grep -q "checking ours" "$shared/send2.log" || fail "a first send was asked about held files"
   # Again: the digests were learned as the files were sent, so both are skipped, unread.
   XDG_CACHE_HOME=$work/cache2 "$send" -H "$RXE_ADDR" -p "$port" -r --digest-at-end --json \
     "$src/at-end/second" >"$shared/again.json" 2>"$shared/send.log" || fail "the second send failed"
   (($(grep -o '"status":"identical"' "$shared/again.json" | wc -l) == 2)) ||
     fail "the second send skipped fewer than 2 files: $(head -c 400 "$shared/again.json")"
   # Interrupted after a durable checkpoint, then again with nothing in the digest cache.
-  "$send" -H "$RXE_ADDR" -p "$port" --bwlimit 4M --digest-at-end --no-digest-cache \
+  "$send" -H "$RXE_ADDR" -p "$port" --bwlimit 3M --digest-at-end --no-digest-cache \
     "$src/at-end/third/big" >"$shared/send.log" 2>&1 &
   local pid=$!
   wait_for_line 60 recv "$log" "partial 'big': [0-9]+ bytes durable"
@@ -272,10 +277,11 @@ case_digest_at_end() {
   cmp "$src/at-end/third/big" "$out/big" || fail "the resumed file differs"
   rm -f "$out/big"
   # Written while it is sent: abandoned (FileAbort), nothing kept, exit status 1.
-  "$send" -H "$RXE_ADDR" -p "$port" --bwlimit 4M --digest-at-end --no-digest-cache \
+  "$send" -H "$RXE_ADDR" -p "$port" --bwlimit 3M --digest-at-end --no-digest-cache \
     --name changing "$src/at-end/fourth/big" >"$shared/send.log" 2>&1 &
   pid=$!
-  wait_for_line 60 recv "$log" "receiving 'changing'"
+  # Once a part of it is stored, so that the sender has read it before the change.
+  wait_for_line 60 recv "$log" "partial 'changing': [0-9]+ bytes durable"
   printf 'changed' | dd of="$src/at-end/fourth/big" bs=1 seek=1000 conv=notrunc status=none
   rc=0
   wait "$pid" || rc=$?
@@ -283,7 +289,7 @@ case_digest_at_end() {
   grep -q "changed while it was being sent" "$shared/send.log" || fail "not said: $(tail -n 3 "$shared/send.log")"
   wait_for_line 20 recv "$log" "'changing': abandoned by the sender, nothing kept"
   [[ ! -e $out/changing ]] || fail "the changed file arrived"
-  pass "--digest-at-end: read $second bytes for $bytes sent (digests first: $first); a second send skipped both; an interrupted send resumed after checking the receiver's prefix; a file written while sent was abandoned (exit 1, nothing kept)"
+  pass "--digest-at-end: no hashing pass, read(2) $second bytes for $bytes sent; a second send skipped both; an interrupted send resumed after checking the receiver's prefix; a file written while sent was abandoned (exit 1, nothing kept)"
 }
 run_case digest-at-end case_digest_at_end
 
