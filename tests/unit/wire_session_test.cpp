@@ -4,23 +4,14 @@
 #include <gtest/gtest.h>
 
 #include "protocol/wire.hpp"
+#include "wire_test_helpers.hpp"
 
 namespace {
 
 using namespace rdmax::proto;
-using Bytes = std::vector<std::uint8_t>;
-
-std::optional<DecodeError> decode_error(const Bytes& bytes) {
-  auto result = decode(bytes);
-  if (const auto* failure = std::get_if<DecodeFailure>(&result)) return failure->error;
-  return std::nullopt;
-}
-
-Message round_trip(const Message& m) {
-  auto back = decode(encode(m, kVersion2));
-  EXPECT_TRUE(std::holds_alternative<Message>(back));
-  return std::holds_alternative<Message>(back) ? std::get<Message>(back) : Message{Bye{}};
-}
+using rdmax::test::wire::Bytes;
+using rdmax::test::wire::decode_error;
+using rdmax::test::wire::round_trip;
 
 Offer example_offer() {
   Offer o;

@@ -4,17 +4,13 @@
 #include <gtest/gtest.h>
 
 #include "protocol/wire.hpp"
+#include "wire_test_helpers.hpp"
 
 namespace {
 
 using namespace rdmax::proto;
-using Bytes = std::vector<std::uint8_t>;
-
-std::optional<DecodeError> decode_error(const Bytes& bytes) {
-  auto result = decode(bytes);
-  if (const auto* failure = std::get_if<DecodeFailure>(&result)) return failure->error;
-  return std::nullopt;
-}
+using rdmax::test::wire::Bytes;
+using rdmax::test::wire::decode_error;
 
 Hello example_hello() {
   Hello h;
