@@ -10,6 +10,8 @@
 
 #include "common/error.hpp"
 #include "protocol/names.hpp"
+#include "protocol/sizes.hpp"
+#include "protocol/transfer_rules.hpp"
 #include "sender/session_connection.hpp"
 
 namespace rdmax::sender {
@@ -153,6 +155,55 @@ void SessionConnection::pump() {
     const bool good = failures_ == 0 && others_failures_ == 0;
     dispatch({good ? Event::AllSettled : Event::AllSettledWithFailures, {}});
   }
+}
+
+void SessionConnection::start_session(const proto::Accept& accept) {
+  if (const auto problem = proto::check_accept(accept, plan_.algorithm, 0))
+    return violation(proto::describe(*problem, accept, 0));
+  accept_ = accept;
+  std::vector<proto::SessionSendLedger::EntryPlan> plans;
+  plans.reserve(entries_.size());
+  for (std::uint32_t index : entries_)
+    plans.push_back({plan_.entries[index].kind, plan_.entries[index].size});
+  // What is pinned must fit RLIMIT_MEMLOCK (sender/memlock.hpp): fewer slots in flight,
+  // smaller zero-copy windows, or, when not even one slot fits, no session.
+  const std::uint32_t wanted = std::min(accept.slot_count, kMaxActiveSlots);
+  std::uint32_t slots = wanted;
+  // Copying is the default: pinning page-cache pages cost more than copying them where it
+  // was measured (docs/BENCHMARKS.md). --zero-copy asks for it.
+  if (settings_.zero_copy && !settings_.inject_corruption && wanted > 0) {
+    const std::uint64_t preferred = preferred_window_chunks(accept.slot_size, wanted);
+    std::optional<proto::WindowFit> fit = proto::WindowFit{
+        static_cast<std::uint32_t>(std::min<std::uint64_t>(preferred, UINT32_MAX)), wanted};
+    if (settings_.memlock != nullptr)
+      fit = settings_.memlock->file_windows(accept.slot_size, wanted, preferred);
+    if (fit) {
+      slots = fit->slots;
+      window_bytes_ = std::uint64_t{fit->window_chunks} * accept.slot_size;
+    } else {
+      spdlog::warn(
+          "zero-copy unavailable, copying through a buffer instead: RLIMIT_MEMLOCK cannot hold "
+          "three windows of one chunk");
+    }
+  }
+  if (window_bytes_ == 0 && settings_.memlock != nullptr && wanted > 0)
+    slots = settings_.memlock->staging_slots(accept.slot_size, wanted);
+  if (wanted > 0 && slots == 0) {
+    settings_.memlock->cannot_fit(accept.slot_size);
+    return dispatch({Event::LocalFailure,
+                     SenderInput::Abort{proto::ErrorCode::Internal,
+                                  "the sender cannot pin one slot under its RLIMIT_MEMLOCK"}});
+  }
+  ledger_ = proto::SessionSendLedger(std::move(plans), accept, slots);
+  ledger_.allow_directories(!holding_);
+  in_flight_.assign(ledger_.active_slots(), {0, 0});
+  if (window_bytes_ == 0) use_staging();
+  spdlog::debug(
+      "data phase: chunks of {}, {} slots in flight, {}", proto::format_size(accept.slot_size),
+      ledger_.active_slots(),
+      window_bytes_ > 0 ? "zero-copy from the files' mappings" : "copied through a buffer");
+  expect("the receiver's answers", settings_.timeout);
+  pump();
 }
 
 }  // namespace rdmax::sender

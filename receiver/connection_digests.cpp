@@ -1,0 +1,148 @@
+// A session's files offered without their digest (docs/PROTOCOL.md 7.9), the receiver's side:
+// what is here of such a file is looked for off the loop and told (Holds); the sender's
+// Continue is acted on (Have, a Resume of the kept partial checked again, or a new file); a
+// FileAbort discards the file. The digest it is verified against comes with its FileDone
+// (receiver/connection.cpp), and finish_entries() settles an abandoned file.
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "common/fd.hpp"
+#include "common/merkle.hpp"
+#include "protocol/names.hpp"
+#include "protocol/sizes.hpp"
+#include "receiver/connection.hpp"
+#include "receiver/file_record.hpp"
+#include "receiver/output_tree.hpp"
+
+namespace rdmax::receiver {
+
+namespace {
+using Input = ReceiverInput;
+
+std::string quoted(const std::string& path) {
+  return "'" + proto::escape_for_log(path) + "'";
+}
+}  // namespace
+
+IncomingFile::Resume Connection::fresh_partial() const {
+  if (!resume_understood_) return {};
+  return {context_.partials, {}, context_.options.slot_size, false, PartialStore::Match::Fresh};
+}
+
+// Looked for on the directories' queue (in order with them, never on the loop): a regular
+// file of the offered size (unless --overwrite, as for Have), else a kept partial of the
+// path and size, whatever digest it was kept for. The partial's prefix is checked again, and
+// cut below the whole size, when it is opened for the Resume.
+void Connection::look_for_held(std::uint32_t id) {
+  expect_next();
+  const SessionEntry& entry = *session_entry(id);
+  struct Found {
+    std::optional<proto::Holds> held;
+  };
+  auto found = std::make_shared<Found>();
+  const std::string path = entry.offer.path;
+  const std::uint64_t size = entry.offer.size;
+  const int dir_fd = context_.dir_fd;
+  const bool overwrite = context_.options.overwrite;
+  const proto::DigestAlgorithm algorithm = open_.digest_algorithm;
+  PartialStore* partials = context_.partials;
+  const std::uint32_t align = context_.options.slot_size;
+  directories_->post(
+      [=] {
+        try {
+          const auto slash = path.rfind('/');
+          const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+          if (!overwrite) {
+            const Fd parent = open_parent_beneath(dir_fd, path, false);
+            if (auto digest = current_digest(parent.get(), name, size, algorithm)) {
+              found->held = proto::Holds{id, size, *digest};
+              return;
+            }
+          }
+          if (partials == nullptr || algorithm != proto::DigestAlgorithm::FsVeritySha256 ||
+              size <= align)
+            return;
+          auto handle =
+              partials->open({path, size, {}}, align, PartialStore::Match::AnyDigest, size - 1);
+          if (!handle || handle->durable_bytes() == 0) return;
+          merkle::TreeFolder folder;
+          folder.add(handle->prefix_nodes());
+          found->held = proto::Holds{id, handle->durable_bytes(),
+                                     merkle::file_digest(handle->durable_bytes(), folder.root())};
+        } catch (const std::exception& e) {
+          // Nothing usable is here (a missing directory, a link on the way, an unreadable
+          // file): the file is sent whole; creating it says what is wrong, if anything.
+          spdlog::debug("nothing held for '{}': {}", proto::escape_for_log(path), e.what());
+        }
+      },
+      [this, id, found] {
+        guarded([&] {
+          if (state_ != State::InSession || session_entry(id) == nullptr) return;
+          if (found->held)
+            return dispatch(
+                {Event::EntryHeld, Input::EntryHeld{id, found->held->length, found->held->digest}});
+          create_file(id, fresh_partial());
+        });
+      });
+}
+
+void Connection::send_holds(const ReceiverInput::EntryHeld& held) {
+  SessionEntry& entry = *session_entry(held.entry);
+  entry.held = proto::Holds{held.entry, held.length, held.digest};
+  ledger_.hold_for_continue(held.entry);
+  spdlog::info("[{}] {} ({}): {} of it is here; asking the sender", label(),
+               quoted(entry.offer.path), proto::format_size(entry.offer.size),
+               held.length == entry.offer.size ? "all" : proto::format_size(held.length));
+  post(*entry.held);
+  expect_next();
+}
+
+void Connection::check_continue(const proto::Continue& next) {
+  if (auto error = ledger_.continued(next)) {
+    return dispatch({Event::ProtocolViolation,
+                     Input::Abort{proto::ErrorCode::ProtocolViolation,
+                                  std::string("bad Continue: ") + proto::to_string(*error)}});
+  }
+  SessionEntry& entry = *session_entry(next.entry);
+  const proto::Holds held = entry.held.value();  // Held implies a Holds went
+  if (next.from == 0) return create_file(next.entry, fresh_partial());
+  if (next.from != held.length) {
+    return dispatch(
+        {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation,
+                                                "Continue.from is neither 0 nor what we hold"}});
+  }
+  if (held.length == entry.offer.size) {  // the sender's file is the one here
+    entry.offer.digest = held.digest;
+    return dispatch({Event::EntryHave, Input::EntryTaken{next.entry}});
+  }
+  // Its prefix is ours: the partial continues, checked again and cut to at most `from`.
+  create_file(next.entry, IncomingFile::Resume{context_.partials,
+                                               {},
+                                               context_.options.slot_size,
+                                               false,
+                                               PartialStore::Match::AnyDigest,
+                                               next.from});
+}
+
+void Connection::abandon_entry(const proto::FileAbort& abort) {
+  if (const SessionEntry* e = session_entry(abort.entry); e != nullptr && !e->offer.digest_at_end) {
+    return dispatch(
+        {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation,
+                                                "FileAbort of a file offered with its digest"}});
+  }
+  bool dropped = false;
+  if (auto error = ledger_.abort(abort, dropped)) {
+    return dispatch({Event::ProtocolViolation,
+                     Input::Abort{proto::ErrorCode::ProtocolViolation,
+                                  std::string("bad FileAbort: ") + proto::to_string(*error)}});
+  }
+  if (dropped) return;  // its write had failed: the sender has that verdict
+  const SessionEntry* entry = session_entry(abort.entry);
+  spdlog::warn("[{}] the sender abandoned {}: {}", label(), entry ? quoted(entry->offer.path) : "?",
+               abort.reason == proto::AbortReason::Changed ? "it changed while it was read"
+                                                           : "it could not be read");
+}
+
+}  // namespace rdmax::receiver
