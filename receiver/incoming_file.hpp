@@ -37,12 +37,12 @@
 #include <string>
 #include <vector>
 
+#include "common/file_hasher.hpp"
 #include "common/merkle.hpp"
 #include "common/output_file.hpp"
 #include "common/sha256.hpp"
 #include "common/work_pool.hpp"
 #include "protocol/wire.hpp"
-#include "common/file_hasher.hpp"
 #include "receiver/partial_store.hpp"
 #include "receiver/resume_progress.hpp"
 #include "receiver/space_reservations.hpp"

@@ -190,9 +190,10 @@ void SessionConnection::start_session(const proto::Accept& accept) {
     slots = settings_.memlock->staging_slots(accept.slot_size, wanted);
   if (wanted > 0 && slots == 0) {
     settings_.memlock->cannot_fit(accept.slot_size);
-    return dispatch({Event::LocalFailure,
-                     SenderInput::Abort{proto::ErrorCode::Internal,
-                                  "the sender cannot pin one slot under its RLIMIT_MEMLOCK"}});
+    return dispatch(
+        {Event::LocalFailure,
+         SenderInput::Abort{proto::ErrorCode::Internal,
+                            "the sender cannot pin one slot under its RLIMIT_MEMLOCK"}});
   }
   ledger_ = proto::SessionSendLedger(std::move(plans), accept, slots);
   ledger_.allow_directories(!holding_);

@@ -31,9 +31,9 @@ constexpr Cell no(F f) {
   return {false, S::Waiting, f};
 }
 
-constexpr std::array kEvents{E::Offer, E::Holds, E::Continue, E::Take, E::Have,
-                             E::Chunk, E::FileDone, E::Abort, E::Good, E::Bad};
-constexpr std::array kStates{S::Waiting,  S::Offered,    S::Held, S::Taken,
+constexpr std::array kEvents{E::Offer, E::Holds,    E::Continue, E::Take, E::Have,
+                             E::Chunk, E::FileDone, E::Abort,    E::Good, E::Bad};
+constexpr std::array kStates{S::Waiting,  S::Offered,    S::Held,   S::Taken,
                              S::Finished, S::Abandoning, S::Settled};
 using Row = std::array<Cell, kEntryEventCount>;
 using Table = std::array<Row, kEntryStateCount>;

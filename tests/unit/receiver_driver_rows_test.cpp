@@ -374,7 +374,9 @@ std::vector<Row> session_rows() {
          r.peer(r.flagged(0));
          ASSERT_TRUE(r.settle_until_sent(T::Holds));
        },
-       [](Rig& r) { r.peer(proto::Continue{0, r.entries[0].bytes.size()}); },
+       [](Rig& r) {
+         r.peer(proto::Continue{0, r.entries[0].bytes.size()});
+       },
        {S::InSession, {{T::Have}}, File::Any},
        [](Rig& r) {
          EXPECT_EQ(r.h.transport.sent_of<proto::Have>().at(0).digest, r.digest_of_entry(0));
@@ -392,7 +394,9 @@ std::vector<Row> session_rows() {
          ASSERT_TRUE(r.file_chunk(0, 0, kSlot, 0));
          ASSERT_TRUE(r.settle_idle());
        },
-       [](Rig& r) { r.peer(proto::FileAbort{0, proto::AbortReason::Changed}); },
+       [](Rig& r) {
+         r.peer(proto::FileAbort{0, proto::AbortReason::Changed});
+       },
        {S::InSession, {file_verdict(V::Abandoned)}},
        [](Rig& r) {
          EXPECT_TRUE(r.settle_idle());
@@ -838,7 +842,7 @@ struct Misplaced {
   std::string name;
   E event;
   proto::Message message;
-  bool session = false;  // AwaitId after a session (Id denied once)
+  bool session = false;        // AwaitId after a session (Id denied once)
   bool digest_at_end = false;  // the session's Open asked for the digest at the end (7.9)
 };
 
@@ -969,8 +973,8 @@ std::vector<Unreachable> unreachable_rows() {
       "a Continue or a FileAbort is the session's own only once an Open that asked for the "
       "digest at the end was accepted: before that it is GotUnexpected (misplaced, above)");
   add({S::AwaitOpen, S::AwaitId, S::Authenticating},
-      {E::EntryTaken, E::EntryResumed, E::EntryHave, E::EntryHeld, E::EntryRefused,
-       E::ChunkStored, E::EntrySettled},
+      {E::EntryTaken, E::EntryResumed, E::EntryHave, E::EntryHeld, E::EntryRefused, E::ChunkStored,
+       E::EntrySettled},
       "only the entries' checks, stores and commits raise them, and their callbacks return "
       "unless the connection is InSession with the entry in flight: there is none before the "
       "Open, and every entry is settled before an Id is looked up");

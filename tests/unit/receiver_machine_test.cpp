@@ -29,11 +29,11 @@ constexpr const auto& kAllStates = rdmax::test::kAllReceiverStates;
 constexpr const auto& kAllEvents = rdmax::test::kAllReceiverEvents;
 
 constexpr std::array kAllActions{
-    A::SendChallenge, A::SendAccept,      A::SendReject, A::CheckOffer, A::SendTake,
-    A::SendResume,    A::SendHave,        A::SendHolds,  A::CheckContinue, A::AbandonEntry,
-    A::SendRefuse,    A::StoreChunk,      A::SendCredit,
-    A::FinishEntries, A::SendFileVerdict, A::SendSecret, A::SendDenied, A::SendError,
-    A::DiscardFile,   A::Disconnect,      A::Release};
+    A::SendChallenge, A::SendAccept, A::SendReject, A::CheckOffer,    A::SendTake,
+    A::SendResume,    A::SendHave,   A::SendHolds,  A::CheckContinue, A::AbandonEntry,
+    A::SendRefuse,    A::StoreChunk, A::SendCredit, A::FinishEntries, A::SendFileVerdict,
+    A::SendSecret,    A::SendDenied, A::SendError,  A::DiscardFile,   A::Disconnect,
+    A::Release};
 
 // The lists above name every enumerator: the enums are dense from 0, so the last one's value
 // plus one is the count. A new enumerator breaks these until it is added to its list.
