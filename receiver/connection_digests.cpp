@@ -64,13 +64,8 @@ void Connection::look_for_held(std::uint32_t id) {
           if (partials == nullptr || algorithm != proto::DigestAlgorithm::FsVeritySha256 ||
               size <= align)
             return;
-          auto handle =
-              partials->open({path, size, {}}, align, PartialStore::Match::AnyDigest, size - 1);
-          if (!handle || handle->durable_bytes() == 0) return;
-          merkle::TreeFolder folder;
-          folder.add(handle->prefix_nodes());
-          found->held = proto::Holds{id, handle->durable_bytes(),
-                                     merkle::file_digest(handle->durable_bytes(), folder.root())};
+          if (auto kept = partials->peek({path, size, {}}, align, size - 1))
+            found->held = proto::Holds{id, kept->bytes, kept->digest};
         } catch (const std::exception& e) {
           // Nothing usable is here (a missing directory, a link on the way, an unreadable
           // file): the file is sent whole; creating it says what is wrong, if anything.

@@ -157,6 +157,45 @@ std::pair<std::size_t, std::uint64_t> verified_prefix(int data,
   return {good, offset};
 }
 
+struct Prefix {
+  std::vector<merkle::Node> nodes;  // of [0, bytes), in file order
+  std::uint64_t bytes = 0;
+};
+
+// The part of a kept partial that continues `key`: its header must name key's path and size
+// (and digest, unless any_digest), and every node is checked against the data; cut to at
+// most `limit` bytes and to a multiple of `align`. nullopt when the header does not match.
+std::optional<Prefix> checked_prefix(const Header& header, int data, int nodes_fd,
+                                     const PartialStore::Key& key, bool any_digest,
+                                     std::uint32_t align, std::uint64_t limit) {
+  struct stat data_st {};
+  if (::fstat(data, &data_st) != 0) throw_sys("fstat a partial file");
+  if (header.path != key.path || header.size != key.size ||
+      (!any_digest && header.digest != key.digest) || header.durable > key.size ||
+      header.node_count > header.durable / merkle::kBlockSize + 1 ||
+      static_cast<std::uint64_t>(data_st.st_size) < header.durable)
+    return std::nullopt;
+  std::vector<std::uint8_t> raw(static_cast<std::size_t>(header.node_count) * kNodeBytes);
+  Prefix prefix;
+  try {
+    read_exactly(nodes_fd, raw.data(), raw.size(), 0, "a partial file's nodes");
+    for (std::size_t i = 0; i < raw.size(); i += kNodeBytes) {
+      merkle::Node n;
+      n.level = raw[i];
+      std::copy(raw.begin() + static_cast<long>(i) + 1,
+                raw.begin() + static_cast<long>(i + kNodeBytes), n.hash.begin());
+      if (n.level > 1) throw std::runtime_error("a node of an unknown level");
+      prefix.nodes.push_back(n);
+    }
+  } catch (const std::runtime_error&) {
+    prefix.nodes.clear();
+  }
+  const auto [good, bytes] = verified_prefix(data, prefix.nodes, header.durable, key.size);
+  prefix.nodes.resize(good);
+  prefix.bytes = merkle::cut_nodes(prefix.nodes, std::min(bytes, limit), align);
+  return prefix;
+}
+
 }  // namespace
 
 PartialStore::PartialStore(int dir_fd, Limits limits) : limits_(limits) {
@@ -211,33 +250,13 @@ std::optional<PartialStore::Handle> PartialStore::open(const Key& key, std::uint
       ::openat(h.area_.get(), nodes_name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!h.nodes_) throw_sys("open a partial file's nodes");
   const auto header = decode(read_small(h.area_.get(), h.hash_ + ".hdr"));
-  struct stat data_st {};
-  if (::fstat(h.data_.get(), &data_st) != 0) throw_sys("fstat a partial file");
-  const bool digest_ok = match == Match::AnyDigest || (header && header->digest == key.digest);
-  if (match != Match::Fresh && header && header->path == key.path && header->size == key.size &&
-      digest_ok && header->durable <= key.size &&
-      header->node_count <= header->durable / merkle::kBlockSize + 1 &&
-      static_cast<std::uint64_t>(data_st.st_size) >= header->durable) {
-    std::vector<std::uint8_t> raw(static_cast<std::size_t>(header->node_count) * kNodeBytes);
-    std::vector<merkle::Node> nodes;
-    try {
-      read_exactly(h.nodes_.get(), raw.data(), raw.size(), 0, "a partial file's nodes");
-      for (std::size_t i = 0; i < raw.size(); i += kNodeBytes) {
-        merkle::Node n;
-        n.level = raw[i];
-        std::copy(raw.begin() + static_cast<long>(i) + 1,
-                  raw.begin() + static_cast<long>(i + kNodeBytes), n.hash.begin());
-        if (n.level > 1) throw std::runtime_error("a node of an unknown level");
-        nodes.push_back(n);
-      }
-    } catch (const std::runtime_error&) {
-      nodes.clear();
+  if (match != Match::Fresh && header) {
+    if (auto prefix = checked_prefix(*header, h.data_.get(), h.nodes_.get(), key,
+                                     match == Match::AnyDigest, align, limit)) {
+      h.durable_ = prefix->bytes;
+      h.prefix_ = std::move(prefix->nodes);
+      h.key_.digest = header->digest;  // the same, or (AnyDigest) the one it was kept for
     }
-    const auto [good, bytes] = verified_prefix(h.data_.get(), nodes, header->durable, key.size);
-    nodes.resize(good);
-    h.durable_ = merkle::cut_nodes(nodes, std::min(bytes, limit), align);
-    h.prefix_ = std::move(nodes);
-    h.key_.digest = header->digest;  // the same, or (AnyDigest) the one it was kept for
   }
   // Whatever is not part of the checked prefix goes, and the header says so at once: a
   // later crash must not bring back a prefix that was found bad.
@@ -248,6 +267,29 @@ std::optional<PartialStore::Handle> PartialStore::open(const Key& key, std::uint
   h.node_count_ = h.prefix_.size();
   if (header) h.write_header();
   return h;
+}
+
+std::optional<PartialStore::Held> PartialStore::peek(const Key& key, std::uint32_t align,
+                                                     std::uint64_t limit) const {
+  const std::string hash = name_of(key.path);
+  Fd area, data, nodes;
+  {
+    std::lock_guard lock(mutex_);
+    if (in_use_.contains(hash)) return std::nullopt;
+    area = open_area(false);
+    if (!area) return std::nullopt;
+    data.reset(::openat(area.get(), (hash + ".data").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    nodes.reset(::openat(area.get(), (hash + ".nodes").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    // Written by another process now (its exclusive flock): nothing to say yet.
+    if (!data || !nodes || ::flock(data.get(), LOCK_SH | LOCK_NB) != 0) return std::nullopt;
+  }
+  const auto header = decode(read_small(area.get(), hash + ".hdr"));
+  if (!header) return std::nullopt;
+  auto prefix = checked_prefix(*header, data.get(), nodes.get(), key, true, align, limit);
+  if (!prefix || prefix->bytes == 0) return std::nullopt;
+  merkle::TreeFolder folder;
+  folder.add(prefix->nodes);
+  return Held{prefix->bytes, merkle::file_digest(prefix->bytes, folder.root())};
 }
 
 void PartialStore::remove(Handle&& handle) {

@@ -65,6 +65,15 @@ class PartialStore {
   // made or is not ours (a symbolic link, another owner).
   std::optional<Handle> open(const Key& key, std::uint32_t align, Match match = Match::SameDigest,
                              std::uint64_t limit = UINT64_MAX);
+  // What a kept partial of key.path and key.size holds, whatever digest it was kept for:
+  // its checked prefix, cut as by open(..., Match::AnyDigest, limit), and that prefix's
+  // digest as a file of its length (PROTOCOL.md 7.9, Holds). Creates, changes and removes
+  // nothing; nullopt when there is none, it holds nothing usable, or a transfer holds it.
+  struct Held {
+    std::uint64_t bytes = 0;
+    proto::Digest digest{};
+  };
+  std::optional<Held> peek(const Key& key, std::uint32_t align, std::uint64_t limit) const;
   // Deletes the partial (data, nodes, header).
   void remove(Handle&& handle);
 

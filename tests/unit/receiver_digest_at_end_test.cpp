@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 
 #include "receiver_driver_rig.hpp"
 
@@ -152,6 +153,35 @@ TEST(ReceiverDigestAtEnd, AContinueFromZeroStartsAFreshFileAndDropsThePartial) {
   ASSERT_TRUE(r.settle_until_sent(T::FileVerdict));
   EXPECT_EQ(r.verdict_of(0).value().code, V::Good);
   r.expect_entry_final(0);
+}
+
+// Looking for what is held makes and removes nothing: a file of another size here is refused
+// without leaving anything in the partial area, and a partial of another size stays.
+TEST(ReceiverDigestAtEnd, LookingForWhatIsHeldLeavesThePartialAreaAsItWas) {
+  Rig r;
+  const auto here = random_bytes(r.entries[0].bytes.size() + 1, 13);
+  write_bytes(r.h.dir.path() / "a.bin", here);
+  r.entries[1].bytes = random_bytes(4 * kSlot, 14);
+  keep_partial(r, "b.bin", random_bytes(4 * kSlot + 1, 15), 2 * kSlot, proto::Digest{});
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  const auto area = r.h.dir.path() / ".rdmax-partial";
+  auto sizes = [&] {
+    std::map<std::string, std::uintmax_t> out;
+    for (const auto& e : std::filesystem::directory_iterator(area))
+      out[e.path().filename().string()] = std::filesystem::file_size(e.path());
+    return out;
+  };
+  const auto before = sizes();
+  flagged_session(r);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.peer(r.flagged(0));
+  ASSERT_TRUE(r.settle_until_sent(T::Refuse));
+  EXPECT_EQ(r.h.transport.sent_of<proto::Refuse>().at(0).reason, R::Exists);
+  EXPECT_EQ(sizes(), before) << "a refused file left something in the partial area";
+  r.peer(r.flagged(1));  // a partial of b.bin is kept, but for a file of another size
+  ASSERT_TRUE(r.settle_until_sent(T::Take));
+  EXPECT_TRUE(r.h.transport.sent_of<proto::Holds>().empty());
+  EXPECT_EQ(read_file(r.h.dir.path() / "a.bin"), std::string(here.begin(), here.end()));
 }
 
 TEST(ReceiverDigestAtEnd, AContinueFromAnywhereElseIsAViolation) {

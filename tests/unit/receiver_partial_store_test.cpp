@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "common/merkle.hpp"
@@ -112,6 +113,39 @@ TEST_F(PartialStoreTest, AnotherDigestOrSizeStartsFromZero) {
   }
   auto h = store.open(key, kAlign);  // the first one is gone too
   EXPECT_EQ(h->durable_bytes(), 0u);
+}
+
+// peek() says what a flagged offer would be told (PROTOCOL.md 7.9, Holds) and touches nothing:
+// no area made, no partial of another size cut or removed, none held by a transfer read.
+TEST_F(PartialStoreTest, PeekTellsWhatIsKeptAndChangesNothing) {
+  EXPECT_FALSE(store.peek(key, kAlign, key.size - 1));
+  EXPECT_FALSE(fs::exists(area())) << "looking made the area";
+  {
+    auto h = store.open(key, kAlign);
+    store_range(*h, bytes, 0, 5 * kAlign);
+    EXPECT_FALSE(store.peek(key, kAlign, key.size - 1)) << "held by a transfer";
+  }
+  auto listing = [&] {
+    std::map<std::string, std::string> files;
+    for (const auto& e : fs::directory_iterator(area()))
+      files[e.path().filename().string()] = read_file(e.path());
+    return files;
+  };
+  const auto before = listing();
+  PartialStore::Key any_digest = key;
+  any_digest.digest = {};
+  const auto held = store.peek(any_digest, kAlign, key.size - 1);
+  ASSERT_TRUE(held);
+  EXPECT_EQ(held->bytes, 5u * kAlign);
+  EXPECT_EQ(held->digest, merkle::digest_of(std::span(bytes).first(5 * kAlign)));
+  // Cut to the limit, aligned.
+  EXPECT_EQ(store.peek(key, kAlign, 3 * kAlign + 1)->bytes, 3u * kAlign);
+  PartialStore::Key other_size = key;
+  other_size.size += 1;
+  EXPECT_FALSE(store.peek(other_size, kAlign, other_size.size - 1));
+  EXPECT_FALSE(store.peek({"d/other.bin", key.size, {}}, kAlign, key.size - 1));
+  EXPECT_EQ(listing(), before) << "peek changed the area";
+  EXPECT_EQ(store.open(key, kAlign)->durable_bytes(), 5u * kAlign);
 }
 
 TEST_F(PartialStoreTest, ATornCheckpointKeepsThePreviousOne) {
