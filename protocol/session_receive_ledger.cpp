@@ -89,12 +89,7 @@ std::optional<SessionError> SessionReceiveLedger::abort(const FileAbort& a, bool
 }
 
 bool SessionReceiveLedger::start_discarding(std::uint32_t id) {
-  auto it = entries_.find(id);
-  if (it == entries_.end() || it->second.state != EntryState::Abandoning || it->second.verifying ||
-      it->second.storing > 0)
-    return false;
-  it->second.verifying = true;
-  return true;
+  return start_last_job(id, EntryState::Abandoning);
 }
 
 void SessionReceiveLedger::settle(std::uint32_t id) {
@@ -175,8 +170,12 @@ std::optional<SessionError> SessionReceiveLedger::file_done(const FileDone& d) {
 }
 
 bool SessionReceiveLedger::start_verifying(std::uint32_t id) {
+  return start_last_job(id, EntryState::Finished);
+}
+
+bool SessionReceiveLedger::start_last_job(std::uint32_t id, EntryState when) {
   auto it = entries_.find(id);
-  if (it == entries_.end() || it->second.state != EntryState::Finished || it->second.verifying ||
+  if (it == entries_.end() || it->second.state != when || it->second.verifying ||
       it->second.storing > 0)
     return false;
   it->second.verifying = true;

@@ -119,6 +119,10 @@ class SessionReceiveLedger {
   std::uint32_t storing() const { return storing_; }
 
  private:
+  // An entry in state `when` with no chunk being stored starts its last job (verifying, or
+  // discarding what it stored): true once.
+  bool start_last_job(std::uint32_t entry, EntryState when);
+
   Open open_{};
   std::uint32_t slot_size_ = 0;
   std::vector<SlotState> slots_;
