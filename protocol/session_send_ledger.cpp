@@ -172,6 +172,16 @@ std::optional<SessionSendLedger::Planned> SessionSendLedger::next_chunk() {
   return std::nullopt;
 }
 
+void SessionSendLedger::unplan(const Planned& c) {
+  if (c.slot >= busy_.size() || !busy_[c.slot] || owner_[c.slot] != c.entry) return;
+  busy_[c.slot] = false;
+  credited_[c.slot] = true;
+  length_[c.slot] = 0;
+  EntryProgress& p = progress_[c.entry];
+  if (p.chunks_in_flight > 0) --p.chunks_in_flight;
+  p.next_offset = c.offset;
+}
+
 std::optional<std::uint32_t> SessionSendLedger::next_chunk_length() const {
   if (taken_order_.empty()) return std::nullopt;
   for (std::uint32_t slot = 0; slot < active_slots_; ++slot) {

@@ -89,6 +89,9 @@ class SessionSendLedger {
   // The next chunk to write, if a taken file has bytes left and an active slot is credited
   // and not busy. The slot becomes uncredited and busy.
   [[nodiscard]] std::optional<Planned> next_chunk();
+  // A chunk next_chunk() planned that is not written after all (its bytes could not be read;
+  // the driver abandons its file): its slot is credited and free again.
+  void unplan(const Planned& chunk);
   // The length of the chunk next_chunk() would plan now, without planning it (--bwlimit
   // asks whether the bucket holds that much first).
   [[nodiscard]] std::optional<std::uint32_t> next_chunk_length() const;

@@ -162,6 +162,8 @@ class SessionConnection final : public DriverCore {
   std::optional<Digest> digest_at_end(std::uint32_t local);
   void abandon(std::uint32_t local, proto::AbortReason reason, const std::string& why);
   void post_aborts();
+  // A chunk of a file offered without its digest could not be read: the file is abandoned.
+  void unreadable_chunk(const proto::SessionSendLedger::Planned& chunk, const std::string& error);
   // Holds: our own first `length` bytes hashed (a local read), then Continue.
   void check_holds(const proto::Holds& holds);
   void continue_from(std::uint32_t local, const proto::Holds& holds, const Digest& ours,

@@ -128,7 +128,17 @@ void SessionConnection::pump() {
       bucket.take(*length, now);
     }
     const auto chunk = ledger_.next_chunk();
-    const auto [source, bytes] = chunk_source(*chunk);
+    std::pair<Registration, std::span<const std::uint8_t>> read;
+    try {
+      read = chunk_source(*chunk);
+    } catch (const std::exception& e) {
+      // A file offered without its digest can be abandoned (FileAbort): one that cannot
+      // be read now costs that file, not the session. One offered with it cannot.
+      if (!digest_in_flight(chunk->entry)) throw;
+      unreadable_chunk(*chunk, e.what());
+      continue;
+    }
+    const auto& [source, bytes] = read;
     transport()->write(source, bytes, chunk->remote_addr, chunk->rkey);
     post(proto::FileChunk{chunk->entry, chunk->slot, chunk->offset, chunk->length},
          chunk->slot + 1);

@@ -110,6 +110,14 @@ void SessionConnection::abandon(std::uint32_t local, proto::AbortReason reason,
   post(proto::FileAbort{local, reason});
 }
 
+void SessionConnection::unreadable_chunk(const proto::SessionSendLedger::Planned& chunk,
+                                         const std::string& error) {
+  ledger_.unplan(chunk);  // its slot goes to the next file
+  abandon(chunk.entry, proto::AbortReason::Unreadable,
+          std::string(why_abandoned(proto::AbortReason::Unreadable)) + " (" + error + ")");
+  forget_file(chunk.entry);
+}
+
 void SessionConnection::post_aborts() {
   for (auto [local, reason] : std::exchange(aborts_, {}))
     abandon(local, reason, why_abandoned(reason));

@@ -124,4 +124,28 @@ TEST(SessionSendLedgerDigestAtEnd, HoldsContinueAndAbandon) {
   EXPECT_TRUE(ledger.all_settled());
 }
 
+TEST(SessionSendLedgerDigestAtEnd, AChunkThatCannotBeReadGivesItsSlotToTheNextFile) {
+  SL ledger({{EntryKind::File, 2 * kSlot}, {EntryKind::File, kSlot}}, Accept{0x1000, 0, kSlot, 1},
+            1);
+  ASSERT_EQ(ledger.next_offer(), 0u);
+  ASSERT_EQ(ledger.next_offer(), 1u);
+  ASSERT_EQ(ledger.taken(0), std::nullopt);
+  ASSERT_EQ(ledger.taken(1), std::nullopt);
+  ASSERT_EQ(ledger.credit({0, 7}), std::nullopt);
+  const auto chunk = ledger.next_chunk();
+  ASSERT_TRUE(chunk.has_value());
+  EXPECT_EQ(chunk->entry, 0u);
+  ledger.unplan(*chunk);  // its read failed: nothing was written
+  ASSERT_EQ(ledger.abandon(0), std::nullopt);
+  EXPECT_EQ(ledger.completed(chunk->slot), 0u) << "the slot is not busy";
+  EXPECT_EQ(ledger.credit({0, 8}), CreditError::AlreadyHeld) << "its credit is ours again";
+  const auto next = ledger.next_chunk();
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->entry, 1u);
+  EXPECT_EQ(next->rkey, 7u);
+  EXPECT_EQ(ledger.completed(next->slot), kSlot);
+  EXPECT_EQ(ledger.next_file_done(), 1u);
+  EXPECT_FALSE(ledger.next_file_done().has_value()) << "none for the abandoned file";
+}
+
 }  // namespace

@@ -376,5 +376,31 @@ TEST(SessionLinkDigestAtEnd, AFileChangedWhileItIsSentIsAbandonedAndNotKept) {
   EXPECT_TRUE(p.sender.plan.learned.empty()) << "nothing for the digest cache";
 }
 
+// A file cut short while it is sent (or gone, or failing with EIO): its next read fails. The
+// file is abandoned, the session goes on with the next one.
+TEST(SessionLinkDigestAtEnd, AFileThatCannotBeReadIsAbandonedAndTheSessionGoesOn) {
+  DigestAtEndPair p;
+  bool cut = false;
+  p.link.tamper = [&](proto::Message& m) {
+    if (!cut && std::holds_alternative<proto::Credit>(m) &&
+        !p.sender.transport.sent_of<proto::FileChunk>().empty()) {
+      cut = true;
+      std::filesystem::resize_file(p.sender.plan.entries[0].local_path, 100);
+    }
+  };
+  p.start_at_end();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_TRUE(cut);
+  ASSERT_EQ(p.sender.transport.sent_of<proto::FileAbort>().size(), 1u);
+  EXPECT_EQ(p.sender.transport.sent_of<proto::FileAbort>()[0],
+            (proto::FileAbort{0, proto::AbortReason::Unreadable}));
+  EXPECT_EQ(p.sender.status(0), Status::Failed);
+  EXPECT_NE(p.log.since(0).find("could not be read"), std::string::npos) << p.log.since(0);
+  EXPECT_FALSE(std::filesystem::exists(p.receiver.dir.path() / "a.bin"));
+  EXPECT_EQ(p.sender.status(1), Status::Good);
+  EXPECT_EQ(p.arrived("d/b.bin"), p.sent(1));
+  EXPECT_EQ(p.sender.driver->outcome(), O::SomeFailed) << p.log.since(0);
+}
+
 }  // namespace
 }  // namespace rdmax::test::sender_rig
