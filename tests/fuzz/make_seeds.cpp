@@ -202,6 +202,20 @@ int main(int argc, char** argv) {
       {"challenge", Challenge{sample_sha()}},
       {"proof", Proof{sample_sha()}},
       {"reject-auth", Reject{RejectReason::AuthFailed, "authentication failed"}},
+      // The digest at the end (docs/PROTOCOL.md 7.9).
+      {"open-digest-at-end", Open{DigestAlgorithm::FsVeritySha256,
+                                  1000,
+                                  0,
+                                  2,
+                                  2 << 20,
+                                  {{kExtensionResume, {}}, {kExtensionDigestAtEnd, {}}}}},
+      {"offer-flagged",
+       Offer{0, EntryKind::File, 0644, 1 << 20, 1'700'000'000, 5, Digest{}, "dir/a.bin", true}},
+      {"holds", Holds{0, 3 << 16, sample_sha()}},
+      {"continue", Continue{0, 3 << 16}},
+      {"file-abort", FileAbort{0, AbortReason::Changed}},
+      {"file-done-digest", FileDone{0, 1 << 20, sample_sha()}},
+      {"file-verdict-abandoned", FileVerdict{0, VerdictCode::Abandoned, Digest{}}},
   };
   for (const auto& [name, message] : version2_messages)
     write(root / "fuzz_decode" / name, encode(message, kVersion2));
