@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 
 #include <iterator>
 #include <stdexcept>
@@ -50,6 +51,19 @@ void WorkPool::schedule(const std::shared_ptr<QueueState>& queue) {
   runnable_.push_back(queue);
   queue->listed = true;
   wake_.notify_one();
+}
+
+std::chrono::nanoseconds WorkPool::cpu_time() {
+  std::chrono::nanoseconds total{0};
+  for (std::thread& thread : threads_) {
+    clockid_t clock{};
+    timespec used{};
+    if (::pthread_getcpuclockid(thread.native_handle(), &clock) != 0 ||
+        ::clock_gettime(clock, &used) != 0)
+      continue;
+    total += std::chrono::seconds(used.tv_sec) + std::chrono::nanoseconds(used.tv_nsec);
+  }
+  return total;
 }
 
 void WorkPool::run_thread() {

@@ -26,6 +26,7 @@
 // exception thrown by `done` leaves run_completions(); the completions not run yet stay
 // for the next call (the fd stays readable).
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -57,6 +58,9 @@ class WorkPool {
   // own or another queue (whose completions still waiting are then skipped).
   std::size_t run_completions();
   unsigned threads() const { return static_cast<unsigned>(threads_.size()); }
+  // CPU time the pool's threads have used so far, all together (what a benchmark charges
+  // to the side that owns the pool).
+  std::chrono::nanoseconds cpu_time();
 
  private:
   friend class WorkQueue;

@@ -12,8 +12,11 @@
 # and the CPU time every tool costs per GiB (the guest's /proc/stat). Last, in the same
 # boot, trees of 1000 x 4 KiB and 16 x 16 MiB (scripts/lib/bench-trees-guest.sh): rdma-send -r
 # with -P 1 and -P 2 against one rdma-send per file and against tar | socat over TCP.
-#   scripts/bench.sh                   (installs and builds first, like the other scripts)
-#   BENCH_ONLY=trees scripts/bench.sh  (only the trees; prints, does not rewrite the doc)
+# First of all, natively (no device, no emulation): the transfer pipeline's CPU cost per GiB
+# on each side against its floor (rdmax-pipeline-bench, tests/bench/pipeline_bench.cpp).
+#   scripts/bench.sh                      (installs and builds first, like the other scripts)
+#   BENCH_ONLY=trees scripts/bench.sh     (only the trees; prints, does not rewrite the doc)
+#   BENCH_ONLY=pipeline scripts/bench.sh  (only the native pipeline; prints)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/build-programs.sh
@@ -26,11 +29,15 @@ if [[ ${BENCH_ONLY:-} == trees ]]; then
   scripts/rxe-run --mem 4096 --timeout 900 -- scripts/lib/bench-guest.sh
   exit 0
 fi
+cmake --build "$build" -j "$(nproc)" --target rdmax-pipeline-bench >/dev/null
+pipeline=$("$build/bin/rdmax-pipeline-bench" --mib "${BENCH_PIPELINE_MIB:-1024}" --runs 3)
+echo "$pipeline"
+[[ ${BENCH_ONLY:-} == pipeline ]] && exit 0
 cmake --build "$build" -j "$(nproc)" --target rdmax-revoke-bench >/dev/null
 hashing=$(scripts/lib/bench-hashing.sh "$build/bin/rdma-send" "${BENCH_HASH_MIB:-1024}")
 echo "$hashing"
 scripts/rxe-run --mem 4096 --timeout 900 -- scripts/lib/bench-guest.sh
-printf '\n%s\n' "$hashing" >>"$results"
+printf '\n%s\n\n%s\n' "$hashing" "$pipeline" >>"$results"
 cat "$results"
 scripts/lib/bench-publish "$results" docs/BENCHMARKS.md
 echo "bench: results written to docs/BENCHMARKS.md"

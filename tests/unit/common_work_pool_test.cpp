@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <time.h>
 
 #include <atomic>
 #include <chrono>
@@ -94,6 +95,35 @@ bool run_until(WorkPool& pool, const std::function<bool()>& finished) {
 bool readable(int fd, std::chrono::milliseconds timeout) {
   pollfd p{fd, POLLIN, 0};
   return ::poll(&p, 1, static_cast<int>(timeout.count())) == 1 && (p.revents & POLLIN) != 0;
+}
+
+// The pool's CPU time is its threads' own: a job that spins for 50 ms of CPU adds about
+// that much, and the time spent by this (the loop's) thread adds nothing.
+TEST(WorkPool, CountsTheCpuTimeOfItsThreads) {
+  WorkPool pool(2);
+  const auto before = pool.cpu_time();
+  const auto loop_start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - loop_start < 30ms) {  // busy here, not there
+  }
+  EXPECT_LT(pool.cpu_time() - before, 20ms);
+  WorkQueue queue(pool);
+  bool done = false;
+  queue.post(
+      [] {
+        timespec used{};
+        auto cpu = [&] {
+          ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &used);
+          return std::chrono::seconds(used.tv_sec) + std::chrono::nanoseconds(used.tv_nsec);
+        };
+        const auto start = cpu();
+        while (cpu() - start < 50ms) {
+        }
+      },
+      [&] { done = true; });
+  ASSERT_TRUE(run_until(pool, [&] { return done; }));
+  const auto used = pool.cpu_time() - before;
+  EXPECT_GE(used, 50ms);
+  EXPECT_LT(used, 500ms);
 }
 
 TEST(WorkPool, NeedsAThread) {
