@@ -57,6 +57,14 @@ fail_context() {
   [[ -n $err ]] || return 0
   echo "--- sender log $(basename "$err"), last lines:"
   grep -av -E 'GotCredit|SendMore' "$err" | tail -n 25
+  # A wire that stops carrying frames one way (seen twice after the loss case: host A's
+  # transmit counter stood still after a kernel warning on A) shows here.
+  local host
+  for host in A B; do
+    echo "--- the wire on host $host: eth0 counters, neighbour, kernel warnings"
+    local look="ip -s link show eth0 | sed -n '3,6p'; ip neigh show dev eth0; dmesg | sed -n '/cut here/,/end trace/p' | head -n 40"
+    if [[ $host == A ]]; then bash -c "$look"; else rxe-peer bash -c "$look"; fi
+  done
 }
 
 make_file() { head -c "$2" /dev/urandom >"$in/$1"; }
