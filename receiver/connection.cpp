@@ -20,6 +20,11 @@ template <typename T>
 const T* data_of(const ReceiverInput& input) {
   return std::get_if<T>(&input.data);
 }
+// How long the connection manager's handshake may take from CONNECT_REQUEST to ESTABLISHED
+// (at least --timeout): a lost REP or RTU is sent again after about 4 s, and the sender's
+// own --connect-timeout is 10 s by default; a peer that never finishes it holds a QP and
+// no memory, and --max-connections bounds how many do.
+constexpr std::chrono::seconds kEstablishWait{30};
 }  // namespace
 
 Connection::Connection(Transport& transport, std::string peer, ReceiverContext& context,
@@ -29,7 +34,12 @@ Connection::Connection(Transport& transport, std::string peer, ReceiverContext& 
       edge_(transport),
       address_(std::move(address)) {
   attach(edge_);
-  expect("Open or Hello", context_.options.timeout);
+  expect("the connection to be established",
+         std::max<Clock::duration>(context_.options.timeout, kEstablishWait));
+}
+
+void Connection::on_established() {
+  if (state_ == State::AwaitOpen) expect("Open or Hello", context_.options.timeout);
 }
 
 Connection::~Connection() {

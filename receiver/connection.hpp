@@ -126,6 +126,10 @@ class Connection final : public DriverCore {
   void shut_down();
   // A CM event that ends the connection (CONNECT_ERROR, UNREACHABLE, DEVICE_REMOVAL...).
   void on_cm_failure(const std::string& what);
+  // RDMA_CM_EVENT_ESTABLISHED: from now on the sender owes its Open (or Hello) within
+  // --timeout. Until then the connection manager's handshake is under way, which under
+  // loss resends a message only after about 4 s: a deadline of its own bounds it.
+  void on_established();
 
   proto::ReceiverState state() const { return state_; }
   bool closed() const { return state_ == proto::ReceiverState::Closed; }

@@ -159,6 +159,7 @@ void Daemon::on_cm_events() {
       case RDMA_CM_EVENT_ESTABLISHED:
         spdlog::debug("[{}] connection established", p->connection->label());
         p->transport->on_established();  // a disconnect asked for before goes now
+        p->connection->on_established();
         break;
       case RDMA_CM_EVENT_DISCONNECTED:
         p->connection->on_disconnected();

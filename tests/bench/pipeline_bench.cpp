@@ -179,6 +179,7 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
     context.partials = &partials;
     {
       receiver::Connection connection(link.receiver(), "bench", context, "192.0.2.9");
+      connection.on_established();
       while (!connection.closed() || !connection.idle()) {
         wait_readable(link.receiver().wake_fd(), pool.ready_fd());
         pool.run_completions();

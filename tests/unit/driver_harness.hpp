@@ -152,7 +152,11 @@ struct ReceiverHarness {
     context.sender_keys = &*sender_keys;
     context.penalties = &penalties;
   }
-  void start() { connection.emplace(transport, "peer", context, kPeerAddress); }
+  // Constructed at CONNECT_REQUEST and established at once, as the daemon sees it mostly.
+  void start() {
+    connection.emplace(transport, "peer", context, kPeerAddress);
+    connection->on_established();
+  }
   // As the daemon does: a connection is destroyed only once no job of it runs on the pool
   // (a discard may still be removing the temporary when a test ends).
   ~ReceiverHarness() {

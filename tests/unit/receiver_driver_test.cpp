@@ -228,6 +228,29 @@ TEST_F(ReceiverDriver, TimeoutWaitingForHelloSendsErrorTimeout) {
   EXPECT_EQ(h.state(), ReceiverState::Closed);
 }
 
+// The Open's deadline runs from ESTABLISHED: a handshake that outlasts --timeout (under loss
+// a lost REP or RTU is resent after about 4 s) is not held against the sender; a bound of its
+// own ends one that never finishes.
+TEST_F(ReceiverDriver, TheOpensDeadlineRunsFromEstablished) {
+  h.connection.emplace(h.transport, "peer", h.context, h.kPeerAddress);  // CONNECT_REQUEST
+  EXPECT_STREQ(h.connection->waiting_for(), "the connection to be established");
+  h.connection->tick(Clock::now() + std::chrono::seconds(6));
+  EXPECT_EQ(h.state(), ReceiverState::AwaitOpen);
+  h.connection->on_established();
+  EXPECT_STREQ(h.connection->waiting_for(), "Open or Hello");
+  h.connection->tick(Clock::now() + std::chrono::seconds(6));
+  EXPECT_EQ(h.state(), ReceiverState::Closing);
+  EXPECT_EQ(h.transport.sent_of<proto::Error>().at(0).code, proto::ErrorCode::Timeout);
+}
+
+TEST_F(ReceiverDriver, AHandshakeThatNeverEndsIsBounded) {
+  h.connection.emplace(h.transport, "peer", h.context, h.kPeerAddress);
+  h.connection->tick(Clock::now() + std::chrono::seconds(29));
+  EXPECT_EQ(h.state(), ReceiverState::AwaitOpen);
+  h.connection->tick(Clock::now() + std::chrono::seconds(31));
+  EXPECT_NE(h.state(), ReceiverState::AwaitOpen);
+}
+
 TEST_F(ReceiverDriver, NoTimeoutWhileItsOwnDiskWorkIsPending) {
   const auto bytes = random_bytes(4096);
   offer(bytes);
