@@ -17,6 +17,8 @@
 #   scripts/bench.sh                      (installs and builds first, like the other scripts)
 #   BENCH_ONLY=trees scripts/bench.sh     (only the trees; prints, does not rewrite the doc)
 #   BENCH_ONLY=pipeline scripts/bench.sh  (only the native pipeline; prints)
+#   BENCH_ONLY=first-chunk scripts/bench.sh (only how soon a 1 GiB tree's first chunk
+#                                         leaves, scripts/lib/bench-first-chunk-guest.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/build-programs.sh
@@ -24,7 +26,7 @@ export BENCH_MAX_MIB=${BENCH_MAX_MIB:-256} BENCH_RSS_MIB=${BENCH_RSS_MIB:-1024}
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 export BENCH_RESULTS=$results
-if [[ ${BENCH_ONLY:-} == trees ]]; then
+if [[ ${BENCH_ONLY:-} == trees || ${BENCH_ONLY:-} == first-chunk ]]; then
   export BENCH_ONLY
   scripts/rxe-run --mem 4096 --timeout 900 -- scripts/lib/bench-guest.sh
   exit 0

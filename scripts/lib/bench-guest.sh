@@ -4,6 +4,8 @@
 set -euo pipefail
 # BENCH_ONLY=trees: only the trees (scripts/lib/bench-trees-guest.sh).
 [[ ${BENCH_ONLY:-} == trees ]] && exec "$(dirname "$0")/bench-trees-guest.sh"
+# BENCH_ONLY=first-chunk: only how soon a tree's first chunk leaves (bench-first-chunk-guest.sh).
+[[ ${BENCH_ONLY:-} == first-chunk ]] && exec "$(dirname "$0")/bench-first-chunk-guest.sh"
 S=$RXE_SCRATCH/bench
 mkdir -p "$S/out" "$S/rcopy" "$S/tcp"
 send=$RDMAX_BIN/rdma-send recv=$RDMAX_BIN/rdma-recv
@@ -182,3 +184,4 @@ ours_rate=$(rate "$bytes" "$ours_data")
 
 # The trees, in the same boot (issue 13).
 "$(dirname "$0")/bench-trees-guest.sh"
+"$(dirname "$0")/bench-first-chunk-guest.sh"

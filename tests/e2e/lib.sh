@@ -140,7 +140,7 @@ running_daemons() {
 }
 run_case() {
   local name=$1; shift
-  local rc before pid
+  local rc before pid started=$SECONDS
   before=$(running_daemons)
   set +e
   (
@@ -151,6 +151,8 @@ run_case() {
   )
   rc=$?
   set -e
+  # Where a suite's time goes (the whole test command must stay under 35 minutes).
+  echo "time: case '$name' took $((SECONDS - started))s"
   if ((rc == 0)); then
     cases_passed=$((cases_passed + 1))
   else
