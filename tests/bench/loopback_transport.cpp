@@ -9,13 +9,11 @@
 
 namespace rdmax::bench {
 
-namespace {
 std::chrono::nanoseconds thread_cpu() {
   timespec used{};
   ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &used);
   return std::chrono::seconds(used.tv_sec) + std::chrono::nanoseconds(used.tv_nsec);
 }
-}  // namespace
 
 LoopbackLink::LoopbackLink() {
   ends_[0] = std::make_unique<End>(*this, 0);

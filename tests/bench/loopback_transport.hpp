@@ -27,6 +27,9 @@
 
 namespace rdmax::bench {
 
+// CPU time the calling thread has used so far (CLOCK_THREAD_CPUTIME_ID).
+std::chrono::nanoseconds thread_cpu();
+
 class LoopbackLink {
  public:
   class End;

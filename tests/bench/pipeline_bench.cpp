@@ -48,11 +48,6 @@ using Seconds = std::chrono::duration<double>;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kGiBPer100Gbps = 100e9 / 8 / kGiB;
 
-Seconds thread_cpu() {
-  timespec used{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &used);
-  return Seconds(static_cast<double>(used.tv_sec) + static_cast<double>(used.tv_nsec) * 1e-9);
-}
 Seconds process_cpu() {
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
@@ -168,7 +163,7 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
   const auto start = Clock::now();
 
   std::thread receiving([&] {
-    const Seconds cpu0 = thread_cpu();
+    const Seconds cpu0(thread_cpu());
     WorkPool pool(threads);
     receiver::ReceiverOptions options;  // rdma-recv's defaults
     options.workers = threads;
@@ -188,12 +183,12 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
         if (!connection.closed()) connection.tick(receiver::Connection::Clock::now());
       }
     }
-    result.receiver.cpu = thread_cpu() - cpu0 + Seconds(pool.cpu_time());
+    result.receiver.cpu = Seconds(thread_cpu()) - cpu0 + Seconds(pool.cpu_time());
     result.receiver.wall = Clock::now() - start;
   });
 
   {
-    const Seconds cpu0 = thread_cpu();
+    const Seconds cpu0(thread_cpu());
     WorkPool pool(threads);
     sender::SenderSettings settings;
     settings.id = "bench";
@@ -222,7 +217,7 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
         std::cerr << "the transfer failed: outcome " << static_cast<int>(driver.outcome()) << "\n";
     }
     result.wire = Seconds(link.sender().copy_cpu());
-    result.sender.cpu = thread_cpu() - cpu0 + Seconds(pool.cpu_time()) - result.wire;
+    result.sender.cpu = Seconds(thread_cpu()) - cpu0 + Seconds(pool.cpu_time()) - result.wire;
     result.sender.wall = Clock::now() - start;
     for (const auto& r : plan.results) result.good += r.status == sender::EntryResult::Status::Good;
   }
