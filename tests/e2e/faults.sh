@@ -151,10 +151,16 @@ case_resume_sender_killed() {
 # file is never committed as good with the altered bytes.
 case_altered_partial() {
   make_file altered.bin $((48 << 20))
+  # A slower wire, so that the kill lands mid-transfer: on a fast host the whole 48 MiB went
+  # in 4.8 s, between two of the sender's progress lines (every 2 s), and the 40% was never
+  # seen (CI, 2026-11-25).
+  tc qdisc add dev eth0 root netem rate 40mbit
+  trap 'tc qdisc del dev eth0 root 2>/dev/null || true' EXIT
   send_bg altered.bin
   wait_for 60 sent_at_least altered.bin 40
   kill -9 "$send_pid"
   wait "$send_pid" 2>/dev/null || true
+  tc qdisc del dev eth0 root 2>/dev/null || true
   eventually $((peer_timeout + 10)) recv_log_has "kept .* of 'altered.bin' to resume from" ||
     fail "the receiver did not keep what it had of altered.bin"
   # Flip 16 bytes at 8 MiB + 100 in the kept data (one partial is there: altered.bin's).
