@@ -192,10 +192,17 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
   app.add_option("--inject-corruption", o.inject_corruption,
                  "testing: flip the byte at this file offset after hashing")
       ->group("");
-  app.add_flag("--digest-at-end", o.digest_at_end,
-               "hash each file as it is sent (one read of every byte) instead of before the "
-               "connection; its digest goes at its end (fs-verity digests; a receiver that does "
-               "not take it gets the digests first)");
+  // Two callbacks, as for --progress: the default (the digest at the end) is the field's.
+  auto* at_end = app.add_flag_callback(
+      "--digest-at-end", [&o] { o.digest_at_end = true; },
+      "the default: a file the digest cache does not know is hashed as it is sent (one read "
+      "of every byte), and its digest goes at its end (a receiver that does not take it, or "
+      "--digest sha256, gets the digests first)");
+  app.add_flag_callback(
+         "--digest-first", [&o] { o.digest_at_end = false; },
+         "hash every file before the connection, and announce each file's digest before its "
+         "data (the order of version 1: every byte is read twice)")
+      ->excludes(at_end);
   app.add_flag("--zero-copy", o.zero_copy,
                "register the file's pages for the RDMA WRITEs instead of copying them through "
                "a buffer: no copy, but every page is pinned (slower on Soft-RoCE; see "

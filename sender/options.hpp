@@ -45,9 +45,9 @@ struct SenderOptions {
   std::optional<std::uint64_t> inject_corruption;  // testing: flip the byte at this offset
   // Register the file's pages instead of copying them through a buffer (sender/file_windows.hpp).
   bool zero_copy = false;
-  // --digest-at-end (docs/PROTOCOL.md 7.9): files not in the digest cache are hashed as they
-  // are sent, not before; off by default in this release.
-  bool digest_at_end = false;
+  // Files not in the digest cache are hashed as they are sent, their digest at their end
+  // (docs/PROTOCOL.md 7.9); --digest-first hashes them all before the connection instead.
+  bool digest_at_end = true;
   std::optional<std::uint64_t> bwlimit;  // --bwlimit: bytes per second
   bool check = false;                    // --check: preflight checks only (sender/preflight.hpp)
   // --shard I/N, auto, auto/N (sender/shard.hpp): this process sends only its share.

@@ -169,6 +169,13 @@ void summarize(const SessionPlan& plan, const RunSummary& summary, int exit_code
 }
 
 namespace {
+// The digest as hexadecimal; null for a file offered without it (7.9) that was abandoned
+// before its end, whose digest was never computed.
+Json digest_value(const PlannedEntry& e) {
+  if (!e.digest_known && e.digest == Digest{}) return nullptr;
+  return to_hex(e.digest);
+}
+
 // One entry of to_json's "entries", and one line of --json-lines.
 Json entry_object(const SessionPlan& plan, std::size_t i) {
   const PlannedEntry& e = plan.entries[i];
@@ -181,7 +188,7 @@ Json entry_object(const SessionPlan& plan, std::size_t i) {
   entry["bytes"] = e.size;
   if (file) {
     entry["digest"] = {{"algorithm", proto::to_string(plan.algorithm)},
-                       {"value", to_hex(e.digest)},
+                       {"value", digest_value(e)},
                        {"from_cache", e.digest_from_cache}};
   }
   entry["status"] = status_of(r);

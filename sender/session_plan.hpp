@@ -27,7 +27,8 @@ struct PlannedEntry {
   Digest digest{};                 // files: by the plan's algorithm
   bool digest_from_cache = false;  // the digest cache knew the file: it was not read for it
   // false: not hashed before the connection (docs/PROTOCOL.md 7.9): offered without its
-  // digest, which the connection computes as it sends the file and writes into `digest`.
+  // digest, which the connection computes as it sends the file and writes into `digest`
+  // (left zero for a file abandoned before its end: no digest to report).
   bool digest_known = true;
 };
 

@@ -295,9 +295,12 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
     if (summary.lead == proto::SenderOutcome::VersionUnsupported && version1_can_send(sendable)) {
       send_with_version1(options, sendable, summary, secret, progress);
       plan.algorithm = sendable.algorithm;
-      plan.entries[origin.front()] = sendable.entries.front();
     }
-    for (std::size_t j = 0; j < origin.size(); ++j) plan.results[origin[j]] = sendable.results[j];
+    // The entries too: a digest learned at the end of its file (7.9) is reported.
+    for (std::size_t j = 0; j < origin.size(); ++j) {
+      plan.entries[origin[j]] = sendable.entries[j];
+      plan.results[origin[j]] = sendable.results[j];
+    }
   }
   if (summary.lead == proto::SenderOutcome::VersionUnsupported) {
     spdlog::error(

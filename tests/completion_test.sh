@@ -57,7 +57,7 @@ for program in rdma-send rdma-recv; do
   expect "$program" 'rxe0' --device r
 done
 
-expect rdma-send '--digest --digest-at-end' --dig
+expect rdma-send '--digest --digest-at-end --digest-first' --dig
 expect rdma-send 'fsverity sha256' --digest ''
 expect rdma-send 'sha256' --digest s
 expect rdma-send '--no-digest-cache --no-progress' --no-

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # End-to-end: rdma-send's progress display. On a terminal (a tmux pane, whose screen we
 # read back) a bar with percentage, rate and ETA is redrawn in place while the file is
-# hashed and then sent, and each phase ends as one summary line, with log lines intact
-# and nothing half-drawn left behind, also when the transfer fails half-way. Off a
-# terminal nothing is drawn unless --progress asks for plain lines.
+# sent (hashed as it goes, by default) or, with --digest-first, hashed and then sent, and
+# each phase ends as one summary line, with log lines intact and nothing half-drawn left
+# behind, also when the transfer fails half-way. Off a terminal nothing is drawn unless
+# --progress asks for plain lines.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -63,8 +64,9 @@ pane_says() { screen | grep -Eq -- "$1"; }
 # A bar line as it looks in the pane: label, [===>   ], percentage.
 bar_re() { echo "^$1 +\[=*>? *\] +[0-9]{1,3}%"; }
 
+# --digest-first: two phases, each with its bar and its summary.
 case_bar_renders_and_ends_cleanly() {
-  in_pane ok "$send -H $RXE_ADDR -p $port $work/in/big.bin"
+  in_pane ok "$send -H $RXE_ADDR -p $port --digest-first --no-digest-cache $work/in/big.bin"
   wait_for 120 pane_says '^exit=[0-9]+'
   screen >/dev/null
   grep -q '^exit=0' "$work/screen" || fail "rdma-send failed"
@@ -112,7 +114,7 @@ case_ctrl_c_while_hashing() {
   truncate -s 4G "$work/in/sparse.bin"
   # An interactive shell abandons its command line when a job dies of Ctrl-C; this
   # wrapper (deaf to SIGINT itself, its child not) hands the status on instead.
-  in_pane ctrl-c "bash -c 'trap \"\" INT; ( trap - INT; exec \"\$@\" ); exit \$?' _ $send -H $RXE_ADDR -p $port $work/in/sparse.bin"
+  in_pane ctrl-c "bash -c 'trap \"\" INT; ( trap - INT; exec \"\$@\" ); exit \$?' _ $send -H $RXE_ADDR -p $port --digest-first $work/in/sparse.bin"
   wait_for 60 pane_says "$(bar_re hashing)"
   tmux_ send-keys -t t C-c
   wait_for 30 pane_says '^exit=[0-9]+'
@@ -130,23 +132,23 @@ case_quiet_off_a_terminal() {
   "$send" -H "$RXE_ADDR" -p "$port" "$work/in/big.bin" >/dev/null 2>"$err" || fail "rdma-send failed: $(tail -n 3 "$err")"
   ! grep -Eaq $'hashing|sending +\\[|\r|\e' "$err" || fail "progress or escapes in redirected stderr: $(head -c 300 "$err" | cat -A)"
   grep -q 'verified' "$err" || fail "the final log line is missing"
-  # --no-digest-cache: the send above may have cached the digest, and this one must hash.
+  # --no-digest-cache: the send above cached the digest; this one must hash, as it sends
+  # (the default): one phase, no hashing pass of its own.
   "$send" -H "$RXE_ADDR" -p "$port" --progress --no-digest-cache "$work/in/big.bin" >/dev/null 2>"$err" || fail "rdma-send --progress failed"
   ! grep -Eaq $'\r|\e' "$err" || fail "--progress off a terminal wrote control characters: $(head -c 300 "$err" | cat -A)"
-  grep -Eq '^hashing +96\.0 MiB in ' "$err" || fail "--progress: no hashing summary"
+  ! grep -q 'hashing' "$err" || fail "--progress: a hashing phase before the send (the digest goes at the end): $(grep hashing "$err" | head -2)"
   grep -Eq '^sending +96\.0 MiB in ' "$err" || fail "--progress: no sending summary"
   # Each phase prints a line at its first update (then every 2 s), each a whole line.
-  grep -Eq "$(bar_re hashing)" "$err" || fail "--progress: no hashing progress line"
   grep -Eq "$(bar_re sending)" "$err" || fail "--progress: no sending progress line"
-  ! grep -E '%' "$err" | grep -Evq "$(bar_re '(hashing|sending)')" || fail "malformed progress line"
-  pass "off a terminal: no progress unless --progress, then plain lines without control characters"
+  ! grep -E '%' "$err" | grep -Evq "$(bar_re sending)" || fail "malformed progress line"
+  pass "off a terminal: no progress unless --progress, then plain lines without control characters, one sending phase (the digest at the end)"
 }
 
 case_no_progress_on_a_terminal() {
   in_pane off "$send -H $RXE_ADDR -p $port --no-progress $work/in/big.bin"
   wait_for 120 pane_says '^exit=[0-9]+'
   grep -q '^exit=0' "$work/screen" || fail "rdma-send --no-progress failed"
-  ! grep -aq 'hashing' "$work/off.raw" || fail "--no-progress still drew a bar"
+  ! grep -aqE 'hashing|sending +\[' "$work/off.raw" || fail "--no-progress still drew a bar"
   pass "terminal with --no-progress: no bar"
 }
 

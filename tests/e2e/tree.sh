@@ -222,9 +222,9 @@ case_tree_resume() {
 }
 run_case tree-resume case_tree_resume
 
-# Issue 25, --digest-at-end (docs/PROTOCOL.md 7.9): files the digest cache does not know are
-# hashed as they are sent, so each byte is read once: no hashing pass (the digests-first run
-# hashes through a mapping, then reads to send), and the sender's read(2) counter (rchar of a
+# Issue 25, the digest at the end (docs/PROTOCOL.md 7.9, the default): files the digest cache
+# does not know are hashed as they are sent, so each byte is read once: no hashing pass (the
+# --digest-first run hashes through a mapping, then reads to send), and the sender's read(2) counter (rchar of a
 # shell that reaped it) is the bytes sent. (Bytes read from a disk, with the page cache too
 # small to hold the data, are issue 25's benchmark, on a virtio disk.) Then: a
 # second send is skipped as identical (the digests were learned); an interrupted first send
@@ -242,16 +242,16 @@ case_digest_at_end() {
   done
   rm -rf "$out/first" "$out/second" "$out/third" "$out/fourth"
   first=$(XDG_CACHE_HOME=$work/cache1 rchar_of "$shared/send.log" \
-    "$send" -H "$RXE_ADDR" -p "$port" -r "$src/at-end/first")
+    "$send" -H "$RXE_ADDR" -p "$port" -r --digest-first "$src/at-end/first")
   second=$(XDG_CACHE_HOME=$work/cache2 rchar_of "$shared/send2.log" \
-    "$send" -H "$RXE_ADDR" -p "$port" -r --digest-at-end "$src/at-end/second")
+    "$send" -H "$RXE_ADDR" -p "$port" -r "$src/at-end/second")
   ((first > 0 && second > 0)) || fail "a send failed: $(tail -n 5 "$shared/send.log" "$shared/send2.log")"
   compare "$src/at-end/first" "$out/first" || fail "the digests-first tree differs"
   compare "$src/at-end/second" "$out/second" || fail "the digest-at-end tree differs"
   local bytes=$((size + 100000))
   # Digests first: a hashing pass, then the send; at the end: the send's reads only.
   grep -q "hashed in" "$shared/send.log" || fail "the digests-first run had no hashing pass"
-  ! grep -q "hashed in" "$shared/send2.log" || fail "--digest-at-end hashed before sending"
+  ! grep -q "hashed in" "$shared/send2.log" || fail "the default (digest at the end) hashed before sending"
   ((first * 100 >= bytes * 95)) || fail "digests first read(2) $first bytes of $bytes sent"
   ((second * 100 >= bytes * 95 && second * 100 <= bytes * 115)) ||
     fail "--digest-at-end read(2) $second bytes for $bytes sent: expected about 1x"
@@ -289,7 +289,7 @@ case_digest_at_end() {
   grep -q "changed while it was being sent" "$shared/send.log" || fail "not said: $(tail -n 3 "$shared/send.log")"
   wait_for_line 20 recv "$log" "'changing': abandoned by the sender, nothing kept"
   [[ ! -e $out/changing ]] || fail "the changed file arrived"
-  pass "--digest-at-end: no hashing pass, read(2) $second bytes for $bytes sent; a second send skipped both; an interrupted send resumed after checking the receiver's prefix; a file written while sent was abandoned (exit 1, nothing kept)"
+  pass "digest at the end (the default): no hashing pass, read(2) $second bytes for $bytes sent; a second send skipped both; an interrupted send resumed after checking the receiver's prefix; a file written while sent was abandoned (exit 1, nothing kept)"
 }
 run_case digest-at-end case_digest_at_end
 

@@ -1,5 +1,6 @@
-// rdma-send's options for many machines (issue 24): --shard, --files-from, --base, -0 and
-// --json-lines, parsed into SenderOptions or refused as usage errors (status 2) that say why.
+// rdma-send's options for many machines (issue 24: --shard, --files-from, --base, -0 and
+// --json-lines) and the digest's order (issue 25), parsed into SenderOptions or refused as
+// usage errors (status 2) that say why.
 
 #include <gtest/gtest.h>
 
@@ -87,6 +88,22 @@ TEST(ListOptions, JsonAndJsonLinesBothWantStdout) {
   const Parsed p = send({"-H", "h", "--json", "--json-lines", "f"});
   EXPECT_EQ(p.status, kExitUsage);
   EXPECT_NE(p.err.find("--json"), std::string::npos) << p.err;
+}
+
+// Issue 25: the digest goes at the end unless --digest-first asks for the order of version 1.
+TEST(DigestOrderOption, AtTheEndByDefaultFirstWhenAsked) {
+  const Parsed plain = send({"-H", "h", "f"});
+  ASSERT_TRUE(plain.options) << plain.err;
+  EXPECT_TRUE(plain.options->digest_at_end);
+  const Parsed first = send({"-H", "h", "--digest-first", "f"});
+  ASSERT_TRUE(first.options) << first.err;
+  EXPECT_FALSE(first.options->digest_at_end);
+  const Parsed at_end = send({"-H", "h", "--digest-at-end", "f"});
+  ASSERT_TRUE(at_end.options) << at_end.err;
+  EXPECT_TRUE(at_end.options->digest_at_end);
+  const Parsed both = send({"-H", "h", "--digest-first", "--digest-at-end", "f"});
+  EXPECT_EQ(both.status, kExitUsage);
+  EXPECT_NE(both.err.find("--digest-first"), std::string::npos) << both.err;
 }
 
 TEST(ListOptions, ShardDefaultsToTheWholeTree) {

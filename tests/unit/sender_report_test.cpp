@@ -124,6 +124,25 @@ TEST(SenderReport, OneFileHasTheSameSchemaWithItsDigestVerdictAndZeroCopy) {
   EXPECT_EQ(j["secret"], "s3cret");
 }
 
+// Offered without its digest (7.9): the digest learned at its end is reported; a file
+// abandoned before its end has none, and says so with null rather than zeros.
+TEST(SenderReport, ADigestLearnedAtTheEndIsReportedAndOneNeverLearnedIsNull) {
+  Command c;
+  auto learned = file("learned.bin", 8192);
+  learned.digest_known = false;
+  auto abandoned = file("abandoned.bin", 8192);
+  abandoned.digest_known = false;
+  abandoned.digest = {};
+  c.add(learned, result(Status::Good, O::Success, 8192));
+  c.add(abandoned, result(Status::Failed, O::LocalFailure, 4096));
+  const auto j = c.json();
+  std::string hex;
+  for (std::size_t i = 0; i < learned.digest.size(); ++i) hex += "ab";
+  EXPECT_EQ(j["entries"][0]["digest"]["value"], hex);
+  EXPECT_TRUE(j["entries"][1]["digest"]["value"].is_null()) << j["entries"][1].dump();
+  EXPECT_EQ(j["entries"][1]["digest"]["algorithm"], "fsverity-sha256");
+}
+
 TEST(SenderReport, ABadVerdictIsBadAndASecretIsNeverPrintedOnFailure) {
   Command c;
   c.add(file("x", 10), result(Status::Failed, O::HashMismatch, 10));
