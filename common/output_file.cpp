@@ -133,6 +133,9 @@ OutputFile::OutputFile(OutputFile&& other) noexcept
     : dir_(std::move(other.dir_)),
       temp_dir_(std::move(other.temp_dir_)),
       file_(std::move(other.file_)),
+      direct_(std::move(other.direct_)),
+      direct_memory_align_(other.direct_memory_align_),
+      direct_offset_align_(other.direct_offset_align_),
       final_name_(std::move(other.final_name_)),
       temp_name_(std::exchange(other.temp_name_, {})),
       metadata_(other.metadata_),
@@ -146,6 +149,9 @@ OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
     dir_ = std::move(other.dir_);
     temp_dir_ = std::move(other.temp_dir_);
     file_ = std::move(other.file_);
+    direct_ = std::move(other.direct_);
+    direct_memory_align_ = other.direct_memory_align_;
+    direct_offset_align_ = other.direct_offset_align_;
     final_name_ = std::move(other.final_name_);
     temp_name_ = std::exchange(other.temp_name_, {});
     metadata_ = other.metadata_;
@@ -160,9 +166,37 @@ OutputFile::~OutputFile() {
   discard();
 }
 
+bool OutputFile::use_direct_io() {
+  struct statfs fs {};
+  // tmpfs takes O_DIRECT since Linux 6.6 but copies into its pages all the same.
+  if (::fstatfs(file_.get(), &fs) == 0 && fs.f_type == TMPFS_MAGIC) return false;
+  struct statx st {};
+  if (::statx(file_.get(), "", AT_EMPTY_PATH, STATX_DIOALIGN, &st) != 0 ||
+      (st.stx_mask & STATX_DIOALIGN) == 0 || st.stx_dio_offset_align == 0 ||
+      st.stx_dio_mem_align == 0)
+    return false;
+  // The same open file again (an O_TMPFILE has no name but this one), write-only, direct.
+  const std::string proc_path = "/proc/self/fd/" + std::to_string(file_.get());
+  Fd direct(::open(proc_path.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC));
+  if (!direct) return false;
+  direct_ = std::move(direct);
+  direct_memory_align_ = st.stx_dio_mem_align;
+  direct_offset_align_ = st.stx_dio_offset_align;
+  return true;
+}
+
 void OutputFile::write_at(uint64_t offset, std::span<const uint8_t> data) {
   while (!data.empty()) {
-    const ssize_t n = ::pwrite(file_.get(), data.data(), data.size(), static_cast<off_t>(offset));
+    // O_DIRECT for the longest aligned prefix, when the offset and memory are aligned.
+    int fd = file_.get();
+    std::size_t length = data.size();
+    if (direct_ && offset % direct_offset_align_ == 0 &&
+        reinterpret_cast<std::uintptr_t>(data.data()) % direct_memory_align_ == 0 &&
+        length >= direct_offset_align_) {
+      fd = direct_.get();
+      length -= length % direct_offset_align_;
+    }
+    const ssize_t n = ::pwrite(fd, data.data(), length, static_cast<off_t>(offset));
     if (n < 0) {
       if (errno == EINTR) continue;
       const int err = errno;
@@ -283,6 +317,7 @@ void OutputFile::commit() {
   }
   publish();
   finished_ = true;
+  direct_.reset();
   file_.reset();
   // Make the new directory entry durable. Some filesystems refuse fsync on directories
   // (EINVAL); the rename is done by then, so that is not worth failing the transfer for.
@@ -300,6 +335,7 @@ void OutputFile::commit() {
 void OutputFile::discard() noexcept {
   if (finished_) return;
   finished_ = true;
+  direct_.reset();
   file_.reset();         // an O_TMPFILE without a name vanishes with its last descriptor
   if (adopted_) return;  // its owner keeps or removes it
   if (!temp_name_.empty() && ::unlinkat(dir_.get(), temp_name_.c_str(), 0) != 0 &&

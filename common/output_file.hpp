@@ -68,6 +68,15 @@ class OutputFile {
   // e.g. ENOSPC or EDQUOT.
   void write_at(uint64_t offset, std::span<const uint8_t> data);
 
+  // rdma-recv --direct-io: from now on, write_at() writes each piece whose offset, length and
+  // memory meet the file system's direct-I/O alignment (statx STATX_DIOALIGN) with O_DIRECT,
+  // through a second descriptor of the same file: the data goes from the caller's memory to
+  // the device with no copy into the page cache. The rest (the unaligned tail of a file)
+  // still goes through the cache. Returns false, changing nothing, where the file system
+  // has no direct I/O (tmpfs before Linux 6.6, some FUSE and network file systems).
+  bool use_direct_io();
+  bool direct_io() const noexcept { return static_cast<bool>(direct_); }
+
   // Reserves `size` bytes up front so that a full disk fails now rather than mid-transfer.
   // Filesystems that cannot preallocate are silently accepted; tmpfs is skipped (there it
   // would only zero pages the writes fill anyway). Returns whether the space is reserved.
@@ -101,6 +110,9 @@ class OutputFile {
   Fd dir_;
   Fd temp_dir_;  // where temp_name_ is, when not dir_ (adopt())
   Fd file_;
+  Fd direct_;  // use_direct_io(): file_ opened again with O_DIRECT
+  std::uint32_t direct_memory_align_ = 0;
+  std::uint32_t direct_offset_align_ = 0;
   std::string final_name_;
   std::string temp_name_;  // empty: O_TMPFILE, or already renamed
   struct FinalMetadata {

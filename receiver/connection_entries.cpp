@@ -104,6 +104,7 @@ void Connection::create_file(std::uint32_t id, std::optional<IncomingFile::Resum
   entry.file.emplace(context_.pool, context_.dir_fd, entry.offer.path, context_.options.overwrite,
                      open_.digest_algorithm);
   if (resume) entry.file->set_resume(*resume);
+  entry.file->set_direct_io(context_.options.direct_io);
   entry.file->create(
       entry.offer.size, context_.space, [this, id](const IncomingFile::Outcome& outcome) {
         guarded([&] {

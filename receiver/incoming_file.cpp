@@ -65,6 +65,9 @@ void IncomingFile::create(std::uint64_t size, SpaceReservations& space, Done don
             file_.reset();
           } else {
             space_ = std::move(*hold);
+            if (direct_io_ && !file_->use_direct_io())
+              spdlog::debug("'{}': no direct I/O on this file system: written through the cache",
+                            proto::escape_for_log(path_));
           }
         } catch (const FileExistsError& e) {
           *outcome = {Kind::Exists, e.what()};

@@ -91,6 +91,8 @@ class IncomingFile {
   };
   // Before create().
   void set_resume(const Resume& resume) { resume_ = resume; }
+  // Before create(): rdma-recv --direct-io (common/output_file.hpp use_direct_io()).
+  void set_direct_io(bool on) { direct_io_ = on; }
   // After a create() that succeeded: the bytes already stored from a partial (0: none).
   std::uint64_t resumed_from() const { return progress_ ? progress_->resumed_from() : 0; }
 
@@ -148,7 +150,8 @@ class IncomingFile {
   std::uint64_t bytes_stored_ = 0;
   bool committed_ = false;
   bool discarded_ = false;
-  bool preallocated_ = false;      // written by the create job, read after its completion
+  bool preallocated_ = false;  // written by the create job, read after its completion
+  bool direct_io_ = false;
   SpaceReservations::Hold space_;  // the create job's, then the loop's
   struct Metadata {
     std::uint32_t mode = 0;

@@ -28,6 +28,9 @@ struct ReceiverOptions {
   std::optional<std::string> senders_file;
   std::uint64_t max_size = UINT64_MAX;
   bool overwrite = false;
+  // --direct-io: files written with O_DIRECT where the file system allows it (no copy into
+  // the page cache; common/output_file.hpp).
+  bool direct_io = false;
   std::uint32_t slot_size = 1u << 20;
   std::uint32_t slots = 8;
   std::uint32_t max_connections = 64;

@@ -155,7 +155,7 @@ struct PipelineCost {
 };
 
 PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, const fs::path& out,
-                          unsigned threads) {
+                          unsigned threads, bool direct_io) {
   fs::remove_all(out);
   fs::create_directories(out);
   LoopbackLink link;
@@ -167,6 +167,7 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
     WorkPool pool(threads);
     receiver::ReceiverOptions options;  // rdma-recv's defaults
     options.workers = threads;
+    options.direct_io = direct_io;
     const Fd dir(::open(out.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     auto secrets = std::get<proto::SecretStore>(proto::SecretStore::parse("bench s3cret\n"));
     receiver::PartialStore partials(dir.get(), {});
@@ -243,7 +244,14 @@ int main(int argc, char** argv) {
   std::uint64_t mib = 1024;
   unsigned files = 16, runs = 3;
   std::vector<unsigned> thread_counts{1, std::max(1u, std::thread::hardware_concurrency())};
+  std::string out_dir;
+  bool direct_io = false;
   app.add_option("--dir", dir, "a directory on tmpfs for the files (default /dev/shm)");
+  app.add_option("--out", out_dir,
+                 "where the receiver writes (default: beside the files); for --direct-io, a "
+                 "directory on a disk");
+  app.add_flag("--direct-io", direct_io,
+               "the receiver writes with O_DIRECT (rdma-recv --direct-io)");
   app.add_option("--mib", mib, "MiB in the tree")->check(CLI::Range(16, 1 << 20));
   app.add_option("--files", files, "files in the tree")->check(CLI::Range(1, 4096));
   app.add_option("--runs", runs, "runs of each; the medians are printed")->check(CLI::Range(1, 99));
@@ -251,27 +259,30 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);  // the drivers log each file at info
 
-  const fs::path root = fs::path(dir) / ("rdmax-pipeline-bench." + std::to_string(::getpid()));
+  const std::string tag = "rdmax-pipeline-bench." + std::to_string(::getpid());
+  const fs::path root = fs::path(dir) / tag;
+  const fs::path out = out_dir.empty() ? root / "dst" : fs::path(out_dir) / tag;
   int status = 0;
   try {
     const auto entries = make_tree(root / "src", mib << 20, files);
     const double gib = static_cast<double>((mib << 20) / files * files) / kGiB;
     std::cout << "# rdmax-pipeline-bench: " << files << " files, " << mib << " MiB, in " << dir
-              << ", " << runs << " runs (medians)\n\n"
+              << ", received into " << out.parent_path().string()
+              << (direct_io ? " with --direct-io" : "") << ", " << runs << " runs (medians)\n\n"
               << "| threads | side | GiB/s | CPU s/GiB | floor: hash + memcpy | ratio | "
                  "floor of the side: hash + its copy | ratio | cores per 100 Gb/s |\n"
                  "|---|---|---|---|---|---|---|---|---|\n";
     // Once unmeasured: the first pages a machine hands out can cost far more than the
     // ones it recycles (a virtual machine's memory is backed on first touch), and every
     // measured run should pay the same.
-    (void)run_pipeline(entries, root / "dst", thread_counts.back());
+    (void)run_pipeline(entries, out, thread_counts.back(), direct_io);
     for (unsigned threads : thread_counts) {
       std::vector<double> send_cpu, recv_cpu, send_wall, recv_wall, floor_cpu, write_floor, wire;
       for (unsigned run = 0; run < runs; ++run) {
         const Floor floor = floor_of(entries, threads, root / "floor");
         floor_cpu.push_back(floor.with_memcpy.count() / gib);
         write_floor.push_back(floor.with_write.count() / gib);
-        const auto cost = run_pipeline(entries, root / "dst", threads);
+        const auto cost = run_pipeline(entries, out, threads, direct_io);
         if (cost.good != entries.size()) {
           std::cerr << "FAIL: " << cost.good << " of " << entries.size() << " files verified\n";
           status = 1;
@@ -301,5 +312,6 @@ int main(int argc, char** argv) {
   }
   std::error_code ignored;
   fs::remove_all(root, ignored);
+  fs::remove_all(out, ignored);
   return status;
 }

@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/aligned_buffer.hpp"
 #include "common/connection/transport.hpp"
 #include "protocol/wire.hpp"
 
@@ -153,8 +154,8 @@ class FakeTransport final : public Transport {
     it->second.live = false;
   }
   std::span<std::uint8_t> allocate(std::size_t bytes) override {
-    allocations_.push_back(std::make_unique<std::uint8_t[]>(bytes));
-    return {allocations_.back().get(), bytes};
+    allocations_.emplace_back(bytes);  // page-aligned, as Transport promises
+    return {allocations_.back().data(), bytes};
   }
   void poll(TransportSink& sink) override {
     if (fail_next_poll) {
@@ -190,7 +191,7 @@ class FakeTransport final : public Transport {
   std::deque<Queued> queue_;
   std::deque<std::uint64_t> in_flight_;
   std::uint32_t next_handle_ = 1;
-  std::vector<std::unique_ptr<std::uint8_t[]>> allocations_;
+  std::deque<AlignedBuffer> allocations_;  // a deque: earlier allocations never move
 };
 
 }  // namespace rdmax::test

@@ -9,8 +9,10 @@
 #include <filesystem>
 
 #include "common/merkle.hpp"
+#include "common/output_file.hpp"
 #include "sender/version1_transport.hpp"
 #include "sender_session_rig.hpp"
+#include "tests/unit/page_cache.hpp"
 
 namespace rdmax::test::sender_rig {
 namespace {
@@ -98,6 +100,31 @@ TEST(SessionLink, OneFileIsASessionOfOneEntryVerifiedByTheFsVerityDigest) {
     ASSERT_EQ(verdicts.size(), 1u);
     EXPECT_EQ(verdicts[0].received_digest, p.sender.plan.entries[0].digest);
   }
+}
+
+// rdma-recv --direct-io: every whole block of a slot goes from the slot to the file with
+// O_DIRECT, none through the page cache; only the file's last partial block does.
+TEST(SessionLink, WithDirectIoTheSlotsGoToTheFileBypassingTheCache) {
+  SessionPair p;
+  {
+    auto probe = OutputFile::create(p.receiver.dir.fd(), "probe", false);
+    if (!probe.use_direct_io())
+      GTEST_SKIP() << p.receiver.dir.path() << ": this file system has no direct I/O";
+  }
+  p.receiver.options.direct_io = true;
+  p.receiver.options.slot_size = 4 * kSlot;
+  p.sender.plan.algorithm = proto::DigestAlgorithm::FsVeritySha256;  // hashed from the slots
+  p.sender.add_file("direct.bin", random_bytes(9 * kSlot + 10, 44));
+  p.sender.plan.entries[0].digest = merkle::digest_of(p.sender.contents[0]);
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.status(0), Status::Good);
+  // The residency first: reading the file brings its pages into the cache.
+  const auto cached = cached_pages((p.receiver.dir.path() / "direct.bin").string());
+  ASSERT_EQ(cached.size(), 10u);
+  for (std::size_t page = 0; page < 9; ++page) EXPECT_FALSE(cached[page]) << "page " << page;
+  EXPECT_TRUE(cached[9]) << "the last partial block goes through the cache";
+  EXPECT_EQ(p.arrived("direct.bin"), p.sent(0));
 }
 
 // A flipped byte fails its own file only; the others are stored, and no secret is earned.
