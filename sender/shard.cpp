@@ -188,7 +188,8 @@ SourceTree select_shard(const SourceTree& tree, ShardSpec spec) {
   SourceTree mine;
   std::unordered_set<std::string> needed_by_mine, needed_by_any;
   for (std::size_t i = 0; i < tree.files.size(); ++i) {
-    add_parents(tree.files[i].remote_path, needed_by_any);
+    // Only shard 0 takes the directories no file needs: only it must know which those are.
+    if (spec.index == 0) add_parents(tree.files[i].remote_path, needed_by_any);
     if (shard[i] != spec.index) continue;
     add_parents(tree.files[i].remote_path, needed_by_mine);
     mine.files.push_back(tree.files[i]);
