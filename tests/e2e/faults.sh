@@ -37,9 +37,12 @@ has_partial() { [[ -n $(partials) ]]; }
 durable_of() { rxe-peer grep -o "partial '$1': [0-9]* bytes durable" "$recv_log" | tail -n 1 | awk '{print $3}'; }
 json_field() { grep -o "\"$2\":[0-9]*" "$shared/$1.json" | head -n 1 | cut -d: -f2; }
 # A re-run that must resume: verdict good, file identical; sets sent and from (bytes).
+# resend_ok NAME [FLAG...]: sends NAME again, to a good verdict; sets $sent and $from.
 resend_ok() {
-  local rc=0
-  "$send" -H "$RXE_PEER_ADDR" --timeout 20 --json "$in/$1" >"$shared/$1.json" 2>"$shared/$1.err" || rc=$?
+  local rc=0 name=$1
+  shift
+  set -- "$name" "$@"
+  "$send" -H "$RXE_PEER_ADDR" --timeout 20 --json "${@:2}" "$in/$1" >"$shared/$1.json" 2>"$shared/$1.err" || rc=$?
   ((rc == 0)) || { cat "$shared/$1.err" >&2; fail "the re-run of $1 failed (exit $rc)"; }
   grep -q '"verdict":"good"' "$shared/$1.json" || fail "$1: no good verdict: $(head -c 400 "$shared/$1.json")"
   verify_delivered "$1"
@@ -139,11 +142,13 @@ case_resume_sender_killed() {
   eventually $((peer_timeout + 10)) recv_log_has "kept .* of 'half.bin' to resume from" ||
     fail "the receiver did not keep what it had of half.bin"
   no_leftovers_except $(delivered) || fail "left under a final name: $(out_listing | tr '\n' ' ')"
-  resend_ok half.bin
+  # The re-run with the digest first: Resume answers the Offer that carries it (7.6).
+  resend_ok half.bin --digest-first
   mark_delivered half.bin
   ((from > 0 && sent + from == 96 << 20)) || fail "resumed at $from, sent $sent: they must add up to 96 MiB"
   ((sent * 10 <= (96 << 20) * 6)) || fail "the re-run sent $(mib "$sent") of 96 MiB (more than 60%)"
-  pass "sender SIGKILLed at $(mib "$from") of 96 MiB: the re-run resumed there, sent $(mib "$sent") ($((sent * 100 / (96 << 20)))%), verdict good, file identical"
+  ! grep -q "checking ours" "$shared/half.bin.err" || fail "--digest-first was asked what the receiver holds (Holds)"
+  pass "sender SIGKILLed at $(mib "$from") of 96 MiB: the re-run (--digest-first) resumed there, sent $(mib "$sent") ($((sent * 100 / (96 << 20)))%), verdict good, file identical"
 }
 
 # A partial whose data was altered on disk between the two runs: its blocks are checked
@@ -267,8 +272,11 @@ case_receiver_killed() {
   tc qdisc del dev eth0 root 2>/dev/null || true
   local durable; durable=$(durable_of orphan.bin)
   start_receiver
+  # The re-run with the digest at the end (the default): the receiver says what it holds
+  # (Holds), the sender checks that prefix against its file, then continues (7.9).
   resend_ok orphan.bin
   mark_delivered orphan.bin
+  grep -q "checking ours" "$shared/orphan.bin.err" || fail "the sender did not check the receiver's partial (Holds): $(tail -n 3 "$shared/orphan.bin.err")"
   ((from > 0 && from <= durable)) || fail "resumed at $from; the last durable point logged was $durable"
   ((sent * 10 <= (96 << 20) * 6)) || fail "the re-run sent $(mib "$sent") of 96 MiB (more than 60%)"
   pass "receiver SIGKILLed at about half of 96 MiB and restarted: the re-run resumed at $(mib "$from") (last durable point $(mib "$durable")), sent $(mib "$sent") ($((sent * 100 / (96 << 20)))%), verdict good, file identical"
