@@ -199,6 +199,12 @@ void OutputFile::write_at(uint64_t offset, std::span<const uint8_t> data) {
     const ssize_t n = ::pwrite(fd, data.data(), length, static_cast<off_t>(offset));
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == EINVAL && fd == direct_.get()) {
+        // Told it could, the file system refuses this write direct after all: through the
+        // cache, from now on.
+        direct_.reset();
+        continue;
+      }
       const int err = errno;
       throw_sys("pwrite " + final_name_, err);
     }
