@@ -19,6 +19,9 @@
 #   BENCH_ONLY=pipeline scripts/bench.sh  (only the native pipeline; prints)
 #   BENCH_ONLY=first-chunk scripts/bench.sh (only how soon a 1 GiB tree's first chunk
 #                                         leaves, scripts/lib/bench-first-chunk-guest.sh)
+#   BENCH_ONLY=disk scripts/bench.sh      (only what the disk sees: files on an ext4 virtio
+#                                         disk read at BENCH_DISK_BPS, default 8000000 B/s;
+#                                         scripts/lib/bench-disk-guest.sh; prints)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/build-programs.sh
@@ -29,6 +32,12 @@ export BENCH_RESULTS=$results
 if [[ ${BENCH_ONLY:-} == trees || ${BENCH_ONLY:-} == first-chunk ]]; then
   export BENCH_ONLY
   scripts/rxe-run --mem 4096 --timeout 900 -- scripts/lib/bench-guest.sh
+  exit 0
+fi
+if [[ ${BENCH_ONLY:-} == disk ]]; then
+  # 512 MiB of data on a 1 GiB disk; about 7 minutes, most of it reading at 8 MB/s.
+  scripts/rxe-run --mem 4096 --disk "1024:${BENCH_DISK_BPS:-8000000}" --timeout 1500 -- \
+    scripts/lib/bench-disk-guest.sh
   exit 0
 fi
 cmake --build "$build" -j "$(nproc)" --target rdmax-pipeline-bench >/dev/null

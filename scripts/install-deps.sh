@@ -16,6 +16,7 @@ packages=(
   rdma-core ibverbs-utils rdmacm-utils perftest
   # Soft-RoCE test bed: Debian's kernel under qemu, with a busybox initramfs
   qemu-system-x86 linux-image-amd64 busybox-static kmod cpio gzip iproute2 procps
+  e2fsprogs  # scripts/rxe-run --disk: mkfs.ext4 of the guest's disk image
   # tests and benchmarks
   socat coreutils iputils-ping tmux
   jq  # tests/e2e/many.sh reads rdma-send --json-lines
