@@ -86,7 +86,10 @@ HashingPass hash_file(InputFile& file, const HashingSettings& settings) {
       pass.from_cache = true;
     }
   }
-  if (!pass.from_cache && !settings.compute) {
+  // An empty file's digest costs no read: it goes with the file's Offer, so that a receiver
+  // that holds the file answers Have (an empty file offered without its digest could only be
+  // refused: a Holds is for 1 byte at least, docs/PROTOCOL.md 7.9).
+  if (!pass.from_cache && !settings.compute && file.size() > 0) {
     pass.known = false;
     return pass;
   }

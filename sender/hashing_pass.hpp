@@ -27,7 +27,7 @@ struct HashingSettings {
   ProgressMode progress = ProgressMode::Off;
   DigestCacheBatch* cache = nullptr;  // none: always hash, remember nothing
   // false: only the cache is asked; a file it does not know is not read (its digest is
-  // computed as it is sent: the digest at the end).
+  // computed as it is sent: the digest at the end). An empty file's is computed all the same.
   bool compute = true;
 };
 
