@@ -30,6 +30,7 @@ void send_with_version1(const SenderOptions& options, SessionPlan& plan, RunSumm
     commit_digest_cache(batch);
     plan.algorithm = proto::DigestAlgorithm::WholeFileSha256;
     entry.digest = pass.digest.value;
+    entry.digest_known = true;  // a Hello carries it: version 1 has no digest at the end
     entry.digest_from_cache = pass.from_cache;
     summary.hash_seconds += pass.seconds;
   } else {

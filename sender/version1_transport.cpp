@@ -19,6 +19,7 @@ void Version1Transport::send(const proto::Message& message, std::uint16_t, std::
     return wire().send(hello_, kVersion1, tag);
   }
   if (const auto* offer = std::get_if<Offer>(&message)) {
+    if (offer->digest_at_end) cannot_say("a file offered without its digest (it has no 7.9)");
     if (offer->entry != 0 || offer->kind != EntryKind::File || offer->size != hello_.file_size ||
         offer->digest != hello_.digest)
       cannot_say("an entry but the file its Hello named");

@@ -157,6 +157,11 @@ TEST(SenderVersion1, TheEdgeRefusesWhatVersion1CannotCarry) {
   EXPECT_THROW(adapter.send(proto::Offer{1, proto::EntryKind::File, 0644, 10, 0, 0, {}, "b"},
                             proto::kVersion2, 0),
                std::logic_error);
+  // The file the Hello names, but offered without its digest (7.9): version 1 has no
+  // FileDone to carry it.
+  proto::Offer at_end{0, proto::EntryKind::File, 0644, 10, 0, 0, {}, "a.bin"};
+  at_end.digest_at_end = true;
+  EXPECT_THROW(adapter.send(at_end, proto::kVersion2, 0), std::logic_error);
   EXPECT_TRUE(wire.sent.empty());
 }
 
