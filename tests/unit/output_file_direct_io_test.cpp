@@ -31,7 +31,9 @@ struct FreeDeleter {
 using AlignedBytes = std::unique_ptr<std::uint8_t[], FreeDeleter>;
 
 AlignedBytes aligned_pattern(std::size_t size, std::uint8_t seed) {
-  AlignedBytes bytes(static_cast<std::uint8_t*>(std::aligned_alloc(kPage, size)));
+  // aligned_alloc wants a multiple of the alignment: the pattern fills what is asked for.
+  const std::size_t whole_pages = (size + kPage - 1) / kPage * kPage;
+  AlignedBytes bytes(static_cast<std::uint8_t*>(std::aligned_alloc(kPage, whole_pages)));
   for (std::size_t i = 0; i < size; ++i) bytes[i] = static_cast<std::uint8_t>(i * 31 + seed);
   return bytes;
 }
