@@ -16,7 +16,9 @@
 # on each side against its floor (rdmax-pipeline-bench, tests/bench/pipeline_bench.cpp).
 #   scripts/bench.sh                      (installs and builds first, like the other scripts)
 #   BENCH_ONLY=trees scripts/bench.sh     (only the trees; prints, does not rewrite the doc)
-#   BENCH_ONLY=pipeline scripts/bench.sh  (only the native pipeline; prints)
+#   BENCH_ONLY=pipeline scripts/bench.sh  (only the native pipeline, the receiver into tmpfs
+#                                         and with --direct-io into BENCH_PIPELINE_DISK_DIR,
+#                                         default /var/tmp; prints)
 #   BENCH_ONLY=first-chunk scripts/bench.sh (only how soon a 1 GiB tree's first chunk
 #                                         leaves, scripts/lib/bench-first-chunk-guest.sh)
 #   BENCH_ONLY=disk scripts/bench.sh      (only what the disk sees: files on an ext4 virtio
@@ -42,6 +44,9 @@ if [[ ${BENCH_ONLY:-} == disk ]]; then
 fi
 cmake --build "$build" -j "$(nproc)" --target rdmax-pipeline-bench >/dev/null
 pipeline=$("$build/bin/rdmax-pipeline-bench" --mib "${BENCH_PIPELINE_MIB:-1024}" --runs 3)
+# Again with the receiver writing into a disk's file system, direct (rdma-recv --direct-io).
+pipeline+=$'\n\n'$("$build/bin/rdmax-pipeline-bench" --mib "${BENCH_PIPELINE_MIB:-1024}" --runs 3 \
+  --out "${BENCH_PIPELINE_DISK_DIR:-/var/tmp}" --direct-io)
 echo "$pipeline"
 [[ ${BENCH_ONLY:-} == pipeline ]] && exit 0
 cmake --build "$build" -j "$(nproc)" --target rdmax-revoke-bench >/dev/null
