@@ -39,9 +39,7 @@ json_field() { grep -o "\"$2\":[0-9]*" "$shared/$1.json" | head -n 1 | cut -d: -
 # A re-run that must resume: verdict good, file identical; sets sent and from (bytes).
 # resend_ok NAME [FLAG...]: sends NAME again, to a good verdict; sets $sent and $from.
 resend_ok() {
-  local rc=0 name=$1
-  shift
-  set -- "$name" "$@"
+  local rc=0
   "$send" -H "$RXE_PEER_ADDR" --timeout 20 --json "${@:2}" "$in/$1" >"$shared/$1.json" 2>"$shared/$1.err" || rc=$?
   ((rc == 0)) || { cat "$shared/$1.err" >&2; fail "the re-run of $1 failed (exit $rc)"; }
   grep -q '"verdict":"good"' "$shared/$1.json" || fail "$1: no good verdict: $(head -c 400 "$shared/$1.json")"
