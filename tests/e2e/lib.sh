@@ -35,6 +35,25 @@ _cleanup() {
 }
 trap _cleanup EXIT
 
+# random_files DIR FORMAT COUNT MIN MAX: COUNT files of random bytes in DIR, named by the
+# printf FORMAT of 1..COUNT (s%03d: s001...), each of a size drawn from MIN..MAX bytes. One
+# process for all: a fork costs about 70 ms in the emulated guest, and a loop of `head -c`
+# over 1000 files took over a minute of a suite.
+random_files() {
+  perl -e '
+    my ($dir, $format, $count, $min, $max) = @ARGV;
+    open(my $random, "<:raw", "/dev/urandom") or die "/dev/urandom: $!\n";
+    for my $i (1 .. $count) {
+      my $name = sprintf("%s/$format", $dir, $i);
+      my $size = $min + int(rand($max - $min + 1));
+      my $bytes = "";
+      read($random, $bytes, $size) == $size or die "/dev/urandom: a short read\n" if $size;
+      open(my $file, ">:raw", $name) or die "$name: $!\n";
+      print $file $bytes or die "$name: $!\n";
+      close($file) or die "$name: $!\n";
+    }' "$@"
+}
+
 # fail prints the output of a test's own `fail_context` function, when it has one.
 fail() {
   echo "FAIL: $*" >&2

@@ -78,7 +78,7 @@ make_tree() {
   local t=$src/tree i
   mkdir -p "$t/big" "$t/small/deeper" "$t/empty dir" "$t/ünï"
   for i in 1 2 3 4 5 6; do head -c $(((i * 3 + 2) << 20)) /dev/urandom >"$t/big/b$i.bin"; done
-  for i in $(seq -w 1 240); do head -c $((RANDOM * 2)) /dev/urandom >"$t/small/s$i"; done
+  random_files "$t/small" s%03d 240 0 65534
   for i in $(seq -w 1 40); do : >"$t/small/deeper/e$i"; done
   echo "ü" >"$t/ünï/grüße.txt"
   chmod 0750 "$t/small"
@@ -162,7 +162,7 @@ case_two_receivers() {
   local pa=$((port + 1)) pb=$((port + 2)) outa=$work/out-a outb=$work/out-b t=$src/two rc=0
   mkdir -p "$outa" "$outb" "$t/sub"
   for i in 1 2 3 4; do head -c $((6 << 20)) /dev/urandom >"$t/sub/big$i"; done
-  for i in $(seq -w 1 30); do head -c $((RANDOM + 1)) /dev/urandom >"$t/s$i"; done
+  random_files "$t" s%02d 30 1 32768
   start_daemon recva "$shared/recv-a.log" "$recv" --port "$pa" --dir "$outa" -v
   start_daemon recvb "$shared/recv-b.log" "$recv" --port "$pb" --dir "$outb" -v
   local pid_b=$daemon_pid

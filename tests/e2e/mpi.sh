@@ -51,12 +51,13 @@ wait_for 30 grep -q 'listening on' "$log2"
 t=$src/tree
 mkdir -p "$t/big" "$t/small/deeper" "$t/empty dir" "$t/ünï"
 for i in 1 2 3 4 5 6 7 8; do head -c $(((i * 2 + 1) << 20)) /dev/urandom >"$t/big/b$i.bin"; done
-for i in $(seq -w 1 260); do head -c $((RANDOM * 2)) /dev/urandom >"$t/small/s$i"; done
+random_files "$t/small" s%03d 260 0 65534
 for i in $(seq -w 1 40); do : >"$t/small/deeper/e$i"; done
 echo "ü" >"$t/ünï/grüße.txt"
 chmod 0750 "$t/small"
 touch -d '1999-12-31 23:59:59' "$t/small/deeper" "$t/empty dir"
 files=$(find "$t" -type f | wc -l)
+echo "time: the daemons and the tree took ${SECONDS}s"
 
 # mpirun as root (the test bed's user) must be told it is meant.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -90,7 +91,9 @@ compare() {
   rxe-peer bash -c "cd '$b' && ($list) | diff '$shared/a.list' - >&2 && ($sums) | diff '$shared/a.sums' - >&2"
 }
 
+started=$SECONDS
 job first
+echo "time: the first job took $((SECONDS - started))s"
 compare "$t" "$out/tree" nodirtimes || fail "the tree differs after the four shards"
 jq -r 'select(.entry.kind == "file") | .entry.name' "$shared"/first.[0-3].jsonl | sort >"$shared/sent"
 [[ $(wc -l <"$shared/sent") == "$files" ]] ||
@@ -110,7 +113,9 @@ receivers=$(jq -r 'select(.entry.kind == "file") | .entry.receiver' "$shared"/fi
 [[ -z $(rxe-peer find "$out" -path '*/.rdmax-partial/*' -type f 2>/dev/null) ]] || fail "partials left behind"
 pass "mpirun -np 4 on host A: $files files, each sent by one shard, to two daemons on host B in one directory ($receivers); bytes per shard ${bytes[*]}"
 
+started=$SECONDS
 job again
+echo "time: the second job took $((SECONDS - started))s"
 for r in 0 1 2 3; do
   jq -e -s 'map(select(.summary)) | .[0].summary | .bytes_sent == 0 and .identical == .files' \
     "$shared/again.$r.jsonl" >/dev/null || fail "re-run, rank $r: $(tail -n 1 "$shared/again.$r.jsonl")"
