@@ -16,6 +16,7 @@
 # the run with a message and status 1. Echoes two Markdown tables, and appends them to
 # $BENCH_RESULTS when that is set.
 set -euo pipefail
+source "$(dirname "$0")/bench-common.sh"
 die() { echo "bench-disk: $*" >&2; exit 1; }
 [[ -n ${RXE_DISK:-} ]] || die "RXE_DISK is not set: run under scripts/rxe-run --disk MIB:BYTES_PER_S"
 ((EUID == 0)) || die "needs root (cgroups, drop_caches)"
@@ -24,11 +25,8 @@ send=$RDMAX_BIN/rdma-send recv=$RDMAX_BIN/rdma-recv
 mib=${BENCH_DISK_MIB:-256} files=${BENCH_DISK_FILES:-16} file_mib=${BENCH_DISK_FILE_MIB:-16}
 memory_max=${BENCH_DISK_MEMORY_MAX:-64M}
 port=18730 rcopy_port=18731
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 mibs() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 rate() { awk -v b="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%.2f", b / s / 1048576; else print "n/a" }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
 # The tools' digest cache would be the host's ~/.cache over 9p: keep it in the guest.
 export XDG_CACHE_HOME=$S/cache
@@ -78,8 +76,7 @@ start_receiver() {
   "$recv" -a "$RXE_ADDR" -p "$port" -o "$S/out" --slot-size 1M --slots 16 --overwrite -q \
     2>>"$S/recv.log" &
   recv_pid=$!
-  for _ in $(seq 100); do rdma resource show cm_id 2>/dev/null | grep -q "LISTEN.*:$port" && return; sleep 0.05; done
-  die "rdma-recv is not listening: $(tail -n 3 "$S/recv.log")"
+  wait_cm_listening "$port" || die "rdma-recv is not listening: $(tail -n 3 "$S/recv.log")"
 }
 stop_receiver() {
   local left=0
@@ -92,7 +89,7 @@ stop_receiver() {
 (cd / && exec rcopy -p "$rcopy_port") >"$S/rcopy-server.log" 2>&1 &
 rcopy_pid=$!
 trap 'kill $recv_pid $rcopy_pid 2>/dev/null || true' EXIT
-for _ in $(seq 100); do rdma resource show cm_id 2>/dev/null | grep -q "LISTEN.*:$rcopy_port" && break; sleep 0.05; done
+wait_cm_listening "$rcopy_port" || die "rcopy's server is not listening: $(tail -n 3 "$S/rcopy-server.log")"
 
 # For the reading of the figures: the guest's hashing and sending rates with no disk at all
 # (the reference in tmpfs), which the throttled disk must stay below.

@@ -7,6 +7,7 @@
 # its time), and the whole run's; every copy is checked with diff -r. Echoes a Markdown
 # table, and appends it to $BENCH_RESULTS when that is set.
 set -euo pipefail
+source "$(dirname "$0")/bench-common.sh"
 S=$RXE_SCRATCH/bench-first-chunk
 rm -rf "$S"
 mkdir -p "$S/src" "$S/out"
@@ -22,7 +23,7 @@ cat "$S/src/"* >/dev/null  # in the page cache, as for every tool in bench.sh
   2>"$S/recv.log" &
 recv_pid=$!
 trap 'kill $recv_pid 2>/dev/null || true; rm -rf "$S"' EXIT
-for _ in $(seq 100); do rdma resource show cm_id 2>/dev/null | grep -q "LISTEN.*:$port" && break; sleep 0.05; done
+wait_cm_listening "$port" || die "rdma-recv is not listening: $(tail -n 3 "$S/recv.log")"
 
 # Seconds since midnight of `date +%s.%N` output, and of a log line's HH:MM:SS.mmm.
 of_day() { awk -v t="$1" 'BEGIN { printf "%.3f", t % 86400 }'; }

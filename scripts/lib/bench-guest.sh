@@ -2,6 +2,7 @@
 # The measuring half of scripts/bench.sh; runs inside scripts/rxe-run. Writes a Markdown
 # table to $BENCH_RESULTS (a host path) and echoes it.
 set -euo pipefail
+source "$(dirname "$0")/bench-common.sh"
 # BENCH_ONLY=trees: only the trees (scripts/lib/bench-trees-guest.sh).
 [[ ${BENCH_ONLY:-} == trees ]] && exec "$(dirname "$0")/bench-trees-guest.sh"
 # BENCH_ONLY=first-chunk: only how soon a tree's first chunk leaves (bench-first-chunk-guest.sh).
@@ -11,12 +12,8 @@ mkdir -p "$S/out" "$S/rcopy" "$S/tcp"
 send=$RDMAX_BIN/rdma-send recv=$RDMAX_BIN/rdma-recv
 mib=$BENCH_MAX_MIB
 bytes=$((mib << 20))
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.3f", b-a}'; }
 rate() { awk -v b="$1" -v s="$2" 'BEGIN{ if (s > 0) printf "%.1f", b/s/1048576; else print "n/a"}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "n/a"}'; }
 json_num() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
-wait_port() { for _ in $(seq 100); do ss -Hltn "sport = :$1" | grep -q . && return 0; sleep 0.05; done; return 1; }
 wait_log() { for _ in $(seq 100); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 # CPU time of the whole guest (both ends, the kernel's rxe work, interrupts), in seconds:
 # on this emulated machine the two vCPUs are shared by the "NIC" and the hashing, so the
@@ -37,7 +34,7 @@ t=$(now); c=$(cpu_now); sha256sum "$S/file" >/dev/null; sha_s=$(elapsed "$t"); s
 
 # The link's ceiling: RDMA WRITE of 1 MiB messages (our slot size), same device.
 ib_write_bw -d "$RXE_DEV" -s 1048576 -n "$mib" -F -p 18700 >"$S/ibw-server.log" 2>&1 &
-wait_port 18700
+wait_tcp_listening 18700
 c=$(cpu_now)
 ib_write_bw -d "$RXE_DEV" -s 1048576 -n "$mib" -F -p 18700 "$RXE_ADDR" >"$S/ibw.log" 2>&1
 wait
@@ -59,7 +56,7 @@ cmp -s "$S/file" "$S/rcopy/file" || { echo "bench: rcopy's copy differs" >&2; rc
 # A TCP copy over the same netdev.
 socat -u "TCP-LISTEN:18702,bind=$RXE_ADDR,reuseaddr" "CREATE:$S/tcp/file" &
 tcp_server=$!
-wait_port 18702
+wait_tcp_listening 18702
 t=$(now); c=$(cpu_now); socat -u "FILE:$S/file" "TCP:$RXE_ADDR:18702"; wait $tcp_server; tcp_s=$(elapsed "$t")
 tcp_cpu=$(awk -v a="$c" -v b="$(cpu_now)" 'BEGIN{print b-a}')
 cmp -s "$S/file" "$S/tcp/file" || { echo "bench: the TCP copy differs" >&2; tcp_s=0; }
@@ -69,7 +66,7 @@ rm -f "$S/rcopy/file" "$S/tcp/file"
 "$recv" -a "$RXE_ADDR" -p 18703 -o "$S/out" --slot-size 1M --slots 16 --overwrite -q 2>"$S/recv.log" &
 recv_pid=$!
 sleep 0.2; wait_log "$S/recv.log" "" || true
-for _ in $(seq 100); do rdma resource show cm_id 2>/dev/null | grep -q 'LISTEN.*:18703' && break; sleep 0.05; done
+wait_cm_listening 18703 || { echo "bench: rdma-recv is not listening: $(tail -n 3 "$S/recv.log")" >&2; exit 1; }
 ours_rows=""
 sizes=()
 for size in 4K 1M 16M 64M; do (($(numfmt --from=iec "$size") < bytes)) && sizes+=("$size"); done
@@ -122,7 +119,7 @@ rm -f "$S/in-"* "$S/out/"* "$S/file"
 head -c $((rss_mib << 20)) /dev/urandom >"$S/big"
 "$recv" -a "$RXE_ADDR" -p 18704 -o "$S/out" --slot-size 1M --slots 16 -q 2>"$S/recv2.log" &
 recv_pid=$!
-for _ in $(seq 100); do rdma resource show cm_id 2>/dev/null | grep -q 'LISTEN.*:18704' && break; sleep 0.05; done
+wait_cm_listening 18704 || { echo "bench: rdma-recv is not listening: $(tail -n 3 "$S/recv2.log")" >&2; exit 1; }
 big=$("$send" -H "$RXE_ADDR" -p 18704 --json -q "$S/big")
 cmp -s "$S/big" "$S/out/big" || { echo "bench: the big transfer differs" >&2; exit 1; }
 hwm_kib=$(awk '/VmHWM/ {print $2}' "/proc/$recv_pid/status")

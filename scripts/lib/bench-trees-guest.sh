@@ -10,15 +10,13 @@
 #   emulated test bed, so the loop over the small tree sends this many of its files and
 #   scales the time to the whole tree (the table says so); 0 sends them all.
 set -euo pipefail
+source "$(dirname "$0")/bench-common.sh"
 S=$RXE_SCRATCH/bench-trees
 rm -rf "$S"
 mkdir -p "$S/out"
 send=$RDMAX_BIN/rdma-send recv=$RDMAX_BIN/rdma-recv
 small=${BENCH_TREE_SMALL:-1000} large=${BENCH_TREE_LARGE:-16} sample=${BENCH_LOOP_SAMPLE:-100}
 port=18710
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.3f", b-a}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "n/a"}'; }
 rate() { awk -v b="$1" -v s="$2" 'BEGIN{ if (s > 0) printf "%.1f", b/s/1048576; else print "n/a"}'; }
 verdict() { awk -v v="$1" -v t="$2" -v op="$3" 'BEGIN{ ok = op == ">=" ? v >= t : v <= t; print ok ? "met" : "NOT met" }'; }
 die() { echo "bench-trees: $*" >&2; exit 1; }
@@ -35,7 +33,7 @@ small_bytes=$((small * 4096)) large_bytes=$((large * 16 << 20))
 "$recv" -a "$RXE_ADDR" -p "$port" -o "$S/out" --slot-size 1M --slots 16 -q 2>"$S/recv.log" &
 recv_pid=$!
 trap 'kill $recv_pid 2>/dev/null || true' EXIT
-for _ in $(seq 100); do rdma resource show cm_id 2>/dev/null | grep -q "LISTEN.*:$port" && break; sleep 0.05; done
+wait_cm_listening "$port" || die "rdma-recv is not listening: $(tail -n 3 "$S/recv.log")"
 
 # timed NAME COMMAND...: runs COMMAND, sets seconds[NAME].
 declare -A seconds
@@ -66,7 +64,7 @@ tar_socat() {
   local tree=$1
   socat -u "TCP-LISTEN:$((port + 1)),bind=$RXE_ADDR,reuseaddr" STDOUT | tar x -C "$S/out" &
   local server=$!
-  for _ in $(seq 100); do ss -Hltn "sport = :$((port + 1))" | grep -q . && break; sleep 0.05; done
+  wait_tcp_listening $((port + 1)) || die "socat is not listening"
   tar c -C "$S/src" "$tree" | socat -u STDIN "TCP:$RXE_ADDR:$((port + 1))"
   wait $server
 }
