@@ -160,6 +160,30 @@ TEST(SenderSession, TheDigestAtEndsAnswersOutOfTurnAreViolations) {
   }
 }
 
+// Our prefix is hashed on the pool while the loop goes on: when the receiver ends the
+// connection before that check is done, its result is dropped, and nothing (no Continue, no
+// chunk) follows the end.
+TEST(SenderSession, AHoldsCheckThatEndsAfterTheConnectionClosedPostsNothing) {
+  SessionRig r;
+  r.h.with_digest_at_end();
+  r.credited();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.h.receive(proto::Holds{0, kSlot, {}});
+  r.h.receive(proto::Error{ErrorCode::Internal, "gave up"});
+  ASSERT_EQ(r.h.state(), S::Closing);
+  const std::size_t sent = r.h.transport.sent.size();
+  std::size_t ran = 0;  // the check is the only job: nothing has been sent to hash
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (ran == 0 && std::chrono::steady_clock::now() < until) {
+    ran += r.h.pool->run_completions();
+    if (ran == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(ran, 1u) << "the check of our prefix never ended";
+  EXPECT_TRUE(r.h.transport.sent_of<proto::Continue>().empty());
+  EXPECT_EQ(r.h.transport.sent.size(), sent);
+  EXPECT_EQ(r.h.state(), S::Closing);
+}
+
 TEST(SenderSession, WithoutTheDigestAtEndTheOpenDoesNotAskForIt) {
   SessionRig r;
   r.await_accept();
