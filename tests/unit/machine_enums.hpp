@@ -3,8 +3,12 @@
 // machines' own tests and the drivers' row tests). One list each, so a new event is added
 // in one place; the static_asserts catch a list that falls behind its enum.
 
+#include <gtest/gtest.h>
+
 #include <array>
 #include <cstddef>
+#include <set>
+#include <string>
 
 #include "protocol/receiver_machine.hpp"
 #include "protocol/sender_machine.hpp"
@@ -90,5 +94,17 @@ static_assert(static_cast<std::size_t>(proto::ReceiverEvent::ShuttingDown) + 1 =
 static_assert(static_cast<std::size_t>(proto::SenderState::Done) + 1 == kAllSenderStates.size());
 static_assert(static_cast<std::size_t>(proto::SenderEvent::AuthFailed) + 1 ==
               kAllSenderEvents.size());
+
+// Every enumerator of `all` has a name of its own (the logs and the tests' names use them).
+template <typename Enum, std::size_t N>
+void expect_distinct_names(const std::array<Enum, N>& all) {
+  std::set<std::string> names;
+  for (Enum v : all) {
+    const std::string name = to_string(v);
+    EXPECT_FALSE(name.empty());
+    EXPECT_NE(name, "?");
+    EXPECT_TRUE(names.insert(name).second) << name << " is used twice";
+  }
+}
 
 }  // namespace rdmax::test

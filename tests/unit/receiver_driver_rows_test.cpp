@@ -21,35 +21,14 @@
 
 #include "machine_enums.hpp"
 #include "receiver_driver_rig.hpp"
+#include "table_rows.hpp"
 
 namespace rdmax::test::receiver_rig {
 namespace {
 
-// A row of the table, and how the event was raised where a row has several ways.
-struct At {
-  S state;
-  E event;
-  const char* variant = "";  // not std::string: GCC 12 -O2 misreports it as uninitialized
-};
-
-struct Row {
-  At at;
-  Step reach;
-  Step inject;
-  Want want;
-  Step also = nullptr;  // row-specific checks, after the common ones
-};
-
-std::ostream& operator<<(std::ostream& out, const Row& row) {
-  return out << proto::to_string(row.at.state) << " + " << proto::to_string(row.at.event) << " "
-             << row.at.variant;
-}
-
-std::string row_name(const ::testing::TestParamInfo<Row>& info) {
-  const Row& r = info.param;
-  return std::string(proto::to_string(r.at.state)) + "_" + proto::to_string(r.at.event) +
-         (*r.at.variant == '\0' ? std::string() : "_" + std::string(r.at.variant));
-}
+// A row of the table (table_rows.hpp).
+using At = RowAt<S, E>;
+using Row = TableRow<S, E, Step, Want>;
 
 // ---- The protocol's rows ----
 
@@ -833,7 +812,7 @@ TEST_P(ReceiverDriverRows, DriverCarriesOutTheRow) {
   if (row.also != nullptr) row.also(r);
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, ReceiverDriverRows, ::testing::ValuesIn(all_rows()), row_name);
+INSTANTIATE_TEST_SUITE_P(Table, ReceiverDriverRows, ::testing::ValuesIn(all_rows()), row_name<Row>);
 
 // ---- A peer message out of place, in every state it can arrive in ----
 

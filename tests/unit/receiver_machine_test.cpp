@@ -336,21 +336,10 @@ TEST(ReceiverMachine, IllegalEventsOnlyComeFromOpenStates) {
 
 // ---- Names ----
 
-template <typename Enum, std::size_t N>
-void expect_distinct_names(const std::array<Enum, N>& all) {
-  std::set<std::string> names;
-  for (Enum v : all) {
-    const std::string name = to_string(v);
-    EXPECT_FALSE(name.empty());
-    EXPECT_NE(name, "?");
-    EXPECT_TRUE(names.insert(name).second) << name << " is used twice";
-  }
-}
-
 TEST(ReceiverMachine, EveryEnumeratorHasADistinctName) {
-  expect_distinct_names(kAllStates);
-  expect_distinct_names(kAllEvents);
-  expect_distinct_names(kAllActions);
+  rdmax::test::expect_distinct_names(kAllStates);
+  rdmax::test::expect_distinct_names(kAllEvents);
+  rdmax::test::expect_distinct_names(kAllActions);
 }
 
 TEST(ReceiverMachine, OutOfRangeValuesAreNamedQuestionMark) {

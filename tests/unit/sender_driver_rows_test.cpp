@@ -20,6 +20,7 @@
 
 #include "machine_enums.hpp"
 #include "sender_session_rig.hpp"
+#include "table_rows.hpp"
 
 namespace rdmax::test::sender_rig {
 namespace {
@@ -27,31 +28,9 @@ namespace {
 using Rig = SessionRig;
 using Step = SessionStep;
 
-// A row of the table, and how the event was raised where a row has several ways.
-struct At {
-  S state;
-  E event;
-  const char* variant = "";  // not std::string: GCC 12 -O2 misreports it as uninitialized
-};
-
-struct Row {
-  At at;
-  Step reach;
-  Step inject;
-  Want want;
-  Step also = nullptr;  // row-specific checks, after the common ones
-};
-
-std::ostream& operator<<(std::ostream& out, const Row& row) {
-  return out << proto::to_string(row.at.state) << " + " << proto::to_string(row.at.event) << " "
-             << row.at.variant;
-}
-
-std::string row_name(const ::testing::TestParamInfo<Row>& p) {
-  const Row& r = p.param;
-  return std::string(proto::to_string(r.at.state)) + "_" + proto::to_string(r.at.event) +
-         (*r.at.variant == '\0' ? std::string() : "_" + std::string(r.at.variant));
-}
+// A row of the table (table_rows.hpp).
+using At = RowAt<S, E>;
+using Row = TableRow<S, E, Step, Want>;
 
 bool connected(S s) {
   return s == S::AwaitAccept || s == S::InSession || s == S::AwaitSecret;
@@ -758,7 +737,7 @@ TEST_P(SenderDriverRows, DriverCarriesOutTheRow) {
   if (row.also != nullptr) row.also(r);
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, SenderDriverRows, ::testing::ValuesIn(all_rows()), row_name);
+INSTANTIATE_TEST_SUITE_P(Table, SenderDriverRows, ::testing::ValuesIn(all_rows()), row_name<Row>);
 
 // Receiver messages and CM events out of place in a session: in InSession, and the session's
 // own messages in every other state they can arrive in through the session driver.

@@ -1,0 +1,45 @@
+#pragma once
+// A row of a machine's transition table as both drivers' rows tests drive it
+// (receiver_driver_rows_test.cpp, sender_driver_rows_test.cpp): the (state, event) it
+// covers, how the driver is brought to the state, how the event is raised, and what the
+// driver must then have done. The names come from the machines' to_string (found by ADL).
+
+#include <gtest/gtest.h>
+
+#include <ostream>
+#include <string>
+
+namespace rdmax::test {
+
+// The (state, event) of a row, and how the event was raised where a row has several ways.
+template <typename State, typename Event>
+struct RowAt {
+  State state;
+  Event event;
+  const char* variant = "";  // not std::string: GCC 12 -O2 misreports it as uninitialized
+};
+
+template <typename State, typename Event, typename Step, typename Want>
+struct TableRow {
+  RowAt<State, Event> at;
+  Step reach;
+  Step inject;
+  Want want;
+  Step also = nullptr;  // row-specific checks, after the common ones
+};
+
+template <typename State, typename Event, typename Step, typename Want>
+std::ostream& operator<<(std::ostream& out, const TableRow<State, Event, Step, Want>& row) {
+  return out << to_string(row.at.state) << " + " << to_string(row.at.event) << " "
+             << row.at.variant;
+}
+
+// The test's name: State_Event, and _variant when there is one.
+template <typename Row>
+std::string row_name(const ::testing::TestParamInfo<Row>& info) {
+  const Row& r = info.param;
+  return std::string(to_string(r.at.state)) + "_" + to_string(r.at.event) +
+         (*r.at.variant == '\0' ? std::string() : "_" + std::string(r.at.variant));
+}
+
+}  // namespace rdmax::test
