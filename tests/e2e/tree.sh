@@ -192,9 +192,6 @@ case_bwlimit() {
 }
 run_case bwlimit case_bwlimit
 
-# Issue 14: a tree transfer interrupted (the sender killed) and the same command again:
-# the files committed before are skipped as identical (nothing of them moves), the file
-# that was under way resumes, and the rest completes.
 # Two of resume/sub's files have their verdict, and a third has bytes durable on the receiver.
 two_good_one_durable() {
   local good durable
@@ -205,6 +202,10 @@ two_good_one_durable() {
   for name in $durable; do grep -qxF "$name" <<<"$good" || return 0; done
   return 1
 }
+
+# Issue 14: a tree transfer interrupted (the sender killed) and the same command again:
+# the files committed before are skipped as identical (nothing of them moves), the file
+# that was under way resumes, and the rest completes.
 case_tree_resume() {
   local t=$src/resume rc=0 skipped
   mkdir -p "$t/sub"
