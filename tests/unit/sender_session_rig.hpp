@@ -39,13 +39,17 @@ struct SessionHarness {
     settings.pool = shared;
     for (auto& e : plan.entries) e.digest_known = false;
   }
-  // Runs the hashing jobs' completions until `done` holds (false after 10 s).
+  // Runs the hashing jobs' completions until `done` holds (false after 10 s), counting them
+  // in `hashing_completions`.
+  std::size_t hashing_completions = 0;
   template <class Done>
   bool settle_hashing(Done done) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (!done()) {
       if (std::chrono::steady_clock::now() > until) return false;
-      if (pool->run_completions() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      const std::size_t ran = pool->run_completions();
+      hashing_completions += ran;
+      if (ran == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       driver->poll();
     }
     return true;
