@@ -14,7 +14,6 @@ mib=$BENCH_MAX_MIB
 bytes=$((mib << 20))
 rate() { awk -v b="$1" -v s="$2" 'BEGIN{ if (s > 0) printf "%.1f", b/s/1048576; else print "n/a"}'; }
 json_num() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
-wait_log() { for _ in $(seq 100); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 # CPU time of the whole guest (both ends, the kernel's rxe work, interrupts), in seconds:
 # on this emulated machine the two vCPUs are shared by the "NIC" and the hashing, so the
 # CPU a tool costs per GiB says what wall-clock ratios cannot.
@@ -65,7 +64,6 @@ rm -f "$S/rcopy/file" "$S/tcp/file"
 # rdma-send -> rdma-recv, 16 x 1 MiB window.
 "$recv" -a "$RXE_ADDR" -p 18703 -o "$S/out" --slot-size 1M --slots 16 --overwrite -q 2>"$S/recv.log" &
 recv_pid=$!
-sleep 0.2; wait_log "$S/recv.log" "" || true
 wait_cm_listening 18703 || { echo "bench: rdma-recv is not listening: $(tail -n 3 "$S/recv.log")" >&2; exit 1; }
 ours_rows=""
 sizes=()
