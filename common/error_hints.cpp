@@ -107,13 +107,26 @@ std::string outcome_message(proto::SenderOutcome outcome) {
     case O::Rejected:
       return "the receiver rejected the file (see the reason above)";
     case O::HashMismatch:
-      return "the data arrived damaged (SHA-256 mismatch); nothing was stored, send it again";
+      return "the data arrived damaged (digest mismatch); nothing was stored, send it again";
     case O::Denied:
       return "the file arrived intact, but the receiver does not know the --id; ask its "
              "operator to add it to the secrets file";
-    default:
-      return proto::to_string(outcome);
+    case O::Success:
+      return "success";
+    case O::ProtocolError:
+      return "protocol error (see above)";
+    case O::Interrupted:
+      return "interrupted";
+    case O::VersionUnsupported:
+      return "the receiver does not speak this protocol version";
+    case O::LocalFailure:
+      return "this sender failed (see above)";
+    case O::SomeFailed:
+      return "some entries failed (see above)";
+    case O::AuthFailed:
+      return "authentication failed (see above)";
   }
+  return proto::to_string(outcome);
 }
 
 std::string input_file_hint(int err) {

@@ -223,34 +223,36 @@ const char* to_string(SenderAction a) {
   return "?";
 }
 
+// Stable identifiers: rdma-send --json reports them as `outcome` (rdma-send(1)), so a value
+// never changes once released; common/error_hints.cpp words each for people.
 const char* to_string(SenderOutcome o) {
   switch (o) {
     case O::Success:
       return "success";
     case O::ConnectFailed:
-      return "cannot connect";
+      return "connect_failed";
     case O::ConnectionLost:
-      return "connection lost";
+      return "connection_lost";
     case O::Rejected:
-      return "rejected by the receiver";
+      return "rejected";
     case O::HashMismatch:
-      return "verdict bad: hash mismatch";
+      return "hash_mismatch";
     case O::Denied:
-      return "id denied";
+      return "denied";
     case O::ReceiverFailed:
-      return "the receiver could not store the file";
+      return "receiver_failed";
     case O::ProtocolError:
-      return "protocol error";
+      return "protocol_error";
     case O::Interrupted:
       return "interrupted";
     case O::VersionUnsupported:
-      return "VersionUnsupported";
+      return "version_unsupported";
     case O::LocalFailure:
-      return "LocalFailure";
+      return "local_failure";
     case O::SomeFailed:
-      return "some entries failed";
+      return "some_failed";
     case O::AuthFailed:
-      return "authentication failed";
+      return "auth_failed";
   }
   return "?";
 }

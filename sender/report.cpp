@@ -84,8 +84,20 @@ const char* verdict_of(const EntryResult& r) {
   return "none";
 }
 
+// Stable identifiers, as the outcomes are (rdma-send(1) lists them).
 const char* status_of(const EntryResult& r) {
-  return r.identical ? "identical" : to_string(r.status);
+  if (r.identical) return "identical";
+  switch (r.status) {
+    case EntryResult::Status::NotSent:
+      return "not_sent";
+    case EntryResult::Status::Good:
+      return "good";
+    case EntryResult::Status::Refused:
+      return "refused";
+    case EntryResult::Status::Failed:
+      return "failed";
+  }
+  return "?";
 }
 
 // The command's outcome: the first entry's that is not good, else the lead connection's.

@@ -38,20 +38,6 @@ void keep_secret(SenderInput& cause, std::string& kept) {
 
 }  // namespace
 
-const char* to_string(EntryResult::Status status) {
-  switch (status) {
-    case EntryResult::Status::NotSent:
-      return "not sent";
-    case EntryResult::Status::Good:
-      return "good";
-    case EntryResult::Status::Refused:
-      return "refused";
-    case EntryResult::Status::Failed:
-      return "failed";
-  }
-  return "?";
-}
-
 SessionConnection::SessionConnection(const SenderSettings& settings, SessionPlan& plan,
                                      std::vector<std::uint32_t> entries, SenderCm& cm,
                                      std::string peer_label)

@@ -66,6 +66,4 @@ struct SessionPlan {
   std::vector<DigestCacheEntry> learned{};
 };
 
-const char* to_string(EntryResult::Status status);
-
 }  // namespace rdmax::sender

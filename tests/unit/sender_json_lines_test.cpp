@@ -96,7 +96,7 @@ TEST(JsonLines, TheEndWritesTheUnsettledThenTheSummary) {
   const auto lines = lines_of(c.out.str());
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(lines[1]["entry"]["name"], "cut");
-  EXPECT_EQ(lines[1]["entry"]["status"], "not sent");
+  EXPECT_EQ(lines[1]["entry"]["status"], "not_sent");
   EXPECT_EQ(lines[2]["entry"]["kind"], "directory");
   const Json& summary = lines[3]["summary"];
   EXPECT_EQ(summary["files"], 2);

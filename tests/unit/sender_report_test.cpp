@@ -7,6 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "sender/exit_codes.hpp"
 
 namespace rdmax::sender {
@@ -61,7 +65,36 @@ TEST(SenderReport, EveryEntryGoodIsSuccessUnlessTheIdWasDenied) {
   EXPECT_EQ(exit_status(c.plan, c.summary), kExitSuccess);
   c.summary.lead = O::Denied;
   EXPECT_EQ(exit_status(c.plan, c.summary), kExitDenied);
-  EXPECT_EQ(c.json()["outcome"], proto::to_string(O::Denied));
+  EXPECT_EQ(c.json()["outcome"], "denied");
+}
+
+// --json's outcome values are identifiers that scripts match (rdma-send(1) lists them): each
+// is written out here, so that a renamed one fails a test rather than a user's script.
+TEST(SenderReport, OutcomesAreTheStableIdentifiersTheManPageLists) {
+  const std::vector<std::pair<O, std::string>> expected{
+      {O::Success, "success"},
+      {O::ConnectFailed, "connect_failed"},
+      {O::ConnectionLost, "connection_lost"},
+      {O::Rejected, "rejected"},
+      {O::HashMismatch, "hash_mismatch"},
+      {O::Denied, "denied"},
+      {O::ReceiverFailed, "receiver_failed"},
+      {O::ProtocolError, "protocol_error"},
+      {O::Interrupted, "interrupted"},
+      {O::VersionUnsupported, "version_unsupported"},
+      {O::LocalFailure, "local_failure"},
+      {O::SomeFailed, "some_failed"},
+      {O::AuthFailed, "auth_failed"},
+  };
+  ASSERT_EQ(expected.size(), static_cast<std::size_t>(O::AuthFailed) + 1);
+  for (const auto& [outcome, id] : expected) {
+    Command c;
+    c.add(file("a", 10), result(outcome == O::Success ? Status::Good : Status::Failed, outcome));
+    EXPECT_EQ(c.json()["entries"][0]["outcome"], id);
+    if (outcome != O::Success) {
+      EXPECT_EQ(c.json()["outcome"], id);
+    }
+  }
 }
 
 TEST(SenderReport, AnEntryNotGoodFailsTheCommandWhateverItsConnectionSaid) {
@@ -85,9 +118,9 @@ TEST(SenderReport, JsonKeepsIdenticalNotSentAndLeftOutApart) {
   EXPECT_EQ(j["entries"][0]["status"], "good");
   EXPECT_EQ(j["entries"][1]["status"], "identical");
   EXPECT_EQ(j["entries"][1]["verdict"], "good");
-  EXPECT_EQ(j["entries"][2]["status"], "not sent");
+  EXPECT_EQ(j["entries"][2]["status"], "not_sent");
   EXPECT_EQ(j["entries"][2]["verdict"], "none");
-  EXPECT_EQ(j["entries"][2]["outcome"], proto::to_string(O::Interrupted));
+  EXPECT_EQ(j["entries"][2]["outcome"], "interrupted");
   EXPECT_EQ(j["good"], 2);
   EXPECT_EQ(j["failed"], 0);
   EXPECT_EQ(j["not_sent"], 1);
