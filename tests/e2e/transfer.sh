@@ -21,7 +21,8 @@ rm -rf "$XDG_CACHE_HOME"
 # Every name a passing case leaves in $out; the final listing may hold nothing else.
 expected_names=(empty.bin one.bin odd-65535.bin odd-65537.bin odd-262145.bin odd-1000003.bin
   large.bin large-json.bin 'my file ü 日本.bin' 'source file with spaces.bin' alice.bin mallory.bin dup.bin
-  final.bin digest-fsverity.bin digest-sha256.bin cached-1.bin cached-2.bin cached-3.bin)
+  final.bin digest-fsverity.bin digest-sha256.bin cached-1.bin cached-2.bin cached-3.bin
+  kept.bin kept-named.bin)
 
 # ---------------------------------------------------------------------------------
 # Helpers
@@ -154,6 +155,27 @@ case_unusual_names() {
   expect_status 0
   expect_delivered "$in/$src" "$src"
   pass "names with spaces and non-ASCII: '$name', '$src'"
+}
+
+# A single file is a session of one entry: it keeps its permission bits and modification
+# time (to the nanosecond) like every file of a tree, under its own name or --name's.
+case_mode_and_time() {
+  local src=$in/kept.bin
+  make_input kept.bin 70001
+  chmod 0640 "$src"
+  touch -d '2001-02-03 04:05:06.123456789' "$src"
+  send_file "$src"
+  expect_status 0
+  send_file --name kept-named.bin "$src"
+  expect_status 0
+  local want name got
+  want=$(stat -c '%a %.9Y' "$src")
+  for name in kept.bin kept-named.bin; do
+    expect_delivered "$src" "$name"
+    got=$(stat -c '%a %.9Y' "$out/$name")
+    [[ $got == "$want" ]] || fail "'$name' has mode and time '$got', the source '$want'"
+  done
+  pass "one file keeps its mode and time ($want), also under --name"
 }
 
 case_secret_for_known_id() {
@@ -395,6 +417,7 @@ run_case one-byte case_one_byte
 run_case odd-sizes case_odd_sizes
 run_case many-windows case_many_windows
 run_case unusual-names case_unusual_names
+run_case mode-and-time case_mode_and_time
 run_case secret-for-known-id case_secret_for_known_id
 run_case unknown-id-denied case_unknown_id_denied
 run_case bad-hash case_bad_hash
