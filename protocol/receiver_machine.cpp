@@ -33,8 +33,7 @@ ReceiverTransition abort_from(E e) {
     default:
       // Anything else out of place is a protocol error by the peer (or a driver bug):
       // named, never undefined.
-      return {
-          S::Closing, {A::SendError, A::DiscardFile, A::Disconnect}, ReceiverError::IllegalEvent};
+      return {S::Closing, {A::SendError, A::DiscardFile, A::Disconnect}, true};
   }
 }
 

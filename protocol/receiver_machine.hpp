@@ -104,15 +104,11 @@ enum class ReceiverAction : std::uint8_t {
   Release,      // destroy QP, MRs, CQ, PD, cm_id
 };
 
-enum class ReceiverError : std::uint8_t {
-  None,
-  IllegalEvent,  // the event is not allowed in the current state
-};
-
+// As the sender's machine says it (SenderTransition): one way to say "illegal here".
 struct ReceiverTransition {
   ReceiverState next;
   ActionList<ReceiverAction> actions;
-  ReceiverError error = ReceiverError::None;
+  bool illegal = false;  // the event is not allowed in this state: a protocol violation
 };
 
 [[nodiscard]] ReceiverTransition receiver_next(ReceiverState state, ReceiverEvent event);

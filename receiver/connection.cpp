@@ -57,7 +57,7 @@ void Connection::dispatch(ReceiverInput input) {
 
 void Connection::step(const ReceiverInput& input) {
   const auto t = proto::receiver_next(state_, input.event);
-  if (t.error == proto::ReceiverError::IllegalEvent) {
+  if (t.illegal) {
     spdlog::warn("[{}] protocol violation: {} in state {}", label(), proto::to_string(input.event),
                  proto::to_string(state_));
   }
@@ -66,10 +66,10 @@ void Connection::step(const ReceiverInput& input) {
   const State before = state_;
   state_ = t.next;
   // A sender that breaks the rules loses what it stored: nothing of it is kept to resume.
-  if (t.error == proto::ReceiverError::IllegalEvent || input.event == Event::ProtocolViolation)
+  if (t.illegal || input.event == Event::ProtocolViolation)
     data_bad_ = true;
   for (Action a : t.actions) {
-    if (a == Action::SendError && t.error == proto::ReceiverError::IllegalEvent) {
+    if (a == Action::SendError && t.illegal) {
       post(proto::Error{proto::ErrorCode::ProtocolViolation,
                         std::string(proto::to_string(input.event)) + " not allowed in " +
                             proto::to_string(before)});
@@ -123,6 +123,9 @@ void Connection::perform(Action action, const ReceiverInput& cause) {
     case Action::DiscardFile:
       return discard_files();
     case Action::Disconnect:
+      // Whatever store still finishes, no slot is credited from now on: a Credit would
+      // grant memory to a connection that is ending.
+      ledger_.close();
       return begin_disconnect();
     case Action::Release:
       return release();

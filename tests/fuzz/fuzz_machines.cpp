@@ -86,10 +86,10 @@ class ReceiverRun {
 
     if (state_ == RS::Closed) {
       // Absorbing: the connection's resources are gone, so nothing may be asked of them.
-      FUZZ_CHECK(t.next == RS::Closed && t.actions.empty() && t.error == ReceiverError::None);
+      FUZZ_CHECK(t.next == RS::Closed && t.actions.empty() && !t.illegal);
     } else if (state_ == RS::Closing) {
       // Late events change nothing but the end of the teardown.
-      FUZZ_CHECK(t.error == ReceiverError::None);
+      FUZZ_CHECK(!t.illegal);
       FUZZ_CHECK(t.next == RS::Closing
                      ? t.actions.empty()
                      : t.next == RS::Closed && t.actions == ActionList<RA>{RA::Release});
@@ -105,7 +105,7 @@ class ReceiverRun {
  private:
   void check_open(const ReceiverTransition& t, RE e) const {
     const bool leaving = t.next == RS::Closing || t.next == RS::Closed;
-    if (t.error == ReceiverError::IllegalEvent) {
+    if (t.illegal) {
       // A named protocol error: the peer is told, and the connection is taken down.
       FUZZ_CHECK(!t.actions.empty() && t.next == RS::Closing);
       FUZZ_CHECK(t.actions.contains(RA::SendError));

@@ -977,6 +977,22 @@ TEST(ReceiverDriverRows, ShutdownDuringTheCommitWaitsForTheVerdict) {
   r.expect_file(File::Final);
 }
 
+// A store that finishes after the connection began closing credits nothing back: no memory
+// is granted to a connection that is ending (the ledger is closed with the Disconnect).
+TEST(ReceiverDriverRows, AStoreThatFinishesWhileClosingCreditsNothing) {
+  Rig r;
+  r.receiving();
+  ASSERT_TRUE(r.gate.hold());
+  ASSERT_TRUE(r.chunk(0));  // its store waits behind the gate
+  const std::size_t credits = r.h.transport.sent_of<proto::Credit>().size();
+  r.undecodable_message();
+  ASSERT_EQ(r.h.state(), S::Closing);
+  r.gate.open_all();
+  ASSERT_TRUE(r.settle_idle());
+  EXPECT_EQ(r.h.transport.sent_of<proto::Credit>().size(), credits);
+  EXPECT_EQ(r.h.transport.sent_of<proto::Error>().at(0).code, ErrorCode::ProtocolViolation);
+}
+
 TEST(ReceiverDriverCoverage, EveryPairOfAnOpenStateIsDrivenOrExplained) {
   std::map<std::pair<S, E>, std::string> seen;
   std::size_t table_rows = 0;
