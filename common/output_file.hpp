@@ -60,7 +60,6 @@ class OutputFile {
   ~OutputFile();
 
   int fd() const noexcept { return file_.get(); }
-  const std::string& final_name() const noexcept { return final_name_; }
   // Empty for an O_TMPFILE temporary.
   const std::string& temp_name() const noexcept { return temp_name_; }
 

@@ -64,10 +64,6 @@ void ProgressBar::set_files(std::uint64_t done, std::uint64_t total) {
   files_total_ = total;
 }
 
-void ProgressBar::refresh() {
-  update(done_);
-}
-
 double ProgressBar::current_rate(Clock::time_point now) {
   samples_.emplace_back(now, done_);
   while (samples_.size() > 2 && now - samples_[1].first >= kRateWindow) samples_.pop_front();

@@ -31,8 +31,6 @@ class ProgressBar {
   void update(std::uint64_t done);
   // A phase of many files: `done` of `total` settled, shown beside the bytes.
   void set_files(std::uint64_t done, std::uint64_t total);
-  // Redraws with the current count, so that a stalled phase shows its rate falling.
-  void refresh();
   // Replaces the bar with the phase's summary line.
   void finish();
   // Erases the bar without a summary (the phase failed; the error says why).

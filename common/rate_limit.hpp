@@ -39,8 +39,6 @@ class TokenBucket {
   // sent without asking, and then refills from there).
   void take(std::uint64_t bytes, Clock::time_point now);
 
-  std::uint64_t rate() const { return rate_; }
-  std::uint64_t burst() const { return burst_; }
 
  private:
   void refill(Clock::time_point now);

@@ -1,7 +1,7 @@
 #pragma once
 // The line at the bottom of a terminal that a progress bar redraws in place (with "\r").
 // Log lines go to the same stderr: the logger erases the status line, writes its message
-// and draws the status line again beneath it (StatusLinePause, used by logging.cpp), so
+// and draws the status line again beneath it (status_line::Pause, used by logging.cpp), so
 // messages never land in the middle of a bar. Thread-safe; does nothing until set() is
 // called, so programs without a progress bar pay one uncontended mutex per log line.
 

@@ -1,6 +1,6 @@
 #pragma once
 // What a sender may pin under RLIMIT_MEMLOCK, as pure arithmetic (no verbs, no getrlimit):
-// both sender drivers (one file and a session) and rdma-send --check ask it.
+// the sender's driver and rdma-send --check ask it.
 //
 // Registering memory pins it, and the kernel counts a process's pinned pages (whole pages:
 // ib_umem_get) against RLIMIT_MEMLOCK. Each connection of a command pins its control

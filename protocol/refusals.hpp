@@ -3,7 +3,7 @@
 // to a session's Offer, Reject to a session's Open): what happened and what to do next
 // (issue 22). The receiver's reason code and text say what happened; the next step depends
 // only on the reason and on whether --name could rename the file, so it is decided here,
-// once, for the one-file and the session report alike.
+// once.
 
 #include <cstddef>
 #include <string>

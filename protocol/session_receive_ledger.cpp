@@ -28,8 +28,6 @@ const char* to_string(SessionError e) {
       return "WrongLength";
     case SessionError::PastEnd:
       return "PastEnd";
-    case SessionError::Unsettled:
-      return "Unsettled";
     case SessionError::NotHeld:
       return "NotHeld";
   }

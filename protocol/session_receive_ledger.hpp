@@ -36,7 +36,6 @@ enum class SessionError : std::uint8_t {
   WrongOffset,
   WrongLength,
   PastEnd,
-  Unsettled,  // Id or Bye while entries are in flight or still to be offered
   // The digest at the end (PROTOCOL.md 7.9): a Continue for an entry the receiver did not
   // answer with Holds.
   NotHeld,

@@ -1,7 +1,7 @@
 #pragma once
-// The rules a sender holds the receiver's answers to, written once for every driver (one
-// file, a session): what an Accept may offer (PROTOCOL.md 3.2, 7.4) and where a Resume may
-// start (7.6). Pure functions; the drivers turn a problem into a ProtocolViolation.
+// The rules a sender holds the receiver's answers to: what an Accept may offer (PROTOCOL.md
+// 3.2, 7.4) and where a Resume may start (7.6). Pure functions; the sender's driver
+// (sender/session_connection.cpp) turns a problem into a ProtocolViolation.
 
 #include <cstdint>
 #include <optional>

@@ -17,9 +17,12 @@
 namespace rdmax::proto {
 
 inline constexpr std::uint32_t kMagic = 0x58414D52;  // "RMAX" in wire (little-endian) order
-// Version 1 is the original protocol; version 2 (docs/PROTOCOL.md section 7) adds the
-// digest algorithm and keepalives to Hello, and the Working message. A receiver speaks
-// both; a sender speaks 2 and falls back to 1.
+// Version 1 is the original protocol: one file per connection (Hello, Chunk, Done,
+// Verdict). Version 2 (docs/PROTOCOL.md section 7) is sessions: an Open, then entries offered,
+// taken, written (FileChunk) and settled (FileDone, FileVerdict), one file or a whole tree;
+// with the digest algorithm, keepalives (Working) and extensions (Resume, the digest at the
+// end, sender keys). A receiver speaks both; a sender speaks 2 and falls back to 1, whose
+// messages it maps onto entry 0 of a session at the edge (sender/version1_transport.hpp).
 inline constexpr std::uint16_t kVersion1 = 1;
 inline constexpr std::uint16_t kVersion2 = 2;
 inline constexpr std::uint16_t kLatestVersion = kVersion2;
@@ -244,9 +247,9 @@ struct Error {
 // receiver -> sender, version 2 only: the receiver is still at work on the sender's file
 // (preparing it, storing chunks, committing it) and alive; see Hello.keepalive_ms.
 enum class WorkPhase : std::uint8_t {
-  Preparing = 1,   // creating the file (CheckingHello), or checking an Open (CheckingOpen)
-  Storing = 2,     // hashing and writing chunks (Receiving, Draining); all of a session
-  Committing = 3,  // fsync and rename (Verifying)
+  Preparing = 1,   // checking an Open or a Hello, creating the file
+  Storing = 2,     // hashing and writing chunks; a session's Working always says this
+  Committing = 3,  // fsync and rename
 };
 struct Working {
   WorkPhase phase = WorkPhase::Storing;

@@ -250,7 +250,7 @@ class Connection final : public DriverCore {
   bool digest_at_end_ = false;          // ... and kExtensionDigestAtEnd (7.9)
   bool data_bad_ = false;               // the sender broke the rules: nothing is kept
   bool shutdown_after_commit_ = false;  // SIGTERM arrived while a file was committed
-  std::string secret_;                  // between LookupId and SendSecret; wiped once sent
+  std::string secret_;                  // between lookup_id() and SendSecret; wiped once sent
   // Sender keys: the Open that claimed a key and the Challenge it got (the transcript),
   // then what a good Proof earned: our own Proof, and the id's subdirectory.
   std::string address_;

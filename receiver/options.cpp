@@ -17,7 +17,7 @@ namespace rdmax::receiver {
 namespace {
 constexpr const char* kFooter =
     R"(Each accepted file is written to a temporary in DIR and appears under its name
-only after its SHA-256 matched and it was fsynced. Runs until SIGINT or SIGTERM.
+only after its digest matched and it was fsynced. Runs until SIGINT or SIGTERM.
 Senders whose --id is not in the secrets file (or every sender, without one) still
 deliver files; they only get no secret. With --senders, a sender must first prove
 that it holds a listed key; nothing is granted to one that does not.

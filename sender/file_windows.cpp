@@ -36,9 +36,7 @@ FileWindows::Window& FileWindows::find_or_register(std::uint64_t index) {
   std::span<std::uint8_t> pages(const_cast<std::uint8_t*>(mapping_.data() + begin),
                                 static_cast<std::size_t>(end - begin));
   try {
-    const auto t0 = std::chrono::steady_clock::now();
     const Registration registration = transport_.register_memory(pages, Access::LocalRead);
-    registration_time_ += std::chrono::steady_clock::now() - t0;
     auto at = std::find_if(windows_.begin(), windows_.end(),
                            [&](const Window& w) { return w.index > index; });
     return *windows_.insert(at, Window{index, registration});
@@ -80,10 +78,8 @@ void FileWindows::drop_finished() {
   // A window is done when nothing in it is in flight and the sender has moved past it.
   while (!windows_.empty() && windows_.front().in_flight == 0 &&
          (windows_.front().index + 1) * window_bytes_ <= posted_end_) {
-    const auto t0 = std::chrono::steady_clock::now();
     transport_.deregister(windows_.front().registration);
     windows_.pop_front();
-    registration_time_ += std::chrono::steady_clock::now() - t0;
   }
 }
 

@@ -9,7 +9,6 @@
 //
 // Chunks never straddle windows: a window is a whole number of chunks.
 
-#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <span>
@@ -41,14 +40,10 @@ class FileWindows {
   // Registers the window holding `offset` and the one after it (if the file has one),
   // ahead of their first writes; does nothing for windows already registered.
   void register_ahead(std::uint64_t offset);
-  // Windows registered now (pinned memory is at most this many windows).
-  std::size_t registered() const { return windows_.size(); }
 
   std::span<const std::uint8_t> bytes(std::uint64_t offset, std::uint32_t length) const {
     return mapping_.subspan(static_cast<std::size_t>(offset), length);
   }
-  // Time spent registering and deregistering windows (pinning and unpinning the pages).
-  std::chrono::steady_clock::duration registration_time() const { return registration_time_; }
 
  private:
   struct Window {
@@ -64,7 +59,6 @@ class FileWindows {
   std::uint64_t window_bytes_;
   std::uint64_t posted_end_ = 0;  // end of the furthest chunk acquired so far
   std::deque<Window> windows_;    // ascending index
-  std::chrono::steady_clock::duration registration_time_{};
 };
 
 }  // namespace rdmax::sender

@@ -307,9 +307,6 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
     std::cerr << "rdma-send: --id must be 1 to 256 bytes\n";
     return kExitUsage;
   }
-  if (o.files.empty()) return o;  // --check, --files-from
-  o.file = o.files.front();
-  o.name = o.rename ? *o.rename : std::filesystem::path(o.file).filename().string();
   return o;
 }
 

@@ -26,8 +26,6 @@ struct SenderOptions {
   // (docs/PROTOCOL.md 7.8); with it, only a receiver that proves the same key gets a byte.
   std::optional<std::string> key_file;
   std::optional<std::string> rename;  // --name: the single file's name at the receiver
-  std::string name;                   // one file: --name, else the file's base name
-  std::string file;                   // the first PATH
   std::vector<std::string> files;     // every PATH given
   bool recursive = false;             // -r: directories and their trees
   unsigned parallel = 1;              // -P: connections to spread the files over

@@ -9,9 +9,14 @@
 // one's result back into the plan. sender/session_connection.cpp: the connection and the
 // receiver's answers; sender/session_data.cpp: the data path (what goes next, from where).
 //
-// Lifecycle: ResolvingAddress (the owner called resolve_addr) ... Done; the owner feeds it
-// CM events, completions, ticks and signals until finished(). The Transport it gets from
-// SenderCm::connect() outlives it.
+// Lifecycle (protocol/sender_machine.hpp): ResolvingAddress (the owner called resolve_addr)
+// -> ResolvingRoute -> Connecting -> AwaitAccept (the Open is sent; with --key-file the
+// Challenge and both Proofs cross here) -> InSession (entries offered, taken, written and
+// settled, several at a time, by pump()) -> [AwaitSecret, the lead's --id] -> Closing ->
+// Done. The owner (sender/session_run.hpp) feeds it CM events, completions, ticks and
+// signals until finished(). The Transport it gets from SenderCm::connect() outlives it; for
+// a version-1 receiver it is wrapped in sender/version1_transport.hpp, and this driver
+// does not know the difference.
 
 #include <chrono>
 #include <cstdint>
@@ -44,13 +49,13 @@ namespace rdmax::sender {
 
 // --bwlimit for a whole command: one token bucket that every connection draws from. It
 // starts, empty, when the first chunk of the command is ready, so that connection set-up
-// and hashing do not fill it. The burst is one default slot (1 MiB) plus 200 ms at the rate:
-// a chunk the run's 100 ms tick resumes late loses none of the rate.
+// and hashing do not fill it.
 class SharedBwlimit {
  public:
   explicit SharedBwlimit(std::uint64_t rate) : rate_(rate) {}
-  // Made at the first chunk, with a burst of one chunk (`chunk`: the receiver's slot size),
-  // as for one file (README, rdma-send(1)): the data phase never beats the rate.
+  // Made at the first chunk, with a burst of one chunk (`chunk`: the receiver's slot size)
+  // and TokenBucket's 20 ms of slack for a late wake-up, for one file or a tree alike
+  // (rdma-send(1)): the data phase never beats the rate.
   TokenBucket& bucket(std::chrono::steady_clock::time_point now, std::uint64_t chunk) {
     if (!bucket_) bucket_.emplace(rate_, chunk, now);
     return *bucket_;

@@ -80,8 +80,7 @@ SessionRun::SessionRun(const SenderOptions& options, const SenderSettings& setti
   for (std::size_t i = 1; i < settings_.size(); ++i) settings_[i].id.reset();  // the lead's
   // -H HOST1,HOST2: connection i goes to receiver i mod their number (the command's
   // connections were raised to one per receiver at least).
-  receivers_ = options.receivers.empty() ? std::vector<Receiver>{{options.host, options.port}}
-                                         : options.receivers;
+  receivers_ = options.receivers;
   for (std::size_t i = 0; i < shares.size(); ++i) {
     const Receiver& to = receivers_[i % receivers_.size()];
     const std::string peer = host_and_port(to.host, to.port);

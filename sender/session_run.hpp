@@ -7,6 +7,15 @@
 // lead: it carries the directories, which it offers only once the files of every
 // connection are settled (so that their times stick), and the id, which it presents only
 // when every entry of the command is good. The others say Bye after their last entry.
+//
+// Lifecycle: made by sender/transfer_command.cpp once the plan is hashed (or, with the
+// digest at the end, only walked); run() starts every connection's address resolution and
+// turns the loop until each connection is Done, then returns the lead's outcome, and the
+// caller reads the figures and the plan's results for the report. A run is used once. The
+// command makes a second one when the receiver refused what this one asked: the digest at
+// the end (digest_at_end_refused(): the files are hashed first and offered again), or
+// version 2 itself (VersionUnsupported: sender/version1_send.cpp runs the one file again,
+// over a transport that speaks version 1).
 
 #include <memory>
 #include <optional>

@@ -39,7 +39,7 @@ class CompletionChannel {
 //   while (int n = cq.poll(wcs)) {...}  // completion arriving meanwhile is not missed
 class CompletionQueue {
  public:
-  // `min_entries` is a minimum: the device may round up (see capacity()).
+  // `min_entries` is a minimum: the device may round up.
   CompletionQueue(ibv_context* context, int min_entries, CompletionChannel* channel,
                   int comp_vector = 0);
   CompletionQueue(CompletionQueue&& other) noexcept
@@ -50,7 +50,6 @@ class CompletionQueue {
   ~CompletionQueue();
 
   ibv_cq* get() const noexcept { return cq_; }
-  int capacity() const noexcept { return cq_->cqe; }
 
   // Arms the one-shot notification for the next completion.
   void request_notify(bool solicited_only = false);

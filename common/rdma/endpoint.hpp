@@ -67,7 +67,7 @@ class Endpoint {
   // Posts one control message encoded in `version`. Returns the send slot index, or
   // nullopt when every send buffer is in flight (the peer is not keeping up).
   [[nodiscard]] std::optional<std::uint32_t> send(const proto::Message& message,
-                                                  std::uint16_t version = proto::kVersion1);
+                                                  std::uint16_t version);
   void send_completed(std::uint32_t index);
   std::uint32_t sends_in_flight() const {
     return send_depth_ - static_cast<std::uint32_t>(free_sends_.size());

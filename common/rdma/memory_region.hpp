@@ -27,8 +27,6 @@ class MemoryRegion {
   ibv_mr* get() const noexcept { return mr_; }
   uint32_t lkey() const noexcept { return mr_->lkey; }
   uint32_t rkey() const noexcept { return mr_->rkey; }
-  void* addr() const noexcept { return mr_->addr; }
-  size_t length() const noexcept { return mr_->length; }
 
  private:
   void destroy() noexcept;

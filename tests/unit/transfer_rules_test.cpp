@@ -1,5 +1,5 @@
 // What a sender holds the receiver's Accept and Resume to (protocol/transfer_rules.hpp):
-// the one copy of the rules both drivers use.
+// the one copy of the rules the sender's driver applies.
 
 #include "protocol/transfer_rules.hpp"
 
