@@ -84,7 +84,6 @@ class DigestCache {
   // $HOME/.cache/rdmax/digests if HOME is set and absolute, else nullopt.
   static std::optional<std::filesystem::path> default_path();
 
-
   // The digest remembered for exactly this identity, if any. Reads the file on every call
   // (no lock: updates replace it atomically), so it sees other senders' entries.
   std::optional<Digest> lookup(proto::DigestAlgorithm algorithm, const FileIdentity& identity,

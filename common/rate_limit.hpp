@@ -39,7 +39,6 @@ class TokenBucket {
   // sent without asking, and then refills from there).
   void take(std::uint64_t bytes, Clock::time_point now);
 
-
  private:
   void refill(Clock::time_point now);
   double need(std::uint64_t bytes) const;

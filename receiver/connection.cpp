@@ -66,8 +66,7 @@ void Connection::step(const ReceiverInput& input) {
   const State before = state_;
   state_ = t.next;
   // A sender that breaks the rules loses what it stored: nothing of it is kept to resume.
-  if (t.illegal || input.event == Event::ProtocolViolation)
-    data_bad_ = true;
+  if (t.illegal || input.event == Event::ProtocolViolation) data_bad_ = true;
   for (Action a : t.actions) {
     if (a == Action::SendError && t.illegal) {
       post(proto::Error{proto::ErrorCode::ProtocolViolation,
@@ -123,8 +122,9 @@ void Connection::perform(Action action, const ReceiverInput& cause) {
     case Action::DiscardFile:
       return discard_files();
     case Action::Disconnect:
-      // Whatever store still finishes, no slot is credited from now on: a Credit would
-      // grant memory to a connection that is ending.
+      // A backstop: stores that finish later are not answered outside InSession, and the
+      // closed ledger grants no slot either (a Credit would grant memory to a connection
+      // that is ending).
       ledger_.close();
       return begin_disconnect();
     case Action::Release:

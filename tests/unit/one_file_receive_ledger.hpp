@@ -3,8 +3,8 @@
 // applies them: a session of one file entry in its SessionReceiveLedger, which is how the
 // receiver serves a Hello (receiver/hello_edge.hpp). The version-1 view of that ledger, for
 // the tests that pin the one-file rules (receive_ledger_test.cpp) and run them against the
-// sender's one-file ledger (one_file_send_ledger.hpp; ledger_simulation_test.cpp, tests/fuzz/fuzz_ledgers.cpp): a Chunk is
-// entry 0's FileChunk, Done closes it.
+// sender's one-file ledger (one_file_send_ledger.hpp; ledger_simulation_test.cpp,
+// tests/fuzz/fuzz_ledgers.cpp): a Chunk is entry 0's FileChunk, Done closes it.
 
 #include <cstdint>
 #include <optional>

@@ -886,7 +886,7 @@ class ReceiverDriverIllegal : public ::testing::TestWithParam<Misplaced> {
   Rig r;
 };
 
-// The named IllegalEvent abort: Error(ProtocolViolation) naming the event and the state,
+// The named illegal-event abort: Error(ProtocolViolation) naming the event and the state,
 // the temporary removed before the verdict, then the disconnect.
 TEST_P(ReceiverDriverIllegal, IsAProtocolViolation) {
   const Misplaced& m = GetParam();
@@ -978,7 +978,8 @@ TEST(ReceiverDriverRows, ShutdownDuringTheCommitWaitsForTheVerdict) {
 }
 
 // A store that finishes after the connection began closing credits nothing back: no memory
-// is granted to a connection that is ending (the ledger is closed with the Disconnect).
+// is granted to a connection that is ending (stores are not answered outside InSession, and
+// the ledger, closed with the Disconnect, grants nothing either).
 TEST(ReceiverDriverRows, AStoreThatFinishesWhileClosingCreditsNothing) {
   Rig r;
   r.receiving();

@@ -13,7 +13,7 @@
 #include <vector>
 
 // The receiver's machine, checked exhaustively: every (state, event) pair either matches the
-// table of legal transitions written out below, or is the named IllegalEvent abort.
+// table of legal transitions written out below, or is the named illegal-event abort.
 // docs/PROTOCOL.md section 4 shows the same table; the two must agree.
 
 namespace {
@@ -154,8 +154,7 @@ void expect_illegal(S s, E e) {
   SCOPED_TRACE(std::string(to_string(s)) + " + " + to_string(e));
   (void)s;
   const Actions abort{A::SendError, A::DiscardFile, A::Disconnect};
-  EXPECT_EQ(describe(receiver_next(s, e)),
-            describe(S::Closing, abort, true));
+  EXPECT_EQ(describe(receiver_next(s, e)), describe(S::Closing, abort, true));
 }
 
 // ---- The table itself ----
@@ -287,8 +286,7 @@ TEST(ReceiverMachine, EveryWayOutOfAnOpenStateLeavesNoUncommittedFile) {
       const ReceiverTransition t = receiver_next(s, e);
       const bool after_the_entries =
           s == S::AwaitId || e == E::IdKnown || e == E::IdAttemptsExhausted;
-      const bool abort =
-          t.illegal || e >= E::ProtocolViolation || e == E::GotError;
+      const bool abort = t.illegal || e >= E::ProtocolViolation || e == E::GotError;
       if ((t.next == S::Closing || t.next == S::Closed) && (abort || !after_the_entries)) {
         EXPECT_TRUE(t.actions.contains(A::DiscardFile)) << to_string(s) << " + " << to_string(e);
       }
