@@ -20,10 +20,6 @@ namespace rdmax::receiver {
 
 namespace {
 using Input = ReceiverInput;
-
-std::string quoted(const std::string& path) {
-  return "'" + proto::escape_for_log(path) + "'";
-}
 }  // namespace
 
 IncomingFile::Resume Connection::fresh_partial() const {
@@ -88,7 +84,7 @@ void Connection::send_holds(const ReceiverInput::EntryHeld& held) {
   entry.held = proto::Holds{held.entry, held.length, held.digest};
   ledger_.hold_for_continue(held.entry);
   spdlog::info("[{}] {} ({}): {} of it is here; asking the sender", label(),
-               quoted(entry.offer.path), proto::format_size(entry.offer.size),
+               proto::quoted_for_log(entry.offer.path), proto::format_size(entry.offer.size),
                held.length == entry.offer.size ? "all" : proto::format_size(held.length));
   post(*entry.held);
   expect_next();
@@ -135,7 +131,8 @@ void Connection::abandon_entry(const proto::FileAbort& abort) {
   }
   if (dropped) return;  // its write had failed: the sender has that verdict
   const SessionEntry* entry = session_entry(abort.entry);
-  spdlog::warn("[{}] the sender abandoned {}: {}", label(), entry ? quoted(entry->offer.path) : "?",
+  spdlog::warn("[{}] the sender abandoned {}: {}", label(),
+               entry ? proto::quoted_for_log(entry->offer.path) : "?",
                abort.reason == proto::AbortReason::Changed ? "it changed while it was read"
                                                            : "it could not be read");
 }

@@ -29,9 +29,6 @@ constexpr std::size_t kMaxPathBeneathDir = 3072;
 // 7.9), when that is longer than --timeout: minutes of reading at disk speed.
 constexpr std::chrono::seconds kHeldWait{600};
 
-std::string quoted(const std::string& path) {
-  return "'" + proto::escape_for_log(path) + "'";
-}
 }  // namespace
 
 Connection::SessionEntry* Connection::session_entry(std::uint32_t id) {
@@ -129,8 +126,8 @@ void Connection::create_file(std::uint32_t id, std::optional<IncomingFile::Resum
             case Kind::BadPath:
               return refused(R::BadName, outcome.error);
             case Kind::Failed:
-              spdlog::error("[{}] cannot create {}: {}", label(), quoted(e->offer.path),
-                            outcome.error);
+              spdlog::error("[{}] cannot create {}: {}", label(),
+                            proto::quoted_for_log(e->offer.path), outcome.error);
               return refused(R::Internal, "cannot create the file");
           }
         });
@@ -201,11 +198,11 @@ void Connection::take_entry(std::uint32_t id, std::uint64_t from) {
   entry.taken = Clock::now();
   ledger_.take(id, from);
   if (from == 0) {
-    spdlog::info("[{}] receiving {} ({})", label(), quoted(entry.offer.path),
+    spdlog::info("[{}] receiving {} ({})", label(), proto::quoted_for_log(entry.offer.path),
                  proto::format_size(entry.offer.size));
     post(proto::Take{id});
   } else {
-    spdlog::info("[{}] resuming {} ({}) at {}", label(), quoted(entry.offer.path),
+    spdlog::info("[{}] resuming {} ({}) at {}", label(), proto::quoted_for_log(entry.offer.path),
                  proto::format_size(entry.offer.size), proto::format_size(from));
     post(proto::Resume{id, from});
   }
@@ -217,7 +214,7 @@ void Connection::take_entry(std::uint32_t id, std::uint64_t from) {
 void Connection::send_have(std::uint32_t id) {
   SessionEntry& entry = *session_entry(id);
   spdlog::info("[{}] {} ({}) is here already: nothing to receive", label(),
-               quoted(entry.offer.path), proto::format_size(entry.offer.size));
+               proto::quoted_for_log(entry.offer.path), proto::format_size(entry.offer.size));
   ++entries_good_;
   ++entries_had_;
   post(proto::Have{id, entry.offer.digest});
@@ -226,7 +223,8 @@ void Connection::send_have(std::uint32_t id) {
 
 void Connection::send_refuse(const ReceiverInput::EntryRefusal& refusal) {
   SessionEntry* entry = session_entry(refusal.entry);
-  spdlog::warn("[{}] refused {}: {} {}", label(), entry ? quoted(entry->offer.path) : "?",
+  spdlog::warn("[{}] refused {}: {} {}", label(),
+               entry ? proto::quoted_for_log(entry->offer.path) : "?",
                proto::to_string(refusal.reason), refusal.text);
   ++entries_failed_;
   post(proto::Refuse{refusal.entry, refusal.reason, refusal.text.substr(0, proto::kMaxTextBytes)});
@@ -270,7 +268,7 @@ void Connection::on_stored(std::uint32_t id, const IncomingFile::Stored& stored)
   SessionEntry* entry = session_entry(id);
   if (entry == nullptr) return;
   if (!stored.outcome.ok()) {
-    spdlog::error("[{}] cannot write {}: {}", label(), quoted(entry->offer.path),
+    spdlog::error("[{}] cannot write {}: {}", label(), proto::quoted_for_log(entry->offer.path),
                   stored.outcome.error);
     // The entry is settled now; its slots are freed once its file's jobs are done.
     return dispatch(
@@ -351,7 +349,8 @@ void Connection::verify_entry(std::uint32_t id) {
         return;
       }
       if (!outcome.ok())
-        spdlog::error("[{}] cannot store {}: {}", label(), quoted(e->offer.path), outcome.error);
+        spdlog::error("[{}] cannot store {}: {}", label(), proto::quoted_for_log(e->offer.path),
+                      outcome.error);
       dispatch({Event::EntrySettled,
                 Input::EntryVerdict{id, outcome.ok() ? Code::Good : Code::StorageError}});
       // A shutdown asked for during the commits: their senders have their verdicts first.
@@ -366,11 +365,11 @@ void Connection::send_file_verdict(const ReceiverInput::EntryVerdict& verdict) {
   const bool good = verdict.code == proto::VerdictCode::Good;
   (good ? entries_good_ : entries_failed_) += 1;
   if (entry->offer.kind != proto::EntryKind::File) {
-    spdlog::debug("[{}] directory {}: {}", label(), quoted(entry->offer.path),
+    spdlog::debug("[{}] directory {}: {}", label(), proto::quoted_for_log(entry->offer.path),
                   proto::to_string(verdict.code));
   } else if (verdict.code == proto::VerdictCode::Abandoned) {
     spdlog::info("[{}] {}: abandoned by the sender, nothing kept", label(),
-                 quoted(entry->offer.path));
+                 proto::quoted_for_log(entry->offer.path));
   } else {
     const std::uint64_t from = entry->file ? entry->file->resumed_from() : 0;
     log_file_end(entry->offer.path, entry->offer.size - from, entry->offer.size, entry->taken,

@@ -15,7 +15,7 @@ namespace rdmax::receiver {
 
 namespace {
 constexpr const char* kAttribute = "user.rdmax.digest";
-constexpr std::uint8_t kFormat = 1;
+constexpr std::uint8_t kRecordFormat = 1;
 // format, algorithm, digest, size, mtime_sec, mtime_nsec (little-endian)
 constexpr std::size_t kBytes = 1 + 1 + 32 + 8 + 8 + 4;
 
@@ -32,7 +32,7 @@ std::uint64_t get(const std::uint8_t* p, int bytes) {
 std::optional<FileRecord> read_record(int fd) {
   std::uint8_t raw[kBytes + 1];
   const ssize_t n = ::fgetxattr(fd, kAttribute, raw, sizeof raw);
-  if (n != static_cast<ssize_t>(kBytes) || raw[0] != kFormat) return std::nullopt;
+  if (n != static_cast<ssize_t>(kBytes) || raw[0] != kRecordFormat) return std::nullopt;
   FileRecord r;
   r.algorithm = static_cast<proto::DigestAlgorithm>(raw[1]);
   if (r.algorithm != proto::DigestAlgorithm::WholeFileSha256 &&
@@ -46,7 +46,7 @@ std::optional<FileRecord> read_record(int fd) {
 }
 
 bool write_record(int fd, const FileRecord& record) {
-  std::vector<std::uint8_t> raw{kFormat, static_cast<std::uint8_t>(record.algorithm)};
+  std::vector<std::uint8_t> raw{kRecordFormat, static_cast<std::uint8_t>(record.algorithm)};
   raw.insert(raw.end(), record.digest.begin(), record.digest.end());
   put(raw, record.size, 8);
   put(raw, static_cast<std::uint64_t>(record.mtime_sec), 8);

@@ -22,7 +22,7 @@ namespace rdmax::receiver {
 namespace {
 
 constexpr char kMagic[8] = {'R', 'D', 'M', 'A', 'X', 'P', 'R', 'T'};
-constexpr std::uint32_t kFormat = 1;
+constexpr std::uint32_t kPartialFormat = 1;
 constexpr std::size_t kNodeBytes = 1 + 32;
 constexpr std::size_t kMaxHeaderBytes = 4096;
 
@@ -56,7 +56,7 @@ struct Header {
 
 std::vector<std::uint8_t> encode(const Header& h) {
   std::vector<std::uint8_t> out(kMagic, kMagic + sizeof kMagic);
-  put_u64(out, kFormat);
+  put_u64(out, kPartialFormat);
   put_u64(out, h.size);
   out.insert(out.end(), h.digest.begin(), h.digest.end());
   put_u64(out, h.durable);
@@ -76,7 +76,7 @@ std::optional<Header> decode(std::span<const std::uint8_t> b) {
   const Digest sum = sha256_of(b.first(body));
   if (!std::equal(sum.begin(), sum.end(), b.begin() + static_cast<long>(body))) return {};
   const std::uint8_t* p = b.data() + sizeof kMagic;
-  if (get_u64(p) != kFormat) return {};
+  if (get_u64(p) != kPartialFormat) return {};
   Header h;
   h.size = get_u64(p + 8);
   std::copy(p + 16, p + 48, h.digest.begin());

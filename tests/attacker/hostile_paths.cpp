@@ -76,7 +76,7 @@ proto::Offer offer_of(std::uint32_t entry, proto::EntryKind kind, std::string pa
   return offer;
 }
 
-void line(bool ok, const std::string& attempt, const std::string& text) {
+void print_line(bool ok, const std::string& attempt, const std::string& text) {
   std::printf("hostile paths/%s: %s: %s\n", attempt.c_str(), ok ? "ok" : "WRONG", text.c_str());
 }
 
@@ -103,9 +103,9 @@ bool session_of_hostile_offers(const Options& o) {
     const bool right = refuse != nullptr && refuse->entry == entry &&
                        (hostile.expected == kAnyRefusal || refuse->reason == hostile.expected);
     const std::string got = answer ? Peer::describe(*answer) : "nothing (" + peer.ended_how() + ")";
-    line(right, hostile.what,
-         std::string(proto::to_string(hostile.kind)) + " '" + hostile.path.substr(0, 60) +
-             (hostile.path.size() > 60 ? "...'" : "'") + " -> " + got);
+    print_line(right, hostile.what,
+               std::string(proto::to_string(hostile.kind)) + " '" + hostile.path.substr(0, 60) +
+                   (hostile.path.size() > 60 ? "...'" : "'") + " -> " + got);
     ok &= right;
     if (!answer) return false;
     ++entry;
@@ -122,8 +122,8 @@ bool session_of_hostile_offers(const Options& o) {
     const auto* verdict = answer ? std::get_if<proto::FileVerdict>(&*answer) : nullptr;
     good_ok = verdict != nullptr && verdict->code == proto::VerdictCode::Good;
   }
-  line(good_ok, "legitimate-entry-after-refusals",
-       "'" + good + "' -> " + (answer ? Peer::describe(*answer) : "nothing"));
+  print_line(good_ok, "legitimate-entry-after-refusals",
+             "'" + good + "' -> " + (answer ? Peer::describe(*answer) : "nothing"));
   ok &= good_ok;
 
   peer.send(proto::Bye{}, proto::kVersion2);
@@ -133,9 +133,9 @@ bool session_of_hostile_offers(const Options& o) {
     if (!std::holds_alternative<proto::Credit>(m) && !std::holds_alternative<proto::Working>(m))
       after += (after.empty() ? "" : ", ") + Peer::describe(m);
   const bool bye_ok = disconnected && after.empty();
-  line(bye_ok, "bye",
-       (after.empty() ? std::string("no message") : after) +
-           (disconnected ? ", disconnected" : ", NOT disconnected"));
+  print_line(bye_ok, "bye",
+             (after.empty() ? std::string("no message") : after) +
+                 (disconnected ? ", disconnected" : ", NOT disconnected"));
   return ok && bye_ok;
 }
 
@@ -173,9 +173,9 @@ bool overlong_path(const Options& o) {
       violation = e->code == proto::ErrorCode::ProtocolViolation;
   }
   const bool ok = violation && disconnected;
-  line(ok, "path-of-2049-bytes",
-       (seen.empty() ? std::string("no message") : seen) +
-           (disconnected ? ", disconnected" : ", NOT disconnected"));
+  print_line(ok, "path-of-2049-bytes",
+             (seen.empty() ? std::string("no message") : seen) +
+                 (disconnected ? ", disconnected" : ", NOT disconnected"));
   return ok;
 }
 

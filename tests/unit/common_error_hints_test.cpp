@@ -7,13 +7,12 @@
 #include <cerrno>
 
 #include "common/rdma/devices.hpp"
+#include "text_contains.hpp"
 
 namespace rdmax {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using rdmax::test::contains;
 
 TEST(ErrorHints, RejectedWithoutListenerSaysToStartRdmaRecv) {
   const std::string m = connect_failure_message(RDMA_CM_EVENT_REJECTED, 8, "192.0.2.1", 18515, {});

@@ -25,6 +25,7 @@
 #include "common/rdma/memory_region.hpp"
 #include "common/signal_fd.hpp"
 #include "common/timer_fd.hpp"
+#include "text_contains.hpp"
 
 namespace rdmax {
 namespace {
@@ -173,9 +174,7 @@ TEST(AlignedBuffer, PageAlignedZeroedAndMovable) {
   EXPECT_EQ(moved.span().size(), 10000u);
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using rdmax::test::contains;
 
 // The documented "nothing here" answers, which --list-devices and -d rely on to print the
 // Soft-RoCE advice (common_error_hints_test.cpp has the per-device queries).

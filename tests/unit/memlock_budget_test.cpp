@@ -6,7 +6,7 @@
 #include "sender/memlock.hpp"
 
 namespace rdmax {
-namespace {
+namespace memlock_budget_test {
 
 constexpr std::uint64_t KiB = 1024;
 constexpr std::uint64_t MiB = 1024 * KiB;
@@ -161,5 +161,5 @@ TEST(MemlockBudget, CheckPassesWhenItFitsAndFailsBelowOneSlot) {
   EXPECT_NE(c.remedy.find("ulimit -l unlimited"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace memlock_budget_test
 }  // namespace rdmax

@@ -12,7 +12,7 @@
 #include "receiver_driver_rig.hpp"
 
 namespace rdmax::test::receiver_rig {
-namespace {
+namespace digest_at_end_test {
 
 using V = proto::VerdictCode;
 using R = proto::RejectReason;
@@ -226,5 +226,5 @@ TEST(ReceiverDigestAtEnd, OnlyAFlaggedFileMayBeAbandoned) {
   r.check({S::Closing, {error(ErrorCode::ProtocolViolation)}, File::None, End::Disconnects}, sent);
 }
 
-}  // namespace
+}  // namespace digest_at_end_test
 }  // namespace rdmax::test::receiver_rig

@@ -12,7 +12,7 @@
 #include "receiver_driver_rig.hpp"
 
 namespace rdmax::test::receiver_rig {
-namespace {
+namespace driver_session_test {
 
 using V = proto::VerdictCode;
 using R = proto::RejectReason;
@@ -414,5 +414,5 @@ TEST(ReceiverSession, NoDeadlineWhileAnEntryIsBeingCreated) {
   EXPECT_EQ(r.h.transport.sent.size(), sent);
 }
 
-}  // namespace
+}  // namespace driver_session_test
 }  // namespace rdmax::test::receiver_rig

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace rdmax::proto {
-namespace {
+namespace receiver_rules_test {
 
 constexpr std::uint32_t kSlot = 1u << 20;
 
@@ -112,5 +112,5 @@ TEST(ReceiverRules, AnOffersPathIsRelativeOutsideTheReservedAreaAndAFileWithinMa
   EXPECT_FALSE(check_offer(offer, 100));
 }
 
-}  // namespace
+}  // namespace receiver_rules_test
 }  // namespace rdmax::proto

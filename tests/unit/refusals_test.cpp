@@ -2,6 +2,7 @@
 // the step fits the scope (--name only where it can rename the file).
 
 #include "protocol/refusals.hpp"
+#include "text_contains.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,9 +11,7 @@
 namespace rdmax::proto {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using rdmax::test::contains;
 
 // Every reason the wire defines (docs/PROTOCOL.md 6.2).
 constexpr RejectReason kEveryReason[] = {

@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "protocol/secure_wipe.hpp"
+#include "text_contains.hpp"
 
 namespace {
 
@@ -43,9 +44,7 @@ std::size_t error_line(std::string_view text) {
   return 0;
 }
 
-bool contains(const std::string& text, std::string_view part) {
-  return text.find(part) != std::string::npos;
-}
+using rdmax::test::contains;
 
 // One test per rule of the format (protocol/secrets.hpp, docs/SECURITY.md).
 

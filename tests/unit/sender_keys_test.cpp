@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "protocol/names.hpp"
+#include "text_contains.hpp"
 
 namespace {
 
@@ -68,9 +69,7 @@ std::string key_error(std::string_view hex) {
   return *error;
 }
 
-bool contains(const std::string& text, std::string_view part) {
-  return text.find(part) != std::string::npos;
-}
+using rdmax::test::contains;
 
 TEST(SenderKeysFormat, IdKeyAndAnOptionalSubdirectory) {
   const auto store = parse_ok(line("alice", kHex) + line("bob", kShortHex, "rig/raw"));

@@ -14,7 +14,7 @@
 #include "sender/exit_codes.hpp"
 
 namespace rdmax::sender {
-namespace {
+namespace report_test {
 
 using Status = EntryResult::Status;
 using O = proto::SenderOutcome;
@@ -193,5 +193,5 @@ TEST(SenderReport, AFailureBeforeAnyTransferIsStillOneObject) {
   EXPECT_EQ(j["error"], "cannot read x: missing");
 }
 
-}  // namespace
+}  // namespace report_test
 }  // namespace rdmax::sender

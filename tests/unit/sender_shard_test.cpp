@@ -14,7 +14,7 @@
 #include <vector>
 
 namespace rdmax::sender {
-namespace {
+namespace shard_test {
 
 using Kind = SourceEntry::Kind;
 
@@ -284,5 +284,5 @@ TEST(ShardSpecParse, AContradictoryEnvironmentIsAnError) {
             std::string::npos);
 }
 
-}  // namespace
+}  // namespace shard_test
 }  // namespace rdmax::sender

@@ -7,7 +7,7 @@
 #include "protocol/session_receive_ledger.hpp"
 #include "protocol/session_send_ledger.hpp"
 
-namespace {
+namespace digest_at_end_ledger_test {
 
 using namespace rdmax::proto;
 using RL = SessionReceiveLedger;
@@ -148,4 +148,4 @@ TEST(SessionSendLedgerDigestAtEnd, AChunkThatCannotBeReadGivesItsSlotToTheNextFi
   EXPECT_FALSE(ledger.next_file_done().has_value()) << "none for the abandoned file";
 }
 
-}  // namespace
+}  // namespace digest_at_end_ledger_test

@@ -6,7 +6,7 @@
 #include "protocol/session_receive_ledger.hpp"
 #include "protocol/session_send_ledger.hpp"
 
-namespace {
+namespace session_ledger_test {
 
 using namespace rdmax::proto;
 using RL = SessionReceiveLedger;
@@ -247,4 +247,4 @@ TEST(SessionLedgers, AWholeSessionAgainstEachOther) {
   for (std::size_t i = 0; i < sizes.size(); ++i) EXPECT_EQ(received[i], sizes[i]) << i;
 }
 
-}  // namespace
+}  // namespace session_ledger_test

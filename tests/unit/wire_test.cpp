@@ -1,4 +1,5 @@
 #include "protocol/wire.hpp"
+#include "wire_test_helpers.hpp"
 
 #include <gtest/gtest.h>
 
@@ -23,7 +24,8 @@ void PrintTo(DecodeError e, std::ostream* os) {
 namespace {
 
 using namespace rdmax::proto;
-using Bytes = std::vector<std::uint8_t>;
+using rdmax::test::wire::Bytes;
+using rdmax::test::wire::decode_error;
 
 constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint32_t kU32Max = std::numeric_limits<std::uint32_t>::max();
@@ -88,13 +90,6 @@ std::vector<Message> samples() {
 
 std::string describe(const Message& m, std::size_t index) {
   return std::string(to_string(type_of(m))) + " sample #" + std::to_string(index);
-}
-
-// The error decode reports, or nullopt if the bytes decoded.
-std::optional<DecodeError> decode_error(const Bytes& bytes) {
-  auto result = decode(bytes);
-  if (const auto* failure = std::get_if<DecodeFailure>(&result)) return failure->error;
-  return std::nullopt;
 }
 
 void put16(Bytes& b, std::size_t at, std::uint16_t v) {
