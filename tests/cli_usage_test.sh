@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The command line of rdma-send and rdma-recv where no RDMA device is needed: --help and
+# --version, usage errors, unusable files and directories, bad secrets files and bad
+# --bwlimit rates. Each is exit 0 (help, version) or exit 2 with a message on stderr that
+# says what is wrong, decided before any device work; so this runs with the unit tests, on
+# any host, instead of paying a program start in the emulated test bed for each (about a
+# second there: tests/e2e/cli.sh keeps what needs a device).
+#   tests/cli_usage_test.sh BUILD_DIR
+set -euo pipefail
+build=${1:?usage: cli_usage_test.sh BUILD_DIR}
+send=$build/bin/rdma-send recv=$build/bin/rdma-recv
+work=$(mktemp -d "${TMPDIR:-/tmp}/rdmax-cli-usage.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+chmod 755 "$work"
+export XDG_CACHE_HOME=$work/cache
+host=192.0.2.1 port=18600  # TEST-NET-1: never reached, every case stops before connecting
+out=$work/out err=$work/err
+mkdir -p "$work/in" "$work/dir" && chmod 755 "$work/in" "$work/dir"
+echo hello >"$work/in/hello.txt" && chmod 644 "$work/in/hello.txt"
+
+# Permission checks do not apply to root: run such cases as nobody.
+as_nobody=()
+((EUID != 0)) || as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+
+failures=0
+# One case after another; `fail` ends the case it is in (a subshell), not the script.
+fail() {
+  echo "FAIL: $case_name: $*" >&2
+  echo "  last run: ${last_run:-none} -> status ${rc:-?}" >&2
+  [[ ! -s $err ]] || head -n 10 "$err" | sed 's/^/    | /' >&2
+  exit 1
+}
+run_case() {
+  case_name=$1
+  if ("$2"); then echo "ok: $1"; else failures=$((failures + 1)); fi
+}
+# run PROGRAM ARGS...: sets rc; stdout in $out, stderr in $err; bounded at 20 s.
+run() {
+  last_run="$*"
+  rc=0
+  timeout -k 5 20 "$@" >"$out" 2>"$err" </dev/null || rc=$?
+}
+expect_status() { ((rc == $1)) || fail "expected exit $1, got $rc"; }
+# expect_stderr PATTERN: stderr matches PATTERN (grep -E, case-insensitive).
+expect_stderr() { grep -Eqi -- "$1" "$err" || fail "stderr does not match /$1/"; }
+expect_stdout() { grep -Eq -- "$1" "$out" || fail "stdout does not match /$1/"; }
+
+case_help_and_version() {
+  local program
+  for program in "$send" "$recv"; do
+    run "$program" --help
+    expect_status 0
+    expect_stdout '^Usage: rdma-(send|recv)'
+    expect_stdout '^Exit status:'
+    expect_stdout '^Examples:'
+    expect_stdout '--device'
+    run "$program" --version
+    expect_status 0
+    expect_stdout '^rdma-(send|recv) [0-9]+\.[0-9]+\.[0-9]+$'
+  done
+  run "$recv" --help
+  expect_stdout '--list-devices'
+}
+
+case_usage_errors() {
+  run "$send" --bogus -H "$host" "$work/in/hello.txt"
+  expect_status 2 && expect_stderr 'bogus'
+  run "$recv" --bogus
+  expect_status 2 && expect_stderr 'bogus'
+  run "$send" "$work/in/hello.txt"
+  expect_status 2 && expect_stderr 'host.*required'
+  run "$send" -H "$host"
+  expect_status 2 && expect_stderr 'PATH.*required'
+  run "$recv" --slot-size 12Q
+  expect_status 2 && expect_stderr 'slot-size.*not a size'
+  run "$recv" --slot-size 1K
+  expect_status 2 && expect_stderr 'slot-size must be a multiple of 4K between'
+  run "$recv" --slot-size 6000
+  expect_status 2 && expect_stderr 'slot-size must be a multiple of 4K between'
+  run "$send" -H "$host" -p 70000 "$work/in/hello.txt"
+  expect_status 2 && expect_stderr 'port'
+  run "$send" -H "$host" -p 0 "$work/in/hello.txt"
+  expect_status 2 && expect_stderr 'port'
+  run "$recv" -p 70000
+  expect_status 2 && expect_stderr 'port'
+  run "$send" -H "$host" --progress --no-progress "$work/in/hello.txt"
+  expect_status 2 && expect_stderr 'progress excludes --no-progress'
+}
+
+case_unusable_file() {
+  run "$send" -H "$host" -p "$port" "$work/in/missing.bin"
+  expect_status 2 && expect_stderr 'No such file or directory; check the path'
+  run "$send" -H "$host" -p "$port" "$work/in"
+  expect_status 2 && expect_stderr 'is a directory'
+  echo secret >"$work/in/private.txt" && chmod 600 "$work/in/private.txt"
+  run "${as_nobody[@]}" "$send" -H "$host" -p "$port" "$work/in/private.txt"
+  expect_status 2 && expect_stderr 'permission denied.*readable'
+  [[ ! -s $out ]] || fail "stdout must stay empty"
+}
+
+case_unusable_dir() {
+  run "$recv" --dir "$work/missing"
+  expect_status 2 && expect_stderr 'cannot open output directory.*No such file.*mkdir'
+  run "${as_nobody[@]}" "$recv" --dir "$work/dir"
+  expect_status 2 && expect_stderr 'output directory.*(not writable|Permission denied).*(chown|chmod)'
+  run "$recv" --dir "$work/in/hello.txt"
+  expect_status 2 && expect_stderr 'not a directory'
+}
+
+case_bad_secrets() {
+  local secrets=$work/secrets
+  (umask 077 && printf '%s\n' 'alice s3cret' 'bob' >"$secrets")
+  run "$recv" --dir "$work/dir" --secrets "$secrets"
+  expect_status 2 && expect_stderr "secrets:2"
+  (umask 022 && printf '%s\n' 'alice s3cret' >"$secrets.open" && chmod 644 "$secrets.open")
+  run "$recv" --dir "$work/dir" --secrets "$secrets.open"
+  expect_status 2 && expect_stderr 'chmod 600'
+  run "$recv" --dir "$work/dir" --secrets "$work/no-secrets"
+  expect_status 2 && expect_stderr 'secrets'
+}
+
+case_bwlimit_usage() {
+  local bad
+  for bad in 0 -5M 12Q 1.5M M 5MB/h; do
+    run "$send" -H "$host" -p "$port" "--bwlimit=$bad" "$work/in/hello.txt"
+    expect_status 2 && expect_stderr "bwlimit.*'?$bad'? is not a rate"
+  done
+}
+
+run_case help-and-version case_help_and_version
+run_case usage-errors case_usage_errors
+run_case unusable-file case_unusable_file
+run_case unusable-dir case_unusable_dir
+run_case bad-secrets case_bad_secrets
+run_case bwlimit-usage case_bwlimit_usage
+if ((failures)); then
+  echo "$failures case(s) failed" >&2
+  exit 1
+fi
+echo "command-line usage: all cases passed"
