@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The command line of rdma-send and rdma-recv where no RDMA device is needed: --help and
-# --version, usage errors, unusable files and directories, bad secrets files and bad
-# --bwlimit rates. Each is exit 0 (help, version) or exit 2 with a message on stderr that
+# --version, usage errors, unusable files and directories, bad secrets files (malformed,
+# missing, readable by others), bad --bwlimit rates and hostile --name values. Each is exit 0 (help, version) or exit 2 with a message on stderr that
 # says what is wrong, decided before any device work; so this runs with the unit tests, on
 # any host, instead of paying a program start in the emulated test bed for each (about a
 # second there: tests/e2e/cli.sh keeps what needs a device).
@@ -127,12 +127,41 @@ case_bwlimit_usage() {
   done
 }
 
+# rdma-send checks --name itself (rdma-send(1)): a usage error, nothing sent. That the
+# receiver refuses each such name too is tests/e2e/hostile.sh's `names` case.
+case_hostile_names() {
+  local name outside=$work/outside names=(. .. ../x /etc/passwd a/../b "$work/outside/abs"
+    $'ctl\x01x' $'new\nline' $'del\x7f' $'esc\x1b[2J')
+  mkdir -p "$outside"
+  for name in "${names[@]}"; do
+    run "$send" -H "$host" -p "$port" --name "$name" "$work/in/hello.txt"
+    expect_status 2
+    expect_stderr "--name"
+  done
+  [[ ! -e $work/x && ! -e $outside/abs ]] || fail "a hostile name created a file"
+}
+
+# A secrets file that group or others may read or write is refused, with its mode and the fix.
+case_secrets_permissions() {
+  local mode bad=$work/secrets-open
+  printf 'alice s3cr3t-alice\n' >"$bad"
+  for mode in 644 640 604 660; do
+    chmod "$mode" "$bad"
+    run "$recv" --port "$port" --dir "$work/dir" --secrets "$bad"
+    expect_status 2
+    expect_stderr "chmod 600 $bad"
+    expect_stderr "0$mode"
+  done
+}
+
 run_case help-and-version case_help_and_version
 run_case usage-errors case_usage_errors
 run_case unusable-file case_unusable_file
 run_case unusable-dir case_unusable_dir
 run_case bad-secrets case_bad_secrets
 run_case bwlimit-usage case_bwlimit_usage
+run_case hostile-names case_hostile_names
+run_case secrets-permissions case_secrets_permissions
 if ((failures)); then
   echo "$failures case(s) failed" >&2
   exit 1
