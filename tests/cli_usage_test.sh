@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The command line of rdma-send and rdma-recv where no RDMA device is needed: --help and
 # --version, usage errors, unusable files and directories, bad secrets files (malformed,
-# missing, readable by others), bad --bwlimit rates and hostile --name values. Each is exit 0 (help, version) or exit 2 with a message on stderr that
-# says what is wrong, decided before any device work; so this runs with the unit tests, on
-# any host, instead of paying a program start in the emulated test bed for each (about a
-# second there: tests/e2e/cli.sh keeps what needs a device).
+# missing, readable by others), bad --bwlimit rates, hostile --name values and the options
+# of many machines (--shard auto outside a launcher, --files-from). Each is exit 0 (help,
+# version) or exit 2 with a message on stderr that says what is wrong, decided before any
+# device work; so this runs with the unit tests, on any host, instead of paying a program
+# start in the emulated test bed for each (about a second there; tests/e2e/cli.sh keeps what
+# needs a device).
 #   tests/cli_usage_test.sh BUILD_DIR
 set -euo pipefail
 build=${1:?usage: cli_usage_test.sh BUILD_DIR}
@@ -91,7 +93,7 @@ case_unusable_file() {
   run "$send" -H "$host" -p "$port" "$work/in/missing.bin"
   expect_status 2 && expect_stderr 'No such file or directory; check the path'
   run "$send" -H "$host" -p "$port" "$work/in"
-  expect_status 2 && expect_stderr 'is a directory'
+  expect_status 2 && expect_stderr 'is a directory' && expect_stderr ' -r'
   echo secret >"$work/in/private.txt" && chmod 600 "$work/in/private.txt"
   run "${as_nobody[@]}" "$send" -H "$host" -p "$port" "$work/in/private.txt"
   expect_status 2 && expect_stderr 'permission denied.*readable'
@@ -130,7 +132,7 @@ case_bwlimit_usage() {
 # rdma-send checks --name itself (rdma-send(1)): a usage error, nothing sent. That the
 # receiver refuses each such name too is tests/e2e/hostile.sh's `names` case.
 case_hostile_names() {
-  local name outside=$work/outside names=(. .. ../x /etc/passwd a/../b "$work/outside/abs"
+  local name outside=$work/outside names=(. .. ../x ../evil a/b /etc/passwd a/../b "$work/outside/abs"
     $'ctl\x01x' $'new\nline' $'del\x7f' $'esc\x1b[2J')
   mkdir -p "$outside"
   for name in "${names[@]}"; do
@@ -138,7 +140,7 @@ case_hostile_names() {
     expect_status 2
     expect_stderr "--name"
   done
-  [[ ! -e $work/x && ! -e $outside/abs ]] || fail "a hostile name created a file"
+  [[ ! -e $work/x && ! -e $work/evil && ! -e $outside/abs ]] || fail "a hostile name created a file"
 }
 
 # A secrets file that group or others may read or write is refused, with its mode and the fix.
@@ -154,6 +156,20 @@ case_secrets_permissions() {
   done
 }
 
+# Many machines' options (issue 24): --shard auto outside a launcher, a listed name outside
+# --base, a list that does not exist.
+case_launcher_and_list() {
+  mkdir -p "$work/in/tree" && echo x >"$work/in/tree/x"
+  run env -u SLURM_PROCID -u OMPI_COMM_WORLD_RANK -u PMI_RANK \
+    "$send" -H "$host" -p "$port" -r --shard auto "$work/in/tree"
+  expect_status 2 && expect_stderr 'SLURM_PROCID'
+  echo /etc/passwd >"$work/list"
+  run "$send" -H "$host" -p "$port" --files-from "$work/list" --base "$work/in/tree"
+  expect_status 2 && expect_stderr 'not beneath --base'
+  run "$send" -H "$host" -p "$port" --files-from "$work/no list"
+  expect_status 2 && expect_stderr 'no list'
+}
+
 run_case help-and-version case_help_and_version
 run_case usage-errors case_usage_errors
 run_case unusable-file case_unusable_file
@@ -162,6 +178,7 @@ run_case bad-secrets case_bad_secrets
 run_case bwlimit-usage case_bwlimit_usage
 run_case hostile-names case_hostile_names
 run_case secrets-permissions case_secrets_permissions
+run_case launcher-and-list case_launcher_and_list
 if ((failures)); then
   echo "$failures case(s) failed" >&2
   exit 1

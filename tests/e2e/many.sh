@@ -224,21 +224,4 @@ case_two_receivers() {
 }
 run_case two-receivers case_two_receivers
 
-case_usage() {
-  local rc=0
-  env -u SLURM_PROCID -u OMPI_COMM_WORLD_RANK -u PMI_RANK \
-    "$send" -H "$RXE_ADDR" -p "$port" -r --shard auto "$src" 2>"$shared/err" || rc=$?
-  ((rc == 2)) || fail "--shard auto outside a launcher exited $rc"
-  grep -q "SLURM_PROCID" "$shared/err" || fail "the error does not say what was looked for: $(cat "$shared/err")"
-  rc=0
-  echo /etc/passwd | "$send" -H "$RXE_ADDR" -p "$port" --files-from - --base "$src" 2>"$shared/err" || rc=$?
-  ((rc == 2)) || fail "a name outside --base exited $rc"
-  grep -q "not beneath --base" "$shared/err" || fail "$(cat "$shared/err")"
-  rc=0
-  "$send" -H "$RXE_ADDR" -p "$port" --files-from "$src/no list" 2>"$shared/err" || rc=$?
-  ((rc == 2)) || fail "a missing list exited $rc"
-  pass "--shard auto outside a launcher, a name outside --base and a missing list: status 2"
-}
-run_case usage case_usage
-
 report_cases many

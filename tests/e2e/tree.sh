@@ -381,15 +381,4 @@ case_full_disk() {
 }
 run_case full-disk case_full_disk
 
-case_usage() {
-  local rc=0
-  "$send" -H "$RXE_ADDR" -p "$port" "$src/data" 2>"$shared/err" || rc=$?
-  ((rc == 2)) || fail "a directory without -r exited $rc"
-  grep -q -- "-r" "$shared/err" || fail "the error does not name -r: $(cat "$shared/err")"
-  rc=0
-  "$send" -H "$RXE_ADDR" -p "$port" "$src/none" 2>"$shared/err" || rc=$?
-  ((rc == 2)) || fail "a missing PATH exited $rc"
-}
-run_case usage case_usage
-
 report_cases tree
