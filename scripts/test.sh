@@ -23,7 +23,7 @@ ctest --test-dir "$build" --output-on-failure -L unit -j "$(nproc)"
 # one process per test through ctest as above: a process under a sanitizer takes about 0.1 s
 # to start, which was most of these phases (ASan 103 s through ctest, 25 s in one process).
 # Each test still runs alone in the Release pass above. The tests that are not GoogleTest's
-# (install, completion, checksum, local_input, cli_usage, pipeline_bench: no dot in their names) go
+# (install, completion, checksum, local_input, pipeline_bench: no dot in their names) go
 # through ctest.
 sanitized_unit_tests() {
   local dir=$1 shards i failed=0 pids=()

@@ -6,7 +6,7 @@
 # notifications (sd_notify), loopback addresses refused by both programs before the device
 # that exists here is used, and refusals that say what to do next. What needs no device
 # (--help, --version, usage errors, unusable files and directories, bad secrets files, bad
-# rates) is tests/cli_usage_test.sh, run with the unit tests. Each error must give its exit
+# rates) is tests/local_input_test.sh, run with the unit tests. Each error must give its exit
 # status and a message on stderr that says what is wrong. Cases run one by one (run_case);
 # the last line counts.
 # shellcheck source=tests/e2e/lib.sh

@@ -6,7 +6,7 @@
 # changed, and a legitimate rdma-send must still verify. The address filter (--allow,
 # --deny) and sender keys (--senders) cases run daemons of their own. Hostile --name values
 # (refused by rdma-send itself) and secrets files others may read (refused by rdma-recv at
-# start) need no device: tests/cli_usage_test.sh checks them with the unit tests.
+# start) need no device: tests/local_input_test.sh checks them with the unit tests.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 
