@@ -13,13 +13,18 @@ mkdir -p "$in"
 recv_log=$shared/recv.log
 peer_timeout=4
 
-# The receiver on host B: small slots, so a transfer spans many round trips.
+# The receiver on host B: small slots, so a transfer spans many round trips. Its log is
+# appended to by each start: a restarted one is up once the log has one more
+# 'listening on' than before.
 start_receiver() {
+  local before; before=$(times_listening)
   rxe-peer bash -c "mkdir -p $out && exec $recv -a \"\$RXE_ADDR\" -o $out --slot-size 64K --slots 4 --timeout $peer_timeout -v 2>>$recv_log" &
   receiver_job=$!
   bg_pids+=("$receiver_job")
-  wait_for 30 recv_log_has 'listening on' 
+  wait_for 30 listening_more_than "$before"
 }
+times_listening() { rxe-peer bash -c "cat $recv_log 2>/dev/null | grep -c 'listening on'" || true; }
+listening_more_than() { local n; n=$(times_listening); ((${n:-0} > ${1:-0})); }
 receiver_alive() { rxe-peer pgrep -x rdma-recv >/dev/null; }
 # Names in B's output directory (temporaries included), one per line. The private area of
 # partial files (.rdmax-partial) is not among them: what it holds is checked on its own.
