@@ -2,7 +2,7 @@
 # End-to-end: eight rdma-send processes at once to one rdma-recv, three rounds. Files of
 # 1 to 6 MiB (odd sizes) against a 512 KiB window (4 slots of 128 KiB), so every transfer
 # goes round its window many times while the others compete for the same daemon. Every
-# file must verify (sha256sum and cmp), and after each round the receiver's open fds,
+# file must verify (cmp), and after each round the receiver's open fds,
 # MRs, QPs, cm_ids (rdma_cm's resource tracking, by pid) and its VmRSS must be back at
 # the idle level measured after a warm-up transfer. Prints the wall time of each round.
 # shellcheck source=tests/e2e/lib.sh
@@ -32,7 +32,6 @@ fail_context() {
   done
 }
 
-sha_of() { sha256sum <"$1" | cut -d' ' -f1; }
 count_res() { rdma resource show "$1" 2>/dev/null | grep -c "pid $recv_pid " || true; }
 resources() {
   echo "qp $(count_res qp) mr $(count_res mr) cm_id $(count_res cm_id) fd $(find "/proc/$recv_pid/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)"
@@ -58,14 +57,15 @@ send_all() {
   wait "${pids[@]}" || true
 }
 
-# expect_verified NAME: rdma-send exited 0 and $out/NAME is identical to $in/NAME.
+# expect_verified NAME: rdma-send exited 0 and $out/NAME is identical to $in/NAME, byte
+# for byte. One process per file (cmp): a process start costs 0.1-0.2 s in the test bed,
+# and a round checks eight files.
 expect_verified() {
-  local name=$1 rc
-  rc=$(cat "$RXE_SCRATCH/$name.rc" 2>/dev/null || echo "?")
+  local name=$1 rc="?"
+  read -r rc 2>/dev/null <"$RXE_SCRATCH/$name.rc" || true
   [[ $rc == 0 ]] || fail "$name: rdma-send exited $rc: $(tail -n 2 "$RXE_SCRATCH/$name.err" | tr '\n' ' ')"
   [[ -f $out/$name ]] || fail "$name was not delivered"
-  [[ $(sha_of "$in/$name") == "$(sha_of "$out/$name")" ]] || fail "$name: sha256 differs from what was sent"
-  cmp -s "$in/$name" "$out/$name" || fail "$name: cmp finds a difference"
+  cmp -s "$in/$name" "$out/$name" || fail "$name: differs from what was sent ($(cmp "$in/$name" "$out/$name" 2>&1 | head -n 1))"
 }
 
 case_round() {
