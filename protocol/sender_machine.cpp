@@ -52,16 +52,13 @@ SenderTransition abort_from(S s, E e) {
 
 SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
   switch (s) {
-    case S::ResolvingAddress:
-      if (e == E::AddressResolved) return {S::ResolvingRoute, {A::ResolveRoute}};
-      break;
-    case S::ResolvingRoute:
-      if (e == E::RouteResolved) return {S::Connecting, {A::Connect}};
-      break;
     case S::Connecting:
       if (e == E::Established) return {S::AwaitAccept, {A::SendOpen}};
       break;
     case S::AwaitAccept:
+      // Not a byte goes to a receiver that could not prove it holds our key.
+      if (e == E::GotAccept && ctx.proof == ReceiverProof::Missing)
+        return {S::Closing, {A::SendError, A::Disconnect}, O::AuthFailed};
       if (e == E::GotAccept) return {S::InSession, {A::StartSession}};
       if (e == E::GotReject) return {S::Closing, {A::Disconnect}, O::Rejected};
       if (e == E::GotRejectVersion) return {S::Closing, {A::Disconnect}, O::VersionUnsupported};
@@ -69,21 +66,17 @@ SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
       if (e == E::GotWorking) return {S::AwaitAccept, {}};
       if (e == E::GotChallenge) return {S::AwaitAccept, {A::SendProof}};
       if (e == E::GotRejectAuth) return {S::Closing, {A::Disconnect}, O::AuthFailed};
-      // Not a byte goes to a receiver that could not prove it holds our key.
-      if (e == E::AuthFailed) return {S::Closing, {A::SendError, A::Disconnect}, O::AuthFailed};
+      // A good Proof changes no state: the driver notes it, for the Accept that follows. A
+      // Proof nobody asked for is illegal (below).
+      if (e == E::GotProof && ctx.proof == ReceiverProof::Good) return {S::AwaitAccept, {}};
+      if (e == E::GotProof && ctx.proof == ReceiverProof::Wrong)
+        return {S::Closing, {A::SendError, A::Disconnect}, O::AuthFailed};
       break;
     case S::InSession:
       if (e == E::GotCredit || e == E::GotTake || e == E::GotRefuse || e == E::GotFileVerdict ||
           e == E::GotResume || e == E::GotHave || e == E::GotHolds)
         return {S::InSession, {A::SendMore}};
       if (e == E::GotWorking) return {S::InSession, {}};
-      if (e == E::AllSettled) {
-        if (ctx.has_id) return {S::AwaitSecret, {A::SendId}};
-        return {S::Closing, {A::SendBye, A::Disconnect}, O::Success};
-      }
-      // The receiver gives a secret only for a session whose every entry is good.
-      if (e == E::AllSettledWithFailures)
-        return {S::Closing, {A::SendBye, A::Disconnect}, O::SomeFailed};
       break;
     case S::AwaitSecret:
       if (e == E::GotSecret) return {S::Closing, {A::KeepSecret, A::Disconnect}, O::Success};
@@ -103,12 +96,33 @@ SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
   return abort_from(s, e);
 }
 
+SenderTransition session_settled(bool all_good, const SenderContext& ctx) {
+  // The receiver gives a secret only for a session whose every entry is good.
+  if (!all_good) return {S::Closing, {A::SendBye, A::Disconnect}, O::SomeFailed};
+  if (ctx.has_id) return {S::AwaitSecret, {A::SendId}};
+  return {S::Closing, {A::SendBye, A::Disconnect}, O::Success};
+}
+
+SetupTransition setup_next(SetupState s, SetupEvent e) {
+  using Setup = SetupState;
+  switch (e) {
+    case SetupEvent::AddressResolved:
+      if (s == Setup::ResolvingAddress)
+        return {Setup::ResolvingRoute, S::Connecting, {A::ResolveRoute}};
+      break;
+    case SetupEvent::RouteResolved:
+      if (s == Setup::ResolvingRoute) return {std::nullopt, S::Connecting, {A::Connect}};
+      break;
+    case SetupEvent::Failed:
+      return {std::nullopt, S::Done, {A::Finish}, O::ConnectFailed};
+    case SetupEvent::Interrupted:
+      return {std::nullopt, S::Done, {A::Finish}, O::Interrupted};
+  }
+  return {std::nullopt, S::Done, {A::Finish}, O::ConnectFailed, true};
+}
+
 const char* to_string(SenderState s) {
   switch (s) {
-    case S::ResolvingAddress:
-      return "ResolvingAddress";
-    case S::ResolvingRoute:
-      return "ResolvingRoute";
     case S::Connecting:
       return "Connecting";
     case S::AwaitAccept:
@@ -127,10 +141,6 @@ const char* to_string(SenderState s) {
 
 const char* to_string(SenderEvent e) {
   switch (e) {
-    case E::AddressResolved:
-      return "AddressResolved";
-    case E::RouteResolved:
-      return "RouteResolved";
     case E::Established:
       return "Established";
     case E::ConnectFailed:
@@ -173,10 +183,6 @@ const char* to_string(SenderEvent e) {
       return "GotRefuse";
     case E::GotFileVerdict:
       return "GotFileVerdict";
-    case E::AllSettled:
-      return "AllSettled";
-    case E::AllSettledWithFailures:
-      return "AllSettledWithFailures";
     case E::GotResume:
       return "GotResume";
     case E::GotHave:
@@ -187,8 +193,8 @@ const char* to_string(SenderEvent e) {
       return "GotChallenge";
     case E::GotRejectAuth:
       return "GotRejectAuth";
-    case E::AuthFailed:
-      return "AuthFailed";
+    case E::GotProof:
+      return "GotProof";
   }
   return "?";
 }
@@ -219,6 +225,30 @@ const char* to_string(SenderAction a) {
       return "StartSession";
     case A::SendProof:
       return "SendProof";
+  }
+  return "?";
+}
+
+const char* to_string(SetupState s) {
+  switch (s) {
+    case SetupState::ResolvingAddress:
+      return "ResolvingAddress";
+    case SetupState::ResolvingRoute:
+      return "ResolvingRoute";
+  }
+  return "?";
+}
+
+const char* to_string(SetupEvent e) {
+  switch (e) {
+    case SetupEvent::AddressResolved:
+      return "AddressResolved";
+    case SetupEvent::RouteResolved:
+      return "RouteResolved";
+    case SetupEvent::Failed:
+      return "Failed";
+    case SetupEvent::Interrupted:
+      return "Interrupted";
   }
   return "?";
 }

@@ -3,13 +3,17 @@
 // events, completions and timers into events and carries out the returned actions.
 //
 // Lifecycle of a connection, which carries a session (docs/PROTOCOL.md 7.5) of one file or
-// many: ResolvingAddress -> ResolvingRoute -> Connecting -> AwaitAccept (Open sent; with a
-// key, the Challenge and both Proofs cross here, 7.8) ->
-// InSession -> [AwaitSecret] -> Closing -> Done. Entries are offered, taken and settled in
-// InSession, several at a time (the driver's SessionSendLedger); each entry's outcome is the
-// driver's to report. The first outcome a transition names is the connection's. A
-// version-1 receiver is served by the same machine: the transport translates at the edge
-// (sender/version1_transport.hpp).
+// many, in two machines:
+//  - the set-up (setup_next): ResolvingAddress -> ResolvingRoute, rdma_cm's two look-ups.
+//    There is no queue pair yet, so nothing can be received: its events are the CM's
+//    answers, a failure and a signal, and it ends in Connect or in Done;
+//  - the connection (sender_next): Connecting -> AwaitAccept (Open sent; with a key, the
+//    Challenge and both Proofs cross here, 7.8) -> InSession -> [AwaitSecret] -> Closing ->
+//    Done. Entries are offered, taken and settled in InSession, several at a time (the
+//    driver's SessionSendLedger); each entry's outcome is the driver's to report. When every
+//    entry is settled, session_settled() says how InSession ends.
+// The first outcome a transition names is the connection's. A version-1 receiver is served
+// by the same machines: the transport translates at the edge (sender/version1_transport.hpp).
 
 #include <cstdint>
 #include <optional>
@@ -19,9 +23,7 @@
 namespace rdmax::proto {
 
 enum class SenderState : std::uint8_t {
-  ResolvingAddress,
-  ResolvingRoute,
-  Connecting,
+  Connecting,   // Connect called: waiting for ESTABLISHED (a message may overtake it)
   AwaitAccept,  // Open sent
   InSession,    // offering entries and writing their chunks
   AwaitSecret,  // Id sent
@@ -30,8 +32,6 @@ enum class SenderState : std::uint8_t {
 };
 
 enum class SenderEvent : std::uint8_t {
-  AddressResolved,
-  RouteResolved,
   Established,
   ConnectFailed,  // REJECTED, UNREACHABLE, ADDR/ROUTE/CONNECT_ERROR: nobody to talk to
   GotAccept,
@@ -54,16 +54,13 @@ enum class SenderEvent : std::uint8_t {
   GotTake,
   GotRefuse,
   GotFileVerdict,
-  AllSettled,              // every entry settled, every one good
-  AllSettledWithFailures,  // every entry settled, some refused or not verified
-  GotResume,               // PROTOCOL.md 7.6: send from an offset
-  GotHave,                 // the receiver has the file already
-  GotHolds,                // 7.9: what the receiver holds of a file offered without its digest
-  // Sender keys (docs/PROTOCOL.md 7.8). The receiver's Proof, checked good, changes no
-  // state: the driver notes it, and an Accept without it is AuthFailed.
+  GotResume,  // PROTOCOL.md 7.6: send from an offset
+  GotHave,    // the receiver has the file already
+  GotHolds,   // 7.9: what the receiver holds of a file offered without its digest
+  // Sender keys (docs/PROTOCOL.md 7.8).
   GotChallenge,   // prove our key over the receiver's nonce
   GotRejectAuth,  // Reject(AuthRequired) or Reject(AuthFailed): the receiver refuses us
-  AuthFailed,     // the receiver did not prove that it holds our key
+  GotProof,       // the receiver's Proof; the driver's check of it is SenderContext::proof
 };
 
 enum class SenderAction : std::uint8_t {
@@ -100,8 +97,19 @@ enum class SenderOutcome : std::uint8_t {
   AuthFailed,          // sender keys: the receiver refused ours, or did not prove its own
 };
 
+// With --key-file the receiver must prove that it holds our key before its Accept (7.8). The
+// driver checks the Proof (an HMAC) and says what it found with the event it came in, or
+// with the Accept.
+enum class ReceiverProof : std::uint8_t {
+  NotDue,   // no key claimed, no Challenge yet, or proven already
+  Good,     // a GotProof that checked good
+  Wrong,    // a GotProof that did not: the receiver holds another key for our id
+  Missing,  // a GotAccept before the receiver proved itself
+};
+
 struct SenderContext {
   bool has_id = false;  // the user gave --id
+  ReceiverProof proof = ReceiverProof::NotDue;
 };
 
 struct SenderTransition {
@@ -114,9 +122,38 @@ struct SenderTransition {
 [[nodiscard]] SenderTransition sender_next(SenderState state, SenderEvent event,
                                            const SenderContext& context);
 
+// InSession's end: every entry is settled (by an answer, by the other connections of the
+// command finishing, by a file abandoned here). Only InSession has entries to settle, so
+// this is not an event of every state: the driver asks it there, once.
+[[nodiscard]] SenderTransition session_settled(bool all_good, const SenderContext& context);
+
+// The set-up before the connection (rdma_cm's address and route look-ups).
+enum class SetupState : std::uint8_t { ResolvingAddress, ResolvingRoute };
+
+enum class SetupEvent : std::uint8_t {
+  AddressResolved,
+  RouteResolved,
+  // ADDR_ERROR, ROUTE_ERROR, UNREACHABLE, a CM failure, our own call failing, the deadline:
+  // there is no connection to say anything on, and nothing to retry but the command.
+  Failed,
+  Interrupted,  // SIGINT/SIGTERM
+};
+
+struct SetupTransition {
+  std::optional<SetupState> next;  // none: the set-up is over, the connection goes on in `then`
+  SenderState then = SenderState::Connecting;  // Connecting (after Connect) or Done
+  ActionList<SenderAction> actions;
+  std::optional<SenderOutcome> outcome = std::nullopt;
+  bool illegal = false;  // rdma_cm answered out of order
+};
+
+[[nodiscard]] SetupTransition setup_next(SetupState state, SetupEvent event);
+
 const char* to_string(SenderState);
 const char* to_string(SenderEvent);
 const char* to_string(SenderAction);
 const char* to_string(SenderOutcome);
+const char* to_string(SetupState);
+const char* to_string(SetupEvent);
 
 }  // namespace rdmax::proto

@@ -58,10 +58,10 @@ void SessionConnection::start() {
 }
 
 void SessionConnection::on_address_resolved() {
-  guarded([&] { dispatch({Event::AddressResolved, {}}); });
+  guarded([&] { dispatch({proto::SetupEvent::AddressResolved, {}}); });
 }
 void SessionConnection::on_route_resolved() {
-  guarded([&] { dispatch({Event::RouteResolved, {}}); });
+  guarded([&] { dispatch({proto::SetupEvent::RouteResolved, {}}); });
 }
 void SessionConnection::on_established() {
   guarded([&] { dispatch({Event::Established, {}}); });
@@ -107,15 +107,48 @@ void SessionConnection::dispatch(SenderInput input) {
 }
 
 void SessionConnection::step(SenderInput& input) {
-  const auto t = proto::sender_next(state_, input.event, {settings_.id.has_value()});
-  if (t.illegal) {
-    spdlog::error("[{}] protocol error: {} is not allowed in state {}", label(),
-                  proto::to_string(input.event), proto::to_string(state_));
-    input.data = Input::Abort{proto::ErrorCode::ProtocolViolation,
-                              std::string("unexpected ") + proto::to_string(input.event)};
+  if (const auto* e = std::get_if<proto::SetupEvent>(&input.event)) return setup_step(*e, input);
+  const proto::SenderContext context{settings_.id.has_value(), input.proof};
+  if (const auto* settled = std::get_if<SenderInput::Settled>(&input.event))
+    return apply(proto::session_settled(settled->all_good, context), "all settled", input);
+  const Event event = std::get<Event>(input.event);
+  // Before Connect there is no queue pair: what reaches the set-up is the CM, the clock, a
+  // signal or a call of our own failing (the driver rows test NoTransportBeforeConnect).
+  if (setup_)
+    return setup_step(
+        event == Event::Interrupted ? proto::SetupEvent::Interrupted : proto::SetupEvent::Failed,
+        input);
+  apply(proto::sender_next(state_, event, context), proto::to_string(event), input);
+}
+
+void SessionConnection::setup_step(proto::SetupEvent event, SenderInput& input) {
+  if (!setup_) {  // rdma_cm answers each look-up once, before the connection
+    spdlog::error("[{}] rdma_cm answered {} after the set-up", label(), proto::to_string(event));
+    return apply(proto::sender_next(state_, Event::LocalFailure, {settings_.id.has_value()}),
+                 proto::to_string(Event::LocalFailure), input);
   }
-  spdlog::trace("[{}] {} --{}--> {}", label(), proto::to_string(state_),
-                proto::to_string(input.event), proto::to_string(t.next));
+  const auto t = proto::setup_next(*setup_, event);
+  if (t.illegal)
+    spdlog::error("[{}] rdma_cm answered {} while {}", label(), proto::to_string(event),
+                  proto::to_string(*setup_));
+  spdlog::trace("[{}] {} --{}--> {}", label(), proto::to_string(*setup_), proto::to_string(event),
+                t.next ? proto::to_string(*t.next) : proto::to_string(t.then));
+  setup_ = t.next;
+  if (!t.next) state_ = t.then;
+  if (t.outcome && !outcome_) outcome_ = t.outcome;
+  for (Action a : t.actions) perform(a, input);
+}
+
+void SessionConnection::apply(const proto::SenderTransition& t, const char* event,
+                              SenderInput& input) {
+  if (t.illegal) {
+    spdlog::error("[{}] protocol error: {} is not allowed in state {}", label(), event,
+                  proto::to_string(state_));
+    input.data =
+        Input::Abort{proto::ErrorCode::ProtocolViolation, std::string("unexpected ") + event};
+  }
+  spdlog::trace("[{}] {} --{}--> {}", label(), proto::to_string(state_), event,
+                proto::to_string(t.next));
   state_ = t.next;
   if (t.outcome && !outcome_) outcome_ = t.outcome;
   for (Action a : t.actions) perform(a, input);
@@ -249,12 +282,14 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
       return dispatch({Event::GotChallenge, {}});
     }
   } else if (const auto* proof = std::get_if<proto::Proof>(&message)) {
+    // Due once, after the Challenge; else the machine finds it illegal (NotDue).
     if (authenticating && challenge_ && !receiver_proven_) return check_receiver_proof(*proof);
+    return dispatch({Event::GotProof, {}});
   } else if (const auto* accept = std::get_if<proto::Accept>(&message)) {
     if (authenticating && !receiver_proven_)
-      return not_proven(
-          "it answered without proving that it holds our key (is rdma-recv "
-          "started with --senders, listing our id?)");
+      return not_proven(Event::GotAccept, proto::ReceiverProof::Missing,
+                        "it answered without proving that it holds our key (is rdma-recv "
+                        "started with --senders, listing our id?)");
     return dispatch({Event::GotAccept, *accept});
   }
   if (const auto* m = std::get_if<proto::Reject>(&message)) {
@@ -443,16 +478,21 @@ void SessionConnection::check_receiver_proof(const proto::Proof& proof) {
   const proto::Digest expected =
       auth_proof(proto::ProofRole::Receiver, settings_.key->key, open_sent_, *challenge_);
   if (!same_proof(expected, proof.mac))
-    return not_proven("its proof is wrong: it holds another key for our id");
+    return not_proven(Event::GotProof, proto::ReceiverProof::Wrong,
+                      "its proof is wrong: it holds another key for our id");
   receiver_proven_ = true;
   spdlog::debug("[{}] the receiver proved that it holds our key", label());
+  dispatch({Event::GotProof, {}, proto::ReceiverProof::Good});
 }
 
-void SessionConnection::not_proven(const std::string& why) {
+void SessionConnection::not_proven(Event event, proto::ReceiverProof proof,
+                                   const std::string& why) {
   spdlog::error("[{}] not sending: the receiver did not prove that it holds our key: {}", label(),
                 why);
-  dispatch({Event::AuthFailed, Input::Abort{proto::ErrorCode::AuthFailed,
-                                            "the receiver did not prove that it holds our key"}});
+  dispatch({event,
+            Input::Abort{proto::ErrorCode::AuthFailed,
+                         "the receiver did not prove that it holds our key"},
+            proof});
 }
 
 void SessionConnection::on_transport_failure(const std::string& why) {

@@ -9,11 +9,11 @@
 // one's result back into the plan. sender/session_connection.cpp: the connection and the
 // receiver's answers; sender/session_data.cpp: the data path (what goes next, from where).
 //
-// Lifecycle (protocol/sender_machine.hpp): ResolvingAddress (the owner called resolve_addr)
-// -> ResolvingRoute -> Connecting -> AwaitAccept (the Open is sent; with --key-file the
-// Challenge and both Proofs cross here) -> InSession (entries offered, taken, written and
-// settled, several at a time, by pump()) -> [AwaitSecret, the lead's --id] -> Closing ->
-// Done. The owner (sender/session_run.hpp) feeds it CM events, completions, ticks and
+// Lifecycle (protocol/sender_machine.hpp): the set-up, ResolvingAddress (the owner called
+// resolve_addr) -> ResolvingRoute, then the connection: Connecting -> AwaitAccept (the Open is
+// sent; with --key-file the Challenge and both Proofs cross here) -> InSession (entries offered,
+// taken, written and settled, several at a time, by pump()) -> [AwaitSecret, the lead's --id] ->
+// Closing -> Done. The owner (sender/session_run.hpp) feeds it CM events, completions, ticks and
 // signals until finished(). The Transport it gets from SenderCm::connect() outlives it; for
 // a version-1 receiver it is wrapped in sender/version1_transport.hpp, and this driver
 // does not know the difference.
@@ -71,8 +71,15 @@ struct SenderInput {
     proto::ErrorCode code;
     std::string text;
   };
-  proto::SenderEvent event;
+  // Every entry of the session is settled (proto::session_settled).
+  struct Settled {
+    bool all_good;
+  };
+  // rdma_cm's look-ups go to the set-up machine, the rest to the connection's; pump() says
+  // when the session's entries are all settled.
+  std::variant<proto::SenderEvent, proto::SetupEvent, Settled> event;
   std::variant<std::monostate, proto::Accept, proto::Secret, Abort> data;
+  proto::ReceiverProof proof = proto::ReceiverProof::NotDue;  // with a GotProof or GotAccept
 };
 
 class SessionConnection final : public DriverCore {
@@ -101,7 +108,10 @@ class SessionConnection final : public DriverCore {
   std::optional<Clock::time_point> resume_at() const { return resume_at_; }
 
   bool finished() const { return state_ == proto::SenderState::Done; }
+  // The connection machine's state; during the set-up it is Connecting, where the
+  // connection machine starts, and setup_state() says where the set-up is.
   proto::SenderState state() const { return state_; }
+  std::optional<proto::SetupState> setup_state() const { return setup_; }
   proto::SenderOutcome outcome() const {
     return outcome_.value_or(proto::SenderOutcome::ProtocolError);
   }
@@ -129,6 +139,8 @@ class SessionConnection final : public DriverCore {
 
   void dispatch(SenderInput input);
   void step(SenderInput& input);
+  void setup_step(proto::SetupEvent event, SenderInput& input);
+  void apply(const proto::SenderTransition& t, const char* event, SenderInput& input);
   void perform(Action action, SenderInput& cause);
 
   void on_message(Inbound inbound) override;
@@ -179,7 +191,7 @@ class SessionConnection final : public DriverCore {
   void stop_hashing();
   // Sender keys: the receiver's Proof checked, an Accept that came without one, a refusal.
   void check_receiver_proof(const proto::Proof& proof);
-  void not_proven(const std::string& why);
+  void not_proven(proto::SenderEvent event, proto::ReceiverProof proof, const std::string& why);
   PlannedEntry& entry(std::uint32_t local) { return plan_.entries[entries_[local]]; }
   const PlannedEntry& entry_const(std::uint32_t local) const {
     return plan_.entries[entries_[local]];
@@ -191,7 +203,8 @@ class SessionConnection final : public DriverCore {
   SessionPlan& plan_;
   std::vector<std::uint32_t> entries_;  // session entry number -> index into the plan
   SenderCm& cm_;
-  State state_ = State::ResolvingAddress;
+  std::optional<proto::SetupState> setup_ = proto::SetupState::ResolvingAddress;
+  State state_ = State::Connecting;
   Dispatcher<SenderInput> dispatcher_;
   std::optional<proto::SenderOutcome> outcome_;
   std::string secret_;

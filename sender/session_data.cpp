@@ -163,7 +163,7 @@ void SessionConnection::pump() {
     settled_signalled_ = true;
     // The id is presented only when every entry of the command is good.
     const bool good = failures_ == 0 && others_failures_ == 0;
-    dispatch({good ? Event::AllSettled : Event::AllSettledWithFailures, {}});
+    dispatch({SenderInput::Settled{good}, {}});
   }
 }
 

@@ -23,6 +23,7 @@
 #include "protocol/sender_machine.hpp"
 #include "protocol/wire.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
+#include "tests/fuzz/sender_local_events.hpp"
 
 namespace {
 
@@ -35,7 +36,9 @@ using SE = SenderEvent;
 using SA = SenderAction;
 
 constexpr unsigned kReceiverEvents = static_cast<unsigned>(RE::ShuttingDown) + 1;
-constexpr unsigned kSenderEvents = static_cast<unsigned>(SE::AuthFailed) + 1;
+using rdmax::fuzz::kSenderEvents;
+using rdmax::fuzz::kSenderLocalInputs;
+using rdmax::fuzz::kSetupEvents;
 
 // Bytes from here up are passed through as out-of-range event values.
 constexpr std::uint8_t kFirstRawEventByte = 0xF0;
@@ -158,10 +161,64 @@ class ReceiverRun {
 
 class SenderRun {
  public:
-  explicit SenderRun(bool has_id) : context_{has_id} {}
+  explicit SenderRun(bool has_id) : has_id_(has_id) {}
 
-  void step(SE e) {
-    const SenderTransition t = sender_next(state_, e, context_);
+  // One of the driver's own inputs (sender_local_events.hpp). The receiver's Proof, as the
+  // driver found it, comes from the byte's top bits: the machine must hold for any of them.
+  void local(std::uint8_t byte) {
+    if (setup_)
+      return setup_step(
+          static_cast<SetupEvent>(byte >= kFirstRawEventByte ? byte : byte % kSetupEvents));
+    const unsigned n = byte >= kFirstRawEventByte ? byte : byte % kSenderLocalInputs;
+    if (n == rdmax::fuzz::kSettledAllGood || n == rdmax::fuzz::kSettledWithFailures) {
+      if (state_ == SS::InSession) settled(n == rdmax::fuzz::kSettledAllGood);
+      return;
+    }
+    step(static_cast<SE>(n), static_cast<ReceiverProof>((byte >> 5) & 3));
+  }
+
+  // A received message; none can arrive during the set-up (there is no queue pair).
+  void received(SE e, ReceiverProof proof = ReceiverProof::NotDue) {
+    if (!setup_) step(e, proof);
+  }
+
+ private:
+  void setup_step(SetupEvent e) {
+    const SetupTransition t = setup_next(*setup_, e);
+    for (SA a : t.actions) FUZZ_CHECK(named(to_string(a)));
+    if (t.next) {
+      FUZZ_CHECK(named(to_string(*t.next)) && !t.outcome && !t.illegal);
+      FUZZ_CHECK(t.actions == ActionList<SA>{SA::ResolveRoute});
+    } else if (t.then == SS::Connecting) {  // over: the connection machine takes it on
+      FUZZ_CHECK(t.actions == ActionList<SA>{SA::Connect} && !t.outcome && !t.illegal);
+    } else {  // failed: nothing to say goodbye on
+      FUZZ_CHECK(t.then == SS::Done && t.actions == ActionList<SA>{SA::Finish});
+      FUZZ_CHECK(t.outcome == SenderOutcome::ConnectFailed ||
+                 t.outcome == SenderOutcome::Interrupted);
+      FUZZ_CHECK(!t.illegal || t.outcome == SenderOutcome::ConnectFailed);
+    }
+    setup_ = t.next;
+    if (!t.next) state_ = t.then;
+    if (!outcome_) outcome_ = t.outcome;
+  }
+
+  void settled(bool all_good) {
+    const SenderTransition t = session_settled(all_good, {has_id_});
+    FUZZ_CHECK(!t.illegal);
+    // The id goes out only if the user gave one, and only once every entry is good.
+    FUZZ_CHECK(t.actions.contains(SA::SendId) == (all_good && has_id_));
+    FUZZ_CHECK(t.next == (all_good && has_id_ ? SS::AwaitSecret : SS::Closing));
+    FUZZ_CHECK(t.outcome == (all_good
+                                 ? (has_id_ ? std::nullopt : std::optional(SenderOutcome::Success))
+                                 : std::optional(SenderOutcome::SomeFailed)));
+    if (all_good) verified_ = true;
+    if (!outcome_) outcome_ = t.outcome;
+    state_ = t.next;
+  }
+
+  void step(SE e, ReceiverProof proof) {
+    const SenderContext context{has_id_, proof};
+    const SenderTransition t = sender_next(state_, e, context);
     FUZZ_CHECK(valid(t.next));
     for (SA a : t.actions) FUZZ_CHECK(named(to_string(a)));
     if (t.outcome) FUZZ_CHECK(named(to_string(*t.outcome)));
@@ -175,18 +232,16 @@ class SenderRun {
                      ? t.actions.empty()
                      : t.next == SS::Done && t.actions == ActionList<SA>{SA::Finish});
     } else {
-      check_open(t, e);
+      check_open(t, e, context);
     }
 
-    if (state_ == SS::InSession && e == SE::AllSettled) verified_ = true;
     if (!outcome_) outcome_ = t.outcome;
     state_ = t.next;
     // The program can only exit with a status if a transition named one.
     if (state_ == SS::Closing || state_ == SS::Done) FUZZ_CHECK(outcome_.has_value());
   }
 
- private:
-  void check_open(const SenderTransition& t, SE e) const {
+  void check_open(const SenderTransition& t, SE e, const SenderContext& context) const {
     if (t.illegal) {
       FUZZ_CHECK(!t.actions.empty() && t.outcome == SenderOutcome::ProtocolError);
       FUZZ_CHECK(connected(state_) ? t.actions.contains(SA::SendError) : t.next == SS::Done);
@@ -206,30 +261,31 @@ class SenderRun {
     if (e == SE::Disconnected || e == SE::TransportFailed) {
       FUZZ_CHECK(t.next == SS::Done && t.actions == ActionList<SA>{SA::Finish});
     }
-    // The id goes out only if the user gave one, and only once every entry is settled and
-    // good.
-    if (t.actions.contains(SA::SendId)) {
-      FUZZ_CHECK(context_.has_id && state_ == SS::InSession && e == SE::AllSettled);
-    }
-    // Success means the receiver verified every entry, and with an id, that it sent the
-    // secret.
-    if (t.outcome == SenderOutcome::Success) {
-      FUZZ_CHECK(context_.has_id ? verified_ && state_ == SS::AwaitSecret && e == SE::GotSecret
-                                 : state_ == SS::InSession && e == SE::AllSettled);
-    }
-    // The session starts only from its Accept; a proof goes only to a Challenge, before it.
-    if (t.actions.contains(SA::StartSession)) FUZZ_CHECK(state_ == SS::AwaitAccept);
+    // The id goes out only once every entry is settled and good (settled(), above).
+    FUZZ_CHECK(!t.actions.contains(SA::SendId));
+    // Success means the receiver verified every entry, and sent the secret (with an id;
+    // without one, success is the session's end, settled()).
+    if (t.outcome == SenderOutcome::Success)
+      FUZZ_CHECK(has_id_ && verified_ && state_ == SS::AwaitSecret && e == SE::GotSecret);
+    // The session starts only from its Accept, and never before the receiver proved our key;
+    // a proof goes only to a Challenge, before it.
+    if (t.actions.contains(SA::StartSession))
+      FUZZ_CHECK(state_ == SS::AwaitAccept && context.proof != ReceiverProof::Missing);
     if (t.actions.contains(SA::SendProof))
       FUZZ_CHECK(state_ == SS::AwaitAccept && e == SE::GotChallenge && t.next == SS::AwaitAccept);
     // An authentication failure ends the connection with its own status, before any data.
     if (t.outcome == SenderOutcome::AuthFailed)
-      FUZZ_CHECK(state_ == SS::AwaitAccept && (e == SE::GotRejectAuth || e == SE::AuthFailed));
+      FUZZ_CHECK(state_ == SS::AwaitAccept &&
+                 (e == SE::GotRejectAuth ||
+                  (e == SE::GotAccept && context.proof == ReceiverProof::Missing) ||
+                  (e == SE::GotProof && context.proof == ReceiverProof::Wrong)));
   }
 
-  SenderContext context_;
-  SS state_ = SS::ResolvingAddress;
+  bool has_id_;
+  std::optional<SetupState> setup_ = SetupState::ResolvingAddress;
+  SS state_ = SS::Connecting;
   std::optional<SenderOutcome> outcome_;
-  bool verified_ = false;  // AllSettled seen in InSession: every entry is good
+  bool verified_ = false;  // every entry settled and good
 };
 
 // Most byte values name an enumerator; the top few pass through unchanged, out of range.
@@ -243,7 +299,7 @@ void run_events(std::span<const std::uint8_t> input) {
   std::array senders{SenderRun(false), SenderRun(true)};
   for (std::uint8_t byte : input) {
     receiver.step(event_from<RE>(byte, kReceiverEvents));
-    for (SenderRun& sender : senders) sender.step(event_from<SE>(byte, kSenderEvents));
+    for (SenderRun& sender : senders) sender.local(byte);
   }
 }
 
@@ -310,44 +366,46 @@ void deliver_to_receiver(ReceiverRun& receiver, std::span<const std::uint8_t> by
 // driver sees it) and anything else is unexpected.
 void deliver_to_sender(SenderRun& sender, std::span<const std::uint8_t> bytes) {
   const auto result = decode(bytes);
-  if (std::holds_alternative<DecodeFailure>(result)) return sender.step(SE::ProtocolViolation);
+  if (std::holds_alternative<DecodeFailure>(result)) return sender.received(SE::ProtocolViolation);
   const Message& m = std::get<Message>(result);
   switch (type_of(m)) {
     case MessageType::Accept:
-      return sender.step(SE::GotAccept);
+      return sender.received(SE::GotAccept);
     case MessageType::Reject: {
       const RejectReason reason = std::get<Reject>(m).reason;
-      return sender.step(reason == RejectReason::AuthRequired || reason == RejectReason::AuthFailed
-                             ? SE::GotRejectAuth
-                             : SE::GotReject);
+      return sender.received(reason == RejectReason::AuthRequired ||
+                                     reason == RejectReason::AuthFailed
+                                 ? SE::GotRejectAuth
+                                 : SE::GotReject);
     }
     case MessageType::Challenge:
-      return sender.step(SE::GotChallenge);
-    case MessageType::Proof:  // the receiver's: good changes nothing, a bad one fails us
-      if ((std::get<Proof>(m).mac[0] & 1) != 0) return;
-      return sender.step(SE::AuthFailed);
+      return sender.received(SE::GotChallenge);
+    case MessageType::Proof:  // the receiver's, as the driver's check found it
+      return sender.received(SE::GotProof, (std::get<Proof>(m).mac[0] & 1) != 0
+                                               ? ReceiverProof::Good
+                                               : ReceiverProof::Wrong);
     case MessageType::Credit:
-      return sender.step(SE::GotCredit);
+      return sender.received(SE::GotCredit);
     case MessageType::Secret:
-      return sender.step(SE::GotSecret);
+      return sender.received(SE::GotSecret);
     case MessageType::Denied:
-      return sender.step(SE::GotDenied);
+      return sender.received(SE::GotDenied);
     case MessageType::Error:
-      return sender.step(SE::GotError);
+      return sender.received(SE::GotError);
     case MessageType::Working:
-      return sender.step(SE::GotWorking);
+      return sender.received(SE::GotWorking);
     case MessageType::Take:
-      return sender.step(SE::GotTake);
+      return sender.received(SE::GotTake);
     case MessageType::Refuse:
-      return sender.step(SE::GotRefuse);
+      return sender.received(SE::GotRefuse);
     case MessageType::FileVerdict:
-      return sender.step(SE::GotFileVerdict);
+      return sender.received(SE::GotFileVerdict);
     case MessageType::Resume:
-      return sender.step(SE::GotResume);
+      return sender.received(SE::GotResume);
     case MessageType::Have:
-      return sender.step(SE::GotHave);
+      return sender.received(SE::GotHave);
     default:
-      return sender.step(SE::GotUnexpected);
+      return sender.received(SE::GotUnexpected);
   }
 }
 
@@ -363,7 +421,7 @@ void run_messages(std::span<const std::uint8_t> input) {
     input = input.subspan(1);
     if (tag < 0x80) {
       receiver.step(static_cast<RE>(tag % kReceiverEvents));
-      for (SenderRun& sender : senders) sender.step(static_cast<SE>(tag % kSenderEvents));
+      for (SenderRun& sender : senders) sender.local(tag);
       continue;
     }
     std::size_t length = 0;

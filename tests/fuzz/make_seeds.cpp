@@ -15,6 +15,7 @@
 #include "protocol/receiver_machine.hpp"
 #include "protocol/sender_machine.hpp"
 #include "protocol/wire.hpp"
+#include "tests/fuzz/sender_local_events.hpp"
 #include "tests/fuzz/session_ledger_ops.hpp"
 
 namespace {
@@ -236,21 +237,21 @@ int main(int argc, char** argv) {
             .bytes);
   write(root / "fuzz_machines" / "sender-with-id",
         Conversation{}
-            .event(as_byte(SE::AddressResolved))
-            .event(as_byte(SE::RouteResolved))
+            .event(as_byte(SetupEvent::AddressResolved))
+            .event(as_byte(SetupEvent::RouteResolved))
             .event(as_byte(SE::Established))
             .message(Accept{0x7f0012340000, 0xdeadbeef, 1 << 20, 8})
             .message(Take{0})
             .message(Credit{0, 0x1234})
             .message(FileVerdict{0, VerdictCode::Good, sample_sha()})
-            .event(as_byte(SE::AllSettled))
+            .event(rdmax::fuzz::kSettledAllGood)
             .message(Secret{"correct-horse"})
             .event(as_byte(SE::Disconnected))
             .bytes);
   write(root / "fuzz_machines" / "keyed-sender",
         Conversation{}
-            .event(as_byte(SE::AddressResolved))
-            .event(as_byte(SE::RouteResolved))
+            .event(as_byte(SetupEvent::AddressResolved))
+            .event(as_byte(SetupEvent::RouteResolved))
             .event(as_byte(SE::Established))
             .message(Challenge{sample_sha()})
             .message(Proof{sample_sha()})

@@ -49,42 +49,35 @@ inline constexpr std::array kAllReceiverEvents{proto::ReceiverEvent::GotOffer,
                                                proto::ReceiverEvent::ShuttingDown};
 
 inline constexpr std::array kAllSenderStates{
-    proto::SenderState::ResolvingAddress, proto::SenderState::ResolvingRoute,
-    proto::SenderState::Connecting,       proto::SenderState::AwaitAccept,
-    proto::SenderState::InSession,        proto::SenderState::AwaitSecret,
-    proto::SenderState::Closing,          proto::SenderState::Done};
+    proto::SenderState::Connecting,  proto::SenderState::AwaitAccept, proto::SenderState::InSession,
+    proto::SenderState::AwaitSecret, proto::SenderState::Closing,     proto::SenderState::Done};
 
-inline constexpr std::array kAllSenderEvents{proto::SenderEvent::AddressResolved,
-                                             proto::SenderEvent::RouteResolved,
-                                             proto::SenderEvent::Established,
-                                             proto::SenderEvent::ConnectFailed,
-                                             proto::SenderEvent::GotAccept,
-                                             proto::SenderEvent::GotReject,
-                                             proto::SenderEvent::GotRejectVersion,
-                                             proto::SenderEvent::GotCredit,
-                                             proto::SenderEvent::GotWorking,
-                                             proto::SenderEvent::GotSecret,
-                                             proto::SenderEvent::GotDenied,
-                                             proto::SenderEvent::GotError,
-                                             proto::SenderEvent::GotErrorGaveUp,
-                                             proto::SenderEvent::GotUnexpected,
-                                             proto::SenderEvent::ProtocolViolation,
-                                             proto::SenderEvent::LocalFailure,
-                                             proto::SenderEvent::Timeout,
-                                             proto::SenderEvent::TransportFailed,
-                                             proto::SenderEvent::Disconnected,
-                                             proto::SenderEvent::Interrupted,
-                                             proto::SenderEvent::GotTake,
-                                             proto::SenderEvent::GotRefuse,
-                                             proto::SenderEvent::GotFileVerdict,
-                                             proto::SenderEvent::AllSettled,
-                                             proto::SenderEvent::AllSettledWithFailures,
-                                             proto::SenderEvent::GotResume,
-                                             proto::SenderEvent::GotHave,
-                                             proto::SenderEvent::GotHolds,
-                                             proto::SenderEvent::GotChallenge,
-                                             proto::SenderEvent::GotRejectAuth,
-                                             proto::SenderEvent::AuthFailed};
+inline constexpr std::array kAllSenderEvents{
+    proto::SenderEvent::Established,       proto::SenderEvent::ConnectFailed,
+    proto::SenderEvent::GotAccept,         proto::SenderEvent::GotReject,
+    proto::SenderEvent::GotRejectVersion,  proto::SenderEvent::GotCredit,
+    proto::SenderEvent::GotWorking,        proto::SenderEvent::GotSecret,
+    proto::SenderEvent::GotDenied,         proto::SenderEvent::GotError,
+    proto::SenderEvent::GotErrorGaveUp,    proto::SenderEvent::GotUnexpected,
+    proto::SenderEvent::ProtocolViolation, proto::SenderEvent::LocalFailure,
+    proto::SenderEvent::Timeout,           proto::SenderEvent::TransportFailed,
+    proto::SenderEvent::Disconnected,      proto::SenderEvent::Interrupted,
+    proto::SenderEvent::GotTake,           proto::SenderEvent::GotRefuse,
+    proto::SenderEvent::GotFileVerdict,    proto::SenderEvent::GotResume,
+    proto::SenderEvent::GotHave,           proto::SenderEvent::GotHolds,
+    proto::SenderEvent::GotChallenge,      proto::SenderEvent::GotRejectAuth,
+    proto::SenderEvent::GotProof};
+
+inline constexpr std::array kAllSetupStates{proto::SetupState::ResolvingAddress,
+                                            proto::SetupState::ResolvingRoute};
+
+inline constexpr std::array kAllSetupEvents{
+    proto::SetupEvent::AddressResolved, proto::SetupEvent::RouteResolved, proto::SetupEvent::Failed,
+    proto::SetupEvent::Interrupted};
+
+inline constexpr std::array kAllReceiverProofs{
+    proto::ReceiverProof::NotDue, proto::ReceiverProof::Good, proto::ReceiverProof::Wrong,
+    proto::ReceiverProof::Missing};
 
 // The enums are dense from 0: the last value + 1 is the count.
 static_assert(static_cast<std::size_t>(proto::ReceiverState::Closed) + 1 ==
@@ -92,8 +85,14 @@ static_assert(static_cast<std::size_t>(proto::ReceiverState::Closed) + 1 ==
 static_assert(static_cast<std::size_t>(proto::ReceiverEvent::ShuttingDown) + 1 ==
               kAllReceiverEvents.size());
 static_assert(static_cast<std::size_t>(proto::SenderState::Done) + 1 == kAllSenderStates.size());
-static_assert(static_cast<std::size_t>(proto::SenderEvent::AuthFailed) + 1 ==
+static_assert(static_cast<std::size_t>(proto::SenderEvent::GotProof) + 1 ==
               kAllSenderEvents.size());
+static_assert(static_cast<std::size_t>(proto::SetupState::ResolvingRoute) + 1 ==
+              kAllSetupStates.size());
+static_assert(static_cast<std::size_t>(proto::SetupEvent::Interrupted) + 1 ==
+              kAllSetupEvents.size());
+static_assert(static_cast<std::size_t>(proto::ReceiverProof::Missing) + 1 ==
+              kAllReceiverProofs.size());
 
 // Every enumerator of `all` has a name of its own (the logs and the tests' names use them).
 template <typename Enum, std::size_t N>

@@ -7,14 +7,17 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
-// The sender's machine, checked exhaustively: every (state, event) pair, with and without an
-// id, either matches the table of legal transitions written out below, or is the illegal
-// abort with a ProtocolError outcome. docs/PROTOCOL.md section 4 shows the same table.
+// The sender's machines, checked exhaustively: every (state, event) pair of the connection,
+// in every context (with and without an id, each finding of the receiver's Proof), either
+// matches the table of legal transitions written out below, or is the illegal abort with a
+// ProtocolError outcome; every pair of the set-up and both ends of a session have their
+// exact transition. docs/PROTOCOL.md section 4 shows the same tables.
 
 namespace {
 
@@ -44,7 +47,16 @@ static_assert(static_cast<std::size_t>(O::AuthFailed) + 1 == kAllOutcomes.size()
 
 constexpr SenderContext kWithId{true};
 constexpr SenderContext kWithoutId{false};
-constexpr std::array kContexts{kWithId, kWithoutId};
+
+// Every context the driver can give: with or without an id, and what it found of the
+// receiver's Proof.
+std::vector<SenderContext> all_contexts() {
+  std::vector<SenderContext> out;
+  for (bool id : {true, false})
+    for (ReceiverProof proof : rdmax::test::kAllReceiverProofs) out.push_back({id, proof});
+  return out;
+}
+const std::vector<SenderContext> kContexts = all_contexts();
 
 // A queue pair exists and messages can flow.
 bool connected(S s) {
@@ -78,21 +90,17 @@ struct Row {
   bool illegal = false;
 };
 
-// The protocol's own transitions; the only one that depends on the context is the end of
-// the last entry, listed per context by legal_rows.
+// The protocol's own transitions; those that depend on the receiver's Proof are listed per
+// context by proof_rows.
 const std::vector<Row> kProtocolRows{
-    {S::ResolvingAddress, E::AddressResolved, S::ResolvingRoute, {A::ResolveRoute}, {}},
-    {S::ResolvingRoute, E::RouteResolved, S::Connecting, {A::Connect}, {}},
     {S::Connecting, E::Established, S::AwaitAccept, {A::SendOpen}, {}},
-    {S::AwaitAccept, E::GotAccept, S::InSession, {A::StartSession}, {}},
     {S::AwaitAccept, E::GotReject, S::Closing, {A::Disconnect}, O::Rejected},
     {S::AwaitAccept, E::GotRejectVersion, S::Closing, {A::Disconnect}, O::VersionUnsupported},
     {S::AwaitAccept, E::GotWorking, S::AwaitAccept, {}, {}},
-    // Sender keys (PROTOCOL.md 7.8): our Proof answers the Challenge; a refusal of our key,
-    // or a receiver that could not prove its own, ends the connection before any data.
+    // Sender keys (PROTOCOL.md 7.8): our Proof answers the Challenge; a refusal of our key
+    // ends the connection before any data.
     {S::AwaitAccept, E::GotChallenge, S::AwaitAccept, {A::SendProof}, {}},
     {S::AwaitAccept, E::GotRejectAuth, S::Closing, {A::Disconnect}, O::AuthFailed},
-    {S::AwaitAccept, E::AuthFailed, S::Closing, {A::SendError, A::Disconnect}, O::AuthFailed},
     {S::AwaitSecret, E::GotSecret, S::Closing, {A::KeepSecret, A::Disconnect}, O::Success},
     {S::AwaitSecret, E::GotDenied, S::Closing, {A::Disconnect}, O::Denied},
     // The receiver sends Working until our Id reaches it (PROTOCOL.md 7.5).
@@ -110,16 +118,23 @@ const std::vector<Row> kSessionRows{
     {S::InSession, E::GotResume, S::InSession, {A::SendMore}, {}},
     {S::InSession, E::GotHave, S::InSession, {A::SendMore}, {}},
     {S::InSession, E::GotHolds, S::InSession, {A::SendMore}, {}},
-    {S::InSession,
-     E::AllSettledWithFailures,
-     S::Closing,
-     {A::SendBye, A::Disconnect},
-     O::SomeFailed},
 };
 
-Row settled_row(const SenderContext& ctx) {
-  if (ctx.has_id) return {S::InSession, E::AllSettled, S::AwaitSecret, {A::SendId}, {}};
-  return {S::InSession, E::AllSettled, S::Closing, {A::SendBye, A::Disconnect}, O::Success};
+// Sender keys (PROTOCOL.md 7.8): the Accept starts the session unless it came before the
+// receiver proved that it holds our key; a Proof the driver checked good changes nothing, a
+// wrong one ends the connection before any data, and one nobody asked for is illegal.
+std::vector<Row> proof_rows(const SenderContext& ctx) {
+  const Actions say_why{A::SendError, A::Disconnect};
+  std::vector<Row> rows;
+  if (ctx.proof == ReceiverProof::Missing)
+    rows.push_back({S::AwaitAccept, E::GotAccept, S::Closing, say_why, O::AuthFailed});
+  else
+    rows.push_back({S::AwaitAccept, E::GotAccept, S::InSession, {A::StartSession}, {}});
+  if (ctx.proof == ReceiverProof::Good)
+    rows.push_back({S::AwaitAccept, E::GotProof, S::AwaitAccept, {}, {}});
+  if (ctx.proof == ReceiverProof::Wrong)
+    rows.push_back({S::AwaitAccept, E::GotProof, S::Closing, say_why, O::AuthFailed});
+  return rows;
 }
 
 // The common aborts. Before a connection exists there is nothing to say goodbye on: the
@@ -174,7 +189,7 @@ std::vector<Row> absorbing_rows() {
 
 std::vector<Row> legal_rows(const SenderContext& ctx) {
   std::vector<Row> rows = kProtocolRows;
-  rows.push_back(settled_row(ctx));
+  for (const Row& r : proof_rows(ctx)) rows.push_back(r);
   for (const Row& r : kSessionRows) rows.push_back(r);
   for (const Row& r : abort_rows()) rows.push_back(r);
   for (const Row& r : absorbing_rows()) rows.push_back(r);
@@ -188,7 +203,8 @@ std::optional<Row> find_legal(S s, E e, const SenderContext& ctx) {
 }
 
 std::string trace(S s, E e, const SenderContext& ctx) {
-  return std::string(to_string(s)) + " + " + to_string(e) + (ctx.has_id ? " (id)" : " (no id)");
+  return std::string(to_string(s)) + " + " + to_string(e) + (ctx.has_id ? " (id" : " (no id") +
+         ", proof " + std::to_string(static_cast<int>(ctx.proof)) + ")";
 }
 
 void expect_transition(S s, E e, const SenderContext& ctx, S next, Actions actions,
@@ -239,9 +255,10 @@ TEST(SenderMachine, EveryPairOutsideTheTableIsIllegalWithProtocolError) {
         expect_illegal(s, e, ctx);
       }
     }
-    // 6 open states x 31 events, minus 23 protocol rows (10, 3 of sender keys, AllSettled
-    // and 9 of the entries), 3 x 9 (not connected) + 3 x 8 abort rows.
-    EXPECT_EQ(illegal, 6U * 31U - 23U - 27U - 24U);
+    // 4 open states x 27 events, minus 18 protocol rows (10, 8 of the entries), the
+    // Proof's (1 if it was checked, good or wrong), 9 (Connecting) + 3 x 8 abort rows.
+    const bool checked = ctx.proof == ReceiverProof::Good || ctx.proof == ReceiverProof::Wrong;
+    EXPECT_EQ(illegal, 4U * 27U - 18U - (checked ? 1U : 0U) - 9U - 24U);
   }
 }
 
@@ -253,15 +270,28 @@ TEST(SenderMachine, OnlyIllegalTransitionsAreMarkedIllegal) {
 
 // ---- Each protocol transition, named ----
 
-TEST(SenderMachine, ConnectionSetup) {
-  expect_transition(S::ResolvingAddress, E::AddressResolved, S::ResolvingRoute, {A::ResolveRoute},
-                    {});
-  expect_transition(S::ResolvingRoute, E::RouteResolved, S::Connecting, {A::Connect}, {});
+TEST(SenderMachine, EstablishedSendsTheOpen) {
   expect_transition(S::Connecting, E::Established, S::AwaitAccept, {A::SendOpen}, {});
 }
 
 TEST(SenderMachine, AcceptStartsTheSession) {
-  expect_transition(S::AwaitAccept, E::GotAccept, S::InSession, {A::StartSession}, {});
+  for (ReceiverProof proof : {ReceiverProof::NotDue, ReceiverProof::Good, ReceiverProof::Wrong})
+    expect_transition(S::AwaitAccept, E::GotAccept, {false, proof}, S::InSession, {A::StartSession},
+                      {});
+}
+
+TEST(SenderMachine, NoByteGoesToAReceiverThatDidNotProveItself) {
+  expect_transition(S::AwaitAccept, E::GotAccept, {false, ReceiverProof::Missing}, S::Closing,
+                    {A::SendError, A::Disconnect}, O::AuthFailed);
+  expect_transition(S::AwaitAccept, E::GotProof, {true, ReceiverProof::Wrong}, S::Closing,
+                    {A::SendError, A::Disconnect}, O::AuthFailed);
+  expect_transition(S::AwaitAccept, E::GotProof, {true, ReceiverProof::Good}, S::AwaitAccept, {},
+                    {});
+  // A Proof nobody asked for, or one anywhere but AwaitAccept, is a protocol error.
+  for (ReceiverProof proof : {ReceiverProof::NotDue, ReceiverProof::Missing})
+    expect_illegal(S::AwaitAccept, E::GotProof, {false, proof});
+  for (S s : {S::Connecting, S::InSession, S::AwaitSecret})
+    for (const SenderContext& ctx : kContexts) expect_illegal(s, E::GotProof, ctx);
 }
 
 TEST(SenderMachine, RejectIsReported) {
@@ -278,12 +308,49 @@ TEST(SenderMachine, AnswersAndCreditsDriveTheEntries) {
 }
 
 TEST(SenderMachine, TheLastEntrySettledEndsTheSession) {
-  expect_transition(S::InSession, E::AllSettled, kWithoutId, S::Closing,
-                    {A::SendBye, A::Disconnect}, O::Success);
-  expect_transition(S::InSession, E::AllSettled, kWithId, S::AwaitSecret, {A::SendId}, {});
-  // The receiver gives a secret only for a session whose every entry is good: no Id.
-  expect_transition(S::InSession, E::AllSettledWithFailures, S::Closing,
-                    {A::SendBye, A::Disconnect}, O::SomeFailed);
+  for (const SenderContext& ctx : kContexts) {
+    SCOPED_TRACE(trace(S::InSession, E::GotWorking, ctx));
+    EXPECT_EQ(describe(session_settled(true, ctx)),
+              ctx.has_id ? describe(S::AwaitSecret, {A::SendId}, {}, false)
+                         : describe(S::Closing, {A::SendBye, A::Disconnect}, O::Success, false));
+    // The receiver gives a secret only for a session whose every entry is good: no Id.
+    EXPECT_EQ(describe(session_settled(false, ctx)),
+              describe(S::Closing, {A::SendBye, A::Disconnect}, O::SomeFailed, false));
+  }
+}
+
+// ---- The set-up, every pair ----
+
+std::string describe(const SetupTransition& t) {
+  std::string text = t.next ? to_string(*t.next) : std::string("over, ") + to_string(t.then);
+  text += " [";
+  for (std::size_t i = 0; A a : t.actions)
+    text += (i++ == 0 ? "" : ", ") + std::string(to_string(a));
+  text += "]";
+  if (t.outcome) text += std::string(" outcome=") + to_string(*t.outcome);
+  if (t.illegal) text += " illegal";
+  return text;
+}
+
+TEST(SenderSetup, EveryPairHasItsExactTransition) {
+  using SS = SetupState;
+  using SE = SetupEvent;
+  const std::string failed = "over, Done [Finish] outcome=connect_failed";
+  const std::map<std::pair<SS, SE>, std::string> expected{
+      {{SS::ResolvingAddress, SE::AddressResolved}, "ResolvingRoute [ResolveRoute]"},
+      {{SS::ResolvingAddress, SE::RouteResolved}, failed + " illegal"},  // out of order
+      {{SS::ResolvingAddress, SE::Failed}, failed},
+      {{SS::ResolvingAddress, SE::Interrupted}, "over, Done [Finish] outcome=interrupted"},
+      {{SS::ResolvingRoute, SE::AddressResolved}, failed + " illegal"},  // twice
+      {{SS::ResolvingRoute, SE::RouteResolved}, "over, Connecting [Connect]"},
+      {{SS::ResolvingRoute, SE::Failed}, failed},
+      {{SS::ResolvingRoute, SE::Interrupted}, "over, Done [Finish] outcome=interrupted"},
+  };
+  ASSERT_EQ(expected.size(),
+            rdmax::test::kAllSetupStates.size() * rdmax::test::kAllSetupEvents.size());
+  for (const auto& [pair, want] : expected)
+    EXPECT_EQ(describe(setup_next(pair.first, pair.second)), want)
+        << to_string(pair.first) << " + " << to_string(pair.second);
 }
 
 TEST(SenderMachine, SecretOrDenial) {
@@ -295,22 +362,30 @@ TEST(SenderMachine, SecretOrDenial) {
 
 // ---- Happy paths, end to end ----
 
+// An event, or (none) every entry settled: `good` says whether all of them are.
 struct Step {
-  E event;
+  std::optional<E> event;
   S next;
   Actions actions;
   std::optional<O> outcome;
+  bool good = true;
 };
 
-// Feeds the events in order, checking every transition; returns the first outcome named
-// (the one the program reports) and checks the walk ends in Done.
+Step settled(bool good, S next, Actions actions, std::optional<O> outcome) {
+  return {std::nullopt, next, actions, outcome, good};
+}
+
+// Feeds the events in order from where the set-up ends, checking every transition; returns
+// the first outcome named (the one the program reports) and checks the walk ends in Done.
 std::optional<O> walk(const SenderContext& ctx, const std::vector<Step>& steps) {
-  S s = S::ResolvingAddress;
+  S s = S::Connecting;
   std::optional<O> first;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const Step& step = steps[i];
-    SCOPED_TRACE("step " + std::to_string(i) + ": " + trace(s, step.event, ctx));
-    const SenderTransition t = sender_next(s, step.event, ctx);
+    SCOPED_TRACE("step " + std::to_string(i) + ": " +
+                 (step.event ? trace(s, *step.event, ctx) : std::string("settled")));
+    const SenderTransition t =
+        step.event ? sender_next(s, *step.event, ctx) : session_settled(step.good, ctx);
     EXPECT_EQ(describe(t), describe(step.next, step.actions, step.outcome, false));
     if (!first) first = t.outcome;
     s = t.next;
@@ -321,8 +396,6 @@ std::optional<O> walk(const SenderContext& ctx, const std::vector<Step>& steps) 
 
 std::vector<Step> up_to_session(std::size_t answers) {
   std::vector<Step> steps{
-      {E::AddressResolved, S::ResolvingRoute, {A::ResolveRoute}, {}},
-      {E::RouteResolved, S::Connecting, {A::Connect}, {}},
       {E::Established, S::AwaitAccept, {A::SendOpen}, {}},
       {E::GotAccept, S::InSession, {A::StartSession}, {}},
   };
@@ -342,14 +415,14 @@ TEST(SenderMachine, HappyPathWithoutId) {
   const auto steps =
       then(up_to_session(4), {{E::GotTake, S::InSession, {A::SendMore}, {}},
                               {E::GotFileVerdict, S::InSession, {A::SendMore}, {}},
-                              {E::AllSettled, S::Closing, {A::SendBye, A::Disconnect}, O::Success},
+                              settled(true, S::Closing, {A::SendBye, A::Disconnect}, O::Success),
                               kDisconnected});
   EXPECT_EQ(walk(kWithoutId, steps), O::Success);
 }
 
 TEST(SenderMachine, HappyPathWithId) {
   const auto steps = then(up_to_session(4),
-                          {{E::AllSettled, S::AwaitSecret, {A::SendId}, {}},
+                          {settled(true, S::AwaitSecret, {A::SendId}, {}),
                            {E::GotWorking, S::AwaitSecret, {}, {}},
                            {E::GotSecret, S::Closing, {A::KeepSecret, A::Disconnect}, O::Success},
                            kDisconnected});
@@ -357,17 +430,16 @@ TEST(SenderMachine, HappyPathWithId) {
 }
 
 TEST(SenderMachine, IdDenied) {
-  const auto steps = then(up_to_session(1), {{E::AllSettled, S::AwaitSecret, {A::SendId}, {}},
+  const auto steps = then(up_to_session(1), {settled(true, S::AwaitSecret, {A::SendId}, {}),
                                              {E::GotDenied, S::Closing, {A::Disconnect}, O::Denied},
                                              kDisconnected});
   EXPECT_EQ(walk(kWithId, steps), O::Denied);
 }
 
 TEST(SenderMachine, ClosingEndsOnTimeoutIfThePeerNeverDisconnects) {
-  const auto steps =
-      then(up_to_session(0),
-           {{E::AllSettledWithFailures, S::Closing, {A::SendBye, A::Disconnect}, O::SomeFailed},
-            {E::Timeout, S::Done, {A::Finish}, {}}});
+  const auto steps = then(up_to_session(0),
+                          {settled(false, S::Closing, {A::SendBye, A::Disconnect}, O::SomeFailed),
+                           {E::Timeout, S::Done, {A::Finish}, {}}});
   EXPECT_EQ(walk(kWithoutId, steps), O::SomeFailed);
 }
 
@@ -474,6 +546,8 @@ TEST(SenderMachine, EveryEnumeratorHasADistinctName) {
   rdmax::test::expect_distinct_names(kAllEvents);
   rdmax::test::expect_distinct_names(kAllActions);
   rdmax::test::expect_distinct_names(kAllOutcomes);
+  rdmax::test::expect_distinct_names(rdmax::test::kAllSetupStates);
+  rdmax::test::expect_distinct_names(rdmax::test::kAllSetupEvents);
 }
 
 TEST(SenderMachine, OutOfRangeValuesAreNamedQuestionMark) {
@@ -481,6 +555,8 @@ TEST(SenderMachine, OutOfRangeValuesAreNamedQuestionMark) {
   EXPECT_STREQ(to_string(static_cast<E>(200)), "?");
   EXPECT_STREQ(to_string(static_cast<A>(200)), "?");
   EXPECT_STREQ(to_string(static_cast<O>(200)), "?");
+  EXPECT_STREQ(to_string(static_cast<SetupState>(200)), "?");
+  EXPECT_STREQ(to_string(static_cast<SetupEvent>(200)), "?");
 }
 
 }  // namespace

@@ -83,6 +83,8 @@ struct SessionHarness {
     plan.results.emplace_back();
     contents.emplace_back();
   }
+  // The first of several connections: its end waits for the others (others_finished).
+  bool lead_of_several = false;
   // ResolvingAddress, carrying every entry of the plan in order.
   void start() {
     settings.version = proto::kVersion2;
@@ -91,6 +93,7 @@ struct SessionHarness {
     std::vector<std::uint32_t> all(plan.entries.size());
     std::iota(all.begin(), all.end(), 0u);
     driver.emplace(settings, plan, std::move(all), cm, "peer");
+    if (lead_of_several) driver->hold_for_others();
     driver->start();
   }
   void receive(const proto::Message& message, std::uint16_t version = proto::kVersion2) {
@@ -127,11 +130,12 @@ struct SessionRig {
   void resolving_route() {
     h.start();
     h.driver->on_address_resolved();
-    ASSERT_EQ(h.state(), S::ResolvingRoute);
+    ASSERT_EQ(h.driver->setup_state(), proto::SetupState::ResolvingRoute);
   }
   void connecting() {
     resolving_route();
     h.driver->on_route_resolved();
+    ASSERT_FALSE(h.driver->setup_state().has_value());
     ASSERT_EQ(h.state(), S::Connecting);
   }
   void await_accept() {  // Open sent
@@ -206,10 +210,6 @@ struct SessionRig {
   }
   void reach(S s) {
     switch (s) {
-      case S::ResolvingAddress:
-        return resolving_address();
-      case S::ResolvingRoute:
-        return resolving_route();
       case S::Connecting:
         return connecting();
       case S::AwaitAccept:
@@ -221,6 +221,11 @@ struct SessionRig {
       default:
         FAIL() << "no session recipe for " << proto::to_string(s);
     }
+  }
+
+  void reach(proto::SetupState s) {
+    if (s == proto::SetupState::ResolvingAddress) return resolving_address();
+    resolving_route();
   }
 
   std::vector<proto::Offer> offers() const { return h.transport.sent_of<proto::Offer>(); }
