@@ -39,47 +39,52 @@ ReceiverTransition abort_from(E e) {
 
 }  // namespace
 
-ReceiverTransition receiver_next(S s, E e) {
+ReceiverTransition receiver_next(S s, E e, const ReceiverChecks& checks) {
+  // What an Open's checks (or a Proof's, then the Open's) decide. No file exists yet;
+  // DiscardFile anyway: every way out before the verdicts discards, so none can leave a
+  // temporary behind.
+  const auto admission = [&]() -> std::optional<ReceiverTransition> {
+    if (checks.open == OpenCheck::Accepted)
+      return ReceiverTransition{S::InSession, {A::SendAccept}};
+    if (checks.open == OpenCheck::Rejected)
+      return ReceiverTransition{S::Closing, {A::SendReject, A::DiscardFile, A::Disconnect}};
+    return std::nullopt;
+  };
   // The answer to an id, after the entries (in InSession) or after a denial (in AwaitId).
   const auto id_answer = [&]() -> std::optional<ReceiverTransition> {
-    if (e == E::IdKnown) return ReceiverTransition{S::Closing, {A::SendSecret, A::Disconnect}};
-    if (e == E::IdUnknown) return ReceiverTransition{S::AwaitId, {A::SendDenied}};
-    if (e == E::IdAttemptsExhausted)
+    if (checks.id == IdLookup::Known)
+      return ReceiverTransition{S::Closing, {A::SendSecret, A::Disconnect}};
+    if (checks.id == IdLookup::Unknown) return ReceiverTransition{S::AwaitId, {A::SendDenied}};
+    if (checks.id == IdLookup::AttemptsExhausted)
       return ReceiverTransition{S::Closing, {A::SendDenied, A::Disconnect}};
     return std::nullopt;
   };
   switch (s) {
     case S::AwaitOpen:
-      if (e == E::OpenAccepted) return {S::InSession, {A::SendAccept}};
-      // No file exists yet; DiscardFile anyway: every way out before the verdicts discards,
-      // so none can leave a temporary behind.
-      if (e == E::OpenRejected) return {S::Closing, {A::SendReject, A::DiscardFile, A::Disconnect}};
-      if (e == E::OpenNeedsProof) return {S::Authenticating, {A::SendChallenge}};
+      if (e == E::GotOpen && checks.open == OpenCheck::NeedsProof)
+        return {S::Authenticating, {A::SendChallenge}};
+      if (e == E::GotOpen)
+        if (auto t = admission()) return *t;
       break;
-    case S::Authenticating:
-      if (e == E::OpenAccepted) return {S::InSession, {A::SendAccept}};
-      if (e == E::OpenRejected) return {S::Closing, {A::SendReject, A::DiscardFile, A::Disconnect}};
+    case S::Authenticating:  // the Proof, checked, then the rest of the Open's checks
+      if (e == E::GotProof)
+        if (auto t = admission()) return *t;
       break;
     case S::InSession:
       if (e == E::GotOffer) return {S::InSession, {A::CheckOffer}};
-      if (e == E::EntryTaken) return {S::InSession, {A::SendTake}};
-      if (e == E::EntryResumed) return {S::InSession, {A::SendResume}};
-      if (e == E::EntryHave) return {S::InSession, {A::SendHave}};
-      if (e == E::EntryHeld) return {S::InSession, {A::SendHolds}};
       if (e == E::GotContinue) return {S::InSession, {A::CheckContinue}};
       if (e == E::GotFileAbort) return {S::InSession, {A::AbandonEntry, A::FinishEntries}};
-      if (e == E::EntryRefused) return {S::InSession, {A::SendRefuse}};
       if (e == E::GotChunk) return {S::InSession, {A::StoreChunk}};
-      if (e == E::ChunkStored) return {S::InSession, {A::SendCredit, A::FinishEntries}};
       if (e == E::GotFileDone) return {S::InSession, {A::FinishEntries}};
-      if (e == E::EntrySettled) return {S::InSession, {A::SendFileVerdict}};
       // The driver lets an Id or a Bye through only once every entry is settled (the
       // ledger's all_settled); earlier they are a ProtocolViolation.
-      if (auto t = id_answer()) return *t;
+      if (e == E::GotId)
+        if (auto t = id_answer()) return *t;
       if (e == E::GotBye) return {S::Closing, {A::DiscardFile, A::Disconnect}};
       break;
     case S::AwaitId:
-      if (auto t = id_answer()) return *t;
+      if (e == E::GotId)
+        if (auto t = id_answer()) return *t;
       if (e == E::GotBye) return {S::Closing, {A::Disconnect}};
       break;
     case S::Closing:
@@ -94,6 +99,27 @@ ReceiverTransition receiver_next(S s, E e) {
       return {S::Closed, {}};
   }
   return abort_from(e);
+}
+
+ReceiverTransition session_result(SessionResult r) {
+  using R = SessionResult;
+  switch (r) {
+    case R::EntryTaken:
+      return {S::InSession, {A::SendTake}};
+    case R::EntryResumed:
+      return {S::InSession, {A::SendResume}};
+    case R::EntryHave:
+      return {S::InSession, {A::SendHave}};
+    case R::EntryHeld:
+      return {S::InSession, {A::SendHolds}};
+    case R::EntryRefused:
+      return {S::InSession, {A::SendRefuse}};
+    case R::ChunkStored:
+      return {S::InSession, {A::SendCredit, A::FinishEntries}};
+    case R::EntrySettled:
+      break;
+  }
+  return {S::InSession, {A::SendFileVerdict}};
 }
 
 bool receiver_owes_keepalive(S s) {
@@ -120,6 +146,12 @@ const char* to_string(ReceiverState s) {
 
 const char* to_string(ReceiverEvent e) {
   switch (e) {
+    case E::GotOpen:
+      return "GotOpen";
+    case E::GotProof:
+      return "GotProof";
+    case E::GotId:
+      return "GotId";
     case E::GotOffer:
       return "GotOffer";
     case E::GotChunk:
@@ -136,32 +168,6 @@ const char* to_string(ReceiverEvent e) {
       return "GotError";
     case E::GotUnexpected:
       return "GotUnexpected";
-    case E::OpenAccepted:
-      return "OpenAccepted";
-    case E::OpenRejected:
-      return "OpenRejected";
-    case E::OpenNeedsProof:
-      return "OpenNeedsProof";
-    case E::IdKnown:
-      return "IdKnown";
-    case E::IdUnknown:
-      return "IdUnknown";
-    case E::IdAttemptsExhausted:
-      return "IdAttemptsExhausted";
-    case E::EntryTaken:
-      return "EntryTaken";
-    case E::EntryResumed:
-      return "EntryResumed";
-    case E::EntryHave:
-      return "EntryHave";
-    case E::EntryHeld:
-      return "EntryHeld";
-    case E::EntryRefused:
-      return "EntryRefused";
-    case E::ChunkStored:
-      return "ChunkStored";
-    case E::EntrySettled:
-      return "EntrySettled";
     case E::ProtocolViolation:
       return "ProtocolViolation";
     case E::LocalFailure:
@@ -174,6 +180,54 @@ const char* to_string(ReceiverEvent e) {
       return "Disconnected";
     case E::ShuttingDown:
       return "ShuttingDown";
+  }
+  return "?";
+}
+
+const char* to_string(OpenCheck c) {
+  switch (c) {
+    case OpenCheck::NotChecked:
+      return "NotChecked";
+    case OpenCheck::Accepted:
+      return "Accepted";
+    case OpenCheck::Rejected:
+      return "Rejected";
+    case OpenCheck::NeedsProof:
+      return "NeedsProof";
+  }
+  return "?";
+}
+
+const char* to_string(IdLookup l) {
+  switch (l) {
+    case IdLookup::NotLookedUp:
+      return "NotLookedUp";
+    case IdLookup::Known:
+      return "Known";
+    case IdLookup::Unknown:
+      return "Unknown";
+    case IdLookup::AttemptsExhausted:
+      return "AttemptsExhausted";
+  }
+  return "?";
+}
+
+const char* to_string(SessionResult r) {
+  switch (r) {
+    case SessionResult::EntryTaken:
+      return "EntryTaken";
+    case SessionResult::EntryResumed:
+      return "EntryResumed";
+    case SessionResult::EntryHave:
+      return "EntryHave";
+    case SessionResult::EntryHeld:
+      return "EntryHeld";
+    case SessionResult::EntryRefused:
+      return "EntryRefused";
+    case SessionResult::ChunkStored:
+      return "ChunkStored";
+    case SessionResult::EntrySettled:
+      return "EntrySettled";
   }
   return "?";
 }

@@ -5,19 +5,22 @@
 //
 // Lifecycle (docs/PROTOCOL.md 7.5): AwaitOpen -> [Authenticating] -> InSession -> Closing ->
 // Closed, by way of AwaitId after a denied id. Authenticating (7.8) is the wait for a
-// challenged sender's Proof, which the driver checks like an Open: OpenAccepted or
-// OpenRejected. The driver checks an Open and looks an Id up as they arrive
-// (neither waits for anything) and gives the machine the outcome as the event: OpenAccepted
-// or OpenRejected; IdKnown, IdUnknown or IdAttemptsExhausted. Any failure leads to Closing
-// (a goodbye is possible) or Closed (the transport is gone). In InSession entries come and
-// go, several at a time; where each stands is the driver's SessionReceiveLedger
-// (protocol/session_receive_ledger.hpp), which also decides whether an Id or a Bye may come
-// yet. A sender that names its one file with a Hello (version 1) is served as a session of
-// that one entry (receiver/hello_edge.hpp): this machine never sees a Hello.
+// challenged sender's Proof. The driver checks an Open, a Proof and an Id as they arrive
+// (none waits for anything) and gives the machine what it found with the message's event
+// (ReceiverChecks): an Open accepted, rejected or to be proven; an id known, unknown or the
+// last attempt's. Any failure leads to Closing (a goodbye is possible) or Closed (the
+// transport is gone). In InSession entries come and go, several at a time; where each stands
+// is the driver's SessionReceiveLedger (protocol/session_receive_ledger.hpp), which also
+// decides whether an Id or a Bye may come yet. A sender that names its one file with a Hello
+// (version 1) is served as a session of that one entry (receiver/hello_edge.hpp): this
+// machine never sees a Hello.
 //
-// Storing a chunk (hash + write) is asynchronous: StoreChunk hands it to the driver's
-// worker pool, and ChunkStored reports, in file order, that one chunk has been stored. A
-// FileDone may overtake the last of them; the entry is verified once they are stored.
+// The entries' own work (checking an Offer, creating a file, storing a chunk, committing)
+// reports back with a SessionResult, which only InSession has: every way out of it discards
+// the entries in flight, and the driver takes a result only for an entry in flight. Storing a
+// chunk (hash + write) is asynchronous: StoreChunk hands it to the driver's worker pool, and
+// ChunkStored reports, in file order, that one chunk has been stored. A FileDone may
+// overtake the last of them; the entry is verified once they are stored.
 
 #include <cstdint>
 
@@ -37,7 +40,11 @@ enum class ReceiverState : std::uint8_t {
 };
 
 enum class ReceiverEvent : std::uint8_t {
-  // Messages from the sender (an Open and an Id arrive as their outcomes, below).
+  // Messages from the sender. An Open, a Proof and an Id come with what the driver's check
+  // of them found (ReceiverChecks).
+  GotOpen,   // an Open (or a Hello, or a first message of another version, as its refusal)
+  GotProof,  // a sender's Proof (7.8)
+  GotId,
   GotOffer,
   GotChunk,  // a FileChunk
   GotFileDone,
@@ -46,22 +53,6 @@ enum class ReceiverEvent : std::uint8_t {
   GotBye,
   GotError,
   GotUnexpected,  // a message the sender may not send (Accept, Credit, a Chunk, ...)
-  // An Open, checked (extensions, memory), and with --senders the sender's Proof, checked.
-  OpenAccepted,
-  OpenRejected,
-  OpenNeedsProof,  // keys are required and the Open claims one: challenge it
-  // An Id, looked up.
-  IdKnown,
-  IdUnknown,
-  IdAttemptsExhausted,
-  // Results of the driver's own work.
-  EntryTaken,    // an offered file is created: Take it
-  EntryResumed,  // an offered file continues a kept partial: Resume instead of Take (7.6)
-  EntryHave,     // an offered file is in place already: Have, and the entry is settled Good
-  EntryHeld,     // a file offered without its digest: something of it is here (Holds, 7.9)
-  EntryRefused,  // an offered entry is refused (name, existing file, size, space, memory)
-  ChunkStored,   // one chunk is hashed and written (its slot may be credited back)
-  EntrySettled,  // an entry's verdict is known (a directory made, a file committed or not)
   // Transport and environment.
   ProtocolViolation,  // undecodable message, or a chunk that breaks the data rules
   LocalFailure,       // one of our own actions failed (a registration, a post...)
@@ -71,14 +62,37 @@ enum class ReceiverEvent : std::uint8_t {
   ShuttingDown,     // SIGINT/SIGTERM: abandon the transfer cleanly
 };
 
+// What the driver's check of an Open (and, with --senders, of the Proof and then the rest of
+// the Open) found, given with GotOpen or GotProof. NotChecked: the message came where it may
+// not, and was not checked.
+enum class OpenCheck : std::uint8_t { NotChecked, Accepted, Rejected, NeedsProof };
+// What looking an Id up found, given with GotId (3 attempts per connection).
+enum class IdLookup : std::uint8_t { NotLookedUp, Known, Unknown, AttemptsExhausted };
+
+struct ReceiverChecks {
+  OpenCheck open = OpenCheck::NotChecked;
+  IdLookup id = IdLookup::NotLookedUp;
+};
+
+// The results of the driver's own work for the entries in flight (InSession's alone).
+enum class SessionResult : std::uint8_t {
+  EntryTaken,    // an offered file is created: Take it
+  EntryResumed,  // an offered file continues a kept partial: Resume instead of Take (7.6)
+  EntryHave,     // an offered file is in place already: Have, and the entry is settled Good
+  EntryHeld,     // a file offered without its digest: something of it is here (Holds, 7.9)
+  EntryRefused,  // an offered entry is refused (name, existing file, size, space, memory)
+  ChunkStored,   // one chunk is hashed and written (its slot may be credited back)
+  EntrySettled,  // an entry's verdict is known (a directory made, a file committed or not)
+};
+
 enum class ReceiverAction : std::uint8_t {
   SendChallenge,    // a fresh nonce for the sender to prove its key over (7.8)
   SendAccept,       // take the window the check granted and advertise it (its keys go with
                     // the first file's Credits); after a good Proof, ours goes first
   SendReject,       // with the reason the check produced
   CheckOffer,       // check the path and limits, create the file or directory
-                    // -> EntryTaken / EntryResumed / EntryHave / EntryRefused /
-                    //    EntrySettled (a directory)
+                    // -> SessionResult EntryTaken / EntryResumed / EntryHave / EntryHeld /
+                    //    EntryRefused / EntrySettled (a directory)
   SendTake,         // register what the window needs and credit it; EntryRefused if the
                     // window cannot be registered
   SendResume,       // Resume{entry, offset}: the entry is taken from the offset
@@ -111,7 +125,11 @@ struct ReceiverTransition {
   bool illegal = false;  // the event is not allowed in this state: a protocol violation
 };
 
-[[nodiscard]] ReceiverTransition receiver_next(ReceiverState state, ReceiverEvent event);
+[[nodiscard]] ReceiverTransition receiver_next(ReceiverState state, ReceiverEvent event,
+                                               const ReceiverChecks& checks = {});
+
+// What InSession does with a result of its entries' work (it stays InSession).
+[[nodiscard]] ReceiverTransition session_result(SessionResult result);
 
 // The states in which the sender may wait on the receiver's own work (preparing, storing
 // chunks, committing): there a version-2 receiver keeps the sender informed with Working
@@ -121,5 +139,8 @@ struct ReceiverTransition {
 const char* to_string(ReceiverState);
 const char* to_string(ReceiverEvent);
 const char* to_string(ReceiverAction);
+const char* to_string(OpenCheck);
+const char* to_string(IdLookup);
+const char* to_string(SessionResult);
 
 }  // namespace rdmax::proto

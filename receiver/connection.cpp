@@ -56,22 +56,33 @@ void Connection::dispatch(ReceiverInput input) {
 }
 
 void Connection::step(const ReceiverInput& input) {
-  const auto t = proto::receiver_next(state_, input.event);
-  if (t.illegal) {
-    spdlog::warn("[{}] protocol violation: {} in state {}", label(), proto::to_string(input.event),
-                 proto::to_string(state_));
+  if (const auto* result = std::get_if<proto::SessionResult>(&input.event)) {
+    // Only an entry in flight reports, and entries are in flight only InSession; a result
+    // queued behind the step that left it is dropped (that step discarded its entry).
+    if (state_ != State::InSession) return;
+    return apply(proto::session_result(*result), proto::to_string(*result), input);
   }
-  spdlog::trace("[{}] {} --{}--> {}", label(), proto::to_string(state_),
-                proto::to_string(input.event), proto::to_string(t.next));
+  const Event event = std::get<Event>(input.event);
+  // A sender that breaks the rules loses what it stored: nothing of it is kept to resume.
+  if (event == Event::ProtocolViolation) data_bad_ = true;
+  apply(proto::receiver_next(state_, event, input.checks), proto::to_string(event), input);
+}
+
+void Connection::apply(const proto::ReceiverTransition& t, const char* event,
+                       const ReceiverInput& input) {
+  if (t.illegal) {
+    spdlog::warn("[{}] protocol violation: {} in state {}", label(), event,
+                 proto::to_string(state_));
+    data_bad_ = true;
+  }
+  spdlog::trace("[{}] {} --{}--> {}", label(), proto::to_string(state_), event,
+                proto::to_string(t.next));
   const State before = state_;
   state_ = t.next;
-  // A sender that breaks the rules loses what it stored: nothing of it is kept to resume.
-  if (t.illegal || input.event == Event::ProtocolViolation) data_bad_ = true;
   for (Action a : t.actions) {
     if (a == Action::SendError && t.illegal) {
       post(proto::Error{proto::ErrorCode::ProtocolViolation,
-                        std::string(proto::to_string(input.event)) + " not allowed in " +
-                            proto::to_string(before)});
+                        std::string(event) + " not allowed in " + proto::to_string(before)});
       continue;
     }
     perform(a, input);
@@ -134,10 +145,10 @@ void Connection::perform(Action action, const ReceiverInput& cause) {
 
 // The checks of an Open (protocol/receiver_rules.hpp); nothing is taken before it passes
 // them (SendAccept takes the window).
-void Connection::check_open(const proto::Open& open) {
+void Connection::check_open(const proto::Open& open, Event event) {
   const auto& o = context_.options;
   auto reject = [&](proto::RejectReason reason, std::string text) {
-    dispatch({Event::OpenRejected, Input::Rejection{reason, std::move(text)}});
+    dispatch({event, Input::Rejection{reason, std::move(text)}, {proto::OpenCheck::Rejected}});
   };
   const char* message = edge_.serving_hello() ? "Hello" : "Open";
   const proto::ExtensionsRead extensions = proto::read_extensions(open.extensions, message);
@@ -158,13 +169,14 @@ void Connection::check_open(const proto::Open& open) {
     }
     claim_ = std::move(claim);
     claimed_open_ = open;
-    return dispatch({Event::OpenNeedsProof, {}});
+    return dispatch({event, {}, {proto::OpenCheck::NeedsProof}});
   }
   const proto::Window window = proto::window_for_session(open, o.slot_size, o.slots);
   if (auto refusal = proto::check_memory(context_.window_bytes_in_use, window, o.max_memory))
     return reject(refusal->reason, refusal->text);
-  dispatch({Event::OpenAccepted,
-            Input::AcceptedOpen{open, window.slots, window.bytes, extensions.resume_understood}});
+  dispatch({event,
+            Input::AcceptedOpen{open, window.slots, window.bytes, extensions.resume_understood},
+            {proto::OpenCheck::Accepted}});
 }
 
 void Connection::send_accept(const ReceiverInput::AcceptedOpen& accepted) {
@@ -204,58 +216,19 @@ void Connection::send_reject(const ReceiverInput& cause) {
   post(proto::Reject{rejection.reason, rejection.text});
 }
 
-bool Connection::register_window() {
-  if (window_registered_) return true;
-  try {
-    for (std::uint32_t slot = 0; slot < slot_count_ && window_charge_ > 0; ++slot)
-      register_slot(slot);
-    window_registered_ = true;
-    return true;
-  } catch (const std::exception& e) {
-    spdlog::error("[{}] cannot register the receive window: {}", label(), e.what());
-    for (std::uint32_t slot = 0; slot < slot_keys_.size(); ++slot) revoke_slot(slot);
-    return false;
-  }
-}
-
-void Connection::grant_slot(std::uint32_t slot) {
-  if (!ledger_.grant(slot)) return;
-  // A slot credited back gets a fresh registration, hence a fresh key; the first time, the
-  // one register_window made.
-  if (!slot_keys_[slot]) register_slot(slot);
-  post(proto::Credit{slot, slot_keys_[slot]->rkey});
-}
-
-void Connection::grant_idle_slots() {
-  for (std::uint32_t slot = 0; slot < slot_count_ && window_charge_ > 0; ++slot)
-    if (ledger_.slot_state(slot) == proto::SessionReceiveLedger::SlotState::Idle) grant_slot(slot);
-}
-
-void Connection::register_slot(std::uint32_t slot) {
-  slot_keys_[slot] = transport()->register_memory(slot_bytes(slot), Access::RemoteWrite);
-}
-
-void Connection::revoke_slot(std::uint32_t slot) {
-  if (!slot_keys_[slot]) return;
-  transport()->deregister(*slot_keys_[slot]);
-  slot_keys_[slot].reset();
-}
-
-std::span<std::uint8_t> Connection::slot_bytes(std::uint32_t slot) {
-  const std::size_t size = context_.options.slot_size;
-  return window_.subspan(static_cast<std::size_t>(slot) * size, size);
-}
-
 void Connection::lookup_id(const proto::Id& id) {
   ++id_attempts_;
   spdlog::info("[{}] id '{}' offered", label(), proto::escape_for_log(id.id));
   if (context_.secrets != nullptr) {
     if (auto secret = context_.secrets->lookup(id.id)) {
       secret_ = std::move(*secret);
-      return dispatch({Event::IdKnown, {}});
+      return dispatch({Event::GotId, {}, {.id = proto::IdLookup::Known}});
     }
   }
-  dispatch({id_attempts_ >= kMaxIdAttempts ? Event::IdAttemptsExhausted : Event::IdUnknown, {}});
+  dispatch({Event::GotId,
+            {},
+            {.id = id_attempts_ >= kMaxIdAttempts ? proto::IdLookup::AttemptsExhausted
+                                                  : proto::IdLookup::Unknown}});
 }
 
 void Connection::send_secret() {
@@ -321,10 +294,11 @@ void Connection::on_message(Inbound inbound) {
       // A peer speaking another version gets a Reject it can understand, in version 1
       // (the header's magic and version never move): not an Error.
       set_version(proto::kVersion1);
-      return dispatch({Event::OpenRejected,
+      return dispatch({Event::GotOpen,
                        Input::Rejection{proto::RejectReason::UnsupportedVersion,
                                         "this receiver speaks protocol versions 1 and 2, not " +
-                                            std::to_string(inbound.version)}});
+                                            std::to_string(inbound.version)},
+                       {proto::OpenCheck::Rejected}});
     }
     set_version(inbound.version != 0 ? inbound.version : proto::kVersion1);
   }
@@ -343,14 +317,15 @@ void Connection::on_message(Inbound inbound) {
                                                 "message version differs from the connection's"}});
   }
   auto& message = std::get<proto::Message>(inbound.decoded);
-  // An Open is checked, and an Id looked up, as they arrive: the machine gets the outcome.
-  // Where neither may come, the machine finds them out of place.
+  // An Open, a Proof and an Id are checked as they arrive, where they may come: the machine
+  // gets what was found with the event. Elsewhere they go unchecked, and the machine finds
+  // them out of place.
   if (auto* open = std::get_if<proto::Open>(&message)) {
-    if (state_ != State::AwaitOpen) return dispatch({Event::GotUnexpected, {}});
-    return check_open(*open);
+    if (state_ != State::AwaitOpen) return dispatch({Event::GotOpen, {}});
+    return check_open(*open, Event::GotOpen);
   }
   if (auto* proof = std::get_if<proto::Proof>(&message)) {
-    if (state_ != State::Authenticating) return dispatch({Event::GotUnexpected, {}});
+    if (state_ != State::Authenticating) return dispatch({Event::GotProof, {}});
     return check_proof(*proof);
   }
   // The digest at the end (PROTOCOL.md 7.9) only where the Open asked for it; a FileDone
@@ -372,12 +347,12 @@ void Connection::on_message(Inbound inbound) {
     return dispatch(
         {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation, rule_broken}});
   }
-  if (digest_at_end_) {
-    if (auto* next = std::get_if<proto::Continue>(&message))
-      return dispatch({Event::GotContinue, *next});
-    if (auto* abort = std::get_if<proto::FileAbort>(&message))
-      return dispatch({Event::GotFileAbort, *abort});
-  }
+  // Without the digest at the end no entry is held or flagged: the ledger finds a Continue
+  // or a FileAbort wrong (check_continue, abandon_entry).
+  if (auto* next = std::get_if<proto::Continue>(&message))
+    return dispatch({Event::GotContinue, *next});
+  if (auto* abort = std::get_if<proto::FileAbort>(&message))
+    return dispatch({Event::GotFileAbort, *abort});
   if (offer != nullptr) return dispatch({Event::GotOffer, std::move(*offer)});
   if (auto* chunk = std::get_if<proto::FileChunk>(&message))
     return dispatch({Event::GotChunk, *chunk});
@@ -398,8 +373,7 @@ void Connection::on_message(Inbound inbound) {
     }
   }
   if (auto* id_message = std::get_if<proto::Id>(&message)) {
-    if (state_ != State::InSession && state_ != State::AwaitId)
-      return dispatch({Event::GotUnexpected, {}});
+    if (state_ != State::InSession && state_ != State::AwaitId) return dispatch({Event::GotId, {}});
     return lookup_id(*id_message);
   }
   if (std::holds_alternative<proto::Bye>(message)) return dispatch({Event::GotBye, {}});

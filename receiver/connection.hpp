@@ -105,11 +105,14 @@ struct ReceiverInput {
     proto::ErrorCode code;
     std::string text;
   };
-  proto::ReceiverEvent event;
+  // An event of the connection's machine, or a result of the entries' work (InSession's:
+  // proto::session_result).
+  std::variant<proto::ReceiverEvent, proto::SessionResult> event;
   std::variant<std::monostate, AcceptedOpen, Rejection, proto::Offer, proto::FileChunk,
                proto::FileDone, StoredSlot, EntryRefusal, EntryTaken, EntryVerdict, proto::Id,
                Abort, EntryHeld, proto::Continue, proto::FileAbort>
       data;
+  proto::ReceiverChecks checks{};  // with GotOpen, GotProof, GotId: what their check found
 };
 
 class Connection final : public DriverCore {
@@ -155,6 +158,7 @@ class Connection final : public DriverCore {
 
   void dispatch(ReceiverInput input);
   void step(const ReceiverInput& input);
+  void apply(const proto::ReceiverTransition& t, const char* event, const ReceiverInput& input);
   void perform(Action action, const ReceiverInput& cause);
 
   // DriverCore.
@@ -178,8 +182,9 @@ class Connection final : public DriverCore {
   };
 
   // Actions (receiver/connection.cpp: the connection; connection_entries.cpp: its entries),
-  // and the checks that turn an Open and an Id into their events.
-  void check_open(const proto::Open& open);
+  // and the checks whose findings an Open, a Proof and an Id carry to the machine: `event`
+  // is the one the Open's findings go with (GotOpen, or GotProof after a good Proof).
+  void check_open(const proto::Open& open, proto::ReceiverEvent event);
   // Sender keys (docs/PROTOCOL.md 7.8): the challenge, the sender's proof, and a failure
   // counted against the peer's address.
   void send_challenge();

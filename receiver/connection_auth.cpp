@@ -34,9 +34,10 @@ void Connection::check_proof(const proto::Proof& proof) {
     authentication_failed(key == nullptr
                               ? "unknown id '" + proto::escape_for_log(claim_->id) + "'"
                               : "wrong key for id '" + proto::escape_for_log(claim_->id) + "'");
-    return dispatch({Event::OpenRejected, Input::Rejection{proto::RejectReason::AuthFailed,
-                                                           "authentication failed: unknown id "
-                                                           "or wrong key"}});
+    return dispatch({Event::GotProof,
+                     Input::Rejection{proto::RejectReason::AuthFailed,
+                                      "authentication failed: unknown id or wrong key"},
+                     {proto::OpenCheck::Rejected}});
   }
   authenticated_ = true;
   if (context_.penalties != nullptr) context_.penalties->succeeded(address_);
@@ -44,7 +45,7 @@ void Connection::check_proof(const proto::Proof& proof) {
   subdir_ = key->subdir;
   spdlog::info("[{}] sender '{}' authenticated{}", label(), proto::escape_for_log(claim_->id),
                subdir_.empty() ? "" : "; it writes beneath " + proto::escape_for_log(subdir_));
-  check_open(claimed_open_);  // the rest of an Open's checks: memory
+  check_open(claimed_open_, Event::GotProof);  // the rest of an Open's checks: memory
 }
 
 void Connection::authentication_failed(const std::string& why) {

@@ -72,8 +72,8 @@ void Connection::look_for_held(std::uint32_t id) {
         guarded([&] {
           if (state_ != State::InSession || session_entry(id) == nullptr) return;
           if (found->held)
-            return dispatch(
-                {Event::EntryHeld, Input::EntryHeld{id, found->held->length, found->held->digest}});
+            return dispatch({proto::SessionResult::EntryHeld,
+                             Input::EntryHeld{id, found->held->length, found->held->digest}});
           create_file(id, fresh_partial());
         });
       });
@@ -106,7 +106,7 @@ void Connection::check_continue(const proto::Continue& next) {
   }
   if (held.length == entry.offer.size) {  // the sender's file is the one here
     entry.offer.digest = held.digest;
-    return dispatch({Event::EntryHave, Input::EntryTaken{next.entry}});
+    return dispatch({proto::SessionResult::EntryHave, Input::EntryTaken{next.entry}});
   }
   // Its prefix is ours: the partial continues, checked again and cut to at most `from`.
   create_file(next.entry, IncomingFile::Resume{context_.partials,

@@ -66,7 +66,8 @@ void Connection::check_offer(const proto::Offer& offer) {
   entry.offer = offer;
   const std::uint32_t id = offer.entry;
   auto refuse = [&](proto::RejectReason reason, std::string text) {
-    dispatch({Event::EntryRefused, Input::EntryRefusal{id, reason, std::move(text)}});
+    dispatch(
+        {proto::SessionResult::EntryRefused, Input::EntryRefusal{id, reason, std::move(text)}});
   };
   // Cheap checks first (protocol/receiver_rules.hpp): nothing is created for an entry that
   // fails them.
@@ -110,15 +111,16 @@ void Connection::create_file(std::uint32_t id, std::optional<IncomingFile::Resum
           using Kind = IncomingFile::Outcome::Kind;
           using R = proto::RejectReason;
           auto refused = [&](R reason, std::string text) {
-            dispatch({Event::EntryRefused, Input::EntryRefusal{id, reason, std::move(text)}});
+            dispatch({proto::SessionResult::EntryRefused,
+                      Input::EntryRefusal{id, reason, std::move(text)}});
           };
           switch (outcome.kind) {
             case Kind::Ok:
               if (e->file->resumed_from() > 0)
-                return dispatch({Event::EntryResumed, Input::EntryTaken{id}});
-              return dispatch({Event::EntryTaken, Input::EntryTaken{id}});
+                return dispatch({proto::SessionResult::EntryResumed, Input::EntryTaken{id}});
+              return dispatch({proto::SessionResult::EntryTaken, Input::EntryTaken{id}});
             case Kind::Have:
-              return dispatch({Event::EntryHave, Input::EntryTaken{id}});
+              return dispatch({proto::SessionResult::EntryHave, Input::EntryTaken{id}});
             case Kind::Exists:
               return refused(R::Exists, "a file of that name exists");
             case Kind::NoSpace:
@@ -165,12 +167,12 @@ void Connection::check_directory(SessionEntry& entry) {
         guarded([&] {
           if (state_ != State::InSession || session_entry(id) == nullptr) return;
           if (result->ok)
-            return dispatch(
-                {Event::EntrySettled, Input::EntryVerdict{id, proto::VerdictCode::Good}});
+            return dispatch({proto::SessionResult::EntrySettled,
+                             Input::EntryVerdict{id, proto::VerdictCode::Good}});
           if (!result->bad_path)
             spdlog::error("[{}] cannot make directory: {}", label(), result->error);
           dispatch(
-              {Event::EntryRefused,
+              {proto::SessionResult::EntryRefused,
                Input::EntryRefusal{
                    id,
                    result->bad_path ? proto::RejectReason::BadName : proto::RejectReason::Internal,
@@ -192,8 +194,9 @@ void Connection::take_entry(std::uint32_t id, std::uint64_t from) {
   SessionEntry& entry = *session_entry(id);
   // The first file taken is the first that needs the window's keys.
   if (!register_window()) {
-    return dispatch({Event::EntryRefused, Input::EntryRefusal{id, proto::RejectReason::NoMemory,
-                                                              "cannot register memory"}});
+    return dispatch(
+        {proto::SessionResult::EntryRefused,
+         Input::EntryRefusal{id, proto::RejectReason::NoMemory, "cannot register memory"}});
   }
   entry.taken = Clock::now();
   ledger_.take(id, from);
@@ -271,11 +274,11 @@ void Connection::on_stored(std::uint32_t id, const IncomingFile::Stored& stored)
     spdlog::error("[{}] cannot write {}: {}", label(), proto::quoted_for_log(entry->offer.path),
                   stored.outcome.error);
     // The entry is settled now; its slots are freed once its file's jobs are done.
-    return dispatch(
-        {Event::EntrySettled, Input::EntryVerdict{id, proto::VerdictCode::StorageError}});
+    return dispatch({proto::SessionResult::EntrySettled,
+                     Input::EntryVerdict{id, proto::VerdictCode::StorageError}});
   }
   bytes_stored_ += stored.length;
-  dispatch({Event::ChunkStored, Input::StoredSlot{stored.slot, id}});
+  dispatch({proto::SessionResult::ChunkStored, Input::StoredSlot{stored.slot, id}});
 }
 
 void Connection::send_credit(const ReceiverInput::StoredSlot& stored) {
@@ -313,7 +316,8 @@ void Connection::finish_entries(const ReceiverInput& cause) {
   for (std::uint32_t id : abandoned) {
     if (ledger_.start_discarding(id)) {
       if (SessionEntry* e = session_entry(id)) e->data_bad = true;  // nothing kept
-      dispatch({Event::EntrySettled, Input::EntryVerdict{id, proto::VerdictCode::Abandoned}});
+      dispatch({proto::SessionResult::EntrySettled,
+                Input::EntryVerdict{id, proto::VerdictCode::Abandoned}});
     }
   }
   expect_next();
@@ -327,11 +331,13 @@ void Connection::verify_entry(std::uint32_t id) {
   // `received` counts the bytes before a Resume offset too (the ledger starts there).
   if (record->received != entry.offer.size || record->done_total != record->received) {
     entry.data_bad = true;
-    return dispatch({Event::EntrySettled, Input::EntryVerdict{id, Code::SizeMismatch}});
+    return dispatch(
+        {proto::SessionResult::EntrySettled, Input::EntryVerdict{id, Code::SizeMismatch}});
   }
   if (entry.computed != entry.offer.digest) {
     entry.data_bad = true;
-    return dispatch({Event::EntrySettled, Input::EntryVerdict{id, Code::HashMismatch}});
+    return dispatch(
+        {proto::SessionResult::EntrySettled, Input::EntryVerdict{id, Code::HashMismatch}});
   }
   // A Hello says nothing of its file's mode and time: the file keeps ours (PROTOCOL.md 4.2).
   if (!edge_.serving_hello())
@@ -351,7 +357,7 @@ void Connection::verify_entry(std::uint32_t id) {
       if (!outcome.ok())
         spdlog::error("[{}] cannot store {}: {}", label(), proto::quoted_for_log(e->offer.path),
                       outcome.error);
-      dispatch({Event::EntrySettled,
+      dispatch({proto::SessionResult::EntrySettled,
                 Input::EntryVerdict{id, outcome.ok() ? Code::Good : Code::StorageError}});
       // A shutdown asked for during the commits: their senders have their verdicts first.
       if (shutdown_after_commit_ && !committing()) shut_down();

@@ -169,8 +169,7 @@ void SessionConnection::perform(Action action, SenderInput& cause) {
       send_open();
       break;
     case Action::SendProof:
-      post(proto::Proof{
-          auth_proof(proto::ProofRole::Sender, settings_.key->key, open_sent_, *challenge_)});
+      send_proof();
       break;
     case Action::StartSession:
       start_session(std::get<proto::Accept>(cause.data));
@@ -272,26 +271,9 @@ void SessionConnection::on_message(Inbound inbound) {
 }
 
 void SessionConnection::handle(proto::Message& message, std::uint16_t message_version) {
-  const bool authenticating = settings_.key != nullptr && state_ == State::AwaitAccept;
-  if (const auto* challenge = std::get_if<proto::Challenge>(&message)) {
-    // Out of its place the machine names it; in AwaitAccept only a sender that claimed a
-    // key is challenged, once: otherwise it is unexpected (below).
-    if (state_ != State::AwaitAccept) return dispatch({Event::GotChallenge, {}});
-    if (authenticating && !challenge_) {
-      challenge_ = *challenge;
-      return dispatch({Event::GotChallenge, {}});
-    }
-  } else if (const auto* proof = std::get_if<proto::Proof>(&message)) {
-    // Due once, after the Challenge; else the machine finds it illegal (NotDue).
-    if (authenticating && challenge_ && !receiver_proven_) return check_receiver_proof(*proof);
-    return dispatch({Event::GotProof, {}});
-  } else if (const auto* accept = std::get_if<proto::Accept>(&message)) {
-    if (authenticating && !receiver_proven_)
-      return not_proven(Event::GotAccept, proto::ReceiverProof::Missing,
-                        "it answered without proving that it holds our key (is rdma-recv "
-                        "started with --senders, listing our id?)");
+  if (handle_key_message(message)) return;
+  if (const auto* accept = std::get_if<proto::Accept>(&message))
     return dispatch({Event::GotAccept, *accept});
-  }
   if (const auto* m = std::get_if<proto::Reject>(&message)) {
     if (m->reason == proto::RejectReason::AuthRequired ||
         m->reason == proto::RejectReason::AuthFailed) {
@@ -472,27 +454,6 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
                 proto::to_string(proto::type_of(message)));
   dispatch({Event::GotUnexpected,
             Input::Abort{proto::ErrorCode::ProtocolViolation, "unexpected message"}});
-}
-
-void SessionConnection::check_receiver_proof(const proto::Proof& proof) {
-  const proto::Digest expected =
-      auth_proof(proto::ProofRole::Receiver, settings_.key->key, open_sent_, *challenge_);
-  if (!same_proof(expected, proof.mac))
-    return not_proven(Event::GotProof, proto::ReceiverProof::Wrong,
-                      "its proof is wrong: it holds another key for our id");
-  receiver_proven_ = true;
-  spdlog::debug("[{}] the receiver proved that it holds our key", label());
-  dispatch({Event::GotProof, {}, proto::ReceiverProof::Good});
-}
-
-void SessionConnection::not_proven(Event event, proto::ReceiverProof proof,
-                                   const std::string& why) {
-  spdlog::error("[{}] not sending: the receiver did not prove that it holds our key: {}", label(),
-                why);
-  dispatch({event,
-            Input::Abort{proto::ErrorCode::AuthFailed,
-                         "the receiver did not prove that it holds our key"},
-            proof});
 }
 
 void SessionConnection::on_transport_failure(const std::string& why) {

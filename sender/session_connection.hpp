@@ -189,7 +189,10 @@ class SessionConnection final : public DriverCore {
   void start_tree_at(std::uint32_t local, std::uint64_t offset);
   // Cancels the hashing jobs and waits for the one running (they read our buffers).
   void stop_hashing();
-  // Sender keys: the receiver's Proof checked, an Accept that came without one, a refusal.
+  // Sender keys (sender/session_keys.cpp): the Challenge, the receiver's Proof checked, an
+  // Accept that came without one.
+  bool handle_key_message(proto::Message& message);
+  void send_proof();
   void check_receiver_proof(const proto::Proof& proof);
   void not_proven(proto::SenderEvent event, proto::ReceiverProof proof, const std::string& why);
   PlannedEntry& entry(std::uint32_t local) { return plan_.entries[entries_[local]]; }

@@ -23,7 +23,7 @@
 #include "protocol/sender_machine.hpp"
 #include "protocol/wire.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
-#include "tests/fuzz/sender_local_events.hpp"
+#include "tests/fuzz/machine_local_inputs.hpp"
 
 namespace {
 
@@ -35,13 +35,12 @@ using SS = SenderState;
 using SE = SenderEvent;
 using SA = SenderAction;
 
-constexpr unsigned kReceiverEvents = static_cast<unsigned>(RE::ShuttingDown) + 1;
+using rdmax::fuzz::kFirstRawEventByte;
+using rdmax::fuzz::kReceiverEvents;
+using rdmax::fuzz::kReceiverLocalInputs;
 using rdmax::fuzz::kSenderEvents;
 using rdmax::fuzz::kSenderLocalInputs;
 using rdmax::fuzz::kSetupEvents;
-
-// Bytes from here up are passed through as out-of-range event values.
-constexpr std::uint8_t kFirstRawEventByte = 0xF0;
 
 bool named(const char* name) {
   return std::strcmp(name, "?") != 0;
@@ -77,13 +76,24 @@ class ReceiverRun {
   // an Open and an Offer for it, and FileChunks and a FileDone for its Chunks and Done.
   bool hello_flow = false;
 
-  void step(RE e) {
+  // One of the driver's own inputs (machine_local_inputs.hpp). What its checks found comes
+  // from the byte's bits: the machine must hold for any of them.
+  void local(std::uint8_t byte) {
+    const unsigned n = byte >= kFirstRawEventByte ? byte : byte % kReceiverLocalInputs;
+    if (n >= kReceiverEvents && n < kReceiverLocalInputs) {
+      if (state_ == RS::InSession) result(static_cast<SessionResult>(n - kReceiverEvents));
+      return;
+    }
+    step(static_cast<RE>(n),
+         {static_cast<OpenCheck>((byte >> 5) & 3), static_cast<IdLookup>((byte >> 3) & 3)});
+  }
+
+  void step(RE e, ReceiverChecks c = {}) {
     // A session reaches the id only with every entry settled (the driver lets an Id through
     // only then; docs 7.5): what it delivered is stored.
-    if (state_ == RS::InSession &&
-        (e == RE::IdKnown || e == RE::IdUnknown || e == RE::IdAttemptsExhausted))
+    if (state_ == RS::InSession && e == RE::GotId && c.id != IdLookup::NotLookedUp)
       committed_ = true;
-    const ReceiverTransition t = receiver_next(state_, e);
+    const ReceiverTransition t = receiver_next(state_, e, c);
     FUZZ_CHECK(valid(t.next));
     for (RA a : t.actions) FUZZ_CHECK(named(to_string(a)));
 
@@ -97,7 +107,7 @@ class ReceiverRun {
                      ? t.actions.empty()
                      : t.next == RS::Closed && t.actions == ActionList<RA>{RA::Release});
     } else {
-      check_open(t, e);
+      check_open(t, e, c);
     }
 
     state_ = t.next;
@@ -105,8 +115,19 @@ class ReceiverRun {
     if (state_ == RS::AwaitId) FUZZ_CHECK(committed_);
   }
 
+  // A result of the entries' work: InSession's alone, and it stays there, answering the
+  // entry (never an Accept, a secret or the teardown).
+  void result(SessionResult r) {
+    const ReceiverTransition t = session_result(r);
+    FUZZ_CHECK(t.next == RS::InSession && !t.illegal && !t.actions.empty());
+    for (RA a : t.actions)
+      FUZZ_CHECK(a == RA::SendTake || a == RA::SendResume || a == RA::SendHave ||
+                 a == RA::SendHolds || a == RA::SendRefuse || a == RA::SendCredit ||
+                 a == RA::FinishEntries || a == RA::SendFileVerdict);
+  }
+
  private:
-  void check_open(const ReceiverTransition& t, RE e) const {
+  void check_open(const ReceiverTransition& t, RE e, const ReceiverChecks& c) const {
     const bool leaving = t.next == RS::Closing || t.next == RS::Closed;
     if (t.illegal) {
       // A named protocol error: the peer is told, and the connection is taken down.
@@ -122,7 +143,8 @@ class ReceiverRun {
     // Every way out while entries may be in flight removes their temporaries (GotError
     // included); only a way out does (it never touches a committed file).
     // (An id's answer comes after every entry is settled: nothing is in flight then.)
-    const bool id_answer = e == RE::IdKnown || e == RE::IdAttemptsExhausted;
+    const bool id_answer =
+        e == RE::GotId && (c.id == IdLookup::Known || c.id == IdLookup::AttemptsExhausted);
     if (leaving && entries_in_flight(state_) && !id_answer)
       FUZZ_CHECK(t.actions.contains(RA::DiscardFile));
     if (t.actions.contains(RA::DiscardFile)) FUZZ_CHECK(leaving);
@@ -137,16 +159,17 @@ class ReceiverRun {
     if (e == RE::Disconnected) FUZZ_CHECK(t.next == RS::Closed);
     // The secret is what a verified session earns: only after its entries and a lookup.
     if (t.actions.contains(RA::SendSecret)) {
-      FUZZ_CHECK(committed_ && e == RE::IdKnown);
+      FUZZ_CHECK(committed_ && e == RE::GotId && c.id == IdLookup::Known);
     }
     // Memory is granted only to an Open that passed its checks, and with --senders only
     // after the Proof (Authenticating): never from a challenge on.
     if (t.actions.contains(RA::SendAccept)) {
-      FUZZ_CHECK((state_ == RS::AwaitOpen || state_ == RS::Authenticating) &&
-                 e == RE::OpenAccepted);
+      FUZZ_CHECK(((state_ == RS::AwaitOpen && e == RE::GotOpen) ||
+                  (state_ == RS::Authenticating && e == RE::GotProof)) &&
+                 c.open == OpenCheck::Accepted);
     }
     if (t.actions.contains(RA::SendChallenge))
-      FUZZ_CHECK(state_ == RS::AwaitOpen && e == RE::OpenNeedsProof &&
+      FUZZ_CHECK(state_ == RS::AwaitOpen && e == RE::GotOpen && c.open == OpenCheck::NeedsProof &&
                  t.next == RS::Authenticating);
     if (t.next == RS::Authenticating) FUZZ_CHECK(state_ == RS::AwaitOpen);
     // The session's own actions happen only in a session.
@@ -288,17 +311,11 @@ class SenderRun {
   bool verified_ = false;  // every entry settled and good
 };
 
-// Most byte values name an enumerator; the top few pass through unchanged, out of range.
-template <typename Event>
-Event event_from(std::uint8_t byte, unsigned count) {
-  return static_cast<Event>(byte >= kFirstRawEventByte ? byte : byte % count);
-}
-
 void run_events(std::span<const std::uint8_t> input) {
   ReceiverRun receiver;
   std::array senders{SenderRun(false), SenderRun(true)};
   for (std::uint8_t byte : input) {
-    receiver.step(event_from<RE>(byte, kReceiverEvents));
+    receiver.local(byte);
     for (SenderRun& sender : senders) sender.local(byte);
   }
 }
@@ -313,7 +330,7 @@ void deliver_to_receiver(ReceiverRun& receiver, std::span<const std::uint8_t> by
   if (std::holds_alternative<DecodeFailure>(result)) {
     const auto version = peek_version(bytes);
     if (version && *version != kVersion1 && first) {
-      receiver.step(RE::OpenRejected);
+      receiver.step(RE::GotOpen, {OpenCheck::Rejected});
     } else {
       receiver.step(RE::ProtocolViolation);
     }
@@ -322,7 +339,7 @@ void deliver_to_receiver(ReceiverRun& receiver, std::span<const std::uint8_t> by
   const MessageType type = type_of(std::get<Message>(result));
   if (first && type == MessageType::Hello) {
     receiver.hello_flow = true;
-    receiver.step(RE::OpenAccepted);  // checked as it arrives (or OpenRejected: a raw event)
+    receiver.step(RE::GotOpen, {OpenCheck::Accepted});  // checked as it arrives
     return receiver.step(RE::GotOffer);
   }
   if (receiver.hello_flow && type >= MessageType::Open) return receiver.step(RE::ProtocolViolation);
@@ -332,24 +349,28 @@ void deliver_to_receiver(ReceiverRun& receiver, std::span<const std::uint8_t> by
     case MessageType::Done:
       return receiver.step(receiver.hello_flow ? RE::GotFileDone : RE::GotUnexpected);
     case MessageType::Id:  // looked up as it arrives, where an Id may come
-      return receiver.step(receiver.state() == RS::InSession || receiver.state() == RS::AwaitId
-                               ? RE::IdUnknown
-                               : RE::GotUnexpected);
+      if (receiver.state() != RS::InSession && receiver.state() != RS::AwaitId)
+        return receiver.step(RE::GotId);
+      return receiver.step(RE::GotId, {.id = IdLookup::Unknown});
     case MessageType::Bye:
       return receiver.step(RE::GotBye);
     case MessageType::Error:
       return receiver.step(RE::GotError);
     case MessageType::Open:  // checked as it arrives, where an Open may come; a claimed
                              // key is challenged (as with --senders)
-      if (!first) return receiver.step(RE::GotUnexpected);
-      return receiver.step(sender_key_claim(std::get<Open>(std::get<Message>(result)))
-                               ? RE::OpenNeedsProof
-                               : RE::OpenAccepted);
+      if (!first) return receiver.step(RE::GotOpen);
+      return receiver.step(RE::GotOpen, {sender_key_claim(std::get<Open>(std::get<Message>(result)))
+                                             ? OpenCheck::NeedsProof
+                                             : OpenCheck::Accepted});
     case MessageType::Proof: {  // checked as it arrives, where it may come: good or not
-      if (receiver.state() != RS::Authenticating) return receiver.step(RE::GotUnexpected);
+      if (receiver.state() != RS::Authenticating) return receiver.step(RE::GotProof);
       const bool good = (std::get<Proof>(std::get<Message>(result)).mac[0] & 1) != 0;
-      return receiver.step(good ? RE::OpenAccepted : RE::OpenRejected);
+      return receiver.step(RE::GotProof, {good ? OpenCheck::Accepted : OpenCheck::Rejected});
     }
+    case MessageType::Continue:
+      return receiver.step(RE::GotContinue);
+    case MessageType::FileAbort:
+      return receiver.step(RE::GotFileAbort);
     case MessageType::Offer:
       return receiver.step(RE::GotOffer);
     case MessageType::FileChunk:
@@ -420,7 +441,7 @@ void run_messages(std::span<const std::uint8_t> input) {
     const std::uint8_t tag = input[0];
     input = input.subspan(1);
     if (tag < 0x80) {
-      receiver.step(static_cast<RE>(tag % kReceiverEvents));
+      receiver.local(tag);
       for (SenderRun& sender : senders) sender.local(tag);
       continue;
     }

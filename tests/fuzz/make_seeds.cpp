@@ -15,7 +15,7 @@
 #include "protocol/receiver_machine.hpp"
 #include "protocol/sender_machine.hpp"
 #include "protocol/wire.hpp"
-#include "tests/fuzz/sender_local_events.hpp"
+#include "tests/fuzz/machine_local_inputs.hpp"
 #include "tests/fuzz/session_ledger_ops.hpp"
 
 namespace {
@@ -226,13 +226,12 @@ int main(int argc, char** argv) {
   write(root / "fuzz_machines" / "receiver-with-id",
         Conversation{}
             .message(Hello{1 << 20, sample_sha(), 0, "a.bin"})
-            .event(as_byte(RE::EntryTaken))
+            .event(result_byte(SessionResult::EntryTaken))
             .message(Chunk{0, 1 << 20, 0})
-            .event(as_byte(RE::ChunkStored))
+            .event(result_byte(SessionResult::ChunkStored))
             .message(Done{1 << 20})
-            .event(as_byte(RE::EntrySettled))
+            .event(result_byte(SessionResult::EntrySettled))
             .message(Id{"alice"})
-            .event(as_byte(RE::IdKnown))
             .event(as_byte(RE::Disconnected))
             .bytes);
   write(root / "fuzz_machines" / "sender-with-id",

@@ -20,33 +20,30 @@ inline constexpr std::array kAllReceiverStates{
     proto::ReceiverState::InSession, proto::ReceiverState::AwaitId,
     proto::ReceiverState::Closing,   proto::ReceiverState::Closed};
 
-inline constexpr std::array kAllReceiverEvents{proto::ReceiverEvent::GotOffer,
-                                               proto::ReceiverEvent::GotChunk,
-                                               proto::ReceiverEvent::GotFileDone,
-                                               proto::ReceiverEvent::GotContinue,
-                                               proto::ReceiverEvent::GotFileAbort,
-                                               proto::ReceiverEvent::EntryHeld,
-                                               proto::ReceiverEvent::GotBye,
-                                               proto::ReceiverEvent::GotError,
-                                               proto::ReceiverEvent::GotUnexpected,
-                                               proto::ReceiverEvent::OpenAccepted,
-                                               proto::ReceiverEvent::OpenRejected,
-                                               proto::ReceiverEvent::OpenNeedsProof,
-                                               proto::ReceiverEvent::IdKnown,
-                                               proto::ReceiverEvent::IdUnknown,
-                                               proto::ReceiverEvent::IdAttemptsExhausted,
-                                               proto::ReceiverEvent::EntryTaken,
-                                               proto::ReceiverEvent::EntryResumed,
-                                               proto::ReceiverEvent::EntryHave,
-                                               proto::ReceiverEvent::EntryRefused,
-                                               proto::ReceiverEvent::ChunkStored,
-                                               proto::ReceiverEvent::EntrySettled,
-                                               proto::ReceiverEvent::ProtocolViolation,
-                                               proto::ReceiverEvent::LocalFailure,
-                                               proto::ReceiverEvent::Timeout,
-                                               proto::ReceiverEvent::TransportFailed,
-                                               proto::ReceiverEvent::Disconnected,
-                                               proto::ReceiverEvent::ShuttingDown};
+inline constexpr std::array kAllReceiverEvents{
+    proto::ReceiverEvent::GotOpen,         proto::ReceiverEvent::GotProof,
+    proto::ReceiverEvent::GotId,           proto::ReceiverEvent::GotOffer,
+    proto::ReceiverEvent::GotChunk,        proto::ReceiverEvent::GotFileDone,
+    proto::ReceiverEvent::GotContinue,     proto::ReceiverEvent::GotFileAbort,
+    proto::ReceiverEvent::GotBye,          proto::ReceiverEvent::GotError,
+    proto::ReceiverEvent::GotUnexpected,   proto::ReceiverEvent::ProtocolViolation,
+    proto::ReceiverEvent::LocalFailure,    proto::ReceiverEvent::Timeout,
+    proto::ReceiverEvent::TransportFailed, proto::ReceiverEvent::Disconnected,
+    proto::ReceiverEvent::ShuttingDown};
+
+inline constexpr std::array kAllOpenChecks{proto::OpenCheck::NotChecked, proto::OpenCheck::Accepted,
+                                           proto::OpenCheck::Rejected,
+                                           proto::OpenCheck::NeedsProof};
+
+inline constexpr std::array kAllIdLookups{proto::IdLookup::NotLookedUp, proto::IdLookup::Known,
+                                          proto::IdLookup::Unknown,
+                                          proto::IdLookup::AttemptsExhausted};
+
+inline constexpr std::array kAllSessionResults{
+    proto::SessionResult::EntryTaken,   proto::SessionResult::EntryResumed,
+    proto::SessionResult::EntryHave,    proto::SessionResult::EntryHeld,
+    proto::SessionResult::EntryRefused, proto::SessionResult::ChunkStored,
+    proto::SessionResult::EntrySettled};
 
 inline constexpr std::array kAllSenderStates{
     proto::SenderState::Connecting,  proto::SenderState::AwaitAccept, proto::SenderState::InSession,
@@ -84,6 +81,11 @@ static_assert(static_cast<std::size_t>(proto::ReceiverState::Closed) + 1 ==
               kAllReceiverStates.size());
 static_assert(static_cast<std::size_t>(proto::ReceiverEvent::ShuttingDown) + 1 ==
               kAllReceiverEvents.size());
+static_assert(static_cast<std::size_t>(proto::OpenCheck::NeedsProof) + 1 == kAllOpenChecks.size());
+static_assert(static_cast<std::size_t>(proto::IdLookup::AttemptsExhausted) + 1 ==
+              kAllIdLookups.size());
+static_assert(static_cast<std::size_t>(proto::SessionResult::EntrySettled) + 1 ==
+              kAllSessionResults.size());
 static_assert(static_cast<std::size_t>(proto::SenderState::Done) + 1 == kAllSenderStates.size());
 static_assert(static_cast<std::size_t>(proto::SenderEvent::GotProof) + 1 ==
               kAllSenderEvents.size());

@@ -7,14 +7,17 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
-// The receiver's machine, checked exhaustively: every (state, event) pair either matches the
-// table of legal transitions written out below, or is the named illegal-event abort.
-// docs/PROTOCOL.md section 4 shows the same table; the two must agree.
+// The receiver's machine, checked exhaustively: every (state, event) pair, with every finding
+// of the driver's checks an event may carry (ReceiverChecks), either matches the table of
+// legal transitions written out below, or is the named illegal-event abort; and every result
+// of the entries' work (session_result) has its exact transition. docs/PROTOCOL.md section 4
+// shows the same table; the two must agree.
 
 namespace {
 
@@ -57,6 +60,20 @@ std::string describe(const ReceiverTransition& t) {
   return describe(t.next, t.actions, t.illegal);
 }
 
+// Every finding the driver can give with an event (most events ignore them).
+std::vector<ReceiverChecks> all_checks() {
+  std::vector<ReceiverChecks> out;
+  for (OpenCheck open : rdmax::test::kAllOpenChecks)
+    for (IdLookup id : rdmax::test::kAllIdLookups) out.push_back({open, id});
+  return out;
+}
+const std::vector<ReceiverChecks> kChecks = all_checks();
+
+std::string trace(S s, E e, const ReceiverChecks& c) {
+  return std::string(to_string(s)) + " + " + to_string(e) + " (open " + to_string(c.open) +
+         ", id " + to_string(c.id) + ")";
+}
+
 struct Row {
   S state;
   E event;
@@ -64,41 +81,42 @@ struct Row {
   Actions actions;
 };
 
-// The protocol's own transitions: messages and the driver's results (docs/PROTOCOL.md 7.5).
-const std::vector<Row> kProtocolRows{
-    {S::AwaitOpen, E::OpenAccepted, S::InSession, {A::SendAccept}},
-    {S::AwaitOpen, E::OpenRejected, S::Closing, {A::SendReject, A::DiscardFile, A::Disconnect}},
-    // --senders (PROTOCOL.md 7.8): a claimed key is challenged; the Proof, checked, is an
-    // OpenAccepted or an OpenRejected.
-    {S::AwaitOpen, E::OpenNeedsProof, S::Authenticating, {A::SendChallenge}},
-    {S::Authenticating, E::OpenAccepted, S::InSession, {A::SendAccept}},
-    {S::Authenticating,
-     E::OpenRejected,
-     S::Closing,
-     {A::SendReject, A::DiscardFile, A::Disconnect}},
-    {S::InSession, E::GotOffer, S::InSession, {A::CheckOffer}},
-    {S::InSession, E::EntryTaken, S::InSession, {A::SendTake}},
-    {S::InSession, E::EntryResumed, S::InSession, {A::SendResume}},
-    {S::InSession, E::EntryHave, S::InSession, {A::SendHave}},
-    // The digest at the end (PROTOCOL.md 7.9).
-    {S::InSession, E::EntryHeld, S::InSession, {A::SendHolds}},
-    {S::InSession, E::GotContinue, S::InSession, {A::CheckContinue}},
-    {S::InSession, E::GotFileAbort, S::InSession, {A::AbandonEntry, A::FinishEntries}},
-    {S::InSession, E::EntryRefused, S::InSession, {A::SendRefuse}},
-    {S::InSession, E::GotChunk, S::InSession, {A::StoreChunk}},
-    {S::InSession, E::ChunkStored, S::InSession, {A::SendCredit, A::FinishEntries}},
-    {S::InSession, E::GotFileDone, S::InSession, {A::FinishEntries}},
-    {S::InSession, E::EntrySettled, S::InSession, {A::SendFileVerdict}},
-    {S::InSession, E::IdKnown, S::Closing, {A::SendSecret, A::Disconnect}},
-    {S::InSession, E::IdUnknown, S::AwaitId, {A::SendDenied}},
-    {S::InSession, E::IdAttemptsExhausted, S::Closing, {A::SendDenied, A::Disconnect}},
-    {S::InSession, E::GotBye, S::Closing, {A::DiscardFile, A::Disconnect}},
-    {S::AwaitId, E::IdKnown, S::Closing, {A::SendSecret, A::Disconnect}},
-    {S::AwaitId, E::IdUnknown, S::AwaitId, {A::SendDenied}},
-    {S::AwaitId, E::IdAttemptsExhausted, S::Closing, {A::SendDenied, A::Disconnect}},
-    {S::AwaitId, E::GotBye, S::Closing, {A::Disconnect}},
-};
-
+// The protocol's own transitions (docs/PROTOCOL.md 7.5) for the findings `c`: an Open (or
+// with --senders the Proof, then the rest of the Open) accepted, rejected or to be proven;
+// an id known, unknown or the last attempt's. An Open, a Proof or an Id the driver did not
+// check (out of place) has no row: illegal.
+std::vector<Row> protocol_rows(const ReceiverChecks& c) {
+  const Actions reject{A::SendReject, A::DiscardFile, A::Disconnect};
+  std::vector<Row> rows{
+      {S::InSession, E::GotOffer, S::InSession, {A::CheckOffer}},
+      // The digest at the end (PROTOCOL.md 7.9).
+      {S::InSession, E::GotContinue, S::InSession, {A::CheckContinue}},
+      {S::InSession, E::GotFileAbort, S::InSession, {A::AbandonEntry, A::FinishEntries}},
+      {S::InSession, E::GotChunk, S::InSession, {A::StoreChunk}},
+      {S::InSession, E::GotFileDone, S::InSession, {A::FinishEntries}},
+      {S::InSession, E::GotBye, S::Closing, {A::DiscardFile, A::Disconnect}},
+      {S::AwaitId, E::GotBye, S::Closing, {A::Disconnect}},
+  };
+  if (c.open == OpenCheck::Accepted) {
+    rows.push_back({S::AwaitOpen, E::GotOpen, S::InSession, {A::SendAccept}});
+    rows.push_back({S::Authenticating, E::GotProof, S::InSession, {A::SendAccept}});
+  }
+  if (c.open == OpenCheck::Rejected) {
+    rows.push_back({S::AwaitOpen, E::GotOpen, S::Closing, reject});
+    rows.push_back({S::Authenticating, E::GotProof, S::Closing, reject});
+  }
+  // --senders (PROTOCOL.md 7.8): a claimed key is challenged.
+  if (c.open == OpenCheck::NeedsProof)
+    rows.push_back({S::AwaitOpen, E::GotOpen, S::Authenticating, {A::SendChallenge}});
+  for (S s : {S::InSession, S::AwaitId}) {
+    if (c.id == IdLookup::Known)
+      rows.push_back({s, E::GotId, S::Closing, {A::SendSecret, A::Disconnect}});
+    if (c.id == IdLookup::Unknown) rows.push_back({s, E::GotId, S::AwaitId, {A::SendDenied}});
+    if (c.id == IdLookup::AttemptsExhausted)
+      rows.push_back({s, E::GotId, S::Closing, {A::SendDenied, A::Disconnect}});
+  }
+  return rows;
+}
 // The common aborts, legal in every open state. Each discards what is not committed: the
 // entries in flight (DiscardFile finds nothing once every entry is settled, and is there so
 // that no way out can leave a temporary behind).
@@ -132,90 +150,141 @@ std::vector<Row> absorbing_rows() {
   return rows;
 }
 
-std::vector<Row> legal_rows() {
-  std::vector<Row> rows = kProtocolRows;
+std::vector<Row> legal_rows(const ReceiverChecks& c) {
+  std::vector<Row> rows = protocol_rows(c);
   for (const Row& r : abort_rows()) rows.push_back(r);
   for (const Row& r : absorbing_rows()) rows.push_back(r);
   return rows;
 }
 
-std::optional<Row> find_legal(S s, E e) {
-  for (const Row& r : legal_rows())
+std::optional<Row> find_legal(S s, E e, const ReceiverChecks& c) {
+  for (const Row& r : legal_rows(c))
     if (r.state == s && r.event == e) return r;
   return std::nullopt;
 }
 
-void expect_transition(S s, E e, S next, Actions actions) {
-  SCOPED_TRACE(std::string(to_string(s)) + " + " + to_string(e));
-  EXPECT_EQ(describe(receiver_next(s, e)), describe(next, actions, false));
+void expect_transition(S s, E e, const ReceiverChecks& c, S next, Actions actions) {
+  SCOPED_TRACE(trace(s, e, c));
+  EXPECT_EQ(describe(receiver_next(s, e, c)), describe(next, actions, false));
 }
 
-void expect_illegal(S s, E e) {
-  SCOPED_TRACE(std::string(to_string(s)) + " + " + to_string(e));
-  (void)s;
+// The same whatever the findings.
+void expect_transition(S s, E e, S next, Actions actions) {
+  for (const ReceiverChecks& c : kChecks) expect_transition(s, e, c, next, actions);
+}
+
+void expect_illegal(S s, E e, const ReceiverChecks& c) {
+  SCOPED_TRACE(trace(s, e, c));
   const Actions abort{A::SendError, A::DiscardFile, A::Disconnect};
-  EXPECT_EQ(describe(receiver_next(s, e)), describe(S::Closing, abort, true));
+  EXPECT_EQ(describe(receiver_next(s, e, c)), describe(S::Closing, abort, true));
 }
 
 // ---- The table itself ----
 
 TEST(ReceiverMachine, TableHasNoDuplicatePairs) {
-  std::set<std::pair<S, E>> seen;
-  for (const Row& r : legal_rows())
-    EXPECT_TRUE(seen.insert({r.state, r.event}).second)
-        << to_string(r.state) << " + " << to_string(r.event) << " listed twice";
+  for (const ReceiverChecks& c : kChecks) {
+    std::set<std::pair<S, E>> seen;
+    for (const Row& r : legal_rows(c))
+      EXPECT_TRUE(seen.insert({r.state, r.event}).second) << trace(r.state, r.event, c);
+  }
 }
 
 TEST(ReceiverMachine, EveryLegalPairHasItsExactTransition) {
-  for (const Row& r : legal_rows()) expect_transition(r.state, r.event, r.next, r.actions);
+  for (const ReceiverChecks& c : kChecks)
+    for (const Row& r : legal_rows(c)) expect_transition(r.state, r.event, c, r.next, r.actions);
 }
 
 TEST(ReceiverMachine, EveryPairOutsideTheTableIsTheIllegalEventAbort) {
-  std::size_t illegal = 0;
-  for (S s : kAllStates) {
-    for (E e : kAllEvents) {
-      if (find_legal(s, e)) continue;
-      ++illegal;
-      expect_illegal(s, e);
+  for (const ReceiverChecks& c : kChecks) {
+    std::size_t illegal = 0;
+    for (S s : kAllStates) {
+      for (E e : kAllEvents) {
+        if (find_legal(s, e, c)) continue;
+        ++illegal;
+        expect_illegal(s, e, c);
+      }
     }
+    // 4 open states x 17 events, minus 7 protocol rows, the Open's (2 if accepted or
+    // rejected, 1 to be proven), the Id's (2 if looked up) and 4 x 7 abort rows.
+    const std::size_t open = c.open == OpenCheck::Accepted || c.open == OpenCheck::Rejected ? 2
+                             : c.open == OpenCheck::NeedsProof                              ? 1
+                                                                                            : 0;
+    const std::size_t id = c.id == IdLookup::NotLookedUp ? 0 : 2;
+    EXPECT_EQ(illegal, 4U * 17U - 7U - open - id - 4U * 7U) << trace(S::AwaitOpen, E::GotOpen, c);
   }
-  // 4 open states x 24 events, minus 22 protocol rows and 4 x 7 abort rows.
-  EXPECT_EQ(illegal, 4U * 27U - 25U - 4U * 7U);
+}
+
+// An Open, a Proof or an Id the driver did not check came where it may not.
+TEST(ReceiverMachine, AnUncheckedOpenProofOrIdIsIllegal) {
+  for (S s : {S::AwaitOpen, S::Authenticating, S::InSession, S::AwaitId}) {
+    expect_illegal(s, E::GotOpen, {});
+    expect_illegal(s, E::GotProof, {});
+    expect_illegal(s, E::GotId, {});
+  }
+  // After a good Proof the Open's remaining checks run authenticated: never "to be proven".
+  expect_illegal(S::Authenticating, E::GotProof, {OpenCheck::NeedsProof});
+}
+
+// ---- The results of the entries' work ----
+
+TEST(ReceiverMachine, EveryResultOfTheEntriesWorkHasItsExactTransition) {
+  using R = SessionResult;
+  const std::map<R, Actions> expected{
+      {R::EntryTaken, {A::SendTake}},          {R::EntryResumed, {A::SendResume}},
+      {R::EntryHave, {A::SendHave}},           {R::EntryHeld, {A::SendHolds}},
+      {R::EntryRefused, {A::SendRefuse}},      {R::ChunkStored, {A::SendCredit, A::FinishEntries}},
+      {R::EntrySettled, {A::SendFileVerdict}},
+  };
+  ASSERT_EQ(expected.size(), rdmax::test::kAllSessionResults.size());
+  for (const auto& [result, actions] : expected)
+    EXPECT_EQ(describe(session_result(result)), describe(S::InSession, actions, false))
+        << to_string(result);
 }
 
 // ---- Paths end to end ----
 
+// An event with the findings it carries, or (`result`) a result of the entries' work.
 struct Step {
-  E event;
+  std::optional<E> event;
   S next;
   Actions actions;
+  ReceiverChecks checks = {};
+  std::optional<SessionResult> result = std::nullopt;
 };
 
-// Feeds the events in order from start, checking every transition; returns the end state.
+Step result(SessionResult r, Actions actions) {
+  return {std::nullopt, S::InSession, actions, {}, r};
+}
+
+// Feeds the steps in order from start, checking every transition; returns the end state.
 S walk(S start, const std::vector<Step>& steps) {
   S s = start;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const Step& step = steps[i];
-    SCOPED_TRACE("step " + std::to_string(i) + ": " + to_string(s) + " + " + to_string(step.event));
-    const ReceiverTransition t = receiver_next(s, step.event);
+    SCOPED_TRACE("step " + std::to_string(i) + ": " +
+                 (step.event ? trace(s, *step.event, step.checks) : to_string(*step.result)));
+    const ReceiverTransition t =
+        step.event ? receiver_next(s, *step.event, step.checks) : session_result(*step.result);
     EXPECT_EQ(describe(t), describe(step.next, step.actions, false));
     s = t.next;
   }
   return s;
 }
 
+using R = SessionResult;
+
 // An Open accepted, one file offered, taken, its n chunks each stored and credited, its
 // FileDone, its verdict: every entry settled.
 std::vector<Step> one_file(std::size_t chunks) {
-  std::vector<Step> steps{{E::OpenAccepted, S::InSession, {A::SendAccept}},
+  std::vector<Step> steps{{E::GotOpen, S::InSession, {A::SendAccept}, {OpenCheck::Accepted}},
                           {E::GotOffer, S::InSession, {A::CheckOffer}},
-                          {E::EntryTaken, S::InSession, {A::SendTake}}};
+                          result(R::EntryTaken, {A::SendTake})};
   for (std::size_t i = 0; i < chunks; ++i) {
     steps.push_back({E::GotChunk, S::InSession, {A::StoreChunk}});
-    steps.push_back({E::ChunkStored, S::InSession, {A::SendCredit, A::FinishEntries}});
+    steps.push_back(result(R::ChunkStored, {A::SendCredit, A::FinishEntries}));
   }
   steps.push_back({E::GotFileDone, S::InSession, {A::FinishEntries}});
-  steps.push_back({E::EntrySettled, S::InSession, {A::SendFileVerdict}});
+  steps.push_back(result(R::EntrySettled, {A::SendFileVerdict}));
   return steps;
 }
 
@@ -227,16 +296,20 @@ std::vector<Step> then(std::vector<Step> steps, const std::vector<Step>& more) {
 const std::vector<Step> kEnd{{E::Disconnected, S::Closed, {A::DiscardFile, A::Release}}};
 
 TEST(ReceiverMachine, AFileThenAKnownIdGetsTheSecret) {
-  const auto steps = then(one_file(5), {{E::IdKnown, S::Closing, {A::SendSecret, A::Disconnect}},
-                                        {E::Disconnected, S::Closed, {A::Release}}});
+  const auto steps = then(
+      one_file(5), {{E::GotId, S::Closing, {A::SendSecret, A::Disconnect}, {.id = IdLookup::Known}},
+                    {E::Disconnected, S::Closed, {A::Release}}});
   EXPECT_EQ(walk(S::AwaitOpen, steps), S::Closed);
 }
 
 TEST(ReceiverMachine, UnknownIdsMayRetryUntilTheAttemptsRunOut) {
   const auto steps =
-      then(one_file(1), {{E::IdUnknown, S::AwaitId, {A::SendDenied}},
-                         {E::IdUnknown, S::AwaitId, {A::SendDenied}},
-                         {E::IdAttemptsExhausted, S::Closing, {A::SendDenied, A::Disconnect}}});
+      then(one_file(1), {{E::GotId, S::AwaitId, {A::SendDenied}, {.id = IdLookup::Unknown}},
+                         {E::GotId, S::AwaitId, {A::SendDenied}, {.id = IdLookup::Unknown}},
+                         {E::GotId,
+                          S::Closing,
+                          {A::SendDenied, A::Disconnect},
+                          {.id = IdLookup::AttemptsExhausted}}});
   EXPECT_EQ(walk(S::AwaitOpen, steps), S::Closing);
 }
 
@@ -250,22 +323,37 @@ TEST(ReceiverMachine, EntriesComeAndGoInOneSessionState) {
   // A directory settled, a file refused, one resumed, one in place already: the
   // connection never leaves InSession for them.
   const auto steps = then(then(one_file(0), {{E::GotOffer, S::InSession, {A::CheckOffer}},
-                                             {E::EntrySettled, S::InSession, {A::SendFileVerdict}},
+                                             result(R::EntrySettled, {A::SendFileVerdict}),
                                              {E::GotOffer, S::InSession, {A::CheckOffer}},
-                                             {E::EntryRefused, S::InSession, {A::SendRefuse}},
+                                             result(R::EntryRefused, {A::SendRefuse}),
                                              {E::GotOffer, S::InSession, {A::CheckOffer}},
-                                             {E::EntryResumed, S::InSession, {A::SendResume}},
+                                             result(R::EntryResumed, {A::SendResume}),
                                              {E::GotOffer, S::InSession, {A::CheckOffer}},
-                                             {E::EntryHave, S::InSession, {A::SendHave}}}),
+                                             result(R::EntryHave, {A::SendHave})}),
                           kEnd);
   EXPECT_EQ(walk(S::AwaitOpen, steps), S::Closed);
 }
 
 TEST(ReceiverMachine, ARejectedOpenSendsRejectThenCloses) {
-  const std::vector<Step> steps{
-      {E::OpenRejected, S::Closing, {A::SendReject, A::DiscardFile, A::Disconnect}},
-      {E::Disconnected, S::Closed, {A::Release}}};
+  const std::vector<Step> steps{{E::GotOpen,
+                                 S::Closing,
+                                 {A::SendReject, A::DiscardFile, A::Disconnect},
+                                 {OpenCheck::Rejected}},
+                                {E::Disconnected, S::Closed, {A::Release}}};
   EXPECT_EQ(walk(S::AwaitOpen, steps), S::Closed);
+}
+
+TEST(ReceiverMachine, AKeyIsChallengedAndItsProofAdmitsOrRefuses) {
+  const Step challenged{E::GotOpen, S::Authenticating, {A::SendChallenge}, {OpenCheck::NeedsProof}};
+  EXPECT_EQ(walk(S::AwaitOpen,
+                 {challenged, {E::GotProof, S::InSession, {A::SendAccept}, {OpenCheck::Accepted}}}),
+            S::InSession);
+  const std::vector<Step> steps{challenged,
+                                {E::GotProof,
+                                 S::Closing,
+                                 {A::SendReject, A::DiscardFile, A::Disconnect},
+                                 {OpenCheck::Rejected}}};
+  EXPECT_EQ(walk(S::AwaitOpen, steps), S::Closing);
 }
 
 TEST(ReceiverMachine, ClosingEndsOnTimeoutIfThePeerNeverDisconnects) {
@@ -280,18 +368,18 @@ TEST(ReceiverMachine, EveryWayOutOfAnOpenStateLeavesNoUncommittedFile) {
   // Every abort, and every end before the entries are all settled, discards what is not
   // committed: a rejected Open, before any file exists, asks too (discarding nothing is
   // harmless).
-  for (S s : kAllStates) {
-    if (!open_state(s)) continue;
-    for (E e : kAllEvents) {
-      const ReceiverTransition t = receiver_next(s, e);
-      const bool after_the_entries =
-          s == S::AwaitId || e == E::IdKnown || e == E::IdAttemptsExhausted;
-      const bool abort = t.illegal || e >= E::ProtocolViolation || e == E::GotError;
-      if ((t.next == S::Closing || t.next == S::Closed) && (abort || !after_the_entries)) {
-        EXPECT_TRUE(t.actions.contains(A::DiscardFile)) << to_string(s) << " + " << to_string(e);
+  for (const ReceiverChecks& c : kChecks)
+    for (S s : kAllStates) {
+      if (!open_state(s)) continue;
+      for (E e : kAllEvents) {
+        const ReceiverTransition t = receiver_next(s, e, c);
+        const bool after_the_entries = s == S::AwaitId || e == E::GotId;
+        const bool abort = t.illegal || e >= E::ProtocolViolation || e == E::GotError;
+        if ((t.next == S::Closing || t.next == S::Closed) && (abort || !after_the_entries)) {
+          EXPECT_TRUE(t.actions.contains(A::DiscardFile)) << trace(s, e, c);
+        }
       }
     }
-  }
 }
 
 TEST(ReceiverMachine, OwnAbortsSendErrorFirst) {
@@ -322,7 +410,8 @@ TEST(ReceiverMachine, EveryOpenStateCanBeLeft) {
   for (S s : kAllStates) {
     if (s == S::Closed) continue;
     bool leaves = false;
-    for (E e : kAllEvents) leaves = leaves || receiver_next(s, e).next != s;
+    for (const ReceiverChecks& c : kChecks)
+      for (E e : kAllEvents) leaves = leaves || receiver_next(s, e, c).next != s;
     EXPECT_TRUE(leaves) << to_string(s);
   }
 }
@@ -338,12 +427,18 @@ TEST(ReceiverMachine, EveryEnumeratorHasADistinctName) {
   rdmax::test::expect_distinct_names(kAllStates);
   rdmax::test::expect_distinct_names(kAllEvents);
   rdmax::test::expect_distinct_names(kAllActions);
+  rdmax::test::expect_distinct_names(rdmax::test::kAllOpenChecks);
+  rdmax::test::expect_distinct_names(rdmax::test::kAllIdLookups);
+  rdmax::test::expect_distinct_names(rdmax::test::kAllSessionResults);
 }
 
 TEST(ReceiverMachine, OutOfRangeValuesAreNamedQuestionMark) {
   EXPECT_STREQ(to_string(static_cast<S>(200)), "?");
   EXPECT_STREQ(to_string(static_cast<E>(200)), "?");
   EXPECT_STREQ(to_string(static_cast<A>(200)), "?");
+  EXPECT_STREQ(to_string(static_cast<OpenCheck>(200)), "?");
+  EXPECT_STREQ(to_string(static_cast<IdLookup>(200)), "?");
+  EXPECT_STREQ(to_string(static_cast<SessionResult>(200)), "?");
 }
 
 }  // namespace

@@ -1,0 +1,36 @@
+#pragma once
+// How fuzz_machines reads a byte as one of a driver's own inputs (not a received message),
+// shared with make_seeds.cpp.
+//  - The receiver: a ReceiverEvent, or one of the SessionResult values past them (the
+//    driver takes those only InSession).
+//  - The sender: during the set-up a SetupEvent (modulo their count); after it, a
+//    SenderEvent, or one of the two values past them: every entry settled, all good or not
+//    (proto::session_settled, which the driver asks only InSession).
+// Bytes from 0xF0 up pass through unchanged as out-of-range values, as a driver bug would
+// produce.
+
+#include <cstdint>
+
+#include "protocol/receiver_machine.hpp"
+#include "protocol/sender_machine.hpp"
+
+namespace rdmax::fuzz {
+
+inline constexpr std::uint8_t kFirstRawEventByte = 0xF0;
+
+inline constexpr unsigned kReceiverEvents =
+    static_cast<unsigned>(proto::ReceiverEvent::ShuttingDown) + 1;
+inline constexpr unsigned kSessionResults =
+    static_cast<unsigned>(proto::SessionResult::EntrySettled) + 1;
+inline constexpr unsigned kReceiverLocalInputs = kReceiverEvents + kSessionResults;
+constexpr std::uint8_t result_byte(proto::SessionResult r) {
+  return static_cast<std::uint8_t>(kReceiverEvents + static_cast<unsigned>(r));
+}
+
+inline constexpr unsigned kSetupEvents = static_cast<unsigned>(proto::SetupEvent::Interrupted) + 1;
+inline constexpr unsigned kSenderEvents = static_cast<unsigned>(proto::SenderEvent::GotProof) + 1;
+inline constexpr std::uint8_t kSettledAllGood = kSenderEvents;
+inline constexpr std::uint8_t kSettledWithFailures = kSenderEvents + 1;
+inline constexpr unsigned kSenderLocalInputs = kSenderEvents + 2;
+
+}  // namespace rdmax::fuzz
