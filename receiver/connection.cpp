@@ -347,8 +347,7 @@ void Connection::on_message(Inbound inbound) {
     return dispatch(
         {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation, rule_broken}});
   }
-  // Without the digest at the end no entry is held or flagged: the ledger finds a Continue
-  // or a FileAbort wrong (check_continue, abandon_entry).
+  // Without the digest at the end they break the rules (check_continue, abandon_entry).
   if (auto* next = std::get_if<proto::Continue>(&message))
     return dispatch({Event::GotContinue, *next});
   if (auto* abort = std::get_if<proto::FileAbort>(&message))

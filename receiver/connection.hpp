@@ -203,6 +203,7 @@ class Connection final : public DriverCore {
   // or on to create_file), the Holds, the sender's Continue, and its FileAbort.
   void look_for_held(std::uint32_t id);
   void send_holds(const ReceiverInput::EntryHeld& held);
+  bool digest_at_end_negotiated(const char* message);
   void check_continue(const proto::Continue& next);
   void abandon_entry(const proto::FileAbort& abort);
   void send_take(std::uint32_t entry);

@@ -90,7 +90,18 @@ void Connection::send_holds(const ReceiverInput::EntryHeld& held) {
   expect_next();
 }
 
+// Without the digest at the end nothing is held or abandoned by the sender: a Continue or a
+// FileAbort breaks the rules before anything is looked at (PROTOCOL.md 7.9).
+bool Connection::digest_at_end_negotiated(const char* message) {
+  if (digest_at_end_) return true;
+  dispatch({Event::ProtocolViolation,
+            Input::Abort{proto::ErrorCode::ProtocolViolation,
+                         std::string("a ") + message + ", the digest at the end not negotiated"}});
+  return false;
+}
+
 void Connection::check_continue(const proto::Continue& next) {
+  if (!digest_at_end_negotiated("Continue")) return;
   if (auto error = ledger_.continued(next)) {
     return dispatch({Event::ProtocolViolation,
                      Input::Abort{proto::ErrorCode::ProtocolViolation,
@@ -118,6 +129,7 @@ void Connection::check_continue(const proto::Continue& next) {
 }
 
 void Connection::abandon_entry(const proto::FileAbort& abort) {
+  if (!digest_at_end_negotiated("FileAbort")) return;
   if (const SessionEntry* e = session_entry(abort.entry); e != nullptr && !e->offer.digest_at_end) {
     return dispatch(
         {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation,

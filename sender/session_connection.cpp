@@ -109,8 +109,12 @@ void SessionConnection::dispatch(SenderInput input) {
 void SessionConnection::step(SenderInput& input) {
   if (const auto* e = std::get_if<proto::SetupEvent>(&input.event)) return setup_step(*e, input);
   const proto::SenderContext context{settings_.id.has_value(), input.proof};
-  if (const auto* settled = std::get_if<SenderInput::Settled>(&input.event))
+  if (const auto* settled = std::get_if<SenderInput::Settled>(&input.event)) {
+    // pump() says so only InSession; an input queued ahead of it may have ended the session
+    // (the connection is closing: nothing is left to settle).
+    if (state_ != State::InSession) return;
     return apply(proto::session_settled(settled->all_good, context), "all settled", input);
+  }
   const Event event = std::get<Event>(input.event);
   // Before Connect there is no queue pair: what reaches the set-up is the CM, the clock, a
   // signal or a call of our own failing (the driver rows test NoTransportBeforeConnect).
@@ -122,10 +126,12 @@ void SessionConnection::step(SenderInput& input) {
 }
 
 void SessionConnection::setup_step(proto::SetupEvent event, SenderInput& input) {
-  if (!setup_) {  // rdma_cm answers each look-up once, before the connection
+  if (!setup_) {  // rdma_cm answers each look-up once, before the connection: out of order
     spdlog::error("[{}] rdma_cm answered {} after the set-up", label(), proto::to_string(event));
-    return apply(proto::sender_next(state_, Event::LocalFailure, {settings_.id.has_value()}),
-                 proto::to_string(Event::LocalFailure), input);
+    input.data = Input::Abort{proto::ErrorCode::ProtocolViolation,
+                              std::string(proto::to_string(event)) + " after the set-up"};
+    return apply(proto::sender_next(state_, Event::ProtocolViolation, {settings_.id.has_value()}),
+                 proto::to_string(Event::ProtocolViolation), input);
   }
   const auto t = proto::setup_next(*setup_, event);
   if (t.illegal)

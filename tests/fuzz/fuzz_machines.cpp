@@ -2,9 +2,11 @@
 // protocol/sender_machine.hpp). The unit tests pin every single (state, event) pair; this
 // target checks what must hold along any *sequence* of events, which is what a hostile or
 // buggy peer controls:
-//  1. every input byte is one event (a few byte values are deliberately out of the enum's
-//     range, as a driver bug would produce) for the receiver, and for the sender with and
-//     without an id;
+//  1. every input byte is one of a driver's own inputs (tests/fuzz/machine_local_inputs.hpp:
+//     an event with findings from the byte's bits, a result of the entries' work, the set-up's
+//     events, the end of a session; a few byte values are deliberately out of range, as a
+//     driver bug would produce) for the receiver, and for the sender with an id and a key and
+//     with neither;
 //  2. the input as records (see run_messages) drives both machines the way the programs do:
 //     received bytes go through decode() and become the event the message type maps to.
 // Which invariants hold was read off the code and docs/PROTOCOL.md section 4.
@@ -77,15 +79,14 @@ class ReceiverRun {
   bool hello_flow = false;
 
   // One of the driver's own inputs (machine_local_inputs.hpp). What its checks found comes
-  // from the byte's bits: the machine must hold for any of them.
+  // from the byte too (checks_of): the machine must hold for any of them.
   void local(std::uint8_t byte) {
     const unsigned n = byte >= kFirstRawEventByte ? byte : byte % kReceiverLocalInputs;
     if (n >= kReceiverEvents && n < kReceiverLocalInputs) {
       if (state_ == RS::InSession) result(static_cast<SessionResult>(n - kReceiverEvents));
       return;
     }
-    step(static_cast<RE>(n),
-         {static_cast<OpenCheck>((byte >> 5) & 3), static_cast<IdLookup>((byte >> 3) & 3)});
+    step(static_cast<RE>(n), rdmax::fuzz::checks_of(byte));
   }
 
   void step(RE e, ReceiverChecks c = {}) {
@@ -184,10 +185,11 @@ class ReceiverRun {
 
 class SenderRun {
  public:
-  explicit SenderRun(bool has_id) : has_id_(has_id) {}
+  // `keyed`: with --id and --key-file.
+  explicit SenderRun(bool keyed) : has_id_(keyed), has_key_(keyed) {}
 
-  // One of the driver's own inputs (sender_local_events.hpp). The receiver's Proof, as the
-  // driver found it, comes from the byte's top bits: the machine must hold for any of them.
+  // One of the driver's own inputs (machine_local_inputs.hpp). The receiver's Proof, as the
+  // driver found it, comes from the byte too: the machine must hold for any finding.
   void local(std::uint8_t byte) {
     if (setup_)
       return setup_step(
@@ -197,12 +199,32 @@ class SenderRun {
       if (state_ == SS::InSession) settled(n == rdmax::fuzz::kSettledAllGood);
       return;
     }
-    step(static_cast<SE>(n), static_cast<ReceiverProof>((byte >> 5) & 3));
+    step(static_cast<SE>(n), rdmax::fuzz::proof_of(byte));
   }
 
   // A received message; none can arrive during the set-up (there is no queue pair).
   void received(SE e, ReceiverProof proof = ReceiverProof::NotDue) {
     if (!setup_) step(e, proof);
+  }
+
+  // The messages of sender keys, found as the driver finds them (sender/session_keys.cpp):
+  // one Challenge is answered in AwaitAccept by a keyed sender, once; its receiver's Proof
+  // is checked once, after it (`good`: the check's result); an Accept before a good Proof,
+  // with a key, is refused.
+  void challenge() {
+    const bool due = has_key_ && state_ == SS::AwaitAccept && !challenged_;
+    if (due) challenged_ = true;
+    received(due || state_ != SS::AwaitAccept ? SE::GotChallenge : SE::GotUnexpected);
+  }
+  void proof(bool good) {
+    if (!(has_key_ && state_ == SS::AwaitAccept && challenged_ && !proven_))
+      return received(SE::GotProof);
+    proven_ = good;
+    received(SE::GotProof, good ? ReceiverProof::Good : ReceiverProof::Wrong);
+  }
+  void accept() {
+    const bool unproven = has_key_ && state_ == SS::AwaitAccept && !proven_;
+    received(SE::GotAccept, unproven ? ReceiverProof::Missing : ReceiverProof::NotDue);
   }
 
  private:
@@ -305,6 +327,9 @@ class SenderRun {
   }
 
   bool has_id_;
+  bool has_key_;
+  bool challenged_ = false;
+  bool proven_ = false;
   std::optional<SetupState> setup_ = SetupState::ResolvingAddress;
   SS state_ = SS::Connecting;
   std::optional<SenderOutcome> outcome_;
@@ -391,7 +416,7 @@ void deliver_to_sender(SenderRun& sender, std::span<const std::uint8_t> bytes) {
   const Message& m = std::get<Message>(result);
   switch (type_of(m)) {
     case MessageType::Accept:
-      return sender.received(SE::GotAccept);
+      return sender.accept();
     case MessageType::Reject: {
       const RejectReason reason = std::get<Reject>(m).reason;
       return sender.received(reason == RejectReason::AuthRequired ||
@@ -400,11 +425,9 @@ void deliver_to_sender(SenderRun& sender, std::span<const std::uint8_t> bytes) {
                                  : SE::GotReject);
     }
     case MessageType::Challenge:
-      return sender.received(SE::GotChallenge);
-    case MessageType::Proof:  // the receiver's, as the driver's check found it
-      return sender.received(SE::GotProof, (std::get<Proof>(m).mac[0] & 1) != 0
-                                               ? ReceiverProof::Good
-                                               : ReceiverProof::Wrong);
+      return sender.challenge();
+    case MessageType::Proof:  // the receiver's: whether it checks good is the mac's low bit
+      return sender.proof((std::get<Proof>(m).mac[0] & 1) != 0);
     case MessageType::Credit:
       return sender.received(SE::GotCredit);
     case MessageType::Secret:
@@ -425,13 +448,15 @@ void deliver_to_sender(SenderRun& sender, std::span<const std::uint8_t> bytes) {
       return sender.received(SE::GotResume);
     case MessageType::Have:
       return sender.received(SE::GotHave);
+    case MessageType::Holds:
+      return sender.received(SE::GotHolds);
     default:
       return sender.received(SE::GotUnexpected);
   }
 }
 
-// Records: a tag byte below 0x80 is one local event (the driver's own results, CM events,
-// timers: byte modulo the event count); a tag from 0x80 up is followed by a little-endian u16
+// Records: a tag byte below 0x80 is one local input (the drivers' own results, CM events,
+// timers: machine_local_inputs.hpp); a tag from 0x80 up is followed by a little-endian u16
 // length and that many bytes, one received SEND. A record cut short by the end of the input
 // takes what is left, so every input means something.
 void run_messages(std::span<const std::uint8_t> input) {

@@ -231,7 +231,8 @@ int main(int argc, char** argv) {
             .event(result_byte(SessionResult::ChunkStored))
             .message(Done{1 << 20})
             .event(result_byte(SessionResult::EntrySettled))
-            .message(Id{"alice"})
+            .message(Id{"alice"})  // unknown: denied
+            .event(event_byte(RE::GotId, IdLookup::Known))
             .event(as_byte(RE::Disconnected))
             .bytes);
   write(root / "fuzz_machines" / "sender-with-id",

@@ -743,7 +743,8 @@ std::vector<Row> auth_rows() {
       {{S::AwaitOpen, E::GotOpen, "RejectedNoKey"},
        [](Rig& r) { r.await_keyed_open(); },
        [](Rig& r) { r.peer(r.open()); },
-       {S::Closing, {reject(R::AuthRequired)}, File::None, End::Disconnects}},
+       {S::Closing, {reject(R::AuthRequired)}, File::None, End::Disconnects},
+       [](Rig& r) { EXPECT_EQ(r.h.transport.live_regions(), 0u); }},
       // Version 1 cannot carry a key: its Hello is told so in words it knows.
       {{S::AwaitOpen, E::GotOpen, "RejectedHelloWhenKeysAreRequired"},
        [](Rig& r) {
@@ -755,6 +756,7 @@ std::vector<Row> auth_rows() {
        [](Rig& r) {
          EXPECT_NE(r.h.transport.sent_of<proto::Reject>().at(0).text.find("key"),
                    std::string::npos);
+         EXPECT_EQ(r.h.transport.live_regions(), 0u);
        }},
       // The receiver proves the key back, before the Accept; still nothing is registered
       // (the window's keys come with the first Take).
@@ -896,8 +898,8 @@ std::vector<Misplaced> misplaced_messages() {
       {"FileAbort", E::GotFileAbort, proto::FileAbort{0, proto::AbortReason::Changed}},
       {"Continue", E::GotContinue, proto::Continue{0, 0}},
   };
-  // Continue and FileAbort are the session's own only where its Open asked for the digest at
-  // the end (7.9): out of place after a denied id.
+  // Continue and FileAbort out of place after a denied id, also in a session whose Open asked
+  // for the digest at the end (7.9), where they are the session's own before the id.
   const std::vector<std::tuple<std::string, E, proto::Message>> digest_at_end{
       {"Continue", E::GotContinue, proto::Continue{0, 0}},
       {"FileAbort", E::GotFileAbort, proto::FileAbort{0, proto::AbortReason::Changed}},

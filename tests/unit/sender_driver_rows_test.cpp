@@ -273,15 +273,19 @@ std::vector<Row> abort_rows() {
        [](Rig& r) { r.h.receive(r.accept, proto::kVersion1); },
        abort_want(S::AwaitAccept, E::ProtocolViolation)},
       // rdma_cm answers each look-up once, during the set-up: one answered again after it is
-      // a failure of our own stack, not the receiver's.
-      {{S::Connecting, E::LocalFailure, "AddressResolvedAgain"},
+      // out of order, as an illegal input is; in Closing it changes nothing.
+      {{S::Connecting, E::ProtocolViolation, "AddressResolvedAgain"},
        [](Rig& r) { r.connecting(); },
        [](Rig& r) { r.h.driver->on_address_resolved(); },
-       cannot_connect},
-      {{S::AwaitAccept, E::LocalFailure, "RouteResolvedAgain"},
+       abort_want(S::Connecting, E::ProtocolViolation)},
+      {{S::AwaitAccept, E::ProtocolViolation, "RouteResolvedAgain"},
        [](Rig& r) { r.await_accept(); },
        [](Rig& r) { r.h.driver->on_route_resolved(); },
-       local},
+       abort_want(S::AwaitAccept, E::ProtocolViolation)},
+      {{S::Closing, E::ProtocolViolation, "AddressResolvedAgain"},
+       [](Rig& r) { r.closing(); },
+       [](Rig& r) { r.h.driver->on_address_resolved(); },
+       {S::Closing, {}, O::Rejected, End::Disconnects}},
   };
   rows.insert(rows.end(), more.begin(), more.end());
   return rows;
@@ -975,6 +979,11 @@ TEST(SenderDriverCoverage, NoTransportBeforeConnect) {
     ASSERT_FALSE(HasFatalFailure());
     EXPECT_FALSE(r.has_transport()) << proto::to_string(s);
     EXPECT_TRUE(r.h.transport.sent.empty()) << proto::to_string(s) << ": something was posted";
+    // A message waiting in the fake transport is not read: no step is taken.
+    const std::size_t logged = r.log.size();
+    r.h.receive(r.accept);
+    EXPECT_EQ(r.h.driver->setup_state(), s);
+    EXPECT_EQ(r.log.since(logged).find("-->"), std::string::npos) << r.log.since(logged);
   }
   Rig r;
   r.reach(S::Connecting);

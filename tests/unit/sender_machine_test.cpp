@@ -213,7 +213,7 @@ void expect_transition(S s, E e, const SenderContext& ctx, S next, Actions actio
   EXPECT_EQ(describe(sender_next(s, e, ctx)), describe(next, actions, outcome, false));
 }
 
-// The same for both contexts.
+// The same in every context.
 void expect_transition(S s, E e, S next, Actions actions, std::optional<O> outcome) {
   for (const SenderContext& ctx : kContexts) expect_transition(s, e, ctx, next, actions, outcome);
 }
@@ -309,7 +309,7 @@ TEST(SenderMachine, AnswersAndCreditsDriveTheEntries) {
 
 TEST(SenderMachine, TheLastEntrySettledEndsTheSession) {
   for (const SenderContext& ctx : kContexts) {
-    SCOPED_TRACE(trace(S::InSession, E::GotWorking, ctx));
+    SCOPED_TRACE(std::string("settled") + (ctx.has_id ? " (id)" : " (no id)"));
     EXPECT_EQ(describe(session_settled(true, ctx)),
               ctx.has_id ? describe(S::AwaitSecret, {A::SendId}, {}, false)
                          : describe(S::Closing, {A::SendBye, A::Disconnect}, O::Success, false));
