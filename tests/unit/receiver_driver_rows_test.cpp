@@ -834,22 +834,12 @@ class ReceiverDriverRows : public ::testing::TestWithParam<Row> {
 
 TEST_P(ReceiverDriverRows, DriverCarriesOutTheRow) {
   const Row& row = GetParam();
-  row.reach(r);
-  ASSERT_FALSE(HasFatalFailure()) << "could not reach " << proto::to_string(row.at.state);
-  const std::size_t sent = r.h.transport.sent.size();
-  const std::size_t logged = r.log.size();
-  row.inject(r);
   // Closing and Closed take some inputs without a step (shut_down(), or anything once
   // Closed): for those the state staying put is the whole row.
   const bool steps =
       row.at.state != S::Closed && !(row.at.state == S::Closing && row.at.event == E::ShuttingDown);
-  if (steps) {
-    const bool took =
-        std::visit([&](auto e) { return r.log.took(logged, row.at.state, e); }, row.at.event.v);
-    EXPECT_TRUE(took) << r.log.since(logged);
-  }
-  r.check(row.want, sent);
-  if (row.also != nullptr) row.also(r);
+  drive_row(r, row.reach, row.inject, steps ? step_of(row.at.state, row.at.event) : "", row.want,
+            row.also);
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, ReceiverDriverRows, ::testing::ValuesIn(all_rows()), row_name<Row>);

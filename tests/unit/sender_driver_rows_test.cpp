@@ -682,27 +682,6 @@ std::vector<Row> all_rows() {
   return rows;
 }
 
-// What every row test does: reach the row's state, raise its input, find the step the
-// driver took in its trace (`step`, "State --Event-->"; empty: none is taken), and check
-// what it did from outside.
-void drive(Rig& r, Step reach, Step inject, const std::string& step, const Want& want, Step also) {
-  reach(r);
-  ASSERT_FALSE(::testing::Test::HasFatalFailure()) << "could not reach the row's state";
-  const std::size_t sent = r.h.transport.sent.size();
-  const std::size_t logged = r.log.size();
-  inject(r);
-  if (!step.empty()) {
-    EXPECT_NE(r.log.since(logged).find(step), std::string::npos) << r.log.since(logged);
-  }
-  r.check(want, sent);
-  if (also != nullptr) also(r);
-}
-
-template <typename State, typename Event>
-std::string step_of(State state, Event event) {
-  return std::string(proto::to_string(state)) + " --" + proto::to_string(event) + "-->";
-}
-
 class SenderDriverRows : public ::testing::TestWithParam<Row> {
  protected:
   Rig r;
@@ -711,8 +690,8 @@ class SenderDriverRows : public ::testing::TestWithParam<Row> {
 TEST_P(SenderDriverRows, DriverCarriesOutTheRow) {
   const Row& row = GetParam();
   // Once Done, messages, ticks and DISCONNECTED are not even dispatched.
-  drive(r, row.reach, row.inject,
-        row.at.state == S::Done ? "" : step_of(row.at.state, row.at.event), row.want, row.also);
+  drive_row(r, row.reach, row.inject,
+            row.at.state == S::Done ? "" : step_of(row.at.state, row.at.event), row.want, row.also);
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, SenderDriverRows, ::testing::ValuesIn(all_rows()), row_name<Row>);
@@ -877,7 +856,7 @@ class SenderDriverSettled : public ::testing::TestWithParam<Settled> {
 
 TEST_P(SenderDriverSettled, EndsTheSession) {
   const Settled& row = GetParam();
-  drive(r, row.reach, row.inject, "InSession --all settled-->", row.want, row.also);
+  drive_row(r, row.reach, row.inject, "InSession --all settled-->", row.want, row.also);
 }
 
 INSTANTIATE_TEST_SUITE_P(Session, SenderDriverSettled, ::testing::ValuesIn(settled_rows()),
@@ -963,7 +942,7 @@ class SenderDriverSetup : public ::testing::TestWithParam<SetupRow> {
 
 TEST_P(SenderDriverSetup, DriverCarriesOutTheRow) {
   const SetupRow& row = GetParam();
-  drive(r, row.reach, row.inject, step_of(row.at.state, row.at.event), row.want, row.also);
+  drive_row(r, row.reach, row.inject, step_of(row.at.state, row.at.event), row.want, row.also);
 }
 
 INSTANTIATE_TEST_SUITE_P(Setup, SenderDriverSetup, ::testing::ValuesIn(setup_rows()),

@@ -2,10 +2,12 @@
 // A row of a machine's transition table as both drivers' rows tests drive it
 // (receiver_driver_rows_test.cpp, sender_driver_rows_test.cpp): the (state, event) it
 // covers, how the driver is brought to the state, how the event is raised, and what the
-// driver must then have done. The names come from the machines' to_string (found by ADL).
+// driver must then have done, and how a row test drives it (drive_row). The names come from
+// the machines' to_string (found by ADL).
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <ostream>
 #include <string>
 
@@ -32,6 +34,30 @@ template <typename State, typename Event, typename Step, typename Want>
 std::ostream& operator<<(std::ostream& out, const TableRow<State, Event, Step, Want>& row) {
   return out << to_string(row.at.state) << " + " << to_string(row.at.event) << " "
              << row.at.variant;
+}
+
+// How a driver's trace names the step a row takes: "State --Event-->".
+template <typename State, typename Event>
+std::string step_of(State state, Event event) {
+  return std::string(to_string(state)) + " --" + to_string(event) + "-->";
+}
+
+// What every row test of either driver does: bring the rig to the row's state, raise its
+// input, find the step the driver took in its trace (`step`; empty: the input takes none),
+// then check what it did from outside (the rig's check of `want`, and the row's own `also`).
+template <typename Rig, typename Step, typename Want>
+void drive_row(Rig& r, Step reach, Step inject, const std::string& step, const Want& want,
+               Step also) {
+  reach(r);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure()) << "could not reach the state of " << step;
+  const std::size_t sent = r.h.transport.sent.size();
+  const std::size_t logged = r.log.size();
+  inject(r);
+  if (!step.empty()) {
+    EXPECT_NE(r.log.since(logged).find(step), std::string::npos) << r.log.since(logged);
+  }
+  r.check(want, sent);
+  if (also != nullptr) also(r);
 }
 
 // The test's name: State_Event, and _variant when there is one.
