@@ -9,6 +9,7 @@ packages=(
   g++ cmake make pkg-config git
   libibverbs-dev librdmacm-dev libssl-dev libcli11-dev libspdlog-dev libgtest-dev
   nlohmann-json3-dev  # rdma-send --json
+  librust-blake3-dev  # BLAKE3's official C sources (common/blake3_sources.cmake)
   libsystemd-dev      # rdma-recv's sd_notify (Type=notify)
   # fuzz build (tests/fuzz): clang, and compiler-rt for libFuzzer and the sanitizers
   clang libclang-rt-dev
@@ -23,6 +24,7 @@ packages=(
   openmpi-bin  # tests/e2e/mpi.sh: rdma-send --shard auto under mpirun
   # the reference for the fs-verity digest (tests compare with `fsverity digest`)
   fsverity
+  b3sum  # and for BLAKE3 (rdma-send --checksum --digest blake3)
   # the Debian package (scripts/build-deb.sh) and its checks; systemd-analyze verifies the
   # unit; bash-completion for the completion test
   dpkg-dev debhelper fakeroot lintian systemd bash-completion
