@@ -16,6 +16,11 @@ enum class ChecksumFormat {
   // backslash, newline or carriage return is written with those as \\, \n and \r, and the
   // line then starts with a backslash.
   Sha256,
+  // `b3sum PATH` (1.x): "<hex>  <path>". A path holding a backslash or newline is written
+  // with those as \\ and \n, and the line then starts with a backslash (carriage returns
+  // stay as they are); a path that is not UTF-8 has each invalid sequence replaced by
+  // U+FFFD, as Rust's lossy conversion does.
+  B3sum,
 };
 
 // The line without its trailing newline.

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <bit>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -13,24 +14,64 @@
 
 #include "common/error.hpp"
 #include "common/mapping_guard.hpp"
+#include "common/blake3_tree.hpp"
 #include "common/merkle.hpp"
 
 namespace rdmax {
 namespace {
 
 // 4 MiB: large enough that taking a segment costs nothing next to hashing it, small enough
-// that a few per thread keep every core busy on a file of tens of megabytes.
+// that a few per thread keep every core busy on a file of tens of megabytes. A whole number
+// of fs-verity groups, and a power of two of BLAKE3 chunks (one subtree per segment).
 constexpr std::uint64_t kSegmentBytes = 8 * merkle::kGroupBytes;
+static_assert(kSegmentBytes % merkle::kGroupBytes == 0 &&
+              std::has_single_bit(kSegmentBytes / blake3::kChunkBytes));
 constexpr unsigned kSegmentsAhead = 4;
+
+// A tree digest's two halves: the nodes of a range, on any thread, and their fold, in file
+// order (common/merkle.hpp, common/blake3_tree.hpp).
+class TreeNodes {
+ public:
+  TreeNodes(proto::DigestAlgorithm algorithm, std::uint64_t size)
+      : blake3_(algorithm == proto::DigestAlgorithm::Blake3), size_(size) {
+    if (!blake3_ && algorithm != proto::DigestAlgorithm::FsVeritySha256)
+      throw std::invalid_argument("not a tree digest");
+  }
+  // On a worker thread; the hasher is the thread's own.
+  void nodes(std::uint64_t offset, std::span<const std::uint8_t> bytes,
+             merkle::BlockHasher& hasher, std::vector<merkle::Node>& out) const {
+    if (blake3_)
+      blake3::nodes(offset, bytes, offset + bytes.size() == size_, out);
+    else
+      hasher.nodes(offset, bytes, out);
+  }
+  void fold(std::span<const merkle::Node> nodes) {
+    if (blake3_)
+      blake3_folder_.add(nodes);
+    else
+      fsverity_folder_.add(nodes);
+  }
+  Digest digest() const {
+    return blake3_ ? blake3_folder_.finish(size_)
+                   : merkle::file_digest(size_, fsverity_folder_.root());
+  }
+
+ private:
+  bool blake3_;
+  std::uint64_t size_;
+  merkle::TreeFolder fsverity_folder_;
+  blake3::Folder blake3_folder_;
+};
 
 // Hashes one segment [offset, offset + length) into `out` on a worker thread. Throws on a
 // failed read.
-using SegmentHasher =
-    std::function<void(std::uint64_t offset, std::size_t length, merkle::BlockHasher& hasher,
-                       std::vector<std::uint8_t>& scratch, std::vector<merkle::Node>& out)>;
+using SegmentHasher = std::function<void(std::uint64_t offset, std::size_t length,
+                                         merkle::BlockHasher& hasher,
+                                         std::vector<std::uint8_t>& scratch,
+                                         std::vector<merkle::Node>& out)>;
 
-Digest parallel_digest(std::uint64_t size, unsigned threads, const SegmentHasher& hash_segment,
-                       const HashProgress& progress,
+Digest parallel_digest(TreeNodes& tree, std::uint64_t size, unsigned threads,
+                       const SegmentHasher& hash_segment, const HashProgress& progress,
                        std::vector<merkle::Node>* all_nodes = nullptr) {
   if (threads == 0) throw std::invalid_argument("hashing needs at least one thread");
   const std::uint64_t segments = (size + kSegmentBytes - 1) / kSegmentBytes;
@@ -96,7 +137,6 @@ Digest parallel_digest(std::uint64_t size, unsigned threads, const SegmentHasher
   const unsigned started = static_cast<unsigned>(std::min<std::uint64_t>(threads, segments));
   for (unsigned i = 0; i < started; ++i) workers.emplace_back(work);
 
-  merkle::TreeFolder folder;
   std::vector<merkle::Node> nodes;
   for (std::uint64_t index = 0; index < segments; ++index) {
     std::exception_ptr error;
@@ -111,37 +151,40 @@ Digest parallel_digest(std::uint64_t size, unsigned threads, const SegmentHasher
     }
     changed.notify_all();
     if (error) std::rethrow_exception(error);
-    folder.add(nodes);
+    tree.fold(nodes);
     if (all_nodes != nullptr) all_nodes->insert(all_nodes->end(), nodes.begin(), nodes.end());
     if (progress) progress(std::min(size, (index + 1) * kSegmentBytes));
   }
-  return merkle::file_digest(size, folder.root());
+  return tree.digest();
 }
 
 }  // namespace
 
-Digest fsverity_digest_of_mapping(std::span<const std::uint8_t> mapping, unsigned threads,
-                                  const HashProgress& progress) {
+Digest tree_digest_of_mapping(proto::DigestAlgorithm algorithm,
+                              std::span<const std::uint8_t> mapping, unsigned threads,
+                              const HashProgress& progress) {
   SigbusScope scope;
-  auto hash_segment = [mapping](std::uint64_t offset, std::size_t length,
-                                merkle::BlockHasher& hasher, std::vector<std::uint8_t>&,
-                                std::vector<merkle::Node>& out) {
+  TreeNodes tree(algorithm, mapping.size());
+  auto hash_segment = [mapping, &tree](std::uint64_t offset, std::size_t length,
+                                       merkle::BlockHasher& hasher, std::vector<std::uint8_t>&,
+                                       std::vector<merkle::Node>& out) {
     // The guarded read may be left by a jump: it only hashes into storage reserved here.
     out.reserve(length / merkle::kBlockSize + 1);
     struct Read {
+      const TreeNodes* tree;
       merkle::BlockHasher* hasher;
       std::uint64_t offset;
       std::span<const std::uint8_t> bytes;
       std::vector<merkle::Node>* out;
       const char* error;
-    } read{&hasher, offset, mapping.subspan(static_cast<std::size_t>(offset), length), &out,
-           nullptr};
+    } read{&tree, &hasher, offset, mapping.subspan(static_cast<std::size_t>(offset), length),
+           &out, nullptr};
     const bool whole = read_mapping_guarded(
         read.bytes,
         [](void* context) {
           auto* r = static_cast<Read*>(context);
           try {
-            r->hasher->nodes(r->offset, r->bytes, *r->out);
+            r->tree->nodes(r->offset, r->bytes, *r->hasher, *r->out);
           } catch (...) {
             r->error = "hashing failed";
           }
@@ -154,22 +197,19 @@ Digest fsverity_digest_of_mapping(std::span<const std::uint8_t> mapping, unsigne
     }
     if (read.error != nullptr) throw std::runtime_error(read.error);
   };
-  return parallel_digest(mapping.size(), threads, hash_segment, progress);
+  return parallel_digest(tree, mapping.size(), threads, hash_segment, progress);
 }
 
-Digest fsverity_digest_of_file(int fd, std::uint64_t size, unsigned threads,
-                               const HashProgress& progress) {
-  std::vector<merkle::Node>* no_nodes = nullptr;
-  return fsverity_digest_of_file(fd, size, threads, no_nodes, progress);
-}
-
-Digest fsverity_digest_of_file(int fd, std::uint64_t size, unsigned threads,
-                               std::vector<merkle::Node>* nodes, const HashProgress& progress) {
+Digest tree_digest_of_file(proto::DigestAlgorithm algorithm, int fd, std::uint64_t size,
+                           unsigned threads, std::vector<merkle::Node>* nodes,
+                           const HashProgress& progress) {
   // Advisory only (doubles the readahead window); failure changes nothing but speed.
   (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  auto hash_segment = [fd, size](std::uint64_t offset, std::size_t length,
-                                 merkle::BlockHasher& hasher, std::vector<std::uint8_t>& scratch,
-                                 std::vector<merkle::Node>& out) {
+  TreeNodes tree(algorithm, size);
+  auto hash_segment = [fd, size, &tree](std::uint64_t offset, std::size_t length,
+                                        merkle::BlockHasher& hasher,
+                                        std::vector<std::uint8_t>& scratch,
+                                        std::vector<merkle::Node>& out) {
     scratch.resize(length);
     std::size_t got = 0;
     while (got < length) {
@@ -185,9 +225,9 @@ Digest fsverity_digest_of_file(int fd, std::uint64_t size, unsigned threads,
       }
       got += static_cast<std::size_t>(n);
     }
-    hasher.nodes(offset, std::span<const std::uint8_t>(scratch.data(), length), out);
+    tree.nodes(offset, std::span<const std::uint8_t>(scratch.data(), length), hasher, out);
   };
-  return parallel_digest(size, threads, hash_segment, progress, nodes);
+  return parallel_digest(tree, size, threads, hash_segment, progress, nodes);
 }
 
 }  // namespace rdmax

@@ -1,6 +1,6 @@
 #pragma once
-// The sender's hashing pass: the fs-verity digest (common/merkle.hpp) of a file on several
-// threads, reading it once, with memory bounded whatever its size.
+// The sender's hashing pass: the fs-verity digest (common/merkle.hpp) or BLAKE3
+// (common/blake3_tree.hpp) of a file on several threads, reading it once, with memory bounded whatever its size.
 //
 // How: the file is cut into segments (a few whole tree groups each). Worker threads take
 // segments in order and hash them into tree nodes; the calling thread folds the nodes in
@@ -27,19 +27,39 @@ struct FileDigest {
 
 using HashProgress = std::function<void(std::uint64_t bytes_done)>;
 
+// The tree digests, `algorithm` FsVeritySha256 or Blake3 (std::invalid_argument otherwise):
+// the segments are hashed on `threads` threads into tree nodes (common/merkle.hpp,
+// common/blake3_tree.hpp) and folded in file order.
+//
 // The digest of a read-only mapping of the whole file, hashed in place. A file truncated
 // meanwhile is reported as an exception ("the file shrank while it was being hashed").
-Digest fsverity_digest_of_mapping(std::span<const std::uint8_t> mapping, unsigned threads,
-                                  const HashProgress& progress = {});
-
+Digest tree_digest_of_mapping(proto::DigestAlgorithm algorithm,
+                              std::span<const std::uint8_t> mapping, unsigned threads,
+                              const HashProgress& progress = {});
 // The digest of the first `size` bytes of `fd`, read with pread (independent of the file
-// offset), for files that cannot be mapped. Throws if the file is shorter than `size`.
-Digest fsverity_digest_of_file(int fd, std::uint64_t size, unsigned threads,
-                               const HashProgress& progress = {});
-// The same, and the tree nodes of those bytes in file order (common/merkle.hpp), appended to
-// `nodes` when it is given: what a tree over a longer file continues from (the sender's
-// check of a prefix the receiver holds, docs/PROTOCOL.md 7.9).
-Digest fsverity_digest_of_file(int fd, std::uint64_t size, unsigned threads,
-                               std::vector<merkle::Node>* nodes, const HashProgress& progress = {});
+// offset), for files that cannot be mapped. Throws if the file is shorter than `size`. With
+// `nodes`, the tree nodes of those bytes in file order are appended to it: what a tree over
+// a longer file continues from (the sender's check of a prefix the receiver holds,
+// docs/PROTOCOL.md 7.9).
+Digest tree_digest_of_file(proto::DigestAlgorithm algorithm, int fd, std::uint64_t size,
+                           unsigned threads, std::vector<merkle::Node>* nodes = nullptr,
+                           const HashProgress& progress = {});
+
+inline Digest fsverity_digest_of_mapping(std::span<const std::uint8_t> mapping, unsigned threads,
+                                         const HashProgress& progress = {}) {
+  return tree_digest_of_mapping(proto::DigestAlgorithm::FsVeritySha256, mapping, threads,
+                                progress);
+}
+inline Digest fsverity_digest_of_file(int fd, std::uint64_t size, unsigned threads,
+                                      const HashProgress& progress = {}) {
+  return tree_digest_of_file(proto::DigestAlgorithm::FsVeritySha256, fd, size, threads, nullptr,
+                             progress);
+}
+inline Digest fsverity_digest_of_file(int fd, std::uint64_t size, unsigned threads,
+                                      std::vector<merkle::Node>* nodes,
+                                      const HashProgress& progress = {}) {
+  return tree_digest_of_file(proto::DigestAlgorithm::FsVeritySha256, fd, size, threads, nodes,
+                             progress);
+}
 
 }  // namespace rdmax

@@ -5,7 +5,8 @@
 // sender/session_digests.cpp). Two strategies behind one interface:
 // - whole-file SHA-256 is one sequential stream over the chunks in file order: one queue,
 //   so one chunk's hash overlaps another's write while both stay in order;
-// - the fs-verity digest hashes each chunk's blocks independently (common/merkle.hpp): the
+// - the fs-verity digest and BLAKE3 (common/merkle.hpp, common/blake3_tree.hpp) hash each
+//   chunk independently into tree nodes: the
 //   chunks are spread over one queue per pool thread and hashed in any order, on every
 //   core; their tree nodes come back with the chunk and are folded, in file order, by
 //   fold() as the owner stores the chunks. Memory: the nodes of the chunks outstanding (32
@@ -37,7 +38,10 @@ class FileHasher {
   // A chunk is hashed: its tree nodes (fs-verity; none for SHA-256), or why it could not be.
   using Hashed = std::function<void(std::vector<merkle::Node> nodes, const std::string& error)>;
 
-  static std::unique_ptr<FileHasher> make(WorkPool& pool, proto::DigestAlgorithm algorithm);
+  // `file_size`: the whole file's, whatever part of it is hashed here (BLAKE3's last chunk
+  // and a file in one chunk are hashed by where the file ends).
+  static std::unique_ptr<FileHasher> make(WorkPool& pool, proto::DigestAlgorithm algorithm,
+                                          std::uint64_t file_size);
   virtual ~FileHasher() = default;
 
   // Hashes `bytes`, the file's bytes at `offset`, and calls `done` on the loop. For SHA-256

@@ -7,8 +7,10 @@ namespace rdmax::proto {
 std::optional<AcceptProblem> check_accept(const Accept& accept, DigestAlgorithm algorithm,
                                           std::uint64_t resumed_from) {
   if (accept.slot_size > kSenderMaxSlotSize) return AcceptProblem::SlotTooLarge;
-  // The tree's blocks must not straddle chunks.
+  // The tree's blocks (BLAKE3's chunks) must not straddle chunks.
   if (algorithm == DigestAlgorithm::FsVeritySha256 && accept.slot_size % kFsVerityBlockSize != 0)
+    return AcceptProblem::SlotNotBlockMultiple;
+  if (algorithm == DigestAlgorithm::Blake3 && accept.slot_size % kBlake3ChunkBytes != 0)
     return AcceptProblem::SlotNotBlockMultiple;
   if (resumed_from > 0 && (accept.slot_size == 0 || resumed_from % accept.slot_size != 0))
     return AcceptProblem::ResumeNotAligned;

@@ -121,9 +121,14 @@ enum class DigestAlgorithm : std::uint8_t {
   // The fs-verity file digest: a Merkle tree of SHA-256 over 4096-byte blocks, no salt
   // (docs/PROTOCOL.md 7.4). Chunks must then start on 4096-byte boundaries.
   FsVeritySha256 = 2,
+  // BLAKE3's standard hash of the file, what `b3sum` prints (docs/PROTOCOL.md 7.10). Only a
+  // session's: an Open names it with kExtensionDigestAlgorithm, never in a fixed field.
+  Blake3 = 3,
 };
 // The block size of FsVeritySha256's tree: with it, Accept.slot_size must be a multiple.
 inline constexpr std::uint32_t kFsVerityBlockSize = 4096;
+// BLAKE3's chunk: with Blake3, Accept.slot_size must be a multiple (7.10).
+inline constexpr std::uint32_t kBlake3ChunkBytes = 1024;
 
 // Hello.keepalive_ms: 0 (no keepalives) or within these bounds.
 inline constexpr std::uint32_t kMinKeepaliveMs = 100;
@@ -151,6 +156,13 @@ inline constexpr std::uint16_t kExtensionSenderKey = 0x0002;
 // digest in its FileDone; I may abandon such an entry (FileAbort); tell me what you hold at
 // its path (Holds) and I say where to continue (Continue)" (docs/PROTOCOL.md 7.9).
 inline constexpr std::uint16_t kExtensionDigestAtEnd = 0x8003;
+// In an Open, one byte, must-understand: every file of the session is digested by the
+// algorithm it names (3, BLAKE3) instead of Open.digest_algorithm, which is then 2
+// (docs/PROTOCOL.md 7.10). A receiver that does not know it refuses the Open, and the sender
+// connects again with the fs-verity digest: no receiver ever meets an algorithm byte it
+// does not know. The codec lifts it into Open.digest_algorithm (decode) and writes it from
+// there (encode): Open.extensions never holds it.
+inline constexpr std::uint16_t kExtensionDigestAlgorithm = 0x8004;
 inline constexpr std::size_t kNonceBytes = 32;
 using Nonce = std::array<std::uint8_t, kNonceBytes>;
 

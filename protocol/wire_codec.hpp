@@ -94,6 +94,10 @@ inline const char* extensions_problem(const std::vector<HelloExtension>& extensi
       return "sender-key extension not a nonce and an id of 1..256 bytes";
     else if (e.type == kExtensionDigestAtEnd && !e.value.empty())
       return "digest-at-end extension with a value";
+    else if (e.type == kExtensionDigestAlgorithm)
+      // Lifted into Open.digest_algorithm by the decoder when well formed (7.10): one left
+      // here is not, or is a second one.
+      return "digest-algorithm extension not once, one byte 3, beside digest_algorithm 2";
   return nullptr;
 }
 
@@ -122,10 +126,19 @@ inline bool is_known(ErrorCode code) {
   auto v = static_cast<std::uint16_t>(code);
   return v >= 1 && v <= 6;
 }
+// The algorithms a fixed digest_algorithm field may name (a Hello's, an Open's).
 inline bool is_known(DigestAlgorithm algorithm) {
   return algorithm == DigestAlgorithm::WholeFileSha256 ||
          algorithm == DigestAlgorithm::FsVeritySha256;
 }
+// And what a session may use: those, or one kExtensionDigestAlgorithm names (7.10).
+inline bool is_known_for_session(DigestAlgorithm algorithm) {
+  return is_known(algorithm) || algorithm == DigestAlgorithm::Blake3;
+}
+// The algorithm an Open's fixed field carries when kExtensionDigestAlgorithm names another.
+inline constexpr DigestAlgorithm kAlgorithmBesideExtension = DigestAlgorithm::FsVeritySha256;
+// kExtensionDigestAlgorithm's size: one byte, the algorithm.
+inline constexpr std::size_t kDigestAlgorithmExtensionBytes = kExtensionHeaderBytes + 1;
 inline bool is_known(WorkPhase phase) {
   auto v = static_cast<std::uint8_t>(phase);
   return v >= 1 && v <= 3;

@@ -1,6 +1,7 @@
 // The decoder of protocol/wire.hpp: the header, then each type's payload, checked against
 // every static rule before anything is believed (docs/PROTOCOL.md 2, "Decoding rules").
 
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -61,6 +62,20 @@ std::optional<DecodeFailure> read_extensions(ByteReader& r, const char* message,
     out.push_back(std::move(e));
   }
   return std::nullopt;
+}
+
+// An Open's kExtensionDigestAlgorithm, when it is the only one, one byte naming BLAKE3, beside
+// a fixed field of 2, becomes Open.digest_algorithm (7.10). Any other use stays in
+// Open.extensions, where field_problem() finds it: a BadField.
+void lift_digest_algorithm(Open& m) {
+  const auto named = [](const HelloExtension& e) { return e.type == kExtensionDigestAlgorithm; };
+  if (std::count_if(m.extensions.begin(), m.extensions.end(), named) != 1) return;
+  const auto it = std::find_if(m.extensions.begin(), m.extensions.end(), named);
+  if (it->value.size() != 1 || m.digest_algorithm != kAlgorithmBesideExtension ||
+      static_cast<DigestAlgorithm>(it->value[0]) != DigestAlgorithm::Blake3)
+    return;
+  m.digest_algorithm = DigestAlgorithm::Blake3;
+  m.extensions.erase(it);
 }
 
 // Parses the payload of a known type. Field reads cannot fail once the size checks passed,
@@ -219,6 +234,11 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       if (auto f = read_extensions(r, "Open", m.extensions)) return *f;
       if (reserved8 != 0 || reserved16 != 0)
         return fail(DecodeError::BadReserved, "Open.reserved is not zero");
+      // The fixed field never names what only the extension may (field_problem() below
+      // cannot tell the two apart once lifted).
+      if (!is_known(m.digest_algorithm))
+        return fail(DecodeError::BadField, "Open.digest_algorithm unknown");
+      lift_digest_algorithm(m);
       return m;
     }
     case MessageType::Offer: {

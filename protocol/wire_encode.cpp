@@ -31,7 +31,10 @@ std::size_t payload_size(const Message& message, std::uint16_t version) {
           [](const Bye&) { return std::size_t{0}; },
           [](const Error& m) { return kCodeAndTextFixedBytes + m.text.size(); },
           [](const Working&) { return kWorkingBytes; },
-          [](const Open& m) { return kOpenBytes + extensions_size(m.extensions); },
+          [](const Open& m) {
+            return kOpenBytes + extensions_size(m.extensions) +
+                   (is_known(m.digest_algorithm) ? 0 : kDigestAlgorithmExtensionBytes);
+          },
           [](const Offer& m) { return kOfferFixedBytes + m.path.size(); },
           [](const Take&) { return kTakeBytes; },
           [](const Refuse& m) { return kRefuseFixedBytes + m.text.size(); },
@@ -140,7 +143,11 @@ void write_payload(ByteWriter& w, const Message& message, std::uint16_t version)
                    w.u64(m.stored_bytes);
                  },
                  [&](const Open& m) {
-                   w.u8(static_cast<std::uint8_t>(m.digest_algorithm));
+                   // An algorithm only the extension can name goes there, after the
+                   // others; the fixed field says fs-verity (7.10).
+                   const bool named = !is_known(m.digest_algorithm);
+                   w.u8(static_cast<std::uint8_t>(named ? kAlgorithmBesideExtension
+                                                        : m.digest_algorithm));
                    w.u8(0);  // reserved
                    w.u16(0);
                    w.u32(m.keepalive_ms);
@@ -148,6 +155,11 @@ void write_payload(ByteWriter& w, const Message& message, std::uint16_t version)
                    w.u32(m.entry_count);
                    w.u64(m.total_bytes);
                    write_extensions(w, m.extensions);
+                   if (named) {
+                     w.u16(kExtensionDigestAlgorithm);
+                     w.u16(1);
+                     w.u8(static_cast<std::uint8_t>(m.digest_algorithm));
+                   }
                  },
                  [&](const Offer& m) {
                    w.u32(m.entry);
@@ -262,11 +274,13 @@ const char* codec::field_problem(const Message& message) {
             return is_known(m.phase) ? nullptr : "Working.phase unknown";
           },
           [](const Open& m) -> const char* {
-            if (!is_known(m.digest_algorithm)) return "Open.digest_algorithm unknown";
+            if (!is_known_for_session(m.digest_algorithm)) return "Open.digest_algorithm unknown";
             if (m.keepalive_ms != 0 && !in_range(m.keepalive_ms, kMinKeepaliveMs, kMaxKeepaliveMs))
               return "Open.keepalive_ms not 0 or in 100..60000";
             if (m.entry_count == 0) return "Open.entry_count is 0";
-            if (kOpenBytes + extensions_size(m.extensions) > kMaxMessageSize - kHeaderSize)
+            if (kOpenBytes + extensions_size(m.extensions) +
+                    (is_known(m.digest_algorithm) ? 0 : kDigestAlgorithmExtensionBytes) >
+                kMaxMessageSize - kHeaderSize)
               return "Open does not fit one message";
             return extensions_problem(m.extensions);
           },

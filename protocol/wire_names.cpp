@@ -152,6 +152,8 @@ const char* to_string(DigestAlgorithm algorithm) {
       return "sha256";
     case DigestAlgorithm::FsVeritySha256:
       return "fsverity-sha256";
+    case DigestAlgorithm::Blake3:
+      return "blake3";
   }
   return "unknown";
 }

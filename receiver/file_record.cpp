@@ -10,6 +10,7 @@
 #include "common/fd.hpp"
 #include "common/file_digest.hpp"
 #include "common/sha256.hpp"
+#include "protocol/wire_codec.hpp"
 
 namespace rdmax::receiver {
 
@@ -35,9 +36,7 @@ std::optional<FileRecord> read_record(int fd) {
   if (n != static_cast<ssize_t>(kBytes) || raw[0] != kRecordFormat) return std::nullopt;
   FileRecord r;
   r.algorithm = static_cast<proto::DigestAlgorithm>(raw[1]);
-  if (r.algorithm != proto::DigestAlgorithm::WholeFileSha256 &&
-      r.algorithm != proto::DigestAlgorithm::FsVeritySha256)
-    return std::nullopt;
+  if (!proto::codec::is_known_for_session(r.algorithm)) return std::nullopt;
   std::memcpy(r.digest.data(), raw + 2, 32);
   r.size = get(raw + 34, 8);
   r.mtime_sec = static_cast<std::int64_t>(get(raw + 42, 8));
@@ -61,8 +60,8 @@ bool record_matches(const FileRecord& record, const struct stat& st) {
 }
 
 proto::Digest digest_of_file(int fd, std::uint64_t size, proto::DigestAlgorithm algorithm) {
-  if (algorithm == proto::DigestAlgorithm::FsVeritySha256)
-    return fsverity_digest_of_file(fd, size, 1);
+  if (algorithm != proto::DigestAlgorithm::WholeFileSha256)
+    return tree_digest_of_file(algorithm, fd, size, 1);
   return sha256_of_file(fd, size);
 }
 

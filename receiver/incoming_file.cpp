@@ -22,14 +22,16 @@ IncomingFile::IncomingFile(WorkPool& pool, int dir_fd, std::string path, bool ov
       path_(std::move(path)),
       overwrite_(overwrite),
       algorithm_(algorithm),
-      hasher_(FileHasher::make(pool, algorithm)),
+      pool_(pool),
       disk_(pool) {}
 
 bool IncomingFile::idle() const {
-  return disk_.idle() && hasher_->idle();
+  return disk_.idle() && (!hasher_ || hasher_->idle());
 }
 
 void IncomingFile::create(std::uint64_t size, SpaceReservations& space, Done done) {
+  // Here, where the size is known: BLAKE3 hashes a chunk by where the file ends.
+  hasher_ = FileHasher::make(pool_, algorithm_, size);
   // A partial pays off only for a file of more than one chunk.
   if (resume_.partials != nullptr && algorithm_ == proto::DigestAlgorithm::FsVeritySha256 &&
       resume_.align > 0 && size > resume_.align)
@@ -230,7 +232,7 @@ void IncomingFile::record_digest(const std::optional<Metadata>& metadata) {
 void IncomingFile::stop_jobs() {
   discarded_ = true;
   disk_.cancel();
-  hasher_->cancel();
+  if (hasher_) hasher_->cancel();
   stores_.clear();  // their jobs were cancelled, or their results no longer matter
 }
 
@@ -250,7 +252,8 @@ void IncomingFile::discard() {
 void IncomingFile::keep() {
   if (discarded_) return;
   // Nothing stored, nothing resumed: nothing worth keeping.
-  if (!progress_ || !progress_->worth_keeping() || hasher_->has_gap()) return discard();
+  if (!progress_ || !progress_->worth_keeping() || !hasher_ || hasher_->has_gap())
+    return discard();
   stop_jobs();
   auto undurable = std::make_shared<ResumeProgress::Undurable>(progress_->keep());
   disk_.post(

@@ -165,7 +165,9 @@ class IncomingFile {
   std::optional<ResumeProgress> progress_;
   // Last: destroyed first, so no job outlives what it uses (they cancel what has not
   // started; the owner waited for idle() before destroying this).
-  std::unique_ptr<FileHasher> hasher_;  // fed by store(), folded by finish_stores()
+  WorkPool& pool_;
+  // Made by create(); fed by store(), folded by finish_stores().
+  std::unique_ptr<FileHasher> hasher_;
   WorkQueue disk_;
 };
 

@@ -28,9 +28,10 @@ Digest compute(InputFile& file, const HashingSettings& settings) {
   }
   const bool mapped = mapping.size() == file.size();
   Digest digest;
-  if (settings.algorithm == proto::DigestAlgorithm::FsVeritySha256) {
-    digest = mapped ? fsverity_digest_of_mapping(mapping, settings.threads, show)
-                    : fsverity_digest_of_file(file.fd(), file.size(), settings.threads, show);
+  if (settings.algorithm != proto::DigestAlgorithm::WholeFileSha256) {  // a tree: every core
+    digest = mapped ? tree_digest_of_mapping(settings.algorithm, mapping, settings.threads, show)
+                    : tree_digest_of_file(settings.algorithm, file.fd(), file.size(),
+                                          settings.threads, nullptr, show);
   } else {
     digest =
         mapped ? sha256_of_mapping(mapping, show) : sha256_of_file(file.fd(), file.size(), show);

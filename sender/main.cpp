@@ -78,10 +78,11 @@ int print_checksums(const sender::SenderOptions& options) {
     try {
       const auto pass = sender::hash_file(
           *file, {options.digest, options.hash_threads, progress, batch ? &*batch : nullptr});
-      const std::string line = checksum_line(
+      const ChecksumFormat format =
           options.digest == proto::DigestAlgorithm::FsVeritySha256 ? ChecksumFormat::FsVerity
-                                                                   : ChecksumFormat::Sha256,
-          pass.digest.value, path);
+          : options.digest == proto::DigestAlgorithm::Blake3       ? ChecksumFormat::B3sum
+                                                                   : ChecksumFormat::Sha256;
+      const std::string line = checksum_line(format, pass.digest.value, path);
       std::fwrite(line.data(), 1, line.size(), stdout);
       std::fputc('\n', stdout);
       std::fflush(stdout);

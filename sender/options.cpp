@@ -63,8 +63,11 @@ it as plain lines elsewhere, --no-progress hides it. Logs go to stderr; stdout c
 The digest (--digest): "fsverity" (default) is the fs-verity file digest,
 SHA-256 over 4 KiB blocks as a Merkle tree, hashed on every core at both
 ends; `rdma-send --checksum FILE` prints it exactly as
-`fsverity digest --hash-alg=sha256 --block-size=4096 FILE` does. "sha256" is
-the whole file's SHA-256, as `sha256sum FILE` prints it (one core per end).
+`fsverity digest --hash-alg=sha256 --block-size=4096 FILE` does. "blake3" is
+BLAKE3, as `b3sum FILE` prints it, also hashed on every core and about a
+quarter of fs-verity's CPU time; a receiver without it (an older release) is
+sent the fs-verity digest instead, and rdma-send says so. "sha256" is the whole
+file's SHA-256, as `sha256sum FILE` prints it (one core per end).
 A receiver older than protocol version 2 knows only "sha256": rdma-send then
 falls back to it and says so. Digests are cached per file (device, inode,
 size, times) under ~/.cache/rdmax, so an unchanged file is not hashed again.
@@ -210,12 +213,14 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
   std::string digest = "fsverity";
   app.add_option("--digest", digest,
                  "how the file is verified: fsverity (the fs-verity SHA-256 digest, hashed on "
-                 "every core; default) or sha256 (the whole file's SHA-256, as sha256sum)")
-      ->check(cli::one_of({"fsverity", "sha256"}))
-      ->option_text("fsverity|sha256");
+                 "every core; default), blake3 (BLAKE3, as b3sum, hashed on every core; a "
+                 "receiver without it gets fsverity) or sha256 (the whole file's SHA-256, as "
+                 "sha256sum)")
+      ->check(cli::one_of({"fsverity", "blake3", "sha256"}))
+      ->option_text("fsverity|blake3|sha256");
   o.hash_threads = std::max(1u, std::thread::hardware_concurrency());
   app.add_option("--hash-threads", o.hash_threads,
-                 "threads that hash the file before sending (fsverity digest only)")
+                 "threads that hash the file before sending (fsverity and blake3 digests)")
       ->default_str("the online CPUs")
       ->check(cli::number_in(1, 1024));
   bool no_cache = false;
@@ -224,7 +229,8 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
                "unchanged file from ~/.cache/rdmax/digests)");
   app.add_flag("--checksum", o.checksum,
                "print each FILE's digest, in the format of the reference tool (fsverity "
-               "digest, or sha256sum with --digest sha256), and connect nowhere");
+               "digest; b3sum with --digest blake3; sha256sum with --digest sha256), and "
+               "connect nowhere");
   app.add_flag("--check", o.check,
                "check, one line each, what a transfer to HOST needs (device, port, route, "
                "memlock limit, a receiver answering), send nothing, and exit 0 if all passed");
@@ -244,8 +250,10 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
   if (!o.key_file) {
     if (auto path = env("RDMAX_KEY_FILE"); path && !path->empty()) o.key_file = std::move(*path);
   }
-  o.digest = CLI::detail::to_lower(digest) == "sha256" ? proto::DigestAlgorithm::WholeFileSha256
-                                                       : proto::DigestAlgorithm::FsVeritySha256;
+  const std::string digest_name = CLI::detail::to_lower(digest);
+  o.digest = digest_name == "sha256"   ? proto::DigestAlgorithm::WholeFileSha256
+             : digest_name == "blake3" ? proto::DigestAlgorithm::Blake3
+                                       : proto::DigestAlgorithm::FsVeritySha256;
   o.digest_cache = !no_cache;
   if (bwlimit) {
     o.bwlimit = parse_rate(*bwlimit);

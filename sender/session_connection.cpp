@@ -287,8 +287,16 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
                     proto::describe_refusal(m->reason, m->text, proto::RefusalScope::Session));
       return dispatch({Event::GotRejectAuth, {}});
     }
-    // A receiver that does not know the digest at the end refuses it as an unknown
-    // must-understand extension (7.9): the command sends the files again, digests first.
+    // A receiver that does not know BLAKE3 or the digest at the end refuses the Open as
+    // carrying an unknown must-understand extension (7.10, 7.9): the command sends the files
+    // again without BLAKE3 first, then without the digest at the end.
+    if (m->reason == proto::RejectReason::UnsupportedVersion &&
+        message_version == proto::kVersion2 &&
+        open_sent_.digest_algorithm == proto::DigestAlgorithm::Blake3) {
+      spdlog::warn("[{}] the receiver does not take BLAKE3: the fs-verity digest instead", label());
+      digest_algorithm_refused_ = true;
+      return dispatch({Event::GotReject, {}});
+    }
     if (m->reason == proto::RejectReason::UnsupportedVersion &&
         message_version == proto::kVersion2 && asks_digest_at_end()) {
       spdlog::warn("[{}] the receiver does not take the digest at the end: hashing first", label());

@@ -131,6 +131,11 @@ class SessionConnection final : public DriverCore {
   // The receiver refused the digest at the end (docs/PROTOCOL.md 7.9): a version-2
   // Reject(UnsupportedVersion) of our Open that asked for it.
   bool digest_at_end_refused() const { return digest_at_end_refused_; }
+  // The receiver refused BLAKE3 (docs/PROTOCOL.md 7.10): a version-2
+  // Reject(UnsupportedVersion) of our Open that named it. Checked before the digest at the
+  // end: a receiver that knows neither refuses whichever it meets first, and the command
+  // drops one per try, the newer first.
+  bool digest_algorithm_refused() const { return digest_algorithm_refused_; }
 
  private:
   using Event = proto::SenderEvent;
@@ -256,6 +261,7 @@ class SessionConnection final : public DriverCore {
   std::vector<std::pair<std::uint32_t, proto::AbortReason>> aborts_;  // posted by pump()
   std::optional<WorkQueue> checks_;  // Holds: our own prefix hashed
   bool digest_at_end_refused_ = false;
+  bool digest_algorithm_refused_ = false;
 };
 
 }  // namespace rdmax::sender

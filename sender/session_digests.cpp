@@ -32,7 +32,8 @@ const char* why_abandoned(proto::AbortReason reason) {
 void SessionConnection::hash_in_flight(const proto::SessionSendLedger::Planned& c,
                                        std::span<const std::uint8_t> bytes) {
   InFlightDigest& d = digests_[c.entry];  // made by start_tree_at() for a resumed file
-  if (!d.hasher) d.hasher = FileHasher::make(*settings_.pool, plan_.algorithm);
+  if (!d.hasher)
+    d.hasher = FileHasher::make(*settings_.pool, plan_.algorithm, entry(c.entry).size);
   if (!d.opened && d.failure.empty()) {
     try {
       d.opened = identity_of(input(c.entry).fd());
@@ -84,7 +85,7 @@ std::optional<Digest> SessionConnection::digest_at_end(std::uint32_t local) {
   auto it = digests_.find(local);
   if (it == digests_.end()) {  // an empty file has no chunk
     if (entry(local).size != 0) return std::nullopt;
-    entry(local).digest = FileHasher::make(*settings_.pool, plan_.algorithm)->finish(0);
+    entry(local).digest = FileHasher::make(*settings_.pool, plan_.algorithm, 0)->finish(0);
     return entry(local).digest;
   }
   InFlightDigest& d = it->second;
@@ -149,8 +150,12 @@ void SessionConnection::check_holds(const proto::Holds& holds) {
       [result, path, algorithm, threads, length = holds.length] {
         try {
           InputFile file(path);
-          if (algorithm == proto::DigestAlgorithm::FsVeritySha256)
-            result->digest = fsverity_digest_of_file(file.fd(), length, threads, &result->nodes);
+          // A prefix's nodes, to continue the tree from, exist only for fs-verity: a BLAKE3
+          // or SHA-256 Holds is of the whole file (checked above).
+          if (algorithm != proto::DigestAlgorithm::WholeFileSha256)
+            result->digest = tree_digest_of_file(
+                algorithm, file.fd(), length, threads,
+                algorithm == proto::DigestAlgorithm::FsVeritySha256 ? &result->nodes : nullptr);
           else
             result->digest = sha256_of_file(file.fd(), length);
         } catch (const std::exception& e) {
@@ -196,7 +201,7 @@ void SessionConnection::start_tree_at(std::uint32_t local, std::uint64_t offset)
   continued_.erase(it);
   if (offset == 0) return;  // a Take: the tree starts from nothing
   InFlightDigest& d = digests_[local];
-  d.hasher = FileHasher::make(*settings_.pool, plan_.algorithm);
+  d.hasher = FileHasher::make(*settings_.pool, plan_.algorithm, entry(local).size);
   // The receiver may resume below what it held (it checked its partial again): our nodes
   // are cut there, at a chunk boundary.
   const std::uint64_t cut = merkle::cut_nodes(nodes, offset, accept_.slot_size);

@@ -207,6 +207,11 @@ void SessionRun::on_cm_events() {
   }
 }
 
+bool SessionRun::digest_algorithm_refused() const {
+  return std::any_of(links_.begin(), links_.end(),
+                     [](const auto& l) { return l->driver->digest_algorithm_refused(); });
+}
+
 bool SessionRun::digest_at_end_refused() const {
   return std::any_of(links_.begin(), links_.end(),
                      [](const auto& l) { return l->driver->digest_at_end_refused(); });

@@ -53,6 +53,8 @@ class SessionRun {
   // A receiver refused the digest at the end (a version-2 Reject(UnsupportedVersion) of an
   // Open that asked for it): the command hashes its files first and sends them again.
   bool digest_at_end_refused() const;
+  // Or BLAKE3 (docs/PROTOCOL.md 7.10): the files go again with the fs-verity digest.
+  bool digest_algorithm_refused() const;
 
  private:
   std::uint64_t bytes_there() const;  // and what the receiver had before (resume)

@@ -202,7 +202,7 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
   // --digest-at-end (docs/PROTOCOL.md 7.9): nothing is read before the connection but the
   // digest cache. Not with --inject-corruption, whose flipped byte the digest must miss.
   const bool at_end = options.digest_at_end &&
-                      plan.algorithm == proto::DigestAlgorithm::FsVeritySha256 &&
+                      plan.algorithm != proto::DigestAlgorithm::WholeFileSha256 &&
                       !options.inject_corruption;
   hash_files(options, plan, one_file ? progress : ProgressMode::Off, summary.hash_seconds,
              from_cache, !at_end);
@@ -258,31 +258,36 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
     settings.memlock = &memlock;
     settings.key = key;
     settings.digest_at_end = at_end;
-    bool refused = false;
-    {
+    // A receiver that refuses a must-understand extension of our Open refuses it before any
+    // file: the command connects again without it, BLAKE3 first (7.10: the fs-verity digest
+    // instead), then the digest at the end (7.9: each file hashed first, the order of version
+    // 1). At most two such tries, each after a refusal.
+    for (bool first = true;; first = false) {
       SessionRun run(options, settings, sendable, share_out(sendable, fitting), progress);
       summary.lead = run.run();
-      summary.data_seconds = run.data_seconds();
-      summary.connect_seconds = run.connect_seconds();
-      summary.bytes = run.bytes();
+      summary.data_seconds += run.data_seconds();
+      if (first) summary.connect_seconds = run.connect_seconds();
+      summary.bytes += run.bytes();
       secret = run.secret();
-      refused = run.digest_at_end_refused();
-    }
-    if (refused) {
-      // A receiver that does not take the digest at the end: what it did not get goes
-      // again, each file hashed first (the order of version 1).
+      const bool algorithm_refused = run.digest_algorithm_refused();
+      if (!algorithm_refused && !run.digest_at_end_refused()) break;
       for (auto& r : sendable.results)
         if (r.status != EntryResult::Status::Good) r = EntryResult{.receiver = r.receiver};
+      if (algorithm_refused) {
+        sendable.algorithm = proto::DigestAlgorithm::FsVeritySha256;
+        plan.algorithm = sendable.algorithm;
+        for (auto& e : sendable.entries) {  // BLAKE3's digests say nothing of fs-verity's
+          e.digest = {};
+          e.digest_known = false;
+          e.digest_from_cache = false;
+        }
+      } else {
+        settings.digest_at_end = false;
+      }
       double seconds = 0;
       std::size_t cached = 0;
-      hash_files(options, sendable, ProgressMode::Off, seconds, cached);
+      hash_files(options, sendable, ProgressMode::Off, seconds, cached, !settings.digest_at_end);
       summary.hash_seconds += seconds;
-      settings.digest_at_end = false;
-      SessionRun again(options, settings, sendable, share_out(sendable, fitting), progress);
-      summary.lead = again.run();
-      summary.data_seconds += again.data_seconds();
-      summary.bytes += again.bytes();
-      secret = again.secret();
     }
     remember_learned(options, sendable);
     // Version 1 cannot authenticate: a sender with a key sends nothing to such a receiver.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `rdma-send --checksum`: without connecting anywhere, each FILE's line exactly as the
 # reference tool prints it (`fsverity digest --hash-alg=sha256 --block-size=4096` for the
-# default digest, `sha256sum` for --digest sha256), on sizes at every edge of the tree and
-# on awkward names; the digest cache neither changes a line nor survives a change of the
+# default digest, `b3sum` for --digest blake3, `sha256sum` for --digest sha256), on sizes at
+# every edge of both trees, a large sparse file and awkward names; the digest cache neither changes a line nor survives a change of the
 # file. No RDMA needed: it runs with the unit tests.
 #   tests/checksum_test.sh BUILD_DIR
 set -euo pipefail
@@ -13,17 +13,26 @@ trap 'rm -rf "$work"' EXIT
 export XDG_CACHE_HOME=$work/cache  # this test's own digest cache
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-command -v fsverity >/dev/null || { echo "FAIL: fsverity (the reference tool) is not installed; scripts/install-deps.sh installs it" >&2; exit 1; }
+for tool in fsverity b3sum; do
+  command -v $tool >/dev/null || { echo "FAIL: $tool (a reference tool) is not installed; scripts/install-deps.sh installs it" >&2; exit 1; }
+done
 
 cd "$work"
 mkdir files
-sizes=(0 1 4095 4096 4097 100000 524287 524288 524289 4194304 4194305 67108869)
+# fs-verity's 4 KiB block and 512 KiB group; BLAKE3's 64-byte block and 1 KiB chunk; the
+# sender's 1 MiB chunk and 4 MiB hashing segment, each +-1; many MiB.
+sizes=(0 1 63 64 65 1023 1024 1025 4095 4096 4097 100000 524287 524288 524289 1048575 1048576
+  1048577 4194303 4194304 4194305 67108869)
 for size in "${sizes[@]}"; do head -c "$size" /dev/urandom >"files/f$size"; done
+# Sparse: 2 GiB of holes around a few bytes (every 4 MiB segment but two is zeros).
+truncate -s 2G files/sparse
+printf 'middle' | dd of=files/sparse bs=1 seek=1073741000 conv=notrunc status=none
 printf 'spaced' >'files/with space'
 printf 'newline' >$'files/new\nline'
 printf 'backslash' >'files/back\slash'
 printf 'cr' >$'files/carriage\rreturn'
 printf 'unicode' >'files/ü 日本'
+printf 'not utf-8' >$'files/bad\xff\xe2\x82A'  # b3sum writes U+FFFD for what is not UTF-8
 mapfile -d '' names < <(find files -type f -print0 | LC_ALL=C sort -z)
 
 # compare WHAT EXPECTED-FILE GOT-FILE
@@ -39,6 +48,13 @@ compare "--checksum (fs-verity)" expected.fsverity got.fsverity
 # written within the last seconds, which the cache does not remember.)
 "$send" --checksum --hash-threads 1 "${names[@]}" >got.fsverity-1 || fail "--hash-threads 1 exited $?"
 compare "--checksum --hash-threads 1" expected.fsverity got.fsverity-1
+
+b3sum "${names[@]}" >expected.blake3
+"$send" --checksum --digest blake3 "${names[@]}" >got.blake3 || fail "--digest blake3 exited $?"
+compare "--checksum --digest blake3" expected.blake3 got.blake3
+"$send" --checksum --digest blake3 --hash-threads 1 "${names[@]}" >got.blake3-1 ||
+  fail "--digest blake3 --hash-threads 1 exited $?"
+compare "--checksum --digest blake3 --hash-threads 1" expected.blake3 got.blake3-1
 
 sha256sum "${names[@]}" >expected.sha256
 "$send" --checksum --digest sha256 "${names[@]}" >got.sha256 || fail "--digest sha256 exited $?"
@@ -82,4 +98,4 @@ rc=0
 ((rc == 2)) || fail "--hash-threads 0 exited $rc, expected 2"
 
 if ((failures > 0)); then echo "checksum: $failures failure(s)" >&2; exit 1; fi
-echo "checksum: ${#names[@]} files match fsverity digest and sha256sum; cache hit, invalidated by a same-size change; errors reported"
+echo "checksum: ${#names[@]} files match fsverity digest, b3sum and sha256sum; cache hit, invalidated by a same-size change; errors reported"

@@ -2,6 +2,7 @@
 // strategy gives the file's digest whatever order the pool finishes the chunks in, as long
 // as the owner folds them in file order; a gap voids an fs-verity digest.
 
+#include "common/blake3_tree.hpp"
 #include "common/file_hasher.hpp"
 
 #include <gtest/gtest.h>
@@ -22,7 +23,7 @@ constexpr std::size_t kChunk = 3 * 4096;
 Digest hash_in_chunks(proto::DigestAlgorithm algorithm, const std::vector<std::uint8_t>& bytes,
                       std::optional<std::size_t> lost_chunk = std::nullopt) {
   WorkPool pool{2};
-  auto hasher = FileHasher::make(pool, algorithm);
+  auto hasher = FileHasher::make(pool, algorithm, bytes.size());
   std::map<std::size_t, std::vector<merkle::Node>> done;  // by chunk, as they come back
   std::size_t chunks = 0;
   for (std::size_t offset = 0; offset < bytes.size(); offset += kChunk, ++chunks) {
@@ -59,7 +60,23 @@ TEST(FileHasher, AGapVoidsTheFsVerityDigest) {
   EXPECT_EQ(hash_in_chunks(proto::DigestAlgorithm::FsVeritySha256, bytes, 1), Digest{});
 }
 
+TEST(FileHasher, Blake3IsTheTreesDigestWhateverOrderTheChunksAreHashedIn) {
+  // A file of one chunk (hashed whole, as the root), of a chunk and a byte, and of many
+  // chunks of 12 KiB (not a power of two: each chunk is several BLAKE3 subtrees).
+  for (std::size_t size : {kChunk, kChunk + 1, 40 * kChunk + 4096 + 7}) {
+    const auto bytes = random_bytes(size, 8);
+    EXPECT_EQ(hash_in_chunks(proto::DigestAlgorithm::Blake3, bytes), blake3::digest_of(bytes))
+        << size << " bytes";
+  }
+}
+
+TEST(FileHasher, AGapVoidsTheBlake3Digest) {
+  const auto bytes = random_bytes(4 * kChunk, 7);
+  EXPECT_EQ(hash_in_chunks(proto::DigestAlgorithm::Blake3, bytes, 1), Digest{});
+}
+
 TEST(FileHasher, AnEmptyFileHasTheEmptyDigest) {
+  EXPECT_EQ(hash_in_chunks(proto::DigestAlgorithm::Blake3, {}), blake3::digest_of({}));
   EXPECT_EQ(hash_in_chunks(proto::DigestAlgorithm::FsVeritySha256, {}), merkle::digest_of({}));
   EXPECT_EQ(hash_in_chunks(proto::DigestAlgorithm::WholeFileSha256, {}), sha256_of({}));
 }

@@ -62,7 +62,7 @@ TEST(UsageErrors, ABadPortReadsTheSameInBothPrograms) {
 
 TEST(UsageErrors, AnUnknownDigestNamesTheChoices) {
   expect_usage(send({"-H", "h", "--digest", "md5", "f"}), "rdma-send",
-               "--digest: 'md5' is not one of fsverity, sha256");
+               "--digest: 'md5' is not one of fsverity, blake3, sha256");
   EXPECT_EQ(send({"-H", "h", "--digest", "SHA256", "f"}).status, -1);
 }
 
