@@ -133,6 +133,25 @@ TEST(SenderSession, AReceiverThatRefusesTheDigestAtTheEndIsToldApart) {
   EXPECT_EQ(r.h.status(1), Status::NotSent);
 }
 
+// --digest blake3 (PROTOCOL.md 7.10): the Open names BLAKE3 in its extension; a receiver of
+// an earlier release refuses it like any must-understand extension, and the command
+// (sender/transfer_command.cpp) sends the files again with the fs-verity digest. Checked
+// before the digest at the end, which the same Open also asks for: one is dropped per try.
+TEST(SenderSession, AReceiverThatRefusesBlake3IsToldApart) {
+  SessionRig r;
+  r.h.with_digest_at_end();
+  r.h.plan.algorithm = proto::DigestAlgorithm::Blake3;
+  r.await_accept();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  EXPECT_EQ(r.open_sent().digest_algorithm, proto::DigestAlgorithm::Blake3);
+  r.h.receive(proto::Reject{proto::RejectReason::UnsupportedVersion,
+                            "this receiver does not know Open extension 0x8004"});
+  EXPECT_TRUE(r.h.driver->digest_algorithm_refused());
+  EXPECT_FALSE(r.h.driver->digest_at_end_refused());
+  EXPECT_EQ(r.h.state(), S::Closing);
+  EXPECT_EQ(r.h.status(0), Status::NotSent);
+}
+
 // A receiver may answer a file offered without its digest only as 7.9 allows: no Have or
 // Resume before our Continue, no Resume past it, no Holds for a file offered with one.
 TEST(SenderSession, TheDigestAtEndsAnswersOutOfTurnAreViolations) {

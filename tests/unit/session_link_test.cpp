@@ -8,6 +8,7 @@
 
 #include <filesystem>
 
+#include "common/blake3_tree.hpp"
 #include "common/merkle.hpp"
 #include "common/output_file.hpp"
 #include "sender/version1_transport.hpp"
@@ -427,6 +428,82 @@ TEST(SessionLinkDigestAtEnd, AFileThatCannotBeReadIsAbandonedAndTheSessionGoesOn
   EXPECT_EQ(p.sender.status(1), Status::Good);
   EXPECT_EQ(p.arrived("d/b.bin"), p.sent(1));
   EXPECT_EQ(p.sender.driver->outcome(), O::SomeFailed) << p.log.since(0);
+}
+
+// ---- BLAKE3 (PROTOCOL.md 7.10): both drivers, linked, every message through the codec ----
+
+struct Blake3Pair : SessionPair {
+  Blake3Pair() {
+    // One file of several slots and a short last chunk, one of a single chunk (hashed whole
+    // as BLAKE3's root), one of exactly one BLAKE3 chunk, an empty one.
+    sender.add_file("a.bin", random_bytes(5 * kSlot + 1, 71), 0640);
+    sender.add_file("d/b.bin", random_bytes(100, 72), 0600);
+    sender.add_file("c.bin", random_bytes(1024, 73), 0600);
+    sender.add_file("empty.bin", {}, 0644);
+    sender.plan.algorithm = proto::DigestAlgorithm::Blake3;
+    for (std::size_t i = 0; i < sender.contents.size(); ++i)
+      sender.plan.entries[i].digest = digest_of(i);
+  }
+  void start_at_end() {
+    sender.with_digest_at_end(&receiver.pool);
+    sender.plan.algorithm = proto::DigestAlgorithm::Blake3;
+    start();
+  }
+  Digest digest_of(std::size_t entry) const { return blake3::digest_of(sender.contents.at(entry)); }
+};
+
+TEST(SessionLinkBlake3, ATreeArrivesVerifiedByBlake3) {
+  Blake3Pair p;
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+  EXPECT_EQ(p.sender.transport.sent_of<proto::Open>().at(0).digest_algorithm,
+            proto::DigestAlgorithm::Blake3);
+  for (std::uint32_t i = 0; i < 4; ++i) EXPECT_EQ(p.sender.status(i), Status::Good) << i;
+  EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
+  EXPECT_EQ(p.arrived("d/b.bin"), p.sent(1));
+  EXPECT_EQ(p.arrived("c.bin"), p.sent(2));
+  for (const auto& v : p.receiver.transport.sent_of<proto::FileVerdict>())
+    EXPECT_EQ(v.received_digest, p.digest_of(v.entry)) << "the receiver's own BLAKE3";
+}
+
+// The receiver hashes BLAKE3 itself: a digest by another algorithm is a bad verdict.
+TEST(SessionLinkBlake3, AnotherAlgorithmsDigestFailsTheFile) {
+  Blake3Pair p;
+  p.sender.plan.entries[0].digest = merkle::digest_of(p.sender.contents[0]);
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.status(0), Status::Failed);
+  EXPECT_EQ(p.sender.status(1), Status::Good);
+}
+
+TEST(SessionLinkBlake3, TheDigestAtTheEndIsBlake3AsItIsSent) {
+  Blake3Pair p;
+  p.start_at_end();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(p.sender.status(i), Status::Good) << i;
+    EXPECT_EQ(p.sender.plan.entries[i].digest, p.digest_of(i)) << "computed as it was sent";
+  }
+  for (const auto& d : p.sender.transport.sent_of<proto::FileDone>())
+    EXPECT_EQ(d.digest, p.digest_of(d.entry));
+  EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
+}
+
+TEST(SessionLinkBlake3, AFileAlreadyThereIsCheckedByItsBlake3AndNotSent) {
+  Blake3Pair p;
+  p.receiver.options.overwrite = false;
+  std::filesystem::create_directories(p.receiver.dir.path());
+  std::ofstream(p.receiver.dir.path() / "a.bin", std::ios::binary) << p.sent(0);
+  p.start_at_end();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+  EXPECT_TRUE(p.sender.plan.results[0].identical);
+  const auto holds = p.receiver.transport.sent_of<proto::Holds>();
+  ASSERT_EQ(holds.size(), 1u);
+  EXPECT_EQ(holds[0].digest, p.digest_of(0));
+  for (const auto& c : p.sender.transport.sent_of<proto::FileChunk>()) EXPECT_NE(c.entry, 0u);
 }
 
 }  // namespace
