@@ -40,8 +40,8 @@ Digest parent(const Digest& left, const Digest& right, bool root) {
 Digest short_chunk(std::span<const std::uint8_t> data, std::uint64_t chunk) {
   std::uint32_t cv[8];
   std::memcpy(cv, IV, sizeof cv);
-  const std::size_t blocks = std::max<std::size_t>(1, (data.size() + BLAKE3_BLOCK_LEN - 1) /
-                                                          BLAKE3_BLOCK_LEN);
+  const std::size_t blocks =
+      std::max<std::size_t>(1, (data.size() + BLAKE3_BLOCK_LEN - 1) / BLAKE3_BLOCK_LEN);
   for (std::size_t b = 0; b < blocks; ++b) {
     std::array<std::uint8_t, BLAKE3_BLOCK_LEN> block{};
     const std::size_t at = b * BLAKE3_BLOCK_LEN;
@@ -98,8 +98,8 @@ void nodes(std::uint64_t offset, std::span<const std::uint8_t> data, bool ends_f
     unsigned level = static_cast<unsigned>(std::bit_width(whole) - 1);
     if (chunk != 0) level = std::min(level, static_cast<unsigned>(std::countr_zero(chunk)));
     const std::size_t length = static_cast<std::size_t>(kChunkBytes << level);
-    out.push_back({static_cast<std::uint8_t>(level),
-                   subtree(data.subspan(done, length), chunk, level)});
+    out.push_back(
+        {static_cast<std::uint8_t>(level), subtree(data.subspan(done, length), chunk, level)});
     done += length;
   }
 }

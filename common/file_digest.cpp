@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
+#include "common/blake3_tree.hpp"
 #include "common/error.hpp"
 #include "common/mapping_guard.hpp"
-#include "common/blake3_tree.hpp"
 #include "common/merkle.hpp"
 
 namespace rdmax {
@@ -38,8 +38,8 @@ class TreeNodes {
       throw std::invalid_argument("not a tree digest");
   }
   // On a worker thread; the hasher is the thread's own.
-  void nodes(std::uint64_t offset, std::span<const std::uint8_t> bytes,
-             merkle::BlockHasher& hasher, std::vector<merkle::Node>& out) const {
+  void nodes(std::uint64_t offset, std::span<const std::uint8_t> bytes, merkle::BlockHasher& hasher,
+             std::vector<merkle::Node>& out) const {
     if (blake3_)
       blake3::nodes(offset, bytes, offset + bytes.size() == size_, out);
     else
@@ -65,10 +65,9 @@ class TreeNodes {
 
 // Hashes one segment [offset, offset + length) into `out` on a worker thread. Throws on a
 // failed read.
-using SegmentHasher = std::function<void(std::uint64_t offset, std::size_t length,
-                                         merkle::BlockHasher& hasher,
-                                         std::vector<std::uint8_t>& scratch,
-                                         std::vector<merkle::Node>& out)>;
+using SegmentHasher =
+    std::function<void(std::uint64_t offset, std::size_t length, merkle::BlockHasher& hasher,
+                       std::vector<std::uint8_t>& scratch, std::vector<merkle::Node>& out)>;
 
 Digest parallel_digest(TreeNodes& tree, std::uint64_t size, unsigned threads,
                        const SegmentHasher& hash_segment, const HashProgress& progress,
@@ -178,7 +177,7 @@ Digest tree_digest_of_mapping(proto::DigestAlgorithm algorithm,
       std::vector<merkle::Node>* out;
       const char* error;
     } read{&tree, &hasher, offset, mapping.subspan(static_cast<std::size_t>(offset), length),
-           &out, nullptr};
+           &out,  nullptr};
     const bool whole = read_mapping_guarded(
         read.bytes,
         [](void* context) {
@@ -206,10 +205,9 @@ Digest tree_digest_of_file(proto::DigestAlgorithm algorithm, int fd, std::uint64
   // Advisory only (doubles the readahead window); failure changes nothing but speed.
   (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   TreeNodes tree(algorithm, size);
-  auto hash_segment = [fd, size, &tree](std::uint64_t offset, std::size_t length,
-                                        merkle::BlockHasher& hasher,
-                                        std::vector<std::uint8_t>& scratch,
-                                        std::vector<merkle::Node>& out) {
+  auto hash_segment = [fd, size, &tree](
+                          std::uint64_t offset, std::size_t length, merkle::BlockHasher& hasher,
+                          std::vector<std::uint8_t>& scratch, std::vector<merkle::Node>& out) {
     scratch.resize(length);
     std::size_t got = 0;
     while (got < length) {

@@ -1,6 +1,7 @@
 #pragma once
 // The sender's hashing pass: the fs-verity digest (common/merkle.hpp) or BLAKE3
-// (common/blake3_tree.hpp) of a file on several threads, reading it once, with memory bounded whatever its size.
+// (common/blake3_tree.hpp) of a file on several threads, reading it once, with memory bounded
+// whatever its size.
 //
 // How: the file is cut into segments (a few whole tree groups each). Worker threads take
 // segments in order and hash them into tree nodes; the calling thread folds the nodes in
@@ -47,8 +48,7 @@ Digest tree_digest_of_file(proto::DigestAlgorithm algorithm, int fd, std::uint64
 
 inline Digest fsverity_digest_of_mapping(std::span<const std::uint8_t> mapping, unsigned threads,
                                          const HashProgress& progress = {}) {
-  return tree_digest_of_mapping(proto::DigestAlgorithm::FsVeritySha256, mapping, threads,
-                                progress);
+  return tree_digest_of_mapping(proto::DigestAlgorithm::FsVeritySha256, mapping, threads, progress);
 }
 inline Digest fsverity_digest_of_file(int fd, std::uint64_t size, unsigned threads,
                                       const HashProgress& progress = {}) {

@@ -10,6 +10,8 @@ const char* to_string(EntryState s) {
       return "Offered";
     case EntryState::Held:
       return "Held";
+    case EntryState::Continued:
+      return "Continued";
     case EntryState::Abandoning:
       return "Abandoning";
     case EntryState::Taken:
@@ -89,13 +91,16 @@ std::optional<EntryFault> check(EntryKind kind, EntryState state, EntryEvent eve
   if (state == EntryState::Settled) return EntryFault::Settled;
   const bool file = kind == EntryKind::File;
   const bool asked = state == EntryState::Held;
+  // Offered, or Continued: the receiver's answer is due (never a second Holds).
+  const bool answerable = state == EntryState::Offered ||
+                          (state == EntryState::Continued && event != EntryEvent::Holds);
   switch (event) {
     case EntryEvent::Holds:
     case EntryEvent::Take:
     case EntryEvent::Have:
       if (!file) return EntryFault::NotAFile;
       if (asked) return EntryFault::Held;
-      if (state != EntryState::Offered) return EntryFault::AlreadyTaken;
+      if (!answerable) return EntryFault::AlreadyTaken;
       next = event == EntryEvent::Take    ? EntryState::Taken
              : event == EntryEvent::Holds ? EntryState::Held
                                           : EntryState::Settled;
@@ -103,7 +108,7 @@ std::optional<EntryFault> check(EntryKind kind, EntryState state, EntryEvent eve
     case EntryEvent::Continue:
       if (!file) return EntryFault::NotAFile;
       if (!asked) return EntryFault::NotHeld;
-      next = EntryState::Offered;
+      next = EntryState::Continued;
       return std::nullopt;
     case EntryEvent::Chunk:
     case EntryEvent::FileDone:

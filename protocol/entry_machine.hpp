@@ -10,7 +10,10 @@
 //   Taken and Finished --Bad (a FileVerdict other than Good)--> Settled
 //   Taken --Chunk--> Taken
 // The digest at the end (docs/PROTOCOL.md 7.9), for a file offered without its digest:
-//   Offered --Holds--> Held --Continue--> Offered (answered again: Take, Resume, Have...)
+//   Offered --Holds--> Held --Continue--> Continued --Take/Resume--> Taken
+//                                            |  \--Have---------------------> Settled
+//                                            \--Bad (Refuse)----------------> Settled
+//   (Continued is Offered without a second Holds: one Holds, one Continue per entry.)
 //   Taken and Held --Abort (FileAbort)--> Abandoning --Bad (Abandoned)--> Settled
 //
 // Every other (state, event) pair is refused with the reason below: the one way either
@@ -27,13 +30,14 @@ namespace rdmax::proto {
 enum class EntryState : std::uint8_t {
   Waiting,
   Offered,
-  Held,  // the receiver said what it holds (Holds); the sender's Continue is awaited
+  Held,       // the receiver said what it holds (Holds); the sender's Continue is awaited
+  Continued,  // the sender's Continue answered the Holds; the receiver's answer is awaited
   Taken,
   Finished,
   Abandoning,  // FileAbort: its FileVerdict(Abandoned) (or StorageError) settles it
   Settled,
 };
-inline constexpr int kEntryStateCount = 7;
+inline constexpr int kEntryStateCount = 8;
 
 enum class EntryEvent : std::uint8_t {
   Offer,     // the sender offers it
@@ -54,7 +58,7 @@ enum class EntryFault : std::uint8_t {
   AlreadyOffered,  // a second Offer
   NotAFile,        // Take, Have, Chunk or FileDone for a directory
   NotTaken,        // a Chunk, FileDone or Abort before the Take, or after the FileDone
-  AlreadyTaken,    // Take, Have or Holds when it was answered already
+  AlreadyTaken,    // Take, Have or Holds when it was answered already (a second Holds too)
   TooEarly,        // a file's Good before its FileDone
   Settled,         // anything once it is settled
   Held,            // anything but Continue or Abort while the sender's Continue is awaited

@@ -195,7 +195,7 @@ bool SessionReceiveLedger::wants_data() const {
   if (offered_ < open_.entry_count && offered_bytes_ < open_.total_bytes) return true;
   for (const auto& [id, e] : entries_) {
     if ((e.state == EntryState::Offered || e.state == EntryState::Held ||
-         e.state == EntryState::Taken) &&
+         e.state == EntryState::Continued || e.state == EntryState::Taken) &&
         e.received < e.size)
       return true;
   }

@@ -94,10 +94,10 @@ inline const char* extensions_problem(const std::vector<HelloExtension>& extensi
       return "sender-key extension not a nonce and an id of 1..256 bytes";
     else if (e.type == kExtensionDigestAtEnd && !e.value.empty())
       return "digest-at-end extension with a value";
-    else if (e.type == kExtensionDigestAlgorithm)
-      // Lifted into Open.digest_algorithm by the decoder when well formed (7.10): one left
-      // here is not, or is a second one.
-      return "digest-algorithm extension not once, one byte 3, beside digest_algorithm 2";
+    else if (e.type == kExtensionDigestAlgorithm &&
+             (e.value.size() != 1 ||
+              static_cast<DigestAlgorithm>(e.value[0]) != DigestAlgorithm::Blake3))
+      return "digest-algorithm extension not one byte 3";
   return nullptr;
 }
 

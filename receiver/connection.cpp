@@ -157,10 +157,16 @@ void Connection::check_open(const proto::Open& open, Event event) {
     spdlog::debug("[{}] ignoring {} extension 0x{:04x}", label(), message, type);
   // --senders: nothing is granted before the sender proves a key (PROTOCOL.md 7.8).
   if (context_.sender_keys != nullptr && !authenticated_) {
-    if (edge_.serving_hello())
+    // A Hello cannot carry a key. Version 1 has no AuthRequired: its peer is told
+    // UnsupportedVersion, the one reason it knows for "not in this version" (PROTOCOL.md 6.2).
+    if (edge_.serving_hello() && edge_.hello_version() == proto::kVersion1)
       return reject(proto::RejectReason::UnsupportedVersion,
                     "this receiver admits only senders with a key, which protocol version 1 "
                     "cannot carry: send with an rdma-send that has --key-file");
+    if (edge_.serving_hello())
+      return reject(proto::RejectReason::AuthRequired,
+                    "this receiver admits only senders with a key, which a Hello cannot carry: "
+                    "open a session (Open) with a sender key (rdma-send --key-file)");
     auto claim = proto::sender_key_claim(open);
     if (!claim) {
       spdlog::warn("[{}] refused a sender without a key (--senders requires one)", label());

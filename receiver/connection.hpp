@@ -205,6 +205,7 @@ class Connection final : public DriverCore {
   void send_holds(const ReceiverInput::EntryHeld& held);
   bool digest_at_end_negotiated(const char* message);
   void check_continue(const proto::Continue& next);
+  void confirm_whole(std::uint32_t id, const proto::Holds& held);
   void abandon_entry(const proto::FileAbort& abort);
   void send_take(std::uint32_t entry);
   void send_resume(std::uint32_t entry);

@@ -115,10 +115,7 @@ void Connection::check_continue(const proto::Continue& next) {
         {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation,
                                                 "Continue.from is neither 0 nor what we hold"}});
   }
-  if (held.length == entry.offer.size) {  // the sender's file is the one here
-    entry.offer.digest = held.digest;
-    return dispatch({proto::SessionResult::EntryHave, Input::EntryTaken{next.entry}});
-  }
+  if (held.length == entry.offer.size) return confirm_whole(next.entry, held);
   // Its prefix is ours: the partial continues, checked again and cut to at most `from`.
   create_file(next.entry, IncomingFile::Resume{context_.partials,
                                                {},
@@ -126,6 +123,43 @@ void Connection::check_continue(const proto::Continue& next) {
                                                false,
                                                PartialStore::Match::AnyDigest,
                                                next.from});
+}
+
+// The sender says its file is the one here (Continue from its size). It may have hashed for
+// minutes since our Holds: what is here is looked at again, on the directories' queue, and
+// the entry is had only if it still has that digest. Gone or changed, it is a new file
+// (PROTOCOL.md 7.9): created and taken, or refused if another file is in the way.
+void Connection::confirm_whole(std::uint32_t id, const proto::Holds& held) {
+  expect_next();
+  const SessionEntry& entry = *session_entry(id);
+  auto same = std::make_shared<bool>(false);
+  const std::string path = entry.offer.path;
+  const int dir_fd = context_.dir_fd;
+  const proto::DigestAlgorithm algorithm = open_.digest_algorithm;
+  directories_->post(
+      [=] {
+        try {
+          const auto slash = path.rfind('/');
+          const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+          const Fd parent = open_parent_beneath(dir_fd, path, false);
+          *same = current_digest(parent.get(), name, held.length, algorithm) == held.digest;
+        } catch (const std::exception& e) {
+          spdlog::debug("'{}' is no longer here: {}", proto::escape_for_log(path), e.what());
+        }
+      },
+      [this, id, same, held] {
+        guarded([&] {
+          SessionEntry* e = session_entry(id);
+          if (state_ != State::InSession || e == nullptr) return;
+          if (!*same) {
+            spdlog::info("[{}] {} changed after we said we held it: taking it whole", label(),
+                         proto::quoted_for_log(e->offer.path));
+            return create_file(id, fresh_partial());
+          }
+          e->offer.digest = held.digest;
+          dispatch({proto::SessionResult::EntryHave, Input::EntryTaken{id}});
+        });
+      });
 }
 
 void Connection::abandon_entry(const proto::FileAbort& abort) {

@@ -42,7 +42,9 @@ void Connection::expect_next() {
   bool own_work = ledger_.storing() > 0;
   bool held = false;
   for (const auto& [id, entry] : ledger_.entries()) {
-    if (entry.state == proto::EntryState::Offered || entry.verifying) own_work = true;
+    if (entry.state == proto::EntryState::Offered || entry.state == proto::EntryState::Continued ||
+        entry.verifying)
+      own_work = true;
     if (entry.state == proto::EntryState::Held) held = true;
   }
   if (own_work) return expect_own_work("entries to be stored");

@@ -42,6 +42,8 @@ class HelloEdge final : public TransportDecorator {
   // The connection began with a Hello: its one entry is named by a plain file name in the
   // directory itself (PROTOCOL.md 3.1) and has no mode or time of its own.
   bool serving_hello() const { return flow_ == Flow::Hello; }
+  // The Hello's version on the wire (the driver is given version 2 either way).
+  std::uint16_t hello_version() const { return wire_version_; }
 
   void send(const proto::Message& message, std::uint16_t version, std::uint64_t tag) override;
   void poll(TransportSink& sink) override;

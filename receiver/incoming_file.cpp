@@ -252,8 +252,7 @@ void IncomingFile::discard() {
 void IncomingFile::keep() {
   if (discarded_) return;
   // Nothing stored, nothing resumed: nothing worth keeping.
-  if (!progress_ || !progress_->worth_keeping() || !hasher_ || hasher_->has_gap())
-    return discard();
+  if (!progress_ || !progress_->worth_keeping() || !hasher_ || hasher_->has_gap()) return discard();
   stop_jobs();
   auto undurable = std::make_shared<ResumeProgress::Undurable>(progress_->keep());
   disk_.post(

@@ -225,7 +225,8 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
       ->check(cli::number_in(1, 1024));
   bool no_cache = false;
   app.add_flag("--no-digest-cache", no_cache,
-               "always hash the file, and remember nothing (default: reuse the digest of an "
+               "neither look up nor remember digests: every file's digest is computed (as it "
+               "is sent, or first with --digest-first) (default: reuse the digest of an "
                "unchanged file from ~/.cache/rdmax/digests)");
   app.add_flag("--checksum", o.checksum,
                "print each FILE's digest, in the format of the reference tool (fsverity "

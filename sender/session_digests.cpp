@@ -32,8 +32,7 @@ const char* why_abandoned(proto::AbortReason reason) {
 void SessionConnection::hash_in_flight(const proto::SessionSendLedger::Planned& c,
                                        std::span<const std::uint8_t> bytes) {
   InFlightDigest& d = digests_[c.entry];  // made by start_tree_at() for a resumed file
-  if (!d.hasher)
-    d.hasher = FileHasher::make(*settings_.pool, plan_.algorithm, entry(c.entry).size);
+  if (!d.hasher) d.hasher = FileHasher::make(*settings_.pool, plan_.algorithm, entry(c.entry).size);
   if (!d.opened && d.failure.empty()) {
     try {
       d.opened = identity_of(input(c.entry).fd());

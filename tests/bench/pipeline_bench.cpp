@@ -7,10 +7,10 @@
 // so the disk is out of the picture and what is measured is CPU.
 //
 // For each thread count it prints, per side, the wall-clock throughput and the CPU seconds
-// per GiB, beside the floor measured in the same run on the same bytes: one fs-verity pass
-// on that many threads plus one memcpy. The ratio is what our code adds to the work that
-// cannot be avoided; "cores per 100 Gb/s" is the CPU seconds per GiB times the GiB a
-// 100 Gb/s link carries each second (11.64).
+// per GiB, beside the floor measured in the same run on the same bytes: one pass of the
+// digest (--digest: fs-verity or BLAKE3) on that many threads plus one memcpy. The ratio is what
+// our code adds to the work that cannot be avoided; "cores per 100 Gb/s" is the CPU seconds per GiB
+// times the GiB a 100 Gb/s link carries each second (11.64).
 
 #include <fcntl.h>
 #include <poll.h>
@@ -107,7 +107,7 @@ std::vector<sender::PlannedEntry> make_tree(const fs::path& dir, std::uint64_t t
   return entries;
 }
 
-// One fs-verity pass over the bytes (already in memory) on `threads`, plus one copy of them:
+// One pass of the digest over the bytes (already in memory) on `threads`, plus one copy of them:
 // a memcpy (the floor of issue 25), or a write(2) into a new file in `dir` (what storing a
 // file costs in the kernel at the least: page-cache pages found, filled and listed). CPU
 // seconds of the whole process (nothing else runs meanwhile).
@@ -116,7 +116,7 @@ struct Floor {
   Seconds with_write{0};
 };
 Floor floor_of(const std::vector<sender::PlannedEntry>& entries, unsigned threads,
-               const fs::path& dir) {
+               const fs::path& dir, proto::DigestAlgorithm algorithm) {
   Floor floor;
   fs::create_directories(dir);
   for (const auto& e : entries) {
@@ -126,7 +126,7 @@ Floor floor_of(const std::vector<sender::PlannedEntry>& entries, unsigned thread
     std::vector<std::uint8_t> copy(e.size);
     const std::span<const std::uint8_t> bytes(static_cast<const std::uint8_t*>(map), e.size);
     auto cpu = process_cpu();
-    (void)fsverity_digest_of_mapping(bytes, threads);
+    (void)tree_digest_of_mapping(algorithm, bytes, threads);
     const Seconds hashing = process_cpu() - cpu;
     cpu = process_cpu();
     std::memcpy(copy.data(), bytes.data(), bytes.size());
@@ -155,7 +155,7 @@ struct PipelineCost {
 };
 
 PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, const fs::path& out,
-                          unsigned threads, bool direct_io) {
+                          unsigned threads, bool direct_io, proto::DigestAlgorithm algorithm) {
   fs::remove_all(out);
   fs::create_directories(out);
   LoopbackLink link;
@@ -196,8 +196,7 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
     settings.version = proto::kVersion2;
     settings.digest_at_end = true;
     settings.pool = &pool;
-    sender::SessionPlan plan{proto::DigestAlgorithm::FsVeritySha256, entries,
-                             std::vector<sender::EntryResult>(entries.size())};
+    sender::SessionPlan plan{algorithm, entries, std::vector<sender::EntryResult>(entries.size())};
     std::vector<std::uint32_t> all(entries.size());
     std::iota(all.begin(), all.end(), 0u);
     BenchCm cm(link.sender());
@@ -238,7 +237,7 @@ int main(int argc, char** argv) {
   using namespace rdmax::bench;
   CLI::App app{
       "rdmax-pipeline-bench: the transfer pipeline's CPU cost per GiB, per side, "
-      "against its floor (one fs-verity pass plus one memcpy), over an in-memory "
+      "against its floor (one pass of the digest plus one memcpy), over an in-memory "
       "transport"};
   std::string dir = fs::exists("/dev/shm") ? "/dev/shm" : fs::temp_directory_path().string();
   std::uint64_t mib = 1024;
@@ -246,17 +245,22 @@ int main(int argc, char** argv) {
   std::vector<unsigned> thread_counts{1, std::max(1u, std::thread::hardware_concurrency())};
   std::string out_dir;
   bool direct_io = false;
+  std::string digest = "fsverity";
   app.add_option("--dir", dir, "a directory on tmpfs for the files (default /dev/shm)");
   app.add_option("--out", out_dir,
                  "where the receiver writes (default: beside the files); for --direct-io, a "
                  "directory on a disk");
   app.add_flag("--direct-io", direct_io,
                "the receiver writes with O_DIRECT (rdma-recv --direct-io)");
+  app.add_option("--digest", digest, "the digest both sides compute, as rdma-send --digest")
+      ->check(CLI::IsMember({"fsverity", "blake3"}));
   app.add_option("--mib", mib, "MiB in the tree")->check(CLI::Range(16, 1 << 20));
   app.add_option("--files", files, "files in the tree")->check(CLI::Range(1, 4096));
   app.add_option("--runs", runs, "runs of each; the medians are printed")->check(CLI::Range(1, 99));
   app.add_option("--threads", thread_counts, "hashing/worker threads per side, each in turn");
   CLI11_PARSE(app, argc, argv);
+  const auto algorithm = digest == "blake3" ? rdmax::proto::DigestAlgorithm::Blake3
+                                            : rdmax::proto::DigestAlgorithm::FsVeritySha256;
   spdlog::set_level(spdlog::level::warn);  // the drivers log each file at info
 
   const std::string tag = "rdmax-pipeline-bench." + std::to_string(::getpid());
@@ -268,21 +272,22 @@ int main(int argc, char** argv) {
     const double gib = static_cast<double>((mib << 20) / files * files) / kGiB;
     std::cout << "# rdmax-pipeline-bench: " << files << " files, " << mib << " MiB, in " << dir
               << ", received into " << out.parent_path().string()
-              << (direct_io ? " with --direct-io" : "") << ", " << runs << " runs (medians)\n\n"
+              << (direct_io ? " with --direct-io" : "") << ", digest " << digest << ", " << runs
+              << " runs (medians)\n\n"
               << "| threads | side | GiB/s | CPU s/GiB | floor: hash + memcpy | ratio | "
                  "floor of the side: hash + its copy | ratio | cores per 100 Gb/s |\n"
                  "|---|---|---|---|---|---|---|---|---|\n";
     // Once unmeasured: the first pages a machine hands out can cost far more than the
     // ones it recycles (a virtual machine's memory is backed on first touch), and every
     // measured run should pay the same.
-    (void)run_pipeline(entries, out, thread_counts.back(), direct_io);
+    (void)run_pipeline(entries, out, thread_counts.back(), direct_io, algorithm);
     for (unsigned threads : thread_counts) {
       std::vector<double> send_cpu, recv_cpu, send_wall, recv_wall, floor_cpu, write_floor, wire;
       for (unsigned run = 0; run < runs; ++run) {
-        const Floor floor = floor_of(entries, threads, root / "floor");
+        const Floor floor = floor_of(entries, threads, root / "floor", algorithm);
         floor_cpu.push_back(floor.with_memcpy.count() / gib);
         write_floor.push_back(floor.with_write.count() / gib);
-        const auto cost = run_pipeline(entries, out, threads, direct_io);
+        const auto cost = run_pipeline(entries, out, threads, direct_io, algorithm);
         if (cost.good != entries.size()) {
           std::cerr << "FAIL: " << cost.good << " of " << entries.size() << " files verified\n";
           status = 1;

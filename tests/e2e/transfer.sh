@@ -21,7 +21,7 @@ rm -rf "$XDG_CACHE_HOME"
 # Every name a passing case leaves in $out; the final listing may hold nothing else.
 expected_names=(empty.bin one.bin odd-65535.bin odd-65537.bin odd-262145.bin odd-1000003.bin
   large.bin large-json.bin 'my file ü 日本.bin' 'source file with spaces.bin' alice.bin mallory.bin dup.bin
-  final.bin digest-fsverity.bin digest-sha256.bin cached-1.bin cached-2.bin cached-3.bin
+  final.bin digest-fsverity.bin digest-sha256.bin digest-blake3.bin cached-1.bin cached-2.bin cached-3.bin
   kept.bin kept-named.bin)
 
 # ---------------------------------------------------------------------------------
@@ -240,12 +240,24 @@ case_digest_algorithms() {
   expect_json_digest sha256 "$sha" false
   expect_delivered "$in/digest-sha256.bin" digest-sha256.bin
   expect_receiver_logged digest-sha256.bin sha256 "$sha"
-  # A flipped byte fails either digest.
+  # BLAKE3 (the Open's extension 0x8004): a chunk and a bit, hashed by both ends as b3sum does.
+  make_input digest-blake3.bin $((1048576 + 7))
+  send_file --json --digest blake3 "$in/digest-blake3.bin"
+  expect_status 0
+  local b3; b3=$(b3sum "$in/digest-blake3.bin" | cut -d' ' -f1)
+  expect_json_digest blake3 "$b3" false
+  expect_delivered "$in/digest-blake3.bin" digest-blake3.bin
+  expect_receiver_logged digest-blake3.bin blake3 "$b3"
+  # A flipped byte fails any digest.
   make_input corrupt-sha.bin 300000
   send_file --digest sha256 --inject-corruption 123 "$in/corrupt-sha.bin"
   expect_status 5
   expect_absent corrupt-sha.bin
-  pass "both digests: the default fs-verity one (= fsverity digest) and --digest sha256 (= sha256sum), at both ends; a flipped byte fails sha256 too"
+  make_input corrupt-b3.bin 300000
+  send_file --digest blake3 --inject-corruption 200000 "$in/corrupt-b3.bin"
+  expect_status 5
+  expect_absent corrupt-b3.bin
+  pass "the three digests: the default fs-verity one (= fsverity digest), --digest blake3 (= b3sum) and --digest sha256 (= sha256sum), at both ends; a flipped byte fails blake3 and sha256 too"
 }
 
 case_digest_cache() {

@@ -67,6 +67,17 @@ case_parallel() {
   ((rc == 0)) || fail "rdma-send -r -P 3 exited $rc"
   compare "$src/data" "$out/data" || fail "the tree differs with -P 3"
   grep -q '"good":1011' "$shared/send.json" || fail "--json: $(head -c 300 "$shared/send.json")"
+  # BLAKE3 over two connections, each file's digest at its end (the default), verified by
+  # the receiver as it stores.
+  rm -rf "$out/data"
+  rc=0
+  "$send" -H "$RXE_ADDR" -p "$port" -r -P 2 --digest blake3 --json "$src/data" \
+    >"$shared/send-b3.json" 2>"$shared/send-b3.log" || rc=$?
+  ((rc == 0)) || fail "rdma-send -r -P 2 --digest blake3 exited $rc: $(tail -3 "$shared/send-b3.log")"
+  compare "$src/data" "$out/data" || fail "the tree differs with -P 2 --digest blake3"
+  grep -q '"good":1011' "$shared/send-b3.json" || fail "--json: $(head -c 300 "$shared/send-b3.json")"
+  grep -q 'the receiver does not take BLAKE3' "$shared/send-b3.log" && fail "BLAKE3 was refused"
+  true
 }
 run_case parallel case_parallel
 

@@ -45,8 +45,7 @@ Digest by_ranges(const std::vector<std::uint8_t>& data, std::vector<std::size_t>
   }
   for (std::size_t i = ranges.size(); i-- > 0;) {
     const auto [from, to] = ranges[i];
-    blake3::nodes(from, std::span(data).subspan(from, to - from), to == data.size(),
-                  per_range[i]);
+    blake3::nodes(from, std::span(data).subspan(from, to - from), to == data.size(), per_range[i]);
   }
   blake3::Folder folder;
   for (const auto& nodes : per_range) folder.add(nodes);
@@ -57,17 +56,34 @@ TEST(Blake3Tree, TheOneThreadHasherGivesThePublishedVectors) {
   EXPECT_EQ(hex(blake3::digest_of({})),
             "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262");
   const std::string abc = "abc";
-  EXPECT_EQ(hex(blake3::digest_of(std::span(reinterpret_cast<const std::uint8_t*>(abc.data()),
-                                            abc.size()))),
+  EXPECT_EQ(hex(blake3::digest_of(
+                std::span(reinterpret_cast<const std::uint8_t*>(abc.data()), abc.size()))),
             "6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85");
 }
 
 TEST(Blake3Tree, AnyCutIntoRangesGivesTheHashOfTheWholeFile) {
-  const std::size_t sizes[] = {0,        1,         63,         64,          65,
-                               1023,     1024,      1025,       2047,        2048,
-                               2049,     3 * 1024,  4095,       4096,        4097,
-                               5 * 1024 + 1,        65536,      65537,       (1 << 20) - 1,
-                               1 << 20,  (1 << 20) + 1,         3 * (1 << 20) + 5000,
+  const std::size_t sizes[] = {0,
+                               1,
+                               63,
+                               64,
+                               65,
+                               1023,
+                               1024,
+                               1025,
+                               2047,
+                               2048,
+                               2049,
+                               3 * 1024,
+                               4095,
+                               4096,
+                               4097,
+                               5 * 1024 + 1,
+                               65536,
+                               65537,
+                               (1 << 20) - 1,
+                               1 << 20,
+                               (1 << 20) + 1,
+                               3 * (1 << 20) + 5000,
                                (1 << 22) + 1024};
   std::uint32_t seed = 1;
   for (std::size_t size : sizes) {

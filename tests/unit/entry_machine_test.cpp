@@ -33,8 +33,8 @@ constexpr Cell no(F f) {
 
 constexpr std::array kEvents{E::Offer, E::Holds,    E::Continue, E::Take, E::Have,
                              E::Chunk, E::FileDone, E::Abort,    E::Good, E::Bad};
-constexpr std::array kStates{S::Waiting,  S::Offered,    S::Held,   S::Taken,
-                             S::Finished, S::Abandoning, S::Settled};
+constexpr std::array kStates{S::Waiting, S::Offered,  S::Held,       S::Continued,
+                             S::Taken,   S::Finished, S::Abandoning, S::Settled};
 using Row = std::array<Cell, kEntryEventCount>;
 using Table = std::array<Row, kEntryStateCount>;
 
@@ -43,19 +43,21 @@ using Table = std::array<Row, kEntryStateCount>;
 constexpr Table kFile{{
     /* Waiting    */ Row{to(S::Offered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered)},
     /* Offered    */ Row{no(F::AlreadyOffered), to(S::Held), no(F::NotHeld), to(S::Taken), to(S::Settled), no(F::NotTaken), no(F::NotTaken), no(F::NotTaken), no(F::TooEarly), to(S::Settled)},
-    /* Held       */ Row{no(F::AlreadyOffered), no(F::Held), to(S::Offered), no(F::Held), no(F::Held), no(F::NotTaken), no(F::NotTaken), to(S::Abandoning), no(F::Held), no(F::Held)},
+    /* Held       */ Row{no(F::AlreadyOffered), no(F::Held), to(S::Continued), no(F::Held), no(F::Held), no(F::NotTaken), no(F::NotTaken), to(S::Abandoning), no(F::Held), no(F::Held)},
+    /* Continued  */ Row{no(F::AlreadyOffered), no(F::AlreadyTaken), no(F::NotHeld), to(S::Taken), to(S::Settled), no(F::NotTaken), no(F::NotTaken), no(F::NotTaken), no(F::TooEarly), to(S::Settled)},
     /* Taken      */ Row{no(F::AlreadyOffered), no(F::AlreadyTaken), no(F::NotHeld), no(F::AlreadyTaken), no(F::AlreadyTaken), to(S::Taken), to(S::Finished), to(S::Abandoning), no(F::TooEarly), to(S::Settled)},
     /* Finished   */ Row{no(F::AlreadyOffered), no(F::AlreadyTaken), no(F::NotHeld), no(F::AlreadyTaken), no(F::AlreadyTaken), no(F::NotTaken), no(F::NotTaken), no(F::NotTaken), to(S::Settled), to(S::Settled)},
     /* Abandoning */ Row{no(F::AlreadyOffered), no(F::AlreadyTaken), no(F::NotHeld), no(F::AlreadyTaken), no(F::AlreadyTaken), no(F::NotTaken), no(F::NotTaken), no(F::NotTaken), no(F::Abandoned), to(S::Settled)},
     /* Settled    */ Row{no(F::AlreadyOffered), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled)},
 }};
 // A directory is made when it is offered: nothing of it moves, and it is settled good or bad.
-// Held, Taken, Finished and Abandoning cannot be reached by a directory; the machine still
+// Held, Continued, Taken, Finished and Abandoning cannot be reached by a directory; the machine still
 // answers there.
 constexpr Table kDirectory{{
     /* Waiting    */ Row{to(S::Offered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered)},
     /* Offered    */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
     /* Held       */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
+    /* Continued  */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
     /* Taken      */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
     /* Finished   */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
     /* Abandoning */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},

@@ -359,7 +359,8 @@ std::vector<Row> session_rows() {
          EXPECT_EQ(holds.digest, r.digest_of(std::vector<std::uint8_t>(here.begin(), here.end())));
          EXPECT_EQ(open_files_under(r.h.dir.path()), 0u);  // no temporary was made
        }},
-      // ...and the sender's file is the same: Have.
+      // ...and the sender's file is the same: Have, once the file here is found unchanged
+      // (looked at again on the directories' queue: PROTOCOL.md 7.9).
       {{S::InSession, E::GotContinue, ""},
        [](Rig& r) {
          r.resume = true;
@@ -371,6 +372,7 @@ std::vector<Row> session_rows() {
        },
        [](Rig& r) {
          r.peer(proto::Continue{0, r.entries[0].bytes.size()});
+         ASSERT_TRUE(r.settle_until_sent(T::Have));
        },
        {S::InSession, {{T::Have}}, File::Any},
        [](Rig& r) {

@@ -312,6 +312,28 @@ TEST_F(ReceiverDriver, MustUnderstandHelloExtensionIsRejectedInVersion2) {
   EXPECT_TRUE(std::filesystem::is_empty(h.dir.path()));
 }
 
+// A receiver that requires sender keys (--senders) refuses a Hello, which cannot carry one
+// (PROTOCOL.md 6.2, 7.8): a version-1 Hello with UnsupportedVersion (version 1 knows no
+// AuthRequired), a version-2 Hello with AuthRequired in version 2 (issue 41, hole 23).
+TEST_F(ReceiverDriver, AHelloToAReceiverThatRequiresKeysIsRefusedInItsOwnVersion) {
+  for (const std::uint16_t version : {proto::kVersion1, proto::kVersion2}) {
+    SCOPED_TRACE(version);
+    ReceiverHarness keyed;
+    keyed.require_keys("alice 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n");
+    keyed.start();
+    const auto bytes = random_bytes(100);
+    keyed.send(proto::Hello{bytes.size(), sha256_of(bytes), 0, "h.bin"}, version);
+    ASSERT_TRUE(keyed.settle([&] { return !keyed.transport.sent_of<proto::Reject>().empty(); }));
+    const auto reject = keyed.transport.sent_of<proto::Reject>().at(0);
+    EXPECT_EQ(reject.reason, version == proto::kVersion1 ? proto::RejectReason::UnsupportedVersion
+                                                         : proto::RejectReason::AuthRequired);
+    EXPECT_EQ(keyed.transport.sent.at(0).version, version);
+    EXPECT_NE(reject.text.find("key"), std::string::npos) << reject.text;
+    EXPECT_TRUE(keyed.transport.sent_of<proto::Accept>().empty());
+    EXPECT_TRUE(std::filesystem::is_empty(keyed.dir.path()));
+  }
+}
+
 TEST_F(ReceiverDriver, MemoryCapRejectsBeforeCreatingAFile) {
   h.options.max_memory = 4096;  // less than the 4 slots this file would need
   offer(random_bytes(4 * 4096));

@@ -31,6 +31,15 @@ TEST(ReceiverRules, ExtensionsResumeIsKnownOthersIgnoredUnlessTheyMustBeUndersto
   ASSERT_TRUE(refused.refusal);
   EXPECT_EQ(refused.refusal->reason, RejectReason::UnsupportedVersion);
   EXPECT_EQ(refused.refusal->text, "this receiver does not know Open extension 0x8007");
+  // The digest at the end and BLAKE3 are a session's: in a Hello, refused the same way.
+  for (std::uint16_t type : {kExtensionDigestAtEnd, kExtensionDigestAlgorithm}) {
+    const auto in_hello = read_extensions({{type, {}}}, "Hello");
+    ASSERT_TRUE(in_hello.refusal);
+    EXPECT_EQ(in_hello.refusal->reason, RejectReason::UnsupportedVersion);
+  }
+  EXPECT_EQ(read_extensions({{kExtensionDigestAlgorithm, {}}}, "Hello").refusal->text,
+            "Hello extension 0x8004 applies only in an Open (a session)");
+  EXPECT_FALSE(read_extensions({{kExtensionDigestAtEnd, {}}}, "Open").refusal);
 }
 
 // One file (a Hello's, or a session of one entry): exactly its chunks, as a version-1

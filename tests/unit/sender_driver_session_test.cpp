@@ -179,6 +179,26 @@ TEST(SenderSession, TheDigestAtEndsAnswersOutOfTurnAreViolations) {
   }
 }
 
+// One Holds per entry (PROTOCOL.md 7.9): a second one, after our Continue answered the
+// first, is a violation, never a second check and Continue (issue 41, B).
+TEST(SenderSession, ASecondHoldsForAnEntryIsAViolation) {
+  SessionRig r;
+  r.h.with_digest_at_end();
+  r.credited();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  const auto size = r.h.plan.entries[0].size;
+  const proto::Holds holds{0, size, Digest{}};  // not ours: Continue from 0
+  r.h.receive(holds);
+  ASSERT_TRUE(
+      r.h.settle_hashing([&] { return !r.h.transport.sent_of<proto::Continue>().empty(); }));
+  EXPECT_EQ(r.h.transport.sent_of<proto::Continue>().back(), (proto::Continue{0, 0}));
+  r.h.receive(holds);
+  ASSERT_FALSE(r.h.transport.sent_of<proto::Error>().empty());
+  EXPECT_EQ(r.h.transport.sent_of<proto::Error>().back().code, ErrorCode::ProtocolViolation);
+  EXPECT_EQ(r.h.transport.sent_of<proto::Continue>().size(), 1u) << "no second Continue";
+  EXPECT_NE(r.h.status(0), Status::Good);
+}
+
 // Our prefix is hashed on the pool while the loop goes on: when the receiver ends the
 // connection before that check is done, its result is dropped, and nothing (no Continue, no
 // chunk) follows the end.

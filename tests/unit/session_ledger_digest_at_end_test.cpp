@@ -35,7 +35,7 @@ TEST(SessionReceiveLedgerDigestAtEnd, HoldsThenContinueAnswersTheEntryAgain) {
   EXPECT_EQ(ledger.accept_chunk({0, 0, 0, kSlot}), SessionError::EntryNotReceiving);
   EXPECT_EQ(ledger.continued(Continue{1, 0}), SessionError::UnknownEntry);
   ASSERT_EQ(ledger.continued(Continue{0, 2 * kSlot}), std::nullopt);
-  EXPECT_EQ(ledger.entry(0)->state, EntryState::Offered);
+  EXPECT_EQ(ledger.entry(0)->state, EntryState::Continued);
   EXPECT_EQ(ledger.continued(Continue{0, 0}), SessionError::NotHeld) << "one Continue per Holds";
   ledger.take(0, 2 * kSlot);  // its answer: Resume from what was held
   EXPECT_EQ(ledger.accept_chunk({0, 0, 2 * kSlot, kSlot}), std::nullopt);

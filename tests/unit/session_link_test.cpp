@@ -336,6 +336,51 @@ TEST(SessionLinkDigestAtEnd, AFileAlreadyThereIsCheckedHereAndNotSent) {
   for (const auto& c : p.sender.transport.sent_of<proto::FileChunk>()) EXPECT_NE(c.entry, 0u);
 }
 
+// The file the receiver said it holds is gone by the time our Continue from its size comes
+// (we may hash for minutes): the receiver takes the file whole instead of claiming to have
+// it (PROTOCOL.md 7.9, issue 41's hole 19), and the sender sends it from 0.
+TEST(SessionLinkDigestAtEnd, AHeldFileGoneBeforeTheContinueIsTakenWhole) {
+  DigestAtEndPair p;
+  p.receiver.options.overwrite = false;
+  std::filesystem::create_directories(p.receiver.dir.path());
+  const auto held = p.receiver.dir.path() / "a.bin";
+  std::ofstream(held, std::ios::binary) << p.sent(0);
+  p.link.tamper = [&](proto::Message& m) {
+    if (std::holds_alternative<proto::Holds>(m)) std::filesystem::remove(held);
+  };
+  p.start_at_end();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+  EXPECT_EQ(p.sender.status(0), Status::Good);
+  EXPECT_FALSE(p.sender.plan.results[0].identical);
+  EXPECT_EQ(p.sender.transport.sent_of<proto::Continue>().at(0),
+            (proto::Continue{0, p.sent(0).size()}));
+  EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
+  EXPECT_TRUE(p.receiver.transport.sent_of<proto::Have>().empty());
+}
+
+// Changed instead (another file of the same size): it is not had, and not overwritten either.
+TEST(SessionLinkDigestAtEnd, AHeldFileChangedBeforeTheContinueIsNotHadNorOverwritten) {
+  DigestAtEndPair p;
+  p.receiver.options.overwrite = false;
+  std::filesystem::create_directories(p.receiver.dir.path());
+  const auto held = p.receiver.dir.path() / "a.bin";
+  std::ofstream(held, std::ios::binary) << p.sent(0);
+  const std::string other(p.sent(0).size(), 'x');
+  p.link.tamper = [&](proto::Message& m) {
+    if (std::holds_alternative<proto::Holds>(m)) {
+      std::filesystem::remove(held);
+      std::ofstream(held, std::ios::binary) << other;
+    }
+  };
+  p.start_at_end();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.status(0), Status::Refused);
+  EXPECT_EQ(p.arrived("a.bin"), other);
+  EXPECT_TRUE(p.receiver.transport.sent_of<proto::Have>().empty());
+  EXPECT_EQ(p.sender.status(1), Status::Good);
+}
+
 TEST(SessionLinkDigestAtEnd, AnotherFileOfTheSameSizeIsNotOverwritten) {
   DigestAtEndPair p;
   const std::string other(p.sent(0).size(), 'x');

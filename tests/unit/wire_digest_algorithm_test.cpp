@@ -76,4 +76,15 @@ TEST(WireDigestAlgorithm, TheEncoderRefusesWhatTheDecoderWould) {
   EXPECT_TRUE(encode(Open{DigestAlgorithm::Blake3, 0, 0, 1, 0}, kVersion1).empty());
 }
 
+// In a version-2 Hello a well-formed one decodes and stays an extension, which the receiver
+// refuses as a must-understand extension it does not apply there (receiver_rules_test).
+TEST(WireDigestAlgorithm, InAHelloItIsCheckedAndKept) {
+  Hello hello{1, {}, 0, "a"};
+  hello.digest_algorithm = DigestAlgorithm::FsVeritySha256;
+  hello.extensions.push_back({kExtensionDigestAlgorithm, std::string(1, '\x03')});
+  EXPECT_EQ(round_trip(hello), Message{hello});
+  hello.extensions.back().value = std::string(1, '\x02');
+  EXPECT_TRUE(encode(hello, kVersion2).empty());
+}
+
 }  // namespace
