@@ -210,6 +210,13 @@ int main(int argc, char** argv) {
                                   2,
                                   2 << 20,
                                   {{kExtensionResume, {}}, {kExtensionDigestAtEnd, {}}}}},
+      // BLAKE3 (docs/PROTOCOL.md 7.10): the Open's extension 0x8004 after the others.
+      {"open-blake3", Open{DigestAlgorithm::Blake3,
+                           1000,
+                           0,
+                           2,
+                           2 << 20,
+                           {{kExtensionResume, {}}, {kExtensionDigestAtEnd, {}}}}},
       {"offer-flagged",
        Offer{0, EntryKind::File, 0644, 1 << 20, 1'700'000'000, 5, Digest{}, "dir/a.bin", true}},
       {"holds", Holds{0, 3 << 16, sample_sha()}},
