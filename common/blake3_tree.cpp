@@ -94,9 +94,11 @@ void nodes(std::uint64_t offset, std::span<const std::uint8_t> data, bool ends_f
       out.push_back({0, short_chunk(data.subspan(done), chunk)});
       break;
     }
-    // The largest run of 2^level chunks that starts here on its own alignment and fits.
+    // The largest run of 2^level chunks that starts here on its own alignment and fits; at
+    // chunk 0, half of it (the header says why).
     unsigned level = static_cast<unsigned>(std::bit_width(whole) - 1);
     if (chunk != 0) level = std::min(level, static_cast<unsigned>(std::countr_zero(chunk)));
+    if (chunk == 0 && level > 0) --level;
     const std::size_t length = static_cast<std::size_t>(kChunkBytes << level);
     out.push_back(
         {static_cast<std::uint8_t>(level), subtree(data.subspan(done, length), chunk, level)});
@@ -104,8 +106,19 @@ void nodes(std::uint64_t offset, std::span<const std::uint8_t> data, bool ends_f
   }
 }
 
+merkle::Node run_node(std::uint64_t offset, std::span<const std::uint8_t> data) {
+  const std::uint64_t chunks = data.size() / kChunkBytes;
+  if (offset % kChunkBytes != 0 || data.size() % kChunkBytes != 0 || !std::has_single_bit(chunks) ||
+      (offset / kChunkBytes) % chunks != 0)
+    throw std::invalid_argument("not an aligned run of 2^k BLAKE3 chunks");
+  const auto level = static_cast<unsigned>(std::countr_zero(chunks));
+  return {static_cast<std::uint8_t>(level), subtree(data, offset / kChunkBytes, level)};
+}
+
 void Folder::add(const merkle::Node& node) {
   if (root_) throw std::logic_error("a BLAKE3 node added after the whole file's");
+  if (node.level > kMaxLevel && node.level != kRootLevel)
+    throw std::logic_error("a BLAKE3 node above the tree's deepest level");
   if (node.level == kRootLevel) {
     if (has_last_) throw std::logic_error("a whole file's BLAKE3 node after others");
     root_ = true;

@@ -32,8 +32,10 @@ constexpr unsigned kSegmentsAhead = 4;
 // order (common/merkle.hpp, common/blake3_tree.hpp).
 class TreeNodes {
  public:
-  TreeNodes(proto::DigestAlgorithm algorithm, std::uint64_t size)
-      : blake3_(algorithm == proto::DigestAlgorithm::Blake3), size_(size) {
+  // `continues`: the `size` bytes are a prefix of a longer file, whose nodes a tree over
+  // that file continues from (BLAKE3 then hashes the last chunk as inside the file).
+  TreeNodes(proto::DigestAlgorithm algorithm, std::uint64_t size, bool continues = false)
+      : blake3_(algorithm == proto::DigestAlgorithm::Blake3), size_(size), continues_(continues) {
     if (!blake3_ && algorithm != proto::DigestAlgorithm::FsVeritySha256)
       throw std::invalid_argument("not a tree digest");
   }
@@ -41,7 +43,7 @@ class TreeNodes {
   void nodes(std::uint64_t offset, std::span<const std::uint8_t> bytes, merkle::BlockHasher& hasher,
              std::vector<merkle::Node>& out) const {
     if (blake3_)
-      blake3::nodes(offset, bytes, offset + bytes.size() == size_, out);
+      blake3::nodes(offset, bytes, !continues_ && offset + bytes.size() == size_, out);
     else
       hasher.nodes(offset, bytes, out);
   }
@@ -59,6 +61,7 @@ class TreeNodes {
  private:
   bool blake3_;
   std::uint64_t size_;
+  bool continues_;
   merkle::TreeFolder fsverity_folder_;
   blake3::Folder blake3_folder_;
 };
@@ -159,6 +162,17 @@ Digest parallel_digest(TreeNodes& tree, std::uint64_t size, unsigned threads,
 
 }  // namespace
 
+merkle::NodeBytes node_bytes_of(proto::DigestAlgorithm algorithm) {
+  return algorithm == proto::DigestAlgorithm::Blake3 ? blake3::node_bytes : merkle::node_bytes;
+}
+
+Digest digest_of_nodes(proto::DigestAlgorithm algorithm, std::span<const merkle::Node> nodes,
+                       std::uint64_t bytes) {
+  TreeNodes tree(algorithm, bytes);
+  tree.fold(nodes);
+  return tree.digest();
+}
+
 Digest tree_digest_of_mapping(proto::DigestAlgorithm algorithm,
                               std::span<const std::uint8_t> mapping, unsigned threads,
                               const HashProgress& progress) {
@@ -204,7 +218,7 @@ Digest tree_digest_of_file(proto::DigestAlgorithm algorithm, int fd, std::uint64
                            const HashProgress& progress) {
   // Advisory only (doubles the readahead window); failure changes nothing but speed.
   (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  TreeNodes tree(algorithm, size);
+  TreeNodes tree(algorithm, size, nodes != nullptr);
   auto hash_segment = [fd, size, &tree](
                           std::uint64_t offset, std::size_t length, merkle::BlockHasher& hasher,
                           std::vector<std::uint8_t>& scratch, std::vector<merkle::Node>& out) {

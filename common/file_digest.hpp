@@ -41,10 +41,17 @@ Digest tree_digest_of_mapping(proto::DigestAlgorithm algorithm,
 // offset), for files that cannot be mapped. Throws if the file is shorter than `size`. With
 // `nodes`, the tree nodes of those bytes in file order are appended to it: what a tree over
 // a longer file continues from (the sender's check of a prefix the receiver holds,
-// docs/PROTOCOL.md 7.9).
+// docs/PROTOCOL.md 7.9); `size` is then a multiple of the receiver's slot, and the last
+// nodes are hashed as inside the file, not as its end.
 Digest tree_digest_of_file(proto::DigestAlgorithm algorithm, int fd, std::uint64_t size,
                            unsigned threads, std::vector<merkle::Node>* nodes = nullptr,
                            const HashProgress& progress = {});
+
+// A tree's rules for nodes read back: what a node covers, and the digest of the bytes that
+// nodes of a prefix cover, taken as a whole file (a kept partial's, docs/PROTOCOL.md 7.9).
+merkle::NodeBytes node_bytes_of(proto::DigestAlgorithm algorithm);
+Digest digest_of_nodes(proto::DigestAlgorithm algorithm, std::span<const merkle::Node> nodes,
+                       std::uint64_t bytes);
 
 inline Digest fsverity_digest_of_mapping(std::span<const std::uint8_t> mapping, unsigned threads,
                                          const HashProgress& progress = {}) {

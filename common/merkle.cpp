@@ -118,12 +118,12 @@ Digest TreeFolder::root() const {
   return Digest{};  // nothing added: an empty file's root is all zeros
 }
 
-std::uint64_t cut_nodes(std::vector<Node>& nodes, std::uint64_t limit, std::uint64_t align) {
+std::uint64_t cut_nodes(std::vector<Node>& nodes, std::uint64_t limit, std::uint64_t align,
+                        NodeBytes bytes) {
   std::size_t keep = 0;
   std::uint64_t end = 0;
-  while (keep < nodes.size() && end + node_bytes(nodes[keep]) <= limit)
-    end += node_bytes(nodes[keep++]);
-  while (keep > 0 && align != 0 && end % align != 0) end -= node_bytes(nodes[--keep]);
+  while (keep < nodes.size() && end + bytes(nodes[keep]) <= limit) end += bytes(nodes[keep++]);
+  while (keep > 0 && align != 0 && end % align != 0) end -= bytes(nodes[--keep]);
   nodes.resize(keep);
   return end;
 }

@@ -80,7 +80,11 @@ constexpr std::uint64_t node_bytes(const Node& node) {
 // kBlockSize), dropping a node that would be split whole; returns the bytes that run covers.
 // (A node covering the file's short last block counts as a whole block: only a cut below
 // the end of the file is meaningful.)
-std::uint64_t cut_nodes(std::vector<Node>& nodes, std::uint64_t limit, std::uint64_t align);
+// `bytes`: what a node covers, by its tree (fs-verity's by default; BLAKE3's nodes are
+// common/blake3_tree.hpp's node_bytes()).
+using NodeBytes = std::uint64_t (*)(const Node&);
+std::uint64_t cut_nodes(std::vector<Node>& nodes, std::uint64_t limit, std::uint64_t align,
+                        NodeBytes bytes = node_bytes);
 
 // The fs-verity file digest: SHA-256 of the 256-byte fsverity_descriptor (version 1,
 // SHA-256, log2 block size 12, no salt, data_size, root hash).

@@ -19,7 +19,7 @@ std::optional<AcceptProblem> check_accept(const Accept& accept, DigestAlgorithm 
 
 std::optional<ResumeProblem> check_resume(const ResumeFacts& f) {
   if (f.resumed_already) return ResumeProblem::Repeated;
-  if (f.algorithm != DigestAlgorithm::FsVeritySha256) return ResumeProblem::NotFsVerity;
+  if (f.algorithm == DigestAlgorithm::WholeFileSha256) return ResumeProblem::NotATree;
   if (f.offset == 0) return ResumeProblem::AtZero;
   if (f.offset >= f.file_size) return ResumeProblem::NotBeforeTheEnd;
   if (f.slot_size != 0 && f.offset % f.slot_size != 0) return ResumeProblem::NotChunkAligned;
@@ -61,9 +61,9 @@ std::string describe(AcceptProblem problem, const Accept& accept, std::uint64_t 
 std::string describe(ResumeProblem problem, const ResumeFacts& f) {
   const std::string at = "a Resume at " + std::to_string(f.offset);
   switch (problem) {
-    case ResumeProblem::NotFsVerity:
+    case ResumeProblem::NotATree:
       return at + " with " + std::string(to_string(f.algorithm)) +
-             ": only the fs-verity digest can be resumed";
+             ": only a tree digest (fs-verity, BLAKE3) can be resumed";
     case ResumeProblem::AtZero:
       return at + ": a Resume starts past the first byte";
     case ResumeProblem::NotBeforeTheEnd:

@@ -26,7 +26,7 @@ enum class AcceptProblem : std::uint8_t {
                                                         std::uint64_t resumed_from);
 
 enum class ResumeProblem : std::uint8_t {
-  NotFsVerity,      // only the fs-verity digest can continue a hash tree
+  NotATree,         // only a tree digest (fs-verity, BLAKE3) can continue from nodes
   AtZero,           // a Resume starts past the first byte (else it is a Take or Accept)
   NotBeforeTheEnd,  // it leaves at least one byte, so at least one chunk, to send
   NotChunkAligned,  // it starts where a chunk does (known once the slot size is)

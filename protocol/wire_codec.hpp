@@ -139,6 +139,21 @@ inline bool is_known_for_session(DigestAlgorithm algorithm) {
 inline constexpr DigestAlgorithm kAlgorithmBesideExtension = DigestAlgorithm::FsVeritySha256;
 // kExtensionDigestAlgorithm's size: one byte, the algorithm.
 inline constexpr std::size_t kDigestAlgorithmExtensionBytes = kExtensionHeaderBytes + 1;
+
+// An Open's payload: its fixed fields, its extensions, and 0x8004 when only that extension
+// can name its algorithm (7.10).
+inline std::size_t open_size(const Open& m) {
+  return kOpenBytes + extensions_size(m.extensions) +
+         (is_known(m.digest_algorithm) ? 0 : kDigestAlgorithmExtensionBytes);
+}
+// extensions_problem() for an Open: also a 0x8004 left in Open.extensions, which the decoder
+// lifts into digest_algorithm when it is the only one and stands beside 2 (7.10).
+inline const char* open_extensions_problem(const Open& m) {
+  for (const auto& e : m.extensions)
+    if (e.type == kExtensionDigestAlgorithm)
+      return "digest-algorithm extension twice, or beside digest_algorithm 1";
+  return extensions_problem(m.extensions);
+}
 inline bool is_known(WorkPhase phase) {
   auto v = static_cast<std::uint8_t>(phase);
   return v >= 1 && v <= 3;

@@ -31,10 +31,7 @@ std::size_t payload_size(const Message& message, std::uint16_t version) {
           [](const Bye&) { return std::size_t{0}; },
           [](const Error& m) { return kCodeAndTextFixedBytes + m.text.size(); },
           [](const Working&) { return kWorkingBytes; },
-          [](const Open& m) {
-            return kOpenBytes + extensions_size(m.extensions) +
-                   (is_known(m.digest_algorithm) ? 0 : kDigestAlgorithmExtensionBytes);
-          },
+          [](const Open& m) { return open_size(m); },
           [](const Offer& m) { return kOfferFixedBytes + m.path.size(); },
           [](const Take&) { return kTakeBytes; },
           [](const Refuse& m) { return kRefuseFixedBytes + m.text.size(); },
@@ -78,150 +75,151 @@ void write_extensions(ByteWriter& w, const std::vector<HelloExtension>& extensio
   }
 }
 
+// An Open's algorithm that only the extension can name goes there, after the others; the
+// fixed field then says fs-verity (PROTOCOL.md 7.10).
+void write_open(ByteWriter& w, const Open& m) {
+  const bool named = !is_known(m.digest_algorithm);
+  w.u8(static_cast<std::uint8_t>(named ? kAlgorithmBesideExtension : m.digest_algorithm));
+  w.u8(0);  // reserved
+  w.u16(0);
+  w.u32(m.keepalive_ms);
+  w.u32(m.chunk_size_hint);
+  w.u32(m.entry_count);
+  w.u64(m.total_bytes);
+  write_extensions(w, m.extensions);
+  if (named) {
+    w.u16(kExtensionDigestAlgorithm);
+    w.u16(1);
+    w.u8(static_cast<std::uint8_t>(m.digest_algorithm));
+  }
+}
+
 void write_payload(ByteWriter& w, const Message& message, std::uint16_t version) {
-  std::visit(
-      Overloaded{
-          [&](const Hello& m) {
-            w.u64(m.file_size);
-            if (version == kVersion1) {
-              w.bytes(m.digest);
-              w.u32(m.chunk_size_hint);
-            } else {
-              w.u8(static_cast<std::uint8_t>(m.digest_algorithm));
-              w.u8(0);  // reserved
-              w.u16(0);
-              w.bytes(m.digest);
-              w.u32(m.chunk_size_hint);
-              w.u32(m.keepalive_ms);
-            }
-            w.u16(static_cast<std::uint16_t>(m.name.size()));
-            w.text(m.name);
-            write_extensions(w, m.extensions);  // version 2 only (expressible)
-          },
-          [&](const Accept& m) {
-            w.u64(m.region_addr);
-            w.u32(m.region_rkey);
-            w.u32(m.slot_size);
-            w.u32(m.slot_count);
-            w.u32(0);  // reserved
-          },
-          [&](const Chunk& m) {
-            w.u64(m.offset);
-            w.u32(m.length);
-            w.u32(m.slot);
-          },
-          [&](const Credit& m) {
-            w.u32(m.slot);
-            w.u32(m.rkey);
-          },
-          [&](const Done& m) { w.u64(m.total_bytes); },
-          [&](const Verdict& m) {
-            w.u8(static_cast<std::uint8_t>(m.code));
-            w.bytes(m.received_digest);
-          },
-          [&](const Id& m) {
-            w.u16(static_cast<std::uint16_t>(m.id.size()));
-            w.text(m.id);
-          },
-          [&](const Secret& m) {
-            w.u16(static_cast<std::uint16_t>(m.secret.size()));
-            w.text(m.secret);
-          },
-          [&](const Denied& m) { w.u16(m.attempts_left); },
-          [&](const Reject& m) {
-            w.u16(static_cast<std::uint16_t>(m.reason));
-            w.u16(static_cast<std::uint16_t>(m.text.size()));
-            w.text(m.text);
-          },
-          [&](const Bye&) {},
-          [&](const Error& m) {
-            w.u16(static_cast<std::uint16_t>(m.code));
-            w.u16(static_cast<std::uint16_t>(m.text.size()));
-            w.text(m.text);
-          },
-          [&](const Working& m) {
-            w.u8(static_cast<std::uint8_t>(m.phase));
-            w.u64(m.stored_bytes);
-          },
-          [&](const Open& m) {
-            // An algorithm only the extension can name goes there, after the
-            // others; the fixed field says fs-verity (7.10).
-            const bool named = !is_known(m.digest_algorithm);
-            w.u8(static_cast<std::uint8_t>(named ? kAlgorithmBesideExtension : m.digest_algorithm));
-            w.u8(0);  // reserved
-            w.u16(0);
-            w.u32(m.keepalive_ms);
-            w.u32(m.chunk_size_hint);
-            w.u32(m.entry_count);
-            w.u64(m.total_bytes);
-            write_extensions(w, m.extensions);
-            if (named) {
-              w.u16(kExtensionDigestAlgorithm);
-              w.u16(1);
-              w.u8(static_cast<std::uint8_t>(m.digest_algorithm));
-            }
-          },
-          [&](const Offer& m) {
-            w.u32(m.entry);
-            w.u8(static_cast<std::uint8_t>(m.kind));
-            w.u8(m.digest_at_end ? kOfferDigestAtEnd : 0);  // flags
-            w.u16(m.mode);
-            w.u64(m.size);
-            w.u64(static_cast<std::uint64_t>(m.mtime_sec));  // two's complement
-            w.u32(m.mtime_nsec);
-            w.bytes(m.digest);
-            w.u16(static_cast<std::uint16_t>(m.path.size()));
-            w.text(m.path);
-          },
-          [&](const Take& m) { w.u32(m.entry); },
-          [&](const Refuse& m) {
-            w.u32(m.entry);
-            w.u16(static_cast<std::uint16_t>(m.reason));
-            w.u16(static_cast<std::uint16_t>(m.text.size()));
-            w.text(m.text);
-          },
-          [&](const FileChunk& m) {
-            w.u32(m.entry);
-            w.u32(m.slot);
-            w.u64(m.offset);
-            w.u32(m.length);
-          },
-          [&](const FileDone& m) {
-            w.u32(m.entry);
-            w.u64(m.total_bytes);
-            if (m.digest) w.bytes(*m.digest);
-          },
-          [&](const FileVerdict& m) {
-            w.u32(m.entry);
-            w.u8(static_cast<std::uint8_t>(m.code));
-            w.bytes(m.received_digest);
-          },
-          [&](const Resume& m) {
-            w.u32(m.entry);
-            w.u64(m.offset);
-          },
-          [&](const Have& m) {
-            w.u32(m.entry);
-            w.bytes(m.digest);
-          },
-          [&](const Challenge& m) { w.bytes(m.nonce); },
-          [&](const Proof& m) { w.bytes(m.mac); },
-          [&](const Holds& m) {
-            w.u32(m.entry);
-            w.u64(m.length);
-            w.bytes(m.digest);
-          },
-          [&](const Continue& m) {
-            w.u32(m.entry);
-            w.u64(m.from);
-          },
-          [&](const FileAbort& m) {
-            w.u32(m.entry);
-            w.u16(static_cast<std::uint16_t>(m.reason));
-            w.u16(0);  // reserved
-          },
-      },
-      message);
+  std::visit(Overloaded{
+                 [&](const Hello& m) {
+                   w.u64(m.file_size);
+                   if (version == kVersion1) {
+                     w.bytes(m.digest);
+                     w.u32(m.chunk_size_hint);
+                   } else {
+                     w.u8(static_cast<std::uint8_t>(m.digest_algorithm));
+                     w.u8(0);  // reserved
+                     w.u16(0);
+                     w.bytes(m.digest);
+                     w.u32(m.chunk_size_hint);
+                     w.u32(m.keepalive_ms);
+                   }
+                   w.u16(static_cast<std::uint16_t>(m.name.size()));
+                   w.text(m.name);
+                   write_extensions(w, m.extensions);  // version 2 only (expressible)
+                 },
+                 [&](const Accept& m) {
+                   w.u64(m.region_addr);
+                   w.u32(m.region_rkey);
+                   w.u32(m.slot_size);
+                   w.u32(m.slot_count);
+                   w.u32(0);  // reserved
+                 },
+                 [&](const Chunk& m) {
+                   w.u64(m.offset);
+                   w.u32(m.length);
+                   w.u32(m.slot);
+                 },
+                 [&](const Credit& m) {
+                   w.u32(m.slot);
+                   w.u32(m.rkey);
+                 },
+                 [&](const Done& m) { w.u64(m.total_bytes); },
+                 [&](const Verdict& m) {
+                   w.u8(static_cast<std::uint8_t>(m.code));
+                   w.bytes(m.received_digest);
+                 },
+                 [&](const Id& m) {
+                   w.u16(static_cast<std::uint16_t>(m.id.size()));
+                   w.text(m.id);
+                 },
+                 [&](const Secret& m) {
+                   w.u16(static_cast<std::uint16_t>(m.secret.size()));
+                   w.text(m.secret);
+                 },
+                 [&](const Denied& m) { w.u16(m.attempts_left); },
+                 [&](const Reject& m) {
+                   w.u16(static_cast<std::uint16_t>(m.reason));
+                   w.u16(static_cast<std::uint16_t>(m.text.size()));
+                   w.text(m.text);
+                 },
+                 [&](const Bye&) {},
+                 [&](const Error& m) {
+                   w.u16(static_cast<std::uint16_t>(m.code));
+                   w.u16(static_cast<std::uint16_t>(m.text.size()));
+                   w.text(m.text);
+                 },
+                 [&](const Working& m) {
+                   w.u8(static_cast<std::uint8_t>(m.phase));
+                   w.u64(m.stored_bytes);
+                 },
+                 [&](const Open& m) { write_open(w, m); },
+                 [&](const Offer& m) {
+                   w.u32(m.entry);
+                   w.u8(static_cast<std::uint8_t>(m.kind));
+                   w.u8(m.digest_at_end ? kOfferDigestAtEnd : 0);  // flags
+                   w.u16(m.mode);
+                   w.u64(m.size);
+                   w.u64(static_cast<std::uint64_t>(m.mtime_sec));  // two's complement
+                   w.u32(m.mtime_nsec);
+                   w.bytes(m.digest);
+                   w.u16(static_cast<std::uint16_t>(m.path.size()));
+                   w.text(m.path);
+                 },
+                 [&](const Take& m) { w.u32(m.entry); },
+                 [&](const Refuse& m) {
+                   w.u32(m.entry);
+                   w.u16(static_cast<std::uint16_t>(m.reason));
+                   w.u16(static_cast<std::uint16_t>(m.text.size()));
+                   w.text(m.text);
+                 },
+                 [&](const FileChunk& m) {
+                   w.u32(m.entry);
+                   w.u32(m.slot);
+                   w.u64(m.offset);
+                   w.u32(m.length);
+                 },
+                 [&](const FileDone& m) {
+                   w.u32(m.entry);
+                   w.u64(m.total_bytes);
+                   if (m.digest) w.bytes(*m.digest);
+                 },
+                 [&](const FileVerdict& m) {
+                   w.u32(m.entry);
+                   w.u8(static_cast<std::uint8_t>(m.code));
+                   w.bytes(m.received_digest);
+                 },
+                 [&](const Resume& m) {
+                   w.u32(m.entry);
+                   w.u64(m.offset);
+                 },
+                 [&](const Have& m) {
+                   w.u32(m.entry);
+                   w.bytes(m.digest);
+                 },
+                 [&](const Challenge& m) { w.bytes(m.nonce); },
+                 [&](const Proof& m) { w.bytes(m.mac); },
+                 [&](const Holds& m) {
+                   w.u32(m.entry);
+                   w.u64(m.length);
+                   w.bytes(m.digest);
+                 },
+                 [&](const Continue& m) {
+                   w.u32(m.entry);
+                   w.u64(m.from);
+                 },
+                 [&](const FileAbort& m) {
+                   w.u32(m.entry);
+                   w.u16(static_cast<std::uint16_t>(m.reason));
+                   w.u16(0);  // reserved
+                 },
+             },
+             message);
 }
 
 }  // namespace
@@ -275,19 +273,12 @@ const char* codec::field_problem(const Message& message) {
           },
           [](const Open& m) -> const char* {
             if (!is_known_for_session(m.digest_algorithm)) return "Open.digest_algorithm unknown";
-            // Lifted into digest_algorithm by the decoder when it is once, beside 2 (7.10):
-            // one left here is a second one, or beside another algorithm.
-            for (const auto& e : m.extensions)
-              if (e.type == kExtensionDigestAlgorithm)
-                return "digest-algorithm extension twice, or beside digest_algorithm 1";
             if (m.keepalive_ms != 0 && !in_range(m.keepalive_ms, kMinKeepaliveMs, kMaxKeepaliveMs))
               return "Open.keepalive_ms not 0 or in 100..60000";
             if (m.entry_count == 0) return "Open.entry_count is 0";
-            if (kOpenBytes + extensions_size(m.extensions) +
-                    (is_known(m.digest_algorithm) ? 0 : kDigestAlgorithmExtensionBytes) >
-                kMaxMessageSize - kHeaderSize)
+            if (open_size(m) > kMaxMessageSize - kHeaderSize)
               return "Open does not fit one message";
-            return extensions_problem(m.extensions);
+            return open_extensions_problem(m);
           },
           [](const Offer& m) -> const char* {
             if (!is_known(m.kind)) return "Offer.kind unknown";

@@ -57,10 +57,10 @@ void Connection::look_for_held(std::uint32_t id) {
               return;
             }
           }
-          if (partials == nullptr || algorithm != proto::DigestAlgorithm::FsVeritySha256 ||
+          if (partials == nullptr || algorithm == proto::DigestAlgorithm::WholeFileSha256 ||
               size <= align)
             return;
-          if (auto kept = partials->peek({path, size, {}}, align, size - 1))
+          if (auto kept = partials->peek({path, size, {}, algorithm}, align, size - 1))
             found->held = proto::Holds{id, kept->bytes, kept->digest};
         } catch (const std::exception& e) {
           // Nothing usable is here (a missing directory, a link on the way, an unreadable

@@ -33,9 +33,10 @@ void IncomingFile::create(std::uint64_t size, SpaceReservations& space, Done don
   // Here, where the size is known: BLAKE3 hashes a chunk by where the file ends.
   hasher_ = FileHasher::make(pool_, algorithm_, size);
   // A partial pays off only for a file of more than one chunk.
-  if (resume_.partials != nullptr && algorithm_ == proto::DigestAlgorithm::FsVeritySha256 &&
+  // A tree's nodes can be kept (fs-verity's, BLAKE3's); SHA-256's stream cannot.
+  if (resume_.partials != nullptr && algorithm_ != proto::DigestAlgorithm::WholeFileSha256 &&
       resume_.align > 0 && size > resume_.align)
-    progress_.emplace(disk_, *resume_.partials, path_, resume_.digest, resume_.align);
+    progress_.emplace(disk_, *resume_.partials, path_, resume_.digest, resume_.align, algorithm_);
   if (progress_) progress_->continue_as(resume_.match, resume_.limit);
   auto outcome = std::make_shared<Outcome>();
   disk_.post(

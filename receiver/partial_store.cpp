@@ -12,7 +12,9 @@
 #include <map>
 #include <stdexcept>
 
+#include "common/blake3_tree.hpp"
 #include "common/error.hpp"
+#include "common/file_digest.hpp"
 #include "common/sha256.hpp"
 #include "protocol/receiver_rules.hpp"
 #include "receiver/output_tree.hpp"
@@ -22,7 +24,10 @@ namespace rdmax::receiver {
 namespace {
 
 constexpr char kMagic[8] = {'R', 'D', 'M', 'A', 'X', 'P', 'R', 'T'};
-constexpr std::uint32_t kPartialFormat = 1;
+// The header's format: 1 for the fs-verity tree's nodes, 2 for BLAKE3's (the same layout).
+// A release that knows only 1 finds nothing usable in a 2 and starts over.
+constexpr std::uint64_t kFsVerityFormat = 1;
+constexpr std::uint64_t kBlake3Format = 2;
 constexpr std::size_t kNodeBytes = 1 + 32;
 constexpr std::size_t kMaxHeaderBytes = 4096;
 
@@ -47,6 +52,7 @@ std::string name_of(const std::string& path) {
 }
 
 struct Header {
+  proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::FsVeritySha256;
   std::string path;
   std::uint64_t size = 0;
   proto::Digest digest{};
@@ -56,7 +62,7 @@ struct Header {
 
 std::vector<std::uint8_t> encode(const Header& h) {
   std::vector<std::uint8_t> out(kMagic, kMagic + sizeof kMagic);
-  put_u64(out, kPartialFormat);
+  put_u64(out, h.algorithm == proto::DigestAlgorithm::Blake3 ? kBlake3Format : kFsVerityFormat);
   put_u64(out, h.size);
   out.insert(out.end(), h.digest.begin(), h.digest.end());
   put_u64(out, h.durable);
@@ -76,8 +82,11 @@ std::optional<Header> decode(std::span<const std::uint8_t> b) {
   const Digest sum = sha256_of(b.first(body));
   if (!std::equal(sum.begin(), sum.end(), b.begin() + static_cast<long>(body))) return {};
   const std::uint8_t* p = b.data() + sizeof kMagic;
-  if (get_u64(p) != kPartialFormat) return {};
+  const std::uint64_t format = get_u64(p);
+  if (format != kFsVerityFormat && format != kBlake3Format) return {};
   Header h;
+  h.algorithm = format == kBlake3Format ? proto::DigestAlgorithm::Blake3
+                                        : proto::DigestAlgorithm::FsVeritySha256;
   h.size = get_u64(p + 8);
   std::copy(p + 16, p + 48, h.digest.begin());
   h.durable = get_u64(p + 48);
@@ -123,34 +132,45 @@ void write_exactly(int fd, const std::uint8_t* from, std::size_t n, std::uint64_
   }
 }
 
-// The bytes of the file a node covers, from `offset`: a whole group (level 1), or one
-// block, the file's last one possibly short.
-std::uint64_t covered(const merkle::Node& node, std::uint64_t offset, std::uint64_t size) {
-  return std::min<std::uint64_t>(merkle::node_bytes(node), size - std::min(offset, size));
+// The bytes of the file a node covers, from `offset`: for fs-verity a whole group (level 1),
+// or one block, the file's last one possibly short; for BLAKE3 a run of 2^level chunks.
+std::uint64_t covered(proto::DigestAlgorithm algorithm, const merkle::Node& node,
+                      std::uint64_t offset, std::uint64_t size) {
+  return std::min<std::uint64_t>(node_bytes_of(algorithm)(node), size - std::min(offset, size));
+}
+
+// The node of the bytes at `offset`, computed again as the tree computes one node; nullopt
+// when they cannot be one node (a short group, a run off its alignment).
+std::optional<merkle::Node> node_again(proto::DigestAlgorithm algorithm, std::uint64_t offset,
+                                       std::span<const std::uint8_t> bytes,
+                                       merkle::BlockHasher& hasher) {
+  try {
+    if (algorithm == proto::DigestAlgorithm::Blake3) return blake3::run_node(offset, bytes);
+    std::vector<merkle::Node> again;
+    hasher.nodes(offset, bytes, again);
+    if (again.size() == 1) return again[0];
+  } catch (const std::invalid_argument&) {
+  }
+  return std::nullopt;
 }
 
 // How many of `nodes` match the data file from offset 0 (each recomputed from the bytes it
 // covers), and the bytes they cover.
-std::pair<std::size_t, std::uint64_t> verified_prefix(int data,
+std::pair<std::size_t, std::uint64_t> verified_prefix(proto::DigestAlgorithm algorithm, int data,
                                                       const std::vector<merkle::Node>& nodes,
                                                       std::uint64_t durable, std::uint64_t size) {
   merkle::BlockHasher hasher;
-  std::vector<std::uint8_t> buffer(merkle::kGroupBytes);
-  std::vector<merkle::Node> again;
+  std::vector<std::uint8_t> buffer;
   std::uint64_t offset = 0;
   std::size_t good = 0;
   for (const merkle::Node& node : nodes) {
-    const std::uint64_t length = covered(node, offset, size);
+    const std::uint64_t length = covered(algorithm, node, offset, size);
     if (length == 0 || offset + length > durable) break;
-    if (node.level == 1 && length != merkle::kGroupBytes) break;
-    read_exactly(data, buffer.data(), static_cast<std::size_t>(length), offset, "a partial file");
-    again.clear();
-    try {
-      hasher.nodes(offset, {buffer.data(), static_cast<std::size_t>(length)}, again);
-    } catch (const std::invalid_argument&) {
-      break;
-    }
-    if (again.size() != 1 || again[0].level != node.level || again[0].hash != node.hash) break;
+    if (length != node_bytes_of(algorithm)(node) && node.level != 0) break;  // a short group
+    buffer.resize(static_cast<std::size_t>(length));
+    read_exactly(data, buffer.data(), buffer.size(), offset, "a partial file");
+    const auto again = node_again(algorithm, offset, buffer, hasher);
+    if (!again || again->level != node.level || again->hash != node.hash) break;
     offset += length;
     ++good;
   }
@@ -170,9 +190,12 @@ std::optional<Prefix> checked_prefix(const Header& header, int data, int nodes_f
                                      std::uint32_t align, std::uint64_t limit) {
   struct stat data_st {};
   if (::fstat(data, &data_st) != 0) throw_sys("fstat a partial file");
-  if (header.path != key.path || header.size != key.size ||
+  const bool blake3 = key.algorithm == proto::DigestAlgorithm::Blake3;
+  // The smallest node: an fs-verity block, a BLAKE3 chunk.
+  const std::uint64_t smallest = blake3 ? blake3::kChunkBytes : merkle::kBlockSize;
+  if (header.algorithm != key.algorithm || header.path != key.path || header.size != key.size ||
       (!any_digest && header.digest != key.digest) || header.durable > key.size ||
-      header.node_count > header.durable / merkle::kBlockSize + 1 ||
+      header.node_count > header.durable / smallest + 1 ||
       static_cast<std::uint64_t>(data_st.st_size) < header.durable)
     return std::nullopt;
   std::vector<std::uint8_t> raw(static_cast<std::size_t>(header.node_count) * kNodeBytes);
@@ -184,15 +207,18 @@ std::optional<Prefix> checked_prefix(const Header& header, int data, int nodes_f
       n.level = raw[i];
       std::copy(raw.begin() + static_cast<long>(i) + 1,
                 raw.begin() + static_cast<long>(i + kNodeBytes), n.hash.begin());
-      if (n.level > 1) throw std::runtime_error("a node of an unknown level");
+      if (n.level > (blake3 ? blake3::kMaxLevel : 1))
+        throw std::runtime_error("a node of an unknown level");
       prefix.nodes.push_back(n);
     }
   } catch (const std::runtime_error&) {
     prefix.nodes.clear();
   }
-  const auto [good, bytes] = verified_prefix(data, prefix.nodes, header.durable, key.size);
+  const auto [good, bytes] =
+      verified_prefix(key.algorithm, data, prefix.nodes, header.durable, key.size);
   prefix.nodes.resize(good);
-  prefix.bytes = merkle::cut_nodes(prefix.nodes, std::min(bytes, limit), align);
+  prefix.bytes =
+      merkle::cut_nodes(prefix.nodes, std::min(bytes, limit), align, node_bytes_of(key.algorithm));
   return prefix;
 }
 
@@ -287,9 +313,11 @@ std::optional<PartialStore::Held> PartialStore::peek(const Key& key, std::uint32
   if (!header) return std::nullopt;
   auto prefix = checked_prefix(*header, data.get(), nodes.get(), key, true, align, limit);
   if (!prefix || prefix->bytes == 0) return std::nullopt;
-  merkle::TreeFolder folder;
-  folder.add(prefix->nodes);
-  return Held{prefix->bytes, merkle::file_digest(prefix->bytes, folder.root())};
+  try {
+    return Held{prefix->bytes, digest_of_nodes(key.algorithm, prefix->nodes, prefix->bytes)};
+  } catch (const std::logic_error&) {
+    return std::nullopt;  // BLAKE3 nodes that cannot be folded into that prefix's hash
+  }
 }
 
 void PartialStore::remove(Handle&& handle) {
@@ -427,7 +455,8 @@ PartialStore::Handle::~Handle() {
 }
 
 void PartialStore::Handle::write_header() {
-  const auto bytes = encode(Header{key_.path, key_.size, key_.digest, durable_, node_count_});
+  const auto bytes =
+      encode(Header{key_.algorithm, key_.path, key_.size, key_.digest, durable_, node_count_});
   const std::string name = hash_ + ".hdr", temp = name + ".tmp";
   {
     const Fd out(::openat(area_.get(), temp.c_str(),

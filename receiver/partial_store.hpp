@@ -6,8 +6,9 @@
 // Layout. `<dir>/.rdmax-partial/`, mode 0700, made on first use and removed again when it
 // is empty. Per partial, named by the hex SHA-256 of its path (names reveal nothing and
 // have a fixed length): `<h>.data` (the file's first bytes, mode 0600), `<h>.nodes` (the
-// hash tree nodes of those bytes, 33 bytes each: level, hash) and `<h>.hdr` (path, size,
-// digest, durable bytes, node count, and a SHA-256 of all that).
+// hash tree nodes of those bytes, 33 bytes each: level, hash; the fs-verity tree's or
+// BLAKE3's, by the header's format: 1 or 2) and `<h>.hdr` (format, path, size, digest,
+// durable bytes, node count, and a SHA-256 of all that).
 //
 // Durability. A checkpoint fdatasyncs the data, then the nodes, then replaces the header
 // (temporary, fsync, rename, fsync of the area): only what a header names counts, so a
@@ -44,6 +45,9 @@ class PartialStore {
     std::string path;  // relative to the directory, already checked
     std::uint64_t size = 0;
     proto::Digest digest{};
+    // The tree the nodes are of: FsVeritySha256 or Blake3. A partial kept for one never
+    // continues a transfer of the other.
+    proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::FsVeritySha256;
   };
   class Handle;
 

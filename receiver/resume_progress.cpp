@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "common/error.hpp"
+#include "common/file_digest.hpp"
 #include "protocol/names.hpp"
 #include "protocol/sizes.hpp"
 
@@ -26,7 +27,7 @@ std::optional<OutputFile> ResumeProgress::open(int parent_fd, const std::string&
     return std::nullopt;  // OutputFile::create reports Exists; the partial stays as it is
   auto handle = [&]() -> std::optional<PartialStore::Handle> {
     try {
-      return partials_.open({path_, size, digest_}, align_, match_, limit_);
+      return partials_.open({path_, size, digest_, algorithm_}, align_, match_, limit_);
     } catch (const std::exception& e) {
       spdlog::warn("no partial file for '{}' (it cannot be resumed if interrupted): {}",
                    proto::escape_for_log(path_), e.what());
@@ -44,7 +45,7 @@ std::optional<OutputFile> ResumeProgress::open(int parent_fd, const std::string&
   // to the last chunk: a Resume leaves the sender at least one chunk (PROTOCOL.md 7.6).
   if (resumed_from_ >= size) {
     const std::uint64_t last_chunk = (size - 1) / align_ * align_;
-    resumed_from_ = merkle::cut_nodes(prefix_nodes_, last_chunk, align_);
+    resumed_from_ = merkle::cut_nodes(prefix_nodes_, last_chunk, align_, node_bytes_of(algorithm_));
   }
   partial_.emplace(std::move(*handle));
   opened_ = true;
@@ -77,7 +78,7 @@ void ResumeProgress::stored(std::uint64_t offset, std::uint32_t length,
   if (!active_) return;
   const std::uint64_t end = offset + length;
   for (const merkle::Node& node : nodes) {
-    node_end_ = std::min(node_end_ + merkle::node_bytes(node), end);
+    node_end_ = std::min(node_end_ + node_bytes_of(algorithm_)(node), end);
     undurable_.emplace_back(node_end_, node);
   }
 }

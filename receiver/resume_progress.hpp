@@ -25,10 +25,16 @@ namespace rdmax::receiver {
 
 class ResumeProgress {
  public:
-  // `align`: where a resumed transfer may start (the slot size).
+  // `align`: where a resumed transfer may start (the slot size). `algorithm`: the tree whose
+  // nodes are kept (fs-verity's or BLAKE3's).
   ResumeProgress(WorkQueue& disk, PartialStore& partials, std::string path, proto::Digest digest,
-                 std::uint32_t align)
-      : disk_(disk), partials_(partials), path_(std::move(path)), digest_(digest), align_(align) {}
+                 std::uint32_t align, proto::DigestAlgorithm algorithm)
+      : disk_(disk),
+        partials_(partials),
+        path_(std::move(path)),
+        digest_(digest),
+        align_(align),
+        algorithm_(algorithm) {}
   ResumeProgress(const ResumeProgress&) = delete;
   ResumeProgress& operator=(const ResumeProgress&) = delete;
   // Which kept partial open() continues, and at most how much of it (PartialStore::open).
@@ -84,6 +90,7 @@ class ResumeProgress {
   std::string path_;
   proto::Digest digest_;
   std::uint32_t align_;
+  proto::DigestAlgorithm algorithm_;
   PartialStore::Match match_ = PartialStore::Match::SameDigest;
   std::uint64_t limit_ = UINT64_MAX;
   // The disk queue's: the partial, and its verified prefix (handed from the create job to

@@ -128,7 +128,7 @@ void SessionConnection::check_holds(const proto::Holds& holds) {
   const std::uint64_t size = entry(local).size;
   const bool whole = holds.length == size;
   const bool aligned = accept_.slot_size > 0 && holds.length % accept_.slot_size == 0 &&
-                       plan_.algorithm == proto::DigestAlgorithm::FsVeritySha256;
+                       plan_.algorithm != proto::DigestAlgorithm::WholeFileSha256;
   if (holds.length == 0 || holds.length > size || (!whole && !aligned))
     return violation("bad Holds: " + std::to_string(holds.length) + " bytes of a file of " +
                      std::to_string(size));
@@ -146,15 +146,14 @@ void SessionConnection::check_holds(const proto::Holds& holds) {
   const auto algorithm = plan_.algorithm;
   const unsigned threads = settings_.pool->threads();
   checks_->post(
-      [result, path, algorithm, threads, length = holds.length] {
+      [result, path, algorithm, threads, length = holds.length, size] {
         try {
           InputFile file(path);
-          // A prefix's nodes, to continue the tree from, exist only for fs-verity: a BLAKE3
-          // or SHA-256 Holds is of the whole file (checked above).
+          // A tree's prefix: its nodes too, to continue the tree from (a SHA-256 Holds is of
+          // the whole file, checked above).
           if (algorithm != proto::DigestAlgorithm::WholeFileSha256)
-            result->digest = tree_digest_of_file(
-                algorithm, file.fd(), length, threads,
-                algorithm == proto::DigestAlgorithm::FsVeritySha256 ? &result->nodes : nullptr);
+            result->digest = tree_digest_of_file(algorithm, file.fd(), length, threads,
+                                                 length < size ? &result->nodes : nullptr);
           else
             result->digest = sha256_of_file(file.fd(), length);
         } catch (const std::exception& e) {
@@ -203,7 +202,8 @@ void SessionConnection::start_tree_at(std::uint32_t local, std::uint64_t offset)
   d.hasher = FileHasher::make(*settings_.pool, plan_.algorithm, entry(local).size);
   // The receiver may resume below what it held (it checked its partial again): our nodes
   // are cut there, at a chunk boundary.
-  const std::uint64_t cut = merkle::cut_nodes(nodes, offset, accept_.slot_size);
+  const std::uint64_t cut =
+      merkle::cut_nodes(nodes, offset, accept_.slot_size, node_bytes_of(plan_.algorithm));
   if (cut != offset) d.failure = "the resumed prefix does not end on a tree node";
   d.hasher->fold(nodes);
   d.folded = cut;

@@ -77,7 +77,14 @@ case_parallel() {
   compare "$src/data" "$out/data" || fail "the tree differs with -P 2 --digest blake3"
   grep -q '"good":1011' "$shared/send-b3.json" || fail "--json: $(head -c 300 "$shared/send-b3.json")"
   grep -q 'the receiver does not take BLAKE3' "$shared/send-b3.log" && fail "BLAKE3 was refused"
-  true
+  # Again: every file is there already (the receiver's records and our digest cache are
+  # BLAKE3's now): nothing moves.
+  "$send" -H "$RXE_ADDR" -p "$port" -r -P 2 --digest blake3 --json "$src/data" \
+    >"$shared/send-b3.json" 2>"$shared/send-b3.log" || fail "the BLAKE3 re-run failed: $(tail -3 "$shared/send-b3.log")"
+  grep -q '"identical":1004[,}]' "$shared/send-b3.json" ||
+    fail "the BLAKE3 re-run did not skip every file: $(grep -o '"identical":[0-9]*' "$shared/send-b3.json" | tail -1)"
+  grep -q '"bytes_sent":0[,}]' "$shared/send-b3.json" ||
+    fail "the BLAKE3 re-run moved data: $(grep -o '"bytes_sent":[0-9]*' "$shared/send-b3.json")"
 }
 run_case parallel case_parallel
 
@@ -293,19 +300,21 @@ case_digest_at_end() {
     "$src/at-end/second" >"$shared/again.json" 2>"$shared/send.log" || fail "the second send failed"
   (($(grep -o '"status":"identical"' "$shared/again.json" | wc -l) == 2)) ||
     fail "the second send skipped fewer than 2 files: $(head -c 400 "$shared/again.json")"
-  # Interrupted after a durable checkpoint, then again with nothing in the digest cache.
-  "$send" -H "$RXE_ADDR" -p "$port" --bwlimit 3M --digest-at-end --no-digest-cache \
+  # Interrupted after a durable checkpoint, then again with nothing in the digest cache; with
+  # BLAKE3 (its partial keeps BLAKE3's nodes; tree-resume above resumes fs-verity's).
+  "$send" -H "$RXE_ADDR" -p "$port" --bwlimit 3M --digest-at-end --no-digest-cache --digest blake3 \
     "$src/at-end/third/big" >"$shared/send.log" 2>&1 &
   local pid=$!
   wait_for_line 60 recv "$log" "partial 'big': [0-9]+ bytes durable"
   kill -TERM "$pid"
   wait "$pid" 2>/dev/null || true
   wait_for_line 20 recv "$log" "kept .* of 'big' to resume from"
-  "$send" -H "$RXE_ADDR" -p "$port" --digest-at-end --no-digest-cache --json \
+  "$send" -H "$RXE_ADDR" -p "$port" --digest-at-end --no-digest-cache --digest blake3 --json \
     "$src/at-end/third/big" >"$shared/resume.json" 2>"$shared/send.log" || rc=$?
   ((rc == 0)) || fail "the re-run exited $rc: $(tail -n 5 "$shared/send.log")"
   grep -q "checking ours" "$shared/send.log" || fail "the sender did not check the receiver's partial"
   grep -q '"resumed_from":[1-9]' "$shared/resume.json" || fail "not resumed: $(head -c 400 "$shared/resume.json")"
+  grep -q '"algorithm":"blake3"' "$shared/resume.json" || fail "not BLAKE3: $(head -c 400 "$shared/resume.json")"
   cmp "$src/at-end/third/big" "$out/big" || fail "the resumed file differs"
   rm -f "$out/big"
   # Written while it is sent: abandoned (FileAbort), nothing kept, exit status 1.

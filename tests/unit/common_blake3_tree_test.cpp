@@ -107,6 +107,34 @@ TEST(Blake3Tree, AnyCutIntoRangesGivesTheHashOfTheWholeFile) {
   }
 }
 
+// A kept partial's prefix (docs/PROTOCOL.md 7.9): nodes of ranges inside a longer file,
+// folded up to any whole number of them, give the hash of those bytes taken as a file; each
+// node is also what run_node() computes from its bytes alone.
+TEST(Blake3Tree, APrefixOfNodesFoldsIntoThePrefixsOwnHash) {
+  const auto data = random_bytes((std::size_t{5} << 20) + 777, 31);
+  for (std::size_t slot : {std::size_t{4096}, std::size_t{1} << 20, std::size_t{3} << 20}) {
+    std::vector<merkle::Node> nodes;
+    std::size_t prefix = 0;
+    while (prefix + slot < data.size()) {
+      blake3::nodes(prefix, std::span(data).subspan(prefix, slot), false, nodes);
+      prefix += slot;
+      EXPECT_EQ(hex(blake3::Folder::of(nodes).finish(prefix)),
+                hex(blake3::digest_of(std::span(data).first(prefix))))
+          << "slot " << slot << ", prefix " << prefix;
+    }
+    std::uint64_t at = 0;
+    for (const auto& node : nodes) {
+      const auto length = static_cast<std::size_t>(blake3::node_bytes(node));
+      const auto again = blake3::run_node(at, std::span(data).subspan(at, length));
+      EXPECT_EQ(again.level, node.level);
+      EXPECT_EQ(again.hash, node.hash);
+      at += length;
+    }
+  }
+  EXPECT_THROW(blake3::run_node(1024, std::span(data).first(2048)), std::invalid_argument);
+  EXPECT_THROW(blake3::run_node(0, std::span(data).first(3072)), std::invalid_argument);
+}
+
 TEST(Blake3Tree, RangesMustStartAndEndOnChunks) {
   const auto data = random_bytes(8192, 9);
   std::vector<merkle::Node> out;

@@ -29,6 +29,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/auth_penalties.hpp"
+#include "common/blake3_tree.hpp"
 #include "common/input_file.hpp"
 #include "common/merkle.hpp"
 #include "common/sha256.hpp"
@@ -110,14 +111,18 @@ inline bool run_pool_until(WorkPool& pool, const std::function<bool()>& done,
 // A receiver connection over a fake transport.
 // Leaves in `partials` a partial of `path` holding the first `kept` bytes of `bytes`, durable,
 // kept for the offer of `bytes` with `digest`, as an interrupted transfer leaves it.
-inline void keep_partial_in(receiver::PartialStore& partials, const std::string& path,
-                            const std::vector<std::uint8_t>& bytes, std::uint32_t kept,
-                            const proto::Digest& digest) {
-  auto handle = partials.open({path, bytes.size(), digest}, 4096);
+inline void keep_partial_in(
+    receiver::PartialStore& partials, const std::string& path,
+    const std::vector<std::uint8_t>& bytes, std::uint32_t kept, const proto::Digest& digest,
+    proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::FsVeritySha256) {
+  auto handle = partials.open({path, bytes.size(), digest, algorithm}, 4096);
   ASSERT_TRUE(handle.has_value());
   ASSERT_EQ(::pwrite(handle->fd(), bytes.data(), kept, 0), static_cast<ssize_t>(kept));
   std::vector<merkle::Node> nodes;
-  merkle::BlockHasher().nodes(0, std::span(bytes).first(kept), nodes);
+  if (algorithm == proto::DigestAlgorithm::Blake3)
+    blake3::nodes(0, std::span(bytes).first(kept), false, nodes);
+  else
+    merkle::BlockHasher().nodes(0, std::span(bytes).first(kept), nodes);
   handle->checkpoint(kept, nodes);
 }
 

@@ -478,6 +478,7 @@ TEST(SessionLinkDigestAtEnd, AFileThatCannotBeReadIsAbandonedAndTheSessionGoesOn
 // ---- BLAKE3 (PROTOCOL.md 7.10): both drivers, linked, every message through the codec ----
 
 struct Blake3Pair : SessionPair {
+  std::optional<receiver::PartialStore> partials;
   Blake3Pair() {
     // One file of several slots and a short last chunk, one of a single chunk (hashed whole
     // as BLAKE3's root), one of exactly one BLAKE3 chunk, an empty one.
@@ -533,6 +534,64 @@ TEST(SessionLinkBlake3, TheDigestAtTheEndIsBlake3AsItIsSent) {
   }
   for (const auto& d : p.sender.transport.sent_of<proto::FileDone>())
     EXPECT_EQ(d.digest, p.digest_of(d.entry));
+  EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
+}
+
+// A kept partial of a BLAKE3 session (its nodes BLAKE3's: the partial's format 2): offered
+// without its digest, held, checked by the sender, resumed, and the whole file verified.
+TEST(SessionLinkBlake3, AKeptPartialIsHeldResumedAndTheWholeFileVerified) {
+  Blake3Pair p;
+  p.partials.emplace(p.receiver.dir.fd(), receiver::PartialStore::Limits{});
+  p.receiver.context.partials = &*p.partials;
+  keep_partial_in(*p.partials, "a.bin", p.sender.contents.at(0), 3 * kSlot, proto::Digest{},
+                  proto::DigestAlgorithm::Blake3);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  p.start_at_end();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+  const auto holds = p.receiver.transport.sent_of<proto::Holds>();
+  ASSERT_FALSE(holds.empty());
+  EXPECT_EQ(holds[0].length, 3u * kSlot);
+  EXPECT_EQ(holds[0].digest, blake3::digest_of(std::span(p.sender.contents.at(0)).first(3 * kSlot)))
+      << "the prefix's hash, as a file of its length";
+  EXPECT_EQ(p.sender.plan.results[0].resumed_from, 3u * kSlot);
+  EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
+  EXPECT_EQ(p.sender.plan.entries[0].digest, p.digest_of(0)) << "prefix nodes, then the rest";
+  for (const auto& c : p.sender.transport.sent_of<proto::FileChunk>())
+    if (c.entry == 0) {
+      EXPECT_GE(c.offset, 3u * kSlot);
+    }
+}
+
+// With the digests first (PROTOCOL.md 7.6): the Offer's BLAKE3 digest matches the kept
+// partial's, which is resumed.
+TEST(SessionLinkBlake3, ADigestFirstOfferResumesAKeptPartial) {
+  Blake3Pair p;
+  p.partials.emplace(p.receiver.dir.fd(), receiver::PartialStore::Limits{});
+  p.receiver.context.partials = &*p.partials;
+  keep_partial_in(*p.partials, "a.bin", p.sender.contents.at(0), 2 * kSlot, p.digest_of(0),
+                  proto::DigestAlgorithm::Blake3);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+  EXPECT_EQ(p.sender.plan.results[0].resumed_from, 2u * kSlot);
+  EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
+}
+
+// A partial kept for the fs-verity digest never continues a BLAKE3 transfer of the same
+// path (its nodes are another tree's): the file goes whole, and verifies.
+TEST(SessionLinkBlake3, AnFsVerityPartialIsNotResumedByBlake3) {
+  Blake3Pair p;
+  p.partials.emplace(p.receiver.dir.fd(), receiver::PartialStore::Limits{});
+  p.receiver.context.partials = &*p.partials;
+  keep_partial_in(*p.partials, "a.bin", p.sender.contents.at(0), 3 * kSlot, proto::Digest{});
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  p.start_at_end();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+  EXPECT_TRUE(p.receiver.transport.sent_of<proto::Holds>().empty());
+  EXPECT_EQ(p.sender.plan.results[0].resumed_from, 0u);
   EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
 }
 

@@ -51,11 +51,13 @@ TEST(CheckResume, EachRule) {
   EXPECT_EQ(check_resume(f), ResumeProblem::NotBeforeTheEnd);
   f.offset = 1u << 20;
   f.algorithm = kWhole;
-  EXPECT_EQ(check_resume(f), ResumeProblem::NotFsVerity);
+  EXPECT_EQ(check_resume(f), ResumeProblem::NotATree);
+  f.algorithm = DigestAlgorithm::Blake3;
+  EXPECT_EQ(check_resume(f), std::nullopt);
   f.algorithm = kTree;
   f.resumed_already = true;
   EXPECT_EQ(check_resume(f), ResumeProblem::Repeated);
-  for (auto p : {ResumeProblem::NotFsVerity, ResumeProblem::AtZero, ResumeProblem::NotBeforeTheEnd,
+  for (auto p : {ResumeProblem::NotATree, ResumeProblem::AtZero, ResumeProblem::NotBeforeTheEnd,
                  ResumeProblem::NotChunkAligned, ResumeProblem::Repeated})
     EXPECT_NE(describe(p, f).find("Resume at 1048576"), std::string::npos);
 }
