@@ -235,6 +235,36 @@ TEST(SessionLinkKeys, AnIdWithASubdirectoryWritesOnlyBeneathIt) {
   EXPECT_FALSE(std::filesystem::exists(p.receiver.dir.path() / "d"));
 }
 
+// What a keyed sender is told of files already there (docs/SECURITY.md, "What a sender
+// learns"; issue 41, hole 18): only of its own SUBDIR. bob offers a.bin without its digest;
+// DIR/a.bin, of the same size, is not his to learn about (no Holds); DIR/bob-dir/d/b.bin is.
+TEST(SessionLinkKeys, AKeyedSenderLearnsOfItsOwnSubdirectoryOnly) {
+  SessionPair p;
+  p.receiver.require_keys(kSenders);
+  p.receiver.options.overwrite = false;
+  p.sender.with_key();
+  p.sender.key.id = "bob";
+  p.sender.add_file("a.bin", random_bytes(2 * kSlot, 58), 0640);
+  p.sender.add_file("d/b.bin", random_bytes(kSlot + 3, 59), 0600);
+  const std::string others(p.sent(0).size(), 'o');
+  const std::string his(p.sent(1).size(), 'h');
+  std::filesystem::create_directories(p.receiver.dir.path() / "bob-dir/d");
+  std::ofstream(p.receiver.dir.path() / "a.bin", std::ios::binary) << others;
+  std::ofstream(p.receiver.dir.path() / "bob-dir/d/b.bin", std::ios::binary) << his;
+  p.sender.with_digest_at_end(&p.receiver.pool);
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  const auto holds = p.receiver.transport.sent_of<proto::Holds>();
+  ASSERT_EQ(holds.size(), 1u) << "one Holds, of bob's own file";
+  EXPECT_EQ(holds[0].entry, 1u);
+  EXPECT_EQ(holds[0].digest, merkle::digest_of(std::vector<std::uint8_t>(his.begin(), his.end())));
+  EXPECT_EQ(p.sender.status(0), Status::Good);
+  EXPECT_EQ(p.arrived("bob-dir/a.bin"), p.sent(0));
+  EXPECT_EQ(p.arrived("a.bin"), others) << "the other file is untouched";
+  EXPECT_EQ(p.sender.status(1), Status::Refused) << "his own, another file: not overwritten";
+  EXPECT_EQ(p.arrived("bob-dir/d/b.bin"), his);
+}
+
 TEST(SessionLinkKeys, AWrongKeyIsRefusedBeforeAnyMemoryAndCostsTheAddressAWait) {
   SessionPair p;
   p.receiver.require_keys(kSenders);
