@@ -58,7 +58,7 @@ for program in rdma-send rdma-recv; do
 done
 
 expect rdma-send '--digest --digest-at-end --digest-first' --dig
-expect rdma-send 'fsverity sha256' --digest ''
+expect rdma-send 'blake3 fsverity sha256' --digest ''
 expect rdma-send 'sha256' --digest s
 expect rdma-send '--no-digest-cache --no-progress' --no-
 expect rdma-send "$work/files/image.img $work/files/image.iso" -H host "$work/files/image.i"
