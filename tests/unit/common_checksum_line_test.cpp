@@ -36,6 +36,7 @@ const std::string kEmptyFsVerity =
     "3d248ca542a24fc62d1c43b916eae5016878e2533c88238480b26128a1f1af95";
 const std::string kXSha256 = "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881";
 const std::string kXFsVerity = "dbbdfa9d606f7adeaa7f16dcfb0d49161c4cfb82d9d51cfb5cb43fa3dacb9e5b";
+const std::string kXBlake3 = "3ae7d805f6789a6402acb70ad4096a85a56bf6804eaf25c0493ac697548d30b5";
 
 TEST(ChecksumLineTest, Sha256sumOrdinaryNames) {
   EXPECT_EQ(checksum_line(ChecksumFormat::Sha256, from_hex(kEmptySha256), "empty"),
@@ -119,6 +120,30 @@ TEST(ChecksumLineTest, MatchesTheToolsWhenInstalled) {
     }
   }
   if (checked == 0) GTEST_SKIP() << "neither sha256sum nor fsverity could be run";
+}
+
+// b3sum escapes a backslash and a newline but not a carriage return, and writes U+FFFD for
+// each maximal invalid part of a name that is not UTF-8 (Rust's lossy conversion): a lone
+// continuation byte, a lead byte cut short, an overlong form, a surrogate, a code point
+// beyond U+10FFFF, and valid UTF-8 beside them.
+TEST(ChecksumLineTest, MatchesB3sumWhenInstalled) {
+  TempDir dir("checksum-line-b3");
+  const Digest x_blake3 = from_hex(kXBlake3);
+  int checked = 0;
+  for (const std::string name :
+       {"plain", "a b", "new\nline", "back\\slash", "cr\rret",
+        "lone\x80"
+        "cont",
+        "cut\xe2\x82", "cut\xe2\x82x", "over\xc0\xafl", "over\xe0\x80\xafl", "sur\xed\xa0\x80r",
+        "big\xf4\x90\x80\x80", "\xf0\x9f\x98\x80ok\xff\xfe", "\xc3\xbc\xe6\x97\xa5"}) {
+    const std::string path = (dir.path() / name).string();
+    std::ofstream(path, std::ios::binary) << "x";
+    if (auto line = output_of({"b3sum", path})) {
+      EXPECT_EQ(*line, checksum_line(ChecksumFormat::B3sum, x_blake3, path) + "\n") << name;
+      ++checked;
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "b3sum could not be run";
 }
 
 }  // namespace
