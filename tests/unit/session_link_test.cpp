@@ -60,6 +60,18 @@ struct SessionPair {
     const auto& bytes = sender.contents.at(entry);
     return {bytes.begin(), bytes.end()};
   }
+  // The entry was resumed at `from` with the digest at the end: its digest computed from the
+  // prefix's nodes and the rest, no chunk of it below `from`, and the whole file arrived.
+  void expect_resumed(std::uint32_t entry, const std::string& name, std::uint64_t from,
+                      const Digest& digest) const {
+    EXPECT_EQ(sender.plan.results[entry].resumed_from, from);
+    EXPECT_EQ(arrived(name), sent(entry));
+    EXPECT_EQ(sender.plan.entries[entry].digest, digest) << "prefix nodes, then the rest";
+    for (const auto& c : sender.transport.sent_of<proto::FileChunk>())
+      if (c.entry == entry) {
+        EXPECT_GE(c.offset, from);
+      }
+  }
 };
 
 TEST(SessionLink, ATreeArrivesWithItsModesAndEarnsTheSecret) {
@@ -430,13 +442,7 @@ TEST(SessionLinkDigestAtEnd, AKeptPartialIsCheckedAndResumedAndTheWholeFileVerif
   p.start_at_end();
   ASSERT_TRUE(p.run_to_the_end());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
-  EXPECT_EQ(p.sender.plan.results[0].resumed_from, 3u * kSlot);
-  EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
-  EXPECT_EQ(p.sender.plan.entries[0].digest, p.digest_of(0)) << "prefix nodes, then the rest";
-  for (const auto& c : p.sender.transport.sent_of<proto::FileChunk>())
-    if (c.entry == 0) {
-      EXPECT_GE(c.offset, 3u * kSlot);
-    }
+  p.expect_resumed(0, "a.bin", 3u * kSlot, p.digest_of(0));
 }
 
 TEST(SessionLinkDigestAtEnd, APartialOfAnotherFileIsNotResumed) {
@@ -584,13 +590,7 @@ TEST(SessionLinkBlake3, AKeptPartialIsHeldResumedAndTheWholeFileVerified) {
   EXPECT_EQ(holds[0].length, 3u * kSlot);
   EXPECT_EQ(holds[0].digest, blake3::digest_of(std::span(p.sender.contents.at(0)).first(3 * kSlot)))
       << "the prefix's hash, as a file of its length";
-  EXPECT_EQ(p.sender.plan.results[0].resumed_from, 3u * kSlot);
-  EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
-  EXPECT_EQ(p.sender.plan.entries[0].digest, p.digest_of(0)) << "prefix nodes, then the rest";
-  for (const auto& c : p.sender.transport.sent_of<proto::FileChunk>())
-    if (c.entry == 0) {
-      EXPECT_GE(c.offset, 3u * kSlot);
-    }
+  p.expect_resumed(0, "a.bin", 3u * kSlot, p.digest_of(0));
 }
 
 // With the digests first (PROTOCOL.md 7.6): the Offer's BLAKE3 digest matches the kept
