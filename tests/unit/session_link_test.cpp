@@ -60,6 +60,12 @@ struct SessionPair {
     const auto& bytes = sender.contents.at(entry);
     return {bytes.begin(), bytes.end()};
   }
+  // A file already at the receiver under `name` (a path beneath its directory).
+  void place_at_receiver(const std::string& name, const std::string& bytes) const {
+    const auto path = receiver.dir.path() / name;
+    std::filesystem::create_directories(path.parent_path());
+    std::ofstream(path, std::ios::binary) << bytes;
+  }
   // The entry was resumed at `from` with the digest at the end: its digest computed from the
   // prefix's nodes and the rest, no chunk of it below `from`, and the whole file arrived.
   void expect_resumed(std::uint32_t entry, const std::string& name, std::uint64_t from,
@@ -260,9 +266,8 @@ TEST(SessionLinkKeys, AKeyedSenderLearnsOfItsOwnSubdirectoryOnly) {
   p.sender.add_file("d/b.bin", random_bytes(kSlot + 3, 59), 0600);
   const std::string others(p.sent(0).size(), 'o');
   const std::string his(p.sent(1).size(), 'h');
-  std::filesystem::create_directories(p.receiver.dir.path() / "bob-dir/d");
-  std::ofstream(p.receiver.dir.path() / "a.bin", std::ios::binary) << others;
-  std::ofstream(p.receiver.dir.path() / "bob-dir/d/b.bin", std::ios::binary) << his;
+  p.place_at_receiver("a.bin", others);
+  p.place_at_receiver("bob-dir/d/b.bin", his);
   p.sender.with_digest_at_end(&p.receiver.pool);
   p.start();
   ASSERT_TRUE(p.run_to_the_end());
@@ -367,8 +372,7 @@ TEST(SessionLinkDigestAtEnd, ATreeGoesWithoutItsDigestsAndArrivesVerified) {
 TEST(SessionLinkDigestAtEnd, AFileAlreadyThereIsCheckedHereAndNotSent) {
   DigestAtEndPair p;
   p.receiver.options.overwrite = false;
-  std::filesystem::create_directories(p.receiver.dir.path());
-  std::ofstream(p.receiver.dir.path() / "a.bin", std::ios::binary) << p.sent(0);
+  p.place_at_receiver("a.bin", p.sent(0));
   p.start_at_end();
   ASSERT_TRUE(p.run_to_the_end());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
@@ -384,9 +388,8 @@ TEST(SessionLinkDigestAtEnd, AFileAlreadyThereIsCheckedHereAndNotSent) {
 TEST(SessionLinkDigestAtEnd, AHeldFileGoneBeforeTheContinueIsTakenWhole) {
   DigestAtEndPair p;
   p.receiver.options.overwrite = false;
-  std::filesystem::create_directories(p.receiver.dir.path());
+  p.place_at_receiver("a.bin", p.sent(0));
   const auto held = p.receiver.dir.path() / "a.bin";
-  std::ofstream(held, std::ios::binary) << p.sent(0);
   p.link.tamper = [&](proto::Message& m) {
     if (std::holds_alternative<proto::Holds>(m)) std::filesystem::remove(held);
   };
@@ -405,9 +408,8 @@ TEST(SessionLinkDigestAtEnd, AHeldFileGoneBeforeTheContinueIsTakenWhole) {
 TEST(SessionLinkDigestAtEnd, AHeldFileChangedBeforeTheContinueIsNotHadNorOverwritten) {
   DigestAtEndPair p;
   p.receiver.options.overwrite = false;
-  std::filesystem::create_directories(p.receiver.dir.path());
+  p.place_at_receiver("a.bin", p.sent(0));
   const auto held = p.receiver.dir.path() / "a.bin";
-  std::ofstream(held, std::ios::binary) << p.sent(0);
   const std::string other(p.sent(0).size(), 'x');
   p.link.tamper = [&](proto::Message& m) {
     if (std::holds_alternative<proto::Holds>(m)) {
@@ -628,8 +630,7 @@ TEST(SessionLinkBlake3, AnFsVerityPartialIsNotResumedByBlake3) {
 TEST(SessionLinkBlake3, AFileAlreadyThereIsCheckedByItsBlake3AndNotSent) {
   Blake3Pair p;
   p.receiver.options.overwrite = false;
-  std::filesystem::create_directories(p.receiver.dir.path());
-  std::ofstream(p.receiver.dir.path() / "a.bin", std::ios::binary) << p.sent(0);
+  p.place_at_receiver("a.bin", p.sent(0));
   p.start_at_end();
   ASSERT_TRUE(p.run_to_the_end());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
