@@ -42,7 +42,8 @@ SessionSendLedger::SessionSendLedger(std::vector<EntryPlan> entries, const Accep
       held_(accept.slot_count, false),
       rkey_(accept.slot_count, 0),
       length_(accept.slot_count, 0),
-      owner_(accept.slot_count, 0) {}
+      owner_(accept.slot_count, 0),
+      out_(accept.slot_count, false) {}
 
 bool SessionSendLedger::files_unsettled() const {
   return files_in_flight_ > 0;
@@ -143,54 +144,72 @@ std::optional<CreditError> SessionSendLedger::credit(const Credit& c) {
   if (c.slot >= credited_.size()) return CreditError::SlotOutOfRange;
   if (credited_[c.slot]) return CreditError::AlreadyHeld;
   credited_[c.slot] = true;
+  if (out_[c.slot]) {  // its chunk is stored: the file has one fewer at the receiver
+    out_[c.slot] = false;
+    --progress_[owner_[c.slot]].chunks_out;
+  }
   rkey_[c.slot] = c.rkey;
   return std::nullopt;
 }
 
-std::optional<SessionSendLedger::Planned> SessionSendLedger::next_chunk() {
+std::optional<std::uint32_t> SessionSendLedger::next_chunk_slot() const {
   if (taken_order_.empty()) return std::nullopt;
-  for (std::uint32_t slot = 0; slot < active_slots_; ++slot) {
-    if (!credited_[slot] || busy_[slot] || held_[slot]) continue;
-    const std::uint32_t entry = taken_order_.front();
-    EntryProgress& p = progress_[entry];
-    const std::uint64_t left = plans_[entry].size - p.next_offset;
-    Planned planned{entry,
-                    slot,
-                    p.next_offset,
-                    static_cast<std::uint32_t>(std::min<std::uint64_t>(slot_size_, left)),
-                    region_addr_ + std::uint64_t{slot} * slot_size_,
-                    rkey_[slot]};
-    credited_[slot] = false;
-    busy_[slot] = true;
-    length_[slot] = planned.length;
-    owner_[slot] = entry;
-    p.next_offset += planned.length;
-    ++p.chunks_in_flight;
-    if (p.next_offset == plans_[entry].size) taken_order_.erase(taken_order_.begin());
-    return planned;
-  }
+  for (std::uint32_t slot = 0; slot < active_slots_; ++slot)
+    if (credited_[slot] && !busy_[slot] && !held_[slot]) return slot;
   return std::nullopt;
+}
+
+std::uint32_t SessionSendLedger::next_chunk_entry() const {
+  const std::size_t candidates = std::min<std::size_t>(taken_order_.size(), kInterleavedFiles);
+  std::uint32_t best = taken_order_.front();
+  for (std::size_t i = 1; i < candidates; ++i) {
+    const std::uint32_t entry = taken_order_[i];
+    if (progress_[entry].chunks_out < progress_[best].chunks_out) best = entry;
+  }
+  return best;
+}
+
+std::optional<SessionSendLedger::Planned> SessionSendLedger::next_chunk() {
+  const auto slot = next_chunk_slot();
+  if (!slot) return std::nullopt;
+  const std::uint32_t entry = next_chunk_entry();
+  EntryProgress& p = progress_[entry];
+  const std::uint64_t left = plans_[entry].size - p.next_offset;
+  Planned planned{entry,
+                  *slot,
+                  p.next_offset,
+                  static_cast<std::uint32_t>(std::min<std::uint64_t>(slot_size_, left)),
+                  region_addr_ + std::uint64_t{*slot} * slot_size_,
+                  rkey_[*slot]};
+  credited_[*slot] = false;
+  busy_[*slot] = true;
+  out_[*slot] = true;
+  length_[*slot] = planned.length;
+  owner_[*slot] = entry;
+  p.next_offset += planned.length;
+  ++p.chunks_in_flight;
+  ++p.chunks_out;
+  if (p.next_offset == plans_[entry].size) std::erase(taken_order_, entry);
+  return planned;
 }
 
 void SessionSendLedger::unplan(const Planned& c) {
   if (c.slot >= busy_.size() || !busy_[c.slot] || owner_[c.slot] != c.entry) return;
   busy_[c.slot] = false;
   credited_[c.slot] = true;
+  out_[c.slot] = false;
   length_[c.slot] = 0;
   EntryProgress& p = progress_[c.entry];
   if (p.chunks_in_flight > 0) --p.chunks_in_flight;
+  --p.chunks_out;
   p.next_offset = c.offset;
 }
 
 std::optional<std::uint32_t> SessionSendLedger::next_chunk_length() const {
-  if (taken_order_.empty()) return std::nullopt;
-  for (std::uint32_t slot = 0; slot < active_slots_; ++slot) {
-    if (!credited_[slot] || busy_[slot] || held_[slot]) continue;
-    const std::uint32_t entry = taken_order_.front();
-    const std::uint64_t left = plans_[entry].size - progress_.at(entry).next_offset;
-    return static_cast<std::uint32_t>(std::min<std::uint64_t>(slot_size_, left));
-  }
-  return std::nullopt;
+  if (!next_chunk_slot()) return std::nullopt;
+  const std::uint32_t entry = next_chunk_entry();
+  const std::uint64_t left = plans_[entry].size - progress_[entry].next_offset;
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(slot_size_, left));
 }
 
 std::uint32_t SessionSendLedger::completed(std::uint32_t slot) {

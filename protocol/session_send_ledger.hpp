@@ -6,8 +6,11 @@
 //
 // Each entry moves through the machine both sides share (protocol/entry_machine.hpp):
 // Waiting (not offered yet), Offered, Taken (its chunks go out as credits allow),
-// Finished (FileDone sent), Settled (Have, Refuse or FileVerdict received). Chunks go
-// out file by file in the order the files were taken, each file's in order; a slot is
+// Finished (FileDone sent), Settled (Have, Refuse or FileVerdict received). Each file's
+// chunks go out in file order; the chunks of up to kInterleavedFiles taken files (the
+// oldest) interleave, each chunk going to the one with the fewest chunks not yet stored at
+// the receiver (sent, and its slot not credited back), so that the receiver stores several
+// files at once (the kernel writes one file's chunks one at a time). A slot is
 // credited (a Credit arrived and no FileChunk has been sent for it since) and busy (our
 // FileChunk SEND for it has not completed locally). A Credit may arrive while the slot is
 // still busy (the receiver stored the chunk before our SEND's completion was polled): the
@@ -37,6 +40,11 @@ enum class SessionReplyError : std::uint8_t {
   BadOffset,     // a Resume not at a chunk boundary, or leaving no chunk to send
 };
 const char* to_string(SessionReplyError);
+
+// How many taken files the chunks are spread over (above): enough stores at once to keep
+// a many-core receiver busy (docs/BENCHMARKS.md), few enough that an interrupted tree leaves
+// few partial files.
+inline constexpr std::size_t kInterleavedFiles = 8;
 
 class SessionSendLedger {
  public:
@@ -119,8 +127,13 @@ class SessionSendLedger {
     std::uint64_t next_offset = 0;  // of the next chunk to write
     std::uint32_t chunks_in_flight = 0;
     std::uint32_t chunks_held = 0;  // being hashed (hold)
+    std::uint32_t chunks_out = 0;   // planned, their slots not credited back yet
   };
   bool files_unsettled() const;
+  // The slot and the file of the chunk next_chunk() plans (a slot only when a taken file
+  // has bytes left).
+  std::optional<std::uint32_t> next_chunk_slot() const;
+  std::uint32_t next_chunk_entry() const;
   // Moves the entry's machine, or says why the reply is not allowed (nothing changes).
   std::optional<SessionReplyError> step(std::uint32_t entry, EntryEvent event,
                                         std::uint64_t start = 0);
@@ -137,6 +150,7 @@ class SessionSendLedger {
   std::vector<std::uint32_t> rkey_;
   std::vector<std::uint32_t> length_;        // of the chunk in flight in a busy slot
   std::vector<std::uint32_t> owner_;         // and its entry
+  std::vector<bool> out_;                    // its chunk not stored yet (no Credit since)
   std::vector<std::uint32_t> taken_order_;   // taken files with chunks left, oldest first
   std::vector<std::uint32_t> open_entries_;  // offered, not settled
   std::uint32_t next_offer_ = 0;

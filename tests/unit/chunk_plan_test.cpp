@@ -9,7 +9,6 @@ namespace {
 
 using rdmax::proto::ChunkPlan;
 
-constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint32_t kU32Max = std::numeric_limits<std::uint32_t>::max();
 
 // Usable at compile time, e.g. for static buffer sizing.
@@ -61,18 +60,18 @@ TEST(ChunkPlan, ChunksTileTheFile) {
 }
 
 TEST(ChunkPlan, HugeSizesDoNotOverflow) {
-  const ChunkPlan plan{kU64Max, kU32Max};
-  const std::uint64_t full = kU64Max / kU32Max;  // 2^32 + 1 full chunks, no remainder
+  const ChunkPlan plan{UINT64_MAX, kU32Max};
+  const std::uint64_t full = UINT64_MAX / kU32Max;  // 2^32 + 1 full chunks, no remainder
   ASSERT_EQ(plan.chunk_count(), full);
   EXPECT_EQ(plan.offset(full - 1), (full - 1) * kU32Max);
   EXPECT_EQ(plan.length(full - 1), kU32Max);
 
-  const ChunkPlan odd{kU64Max, 1 << 20};
-  ASSERT_EQ(odd.chunk_count(), (kU64Max >> 20) + 1);
+  const ChunkPlan odd{UINT64_MAX, 1 << 20};
+  ASSERT_EQ(odd.chunk_count(), (UINT64_MAX >> 20) + 1);
   const std::uint64_t last = odd.chunk_count() - 1;
   EXPECT_EQ(odd.offset(last), last << 20);
   EXPECT_EQ(odd.length(last), (1U << 20) - 1);
-  EXPECT_EQ(odd.offset(last) + odd.length(last), kU64Max);
+  EXPECT_EQ(odd.offset(last) + odd.length(last), UINT64_MAX);
 }
 
 TEST(ChunkPlan, ZeroChunkSizeIsAnEmptyPlan) {

@@ -18,7 +18,6 @@ using rdmax::test::ChunkError;
 using ReceiveLedger = rdmax::test::OneFileReceiveLedger;
 using State = ReceiveLedger::SlotState;
 
-constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint32_t kU32Max = std::numeric_limits<std::uint32_t>::max();
 
 // A ledger for a file of `file_size` bytes whose every slot has been granted once.
@@ -134,7 +133,7 @@ TEST(ReceiveLedger, WrongOffset) {
   const std::string before = snapshot(ledger);
   EXPECT_EQ(ledger.accept_chunk(Chunk{4096, 4096, 0}), ChunkError::WrongOffset);  // skips one
   EXPECT_EQ(ledger.accept_chunk(Chunk{1, 4096, 0}), ChunkError::WrongOffset);
-  EXPECT_EQ(ledger.accept_chunk(Chunk{kU64Max, 4096, 0}), ChunkError::WrongOffset);
+  EXPECT_EQ(ledger.accept_chunk(Chunk{UINT64_MAX, 4096, 0}), ChunkError::WrongOffset);
   EXPECT_EQ(snapshot(ledger), before);
   ASSERT_EQ(ledger.accept_chunk(Chunk{0, 4096, 0}), std::nullopt);
   EXPECT_EQ(ledger.accept_chunk(Chunk{0, 4096, 1}), ChunkError::WrongOffset);  // a repeat
@@ -297,11 +296,11 @@ TEST(ReceiveLedger, SlotSizeZeroAcceptsNothing) {
 
 // Near 2^64 nothing may wrap: neither offset + length nor the expected length.
 TEST(ReceiveLedger, HugeFileSizes) {
-  ReceiveLedger ledger = granted(kU64Max, kU32Max, 2);
+  ReceiveLedger ledger = granted(UINT64_MAX, kU32Max, 2);
   EXPECT_FALSE(ledger.complete());
-  EXPECT_EQ(ledger.plan().chunk_count(), kU64Max / kU32Max);  // 2^32 + 1, exactly
+  EXPECT_EQ(ledger.plan().chunk_count(), UINT64_MAX / kU32Max);  // 2^32 + 1, exactly
   // offset + length would wrap to a small number.
-  EXPECT_EQ(ledger.accept_chunk(Chunk{kU64Max - 1, 2, 0}), ChunkError::WrongOffset);
+  EXPECT_EQ(ledger.accept_chunk(Chunk{UINT64_MAX - 1, 2, 0}), ChunkError::WrongOffset);
   EXPECT_EQ(ledger.accept_chunk(Chunk{0, kU32Max - 1, 0}), ChunkError::WrongLength);
   ASSERT_EQ(ledger.accept_chunk(Chunk{0, kU32Max, 0}), std::nullopt);
   ASSERT_EQ(ledger.accept_chunk(Chunk{kU32Max, kU32Max, 1}), std::nullopt);
@@ -310,7 +309,7 @@ TEST(ReceiveLedger, HugeFileSizes) {
   EXPECT_TRUE(ledger.stored(1));
 
   // A file one chunk short of 2^64, whose last chunk is a single byte.
-  ReceiveLedger big = granted(kU64Max - (kU64Max % 4096) + 1 - 4096, 4096, 1);
+  ReceiveLedger big = granted(UINT64_MAX - (UINT64_MAX % 4096) + 1 - 4096, 4096, 1);
   EXPECT_EQ(big.plan().length(big.plan().chunk_count() - 1), 1U);
   EXPECT_EQ(big.accept_chunk(Chunk{big.plan().file_size - 1, 1, 0}), ChunkError::WrongOffset);
   ASSERT_EQ(big.accept_chunk(Chunk{0, 4096, 0}), std::nullopt);

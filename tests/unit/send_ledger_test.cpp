@@ -17,7 +17,6 @@ using namespace rdmax::proto;
 using SendLedger = rdmax::test::OneFileSendLedger;
 using Planned = SendLedger::Planned;
 
-constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint32_t kU32Max = std::numeric_limits<std::uint32_t>::max();
 constexpr std::uint64_t kRegion = 0x7f00'0000'0000;
 
@@ -66,7 +65,7 @@ TEST(SendLedger, ActiveSlotsAreTheSmallestOfThreeLimits) {
   // 0 breaks the precondition and is taken as 1.
   EXPECT_EQ(SendLedger(100 * 4096, accept(4096, 4), 0).active_slots(), 1U);
   // A huge chunk count does not truncate to 32 bits on the way.
-  EXPECT_EQ(SendLedger(kU64Max, accept(4096, 64), kU32Max).active_slots(), 64U);
+  EXPECT_EQ(SendLedger(UINT64_MAX, accept(4096, 64), kU32Max).active_slots(), 64U);
 }
 
 TEST(SendLedger, PlansTheNextChunkOnTheLowestFreeSlot) {
@@ -239,8 +238,8 @@ TEST(SendLedger, ExactMultipleOfTheSlotSize) {
 TEST(SendLedger, HugeFileSizesAndAddresses) {
   // The highest region whose last byte, of the last of 64 maximal slots, is the last byte of
   // the address space.
-  const std::uint64_t region = kU64Max - 64ULL * kU32Max + 1;
-  SendLedger ledger(kU64Max, accept(kU32Max, 64, region), 64);
+  const std::uint64_t region = UINT64_MAX - 64ULL * kU32Max + 1;
+  SendLedger ledger(UINT64_MAX, accept(kU32Max, 64, region), 64);
   ASSERT_EQ(ledger.active_slots(), 64U);
   for (std::uint32_t s = 0; s < 64; ++s) ASSERT_EQ(ledger.credit(Credit{s, s}), std::nullopt);
   for (std::uint32_t s = 0; s < 64; ++s) {

@@ -178,6 +178,56 @@ TEST(SessionSendLedger, RepliesMustMatchTheEntrysState) {
   EXPECT_EQ(ledger.settled(1, true), SessionReplyError::UnknownEntry) << "settled twice";
 }
 
+// The chunks of several taken files interleave (the receiver stores them at once), each
+// going to the file with the fewest chunks not yet credited back, each file's in order; a
+// file taken beyond the first kInterleavedFiles waits for one of them to be planned out.
+TEST(SessionSendLedger, ChunksOfSeveralTakenFilesInterleaveByWhatTheReceiverHolds) {
+  const std::uint32_t files = kInterleavedFiles + 1;
+  std::vector<SessionSendLedger::EntryPlan> plans(files, {EntryKind::File, 3 * kSlot});
+  plans[0].size = 4 * kSlot;
+  const std::uint32_t slots = 2 * files;
+  SessionSendLedger ledger(plans, Accept{0, 0, kSlot, slots}, 32);
+  for (std::uint32_t i = 0; i < files; ++i) {
+    ASSERT_EQ(ledger.next_offer(), i);
+    ASSERT_EQ(ledger.taken(i), std::nullopt);
+  }
+  for (std::uint32_t s = 0; s < 2; ++s) ASSERT_EQ(ledger.credit({s, 1}), std::nullopt);
+  // Two slots: the oldest file, then the next (it holds nothing at the receiver yet).
+  auto a = ledger.next_chunk();
+  auto b = ledger.next_chunk();
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(std::pair(a->entry, a->offset), std::pair(0u, std::uint64_t{0}));
+  EXPECT_EQ(std::pair(b->entry, b->offset), std::pair(1u, std::uint64_t{0}));
+  // Its SEND completes but the slot is not credited back: file 0 still has a chunk out.
+  EXPECT_EQ(ledger.completed(a->slot), kSlot);
+  EXPECT_EQ(ledger.completed(b->slot), kSlot);
+  ASSERT_EQ(ledger.credit({b->slot, 1}), std::nullopt);  // file 1's chunk is stored
+  auto c = ledger.next_chunk();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(std::pair(c->entry, c->offset), std::pair(1u, std::uint64_t{kSlot}))
+      << "file 1 holds nothing now, file 0 one chunk";
+  // The rest of the window: every file among the first kInterleavedFiles gets chunks, in
+  // order, the last file none.
+  for (std::uint32_t s = 2; s < slots; ++s) ASSERT_EQ(ledger.credit({s, 1}), std::nullopt);
+  std::vector<std::uint64_t> next(files, 0);
+  next[0] = kSlot;
+  next[1] = 2 * kSlot;
+  std::vector<int> planned(files, 0);
+  while (auto chunk = ledger.next_chunk()) {
+    EXPECT_EQ(chunk->offset, next[chunk->entry]) << "file " << chunk->entry << " out of order";
+    next[chunk->entry] += chunk->length;
+    ++planned[chunk->entry];
+    if (next[chunk->entry] == plans[chunk->entry].size) break;  // a file planned out
+  }
+  EXPECT_EQ(planned[files - 1], 0) << "a ninth file waits while eight have bytes left";
+  for (std::uint32_t i = 2; i < kInterleavedFiles; ++i) EXPECT_GE(planned[i], 1) << i;
+  // One file is planned out: the ninth is among the eight now.
+  auto later = ledger.next_chunk();
+  ASSERT_TRUE(later);
+  EXPECT_EQ(later->entry, files - 1);
+  EXPECT_EQ(later->offset, 0u);
+}
+
 // Both halves over a whole session: small and large files, slots shared, every byte
 // accounted for, every entry settled.
 TEST(SessionLedgers, AWholeSessionAgainstEachOther) {

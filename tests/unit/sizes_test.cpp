@@ -16,7 +16,6 @@ constexpr std::uint64_t kMi = kKi * 1024;
 constexpr std::uint64_t kGi = kMi * 1024;
 constexpr std::uint64_t kTi = kGi * 1024;
 constexpr std::uint64_t kPi = kTi * 1024;
-constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
 
 TEST(ParseSize, PlainNumbers) {
   EXPECT_EQ(parse_size("0"), 0U);
@@ -24,7 +23,7 @@ TEST(ParseSize, PlainNumbers) {
   EXPECT_EQ(parse_size("007"), 7U);
   EXPECT_EQ(parse_size("512B"), 512U);
   EXPECT_EQ(parse_size("512b"), 512U);
-  EXPECT_EQ(parse_size("18446744073709551615"), kU64Max);
+  EXPECT_EQ(parse_size("18446744073709551615"), UINT64_MAX);
 }
 
 TEST(ParseSize, BinarySuffixesInEverySpelling) {
@@ -77,7 +76,7 @@ TEST(FormatSize, OneDecimalInTheLargestUnit) {
   EXPECT_EQ(format_size(2 * kTi), "2.0 TiB");
   EXPECT_EQ(format_size(3 * kPi), "3.0 PiB");
   EXPECT_EQ(format_size(kPi * 1024), "1.0 EiB");
-  EXPECT_EQ(format_size(kU64Max), "16.0 EiB");
+  EXPECT_EQ(format_size(UINT64_MAX), "16.0 EiB");
 }
 
 TEST(FormatSize, RoundingCarriesIntoTheNextUnit) {

@@ -27,7 +27,6 @@ using namespace rdmax::proto;
 using rdmax::test::wire::Bytes;
 using rdmax::test::wire::decode_error;
 
-constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint32_t kU32Max = std::numeric_limits<std::uint32_t>::max();
 
 Digest sample_sha() {
@@ -47,20 +46,20 @@ std::vector<Message> samples() {
   return {
       Hello{1234567890123, sample_sha(), 1 << 20, "report.pdf"},
       Hello{0, {}, 0, "x"},
-      Hello{kU64Max, sample_sha(), kU32Max, std::string(kMaxNameBytes, 'n')},
+      Hello{UINT64_MAX, sample_sha(), kU32Max, std::string(kMaxNameBytes, 'n')},
       Hello{42, sample_sha(), 0, "日本語.txt"},
       Hello{7, sample_sha(), 4096, "données.bin"},
       Accept{0x00007f0012340000, 0xdeadbeef, 1 << 20, 16},
       Accept{0, 0, kMinSlotSize, 1},
-      Accept{kU64Max - std::uint64_t{kMinSlotSize} * kMaxSlotCount, kU32Max, kMinSlotSize,
+      Accept{UINT64_MAX - std::uint64_t{kMinSlotSize} * kMaxSlotCount, kU32Max, kMinSlotSize,
              kMaxSlotCount},
       Accept{1, 2, kU32Max, kMaxSlotCount},
       Chunk{0, 0, 0},
-      Chunk{kU64Max - 5, kU32Max, kU32Max},
+      Chunk{UINT64_MAX - 5, kU32Max, kU32Max},
       Credit{7, 0x1234},
       Credit{kU32Max, kU32Max},
       Done{0},
-      Done{kU64Max},
+      Done{UINT64_MAX},
       Verdict{VerdictCode::Good, sample_sha()},
       Verdict{VerdictCode::HashMismatch, sample_sha()},
       Verdict{VerdictCode::StorageError, {}},
@@ -202,7 +201,7 @@ TEST(Wire, EncoderRefusesWhatTheDecoderWouldReject) {
       Accept{0, 1, kMinSlotSize - 1, 1},
       Accept{0, 1, kMinSlotSize, 0},
       Accept{0, 1, kMinSlotSize, kMaxSlotCount + 1},
-      Accept{kU64Max - kMinSlotSize + 2, 1, kMinSlotSize, 1},
+      Accept{UINT64_MAX - kMinSlotSize + 2, 1, kMinSlotSize, 1},
       Verdict{static_cast<VerdictCode>(4), {}},
       Id{""},
       Id{std::string(kMaxIdBytes + 1, 'i')},
@@ -424,9 +423,9 @@ TEST(Wire, AcceptFieldRulesAreEnforced) {
   EXPECT_EQ(decode_error(accept(0x1000, 4096, 64)), std::nullopt);
   EXPECT_EQ(decode_error(accept(0x1000, 4096, 65)), DecodeError::BadField);
   // region_addr + region length must itself be a representable address.
-  EXPECT_EQ(decode_error(accept(kU64Max - 4096, 4096, 1)), std::nullopt);
-  EXPECT_EQ(decode_error(accept(kU64Max - 4095, 4096, 1)), DecodeError::BadField);
-  EXPECT_EQ(decode_error(accept(kU64Max, kU32Max, 64)), DecodeError::BadField);
+  EXPECT_EQ(decode_error(accept(UINT64_MAX - 4096, 4096, 1)), std::nullopt);
+  EXPECT_EQ(decode_error(accept(UINT64_MAX - 4095, 4096, 1)), DecodeError::BadField);
+  EXPECT_EQ(decode_error(accept(UINT64_MAX, kU32Max, 64)), DecodeError::BadField);
   EXPECT_EQ(decode_error(accept(0x1000, 4096, 1, 1)), DecodeError::BadReserved);
 }
 
