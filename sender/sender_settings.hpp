@@ -33,8 +33,10 @@ struct SenderSettings {
   // Accept (docs/PROTOCOL.md 7.8). None: no key is offered.
   const proto::SenderKey* key = nullptr;
   // --digest-at-end (docs/PROTOCOL.md 7.9): files whose digest is not known are offered
-  // without it and hashed as they are read for sending, on `pool` (the run's).
+  // without it and hashed as they are read for sending, on `pool`.
   bool digest_at_end = false;
+  // The run's workers: they read the chunks copied for sending (sender/chunk_reads.hpp) and
+  // hash. None: the event loop reads them itself (and there is no digest at the end).
   WorkPool* pool = nullptr;
 };
 

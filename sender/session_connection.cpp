@@ -48,7 +48,7 @@ SessionConnection::SessionConnection(const SenderSettings& settings, SessionPlan
       cm_(cm) {}
 
 SessionConnection::~SessionConnection() {
-  stop_hashing();
+  stop_jobs();
   proto::secure_wipe(secret_.data(), secret_.size());
 }
 
@@ -200,7 +200,7 @@ void SessionConnection::perform(Action action, SenderInput& cause) {
       begin_disconnect();
       break;
     case Action::Finish:
-      stop_hashing();    // its jobs read the buffers released next
+      stop_jobs();       // its jobs read the buffers released next
       windows_.clear();  // deregistered through the transport, before it goes
       release_transport();
       open_files_.clear();

@@ -41,6 +41,7 @@
 #include "protocol/sender_machine.hpp"
 #include "protocol/session_send_ledger.hpp"
 #include "protocol/wire.hpp"
+#include "sender/chunk_reads.hpp"
 #include "sender/file_windows.hpp"
 #include "sender/sender_settings.hpp"
 #include "sender/session_plan.hpp"
@@ -162,9 +163,10 @@ class SessionConnection final : public DriverCore {
   void pump();
   void settle(std::uint32_t local, EntryResult result);
   // Where a chunk's bytes come from: the file's registered mapping (--zero-copy), else the
-  // staging buffer, read into it now.
-  std::pair<Registration, std::span<const std::uint8_t>> chunk_source(
-      const proto::SessionSendLedger::Planned& chunk);
+  // staging buffer, read into it by a worker (sender/chunk_reads.hpp).
+  void start_chunk(const proto::SessionSendLedger::Planned& chunk);
+  // The chunks whose bytes are ready, in the order planned: their WRITEs and FileChunks.
+  void post_chunks();
   FileWindows* windows_for(std::uint32_t local, std::uint64_t offset);
   void use_staging();
   void forget_file(std::uint32_t local);
@@ -192,8 +194,9 @@ class SessionConnection final : public DriverCore {
                      std::vector<merkle::Node> nodes, const std::string& error);
   // A Take or Resume answering our Continue: the tree starts from the prefix we checked.
   void start_tree_at(std::uint32_t local, std::uint64_t offset);
-  // Cancels the hashing jobs and waits for the one running (they read our buffers).
-  void stop_hashing();
+  // Cancels the reading and hashing jobs and waits for the ones running (they use our
+  // buffers).
+  void stop_jobs();
   // Sender keys (sender/session_keys.cpp): the Challenge, the receiver's Proof checked, an
   // Accept that came without one.
   bool handle_key_message(proto::Message& message);
@@ -205,7 +208,8 @@ class SessionConnection final : public DriverCore {
     return plan_.entries[entries_[local]];
   }
   EntryResult& result(std::uint32_t local) { return plan_.results[entries_[local]]; }
-  InputFile& input(std::uint32_t local);
+  InputFile& input(std::uint32_t local) { return *shared_input(local); }
+  const std::shared_ptr<InputFile>& shared_input(std::uint32_t local);
 
   const SenderSettings& settings_;
   SessionPlan& plan_;
@@ -235,14 +239,18 @@ class SessionConnection final : public DriverCore {
 
   proto::Accept accept_{};
   proto::SessionSendLedger ledger_;
-  std::map<std::uint32_t, InputFile> open_files_;  // taken files being read
-  std::span<std::uint8_t> staging_;                // the transport's allocation
+  // Taken files being read; a read job holds its file until it is over.
+  std::map<std::uint32_t, std::shared_ptr<InputFile>> open_files_;
+  std::span<std::uint8_t> staging_;  // the transport's allocation
   std::optional<Registration> staging_key_;
   // --zero-copy: each file being sent is registered a window at a time (0: copying); after
   // open_files_, whose mappings the windows cover, so that they are deregistered first.
   std::uint64_t window_bytes_ = 0;
   std::map<std::uint32_t, FileWindows> windows_;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> in_flight_;  // per slot: entry, offset
+  // The chunks planned whose WRITE is not posted yet, in order (their reads run on the pool).
+  // After the staging buffer, which it reads into: stopped (stop_jobs) before that goes.
+  std::optional<ChunkReads> reads_;
 
   // The digest at the end (7.9). Per file offered without its digest: its hasher, the nodes
   // of chunks hashed ahead of the fold (by offset: length, nodes), how far it is folded, and

@@ -4,9 +4,6 @@
 // or a read into the staging buffer's slot.
 
 #include <spdlog/spdlog.h>
-#include <unistd.h>
-
-#include <cerrno>
 
 #include "common/error.hpp"
 #include "protocol/names.hpp"
@@ -17,17 +14,6 @@
 namespace rdmax::sender {
 
 namespace {
-void read_fully(int fd, std::uint8_t* out, std::size_t length, std::uint64_t offset) {
-  while (length > 0) {
-    ssize_t n = ::pread(fd, out, length, static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw_sys("pread");
-    if (n == 0) throw std::runtime_error("the file shrank while it was being sent");
-    out += n;
-    length -= static_cast<std::size_t>(n);
-    offset += static_cast<std::uint64_t>(n);
-  }
-}
 
 constexpr std::uint32_t kNoEntry = UINT32_MAX;  // a slot whose chunk was copied
 
@@ -56,8 +42,7 @@ FileWindows* SessionConnection::windows_for(std::uint32_t local, std::uint64_t o
   }
 }
 
-std::pair<Registration, std::span<const std::uint8_t>> SessionConnection::chunk_source(
-    const proto::SessionSendLedger::Planned& c) {
+void SessionConnection::start_chunk(const proto::SessionSendLedger::Planned& c) {
   const bool copying =
       window_bytes_ == 0 || (result(c.entry).bytes > 0 && !result(c.entry).zero_copy);
   if (FileWindows* w = copying ? nullptr : windows_for(c.entry, c.offset)) {
@@ -73,22 +58,43 @@ std::pair<Registration, std::span<const std::uint8_t>> SessionConnection::chunk_
         spdlog::debug("not registering ahead: {}", e.what());
       }
     }
-    const auto bytes = w->bytes(c.offset, c.length);
-    if (digest_in_flight(c.entry)) hash_in_flight(c, bytes);
-    return {key, bytes};
+    return reads_->add_ready(c, key, w->bytes(c.offset, c.length));
   }
   use_staging();
   if (c.slot < in_flight_.size()) in_flight_[c.slot] = {kNoEntry, 0};
   std::uint8_t* buffer = staging_.data() + std::size_t{c.slot} * accept_.slot_size;
-  read_fully(input(c.entry).fd(), buffer, c.length, c.offset);
-  if (const auto at = settings_.inject_corruption;
-      at && *at >= c.offset && *at < c.offset + c.length) {
-    buffer[*at - c.offset] ^= 0xFF;
-    spdlog::warn("testing: corrupted the byte at offset {} of {}", *at,
-                 proto::quoted_for_log(entry(c.entry).local_path));
+  reads_->read(c, shared_input(c.entry), {buffer, c.length}, *staging_key_);
+}
+
+void SessionConnection::post_chunks() {
+  while (auto chunk = reads_->next()) {
+    const auto& c = chunk->planned;
+    // Abandoned or settled (a bad verdict) while it was read: it does not go.
+    if (ledger_.state(c.entry) != proto::EntryState::Taken) {
+      ledger_.unplan(c);
+      continue;
+    }
+    if (!chunk->error.empty()) {
+      // A file offered without its digest can be abandoned (FileAbort): one that cannot
+      // be read now costs that file, not the session. One offered with it cannot.
+      if (!digest_in_flight(c.entry))
+        throw std::runtime_error(proto::quoted_for_log(entry(c.entry).local_path) + ": " +
+                                 chunk->error);
+      unreadable_chunk(c, chunk->error);
+      continue;
+    }
+    // (Never zero-copy: start_session() copies when asked to corrupt.)
+    if (const auto at = settings_.inject_corruption;
+        at && *at >= c.offset && *at < c.offset + c.length) {
+      staging_[std::size_t{c.slot} * accept_.slot_size + (*at - c.offset)] ^= 0xFF;
+      spdlog::warn("testing: corrupted the byte at offset {} of {}", *at,
+                   proto::quoted_for_log(entry(c.entry).local_path));
+    }
+    if (digest_in_flight(c.entry)) hash_in_flight(c, chunk->bytes);
+    transport()->write(chunk->source, chunk->bytes, c.remote_addr, c.rkey);
+    post(proto::FileChunk{c.entry, c.slot, c.offset, c.length}, c.slot + 1);
+    result(c.entry).bytes += c.length;
   }
-  if (digest_in_flight(c.entry)) hash_in_flight(c, {buffer, c.length});
-  return {*staging_key_, {buffer, c.length}};
 }
 
 void SessionConnection::forget_file(std::uint32_t local) {
@@ -96,10 +102,10 @@ void SessionConnection::forget_file(std::uint32_t local) {
   open_files_.erase(local);
 }
 
-InputFile& SessionConnection::input(std::uint32_t local) {
+const std::shared_ptr<InputFile>& SessionConnection::shared_input(std::uint32_t local) {
   auto it = open_files_.find(local);
   if (it == open_files_.end())
-    it = open_files_.emplace(local, InputFile(entry(local).local_path)).first;
+    it = open_files_.emplace(local, std::make_shared<InputFile>(entry(local).local_path)).first;
   return it->second;
 }
 
@@ -128,22 +134,15 @@ void SessionConnection::pump() {
       bucket.take(*length, now);
     }
     const auto chunk = ledger_.next_chunk();
-    std::pair<Registration, std::span<const std::uint8_t>> read;
     try {
-      read = chunk_source(*chunk);
+      start_chunk(*chunk);
     } catch (const std::exception& e) {
-      // A file offered without its digest can be abandoned (FileAbort): one that cannot
-      // be read now costs that file, not the session. One offered with it cannot.
+      // As for a read that fails (post_chunks): the file's, or the session's.
       if (!digest_in_flight(chunk->entry)) throw;
       unreadable_chunk(*chunk, e.what());
-      continue;
     }
-    const auto& [source, bytes] = read;
-    transport()->write(source, bytes, chunk->remote_addr, chunk->rkey);
-    post(proto::FileChunk{chunk->entry, chunk->slot, chunk->offset, chunk->length},
-         chunk->slot + 1);
-    result(chunk->entry).bytes += chunk->length;
   }
+  post_chunks();
   post_aborts();  // files that changed while they were read: after their last FileChunk
   while (auto local = ledger_.next_file_done()) {
     forget_file(*local);  // every chunk of it has been read and written
@@ -208,6 +207,7 @@ void SessionConnection::start_session(const proto::Accept& accept) {
   ledger_ = proto::SessionSendLedger(std::move(plans), accept, slots);
   ledger_.allow_directories(!holding_);
   in_flight_.assign(ledger_.active_slots(), {0, 0});
+  reads_.emplace(settings_.pool, ledger_.active_slots(), [this] { guarded([&] { pump(); }); });
   if (window_bytes_ == 0) use_staging();
   spdlog::debug(
       "data phase: chunks of {}, {} slots in flight, {}", proto::format_size(accept.slot_size),

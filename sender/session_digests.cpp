@@ -19,7 +19,7 @@
 namespace rdmax::sender {
 
 namespace {
-// How long stop_hashing() waits for a job that is already running (one chunk's hash, or a
+// How long stop_jobs() waits for a job that is already running (one chunk's hash, or a
 // prefix being read): it reads buffers the connection is about to free.
 constexpr auto kJobPoll = std::chrono::milliseconds(1);
 
@@ -210,7 +210,8 @@ void SessionConnection::start_tree_at(std::uint32_t local, std::uint64_t offset)
   (void)from;
 }
 
-void SessionConnection::stop_hashing() {
+void SessionConnection::stop_jobs() {
+  if (reads_) reads_->stop();
   for (auto& [local, d] : digests_) d.hasher->cancel();
   if (checks_) checks_->cancel();
   auto busy = [&] {

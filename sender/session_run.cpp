@@ -72,11 +72,11 @@ SessionRun::SessionRun(const SenderOptions& options, const SenderSettings& setti
   });
   loop_.on_tick([this](EventLoop::Clock::time_point now) { on_tick(now); });
   settings_.assign(shares.size(), settings);
-  if (settings.digest_at_end) {
-    pool_.emplace(std::max(1U, options.hash_threads));
-    loop_.watch(pool_->ready_fd(), [this] { pool_->run_completions(); });
-    for (auto& s : settings_) s.pool = &*pool_;
-  }
+  // The workers read the chunks copied for sending (sender/chunk_reads.hpp) and hash the
+  // files sent with the digest at the end.
+  pool_.emplace(std::max(1U, options.hash_threads));
+  loop_.watch(pool_->ready_fd(), [this] { pool_->run_completions(); });
+  for (auto& s : settings_) s.pool = &*pool_;
   for (std::size_t i = 1; i < settings_.size(); ++i) settings_[i].id.reset();  // the lead's
   // -H HOST1,HOST2: connection i goes to receiver i mod their number (the command's
   // connections were raised to one per receiver at least).
