@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <time.h>
 
+#include <algorithm>
 #include <iterator>
 #include <stdexcept>
 #include <utility>
@@ -19,7 +20,17 @@ struct WorkPool::QueueState {
   bool running = false;       // a worker runs one of its jobs (taken off `jobs`)
   std::size_t finishing = 0;  // in finished_, or taken by run_completions() and not started
   bool alive = true;          // false once the WorkQueue is destroyed: drop its `done`s
+  std::size_t stage = 0;      // its index in stages_
+  std::chrono::nanoseconds cpu{0};
 };
+
+namespace {
+std::chrono::nanoseconds this_thread_cpu() {
+  timespec used{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &used);
+  return std::chrono::seconds(used.tv_sec) + std::chrono::nanoseconds(used.tv_nsec);
+}
+}  // namespace
 
 WorkPool::WorkPool(unsigned threads) {
   if (threads == 0) throw std::invalid_argument("WorkPool: at least one thread");
@@ -85,15 +96,21 @@ void WorkPool::run_thread() {
     queue->running = true;
     lock.unlock();
 
+    const auto cpu_before = this_thread_cpu();
     try {
       job.work();
     } catch (...) {
       // See the header: swallowed, and `done` is still delivered.
     }
     job.work = nullptr;  // its captures are released here, outside the mutex
+    const auto used = this_thread_cpu() - cpu_before;
 
     lock.lock();
     queue->running = false;
+    queue->cpu += used;
+    StageCost& stage = stages_[queue->stage];
+    stage.cpu += used;
+    stage.busiest = std::max(stage.busiest, queue->cpu);
     // A destroyed queue's job goes to finished_ as well: run_completions() drops its
     // `done` on the loop thread, outside the mutex, which is where its captures belong.
     const bool first = finished_.empty();
@@ -144,8 +161,21 @@ std::size_t WorkPool::run_completions() {
   return ran;
 }
 
-WorkQueue::WorkQueue(WorkPool& pool)
-    : pool_(pool), state_(std::make_shared<WorkPool::QueueState>()) {}
+std::vector<WorkPool::StageCost> WorkPool::stage_costs() {
+  std::lock_guard lock(mutex_);
+  return stages_;
+}
+
+WorkQueue::WorkQueue(WorkPool& pool, std::string_view stage)
+    : pool_(pool), state_(std::make_shared<WorkPool::QueueState>()) {
+  std::lock_guard lock(pool_.mutex_);
+  auto& stages = pool_.stages_;
+  auto it = std::find_if(stages.begin(), stages.end(),
+                         [&](const WorkPool::StageCost& c) { return c.stage == stage; });
+  if (it == stages.end()) it = stages.insert(stages.end(), WorkPool::StageCost{stage});
+  ++it->queues;
+  state_->stage = static_cast<std::size_t>(it - stages.begin());
+}
 
 WorkQueue::~WorkQueue() {
   std::deque<WorkPool::Job> dropped;  // destroyed after the mutex is released

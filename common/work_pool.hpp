@@ -19,6 +19,10 @@
 // Threads: post(), cancel(), idle(), outstanding(), run_completions() and the destructors
 // belong to the event loop's thread. `work` must not touch the WorkQueue or the pool.
 //
+// Stages: a queue may name the stage of the pipeline its jobs are (a string literal, such as
+// "receiver: a file's disk work"); the pool adds up the CPU time of each stage's jobs and of
+// its busiest queue, so that a benchmark can show what serialises (tests/bench/README.md).
+//
 // Exceptions: `work` is expected to catch its own and hand the outcome to `done` through
 // captured state. One that escapes anyway is swallowed (a daemon must not terminate, and
 // the worker thread lives on) and `done` is still delivered, so the owner's bookkeeping
@@ -33,6 +37,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -61,6 +66,14 @@ class WorkPool {
   // CPU time the pool's threads have used so far, all together (what a benchmark charges
   // to the side that owns the pool).
   std::chrono::nanoseconds cpu_time();
+  // The CPU time of the jobs of each stage named by a queue (see above).
+  struct StageCost {
+    std::string_view stage;
+    std::chrono::nanoseconds cpu{0};      // all its queues' jobs together
+    std::chrono::nanoseconds busiest{0};  // the queue that used the most
+    std::size_t queues = 0;               // made so far
+  };
+  std::vector<StageCost> stage_costs();
 
  private:
   friend class WorkQueue;
@@ -77,6 +90,7 @@ class WorkPool {
   std::condition_variable wake_;
   std::deque<std::shared_ptr<QueueState>> runnable_;  // queues with a job to start
   std::deque<std::pair<std::shared_ptr<QueueState>, Job>> finished_;
+  std::vector<StageCost> stages_;  // by first use
   bool stopping_ = false;
   EventFd ready_;
   std::vector<std::thread> threads_;  // last: started once everything above exists
@@ -84,7 +98,8 @@ class WorkPool {
 
 class WorkQueue {
  public:
-  explicit WorkQueue(WorkPool& pool);
+  // `stage`: a string literal naming the pipeline stage its jobs are (see WorkPool).
+  explicit WorkQueue(WorkPool& pool, std::string_view stage = "other");
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
   // Cancels what has not started. The owner must have waited for idle() (see above):

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "common/work_emulation.hpp"
 #include "protocol/names.hpp"
 #include "protocol/sizes.hpp"
 #include "receiver/file_record.hpp"
@@ -23,7 +24,7 @@ IncomingFile::IncomingFile(WorkPool& pool, int dir_fd, std::string path, bool ov
       overwrite_(overwrite),
       algorithm_(algorithm),
       pool_(pool),
-      disk_(pool) {}
+      disk_(pool, "receiver: a file's disk work") {}
 
 bool IncomingFile::idle() const {
   return disk_.idle() && (!hasher_ || hasher_->idle());
@@ -126,7 +127,8 @@ void IncomingFile::store(std::uint32_t slot, std::uint64_t offset,
       [this, offset, bytes, write_error] {
         try {
           if (!file_) throw std::runtime_error("the file was not created");
-          file_->write_at(offset, bytes);
+          if (!emulation::instead(emulation::Work::Write, bytes.size()))
+            file_->write_at(offset, bytes);
         } catch (const std::exception& e) {
           *write_error = e.what();
         }

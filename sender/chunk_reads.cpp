@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "common/work_emulation.hpp"
 
 namespace rdmax::sender {
 
@@ -29,13 +30,14 @@ ChunkReads::ChunkReads(WorkPool* pool, std::uint32_t slots, std::function<void()
     : pool_(pool), ready_(std::move(ready)), read_(std::move(read)) {
   if (!read_) {
     read_ = [](int fd, std::span<std::uint8_t> into, std::uint64_t offset) {
-      read_fully(fd, into.data(), into.size(), offset);
+      if (!emulation::instead(emulation::Work::Read, into.size()))
+        read_fully(fd, into.data(), into.size(), offset);
     };
   }
   if (pool_ != nullptr) {
     queues_.reserve(slots);
     for (std::uint32_t i = 0; i < slots; ++i)
-      queues_.push_back(std::make_unique<WorkQueue>(*pool_));
+      queues_.push_back(std::make_unique<WorkQueue>(*pool_, "sender: a slot's reads"));
   }
 }
 

@@ -60,6 +60,7 @@ void LoopbackLink::End::write(const Registration& source, std::span<const std::u
     if (region.rkey != rkey || region.access != Access::RemoteWrite) continue;
     const auto base = reinterpret_cast<std::uintptr_t>(region.memory.data());
     if (remote_addr < base || remote_addr + local.size() > base + region.memory.size()) break;
+    if (skip_copies_) return;
     const auto start = thread_cpu();
     std::memcpy(region.memory.data() + (remote_addr - base), local.data(), local.size());
     copy_cpu_ += thread_cpu() - start;

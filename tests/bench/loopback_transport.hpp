@@ -54,6 +54,9 @@ class LoopbackLink::End final : public Transport {
   int wake_fd() const { return wake_.fd(); }
   bool disconnected() const;  // this end called disconnect()
   std::chrono::nanoseconds copy_cpu() const { return copy_cpu_; }
+  // The benchmark's emulation (common/work_emulation.hpp): a WRITE is checked but not copied
+  // (the NIC's work, on no core).
+  void skip_copies() { skip_copies_ = true; }
 
   void send(const proto::Message& message, std::uint16_t version, std::uint64_t tag) override;
   std::uint32_t sends_in_flight() const override;
@@ -93,6 +96,7 @@ class LoopbackLink::End final : public Transport {
   // This end's thread only:
   std::vector<AlignedBuffer> allocations_;
   std::chrono::nanoseconds copy_cpu_{0};
+  bool skip_copies_ = false;
 };
 
 }  // namespace rdmax::bench

@@ -11,6 +11,15 @@
 // digest (--digest: fs-verity or BLAKE3) on that many threads plus one memcpy. The ratio is what
 // our code adds to the work that cannot be avoided; "cores per 100 Gb/s" is the CPU seconds per GiB
 // times the GiB a 100 Gb/s link carries each second (11.64).
+//
+// Then the serial stages of the connection (each event loop, each kind of ordered work
+// queue: what one thread does one job at a time), each with its CPU seconds per GiB, the
+// lanes of it that run at once (a loop is one; the receiver writes up to kInterleavedFiles
+// files at once, each file's chunks one at a time) and the cap that implies; and the CPU
+// ceiling of this machine's cores (cores / both sides' CPU s/GiB, as the two sides share
+// them here) with the share of it reached. --emulate-cores N replaces each worker job's
+// work by a wait as long as it took in the measured runs, on N emulated cores
+// (common/work_emulation.hpp), so that two cores show the curve of N.
 
 #include <fcntl.h>
 #include <poll.h>
@@ -32,6 +41,7 @@
 
 #include "common/fd.hpp"
 #include "common/file_digest.hpp"
+#include "common/work_emulation.hpp"
 #include "common/work_pool.hpp"
 #include "loopback_transport.hpp"
 #include "protocol/secrets.hpp"
@@ -65,7 +75,9 @@ void wait_readable(int a, int b) {
 
 struct Cost {
   Seconds wall{0};
-  Seconds cpu{0};
+  Seconds cpu{0};   // the whole side: its loop and its workers
+  Seconds loop{0};  // its event loop's thread alone (the sender's without the WRITEs' copies)
+  std::vector<WorkPool::StageCost> stages;  // its workers' jobs, by stage
 };
 
 class BenchCm final : public sender::SenderCm {
@@ -154,11 +166,20 @@ struct PipelineCost {
   std::uint32_t good = 0;
 };
 
+struct Setup {
+  bool direct_io = false;
+  proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::FsVeritySha256;
+  std::uint32_t slots = receiver::ReceiverOptions{}.slots;  // the receiver's --slots
+};
+
 PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, const fs::path& out,
-                          unsigned threads, bool direct_io, proto::DigestAlgorithm algorithm) {
+                          unsigned threads, const Setup& setup) {
+  const bool direct_io = setup.direct_io;
+  const auto algorithm = setup.algorithm;
   fs::remove_all(out);
   fs::create_directories(out);
   LoopbackLink link;
+  if (emulation::active()) link.sender().skip_copies();
   PipelineCost result;
   const auto start = Clock::now();
 
@@ -168,11 +189,13 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
     receiver::ReceiverOptions options;  // rdma-recv's defaults
     options.workers = threads;
     options.direct_io = direct_io;
+    options.slots = setup.slots;
     const Fd dir(::open(out.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     auto secrets = std::get<proto::SecretStore>(proto::SecretStore::parse("bench s3cret\n"));
     receiver::PartialStore partials(dir.get(), {});
     receiver::ReceiverContext context{options, dir.get(), &secrets, pool, 0};
-    context.partials = &partials;
+    // Emulated, a chunk's tree nodes are none: no partial can be kept of them.
+    if (!emulation::active()) context.partials = &partials;
     {
       receiver::Connection connection(link.receiver(), "bench", context, "192.0.2.9");
       connection.on_established();
@@ -184,7 +207,9 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
         if (!connection.closed()) connection.tick(receiver::Connection::Clock::now());
       }
     }
-    result.receiver.cpu = Seconds(thread_cpu()) - cpu0 + Seconds(pool.cpu_time());
+    result.receiver.loop = Seconds(thread_cpu()) - cpu0;
+    result.receiver.cpu = result.receiver.loop + Seconds(pool.cpu_time());
+    result.receiver.stages = pool.stage_costs();
     result.receiver.wall = Clock::now() - start;
   });
 
@@ -217,7 +242,9 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
         std::cerr << "the transfer failed: outcome " << static_cast<int>(driver.outcome()) << "\n";
     }
     result.wire = Seconds(link.sender().copy_cpu());
-    result.sender.cpu = Seconds(thread_cpu()) - cpu0 + Seconds(pool.cpu_time()) - result.wire;
+    result.sender.loop = Seconds(thread_cpu()) - cpu0 - result.wire;
+    result.sender.cpu = result.sender.loop + Seconds(pool.cpu_time());
+    result.sender.stages = pool.stage_costs();
     result.sender.wall = Clock::now() - start;
     for (const auto& r : plan.results) result.good += r.status == sender::EntryResult::Status::Good;
   }
@@ -230,6 +257,61 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// A stage's CPU seconds per GiB in one run (0 when it did not run).
+double stage_cpu(const Cost& side, std::string_view stage, double gib) {
+  for (const auto& c : side.stages)
+    if (c.stage == stage) return Seconds(c.cpu).count() / gib;
+  return 0;
+}
+
+constexpr std::string_view kReads = "sender: a slot's reads";
+constexpr std::string_view kDisk = "receiver: a file's disk work";
+constexpr std::string_view kTree = "hashing: a file's tree";
+
+// The serial stages of the runs (medians): each loop thread and each kind of ordered queue,
+// with the lanes of it that run at once and the cap that implies.
+void print_serial_stages(const std::vector<PipelineCost>& runs, double gib, unsigned threads,
+                         unsigned files, const std::string& title) {
+  std::printf(
+      "\n%s\n\n| side | serial stage | lanes at once | CPU s/GiB | per lane | cap GiB/s |\n"
+      "|---|---|---|---|---|---|\n",
+      title.c_str());
+  auto row = [&](const char* side, std::string_view stage, unsigned lanes, auto cpu_of) {
+    std::vector<double> cpu;
+    for (const auto& run : runs) cpu.push_back(cpu_of(run));
+    const double per_lane = median(cpu) / lanes;
+    if (median(cpu) == 0) return;
+    std::printf("| %s | %.*s | %u | %.3f | %.3f | %.1f |\n", side, static_cast<int>(stage.size()),
+                stage.data(), lanes, median(cpu), per_lane, 1 / per_lane);
+  };
+  const unsigned file_lanes =
+      static_cast<unsigned>(std::min<std::size_t>(files, proto::kInterleavedFiles));
+  row("sender", "event loop", 1,
+      [&](const PipelineCost& r) { return r.sender.loop.count() / gib; });
+  row("receiver", "event loop", 1,
+      [&](const PipelineCost& r) { return r.receiver.loop.count() / gib; });
+  // One queue per slot, a chunk in each at a time: as many lanes as slots were used.
+  std::size_t slots = 0;
+  for (const auto& c : runs.back().sender.stages)
+    if (c.stage == kReads) slots = c.queues;
+  row("sender", kReads, static_cast<unsigned>(std::max<std::size_t>(slots, 1)),
+      [&](const PipelineCost& r) { return stage_cpu(r.sender, kReads, gib); });
+  row("receiver", kDisk, file_lanes,
+      [&](const PipelineCost& r) { return stage_cpu(r.receiver, kDisk, gib); });
+  row("sender", kTree, threads,
+      [&](const PipelineCost& r) { return stage_cpu(r.sender, kTree, gib); });
+  row("receiver", kTree, threads,
+      [&](const PipelineCost& r) { return stage_cpu(r.receiver, kTree, gib); });
+}
+
+// The CPU ceiling of `cores` (both sides share them here) and the share of it reached.
+void print_ceiling(unsigned cores, double send_cpu, double recv_cpu, double rate,
+                   const char* what) {
+  const double ceiling = cores / (send_cpu + recv_cpu);
+  std::printf("| %s | %u | %.3f + %.3f | %.2f | %.2f | %.0f%% |\n", what, cores, send_cpu, recv_cpu,
+              ceiling, rate, 100 * rate / ceiling);
+}
+
 }  // namespace
 }  // namespace rdmax::bench
 
@@ -238,14 +320,18 @@ int main(int argc, char** argv) {
   CLI::App app{
       "rdmax-pipeline-bench: the transfer pipeline's CPU cost per GiB, per side, "
       "against its floor (one pass of the digest plus one memcpy), over an in-memory "
-      "transport"};
+      "transport; its serial stages; its CPU ceiling"};
   std::string dir = fs::exists("/dev/shm") ? "/dev/shm" : fs::temp_directory_path().string();
   std::uint64_t mib = 1024;
   unsigned files = 16, runs = 3;
   std::vector<unsigned> thread_counts{1, std::max(1u, std::thread::hardware_concurrency())};
+  std::vector<unsigned> emulated_cores;
   std::string out_dir;
   bool direct_io = false;
   std::string digest = "fsverity";
+  std::uint32_t slots = rdmax::receiver::ReceiverOptions{}.slots;
+  app.add_option("--slots", slots, "the receiver's slots per connection (rdma-recv --slots)")
+      ->check(CLI::Range(1, 64));
   app.add_option("--dir", dir, "a directory on tmpfs for the files (default /dev/shm)");
   app.add_option("--out", out_dir,
                  "where the receiver writes (default: beside the files); for --direct-io, a "
@@ -258,10 +344,16 @@ int main(int argc, char** argv) {
   app.add_option("--files", files, "files in the tree")->check(CLI::Range(1, 4096));
   app.add_option("--runs", runs, "runs of each; the medians are printed")->check(CLI::Range(1, 99));
   app.add_option("--threads", thread_counts, "hashing/worker threads per side, each in turn");
+  app.add_option("--emulate-cores", emulated_cores,
+                 "after the measured runs, for each N: the workers' jobs replaced by waits as "
+                 "long as they took (measured at the last --threads), on N emulated cores, N "
+                 "threads per side")
+      ->check(CLI::Range(1, 1024));
   CLI11_PARSE(app, argc, argv);
   const auto algorithm = digest == "blake3" ? rdmax::proto::DigestAlgorithm::Blake3
                                             : rdmax::proto::DigestAlgorithm::FsVeritySha256;
   spdlog::set_level(spdlog::level::warn);  // the drivers log each file at info
+  const Setup setup{direct_io, algorithm, slots};
 
   const std::string tag = "rdmax-pipeline-bench." + std::to_string(::getpid());
   const fs::path root = fs::path(dir) / tag;
@@ -270,33 +362,42 @@ int main(int argc, char** argv) {
   try {
     const auto entries = make_tree(root / "src", mib << 20, files);
     const double gib = static_cast<double>((mib << 20) / files * files) / kGiB;
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     std::cout << "# rdmax-pipeline-bench: " << files << " files, " << mib << " MiB, in " << dir
               << ", received into " << out.parent_path().string()
               << (direct_io ? " with --direct-io" : "") << ", digest " << digest << ", " << runs
-              << " runs (medians)\n\n"
+              << " runs (medians), " << cores << " cores, " << slots << " slots\n\n"
               << "| threads | side | GiB/s | CPU s/GiB | floor: hash + memcpy | ratio | "
                  "floor of the side: hash + its copy | ratio | cores per 100 Gb/s |\n"
                  "|---|---|---|---|---|---|---|---|---|\n";
     // Once unmeasured: the first pages a machine hands out can cost far more than the
     // ones it recycles (a virtual machine's memory is backed on first touch), and every
     // measured run should pay the same.
-    (void)run_pipeline(entries, out, thread_counts.back(), direct_io, algorithm);
+    (void)run_pipeline(entries, out, thread_counts.back(), setup);
+    auto check = [&](const PipelineCost& cost) {
+      if (cost.good != entries.size()) {
+        std::cerr << "FAIL: " << cost.good << " of " << entries.size() << " files verified\n";
+        status = 1;
+      }
+    };
+    std::vector<PipelineCost> last;                  // the runs of the last thread count
+    std::vector<std::pair<unsigned, double>> rates;  // per thread count: GiB/s
+    double send_cpu_last = 0, recv_cpu_last = 0;
     for (unsigned threads : thread_counts) {
+      last.clear();
       std::vector<double> send_cpu, recv_cpu, send_wall, recv_wall, floor_cpu, write_floor, wire;
       for (unsigned run = 0; run < runs; ++run) {
         const Floor floor = floor_of(entries, threads, root / "floor", algorithm);
         floor_cpu.push_back(floor.with_memcpy.count() / gib);
         write_floor.push_back(floor.with_write.count() / gib);
-        const auto cost = run_pipeline(entries, out, threads, direct_io, algorithm);
-        if (cost.good != entries.size()) {
-          std::cerr << "FAIL: " << cost.good << " of " << entries.size() << " files verified\n";
-          status = 1;
-        }
+        const auto cost = run_pipeline(entries, out, threads, setup);
+        check(cost);
         send_cpu.push_back(cost.sender.cpu.count() / gib);
         recv_cpu.push_back(cost.receiver.cpu.count() / gib);
         send_wall.push_back(gib / cost.sender.wall.count());
         recv_wall.push_back(gib / cost.receiver.wall.count());
         wire.push_back(cost.wire.count() / gib);
+        last.push_back(cost);
       }
       const double floor = median(floor_cpu);
       auto row = [&](const char* side, double rate, double cpu, double against) {
@@ -310,6 +411,67 @@ int main(int argc, char** argv) {
           "| %u | the WRITEs' copies (a NIC's work, charged to neither) | | %.3f | | | | "
           "| |\n",
           threads, median(wire));
+      rates.emplace_back(threads, median(recv_wall));
+      send_cpu_last = median(send_cpu);
+      recv_cpu_last = median(recv_cpu);
+    }
+    const unsigned threads = thread_counts.back();
+    print_serial_stages(last, gib, threads, files,
+                        "## Serial stages at " + std::to_string(threads) + " threads");
+    std::printf(
+        "\n## CPU ceiling (cores / both sides' CPU s/GiB at %u threads)\n\n"
+        "| run | cores | CPU s/GiB: sender + receiver | ceiling GiB/s | reached GiB/s | share |\n"
+        "|---|---|---|---|---|---|\n",
+        threads);
+    for (const auto& [t, rate] : rates) {
+      const std::string what = "measured, " + std::to_string(t) + " threads";
+      print_ceiling(cores, send_cpu_last, recv_cpu_last, rate, what.c_str());
+    }
+    if (!emulated_cores.empty()) {
+      // The costs of the jobs replaced, per byte, from the last measured runs.
+      std::vector<double> hash, read, write;
+      for (const auto& r : last) {
+        hash.push_back((stage_cpu(r.sender, kTree, gib) + stage_cpu(r.receiver, kTree, gib)) / 2);
+        read.push_back(stage_cpu(r.sender, kReads, gib));
+        write.push_back(stage_cpu(r.receiver, kDisk, gib));
+      }
+      const rdmax::emulation::Costs costs{median(hash) / kGiB, median(read) / kGiB,
+                                          median(write) / kGiB};
+      std::printf(
+          "\nEmulated (each job a wait of its measured length: hashing %.3f, a read %.3f, a "
+          "write %.3f CPU s/GiB; the WRITEs not copied; the loops real):\n\n"
+          "| run | cores | CPU s/GiB: sender + receiver | ceiling GiB/s | reached GiB/s | share "
+          "|\n|---|---|---|---|---|---|\n",
+          median(hash), median(read), median(write));
+      std::vector<std::vector<PipelineCost>> emulated_runs;
+      for (unsigned n : emulated_cores) {
+        rdmax::emulation::start(n, costs);
+        std::vector<double> rate;
+        emulated_runs.emplace_back();
+        for (unsigned run = 0; run < runs; ++run) {
+          const auto cost = run_pipeline(entries, out, n, setup);
+          check(cost);
+          rate.push_back(gib / cost.receiver.wall.count());
+          emulated_runs.back().push_back(cost);
+        }
+        rdmax::emulation::stop();
+        const std::string what = "emulated, " + std::to_string(n) + " threads";
+        print_ceiling(n, send_cpu_last, recv_cpu_last, median(rate), what.c_str());
+      }
+      // The loops run for real under emulation: their cost at N threads.
+      for (std::size_t i = 0; i < emulated_cores.size(); ++i) {
+        std::printf(
+            "\nEmulated at %u cores: the event loops (real)\n\n| side | CPU s/GiB | cap GiB/s "
+            "|\n|---|---|---|\n",
+            emulated_cores[i]);
+        std::vector<double> s_loop, r_loop;
+        for (const auto& r : emulated_runs[i]) {
+          s_loop.push_back(r.sender.loop.count() / gib);
+          r_loop.push_back(r.receiver.loop.count() / gib);
+        }
+        std::printf("| sender | %.3f | %.1f |\n| receiver | %.3f | %.1f |\n", median(s_loop),
+                    1 / median(s_loop), median(r_loop), 1 / median(r_loop));
+      }
     }
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

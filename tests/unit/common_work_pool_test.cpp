@@ -446,4 +446,39 @@ TEST(WorkPool, WorkersBlockEverySignal) {
   EXPECT_TRUE(int_blocked);
 }
 
+// What a benchmark reads (tests/bench/pipeline_bench.cpp): each named stage's CPU time,
+// its busiest queue's, and its queues; unnamed queues are "other".
+TEST(WorkPool, AddsUpEachStagesCpuTimeAndItsBusiestQueue) {
+  auto spin = [](std::chrono::milliseconds cpu) {
+    timespec t{};
+    const auto until = [&] {
+      ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+      return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+    };
+    const auto end = until() + cpu;
+    while (until() < end) {
+    }
+  };
+  WorkPool pool(2);
+  WorkQueue busy(pool, "stage a");
+  WorkQueue light(pool, "stage a");
+  WorkQueue other(pool);
+  int done = 0;
+  for (int i = 0; i < 3; ++i) busy.post([&] { spin(20ms); }, [&] { ++done; });
+  light.post([&] { spin(10ms); }, [&] { ++done; });
+  other.post([&] { spin(5ms); }, [&] { ++done; });
+  ASSERT_TRUE(run_until(pool, [&] { return done == 5; }));
+  const auto costs = pool.stage_costs();
+  ASSERT_EQ(costs.size(), 2u);
+  EXPECT_EQ(costs[0].stage, "stage a");
+  EXPECT_EQ(costs[0].queues, 2u);
+  EXPECT_GE(costs[0].cpu, 70ms);
+  EXPECT_LT(costs[0].cpu, 140ms);
+  EXPECT_GE(costs[0].busiest, 60ms);
+  EXPECT_LT(costs[0].busiest, costs[0].cpu);
+  EXPECT_EQ(costs[1].stage, "other");
+  EXPECT_GE(costs[1].cpu, 5ms);
+  EXPECT_LE(costs[0].cpu + costs[1].cpu, pool.cpu_time());
+}
+
 }  // namespace rdmax
