@@ -1,5 +1,6 @@
 #include "common/work_emulation.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -43,7 +44,16 @@ bool instead(Work work, std::size_t bytes) {
     freed.wait(lock, [] { return free_cores > 0; });
     --free_cores;
   }
-  std::this_thread::sleep_for(std::chrono::duration<double>(per_byte * static_cast<double>(bytes)));
+  // A wake-up comes late (tens of microseconds, more than a short job's own length at
+  // times): the thread pays it back from its next waits, so that its waits add up to the
+  // work they stand for.
+  thread_local double late = 0;
+  const double want = per_byte * static_cast<double>(bytes);
+  const double wait = std::max(0.0, want - late);
+  const auto begin = std::chrono::steady_clock::now();
+  if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+  late += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() - want;
+  late = std::max(late, 0.0);
   {
     std::lock_guard lock(mutex);
     ++free_cores;

@@ -31,6 +31,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -429,8 +430,9 @@ int main(int argc, char** argv) {
     }
     if (!emulated_cores.empty()) {
       // The costs of the jobs replaced, per byte, from the last measured runs.
-      std::vector<double> hash, read, write;
+      std::vector<double> hash, read, write, loops;
       for (const auto& r : last) {
+        loops.push_back((r.sender.loop + r.receiver.loop).count() / gib);
         hash.push_back((stage_cpu(r.sender, kTree, gib) + stage_cpu(r.receiver, kTree, gib)) / 2);
         read.push_back(stage_cpu(r.sender, kReads, gib));
         write.push_back(stage_cpu(r.receiver, kDisk, gib));
@@ -439,13 +441,16 @@ int main(int argc, char** argv) {
                                           median(write) / kGiB};
       std::printf(
           "\nEmulated (each job a wait of its measured length: hashing %.3f, a read %.3f, a "
-          "write %.3f CPU s/GiB; the WRITEs not copied; the loops real):\n\n"
+          "write %.3f CPU s/GiB; the WRITEs not copied; the loops real, on this machine's cores, "
+          "so that of N cores the jobs get N less what the loops would use at the ceiling):\n\n"
           "| run | cores | CPU s/GiB: sender + receiver | ceiling GiB/s | reached GiB/s | share "
           "|\n|---|---|---|---|---|---|\n",
           median(hash), median(read), median(write));
       std::vector<std::vector<PipelineCost>> emulated_runs;
       for (unsigned n : emulated_cores) {
-        rdmax::emulation::start(n, costs);
+        const double ceiling = n / (send_cpu_last + recv_cpu_last);
+        const auto loop_cores = static_cast<unsigned>(std::ceil(median(loops) * ceiling));
+        rdmax::emulation::start(n > loop_cores ? n - loop_cores : 1, costs);
         std::vector<double> rate;
         emulated_runs.emplace_back();
         for (unsigned run = 0; run < runs; ++run) {
