@@ -32,7 +32,9 @@ struct ReceiverOptions {
   // the page cache; common/output_file.hpp).
   bool direct_io = false;
   std::uint32_t slot_size = 1u << 20;
-  std::uint32_t slots = 8;
+  // 16 MiB in flight: what a connection carries at ~10 GiB/s over a chunk's cycle of ~1.5 ms
+  // (read, WRITE, hash and write, Credit), measured on 16 cores (docs/BENCHMARKS.md).
+  std::uint32_t slots = 16;
   std::uint32_t max_connections = 64;
   std::uint64_t max_memory = 1ull << 30;  // receive windows of all connections together
   std::chrono::seconds timeout{30};       // no progress for this long ends a connection

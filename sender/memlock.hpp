@@ -40,9 +40,9 @@ inline constexpr std::uint64_t kQueuePinAllowance = 64u << 10;
 [[nodiscard]] std::uint64_t control_pins(QueueDepths depths, std::uint64_t page_size);
 [[nodiscard]] std::uint64_t system_page_size();
 
-// The default receiver's window (rdma-recv --slots 8 --slot-size 1M): what --check
+// The default receiver's window (rdma-recv --slots 16 --slot-size 1M): what --check
 // predicts against, and the smallest slot a connection is counted with before its Accept.
-inline constexpr std::uint32_t kDefaultReceiverSlots = 8;
+inline constexpr std::uint32_t kDefaultReceiverSlots = 16;
 inline constexpr std::uint32_t kDefaultReceiverSlotSize = 1u << 20;
 
 // "ulimit -l N" (KiB, rounded up) for a limit of `bytes`.
@@ -78,7 +78,7 @@ class MemlockBudget {
   bool failure_told_ = false;  // that not even one slot fits (once)
 };
 
-// rdma-send --check: what the sender would pin against a default receiver (8 slots of
+// rdma-send --check: what the sender would pin against a default receiver (16 slots of
 // 1 MiB) under `limit`, on each of `connections` (one for a single file; -P for several
 // files or -r): whether it fits, would be reduced (fewer slots in flight or connections:
 // still ok, and the line says how much to raise the limit) or cannot fit one slot (FAIL,

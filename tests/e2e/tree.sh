@@ -89,7 +89,7 @@ case_parallel() {
 run_case parallel case_parallel
 
 # Issue 22: an ordinary user at the usual 8 MiB memlock limit (ulimit -l 8192) sends a tree,
-# and with -P 2, to a default receiver (8 slots of 1 MiB). Each connection pins its control
+# and with -P 2, to a default receiver (16 slots of 1 MiB). Each connection pins its control
 # buffers and a staging buffer of what fits besides them: 7 slots for one connection, 3 on
 # each of two, said in one line; everything arrives. --check under that limit predicts it.
 # Below one slot (1 MiB) the command fails with the remedy.
@@ -113,9 +113,9 @@ case_memlock_8m() {
     >"$shared/send.log" 2>&1 || rc=$?
   ((rc == 0)) || fail "a tree at ulimit -l 8192 exited $rc"
   compare "$t" "$out/memlock" || fail "the tree differs at ulimit -l 8192"
-  said=$(grep -c "RLIMIT_MEMLOCK 8.0 MiB holds 7 of the 8 slots of 1.0 MiB" "$shared/send.log" || true)
+  said=$(grep -c "RLIMIT_MEMLOCK 8.0 MiB holds 7 of the 16 slots of 1.0 MiB" "$shared/send.log" || true)
   ((said == 1)) || fail "the reduction was said $said times, not once"
-  grep -q "ulimit -l 8992" "$shared/send.log" || fail "no remedy with the figure"
+  grep -q "ulimit -l 17184" "$shared/send.log" || fail "no remedy with the figure"
   rm -rf "$out/memlock"
   rc=0
   as_user_at 8192 "$send" -H "$RXE_ADDR" -p "$port" -r -P 2 --no-digest-cache "$t" \
@@ -124,16 +124,16 @@ case_memlock_8m() {
   compare "$t" "$out/memlock" || fail "the tree differs over -P 2 at ulimit -l 8192"
   said=$(grep -c "RLIMIT_MEMLOCK" "$shared/send.log" || true)
   ((said == 1)) || fail "-P 2: the limit was named $said times, not once"
-  grep -q "holds 3 of the 8 slots of 1.0 MiB in flight the receiver grants on each of 2 connections" \
+  grep -q "holds 3 of the 16 slots of 1.0 MiB in flight the receiver grants on each of 2 connections" \
     "$shared/send.log" || fail "-P 2: $(grep RLIMIT_MEMLOCK "$shared/send.log")"
   rc=0
   as_user_at 8192 "$send" --check -H "$RXE_ADDR" -p "$port" -r >"$shared/check.out" 2>&1 || rc=$?
   ((rc == 0)) || fail "--check -r at ulimit -l 8192 exited $rc: $(cat "$shared/check.out")"
-  grep -Eq '^ok   locked memory: RLIMIT_MEMLOCK 8\.0 MiB is below the 8\.8 MiB .*7 of 8 slots in flight .*ulimit -l 8992' \
+  grep -Eq '^ok   locked memory: RLIMIT_MEMLOCK 8\.0 MiB is below the 16\.8 MiB .*7 of 16 slots in flight .*ulimit -l 17184' \
     "$shared/check.out" || fail "--check -r: $(grep locked "$shared/check.out")"
   as_user_at 8192 "$send" --check -H "$RXE_ADDR" -p "$port" -r -P 2 >"$shared/check.out" 2>&1 || rc=$?
   ((rc == 0)) || fail "--check -r -P 2 at ulimit -l 8192 exited $rc"
-  grep -Eq '^ok   locked memory: .*2 connections.*3 of 8 slots in flight' "$shared/check.out" ||
+  grep -Eq '^ok   locked memory: .*2 connections.*3 of 16 slots in flight' "$shared/check.out" ||
     fail "--check -r -P 2: $(grep locked "$shared/check.out")"
   rm -rf "$out/memlock"
   # Below one slot (ulimit -l 1024: the control buffers and one 1.0 MiB slot are 1.8 MiB):
@@ -151,7 +151,7 @@ case_memlock_8m() {
   ((rc == 1)) || fail "--check at ulimit -l 1024 exited $rc"
   grep -Eq '^FAIL locked memory: RLIMIT_MEMLOCK 1\.0 MiB cannot hold one 1\.0 MiB slot.*: .*ulimit -l unlimited' \
     "$shared/check.out" || fail "--check at ulimit -l 1024: $(grep locked "$shared/check.out")"
-  pass "as uid 65534 at ulimit -l 8192: a tree (7 of 8 slots) and -P 2 (3 each) arrived identical, the limit named once; --check predicted both; at ulimit -l 1024 exit 1 with the remedy, said once, and --check FAIL"
+  pass "as uid 65534 at ulimit -l 8192: a tree (7 of 16 slots) and -P 2 (3 each) arrived identical, the limit named once; --check predicted both; at ulimit -l 1024 exit 1 with the remedy, said once, and --check FAIL"
 }
 run_case memlock-8m case_memlock_8m
 

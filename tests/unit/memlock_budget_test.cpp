@@ -125,29 +125,29 @@ TEST(MemlockBudget, LimitForIsWhatEveryConnectionPins) {
 
 TEST(MemlockBudget, CheckPredictsTheReportedCase) {
   const preflight::MemlockLimit eight{8 * MiB, false};
-  // One file or a tree on one connection at 8 MiB: ok, but reduced to 7 of 8 slots, with
+  // One file or a tree on one connection at 8 MiB: ok, but reduced to 7 of 16 slots, with
   // the figure to raise it to.
   auto c = sender::memlock_prediction(eight, 1);
   EXPECT_TRUE(c.ok) << c.what;
-  EXPECT_NE(c.what.find("is below the 8.8 MiB"), std::string::npos) << c.what;
-  EXPECT_NE(c.what.find("7 of 8 slots"), std::string::npos) << c.what;
-  EXPECT_NE(c.what.find("ulimit -l 8992"), std::string::npos) << c.what;
+  EXPECT_NE(c.what.find("is below the 16.8 MiB"), std::string::npos) << c.what;
+  EXPECT_NE(c.what.find("7 of 16 slots"), std::string::npos) << c.what;
+  EXPECT_NE(c.what.find("ulimit -l 17184"), std::string::npos) << c.what;
   // -P 2: 3 slots on each.
   c = sender::memlock_prediction(eight, 2);
   EXPECT_TRUE(c.ok) << c.what;
   EXPECT_NE(c.what.find("2 connections"), std::string::npos) << c.what;
-  EXPECT_NE(c.what.find("3 of 8 slots"), std::string::npos) << c.what;
+  EXPECT_NE(c.what.find("3 of 16 slots"), std::string::npos) << c.what;
   // -P 8: 4 connections of 1 slot.
   c = sender::memlock_prediction(eight, 8);
   EXPECT_TRUE(c.ok) << c.what;
-  EXPECT_NE(c.what.find("1 of 8 slots in flight on 4 of 8 connections"), std::string::npos)
+  EXPECT_NE(c.what.find("1 of 16 slots in flight on 4 of 8 connections"), std::string::npos)
       << c.what;
 }
 
 TEST(MemlockBudget, CheckPassesWhenItFitsAndFailsBelowOneSlot) {
   auto c = sender::memlock_prediction({64 * MiB, false}, 1);
   EXPECT_TRUE(c.ok);
-  EXPECT_NE(c.what.find("covers the 8.8 MiB"), std::string::npos) << c.what;
+  EXPECT_NE(c.what.find("covers the 16.8 MiB"), std::string::npos) << c.what;
   c = sender::memlock_prediction({std::nullopt, false}, 1);
   EXPECT_TRUE(c.ok);
   EXPECT_NE(c.what.find("unlimited"), std::string::npos) << c.what;
