@@ -114,7 +114,7 @@ case_check_working() {
   expect_stdout "^ok   RDMA device: $RXE_DEV port 1 ACTIVE"
   expect_stdout "^ok   listen on $RXE_ADDR port $((port + 1)): the port is free"
   expect_stdout "^ok   bound address $RXE_ADDR:$((port + 1)): $RXE_DEV port 1, GID [0-9a-f:.]+ \(index [0-9]+\)"
-  expect_stdout '^ok   locked memory: .*8\.0 MiB'
+  expect_stdout '^ok   locked memory: .*16\.0 MiB'
   expect_stdout "^ok   directory $work/dir: writable, .* free"
   expect_stdout "^ok   secrets file $secrets: owner-only, 1 id"
   expect_stdout "^ok   senders file: none \(--senders\): any sender that reaches the port may write files"
@@ -157,7 +157,7 @@ case_check_missing_device() {
   pass "--check -d nosuchdev: the device line fails, exit 1 (both programs)"
 }
 
-# An ordinary user whose RLIMIT_MEMLOCK (64 KiB) is below one receive window (8 MiB).
+# An ordinary user whose RLIMIT_MEMLOCK (64 KiB) is below one receive window (16 MiB).
 case_check_memlock() {
   local open_dir=$work/open
   mkdir -p "$open_dir" && chmod 777 "$open_dir"
@@ -166,7 +166,7 @@ case_check_memlock() {
     "$recv" --check --bind "$RXE_ADDR" --port $((port + 2)) --dir "$open_dir"
   expect_status 1
   expect_stdout "^ok   RDMA device: $RXE_DEV"
-  expect_stdout '^FAIL locked memory: RLIMIT_MEMLOCK 64\.0 KiB is below the 8\.0 MiB .*receive window.*: .*ulimit -l unlimited.*LimitMEMLOCK=infinity'
+  expect_stdout '^FAIL locked memory: RLIMIT_MEMLOCK 64\.0 KiB is below the 16\.0 MiB .*receive window.*: .*ulimit -l unlimited.*LimitMEMLOCK=infinity'
   expect_stdout "^ok   directory $open_dir: writable"
   [[ $(grep -c '^FAIL' "$out") == 1 ]] || fail "only the memlock line should fail"
   # shellcheck disable=SC2016
