@@ -82,6 +82,10 @@ phase "the version-1 programs"
 v1_status=0
 scripts/lib/build-v1.sh "${build}-v1" || v1_status=$?
 ((v1_status == 0 || v1_status == 77)) || exit "$v1_status"
+# And of the last release without BLAKE3, for tests/e2e/interop_release.sh (the same way).
+release_status=0
+scripts/lib/build-release.sh "${build}-release" || release_status=$?
+((release_status == 0 || release_status == 77)) || exit "$release_status"
 # Last, the Soft-RoCE tests (one at a time, as above).
 phase "the Soft-RoCE tests"
 ctest --test-dir "$build" --output-on-failure -L rxe

@@ -60,14 +60,15 @@ it as plain lines elsewhere, --no-progress hides it. Logs go to stderr; stdout c
   SECRET=$(rdma-send -H HOST --id ID FILE) captures it
 (with --json or --json-lines, stdout carries JSON only, the secret in it).
 
-The digest (--digest): "fsverity" (default) is the fs-verity file digest,
-SHA-256 over 4 KiB blocks as a Merkle tree, hashed on every core at both
-ends; `rdma-send --checksum FILE` prints it exactly as
-`fsverity digest --hash-alg=sha256 --block-size=4096 FILE` does. "blake3" is
-BLAKE3, as `b3sum FILE` prints it, also hashed on every core and about a
-quarter of fs-verity's CPU time; a receiver without it (an older release) is
-sent the fs-verity digest instead, and rdma-send says so. "sha256" is the whole
-file's SHA-256, as `sha256sum FILE` prints it (one core per end).
+The digest (--digest): "blake3" (default) is BLAKE3, as `b3sum FILE` prints
+it (`rdma-send --checksum FILE` prints exactly that), hashed on every core at
+both ends; a receiver without it (a release before it) is sent the fs-verity
+digest instead, with no failed file. "fsverity" is the fs-verity file
+digest, SHA-256 over 4 KiB blocks as a Merkle tree, also hashed on every core,
+at about three times BLAKE3's CPU time; `rdma-send --checksum --digest fsverity
+FILE` prints it exactly as `fsverity digest --hash-alg=sha256 --block-size=4096
+FILE` does. "sha256" is the whole file's SHA-256, as `sha256sum FILE` prints
+it (one core per end).
 A receiver older than protocol version 2 knows only "sha256": rdma-send then
 falls back to it and says so. Digests are cached per file (device, inode,
 size, times) under ~/.cache/rdmax, so an unchanged file is not hashed again.
@@ -210,17 +211,18 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
                "register the file's pages for the RDMA WRITEs instead of copying them through "
                "a buffer: no copy, but every page is pinned (slower on Soft-RoCE; see "
                "docs/BENCHMARKS.md)");
-  std::string digest = "fsverity";
-  app.add_option("--digest", digest,
-                 "how the file is verified: fsverity (the fs-verity SHA-256 digest, hashed on "
-                 "every core; default), blake3 (BLAKE3, as b3sum, hashed on every core; a "
-                 "receiver without it gets fsverity) or sha256 (the whole file's SHA-256, as "
-                 "sha256sum)")
-      ->check(cli::one_of({"fsverity", "blake3", "sha256"}))
+  std::string digest = "blake3";
+  auto* digest_option = app.add_option(
+      "--digest", digest,
+      "how the file is verified: blake3 (BLAKE3, as b3sum, hashed on every core; default; "
+      "a receiver without it gets fsverity), fsverity (the fs-verity SHA-256 digest, hashed "
+      "on every core) or sha256 (the whole file's SHA-256, as sha256sum)");
+  digest_option->check(cli::one_of({"fsverity", "blake3", "sha256"}))
       ->option_text("fsverity|blake3|sha256");
   o.hash_threads = std::max(1u, std::thread::hardware_concurrency());
-  app.add_option("--hash-threads", o.hash_threads,
-                 "threads that hash the file before sending (fsverity and blake3 digests)")
+  app.add_option(
+         "--hash-threads", o.hash_threads,
+         "worker threads: they read the chunks to send and hash (blake3 and fsverity digests)")
       ->default_str("the online CPUs")
       ->check(cli::number_in(1, 1024));
   bool no_cache = false;
@@ -229,8 +231,8 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
                "is sent, or first with --digest-first) (default: reuse the digest of an "
                "unchanged file from ~/.cache/rdmax/digests)");
   app.add_flag("--checksum", o.checksum,
-               "print each FILE's digest, in the format of the reference tool (fsverity "
-               "digest; b3sum with --digest blake3; sha256sum with --digest sha256), and "
+               "print each FILE's digest, in the format of the reference tool (b3sum; "
+               "fsverity digest with --digest fsverity; sha256sum with --digest sha256), and "
                "connect nowhere");
   app.add_flag("--check", o.check,
                "check, one line each, what a transfer to HOST needs (device, port, route, "
@@ -255,6 +257,7 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
   o.digest = digest_name == "sha256"   ? proto::DigestAlgorithm::WholeFileSha256
              : digest_name == "blake3" ? proto::DigestAlgorithm::Blake3
                                        : proto::DigestAlgorithm::FsVeritySha256;
+  o.digest_chosen = digest_option->count() > 0;
   o.digest_cache = !no_cache;
   if (bwlimit) {
     o.bwlimit = parse_rate(*bwlimit);

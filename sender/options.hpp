@@ -29,8 +29,10 @@ struct SenderOptions {
   std::vector<std::string> files;     // every PATH given
   bool recursive = false;             // -r: directories and their trees
   unsigned parallel = 1;              // -P: connections to spread the files over
-  // The digest the Hello announces (--digest): fs-verity (default) or whole-file SHA-256.
-  proto::DigestAlgorithm digest = proto::DigestAlgorithm::FsVeritySha256;
+  // The digest (--digest): BLAKE3 (default; fs-verity for a receiver without it), fs-verity
+  // or whole-file SHA-256; digest_chosen: --digest was given.
+  proto::DigestAlgorithm digest = proto::DigestAlgorithm::Blake3;
+  bool digest_chosen = false;
   unsigned hash_threads = 1;  // --hash-threads, default: the online CPUs
   bool digest_cache = true;   // --no-digest-cache turns it off
   bool checksum = false;      // --checksum: print each FILE's digest line, connect nowhere

@@ -293,7 +293,7 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
     if (m->reason == proto::RejectReason::UnsupportedVersion &&
         message_version == proto::kVersion2 &&
         open_sent_.digest_algorithm == proto::DigestAlgorithm::Blake3) {
-      spdlog::warn("[{}] the receiver does not take BLAKE3: the fs-verity digest instead", label());
+      spdlog::debug("[{}] the receiver refused BLAKE3 (0x8004)", label());
       digest_algorithm_refused_ = true;
       return dispatch({Event::GotReject, {}});
     }

@@ -274,6 +274,9 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
       for (auto& r : sendable.results)
         if (r.status != EntryResult::Status::Good) r = EntryResult{.receiver = r.receiver};
       if (algorithm_refused) {
+        // The default needs no word beyond a note; a BLAKE3 asked for is worth a warning.
+        const auto level = options.digest_chosen ? spdlog::level::warn : spdlog::level::info;
+        spdlog::log(level, "the receiver does not take BLAKE3: the fs-verity digest instead");
         sendable.algorithm = proto::DigestAlgorithm::FsVeritySha256;
         plan.algorithm = sendable.algorithm;
         for (auto& e : sendable.entries) {  // BLAKE3's digests say nothing of fs-verity's

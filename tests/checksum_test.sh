@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `rdma-send --checksum`: without connecting anywhere, each FILE's line exactly as the
-# reference tool prints it (`fsverity digest --hash-alg=sha256 --block-size=4096` for the
-# default digest, `b3sum` for --digest blake3, `sha256sum` for --digest sha256), on sizes at
+# reference tool prints it (`b3sum` for the default digest, BLAKE3; `fsverity digest
+# --hash-alg=sha256 --block-size=4096` for --digest fsverity; `sha256sum` for --digest sha256), on sizes at
 # every edge of both trees, a large sparse file and awkward names; the digest cache neither changes a line nor survives a change of the
 # file. No RDMA needed: it runs with the unit tests.
 #   tests/checksum_test.sh BUILD_DIR
@@ -42,16 +42,18 @@ $(diff <(cat -A "$2") <(cat -A "$3") | head -20)"
 }
 
 fsverity digest --hash-alg=sha256 --block-size=4096 "${names[@]}" >expected.fsverity
-"$send" --checksum "${names[@]}" >got.fsverity || fail "--checksum exited $?"
-compare "--checksum (fs-verity)" expected.fsverity got.fsverity
+"$send" --checksum --digest fsverity "${names[@]}" >got.fsverity || fail "--digest fsverity exited $?"
+compare "--checksum --digest fsverity" expected.fsverity got.fsverity
 # One thread gives the same lines as many. (Nothing came from the cache: the files were
 # written within the last seconds, which the cache does not remember.)
-"$send" --checksum --hash-threads 1 "${names[@]}" >got.fsverity-1 || fail "--hash-threads 1 exited $?"
-compare "--checksum --hash-threads 1" expected.fsverity got.fsverity-1
+"$send" --checksum --digest fsverity --hash-threads 1 "${names[@]}" >got.fsverity-1 ||
+  fail "--digest fsverity --hash-threads 1 exited $?"
+compare "--checksum --digest fsverity --hash-threads 1" expected.fsverity got.fsverity-1
 
+# The default: BLAKE3, as b3sum prints it.
 b3sum "${names[@]}" >expected.blake3
-"$send" --checksum --digest blake3 "${names[@]}" >got.blake3 || fail "--digest blake3 exited $?"
-compare "--checksum --digest blake3" expected.blake3 got.blake3
+"$send" --checksum "${names[@]}" >got.blake3 || fail "--checksum exited $?"
+compare "--checksum (BLAKE3, the default)" expected.blake3 got.blake3
 "$send" --checksum --digest blake3 --hash-threads 1 "${names[@]}" >got.blake3-1 ||
   fail "--digest blake3 --hash-threads 1 exited $?"
 compare "--checksum --digest blake3 --hash-threads 1" expected.blake3 got.blake3-1
@@ -73,7 +75,7 @@ grep -q 'from the digest cache' first.log && fail "the first run claims the dige
 printf 'X' | dd of="$old" bs=1 seek=5000 conv=notrunc status=none
 touch -d '-1 hour' "$old"  # same size, same mtime: only the ctime and the content changed
 "$send" --checksum -vv "$old" >third 2>third.log || fail "third --checksum exited $?"
-fsverity digest --hash-alg=sha256 --block-size=4096 "$old" >expected.changed
+b3sum "$old" >expected.changed
 compare "the line after a same-size change" expected.changed third
 grep -q 'from the digest cache' third.log && fail "a changed file was answered from the cache"
 "$send" --checksum --no-digest-cache -vv "$old" >fourth 2>fourth.log || fail "--no-digest-cache exited $?"

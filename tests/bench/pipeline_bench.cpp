@@ -68,6 +68,19 @@ Seconds process_cpu() {
   return Seconds(s(usage.ru_utime) + s(usage.ru_stime));
 }
 
+// The process's peak resident set (VmHWM), and its reset (Linux 4.0 and later): both sides'
+// memory during one transfer, the sender reading with pread and the receiver writing into
+// tmpfs, neither mapping the files.
+void reset_peak_rss() {
+  std::ofstream("/proc/self/clear_refs") << "5";
+}
+double peak_rss_mib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024;  // kB
+  return 0;
+}
+
 // Waits until one of the fds is readable, or 50 ms (the drivers' timers are ticked then).
 void wait_readable(int a, int b) {
   pollfd fds[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
@@ -165,6 +178,7 @@ struct PipelineCost {
   Cost sender, receiver;
   Seconds wire{0};  // the RDMA WRITEs' copies (a NIC's work): charged to neither side
   std::uint32_t good = 0;
+  double peak_rss_mib = 0;  // the process's, during the transfer
 };
 
 struct Setup {
@@ -181,6 +195,7 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
   fs::create_directories(out);
   LoopbackLink link;
   if (emulation::active()) link.sender().skip_copies();
+  reset_peak_rss();
   PipelineCost result;
   const auto start = Clock::now();
 
@@ -250,6 +265,7 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
     for (const auto& r : plan.results) result.good += r.status == sender::EntryResult::Status::Good;
   }
   receiving.join();
+  result.peak_rss_mib = peak_rss_mib();
   return result;
 }
 
@@ -428,6 +444,12 @@ int main(int argc, char** argv) {
       const std::string what = "measured, " + std::to_string(t) + " threads";
       print_ceiling(cores, send_cpu_last, recv_cpu_last, rate, what.c_str());
     }
+    std::vector<double> rss;
+    for (const auto& r : last) rss.push_back(r.peak_rss_mib);
+    std::printf(
+        "\nPeak RSS of the process during a transfer (both sides; the files are read with "
+        "pread and written into %s, never mapped): %.0f MiB for %.0f MiB sent\n",
+        out.parent_path().c_str(), median(rss), gib * 1024);
     if (!emulated_cores.empty()) {
       // The costs of the jobs replaced, per byte, from the last measured runs.
       std::vector<double> hash, read, write, loops;

@@ -226,7 +226,7 @@ expect_receiver_logged() {  # NAME ALGORITHM HEX
 
 case_digest_algorithms() {
   make_input digest-fsverity.bin $((1048576 + 3))
-  send_file --json "$in/digest-fsverity.bin"
+  send_file --json --digest fsverity "$in/digest-fsverity.bin"
   expect_status 0
   local fsv; fsv=$(fsverity digest --hash-alg=sha256 --block-size=4096 "$in/digest-fsverity.bin" | cut -d' ' -f1)
   fsv=${fsv#sha256:}
@@ -240,9 +240,10 @@ case_digest_algorithms() {
   expect_json_digest sha256 "$sha" false
   expect_delivered "$in/digest-sha256.bin" digest-sha256.bin
   expect_receiver_logged digest-sha256.bin sha256 "$sha"
-  # BLAKE3 (the Open's extension 0x8004): a chunk and a bit, hashed by both ends as b3sum does.
+  # BLAKE3, the default (the Open's extension 0x8004): a chunk and a bit, hashed by both ends
+  # as b3sum does.
   make_input digest-blake3.bin $((1048576 + 7))
-  send_file --json --digest blake3 "$in/digest-blake3.bin"
+  send_file --json "$in/digest-blake3.bin"
   expect_status 0
   local b3; b3=$(b3sum "$in/digest-blake3.bin" | cut -d' ' -f1)
   expect_json_digest blake3 "$b3" false
@@ -254,10 +255,10 @@ case_digest_algorithms() {
   expect_status 5
   expect_absent corrupt-sha.bin
   make_input corrupt-b3.bin 300000
-  send_file --digest blake3 --inject-corruption 200000 "$in/corrupt-b3.bin"
+  send_file --inject-corruption 200000 "$in/corrupt-b3.bin"
   expect_status 5
   expect_absent corrupt-b3.bin
-  pass "the three digests: the default fs-verity one (= fsverity digest), --digest blake3 (= b3sum) and --digest sha256 (= sha256sum), at both ends; a flipped byte fails blake3 and sha256 too"
+  pass "the three digests: the default BLAKE3 (= b3sum), --digest fsverity (= fsverity digest) and --digest sha256 (= sha256sum), at both ends; a flipped byte fails blake3 and sha256 too"
 }
 
 case_digest_cache() {
