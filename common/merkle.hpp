@@ -1,7 +1,8 @@
 #pragma once
 // The fs-verity file digest (Linux Documentation/filesystems/fsverity.rst) with SHA-256,
 // 4096-byte blocks and no salt: what `fsverity digest --hash-alg=sha256 --block-size=4096`
-// prints, and rdmax's default digest (docs/PROTOCOL.md 7.4).
+// prints (docs/PROTOCOL.md 7.4; rdma-send --digest fsverity, and what a receiver without
+// BLAKE3 gets).
 //
 // Why a Merkle tree: the leaves (one hash per 4096-byte block) are independent, so every
 // core can hash a part of the file, and chunks can be hashed in whatever order they

@@ -166,7 +166,7 @@ std::vector<WorkPool::StageCost> WorkPool::stage_costs() {
   return stages_;
 }
 
-WorkQueue::WorkQueue(WorkPool& pool, std::string_view stage)
+WorkQueue::WorkQueue(WorkPool& pool, const char* stage)
     : pool_(pool), state_(std::make_shared<WorkPool::QueueState>()) {
   std::lock_guard lock(pool_.mutex_);
   auto& stages = pool_.stages_;
@@ -200,6 +200,11 @@ void WorkQueue::cancel() {
 bool WorkQueue::idle() const {
   std::lock_guard lock(pool_.mutex_);
   return state_->jobs.empty() && !state_->running && state_->finishing == 0;
+}
+
+bool WorkQueue::running() const {
+  std::lock_guard lock(pool_.mutex_);
+  return state_->running;
 }
 
 std::size_t WorkQueue::outstanding() const {

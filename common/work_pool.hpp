@@ -1,6 +1,7 @@
 #pragma once
 // A bounded pool of worker threads for the work an event loop must never wait on: disk
-// (create, write, fsync, rename, unlink) and hashing. One pool per process.
+// (create, write, fsync, rename, unlink; the sender's reads of the chunks it sends) and
+// hashing. One pool per process.
 //
 // Jobs are posted to a WorkQueue: the jobs of one queue run one at a time, in the order
 // they were posted (a connection's writes stay in file order), while jobs of different
@@ -68,7 +69,7 @@ class WorkPool {
   std::chrono::nanoseconds cpu_time();
   // The CPU time of the jobs of each stage named by a queue (see above).
   struct StageCost {
-    std::string_view stage;
+    std::string_view stage;               // a string literal's
     std::chrono::nanoseconds cpu{0};      // all its queues' jobs together
     std::chrono::nanoseconds busiest{0};  // the queue that used the most
     std::size_t queues = 0;               // made so far
@@ -99,7 +100,7 @@ class WorkPool {
 class WorkQueue {
  public:
   // `stage`: a string literal naming the pipeline stage its jobs are (see WorkPool).
-  explicit WorkQueue(WorkPool& pool, std::string_view stage = "other");
+  explicit WorkQueue(WorkPool& pool, const char* stage = "other");
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
   // Cancels what has not started. The owner must have waited for idle() (see above):
@@ -113,6 +114,8 @@ class WorkQueue {
   void cancel();
   // Nothing queued, nothing running, no `done` waiting to run.
   bool idle() const;
+  // One of its jobs' `work` runs on a worker now (what a buffer's owner waits out).
+  bool running() const;
   // Jobs posted whose `done` has not started yet (and that were not cancelled): inside its
   // own `done`, a job no longer counts, so the last `done` sees idle().
   std::size_t outstanding() const;

@@ -197,11 +197,13 @@ void SessionSendLedger::unplan(const Planned& c) {
   if (c.slot >= busy_.size() || !busy_[c.slot] || owner_[c.slot] != c.entry) return;
   busy_[c.slot] = false;
   credited_[c.slot] = true;
-  out_[c.slot] = false;
   length_[c.slot] = 0;
   EntryProgress& p = progress_[c.entry];
   if (p.chunks_in_flight > 0) --p.chunks_in_flight;
-  --p.chunks_out;
+  if (out_[c.slot]) {  // (a Credit may have come for it already)
+    out_[c.slot] = false;
+    --p.chunks_out;
+  }
   p.next_offset = c.offset;
 }
 

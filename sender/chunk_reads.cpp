@@ -58,6 +58,8 @@ void ChunkReads::read(const Planned& chunk, std::shared_ptr<const InputFile> fil
       p.chunk.bytes = into.first(chunk.length);
     } catch (const std::exception& e) {
       p.chunk.error = e.what();
+    } catch (...) {
+      p.chunk.error = "the read failed";
     }
     p.done = true;
     return;
@@ -70,6 +72,8 @@ void ChunkReads::read(const Planned& chunk, std::shared_ptr<const InputFile> fil
           read_(fd, into, offset);
         } catch (const std::exception& e) {
           *error = e.what();
+        } catch (...) {
+          *error = "the read failed";
         }
       },
       // The file is let go here, on the loop, once its read is over.
@@ -98,16 +102,15 @@ std::optional<ChunkReads::Chunk> ChunkReads::next() {
 void ChunkReads::stop() {
   chunks_.clear();  // the reads' `done`s find nothing now
   for (auto& q : queues_) q->cancel();
+  // A read cannot be interrupted: it writes into the buffer its owner is about to free. Only
+  // that is waited for, not the completions of reads already over (they touch no buffer and
+  // find nothing): this may run inside another completion, whose batch holds them.
   auto running = [&] {
     for (const auto& q : queues_)
-      if (!q->idle()) return true;
+      if (q->running()) return true;
     return false;
   };
-  // A read cannot be interrupted: it writes into the buffer its owner is about to free.
-  while (running()) {
-    pool_->run_completions();
-    if (running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  while (running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 }  // namespace rdmax::sender

@@ -166,7 +166,9 @@ class SessionConnection final : public DriverCore {
   // staging buffer, read into it by a worker (sender/chunk_reads.hpp).
   void start_chunk(const proto::SessionSendLedger::Planned& chunk);
   // The chunks whose bytes are ready, in the order planned: their WRITEs and FileChunks.
-  void post_chunks();
+  // True when it dropped one instead (its file no longer taken, or unreadable): a slot is
+  // free again.
+  bool post_chunks();
   FileWindows* windows_for(std::uint32_t local, std::uint64_t offset);
   void use_staging();
   void forget_file(std::uint32_t local);

@@ -66,12 +66,14 @@ void SessionConnection::start_chunk(const proto::SessionSendLedger::Planned& c) 
   reads_->read(c, shared_input(c.entry), {buffer, c.length}, *staging_key_);
 }
 
-void SessionConnection::post_chunks() {
+bool SessionConnection::post_chunks() {
+  bool freed = false;
   while (auto chunk = reads_->next()) {
     const auto& c = chunk->planned;
     // Abandoned or settled (a bad verdict) while it was read: it does not go.
     if (ledger_.state(c.entry) != proto::EntryState::Taken) {
       ledger_.unplan(c);
+      freed = true;
       continue;
     }
     if (!chunk->error.empty()) {
@@ -81,6 +83,7 @@ void SessionConnection::post_chunks() {
         throw std::runtime_error(proto::quoted_for_log(entry(c.entry).local_path) + ": " +
                                  chunk->error);
       unreadable_chunk(c, chunk->error);
+      freed = true;
       continue;
     }
     // (Never zero-copy: start_session() copies when asked to corrupt.)
@@ -95,6 +98,7 @@ void SessionConnection::post_chunks() {
     post(proto::FileChunk{c.entry, c.slot, c.offset, c.length}, c.slot + 1);
     result(c.entry).bytes += c.length;
   }
+  return freed;
 }
 
 void SessionConnection::forget_file(std::uint32_t local) {
@@ -123,26 +127,29 @@ void SessionConnection::pump() {
   // --bwlimit: a chunk goes only when the shared bucket holds its length (as for one
   // file, so that the rate is never beaten); the run wakes the connection at resume_at().
   resume_at_.reset();
-  while (auto length = ledger_.next_chunk_length()) {
-    if (bwlimit_ != nullptr) {
-      const auto now = Clock::now();
-      TokenBucket& bucket = bwlimit_->bucket(now, accept_.slot_size);
-      if (const auto at = bucket.ready_at(*length, now); at > now) {
-        resume_at_ = at;
-        break;
+  // Until no chunk read is dropped: a dropped one (its file settled or unreadable meanwhile)
+  // freed its slot for another file's chunk, and no later event may come to plan it.
+  do {
+    while (auto length = ledger_.next_chunk_length()) {
+      if (bwlimit_ != nullptr) {
+        const auto now = Clock::now();
+        TokenBucket& bucket = bwlimit_->bucket(now, accept_.slot_size);
+        if (const auto at = bucket.ready_at(*length, now); at > now) {
+          resume_at_ = at;
+          break;
+        }
+        bucket.take(*length, now);
       }
-      bucket.take(*length, now);
+      const auto chunk = ledger_.next_chunk();
+      try {
+        start_chunk(*chunk);
+      } catch (const std::exception& e) {
+        // As for a read that fails (post_chunks): the file's, or the session's.
+        if (!digest_in_flight(chunk->entry)) throw;
+        unreadable_chunk(*chunk, e.what());
+      }
     }
-    const auto chunk = ledger_.next_chunk();
-    try {
-      start_chunk(*chunk);
-    } catch (const std::exception& e) {
-      // As for a read that fails (post_chunks): the file's, or the session's.
-      if (!digest_in_flight(chunk->entry)) throw;
-      unreadable_chunk(*chunk, e.what());
-    }
-  }
-  post_chunks();
+  } while (post_chunks());
   post_aborts();  // files that changed while they were read: after their last FileChunk
   while (auto local = ledger_.next_file_done()) {
     forget_file(*local);  // every chunk of it has been read and written

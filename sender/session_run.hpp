@@ -73,7 +73,8 @@ class SessionRun {
   std::uint64_t total_bytes_ = 0;
   std::size_t total_files_ = 0;
   EventLoop loop_;
-  // --digest-at-end: the hashing threads; before the links, whose hashers use it.
+  // The workers: they read the chunks copied for sending and hash; before the links, whose
+  // reads and hashers use it.
   std::optional<WorkPool> pool_;
   std::vector<SenderSettings> settings_;  // per link (only the lead has the id)
   EventChannel channel_;

@@ -220,6 +220,27 @@ TEST(SenderSession, AHoldsCheckThatEndsAfterTheConnectionClosedPostsNothing) {
   EXPECT_EQ(r.h.state(), S::Closing);
 }
 
+// A chunk read on the workers whose file is settled meanwhile (a StorageError verdict) is
+// not sent: its slot goes at once to the next file's chunk, with nothing else to wake the
+// connection (one slot: the dropped chunk held it).
+TEST(SenderSession, AChunkDroppedAfterItsReadGivesItsSlotToTheNextFile) {
+  SessionRig r;
+  r.h.with_digest_at_end();
+  r.in_session();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.h.receive(proto::Take{0});
+  r.h.receive(proto::Take{1});
+  r.h.receive(proto::Credit{0, 100});  // one slot: entry 0's first chunk, being read
+  r.h.receive(proto::FileVerdict{0, VerdictCode::StorageError, {}});
+  ASSERT_EQ(r.h.status(0), Status::Failed);
+  ASSERT_TRUE(r.h.settle_hashing([&] { return !r.chunks().empty(); }))
+      << "the freed slot was never used";
+  const auto chunks = r.chunks();
+  ASSERT_EQ(chunks.size(), 1u);
+  EXPECT_EQ(chunks[0].entry, 1u) << "entry 0's chunk went after its verdict";
+  EXPECT_EQ(chunks[0].slot, 0u);
+}
+
 TEST(SenderSession, WithoutTheDigestAtEndTheOpenDoesNotAskForIt) {
   SessionRig r;
   r.await_accept();
