@@ -131,10 +131,15 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
   std::string max_size, slot_size = "1M";
   app.add_option("--max-size", max_size, "largest file accepted, e.g. 10G (default: no limit)");
   app.add_flag("--overwrite", o.overwrite, "replace existing files (default: reject the transfer)");
-  app.add_flag("--direct-io", o.direct_io,
-               "write files with O_DIRECT where the file system allows it: no copy into the "
-               "page cache (less CPU per byte, the cache left to others); elsewhere, and for "
-               "each file's unaligned tail, through the cache");
+  // Two callbacks, as for rdma-send --digest-at-end: the default (direct I/O) is the field's.
+  auto* direct = app.add_flag_callback(
+      "--direct-io", [&o] { o.direct_io = true; },
+      "the default: write files with O_DIRECT where the file system allows it (no copy into "
+      "the page cache: less CPU per byte, the cache left to others); elsewhere, and for each "
+      "file's unaligned tail, through the cache");
+  app.add_flag_callback(
+         "--no-direct-io", [&o] { o.direct_io = false; }, "write every file through the page cache")
+      ->excludes(direct);
   app.add_option("--slot-size", slot_size, "size of one slot of the receive window, 4K to 8M")
       ->capture_default_str();
   app.add_option("--slots", o.slots, "slots per connection (window = slots x slot size)")

@@ -136,6 +136,9 @@ struct ReceiverHarness {
     receiver::ReceiverOptions o;
     o.slot_size = 4096;
     o.slots = 4;
+    // One open file per entry, as the rig counts them (direct I/O opens a second one:
+    // output_file_direct_io_test covers it).
+    o.direct_io = false;
     o.timeout = std::chrono::seconds(5);
     o.workers = 2;
     return o;
