@@ -166,7 +166,7 @@ ours_rate=$(rate "$bytes" "$ours_data")
   echo "| ib_write_bw | $(per_gib "$ibw_cpu" "$bytes") | $(per_gib "$ibw_s" "$bytes") |"
   echo "| rcopy | $(per_gib "$rcopy_cpu" "$bytes") | $(per_gib "$rcopy_s" "$bytes") |"
   echo "| TCP (socat) | $(per_gib "$tcp_cpu" "$bytes") | $(per_gib "$tcp_s" "$bytes") |"
-  echo "| rdma-send (fs-verity digest, both ends hashing) | $(per_gib "$ours_cpu" "$bytes") | $(per_gib "$ours_total" "$bytes") |"
+  echo "| rdma-send (BLAKE3 digest, the default, both ends hashing) | $(per_gib "$ours_cpu" "$bytes") | $(per_gib "$ours_total" "$bytes") |"
   echo "| rdma-send, digest cached (the receiver still hashes) | $(per_gib "$again_cpu" "$bytes") | $(per_gib "$again_total" "$bytes") |"
   echo "| rdma-send --digest sha256 | $(per_gib "$sha_run_cpu" "$bytes") | $(per_gib "$sha_total" "$bytes") |"
   echo

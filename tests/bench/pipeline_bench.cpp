@@ -290,7 +290,9 @@ constexpr std::string_view kTree = "hashing: a file's tree";
 void print_serial_stages(const std::vector<PipelineCost>& runs, double gib, unsigned threads,
                          unsigned files, const std::string& title) {
   std::printf(
-      "\n%s\n\n| side | serial stage | lanes at once | CPU s/GiB | per lane | cap GiB/s |\n"
+      "\n%s\n\n(Lanes: how many of the stage the connection lets run at once; the worker "
+      "threads and the cores bound them further, which is the ceiling below.)\n\n"
+      "| side | serial stage | lanes at once | CPU s/GiB | per lane | cap GiB/s |\n"
       "|---|---|---|---|---|---|\n",
       title.c_str());
   auto row = [&](const char* side, std::string_view stage, unsigned lanes, auto cpu_of) {
@@ -354,7 +356,8 @@ int main(int argc, char** argv) {
                  "where the receiver writes (default: beside the files); for --direct-io, a "
                  "directory on a disk");
   app.add_flag("--direct-io", direct_io,
-               "the receiver writes with O_DIRECT (rdma-recv --direct-io)");
+               "the receiver writes with O_DIRECT where the file system allows it (rdma-recv's "
+               "default; without it, as rdma-recv --no-direct-io)");
   app.add_option("--digest", digest, "the digest both sides compute, as rdma-send --digest")
       ->check(CLI::IsMember({"fsverity", "blake3"}));
   app.add_option("--mib", mib, "MiB in the tree")->check(CLI::Range(16, 1 << 20));
@@ -464,14 +467,15 @@ int main(int argc, char** argv) {
       std::printf(
           "\nEmulated (each job a wait of its measured length: hashing %.3f, a read %.3f, a "
           "write %.3f CPU s/GiB; the WRITEs not copied; the loops real, on this machine's cores, "
-          "so that of N cores the jobs get N less what the loops would use at the ceiling):\n\n"
+          "so that of N cores the jobs get N less what the loops would use at the ceiling, "
+          "rounded):\n\n"
           "| run | cores | CPU s/GiB: sender + receiver | ceiling GiB/s | reached GiB/s | share "
           "|\n|---|---|---|---|---|---|\n",
           median(hash), median(read), median(write));
       std::vector<std::vector<PipelineCost>> emulated_runs;
       for (unsigned n : emulated_cores) {
         const double ceiling = n / (send_cpu_last + recv_cpu_last);
-        const auto loop_cores = static_cast<unsigned>(std::ceil(median(loops) * ceiling));
+        const auto loop_cores = static_cast<unsigned>(std::lround(median(loops) * ceiling));
         rdmax::emulation::start(n > loop_cores ? n - loop_cores : 1, costs);
         std::vector<double> rate;
         emulated_runs.emplace_back();
