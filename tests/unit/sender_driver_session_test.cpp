@@ -4,6 +4,7 @@
 // (docs/PROTOCOL.md 7.5).
 
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <algorithm>
 
@@ -239,6 +240,28 @@ TEST(SenderSession, AChunkDroppedAfterItsReadGivesItsSlotToTheNextFile) {
   ASSERT_EQ(chunks.size(), 1u);
   EXPECT_EQ(chunks[0].entry, 1u) << "entry 0's chunk went after its verdict";
   EXPECT_EQ(chunks[0].slot, 0u);
+}
+
+// A send that fails inside a read's completion ends the connection there and then, while
+// the other read's completion waits in the same batch: the end waits only for reads that
+// run, not for completions it cannot run from inside another (it would never end).
+TEST(SenderSession, ASendFailingInAReadsCompletionEndsWithTheOtherCompletionPending) {
+  SessionRig r;
+  r.h.with_digest_at_end();
+  r.credited();
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.h.receive(proto::Take{0});
+  r.h.receive(proto::Take{1});  // two reads: each entry's first chunk, one per slot
+  // Both reads end (a few microseconds each) before any completion runs.
+  pollfd ready{r.h.pool->ready_fd(), POLLIN, 0};
+  ASSERT_EQ(::poll(&ready, 1, 5000), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  r.h.transport.fail_send_after = 0;  // the FileChunk's post fails, and so does the Error
+  r.h.pool->run_completions();
+  EXPECT_TRUE(r.h.driver->finished());
+  EXPECT_TRUE(r.h.transport.sent_of<proto::FileChunk>().empty());
+  r.h.pool->run_completions();  // whatever is left finds nothing to do
+  EXPECT_TRUE(r.h.driver->finished());
 }
 
 TEST(SenderSession, WithoutTheDigestAtEndTheOpenDoesNotAskForIt) {
