@@ -27,6 +27,7 @@ class SequentialSha256 final : public FileHasher {
   Digest finish(std::uint64_t) override { return hash_.finish(); }
   void cancel() override { queue_.cancel(); }
   bool idle() const override { return queue_.idle(); }
+  bool running() const override { return queue_.running(); }
 
  private:
   Sha256 hash_;  // the queue's
@@ -47,6 +48,11 @@ class TreeHasher : public FileHasher {
     for (const auto& queue : queues_)
       if (!queue->idle()) return false;
     return true;
+  }
+  bool running() const override {
+    for (const auto& queue : queues_)
+      if (queue->running()) return true;
+    return false;
   }
 
  protected:

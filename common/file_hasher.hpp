@@ -56,6 +56,8 @@ class FileHasher {
   virtual Digest finish(std::uint64_t bytes) = 0;
   virtual void cancel() = 0;
   virtual bool idle() const = 0;
+  // A hash runs on a worker now: it reads bytes its owner must not free yet.
+  virtual bool running() const = 0;
 
  protected:
   bool gap_ = false;

@@ -214,15 +214,15 @@ void SessionConnection::stop_jobs() {
   if (reads_) reads_->stop();
   for (auto& [local, d] : digests_) d.hasher->cancel();
   if (checks_) checks_->cancel();
-  auto busy = [&] {
+  // Only the jobs that run are waited for (they read our buffers). The completions of jobs
+  // already over are not run here: this may be inside another completion, whose batch holds
+  // them, and they find the connection finished (or go with its queues).
+  auto running = [&] {
     for (const auto& [local, d] : digests_)
-      if (!d.hasher->idle()) return true;
-    return checks_ && !checks_->idle();
+      if (d.hasher->running()) return true;
+    return checks_ && checks_->running();
   };
-  while (busy() && settings_.pool != nullptr) {
-    settings_.pool->run_completions();
-    if (busy()) std::this_thread::sleep_for(kJobPoll);
-  }
+  while (running()) std::this_thread::sleep_for(kJobPoll);
 }
 
 }  // namespace rdmax::sender
