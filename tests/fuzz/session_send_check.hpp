@@ -37,7 +37,8 @@ class SenderCheck {
         held_(s.accept.slot_count, false),
         rkey_(s.accept.slot_count, 0),
         in_flight_(s.accept.slot_count, 0),
-        owner_(s.accept.slot_count, 0) {
+        owner_(s.accept.slot_count, 0),
+        out_(s.accept.slot_count, false) {
     FUZZ_CHECK(ledger_.entry_count() == s.entries.size());
     FUZZ_CHECK(ledger_.active_slots() == std::min(s.accept.slot_count, std::max(s.max_active, 1U)));
     check();
@@ -113,6 +114,10 @@ class SenderCheck {
       FUZZ_CHECK(!error);
       held_[c.slot] = true;
       rkey_[c.slot] = c.rkey;
+      if (out_[c.slot]) {  // its chunk is stored: its file has one fewer out
+        out_[c.slot] = false;
+        --model_[owner_[c.slot]].chunks_out;
+      }
     }
     check();
     return error;
@@ -127,7 +132,11 @@ class SenderCheck {
     const auto p = ledger_.next_chunk();
     FUZZ_CHECK(p.has_value() == slot.has_value());
     if (p) {
-      const std::uint32_t entry = taken_order_.front();
+      // Of the oldest kInterleavedFiles taken files, the one with the fewest chunks out (the
+      // oldest of those).
+      std::uint32_t entry = taken_order_.front();
+      for (std::size_t i = 1; i < std::min(taken_order_.size(), kInterleavedFiles); ++i)
+        if (model_[taken_order_[i]].chunks_out < model_[entry].chunks_out) entry = taken_order_[i];
       Model& m = model_[entry];
       const std::uint64_t size = setup_.entries[entry].size;
       FUZZ_CHECK(p->entry == entry && p->slot == *slot && p->rkey == rkey_[*slot]);
@@ -140,8 +149,10 @@ class SenderCheck {
                  setup_.accept.region_addr + std::uint64_t{*slot} * setup_.accept.slot_size);
       m.next_offset += p->length;
       ++m.chunks_in_flight;
-      if (m.next_offset == size) taken_order_.erase(taken_order_.begin());
+      ++m.chunks_out;
+      if (m.next_offset == size) std::erase(taken_order_, entry);
       held_[*slot] = false;
+      out_[*slot] = true;
       in_flight_[*slot] = p->length;
       owner_[*slot] = entry;
       sent_ += p->length;
@@ -195,6 +206,7 @@ class SenderCheck {
     SState state = SState::Waiting;
     std::uint64_t next_offset = 0;
     std::uint32_t chunks_in_flight = 0;
+    std::uint32_t chunks_out = 0;  // planned, their slots not credited back since
   };
 
   SState state_of(std::uint32_t entry) const {
@@ -242,6 +254,7 @@ class SenderCheck {
   std::vector<std::uint32_t> rkey_;       // of that Credit
   std::vector<std::uint32_t> in_flight_;  // length of the chunk in a busy slot
   std::vector<std::uint32_t> owner_;      // and its entry
+  std::vector<bool> out_;                 // its chunk not stored yet (no Credit since)
   std::vector<std::uint32_t> taken_order_;
   std::uint32_t next_ = 0;
   std::uint64_t sent_ = 0;
