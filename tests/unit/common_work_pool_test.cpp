@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "gate.hpp"
+
 namespace rdmax {
 namespace {
 
@@ -31,27 +33,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr auto kBound = 10s;  // for a broken pool, never a pause
 
-// A one-way gate: jobs wait on it until the test opens it.
-class Gate {
- public:
-  void open() {
-    {
-      std::lock_guard lock(mutex_);
-      open_ = true;
-    }
-    changed_.notify_all();
-  }
-  // False if the gate stayed shut for kBound.
-  [[nodiscard]] bool wait() {
-    std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, kBound, [this] { return open_; });
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  bool open_ = false;
-};
+using test::Gate;  // jobs wait on it until the test opens it
 
 // `parties` threads meet, round after round; a party that waits kBound in vain gives up.
 class Meeting {

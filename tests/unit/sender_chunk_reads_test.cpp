@@ -9,11 +9,10 @@
 #include <poll.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <fstream>
-#include <mutex>
 #include <thread>
 
+#include "gate.hpp"
 #include "temp_dir.hpp"
 
 namespace rdmax::sender {
@@ -22,25 +21,7 @@ namespace chunk_reads_test {
 using namespace std::chrono_literals;
 constexpr auto kBound = 10s;
 
-class Gate {
- public:
-  void open() {
-    {
-      std::lock_guard lock(mutex_);
-      open_ = true;
-    }
-    changed_.notify_all();
-  }
-  bool wait() {
-    std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, kBound, [this] { return open_; });
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  bool open_ = false;
-};
+using test::Gate;
 
 // A file of `size` bytes, byte i = i % 251, opened for reading.
 std::shared_ptr<const InputFile> file_of(const TempDir& dir, std::size_t size) {
