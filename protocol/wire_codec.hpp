@@ -151,7 +151,7 @@ inline std::size_t open_size(const Open& m) {
 inline const char* open_extensions_problem(const Open& m) {
   for (const auto& e : m.extensions)
     if (e.type == kExtensionDigestAlgorithm)
-      return "digest-algorithm extension twice, or beside digest_algorithm 1";
+      return "digest-algorithm extension twice, not last, or beside digest_algorithm 1";
   return extensions_problem(m.extensions);
 }
 inline bool is_known(WorkPhase phase) {

@@ -64,14 +64,17 @@ std::optional<DecodeFailure> read_extensions(ByteReader& r, const char* message,
   return std::nullopt;
 }
 
-// An Open's kExtensionDigestAlgorithm, when it is the only one, one byte naming BLAKE3, beside
-// a fixed field of 2, becomes Open.digest_algorithm (7.10). Any other use stays in
-// Open.extensions, where field_problem() finds it: a BadField.
+// An Open's kExtensionDigestAlgorithm, when it is the only one and the last, one byte naming
+// BLAKE3, beside a fixed field of 2, becomes Open.digest_algorithm (7.10). Any other use
+// stays in Open.extensions, where field_problem() finds it: a BadField.
 void lift_digest_algorithm(Open& m) {
   const auto named = [](const HelloExtension& e) { return e.type == kExtensionDigestAlgorithm; };
   if (std::count_if(m.extensions.begin(), m.extensions.end(), named) != 1) return;
   const auto it = std::find_if(m.extensions.begin(), m.extensions.end(), named);
-  if (it->value.size() != 1 || m.digest_algorithm != kAlgorithmBesideExtension ||
+  // Last, where the encoder writes it: the Open then encodes again to the bytes that came,
+  // which the key proofs cover (7.8).
+  if (std::next(it) != m.extensions.end() || it->value.size() != 1 ||
+      m.digest_algorithm != kAlgorithmBesideExtension ||
       static_cast<DigestAlgorithm>(it->value[0]) != DigestAlgorithm::Blake3)
     return;
   m.digest_algorithm = DigestAlgorithm::Blake3;

@@ -62,6 +62,11 @@ TEST(WireDigestAlgorithm, OnlyOneByteNamingBlake3BesideFsVerity) {
   EXPECT_EQ(decode_error(with(2, {{0x04, 0x80, 0x02, 0x00, 0x03, 0x00}})), DecodeError::BadField)
       << "two bytes";
   EXPECT_EQ(decode_error(with(3, {})), DecodeError::BadField) << "3 in the fixed field";
+  // Not last (found by fuzz_decode): the Open would encode again to other bytes than came,
+  // and a key's proofs over them would not match.
+  const Bytes other = {0x63, 0x00, 0x00, 0x00};
+  EXPECT_EQ(decode_error(with(2, {blake3, other})), DecodeError::BadField) << "not last";
+  EXPECT_FALSE(decode_error(with(2, {other, blake3})).has_value()) << "last, after another";
 }
 
 // What the decoder refuses, the encoder refuses: BLAKE3 in a Hello (a version-2 Hello is
