@@ -1,6 +1,6 @@
 #pragma once
 // Sender keys (docs/PROTOCOL.md 7.8), the parts without cryptography: what an Open claims,
-// and the bytes each side's proof covers. The HMAC itself is common/auth_proof.hpp's.
+// and the bytes each side's proof covers. The HMAC itself is common/crypto/auth_proof.hpp's.
 //
 // The exchange, before any memory is granted:
 //   sender   -> Open with kExtensionSenderKey {sender nonce, id}

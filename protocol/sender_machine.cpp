@@ -254,7 +254,7 @@ const char* to_string(SetupEvent e) {
 }
 
 // Stable identifiers: rdma-send --json reports them as `outcome` (rdma-send(1)), so a value
-// never changes once released; common/error_hints.cpp words each for people.
+// never changes once released; common/cli/error_hints.cpp words each for people.
 const char* to_string(SenderOutcome o) {
   switch (o) {
     case O::Success:

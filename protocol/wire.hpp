@@ -111,7 +111,7 @@ enum class ErrorCode : std::uint16_t {
 };
 
 // A file's digest, by the algorithm its Hello or Open names (the fs-verity digest or the
-// whole file's SHA-256): 32 bytes either way. (common/sha256.hpp's rdmax::Digest is the
+// whole file's SHA-256): 32 bytes either way. (common/digest/sha256.hpp's rdmax::Digest is the
 // same type; rdmax::Sha256 there is the hasher.)
 using Digest = std::array<std::uint8_t, kSha256Bytes>;
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "common/auth_proof.hpp"
+#include "common/crypto/auth_proof.hpp"
 #include "protocol/names.hpp"
 #include "protocol/receiver_rules.hpp"
 #include "protocol/secure_wipe.hpp"

@@ -28,18 +28,18 @@
 #include <variant>
 #include <vector>
 
-#include "common/auth_penalties.hpp"
 #include "common/connection/dispatcher.hpp"
 #include "common/connection/driver_core.hpp"
 #include "common/connection/transport.hpp"
-#include "common/sha256.hpp"
-#include "common/work_pool.hpp"
+#include "common/digest/sha256.hpp"
+#include "common/work/work_pool.hpp"
 #include "protocol/auth.hpp"
 #include "protocol/receiver_machine.hpp"
 #include "protocol/secrets.hpp"
 #include "protocol/sender_keys.hpp"
 #include "protocol/session_receive_ledger.hpp"
 #include "protocol/wire.hpp"
+#include "receiver/auth_penalties.hpp"
 #include "receiver/hello_edge.hpp"
 #include "receiver/incoming_file.hpp"
 #include "receiver/options.hpp"

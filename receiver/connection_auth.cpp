@@ -1,13 +1,13 @@
 // Sender keys (docs/PROTOCOL.md 7.8), the receiver's side: the Challenge, the sender's Proof
 // checked (an unknown id costs the same HMAC as a wrong key), and a failure counted against
-// the peer's address (common/auth_penalties.hpp). The Open that claimed the key is checked
+// the peer's address (receiver/auth_penalties.hpp). The Open that claimed the key is checked
 // by check_open() (receiver/connection.cpp), which the good Proof resumes.
 
 #include <spdlog/spdlog.h>
 
 #include <string>
 
-#include "common/auth_proof.hpp"
+#include "common/crypto/auth_proof.hpp"
 #include "protocol/names.hpp"
 #include "receiver/connection.hpp"
 

@@ -8,8 +8,8 @@
 
 #include <algorithm>
 
-#include "common/fd.hpp"
-#include "common/merkle.hpp"
+#include "common/digest/merkle.hpp"
+#include "common/os/fd.hpp"
 #include "protocol/names.hpp"
 #include "protocol/sizes.hpp"
 #include "receiver/connection.hpp"

@@ -3,8 +3,8 @@
 // cm_id, creates each connection's transport (its device resources) on CONNECT_REQUEST,
 // routes CM events (by the number in cm_id->context), completion fds and the worker
 // pool's results to their connection, ticks timeouts, and shuts down cleanly on
-// SIGINT/SIGTERM. Disk and hashing work runs on the pool (common/work_pool.hpp); every
-// verbs and CM call is made on the process's event loop (common/event_loop.hpp).
+// SIGINT/SIGTERM. Disk and hashing work runs on the pool (common/work/work_pool.hpp); every
+// verbs and CM call is made on the process's event loop (common/os/event_loop.hpp).
 //
 // Shutting down (rdma-recv(1), "Stopping"): the first SIGINT/SIGTERM stops accepting
 // connections, closes those that have not started a transfer, and gives the others up to
@@ -18,15 +18,15 @@
 #include <optional>
 #include <string_view>
 
-#include "common/address_filter.hpp"
-#include "common/event_loop.hpp"
-#include "common/fd.hpp"
+#include "common/os/event_loop.hpp"
+#include "common/os/fd.hpp"
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/event_channel.hpp"
 #include "common/rdma/rdma_transport.hpp"
-#include "common/work_pool.hpp"
+#include "common/work/work_pool.hpp"
 #include "protocol/secrets.hpp"
 #include "protocol/sender_keys.hpp"
+#include "receiver/address_filter.hpp"
 #include "receiver/connection.hpp"
 #include "receiver/options.hpp"
 #include "receiver/service_notify.hpp"

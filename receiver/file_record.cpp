@@ -7,9 +7,9 @@
 #include <cstring>
 #include <vector>
 
-#include "common/fd.hpp"
-#include "common/file_digest.hpp"
-#include "common/sha256.hpp"
+#include "common/digest/file_digest.hpp"
+#include "common/digest/sha256.hpp"
+#include "common/os/fd.hpp"
 #include "protocol/wire_codec.hpp"
 
 namespace rdmax::receiver {

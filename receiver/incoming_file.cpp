@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "common/error.hpp"
-#include "common/work_emulation.hpp"
+#include "common/work/work_emulation.hpp"
 #include "protocol/names.hpp"
 #include "protocol/sizes.hpp"
 #include "receiver/file_record.hpp"

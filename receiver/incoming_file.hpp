@@ -5,7 +5,7 @@
 // temporary on discard.
 //
 // Order. Disk steps run on one WorkQueue (create, writes in file order, commit or
-// discard). Hashing is its FileHasher's (common/file_hasher.hpp), by the digest algorithm:
+// discard). Hashing is its FileHasher's (common/digest/file_hasher.hpp), by the digest algorithm:
 // a chunk's tree nodes (fs-verity) wait in the chunk's entry and are folded in file order
 // when the chunk is stored. A chunk is stored when both its hash and its write are done;
 // store() results come back in submission order.
@@ -37,12 +37,12 @@
 #include <string>
 #include <vector>
 
-#include "common/file_hasher.hpp"
-#include "common/merkle.hpp"
-#include "common/output_file.hpp"
-#include "common/sha256.hpp"
-#include "common/work_pool.hpp"
+#include "common/digest/file_hasher.hpp"
+#include "common/digest/merkle.hpp"
+#include "common/digest/sha256.hpp"
+#include "common/work/work_pool.hpp"
 #include "protocol/wire.hpp"
+#include "receiver/output_file.hpp"
 #include "receiver/partial_store.hpp"
 #include "receiver/resume_progress.hpp"
 #include "receiver/space_reservations.hpp"
@@ -91,7 +91,7 @@ class IncomingFile {
   };
   // Before create().
   void set_resume(const Resume& resume) { resume_ = resume; }
-  // Before create(): rdma-recv --direct-io (common/output_file.hpp use_direct_io()).
+  // Before create(): rdma-recv --direct-io (receiver/output_file.hpp use_direct_io()).
   void set_direct_io(bool on) { direct_io_ = on; }
   // After a create() that succeeded: the bytes already stored from a partial (0: none).
   std::uint64_t resumed_from() const { return progress_ ? progress_->resumed_from() : 0; }

@@ -10,11 +10,11 @@
 #include <cstring>
 #include <iostream>
 
+#include "common/cli/error_hints.hpp"
+#include "common/cli/logging.hpp"
+#include "common/cli/loopback.hpp"
 #include "common/error.hpp"
-#include "common/error_hints.hpp"
-#include "common/fd.hpp"
-#include "common/logging.hpp"
-#include "common/loopback.hpp"
+#include "common/os/fd.hpp"
 #include "common/rdma/devices.hpp"
 #include "common/rdma/memory_region.hpp"
 #include "protocol/sizes.hpp"

@@ -7,7 +7,7 @@
 #include <thread>
 #include <tuple>
 
-#include "common/cli_checks.hpp"
+#include "common/cli/cli_checks.hpp"
 #include "protocol/sizes.hpp"
 #include "protocol/wire.hpp"
 #include "version.hpp"

@@ -9,7 +9,7 @@
 #include <variant>
 #include <vector>
 
-#include "common/address_filter.hpp"
+#include "receiver/address_filter.hpp"
 
 namespace rdmax::receiver {
 
@@ -29,7 +29,7 @@ struct ReceiverOptions {
   std::uint64_t max_size = UINT64_MAX;
   bool overwrite = false;
   // Files written with O_DIRECT where the file system allows it (no copy into the page
-  // cache; common/output_file.hpp): the default since it cost a third less CPU and ran 38%
+  // cache; receiver/output_file.hpp): the default since it cost a third less CPU and ran 38%
   // faster into ext4 (docs/BENCHMARKS.md); --no-direct-io writes through the cache.
   bool direct_io = true;
   std::uint32_t slot_size = 1u << 20;
@@ -39,7 +39,7 @@ struct ReceiverOptions {
   std::uint32_t max_connections = 64;
   std::uint64_t max_memory = 1ull << 30;  // receive windows of all connections together
   std::chrono::seconds timeout{30};       // no progress for this long ends a connection
-  // Threads for disk and hashing work (common/work_pool.hpp). More than the CPUs: a thread
+  // Threads for disk and hashing work (common/work/work_pool.hpp). More than the CPUs: a thread
   // waiting on one file's fsync must not hold up every other connection's writes.
   unsigned workers = default_workers();
   int verbosity = 0;
@@ -50,7 +50,7 @@ struct ReceiverOptions {
   std::uint64_t partial_max = 64ull << 30;      // --partial-max: all partials together
   // --grace: after SIGINT/SIGTERM, how long transfers under way may still take to finish.
   std::chrono::seconds grace{30};
-  // --allow / --deny (common/address_filter.hpp): names resolved at start.
+  // --allow / --deny (receiver/address_filter.hpp): names resolved at start.
   std::vector<IpPrefix> allow;
   std::vector<IpPrefix> deny;
 };

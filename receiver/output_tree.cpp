@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "common/output_file.hpp"
 #include "protocol/names.hpp"
 #include "protocol/paths.hpp"
+#include "receiver/output_file.hpp"
 
 namespace rdmax::receiver {
 namespace {

@@ -19,7 +19,7 @@
 
 #include <string_view>
 
-#include "common/fd.hpp"
+#include "common/os/fd.hpp"
 
 namespace rdmax::receiver {
 

@@ -12,10 +12,10 @@
 #include <map>
 #include <stdexcept>
 
-#include "common/blake3_tree.hpp"
+#include "common/digest/blake3_tree.hpp"
+#include "common/digest/file_digest.hpp"
+#include "common/digest/sha256.hpp"
 #include "common/error.hpp"
-#include "common/file_digest.hpp"
-#include "common/sha256.hpp"
 #include "protocol/receiver_rules.hpp"
 #include "receiver/output_tree.hpp"
 

@@ -29,8 +29,8 @@
 #include <string>
 #include <vector>
 
-#include "common/fd.hpp"
-#include "common/merkle.hpp"
+#include "common/digest/merkle.hpp"
+#include "common/os/fd.hpp"
 #include "protocol/wire.hpp"
 
 namespace rdmax::receiver {

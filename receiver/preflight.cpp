@@ -10,9 +10,9 @@
 #include <variant>
 #include <vector>
 
+#include "common/cli/error_hints.hpp"
+#include "common/cli/preflight.hpp"
 #include "common/error.hpp"
-#include "common/error_hints.hpp"
-#include "common/preflight.hpp"
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/devices.hpp"
 #include "common/rdma/event_channel.hpp"

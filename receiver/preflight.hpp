@@ -1,6 +1,6 @@
 #pragma once
 // rdma-recv --check: what the daemon with these options needs, one line each
-// (common/preflight.hpp), without serving anyone.
+// (common/cli/preflight.hpp), without serving anyone.
 
 #include <iosfwd>
 

@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <memory>
 
+#include "common/digest/file_digest.hpp"
 #include "common/error.hpp"
-#include "common/file_digest.hpp"
 #include "protocol/names.hpp"
 #include "protocol/sizes.hpp"
 

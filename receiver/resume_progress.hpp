@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include "common/merkle.hpp"
-#include "common/output_file.hpp"
-#include "common/work_pool.hpp"
+#include "common/digest/merkle.hpp"
+#include "common/work/work_pool.hpp"
+#include "receiver/output_file.hpp"
 #include "receiver/partial_store.hpp"
 
 namespace rdmax::receiver {

@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/private_file.hpp"
+#include "common/os/private_file.hpp"
 
 namespace rdmax::receiver {
 

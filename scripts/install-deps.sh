@@ -9,7 +9,7 @@ packages=(
   g++ cmake make pkg-config git
   libibverbs-dev librdmacm-dev libssl-dev libcli11-dev libspdlog-dev libgtest-dev
   nlohmann-json3-dev  # rdma-send --json
-  librust-blake3-dev  # BLAKE3's official C sources (common/blake3_sources.cmake)
+  librust-blake3-dev  # BLAKE3's official C sources (common/digest/blake3_sources.cmake)
   libsystemd-dev      # rdma-recv's sd_notify (Type=notify)
   # fuzz build (tests/fuzz): clang, and compiler-rt for libFuzzer and the sanitizers
   clang libclang-rt-dev

@@ -60,7 +60,7 @@ cmake -S . -B "$san" -DCMAKE_BUILD_TYPE=Debug -DRDMAX_WERROR=ON -DRDMAX_SANITIZE
 cmake --build "$san" -j "$(nproc)"
 sanitized_unit_tests "$san"
 # And under ThreadSanitizer (it cannot share a binary with ASan): data races and lock-order
-# inversions between the event loop and the worker pool (common/work_pool.hpp).
+# inversions between the event loop and the worker pool (common/work/work_pool.hpp).
 # The whole build, because the `install` test in the unit label needs the programs.
 tsan=${build}-tsan
 phase "the ThreadSanitizer build and its unit tests"

@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "common/error.hpp"
-#include "common/work_emulation.hpp"
+#include "common/work/work_emulation.hpp"
 
 namespace rdmax::sender {
 

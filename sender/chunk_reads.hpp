@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "common/connection/transport.hpp"
-#include "common/input_file.hpp"
-#include "common/work_pool.hpp"
+#include "common/work/work_pool.hpp"
 #include "protocol/session_send_ledger.hpp"
+#include "sender/input_file.hpp"
 
 namespace rdmax::sender {
 

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "common/error_hints.hpp"
+#include "common/cli/error_hints.hpp"
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/devices.hpp"
 

@@ -5,15 +5,15 @@
 #include <chrono>
 
 #include "common/error.hpp"
-#include "common/interrupt_flag.hpp"
 #include "protocol/sizes.hpp"
+#include "sender/interrupt_flag.hpp"
 
 namespace rdmax::sender {
 namespace {
 
 Digest compute(InputFile& file, const HashingSettings& settings) {
   ProgressBar bar(settings.progress, "hashing", file.size());
-  // Each step of the pass is where SIGINT/SIGTERM stops it (common/interrupt_flag.hpp).
+  // Each step of the pass is where SIGINT/SIGTERM stops it (sender/interrupt_flag.hpp).
   const auto show = [&](std::uint64_t done) {
     InterruptFlag::check();
     bar.update(done);

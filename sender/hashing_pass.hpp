@@ -7,10 +7,10 @@
 
 #include <optional>
 
-#include "common/digest_cache.hpp"
-#include "common/file_digest.hpp"
-#include "common/input_file.hpp"
-#include "common/progress_bar.hpp"
+#include "common/digest/file_digest.hpp"
+#include "sender/digest_cache.hpp"
+#include "sender/input_file.hpp"
+#include "sender/progress_bar.hpp"
 
 namespace rdmax::sender {
 

@@ -1,6 +1,6 @@
 #include "sender/key_file.hpp"
 
-#include "common/private_file.hpp"
+#include "common/os/private_file.hpp"
 
 namespace rdmax::sender {
 

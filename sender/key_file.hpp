@@ -8,7 +8,7 @@
 namespace rdmax::sender {
 
 // Throws std::runtime_error with a message naming the file (and line) on any problem: the
-// checks of common/private_file.hpp ("key file PATH has mode 0644: ...; run `chmod 600
+// checks of common/os/private_file.hpp ("key file PATH has mode 0644: ...; run `chmod 600
 // PATH`"), then parse_key_file's ("PATH:LINE: what").
 [[nodiscard]] proto::SenderKey load_key_file(const std::string& path);
 

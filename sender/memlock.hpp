@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "common/preflight.hpp"
+#include "common/cli/preflight.hpp"
 #include "protocol/memlock_budget.hpp"
 #include "protocol/wire.hpp"
 

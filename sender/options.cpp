@@ -6,9 +6,9 @@
 #include <optional>
 #include <thread>
 
-#include "common/cli_checks.hpp"
-#include "common/rate_limit.hpp"
+#include "common/cli/cli_checks.hpp"
 #include "sender/exit_codes.hpp"
+#include "sender/rate_limit.hpp"
 #include "version.hpp"
 
 namespace rdmax::sender {

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <ostream>
 
+#include "common/cli/error_hints.hpp"
 #include "common/error.hpp"
-#include "common/error_hints.hpp"
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/event_channel.hpp"
 #include "common/rdma/rdma_transport.hpp"

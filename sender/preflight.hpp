@@ -1,11 +1,11 @@
 #pragma once
 // rdma-send --check: what a transfer to each receiver of -H needs, one line each
-// (common/preflight.hpp), without hashing or offering a file.
+// (common/cli/preflight.hpp), without hashing or offering a file.
 
 #include <cstdint>
 #include <iosfwd>
 
-#include "common/preflight.hpp"
+#include "common/cli/preflight.hpp"
 #include "sender/options.hpp"
 #include "sender/receivers.hpp"
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "common/error_hints.hpp"
+#include "common/cli/error_hints.hpp"
 #include "protocol/names.hpp"
 #include "protocol/sizes.hpp"
 #include "sender/exit_codes.hpp"

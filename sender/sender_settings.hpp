@@ -8,11 +8,11 @@
 #include <string>
 
 #include "common/connection/transport.hpp"
-#include "common/progress_bar.hpp"
-#include "common/work_pool.hpp"
+#include "common/work/work_pool.hpp"
 #include "protocol/sender_keys.hpp"
 #include "protocol/wire.hpp"
 #include "sender/memlock.hpp"
+#include "sender/progress_bar.hpp"
 
 namespace rdmax::sender {
 
@@ -26,7 +26,7 @@ struct SenderSettings {
   bool zero_copy = false;
   std::optional<std::uint64_t> inject_corruption;  // testing: flip the byte at this offset
   ProgressMode progress = ProgressMode::Off;
-  std::optional<std::uint64_t> bwlimit;  // --bwlimit: bytes per second (common/rate_limit.hpp)
+  std::optional<std::uint64_t> bwlimit;  // --bwlimit: bytes per second (sender/rate_limit.hpp)
   // The command's share of RLIMIT_MEMLOCK (owned by the run); none: nothing is limited.
   MemlockBudget* memlock = nullptr;
   // --key-file (owned by the command): prove it, and demand the receiver's proof, before the

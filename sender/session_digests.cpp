@@ -11,7 +11,7 @@
 #include <chrono>
 #include <thread>
 
-#include "common/file_digest.hpp"
+#include "common/digest/file_digest.hpp"
 #include "protocol/names.hpp"
 #include "protocol/sizes.hpp"
 #include "sender/session_connection.hpp"

@@ -5,7 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/auth_proof.hpp"
+#include "common/crypto/auth_proof.hpp"
 #include "sender/session_connection.hpp"
 
 namespace rdmax::sender {

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "common/digest_cache.hpp"
-#include "common/sha256.hpp"
+#include "common/digest/sha256.hpp"
 #include "protocol/sender_machine.hpp"
 #include "protocol/wire.hpp"
+#include "sender/digest_cache.hpp"
 
 namespace rdmax::sender {
 

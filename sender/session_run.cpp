@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "common/error_hints.hpp"
+#include "common/cli/error_hints.hpp"
 #include "common/rdma/devices.hpp"
 #include "sender/cm_delivery.hpp"
 #include "sender/memlock.hpp"

@@ -1,6 +1,6 @@
 #pragma once
 // rdma-send's wiring for version-2 sessions (one file is a session of one entry): the process's
-// event loop (common/event_loop.hpp) over one CM event channel and every connection's completion
+// event loop (common/os/event_loop.hpp) over one CM event channel and every connection's completion
 // fd, driving N SessionConnections at once
 // (-P/--parallel, on one device or several: -d DEV1,DEV2; to one receiver or several:
 // -H HOST1,HOST2, connection i to receiver i mod their number). The first connection is the
@@ -22,13 +22,13 @@
 #include <string>
 #include <vector>
 
-#include "common/event_loop.hpp"
-#include "common/progress_bar.hpp"
-#include "common/rate_limit.hpp"
+#include "common/os/event_loop.hpp"
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/event_channel.hpp"
 #include "common/rdma/rdma_transport.hpp"
 #include "sender/options.hpp"
+#include "sender/progress_bar.hpp"
+#include "sender/rate_limit.hpp"
 #include "sender/session_connection.hpp"
 #include "sender/session_plan.hpp"
 

@@ -13,8 +13,8 @@
 #include <string_view>
 #include <system_error>
 
-#include "common/error_hints.hpp"
-#include "common/fd.hpp"
+#include "common/cli/error_hints.hpp"
+#include "common/os/fd.hpp"
 #include "protocol/names.hpp"
 #include "protocol/paths.hpp"
 

@@ -7,15 +7,15 @@
 #include <cstdio>
 #include <iostream>
 
-#include "common/digest_cache.hpp"
 #include "common/error.hpp"
-#include "common/input_file.hpp"
-#include "common/interrupt_flag.hpp"
 #include "protocol/names.hpp"
 #include "protocol/sizes.hpp"
+#include "sender/digest_cache.hpp"
 #include "sender/exit_codes.hpp"
 #include "sender/file_list.hpp"
 #include "sender/hashing_pass.hpp"
+#include "sender/input_file.hpp"
+#include "sender/interrupt_flag.hpp"
 #include "sender/memlock.hpp"
 #include "sender/report.hpp"
 #include "sender/session_run.hpp"

@@ -8,9 +8,9 @@
 #include <optional>
 #include <string>
 
-#include "common/progress_bar.hpp"
 #include "protocol/sender_keys.hpp"
 #include "sender/options.hpp"
+#include "sender/progress_bar.hpp"
 #include "sender/source_tree.hpp"
 
 namespace rdmax::sender {

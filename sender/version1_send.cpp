@@ -2,9 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/digest_cache.hpp"
-#include "common/input_file.hpp"
+#include "sender/digest_cache.hpp"
 #include "sender/hashing_pass.hpp"
+#include "sender/input_file.hpp"
 #include "sender/memlock.hpp"
 #include "sender/session_run.hpp"
 

@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include "common/progress_bar.hpp"
 #include "sender/options.hpp"
+#include "sender/progress_bar.hpp"
 #include "sender/report.hpp"
 #include "sender/session_plan.hpp"
 

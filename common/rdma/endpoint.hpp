@@ -19,7 +19,7 @@
 #include <span>
 #include <vector>
 
-#include "common/aligned_buffer.hpp"
+#include "common/os/aligned_buffer.hpp"
 #include "common/rdma/completion.hpp"
 #include "common/rdma/memory_region.hpp"
 #include "common/rdma/protection_domain.hpp"

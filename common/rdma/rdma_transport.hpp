@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "common/aligned_buffer.hpp"
 #include "common/connection/transport.hpp"
+#include "common/os/aligned_buffer.hpp"
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/endpoint.hpp"
 #include "common/rdma/memory_region.hpp"

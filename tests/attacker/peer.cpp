@@ -7,7 +7,7 @@
 #include <fstream>
 #include <random>
 
-#include "common/error_hints.hpp"
+#include "common/cli/error_hints.hpp"
 
 namespace rdmax::attacker {
 namespace {

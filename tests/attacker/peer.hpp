@@ -17,13 +17,13 @@
 #include <string>
 #include <vector>
 
-#include "common/aligned_buffer.hpp"
+#include "common/digest/sha256.hpp"
+#include "common/os/aligned_buffer.hpp"
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/endpoint.hpp"
 #include "common/rdma/event_channel.hpp"
 #include "common/rdma/memory_region.hpp"
 #include "common/rdma/queue_pair.hpp"
-#include "common/sha256.hpp"
 #include "protocol/wire.hpp"
 
 namespace rdmax::attacker {

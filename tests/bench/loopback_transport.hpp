@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "common/aligned_buffer.hpp"
 #include "common/connection/transport.hpp"
-#include "common/event_fd.hpp"
+#include "common/os/aligned_buffer.hpp"
+#include "common/os/event_fd.hpp"
 
 namespace rdmax::bench {
 
@@ -54,7 +54,7 @@ class LoopbackLink::End final : public Transport {
   int wake_fd() const { return wake_.fd(); }
   bool disconnected() const;  // this end called disconnect()
   std::chrono::nanoseconds copy_cpu() const { return copy_cpu_; }
-  // The benchmark's emulation (common/work_emulation.hpp): a WRITE is checked but not copied
+  // The benchmark's emulation (common/work/work_emulation.hpp): a WRITE is checked but not copied
   // (the NIC's work, on no core).
   void skip_copies() { skip_copies_ = true; }
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "common/aligned_buffer.hpp"
+#include "common/os/aligned_buffer.hpp"
 #include "loopback_pair.hpp"
 #include "slot_keys.hpp"
 

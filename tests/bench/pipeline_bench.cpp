@@ -19,7 +19,7 @@
 // ceiling of this machine's cores (cores / both sides' CPU s/GiB, as the two sides share
 // them here) with the share of it reached. --emulate-cores N replaces each worker job's
 // work by a wait as long as it took in the measured runs, on N emulated cores
-// (common/work_emulation.hpp), so that two cores show the curve of N.
+// (common/work/work_emulation.hpp), so that two cores show the curve of N.
 
 #include <fcntl.h>
 #include <poll.h>
@@ -40,10 +40,10 @@
 #include <random>
 #include <thread>
 
-#include "common/fd.hpp"
-#include "common/file_digest.hpp"
-#include "common/work_emulation.hpp"
-#include "common/work_pool.hpp"
+#include "common/digest/file_digest.hpp"
+#include "common/os/fd.hpp"
+#include "common/work/work_emulation.hpp"
+#include "common/work/work_pool.hpp"
 #include "loopback_transport.hpp"
 #include "protocol/secrets.hpp"
 #include "receiver/connection.hpp"

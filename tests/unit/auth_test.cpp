@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "common/auth_proof.hpp"
-#include "common/sha256.hpp"
+#include "common/crypto/auth_proof.hpp"
+#include "common/digest/sha256.hpp"
 #include "protocol/auth.hpp"
 #include "protocol/wire.hpp"
 

@@ -1,4 +1,4 @@
-// BLAKE3 as a tree (common/blake3_tree.hpp): whatever ranges a file is cut into, hashed in
+// BLAKE3 as a tree (common/digest/blake3_tree.hpp): whatever ranges a file is cut into, hashed in
 // whatever order, the folded nodes give BLAKE3's own hash of the file (its one-thread
 // hasher, checked against the published test vectors). tests/checksum_test.sh compares
 // `rdma-send --checksum --digest blake3` with Debian's b3sum.
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/blake3_tree.hpp"
+#include "common/digest/blake3_tree.hpp"
 
 namespace rdmax {
 namespace blake3_tree_test {

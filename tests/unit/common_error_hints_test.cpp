@@ -1,5 +1,5 @@
 // The user-facing messages: each names its cause and a remedy a user can act on.
-#include "common/error_hints.hpp"
+#include "common/cli/error_hints.hpp"
 #include "protocol/refusals.hpp"
 
 #include <gtest/gtest.h>

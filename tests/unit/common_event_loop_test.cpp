@@ -1,7 +1,7 @@
-// The process's one event loop (common/event_loop.hpp): fd handlers, forgetting an fd in
+// The process's one event loop (common/os/event_loop.hpp): fd handlers, forgetting an fd in
 // the middle of a batch, the tick, the exact wake-up and signals.
 
-#include "common/event_loop.hpp"
+#include "common/os/event_loop.hpp"
 
 #include <gtest/gtest.h>
 #include <pthread.h>
@@ -10,7 +10,7 @@
 
 #include <chrono>
 
-#include "common/fd.hpp"
+#include "common/os/fd.hpp"
 
 namespace rdmax {
 namespace {

@@ -1,15 +1,15 @@
-// The receiver's file hashing (common/file_hasher.hpp) on the real worker pool: either
+// The receiver's file hashing (common/digest/file_hasher.hpp) on the real worker pool: either
 // strategy gives the file's digest whatever order the pool finishes the chunks in, as long
 // as the owner folds them in file order; a gap voids an fs-verity digest.
 
-#include "common/blake3_tree.hpp"
-#include "common/file_hasher.hpp"
+#include "common/digest/blake3_tree.hpp"
+#include "common/digest/file_hasher.hpp"
 
 #include <gtest/gtest.h>
 
 #include <map>
 
-#include "common/merkle.hpp"
+#include "common/digest/merkle.hpp"
 #include "driver_harness.hpp"
 
 namespace rdmax::test {

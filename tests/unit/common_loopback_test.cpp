@@ -1,6 +1,6 @@
 // Which addresses are loopback, where RDMA never works (issue 22).
 
-#include "common/loopback.hpp"
+#include "common/cli/loopback.hpp"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

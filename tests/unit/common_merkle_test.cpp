@@ -1,5 +1,6 @@
-// The fs-verity digest (common/merkle.hpp, common/file_digest.hpp) against the reference
-// tool, `fsverity digest` (Debian package fsverity, installed by scripts/install-deps.sh).
+// The fs-verity digest (common/digest/merkle.hpp, common/digest/file_digest.hpp) against the
+// reference tool, `fsverity digest` (Debian package fsverity, installed by
+// scripts/install-deps.sh).
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -13,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "common/fd.hpp"
-#include "common/file_digest.hpp"
-#include "common/input_file.hpp"
-#include "common/merkle.hpp"
+#include "common/digest/file_digest.hpp"
+#include "common/digest/merkle.hpp"
+#include "common/os/fd.hpp"
+#include "sender/input_file.hpp"
 #include "tests/unit/temp_dir.hpp"
 
 namespace rdmax {

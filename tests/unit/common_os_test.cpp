@@ -16,15 +16,15 @@
 #include <sstream>
 #include <string>
 
-#include "common/aligned_buffer.hpp"
-#include "common/epoll.hpp"
+#include "common/cli/logging.hpp"
 #include "common/error.hpp"
-#include "common/fd.hpp"
-#include "common/logging.hpp"
+#include "common/os/aligned_buffer.hpp"
+#include "common/os/epoll.hpp"
+#include "common/os/fd.hpp"
+#include "common/os/signal_fd.hpp"
+#include "common/os/timer_fd.hpp"
 #include "common/rdma/devices.hpp"
 #include "common/rdma/memory_region.hpp"
-#include "common/signal_fd.hpp"
-#include "common/timer_fd.hpp"
 #include "text_contains.hpp"
 
 namespace rdmax {

@@ -1,5 +1,5 @@
 // --check: the line format, the memlock arithmetic and the remedies (no RDMA needed).
-#include "common/preflight.hpp"
+#include "common/cli/preflight.hpp"
 
 #include <gtest/gtest.h>
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "common/fd.hpp"
-#include "common/input_file.hpp"
-#include "common/sha256.hpp"
+#include "common/digest/sha256.hpp"
+#include "common/os/fd.hpp"
+#include "sender/input_file.hpp"
 
 namespace rdmax {
 namespace {

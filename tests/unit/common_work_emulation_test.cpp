@@ -1,6 +1,6 @@
-// The benchmark's emulation (common/work_emulation.hpp): off, it does nothing; on, a job's
+// The benchmark's emulation (common/work/work_emulation.hpp): off, it does nothing; on, a job's
 // work becomes a wait of its measured length, on at most N emulated cores at once.
-#include "common/work_emulation.hpp"
+#include "common/work/work_emulation.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The worker pool (common/work_pool.hpp): per-queue order and exclusion, parallelism across
+// The worker pool (common/work/work_pool.hpp): per-queue order and exclusion, parallelism across
 // queues, completions only on the loop thread, cancellation, destroyed queues, jobs that
 // throw, and the eventfd. Events are ordered with condition variables; every wait is
 // bounded so that a broken pool fails the test instead of hanging it.
@@ -6,7 +6,7 @@
 // In each test, what the jobs touch is declared before the pool and the queues after it:
 // when an assertion returns early, the queues go first, then the pool joins its threads,
 // and only then does the state their jobs use.
-#include "common/work_pool.hpp"
+#include "common/work/work_pool.hpp"
 
 #include <gtest/gtest.h>
 #include <poll.h>

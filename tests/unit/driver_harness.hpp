@@ -28,17 +28,17 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "common/auth_penalties.hpp"
-#include "common/blake3_tree.hpp"
-#include "common/input_file.hpp"
-#include "common/merkle.hpp"
-#include "common/sha256.hpp"
-#include "common/work_pool.hpp"
+#include "common/digest/blake3_tree.hpp"
+#include "common/digest/merkle.hpp"
+#include "common/digest/sha256.hpp"
+#include "common/work/work_pool.hpp"
 #include "fake_transport.hpp"
 #include "protocol/secrets.hpp"
 #include "protocol/sender_keys.hpp"
+#include "receiver/auth_penalties.hpp"
 #include "receiver/connection.hpp"
 #include "receiver/partial_store.hpp"
+#include "sender/input_file.hpp"
 #include "sender/session_connection.hpp"
 #include "temp_dir.hpp"
 

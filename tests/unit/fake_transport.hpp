@@ -17,8 +17,8 @@
 #include <variant>
 #include <vector>
 
-#include "common/aligned_buffer.hpp"
 #include "common/connection/transport.hpp"
+#include "common/os/aligned_buffer.hpp"
 #include "protocol/wire.hpp"
 
 namespace rdmax::test {

@@ -1,4 +1,4 @@
-#include "common/private_file.hpp"
+#include "common/os/private_file.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

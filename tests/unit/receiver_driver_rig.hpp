@@ -15,8 +15,8 @@
 
 #include <sys/stat.h>
 
-#include "common/auth_proof.hpp"
-#include "common/merkle.hpp"
+#include "common/crypto/auth_proof.hpp"
+#include "common/digest/merkle.hpp"
 #include "driver_harness.hpp"
 #include "receiver/partial_store.hpp"
 

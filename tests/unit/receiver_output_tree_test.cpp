@@ -14,7 +14,7 @@
 #include <string>
 
 #include "common/error.hpp"
-#include "common/output_file.hpp"
+#include "receiver/output_file.hpp"
 #include "tests/unit/temp_dir.hpp"
 
 namespace rdmax::receiver {

@@ -12,7 +12,7 @@
 #include <map>
 #include <thread>
 
-#include "common/merkle.hpp"
+#include "common/digest/merkle.hpp"
 #include "driver_harness.hpp"
 
 namespace rdmax::test {

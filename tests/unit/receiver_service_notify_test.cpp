@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-#include "common/fd.hpp"
+#include "common/os/fd.hpp"
 #include "temp_dir.hpp"
 
 namespace rdmax::receiver {

@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "common/merkle.hpp"
+#include "common/digest/merkle.hpp"
 
 #include <csignal>
 #include <functional>

@@ -12,7 +12,7 @@
 #include <csignal>
 #include <thread>
 
-#include "common/merkle.hpp"
+#include "common/digest/merkle.hpp"
 #include "sender/exit_codes.hpp"
 #include "sender_session_rig.hpp"
 

@@ -8,9 +8,9 @@
 #include <fstream>
 #include <string>
 
-#include "common/input_file.hpp"
-#include "common/merkle.hpp"
+#include "common/digest/merkle.hpp"
 #include "sender/hashing_pass.hpp"
+#include "sender/input_file.hpp"
 #include "tests/unit/temp_dir.hpp"
 
 namespace rdmax::sender {

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/auth_proof.hpp"
+#include "common/crypto/auth_proof.hpp"
 #include "sender/session_connection.hpp"
 #include "sender_driver_rig.hpp"
 

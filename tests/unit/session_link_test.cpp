@@ -8,9 +8,9 @@
 
 #include <filesystem>
 
-#include "common/blake3_tree.hpp"
-#include "common/merkle.hpp"
-#include "common/output_file.hpp"
+#include "common/digest/blake3_tree.hpp"
+#include "common/digest/merkle.hpp"
+#include "receiver/output_file.hpp"
 #include "sender/version1_transport.hpp"
 #include "sender_session_rig.hpp"
 #include "tests/unit/page_cache.hpp"

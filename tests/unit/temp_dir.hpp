@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "common/fd.hpp"
+#include "common/os/fd.hpp"
 
 namespace rdmax {
 

@@ -1,0 +1,178 @@
+#include "common/digest/file_hasher.hpp"
+
+#include "common/digest/blake3_tree.hpp"
+#include "common/work/work_emulation.hpp"
+
+namespace rdmax {
+
+namespace {
+
+class SequentialSha256 final : public FileHasher {
+ public:
+  explicit SequentialSha256(WorkPool& pool) : queue_(pool, "hashing: a file's SHA-256 stream") {}
+
+  void hash(std::uint64_t, std::span<const std::uint8_t> bytes, Hashed done) override {
+    auto error = std::make_shared<std::string>();
+    queue_.post(
+        [this, bytes, error] {
+          try {
+            hash_.update(bytes);
+          } catch (const std::exception& e) {
+            *error = e.what();
+          }
+        },
+        [error, done = std::move(done)] { done({}, *error); });
+  }
+  void fold(std::span<const merkle::Node>) override {}  // the stream is in order already
+  Digest finish(std::uint64_t) override { return hash_.finish(); }
+  void cancel() override { queue_.cancel(); }
+  bool idle() const override { return queue_.idle(); }
+  bool running() const override { return queue_.running(); }
+
+ private:
+  Sha256 hash_;  // the queue's
+  WorkQueue queue_;
+};
+
+// fs-verity's or BLAKE3's tree: each chunk's nodes on any queue, folded in file order.
+class TreeHasher : public FileHasher {
+ public:
+  explicit TreeHasher(WorkPool& pool) {
+    for (unsigned i = 0; i < pool.threads(); ++i)
+      queues_.push_back(std::make_unique<WorkQueue>(pool, "hashing: a file's tree"));
+  }
+  void cancel() override {
+    for (auto& queue : queues_) queue->cancel();
+  }
+  bool idle() const override {
+    for (const auto& queue : queues_)
+      if (!queue->idle()) return false;
+    return true;
+  }
+  bool running() const override {
+    for (const auto& queue : queues_)
+      if (queue->running()) return true;
+    return false;
+  }
+
+ protected:
+  using NodesOf = std::function<void(std::uint64_t offset, std::span<const std::uint8_t> bytes,
+                                     std::vector<merkle::Node>& out)>;
+  // Runs `nodes_of` on the next queue, round robin; `nodes_of` must touch nothing but its
+  // arguments.
+  void post(std::uint64_t offset, std::span<const std::uint8_t> bytes, NodesOf nodes_of,
+            Hashed done) {
+    struct Result {
+      std::vector<merkle::Node> nodes;
+      std::string error;
+    };
+    auto result = std::make_shared<Result>();
+    WorkQueue& queue = *queues_[next_];
+    next_ = (next_ + 1) % queues_.size();
+    queue.post(
+        [offset, bytes, result, nodes_of = std::move(nodes_of)] {
+          try {
+            nodes_of(offset, bytes, result->nodes);
+          } catch (const std::exception& e) {
+            result->error = e.what();
+          }
+        },
+        [result, done = std::move(done)] { done(std::move(result->nodes), result->error); });
+  }
+
+ private:
+  std::vector<std::unique_ptr<WorkQueue>> queues_;  // one per pool thread
+  std::size_t next_ = 0;
+};
+
+class Blake3Tree final : public TreeHasher {
+ public:
+  Blake3Tree(WorkPool& pool, std::uint64_t file_size) : TreeHasher(pool), size_(file_size) {}
+
+  void hash(std::uint64_t offset, std::span<const std::uint8_t> bytes, Hashed done) override {
+    const std::uint64_t size = size_;
+    post(
+        offset, bytes,
+        [size](std::uint64_t at, std::span<const std::uint8_t> data,
+               std::vector<merkle::Node>& out) {
+          blake3::nodes(at, data, at + data.size() == size, out);
+        },
+        std::move(done));
+  }
+  void fold(std::span<const merkle::Node> nodes) override {
+    if (!gap_) folder_.add(nodes);
+  }
+  Digest finish(std::uint64_t bytes) override {
+    if (gap_) return Digest{};
+    try {
+      return folder_.finish(bytes);
+    } catch (const std::logic_error&) {
+      return Digest{};  // fewer bytes folded than `bytes`: no digest, as for a gap
+    }
+  }
+
+ private:
+  std::uint64_t size_;
+  blake3::Folder folder_;  // the loop's
+};
+
+class FsVerityTree final : public TreeHasher {
+ public:
+  explicit FsVerityTree(WorkPool& pool) : TreeHasher(pool) {}
+
+  void hash(std::uint64_t offset, std::span<const std::uint8_t> bytes, Hashed done) override {
+    post(
+        offset, bytes,
+        [](std::uint64_t at, std::span<const std::uint8_t> data, std::vector<merkle::Node>& out) {
+          merkle::BlockHasher hasher;
+          hasher.nodes(at, data, out);
+        },
+        std::move(done));
+  }
+  void fold(std::span<const merkle::Node> nodes) override {
+    if (!gap_) tree_.add(nodes);
+  }
+  Digest finish(std::uint64_t bytes) override {
+    return gap_ ? Digest{} : merkle::file_digest(bytes, tree_.root());
+  }
+
+ private:
+  merkle::TreeFolder tree_;  // the loop's
+};
+
+// The benchmark's emulation (common/work/work_emulation.hpp): each chunk's hash is a wait, and
+// the digest a stand-in of the file's size that both sides compute alike.
+class EmulatedTree final : public TreeHasher {
+ public:
+  explicit EmulatedTree(WorkPool& pool) : TreeHasher(pool) {}
+
+  void hash(std::uint64_t offset, std::span<const std::uint8_t> bytes, Hashed done) override {
+    post(
+        offset, bytes,
+        [](std::uint64_t, std::span<const std::uint8_t> data, std::vector<merkle::Node>&) {
+          (void)emulation::instead(emulation::Work::Hash, data.size());
+        },
+        std::move(done));
+  }
+  void fold(std::span<const merkle::Node>) override {}
+  Digest finish(std::uint64_t bytes) override {
+    if (gap_) return Digest{};
+    Sha256 hash;
+    hash.update({reinterpret_cast<const std::uint8_t*>(&bytes), sizeof bytes});
+    return hash.finish();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<FileHasher> FileHasher::make(WorkPool& pool, proto::DigestAlgorithm algorithm,
+                                             std::uint64_t file_size) {
+  if (emulation::active()) return std::make_unique<EmulatedTree>(pool);
+  if (algorithm == proto::DigestAlgorithm::FsVeritySha256)
+    return std::make_unique<FsVerityTree>(pool);
+  if (algorithm == proto::DigestAlgorithm::Blake3)
+    return std::make_unique<Blake3Tree>(pool, file_size);
+  return std::make_unique<SequentialSha256>(pool);
+}
+
+}  // namespace rdmax
