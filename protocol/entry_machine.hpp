@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "protocol/enum_names.hpp"
 #include "protocol/wire.hpp"
 
 namespace rdmax::proto {
@@ -65,9 +66,6 @@ enum class EntryFault : std::uint8_t {
   NotHeld,         // a Continue without a Holds before it
   Abandoned,       // a Good for an abandoned file
 };
-const char* to_string(EntryState);
-const char* to_string(EntryEvent);
-const char* to_string(EntryFault);
 
 // Moves `state` on `event` for an entry of `kind`, or leaves it and says why not.
 [[nodiscard]] std::optional<EntryFault> advance(EntryKind kind, EntryState& state,

@@ -66,24 +66,6 @@ bool misleads_in_log(char32_t c) {
 
 }  // namespace
 
-const char* to_string(NameError error) {
-  switch (error) {
-    case NameError::Empty:
-      return "Empty";
-    case NameError::TooLong:
-      return "TooLong";
-    case NameError::DotOrDotDot:
-      return "DotOrDotDot";
-    case NameError::PathSeparator:
-      return "PathSeparator";
-    case NameError::ControlChar:
-      return "ControlChar";
-    case NameError::InvalidUtf8:
-      return "InvalidUtf8";
-  }
-  return "UnknownNameError";
-}
-
 std::string describe(NameError error) {
   switch (error) {
     case NameError::Empty:

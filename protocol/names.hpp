@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "protocol/enum_names.hpp"
+
 namespace rdmax::proto {
 
 enum class NameError {
@@ -18,8 +20,6 @@ enum class NameError {
   ControlChar,    // a byte below 0x20 or 0x7f (NameBytes::Printable), or NUL (any rule)
   InvalidUtf8,    // malformed, overlong, surrogate or above U+10FFFF
 };
-
-[[nodiscard]] const char* to_string(NameError error);
 
 // The problem in words for the person who chose the name, e.g. "is \".\" or \"..\"";
 // to_string gives the enum's name, which suits logs of protocol errors instead.

@@ -10,24 +10,6 @@ std::string in_words(NameError error) {
 
 }  // namespace
 
-const char* to_string(PathError error) {
-  switch (error) {
-    case PathError::Empty:
-      return "Empty";
-    case PathError::TooLong:
-      return "TooLong";
-    case PathError::TooDeep:
-      return "TooDeep";
-    case PathError::Absolute:
-      return "Absolute";
-    case PathError::EmptyComponent:
-      return "EmptyComponent";
-    case PathError::BadComponent:
-      return "BadComponent";
-  }
-  return "UnknownPathError";
-}
-
 std::optional<PathProblem> check_relative_path(std::string_view path) {
   if (path.empty()) return PathProblem{PathError::Empty, {}, 0};
   if (path.size() > kMaxPathBytes) return PathProblem{PathError::TooLong, {}, 0};

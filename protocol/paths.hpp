@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/enum_names.hpp"
 #include "protocol/names.hpp"
 #include "protocol/wire.hpp"  // kMaxPathBytes, the wire's limit on Offer.path
 
@@ -31,8 +32,6 @@ enum class PathError {
   EmptyComponent,  // "a//b" or a trailing '/'
   BadComponent,    // a component fails check_file_name (see PathProblem::component_error)
 };
-
-[[nodiscard]] const char* to_string(PathError error);
 
 struct PathProblem {
   PathError error{};

@@ -25,6 +25,7 @@
 #include <cstdint>
 
 #include "protocol/action_list.hpp"
+#include "protocol/enum_names.hpp"
 
 namespace rdmax::proto {
 
@@ -135,12 +136,5 @@ struct ReceiverTransition {
 // chunks, committing): there a version-2 receiver keeps the sender informed with Working
 // messages (docs/PROTOCOL.md 7.3).
 [[nodiscard]] bool receiver_owes_keepalive(ReceiverState state);
-
-const char* to_string(ReceiverState);
-const char* to_string(ReceiverEvent);
-const char* to_string(ReceiverAction);
-const char* to_string(OpenCheck);
-const char* to_string(IdLookup);
-const char* to_string(SessionResult);
 
 }  // namespace rdmax::proto

@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "protocol/action_list.hpp"
+#include "protocol/enum_names.hpp"
 
 namespace rdmax::proto {
 
@@ -149,11 +150,6 @@ struct SetupTransition {
 
 [[nodiscard]] SetupTransition setup_next(SetupState state, SetupEvent event);
 
-const char* to_string(SenderState);
-const char* to_string(SenderEvent);
-const char* to_string(SenderAction);
 const char* to_string(SenderOutcome);
-const char* to_string(SetupState);
-const char* to_string(SetupEvent);
 
 }  // namespace rdmax::proto

@@ -4,36 +4,6 @@
 
 namespace rdmax::proto {
 
-const char* to_string(SessionError e) {
-  switch (e) {
-    case SessionError::EntryOutOfOrder:
-      return "EntryOutOfOrder";
-    case SessionError::TooManyEntries:
-      return "TooManyEntries";
-    case SessionError::TooManyInFlight:
-      return "TooManyInFlight";
-    case SessionError::TooManyBytes:
-      return "TooManyBytes";
-    case SessionError::UnknownEntry:
-      return "UnknownEntry";
-    case SessionError::EntryNotReceiving:
-      return "EntryNotReceiving";
-    case SessionError::SlotOutOfRange:
-      return "SlotOutOfRange";
-    case SessionError::SlotNotCredited:
-      return "SlotNotCredited";
-    case SessionError::WrongOffset:
-      return "WrongOffset";
-    case SessionError::WrongLength:
-      return "WrongLength";
-    case SessionError::PastEnd:
-      return "PastEnd";
-    case SessionError::NotHeld:
-      return "NotHeld";
-  }
-  return "?";
-}
-
 SessionReceiveLedger::SessionReceiveLedger(const Open& open, std::uint32_t slot_size,
                                            std::uint32_t slot_count)
     : open_(open),

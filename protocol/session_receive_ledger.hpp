@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "protocol/entry_machine.hpp"
+#include "protocol/enum_names.hpp"
 #include "protocol/wire.hpp"
 
 namespace rdmax::proto {
@@ -40,7 +41,6 @@ enum class SessionError : std::uint8_t {
   // answer with Holds.
   NotHeld,
 };
-const char* to_string(SessionError);
 
 class SessionReceiveLedger {
  public:

@@ -4,32 +4,6 @@
 
 namespace rdmax::proto {
 
-const char* to_string(CreditError e) {
-  switch (e) {
-    case CreditError::SlotOutOfRange:
-      return "SlotOutOfRange";
-    case CreditError::AlreadyHeld:
-      return "AlreadyHeld";
-  }
-  return "?";
-}
-
-const char* to_string(SessionReplyError e) {
-  switch (e) {
-    case SessionReplyError::UnknownEntry:
-      return "UnknownEntry";
-    case SessionReplyError::NotAFile:
-      return "NotAFile";
-    case SessionReplyError::AlreadyTaken:
-      return "AlreadyTaken";
-    case SessionReplyError::TooEarly:
-      return "TooEarly";
-    case SessionReplyError::BadOffset:
-      return "BadOffset";
-  }
-  return "?";
-}
-
 SessionSendLedger::SessionSendLedger(std::vector<EntryPlan> entries, const Accept& accept,
                                      std::uint32_t max_active_slots)
     : plans_(std::move(entries)),

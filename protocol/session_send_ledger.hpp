@@ -22,6 +22,7 @@
 
 #include "protocol/chunk_plan.hpp"
 #include "protocol/entry_machine.hpp"
+#include "protocol/enum_names.hpp"
 #include "protocol/wire.hpp"
 
 namespace rdmax::proto {
@@ -30,7 +31,6 @@ enum class CreditError : std::uint8_t {
   SlotOutOfRange,  // slot >= Accept.slot_count
   AlreadyHeld,     // the sender already holds that slot's credit
 };
-const char* to_string(CreditError);
 
 enum class SessionReplyError : std::uint8_t {
   UnknownEntry,  // a Take, Refuse or FileVerdict for an entry not offered, or settled
@@ -39,7 +39,6 @@ enum class SessionReplyError : std::uint8_t {
   TooEarly,      // a FileVerdict(Good) for a file whose FileDone was not sent
   BadOffset,     // a Resume not at a chunk boundary, or leaving no chunk to send
 };
-const char* to_string(SessionReplyError);
 
 // How many taken files the chunks are spread over (above): enough stores at once to keep
 // a many-core receiver busy (docs/BENCHMARKS.md), few enough that an interrupted tree leaves

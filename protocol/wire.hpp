@@ -14,6 +14,8 @@
 #include <variant>
 #include <vector>
 
+#include "protocol/enum_names.hpp"
+
 namespace rdmax::proto {
 
 inline constexpr std::uint32_t kMagic = 0x58414D52;  // "RMAX" in wire (little-endian) order
@@ -436,15 +438,8 @@ struct DecodeFailure {
   std::string detail;  // for logs: which field and why
 };
 
-[[nodiscard]] const char* to_string(MessageType type);
-[[nodiscard]] const char* to_string(VerdictCode code);
-[[nodiscard]] const char* to_string(RejectReason reason);
-[[nodiscard]] const char* to_string(ErrorCode code);
-[[nodiscard]] const char* to_string(DecodeError error);
 [[nodiscard]] const char* to_string(DigestAlgorithm algorithm);
-[[nodiscard]] const char* to_string(WorkPhase phase);
 [[nodiscard]] const char* to_string(EntryKind kind);
-[[nodiscard]] const char* to_string(AbortReason reason);
 
 [[nodiscard]] MessageType type_of(const Message& message);
 
