@@ -101,8 +101,8 @@ ReceiverTransition receiver_next(S s, E e, const ReceiverChecks& checks) {
   return abort_from(e);
 }
 
-ReceiverTransition session_result(SessionResult r) {
-  using R = SessionResult;
+ReceiverTransition session_result(WorkResult r) {
+  using R = WorkResult;
   switch (r) {
     case R::EntryTaken:
       return {S::InSession, {A::SendTake}};

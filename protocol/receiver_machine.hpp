@@ -10,13 +10,13 @@
 // (ReceiverChecks): an Open accepted, rejected or to be proven; an id known, unknown or the
 // last attempt's. Any failure leads to Closing (a goodbye is possible) or Closed (the
 // transport is gone). In InSession entries come and go, several at a time; where each stands
-// is the driver's SessionReceiveLedger (protocol/session_receive_ledger.hpp), which also
+// is the driver's ReceiveLedger (protocol/receive_ledger.hpp), which also
 // decides whether an Id or a Bye may come yet. A sender that names its one file with a Hello
 // (version 1) is served as a session of that one entry (receiver/hello_edge.hpp): this
 // machine never sees a Hello.
 //
 // The entries' own work (checking an Offer, creating a file, storing a chunk, committing)
-// reports back with a SessionResult, which only InSession has: every way out of it discards
+// reports back with a WorkResult, which only InSession has: every way out of it discards
 // the entries in flight, and the driver takes a result only for an entry in flight. Storing a
 // chunk (hash + write) is asynchronous: StoreChunk hands it to the driver's worker pool, and
 // ChunkStored reports, in file order, that one chunk has been stored. A FileDone may
@@ -76,7 +76,7 @@ struct ReceiverChecks {
 };
 
 // The results of the driver's own work for the entries in flight (InSession's alone).
-enum class SessionResult : std::uint8_t {
+enum class WorkResult : std::uint8_t {
   EntryTaken,    // an offered file is created: Take it
   EntryResumed,  // an offered file continues a kept partial: Resume instead of Take (7.6)
   EntryHave,     // an offered file is in place already: Have, and the entry is settled Good
@@ -92,7 +92,7 @@ enum class ReceiverAction : std::uint8_t {
                     // the first file's Credits); after a good Proof, ours goes first
   SendReject,       // with the reason the check produced
   CheckOffer,       // check the path and limits, create the file or directory
-                    // -> SessionResult EntryTaken / EntryResumed / EntryHave / EntryHeld /
+                    // -> WorkResult EntryTaken / EntryResumed / EntryHave / EntryHeld /
                     //    EntryRefused / EntrySettled (a directory)
   SendTake,         // register what the window needs and credit it; EntryRefused if the
                     // window cannot be registered
@@ -130,7 +130,7 @@ struct ReceiverTransition {
                                                const ReceiverChecks& checks = {});
 
 // What InSession does with a result of its entries' work (it stays InSession).
-[[nodiscard]] ReceiverTransition session_result(SessionResult result);
+[[nodiscard]] ReceiverTransition session_result(WorkResult result);
 
 // The states in which the sender may wait on the receiver's own work (preparing, storing
 // chunks, committing): there a version-2 receiver keeps the sender informed with Working

@@ -10,7 +10,7 @@
 //  - the connection (sender_next): Connecting -> AwaitAccept (Open sent; with a key, the
 //    Challenge and both Proofs cross here, 7.8) -> InSession -> [AwaitSecret] -> Closing ->
 //    Done. Entries are offered, taken and settled in InSession, several at a time (the
-//    driver's SessionSendLedger); each entry's outcome is the driver's to report. When every
+//    driver's SendLedger); each entry's outcome is the driver's to report. When every
 //    entry is settled, session_settled() says how InSession ends.
 // The first outcome a transition names is the connection's. A version-1 receiver is served
 // by the same machines: the transport translates at the edge (sender/version1_transport.hpp).

@@ -1,7 +1,7 @@
 #pragma once
 // The rules a sender holds the receiver's answers to: what an Accept may offer (PROTOCOL.md
 // 3.2, 7.4) and where a Resume may start (7.6). Pure functions; the sender's driver
-// (sender/session_connection.cpp) turns a problem into a ProtocolViolation.
+// (sender/connection.cpp) turns a problem into a ProtocolViolation.
 
 #include <cstdint>
 #include <optional>

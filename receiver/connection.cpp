@@ -56,7 +56,7 @@ void Connection::dispatch(ReceiverInput input) {
 }
 
 void Connection::step(const ReceiverInput& input) {
-  if (const auto* result = std::get_if<proto::SessionResult>(&input.event)) {
+  if (const auto* result = std::get_if<proto::WorkResult>(&input.event)) {
     // Only an entry in flight reports, and entries are in flight only InSession; a result
     // queued behind the step that left it is dropped (that step discarded its entry).
     if (state_ != State::InSession) return;
@@ -197,7 +197,7 @@ void Connection::send_accept(const ReceiverInput::AcceptedOpen& accepted) {
   slot_count_ = accepted.slots;
   context_.window_bytes_in_use += accepted.window_bytes;
   window_charge_ = accepted.window_bytes;
-  ledger_ = proto::SessionReceiveLedger(open_, o.slot_size, slot_count_);
+  ledger_ = proto::ReceiveLedger(open_, o.slot_size, slot_count_);
   directories_.emplace(context_.pool);
   // The memory is the process's own until a file is taken: then it is registered
   // (register_window), and only then does any key exist.

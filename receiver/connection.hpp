@@ -1,7 +1,7 @@
 #pragma once
 // One sender's connection, seen from the receiver: the pure state machine
 // (protocol/receiver_machine.hpp) driven through the shared driver skeleton
-// (common/connection/driver_core.hpp), a session's rules in its SessionReceiveLedger, one
+// (common/connection/driver_core.hpp), a session's rules in its ReceiveLedger, one
 // IncomingFile per file entry in flight (disk and hashing work on the daemon's pool), and
 // the window the sender writes into. Every transfer is a session (docs/PROTOCOL.md 7.5); a
 // sender that names its one file with a Hello is served as a session of that one entry by
@@ -34,10 +34,10 @@
 #include "common/digest/sha256.hpp"
 #include "common/work/work_pool.hpp"
 #include "protocol/auth.hpp"
+#include "protocol/receive_ledger.hpp"
 #include "protocol/receiver_machine.hpp"
 #include "protocol/secrets.hpp"
 #include "protocol/sender_keys.hpp"
-#include "protocol/session_receive_ledger.hpp"
 #include "protocol/wire.hpp"
 #include "receiver/auth_penalties.hpp"
 #include "receiver/hello_edge.hpp"
@@ -107,7 +107,7 @@ struct ReceiverInput {
   };
   // An event of the connection's machine, or a result of the entries' work (InSession's:
   // proto::session_result).
-  std::variant<proto::ReceiverEvent, proto::SessionResult> event;
+  std::variant<proto::ReceiverEvent, proto::WorkResult> event;
   std::variant<std::monostate, AcceptedOpen, Rejection, proto::Offer, proto::FileChunk,
                proto::FileDone, StoredSlot, EntryRefusal, EntryTaken, EntryVerdict, proto::Id,
                Abort, EntryHeld, proto::Continue, proto::FileAbort>
@@ -252,7 +252,7 @@ class Connection final : public DriverCore {
   Dispatcher<ReceiverInput> dispatcher_;
 
   proto::Open open_{};
-  proto::SessionReceiveLedger ledger_;
+  proto::ReceiveLedger ledger_;
   bool resume_understood_ = false;      // the Open carried kExtensionResume
   bool digest_at_end_ = false;          // ... and kExtensionDigestAtEnd (7.9)
   bool data_bad_ = false;               // the sender broke the rules: nothing is kept

@@ -72,7 +72,7 @@ void Connection::look_for_held(std::uint32_t id) {
         guarded([&] {
           if (state_ != State::InSession || session_entry(id) == nullptr) return;
           if (found->held)
-            return dispatch({proto::SessionResult::EntryHeld,
+            return dispatch({proto::WorkResult::EntryHeld,
                              Input::EntryHeld{id, found->held->length, found->held->digest}});
           create_file(id, fresh_partial());
         });
@@ -157,7 +157,7 @@ void Connection::confirm_whole(std::uint32_t id, const proto::Holds& held) {
             return create_file(id, fresh_partial());
           }
           e->offer.digest = held.digest;
-          dispatch({proto::SessionResult::EntryHave, Input::EntryTaken{id}});
+          dispatch({proto::WorkResult::EntryHave, Input::EntryTaken{id}});
         });
       });
 }

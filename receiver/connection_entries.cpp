@@ -1,6 +1,6 @@
 // A session's entries (docs/PROTOCOL.md 7.5): many on one connection, several in flight,
 // sharing the connection's window. The state machine keeps the connection's state
-// (InSession); the SessionReceiveLedger keeps each entry's and each slot's, and every rule
+// (InSession); the ReceiveLedger keeps each entry's and each slot's, and every rule
 // the sender must obey is checked there before anything is done.
 
 #include <spdlog/spdlog.h>
@@ -68,8 +68,7 @@ void Connection::check_offer(const proto::Offer& offer) {
   entry.offer = offer;
   const std::uint32_t id = offer.entry;
   auto refuse = [&](proto::RejectReason reason, std::string text) {
-    dispatch(
-        {proto::SessionResult::EntryRefused, Input::EntryRefusal{id, reason, std::move(text)}});
+    dispatch({proto::WorkResult::EntryRefused, Input::EntryRefusal{id, reason, std::move(text)}});
   };
   // Cheap checks first (protocol/receiver_rules.hpp): nothing is created for an entry that
   // fails them.
@@ -113,16 +112,16 @@ void Connection::create_file(std::uint32_t id, std::optional<IncomingFile::Resum
           using Kind = IncomingFile::Outcome::Kind;
           using R = proto::RejectReason;
           auto refused = [&](R reason, std::string text) {
-            dispatch({proto::SessionResult::EntryRefused,
+            dispatch({proto::WorkResult::EntryRefused,
                       Input::EntryRefusal{id, reason, std::move(text)}});
           };
           switch (outcome.kind) {
             case Kind::Ok:
               if (e->file->resumed_from() > 0)
-                return dispatch({proto::SessionResult::EntryResumed, Input::EntryTaken{id}});
-              return dispatch({proto::SessionResult::EntryTaken, Input::EntryTaken{id}});
+                return dispatch({proto::WorkResult::EntryResumed, Input::EntryTaken{id}});
+              return dispatch({proto::WorkResult::EntryTaken, Input::EntryTaken{id}});
             case Kind::Have:
-              return dispatch({proto::SessionResult::EntryHave, Input::EntryTaken{id}});
+              return dispatch({proto::WorkResult::EntryHave, Input::EntryTaken{id}});
             case Kind::Exists:
               return refused(R::Exists, "a file of that name exists");
             case Kind::NoSpace:
@@ -169,12 +168,12 @@ void Connection::check_directory(SessionEntry& entry) {
         guarded([&] {
           if (state_ != State::InSession || session_entry(id) == nullptr) return;
           if (result->ok)
-            return dispatch({proto::SessionResult::EntrySettled,
+            return dispatch({proto::WorkResult::EntrySettled,
                              Input::EntryVerdict{id, proto::VerdictCode::Good}});
           if (!result->bad_path)
             spdlog::error("[{}] cannot make directory: {}", label(), result->error);
           dispatch(
-              {proto::SessionResult::EntryRefused,
+              {proto::WorkResult::EntryRefused,
                Input::EntryRefusal{
                    id,
                    result->bad_path ? proto::RejectReason::BadName : proto::RejectReason::Internal,
@@ -197,7 +196,7 @@ void Connection::take_entry(std::uint32_t id, std::uint64_t from) {
   // The first file taken is the first that needs the window's keys.
   if (!register_window()) {
     return dispatch(
-        {proto::SessionResult::EntryRefused,
+        {proto::WorkResult::EntryRefused,
          Input::EntryRefusal{id, proto::RejectReason::NoMemory, "cannot register memory"}});
   }
   entry.taken = Clock::now();
@@ -276,11 +275,11 @@ void Connection::on_stored(std::uint32_t id, const IncomingFile::Stored& stored)
     spdlog::error("[{}] cannot write {}: {}", label(), proto::quoted_for_log(entry->offer.path),
                   stored.outcome.error);
     // The entry is settled now; its slots are freed once its file's jobs are done.
-    return dispatch({proto::SessionResult::EntrySettled,
+    return dispatch({proto::WorkResult::EntrySettled,
                      Input::EntryVerdict{id, proto::VerdictCode::StorageError}});
   }
   bytes_stored_ += stored.length;
-  dispatch({proto::SessionResult::ChunkStored, Input::StoredSlot{stored.slot, id}});
+  dispatch({proto::WorkResult::ChunkStored, Input::StoredSlot{stored.slot, id}});
 }
 
 void Connection::send_credit(const ReceiverInput::StoredSlot& stored) {
@@ -302,8 +301,7 @@ void Connection::finish_entries(const ReceiverInput& cause) {
   // credited are revoked; a chunk named in them is refused by the ledger anyway).
   if (!ledger_.wants_data()) {
     for (std::uint32_t slot = 0; slot < slot_keys_.size(); ++slot)
-      if (ledger_.slot_state(slot) == proto::SessionReceiveLedger::SlotState::Credited)
-        revoke_slot(slot);
+      if (ledger_.slot_state(slot) == proto::ReceiveLedger::SlotState::Credited) revoke_slot(slot);
   }
   std::vector<std::uint32_t> ready;
   for (const auto& [id, entry] : ledger_.entries())
@@ -318,7 +316,7 @@ void Connection::finish_entries(const ReceiverInput& cause) {
   for (std::uint32_t id : abandoned) {
     if (ledger_.start_discarding(id)) {
       if (SessionEntry* e = session_entry(id)) e->data_bad = true;  // nothing kept
-      dispatch({proto::SessionResult::EntrySettled,
+      dispatch({proto::WorkResult::EntrySettled,
                 Input::EntryVerdict{id, proto::VerdictCode::Abandoned}});
     }
   }
@@ -333,13 +331,11 @@ void Connection::verify_entry(std::uint32_t id) {
   // `received` counts the bytes before a Resume offset too (the ledger starts there).
   if (record->received != entry.offer.size || record->done_total != record->received) {
     entry.data_bad = true;
-    return dispatch(
-        {proto::SessionResult::EntrySettled, Input::EntryVerdict{id, Code::SizeMismatch}});
+    return dispatch({proto::WorkResult::EntrySettled, Input::EntryVerdict{id, Code::SizeMismatch}});
   }
   if (entry.computed != entry.offer.digest) {
     entry.data_bad = true;
-    return dispatch(
-        {proto::SessionResult::EntrySettled, Input::EntryVerdict{id, Code::HashMismatch}});
+    return dispatch({proto::WorkResult::EntrySettled, Input::EntryVerdict{id, Code::HashMismatch}});
   }
   // A Hello says nothing of its file's mode and time: the file keeps ours (PROTOCOL.md 4.2).
   if (!edge_.serving_hello())
@@ -359,7 +355,7 @@ void Connection::verify_entry(std::uint32_t id) {
       if (!outcome.ok())
         spdlog::error("[{}] cannot store {}: {}", label(), proto::quoted_for_log(e->offer.path),
                       outcome.error);
-      dispatch({proto::SessionResult::EntrySettled,
+      dispatch({proto::WorkResult::EntrySettled,
                 Input::EntryVerdict{id, outcome.ok() ? Code::Good : Code::StorageError}});
       // A shutdown asked for during the commits: their senders have their verdicts first.
       if (shutdown_after_commit_ && !committing()) shut_down();

@@ -32,7 +32,7 @@ void Connection::grant_slot(std::uint32_t slot) {
 
 void Connection::grant_idle_slots() {
   for (std::uint32_t slot = 0; slot < slot_count_ && window_charge_ > 0; ++slot)
-    if (ledger_.slot_state(slot) == proto::SessionReceiveLedger::SlotState::Idle) grant_slot(slot);
+    if (ledger_.slot_state(slot) == proto::ReceiveLedger::SlotState::Idle) grant_slot(slot);
 }
 
 void Connection::register_slot(std::uint32_t slot) {

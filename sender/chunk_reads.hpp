@@ -1,5 +1,5 @@
 #pragma once
-// The reads of the chunks the sender copies (sender/session_data.cpp): each chunk's bytes
+// The reads of the chunks the sender copies (sender/connection_data.cpp): each chunk's bytes
 // are read from its file into its slot of the staging buffer by a job on the run's worker
 // pool, so that the event loop only keeps books and posts, and the reads of different slots
 // run at once (docs/BENCHMARKS.md: a loop that read every chunk itself capped a connection
@@ -25,7 +25,7 @@
 
 #include "common/connection/transport.hpp"
 #include "common/work/work_pool.hpp"
-#include "protocol/session_send_ledger.hpp"
+#include "protocol/send_ledger.hpp"
 #include "sender/input_file.hpp"
 
 namespace rdmax::sender {
@@ -36,7 +36,7 @@ void read_fully(int fd, std::uint8_t* out, std::size_t length, std::uint64_t off
 
 class ChunkReads {
  public:
-  using Planned = proto::SessionSendLedger::Planned;
+  using Planned = proto::SendLedger::Planned;
   struct Chunk {
     Planned planned;
     Registration source;                  // what the WRITE reads through

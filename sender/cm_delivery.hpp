@@ -1,6 +1,6 @@
 #pragma once
 // What rdma_cm tells one of the sender's connections, as calls on its driver
-// (sender/session_connection.hpp): the mapping, written once.
+// (sender/connection.hpp): the mapping, written once.
 
 #include <rdma/rdma_cma.h>
 

@@ -25,7 +25,7 @@ struct Counts {
 };
 
 // The entries' counts; with `receiver`, of those its connections carried only.
-Counts count(const SessionPlan& plan, const std::string* receiver = nullptr) {
+Counts count(const TransferPlan& plan, const std::string* receiver = nullptr) {
   Counts c;
   for (std::size_t i = 0; i < plan.entries.size(); ++i) {
     const EntryResult& r = plan.results[i];
@@ -57,7 +57,7 @@ Counts count(const SessionPlan& plan, const std::string* receiver = nullptr) {
 }
 
 // -H HOST1,HOST2: the receivers the entries went to, in the order first met.
-std::vector<std::string> receivers_of(const SessionPlan& plan) {
+std::vector<std::string> receivers_of(const TransferPlan& plan) {
   std::vector<std::string> receivers;
   for (const EntryResult& r : plan.results) {
     if (!r.receiver.empty() &&
@@ -71,7 +71,7 @@ double rate_of(const RunSummary& s) {
   return s.data_seconds > 0 ? static_cast<double>(s.bytes) / s.data_seconds : 0;
 }
 
-bool single_file(const SessionPlan& plan) {
+bool single_file(const TransferPlan& plan) {
   return plan.entries.size() == 1 && plan.entries.front().kind == proto::EntryKind::File;
 }
 
@@ -101,18 +101,18 @@ const char* status_of(const EntryResult& r) {
 }
 
 // The command's outcome: the first entry's that is not good, else the lead connection's.
-proto::SenderOutcome outcome_of(const SessionPlan& plan, const RunSummary& summary) {
+proto::SenderOutcome outcome_of(const TransferPlan& plan, const RunSummary& summary) {
   for (const auto& r : plan.results)
     if (r.status != EntryResult::Status::Good) return r.outcome;
   return summary.lead == proto::SenderOutcome::Denied ? summary.lead
                                                       : proto::SenderOutcome::Success;
 }
 
-std::string digest_text(const SessionPlan& plan, const PlannedEntry& e) {
+std::string digest_text(const TransferPlan& plan, const PlannedEntry& e) {
   return std::string(proto::to_string(plan.algorithm)) + " " + to_hex(e.digest);
 }
 
-void summarize_file(const SessionPlan& plan, const RunSummary& summary, int exit_code) {
+void summarize_file(const TransferPlan& plan, const RunSummary& summary, int exit_code) {
   const PlannedEntry& e = plan.entries.front();
   const EntryResult& r = plan.results.front();
   const std::string what =
@@ -135,7 +135,7 @@ void summarize_file(const SessionPlan& plan, const RunSummary& summary, int exit
 }
 }  // namespace
 
-int exit_status(const SessionPlan& plan, const RunSummary& summary) {
+int exit_status(const TransferPlan& plan, const RunSummary& summary) {
   const bool all_good =
       std::all_of(plan.results.begin(), plan.results.end(),
                   [](const EntryResult& r) { return r.status == EntryResult::Status::Good; });
@@ -144,7 +144,7 @@ int exit_status(const SessionPlan& plan, const RunSummary& summary) {
   return rc == kExitSuccess && !all_good ? kExitOther : rc;
 }
 
-void summarize(const SessionPlan& plan, const RunSummary& summary, int exit_code) {
+void summarize(const TransferPlan& plan, const RunSummary& summary, int exit_code) {
   if (single_file(plan)) return summarize_file(plan, summary, exit_code);
   const Counts c = count(plan);
   std::string line = fmt::format(
@@ -189,7 +189,7 @@ Json digest_value(const PlannedEntry& e) {
 }
 
 // One entry of to_json's "entries", and one line of --json-lines.
-Json entry_object(const SessionPlan& plan, std::size_t i) {
+Json entry_object(const TransferPlan& plan, std::size_t i) {
   const PlannedEntry& e = plan.entries[i];
   const EntryResult& r = plan.results[i];
   const bool file = e.kind == proto::EntryKind::File;
@@ -218,7 +218,7 @@ Json entry_object(const SessionPlan& plan, std::size_t i) {
 }
 
 // to_json's object: the entries (unless `with_entries` is false), then the totals.
-Json report_object(const SessionPlan& plan, const RunSummary& summary, int exit_code,
+Json report_object(const TransferPlan& plan, const RunSummary& summary, int exit_code,
                    const std::string& secret, bool with_entries) {
   const Counts c = count(plan);
   const proto::SenderOutcome outcome = outcome_of(plan, summary);
@@ -280,7 +280,7 @@ std::string dumped(const Json& json) {
 }
 }  // namespace
 
-std::string to_json(const SessionPlan& plan, const RunSummary& summary, int exit_code,
+std::string to_json(const TransferPlan& plan, const RunSummary& summary, int exit_code,
                     const std::string& secret) {
   return dumped(report_object(plan, summary, exit_code, secret, true));
 }
@@ -298,14 +298,14 @@ void JsonLines::write(const std::string& line) {
   out_.flush();
 }
 
-void JsonLines::settled(const SessionPlan& plan, std::size_t index) {
+void JsonLines::settled(const TransferPlan& plan, std::size_t index) {
   if (written_.size() < plan.entries.size()) written_.resize(plan.entries.size(), false);
   if (index >= written_.size() || written_[index]) return;
   written_[index] = true;
   write(dumped(Json{{"entry", entry_object(plan, index)}}));
 }
 
-void JsonLines::finish(const SessionPlan& plan, const RunSummary& summary, int exit_code,
+void JsonLines::finish(const TransferPlan& plan, const RunSummary& summary, int exit_code,
                        const std::string& secret) {
   for (std::size_t i = 0; i < plan.entries.size(); ++i) settled(plan, i);
   write(dumped(Json{{"summary", report_object(plan, summary, exit_code, secret, false)}}));

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sender/session_plan.hpp"
+#include "sender/transfer_plan.hpp"
 
 namespace rdmax::sender {
 
@@ -27,17 +27,17 @@ struct RunSummary {
 
 // The exit status: 0 when every entry is good (and the id, if any, was not denied), else
 // that of the first entry (in the plan's order) that is not.
-[[nodiscard]] int exit_status(const SessionPlan& plan, const RunSummary& summary);
+[[nodiscard]] int exit_status(const TransferPlan& plan, const RunSummary& summary);
 
 // Logs the closing line. One file: "sent PATH as 'NAME': SIZE in T s (RATE/s), verified
 // (ALGORITHM DIGEST)", or why not. Else: "N files and D directories: G good, F failed, U not
 // sent; SIZE sent in T s (RATE/s)", and what resume saved and what was left out, if anything.
-void summarize(const SessionPlan& plan, const RunSummary& summary, int exit_code);
+void summarize(const TransferPlan& plan, const RunSummary& summary, int exit_code);
 
 // One line of JSON (nlohmann/json); names and secrets that are not UTF-8 get U+FFFD, so the
 // output stays valid JSON whatever the peer or the file system said.
-[[nodiscard]] std::string to_json(const SessionPlan& plan, const RunSummary& summary, int exit_code,
-                                  const std::string& secret);
+[[nodiscard]] std::string to_json(const TransferPlan& plan, const RunSummary& summary,
+                                  int exit_code, const std::string& secret);
 // --json when the command ends before any transfer (a usage error, no device): the same
 // object with no entries and the error's text.
 [[nodiscard]] std::string to_json_failure(int exit_code, const std::string& error);
@@ -52,9 +52,9 @@ class JsonLines {
   explicit JsonLines(std::ostream& out) : out_(out) {}
   // Entry `index` of `plan` is settled: its line, unless written already. Flushed, so that a
   // pipe's reader sees it now.
-  void settled(const SessionPlan& plan, std::size_t index);
+  void settled(const TransferPlan& plan, std::size_t index);
   // The entries not written yet, then the summary line.
-  void finish(const SessionPlan& plan, const RunSummary& summary, int exit_code,
+  void finish(const TransferPlan& plan, const RunSummary& summary, int exit_code,
               const std::string& secret);
 
  private:

@@ -1,5 +1,5 @@
 #pragma once
-// What a sender connection is given (sender/session_connection.hpp): the command's settings
+// What a sender connection is given (sender/connection.hpp): the command's settings
 // for it, and what it needs from rdma_cm (the run's wiring, or a unit test's fake).
 
 #include <chrono>

@@ -18,9 +18,9 @@
 #include "sender/interrupt_flag.hpp"
 #include "sender/memlock.hpp"
 #include "sender/report.hpp"
-#include "sender/session_run.hpp"
 #include "sender/shard.hpp"
 #include "sender/source_tree.hpp"
+#include "sender/transfer_run.hpp"
 #include "sender/version1_send.hpp"
 
 namespace rdmax::sender {
@@ -47,7 +47,7 @@ PlannedEntry planned(const SourceEntry& s, proto::EntryKind kind) {
 // Files over `connections` connections in plan order (largest first when there are several:
 // sort_largest_first), each to the least loaded one (by bytes); the directories go last on
 // the first (the lead), deepest first.
-std::vector<std::vector<std::uint32_t>> share_out(const SessionPlan& plan, unsigned connections) {
+std::vector<std::vector<std::uint32_t>> share_out(const TransferPlan& plan, unsigned connections) {
   std::vector<std::uint32_t> files, directories;
   for (std::uint32_t i = 0; i < plan.entries.size(); ++i) {
     if (plan.results[i].status != EntryResult::Status::NotSent) continue;  // settled before
@@ -76,7 +76,7 @@ std::vector<std::vector<std::uint32_t>> share_out(const SessionPlan& plan, unsig
 // `progress`: a bar per file (for a command of one file).
 // `compute` off (the digest at the end): only the cache is asked; the files it does not know
 // are offered without their digest (PlannedEntry::digest_known) and hashed as they are sent.
-void hash_files(const SenderOptions& options, SessionPlan& plan, ProgressMode progress,
+void hash_files(const SenderOptions& options, TransferPlan& plan, ProgressMode progress,
                 double& seconds, std::size_t& from_cache, bool compute = true) {
   auto cache = open_digest_cache(options.digest_cache);
   const auto t0 = Clock::now();
@@ -117,7 +117,7 @@ void hash_files(const SenderOptions& options, SessionPlan& plan, ProgressMode pr
 
 // What the connections hashed as they sent (the digest at the end) goes into the digest
 // cache, for the next send of the same files.
-void remember_learned(const SenderOptions& options, const SessionPlan& plan) {
+void remember_learned(const SenderOptions& options, const TransferPlan& plan) {
   if (plan.learned.empty()) return;
   auto cache = open_digest_cache(options.digest_cache);
   if (!cache) return;
@@ -135,7 +135,7 @@ SourceTree find_sources(const SenderOptions& options) {
 
 // Files that could not be read when they were found (--files-from entries) are failed now,
 // each said once; the others go on.
-void fail_unreadable(const SourceTree& tree, SessionPlan& plan) {
+void fail_unreadable(const SourceTree& tree, TransferPlan& plan) {
   for (std::size_t i = 0; i < tree.files.size(); ++i) {
     const SourceEntry& f = tree.files[i];
     if (f.unreadable.empty()) continue;
@@ -185,7 +185,7 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
   // that no big file starts last.
   if (options.parallel > 1 || options.receivers.size() > 1) sort_largest_first(tree.files);
 
-  SessionPlan plan;
+  TransferPlan plan;
   plan.algorithm = options.digest;
   for (const auto& f : tree.files) plan.entries.push_back(planned(f, proto::EntryKind::File));
   for (const auto& d : tree.directories)
@@ -215,7 +215,7 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
     for (std::size_t i = 0; i < plan.entries.size(); ++i)
       if (plan.results[i].status != EntryResult::Status::NotSent) lines->settled(plan, i);
   }
-  SessionPlan sendable;
+  TransferPlan sendable;
   sendable.algorithm = plan.algorithm;
   std::vector<std::size_t> origin;
   for (std::size_t i = 0; i < plan.entries.size(); ++i) {
@@ -244,7 +244,7 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
     const auto limit = preflight::current_memlock_limit();
     std::uint32_t files = 0;
     for (const auto& e : sendable.entries) files += e.kind == proto::EntryKind::File ? 1 : 0;
-    // -H HOST1,HOST2: a connection to each receiver at least (sender/session_run.hpp).
+    // -H HOST1,HOST2: a connection to each receiver at least (sender/transfer_run.hpp).
     const auto wanted = std::max<std::uint32_t>(
         options.parallel, static_cast<std::uint32_t>(options.receivers.size()));
     const std::uint32_t asked = std::max<std::uint32_t>(1, std::min<std::uint32_t>(wanted, files));
@@ -263,7 +263,7 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
     // instead), then the digest at the end (7.9: each file hashed first, the order of version
     // 1). At most two such tries, each after a refusal.
     for (bool first = true;; first = false) {
-      SessionRun run(options, settings, sendable, share_out(sendable, fitting), progress);
+      TransferRun run(options, settings, sendable, share_out(sendable, fitting), progress);
       summary.lead = run.run();
       summary.data_seconds += run.data_seconds();
       if (first) summary.connect_seconds = run.connect_seconds();

@@ -1,7 +1,7 @@
 #pragma once
 // rdma-send's one transfer path, for one file as for a tree (-r) over one or several
 // connections (-P): walks the PATHs, hashes every file (or takes its digest from the cache),
-// sends them in version-2 sessions (sender/session_run.hpp), a single file as a session of
+// sends them in version-2 sessions (sender/transfer_run.hpp), a single file as a session of
 // one entry (a version-1 receiver gets it through sender/version1_send.hpp), and reports
 // each entry and the totals (sender/report.hpp).
 

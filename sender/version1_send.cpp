@@ -6,15 +6,15 @@
 #include "sender/hashing_pass.hpp"
 #include "sender/input_file.hpp"
 #include "sender/memlock.hpp"
-#include "sender/session_run.hpp"
+#include "sender/transfer_run.hpp"
 
 namespace rdmax::sender {
 
-bool version1_can_send(const SessionPlan& plan) {
+bool version1_can_send(const TransferPlan& plan) {
   return plan.entries.size() == 1 && plan.entries.front().kind == proto::EntryKind::File;
 }
 
-void send_with_version1(const SenderOptions& options, SessionPlan& plan, RunSummary& summary,
+void send_with_version1(const SenderOptions& options, TransferPlan& plan, RunSummary& summary,
                         std::string& secret, ProgressMode progress) {
   PlannedEntry& entry = plan.entries.front();
   if (plan.algorithm != proto::DigestAlgorithm::WholeFileSha256) {
@@ -43,7 +43,7 @@ void send_with_version1(const SenderOptions& options, SessionPlan& plan, RunSumm
                           progress,        options.bwlimit};
   MemlockBudget memlock(preflight::current_memlock_limit(), 1, kSessionDepths);
   settings.memlock = &memlock;
-  SessionRun run(options, settings, plan, {{0}}, progress);
+  TransferRun run(options, settings, plan, {{0}}, progress);
   summary.lead = run.run();
   summary.bytes = run.bytes();
   summary.connect_seconds = run.connect_seconds();

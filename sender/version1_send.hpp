@@ -11,16 +11,16 @@
 #include "sender/options.hpp"
 #include "sender/progress_bar.hpp"
 #include "sender/report.hpp"
-#include "sender/session_plan.hpp"
+#include "sender/transfer_plan.hpp"
 
 namespace rdmax::sender {
 
 // Whether `plan` is something version 1 can carry: one file and nothing else.
-[[nodiscard]] bool version1_can_send(const SessionPlan& plan);
+[[nodiscard]] bool version1_can_send(const TransferPlan& plan);
 
 // Sends the plan's one file with version 1; fills its result, the summary's times and bytes,
 // and `secret`. The plan's digest becomes the whole-file SHA-256 when it was not.
-void send_with_version1(const SenderOptions& options, SessionPlan& plan, RunSummary& summary,
+void send_with_version1(const SenderOptions& options, TransferPlan& plan, RunSummary& summary,
                         std::string& secret, ProgressMode progress);
 
 }  // namespace rdmax::sender

@@ -1,6 +1,6 @@
 #pragma once
 // The skeleton both connection drivers share (the receiver's Connection, the sender's
-// SessionConnection): what they do the same way is here, once.
+// Connection): what they do the same way is here, once.
 //
 // - One failure policy. Every entry point (a received message, a send completion, a
 //   transport failure, a disconnect, a tick, an owner's call) runs guarded: an exception

@@ -1,6 +1,6 @@
 #pragma once
 // The seam between a connection driver and the wire. A driver (receiver/connection.hpp,
-// sender/session_connection.hpp) posts control messages and RDMA WRITEs and registers memory
+// sender/connection.hpp) posts control messages and RDMA WRITEs and registers memory
 // through a Transport; what comes back (received messages, send completions, a broken
 // queue pair) reaches it through the TransportSink it passes to poll(). Two implementations
 // exist: the verbs/rdma_cm one (common/rdma/rdma_transport.hpp) and an in-memory fake the

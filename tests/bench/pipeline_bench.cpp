@@ -1,5 +1,5 @@
 // rdmax-pipeline-bench: what the transfer pipeline costs per byte on this machine's own CPU
-// (issue 25). The real sender (SessionConnection, --digest-at-end: each chunk hashed on the
+// (issue 25). The real sender (Connection, --digest-at-end: each chunk hashed on the
 // hashing threads as it is read) and the real receiver (Connection: slots, writes, its
 // tree hashing, fsync, commit, partial checkpoints) run in two threads, each with its own
 // loop and its own worker pool, linked by an in-memory Transport (loopback_transport.hpp:
@@ -48,7 +48,7 @@
 #include "protocol/secrets.hpp"
 #include "receiver/connection.hpp"
 #include "receiver/partial_store.hpp"
-#include "sender/session_connection.hpp"
+#include "sender/connection.hpp"
 
 namespace rdmax::bench {
 namespace {
@@ -237,12 +237,12 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
     settings.version = proto::kVersion2;
     settings.digest_at_end = true;
     settings.pool = &pool;
-    sender::SessionPlan plan{algorithm, entries, std::vector<sender::EntryResult>(entries.size())};
+    sender::TransferPlan plan{algorithm, entries, std::vector<sender::EntryResult>(entries.size())};
     std::vector<std::uint32_t> all(entries.size());
     std::iota(all.begin(), all.end(), 0u);
     BenchCm cm(link.sender());
     {
-      sender::SessionConnection driver(settings, plan, all, cm, "bench");
+      sender::Connection driver(settings, plan, all, cm, "bench");
       driver.start();
       driver.on_address_resolved();
       driver.on_route_resolved();
@@ -252,7 +252,7 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
         pool.run_completions();
         driver.poll();
         if (!driver.finished() && link.receiver().disconnected()) driver.on_disconnected();
-        if (!driver.finished()) driver.tick(sender::SessionConnection::Clock::now());
+        if (!driver.finished()) driver.tick(sender::Connection::Clock::now());
       }
       if (driver.outcome() != proto::SenderOutcome::Success)
         std::cerr << "the transfer failed: outcome " << static_cast<int>(driver.outcome()) << "\n";

@@ -83,7 +83,7 @@ class ReceiverRun {
   void local(std::uint8_t byte) {
     const unsigned n = byte >= kFirstRawEventByte ? byte : byte % kReceiverLocalInputs;
     if (n >= kReceiverEvents && n < kReceiverLocalInputs) {
-      if (state_ == RS::InSession) result(static_cast<SessionResult>(n - kReceiverEvents));
+      if (state_ == RS::InSession) result(static_cast<WorkResult>(n - kReceiverEvents));
       return;
     }
     step(static_cast<RE>(n), rdmax::fuzz::checks_of(byte));
@@ -118,7 +118,7 @@ class ReceiverRun {
 
   // A result of the entries' work: InSession's alone, and it stays there, answering the
   // entry (never an Accept, a secret or the teardown).
-  void result(SessionResult r) {
+  void result(WorkResult r) {
     const ReceiverTransition t = session_result(r);
     FUZZ_CHECK(t.next == RS::InSession && !t.illegal && !t.actions.empty());
     for (RA a : t.actions)
@@ -207,7 +207,7 @@ class SenderRun {
     if (!setup_) step(e, proof);
   }
 
-  // The messages of sender keys, found as the driver finds them (sender/session_keys.cpp):
+  // The messages of sender keys, found as the driver finds them (sender/connection_keys.cpp):
   // one Challenge is answered in AwaitAccept by a keyed sender, once; its receiver's Proof
   // is checked once, after it (`good`: the check's result); an Accept before a good Proof,
   // with a key, is refused.
@@ -407,7 +407,7 @@ void deliver_to_receiver(ReceiverRun& receiver, std::span<const std::uint8_t> by
   }
 }
 
-// The sender program's mapping (sender/session_connection.cpp): a session's answers by type;
+// The sender program's mapping (sender/connection.cpp): a session's answers by type;
 // a Verdict (version 1's, which the version-1 edge turns into a FileVerdict before the
 // driver sees it) and anything else is unexpected.
 void deliver_to_sender(SenderRun& sender, std::span<const std::uint8_t> bytes) {

@@ -1,5 +1,5 @@
-// Fuzz target for the version-2 session ledgers (protocol/session_send_ledger.hpp,
-// protocol/session_receive_ledger.hpp), the way fuzz_ledgers drives the single-file ones:
+// Fuzz target for the version-2 session ledgers (protocol/send_ledger.hpp,
+// protocol/receive_ledger.hpp), the way fuzz_ledgers drives the single-file ones:
 // the input runs both ledgers through any sequence of calls and of decoded session
 // messages, and after each call the checks below compare what the ledger did with what its
 // contract lets an observer predict, and check its invariants: never more than
@@ -27,8 +27,8 @@
 #include <variant>
 #include <vector>
 
-#include "protocol/session_receive_ledger.hpp"
-#include "protocol/session_send_ledger.hpp"
+#include "protocol/receive_ledger.hpp"
+#include "protocol/send_ledger.hpp"
 #include "protocol/wire.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
@@ -41,9 +41,9 @@ namespace {
 
 using namespace rdmax::proto;
 using namespace rdmax::fuzz;
-using RState = SessionReceiveLedger::EntryState;
-using SState = SessionSendLedger::EntryState;
-using SlotState = SessionReceiveLedger::SlotState;
+using RState = ReceiveLedger::EntryState;
+using SState = SendLedger::EntryState;
+using SlotState = ReceiveLedger::SlotState;
 using rdmax::fuzz::Input;
 using rdmax::fuzz::read_setup;
 using rdmax::fuzz::ReceiverCheck;
@@ -145,11 +145,11 @@ class Conversation {
   }
 
   // The receiver's side of one message, as receiver/connection_session.cpp handles it.
-  std::optional<SessionError> receive(const Message& m) {
+  std::optional<ReceiveError> receive(const Message& m) {
     if (const auto* o = std::get_if<Offer>(&m)) return receiver_.offer(*o);
     if (const auto* c = std::get_if<FileChunk>(&m)) {
       if (receiver_.ledger().abandoned(c->entry)) {
-        if (!receiver_.discard_chunk(*c)) return SessionError::SlotNotCredited;
+        if (!receiver_.discard_chunk(*c)) return ReceiveError::SlotNotCredited;
         grant(c->slot);
         return std::nullopt;
       }

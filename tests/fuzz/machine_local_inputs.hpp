@@ -1,7 +1,7 @@
 #pragma once
 // How fuzz_machines reads a byte as one of a driver's own inputs (not a received message),
 // shared with make_seeds.cpp.
-//  - The receiver: a ReceiverEvent (with findings, checks_of), or one of the SessionResult
+//  - The receiver: a ReceiverEvent (with findings, checks_of), or one of the WorkResult
 //    values past them (the driver takes those only InSession).
 //  - The sender: during the set-up a SetupEvent (modulo their count); after it, a
 //    SenderEvent (with a Proof's finding, proof_of), or one of the two values past them: every
@@ -21,9 +21,9 @@ inline constexpr std::uint8_t kFirstRawEventByte = 0xF0;
 inline constexpr unsigned kReceiverEvents =
     static_cast<unsigned>(proto::ReceiverEvent::ShuttingDown) + 1;
 inline constexpr unsigned kSessionResults =
-    static_cast<unsigned>(proto::SessionResult::EntrySettled) + 1;
+    static_cast<unsigned>(proto::WorkResult::EntrySettled) + 1;
 inline constexpr unsigned kReceiverLocalInputs = kReceiverEvents + kSessionResults;
-constexpr std::uint8_t result_byte(proto::SessionResult r) {
+constexpr std::uint8_t result_byte(proto::WorkResult r) {
   return static_cast<std::uint8_t>(kReceiverEvents + static_cast<unsigned>(r));
 }
 // A receiver event's findings come from how many times the inputs' count goes into the byte

@@ -233,11 +233,11 @@ int main(int argc, char** argv) {
   write(root / "fuzz_machines" / "receiver-with-id",
         Conversation{}
             .message(Hello{1 << 20, sample_sha(), 0, "a.bin"})
-            .event(result_byte(SessionResult::EntryTaken))
+            .event(result_byte(WorkResult::EntryTaken))
             .message(Chunk{0, 1 << 20, 0})
-            .event(result_byte(SessionResult::ChunkStored))
+            .event(result_byte(WorkResult::ChunkStored))
             .message(Done{1 << 20})
-            .event(result_byte(SessionResult::EntrySettled))
+            .event(result_byte(WorkResult::EntrySettled))
             .message(Id{"alice"})  // unknown: denied
             .event(event_byte(RE::GotId, IdLookup::Known))
             .event(as_byte(RE::Disconnected))

@@ -14,8 +14,8 @@
 #include <variant>
 #include <vector>
 
-#include "protocol/session_receive_ledger.hpp"
-#include "protocol/session_send_ledger.hpp"
+#include "protocol/receive_ledger.hpp"
+#include "protocol/send_ledger.hpp"
 #include "protocol/wire.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
@@ -23,9 +23,9 @@
 namespace rdmax::fuzz {
 
 using namespace rdmax::proto;
-using RState = SessionReceiveLedger::EntryState;
-using SState = SessionSendLedger::EntryState;
-using SlotState = SessionReceiveLedger::SlotState;
+using RState = ReceiveLedger::EntryState;
+using SState = SendLedger::EntryState;
+using SlotState = ReceiveLedger::SlotState;
 
 class Input : public FuzzInput {
  public:
@@ -35,7 +35,7 @@ class Input : public FuzzInput {
 };
 
 struct Setup {
-  std::vector<SessionSendLedger::EntryPlan> entries;
+  std::vector<SendLedger::EntryPlan> entries;
   Open open;
   Accept accept;
   std::uint32_t max_active = 0;
@@ -48,7 +48,7 @@ inline Setup read_setup(Input& in) {
   std::uint64_t total = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
     const std::uint8_t b = in.u8();
-    SessionSendLedger::EntryPlan p;
+    SendLedger::EntryPlan p;
     if (b & 0x80) {
       p.kind = EntryKind::Directory;
     } else {

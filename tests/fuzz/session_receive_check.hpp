@@ -1,5 +1,5 @@
 #pragma once
-// fuzz_session_ledgers: the SessionReceiveLedger beside a model of its contract,
+// fuzz_session_ledgers: the ReceiveLedger beside a model of its contract,
 // checked after every call.
 
 #include <algorithm>
@@ -14,8 +14,8 @@
 #include <variant>
 #include <vector>
 
-#include "protocol/session_receive_ledger.hpp"
-#include "protocol/session_send_ledger.hpp"
+#include "protocol/receive_ledger.hpp"
+#include "protocol/send_ledger.hpp"
 #include "protocol/wire.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 #include "tests/fuzz/session_ledger_input.hpp"
@@ -23,11 +23,11 @@
 namespace rdmax::fuzz {
 
 using namespace rdmax::proto;
-using RState = SessionReceiveLedger::EntryState;
-using SState = SessionSendLedger::EntryState;
-using SlotState = SessionReceiveLedger::SlotState;
+using RState = ReceiveLedger::EntryState;
+using SState = SendLedger::EntryState;
+using SlotState = ReceiveLedger::SlotState;
 
-// The SessionReceiveLedger, likewise.
+// The ReceiveLedger, likewise.
 class ReceiverCheck {
  public:
   explicit ReceiverCheck(const Setup& s)
@@ -36,19 +36,19 @@ class ReceiverCheck {
     check();
   }
 
-  const SessionReceiveLedger& ledger() const { return ledger_; }
+  const ReceiveLedger& ledger() const { return ledger_; }
 
-  std::optional<SessionError> offer(const Offer& o) {
+  std::optional<ReceiveError> offer(const Offer& o) {
     const Snapshot before = snapshot();
-    std::optional<SessionError> expected;
+    std::optional<ReceiveError> expected;
     if (ledger_.offered() >= setup_.open.entry_count) {
-      expected = SessionError::TooManyEntries;
+      expected = ReceiveError::TooManyEntries;
     } else if (o.entry != ledger_.offered()) {
-      expected = SessionError::EntryOutOfOrder;
+      expected = ReceiveError::EntryOutOfOrder;
     } else if (ledger_.entries().size() >= kMaxEntriesInFlight) {
-      expected = SessionError::TooManyInFlight;
+      expected = ReceiveError::TooManyInFlight;
     } else if (o.size > setup_.open.total_bytes - offered_bytes_) {
-      expected = SessionError::TooManyBytes;
+      expected = ReceiveError::TooManyBytes;
     }
     const auto error = ledger_.offer(o);
     FUZZ_CHECK(error == expected);
@@ -109,7 +109,7 @@ class ReceiverCheck {
     return granted;
   }
 
-  std::optional<SessionError> accept_chunk(const FileChunk& c) {
+  std::optional<ReceiveError> accept_chunk(const FileChunk& c) {
     const Snapshot before = snapshot();
     const auto expected = expected_chunk_error(c);
     const auto error = ledger_.accept_chunk(c);
@@ -154,14 +154,14 @@ class ReceiverCheck {
     return released;
   }
 
-  std::optional<SessionError> file_done(const FileDone& d) {
+  std::optional<ReceiveError> file_done(const FileDone& d) {
     const Snapshot before = snapshot();
     const auto* e = ledger_.entry(d.entry);
-    std::optional<SessionError> expected;
+    std::optional<ReceiveError> expected;
     if (e == nullptr) {
-      expected = SessionError::UnknownEntry;
+      expected = ReceiveError::UnknownEntry;
     } else if (e->state != RState::Taken) {
-      expected = SessionError::EntryNotReceiving;
+      expected = ReceiveError::EntryNotReceiving;
     }
     const auto error = ledger_.file_done(d);
     FUZZ_CHECK(error == expected);
@@ -216,17 +216,17 @@ class ReceiverCheck {
   }
 
   // The rules in the order session_receive_ledger.cpp applies them.
-  std::optional<SessionError> expected_chunk_error(const FileChunk& c) const {
+  std::optional<ReceiveError> expected_chunk_error(const FileChunk& c) const {
     const auto* e = ledger_.entry(c.entry);
-    if (e == nullptr) return SessionError::UnknownEntry;
-    if (e->state != RState::Taken) return SessionError::EntryNotReceiving;
-    if (c.slot >= setup_.accept.slot_count) return SessionError::SlotOutOfRange;
-    if (e->received == e->size) return SessionError::PastEnd;
-    if (ledger_.slot_state(c.slot) != SlotState::Credited) return SessionError::SlotNotCredited;
-    if (c.offset != e->received) return SessionError::WrongOffset;
+    if (e == nullptr) return ReceiveError::UnknownEntry;
+    if (e->state != RState::Taken) return ReceiveError::EntryNotReceiving;
+    if (c.slot >= setup_.accept.slot_count) return ReceiveError::SlotOutOfRange;
+    if (e->received == e->size) return ReceiveError::PastEnd;
+    if (ledger_.slot_state(c.slot) != SlotState::Credited) return ReceiveError::SlotNotCredited;
+    if (c.offset != e->received) return ReceiveError::WrongOffset;
     const std::uint64_t expected =
         std::min<std::uint64_t>(setup_.accept.slot_size, e->size - e->received);
-    if (c.length == 0 || c.length != expected) return SessionError::WrongLength;
+    if (c.length == 0 || c.length != expected) return ReceiveError::WrongLength;
     return std::nullopt;
   }
 
@@ -261,7 +261,7 @@ class ReceiverCheck {
                (ledger_.offered() == setup_.open.entry_count && ledger_.entries().empty()));
   }
 
-  SessionReceiveLedger ledger_;
+  ReceiveLedger ledger_;
   Setup setup_;
   std::uint64_t offered_bytes_ = 0;
   std::uint64_t accepted_bytes_ = 0;  // of every accepted FileChunk

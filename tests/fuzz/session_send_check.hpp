@@ -1,5 +1,5 @@
 #pragma once
-// fuzz_session_ledgers: the SessionSendLedger beside a model of its contract, checked
+// fuzz_session_ledgers: the SendLedger beside a model of its contract, checked
 // after every call.
 
 #include <algorithm>
@@ -14,8 +14,8 @@
 #include <variant>
 #include <vector>
 
-#include "protocol/session_receive_ledger.hpp"
-#include "protocol/session_send_ledger.hpp"
+#include "protocol/receive_ledger.hpp"
+#include "protocol/send_ledger.hpp"
 #include "protocol/wire.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 #include "tests/fuzz/session_ledger_input.hpp"
@@ -23,11 +23,11 @@
 namespace rdmax::fuzz {
 
 using namespace rdmax::proto;
-using RState = SessionReceiveLedger::EntryState;
-using SState = SessionSendLedger::EntryState;
-using SlotState = SessionReceiveLedger::SlotState;
+using RState = ReceiveLedger::EntryState;
+using SState = SendLedger::EntryState;
+using SlotState = ReceiveLedger::SlotState;
 
-// The SessionSendLedger and a model of what its contract says it does.
+// The SendLedger and a model of what its contract says it does.
 class SenderCheck {
  public:
   explicit SenderCheck(const Setup& s)
@@ -44,7 +44,7 @@ class SenderCheck {
     check();
   }
 
-  const SessionSendLedger& ledger() const { return ledger_; }
+  const SendLedger& ledger() const { return ledger_; }
   void allow_directories(bool allowed) {
     ledger_.allow_directories(allowed);
     directories_allowed_ = allowed;
@@ -66,15 +66,15 @@ class SenderCheck {
     return offered;
   }
 
-  std::optional<SessionReplyError> taken(std::uint32_t entry) {
-    std::optional<SessionReplyError> expected;
+  std::optional<ReplyError> taken(std::uint32_t entry) {
+    std::optional<ReplyError> expected;
     const SState s = state_of(entry);
     if (s == SState::Waiting || s == SState::Settled) {
-      expected = SessionReplyError::UnknownEntry;
+      expected = ReplyError::UnknownEntry;
     } else if (setup_.entries[entry].kind != EntryKind::File) {
-      expected = SessionReplyError::NotAFile;
+      expected = ReplyError::NotAFile;
     } else if (s != SState::Offered) {
-      expected = SessionReplyError::AlreadyTaken;
+      expected = ReplyError::AlreadyTaken;
     }
     const auto error = ledger_.taken(entry);
     FUZZ_CHECK(error == expected);
@@ -86,13 +86,13 @@ class SenderCheck {
     return error;
   }
 
-  std::optional<SessionReplyError> settled(std::uint32_t entry, bool good) {
-    std::optional<SessionReplyError> expected;
+  std::optional<ReplyError> settled(std::uint32_t entry, bool good) {
+    std::optional<ReplyError> expected;
     const SState s = state_of(entry);
     if (s == SState::Waiting || s == SState::Settled) {
-      expected = SessionReplyError::UnknownEntry;
+      expected = ReplyError::UnknownEntry;
     } else if (good && setup_.entries[entry].kind == EntryKind::File && s != SState::Finished) {
-      expected = SessionReplyError::TooEarly;
+      expected = ReplyError::TooEarly;
     }
     const auto error = ledger_.settled(entry, good);
     FUZZ_CHECK(error == expected);
@@ -123,7 +123,7 @@ class SenderCheck {
     return error;
   }
 
-  std::optional<SessionSendLedger::Planned> next_chunk() {
+  std::optional<SendLedger::Planned> next_chunk() {
     std::optional<std::uint32_t> slot;
     if (!taken_order_.empty()) {
       for (std::uint32_t s = 0; s < ledger_.active_slots() && !slot; ++s)
@@ -247,7 +247,7 @@ class SenderCheck {
     FUZZ_CHECK(sent_ - completed_ == in_flight);
   }
 
-  SessionSendLedger ledger_;
+  SendLedger ledger_;
   Setup setup_;
   std::vector<Model> model_;
   std::vector<bool> held_;                // a Credit accepted and not used yet

@@ -1,6 +1,6 @@
 #pragma once
 // Shared set-up for the driver tests: a real receiver Connection (and, in
-// sender_session_rig.hpp, the sender's SessionConnection) over a FakeTransport, with a real
+// sender_session_rig.hpp, the sender's Connection) over a FakeTransport, with a real
 // worker pool and a temporary directory.
 
 #include <poll.h>
@@ -38,8 +38,8 @@
 #include "receiver/auth_penalties.hpp"
 #include "receiver/connection.hpp"
 #include "receiver/partial_store.hpp"
+#include "sender/connection.hpp"
 #include "sender/input_file.hpp"
-#include "sender/session_connection.hpp"
 #include "temp_dir.hpp"
 
 namespace rdmax::test {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "protocol/entry_machine.hpp"
-#include "protocol/session_receive_ledger.hpp"
-#include "protocol/session_send_ledger.hpp"
+#include "protocol/receive_ledger.hpp"
+#include "protocol/send_ledger.hpp"
 
 namespace {
 
@@ -108,8 +108,8 @@ TEST(EntryMachine, NamesEveryValue) {
 TEST(EntryMachine, BothLedgersFollowIt) {
   constexpr std::uint32_t kSlot = 4096;
   const Open open{DigestAlgorithm::FsVeritySha256, 0, 0, 1, 2 * kSlot};
-  SessionReceiveLedger receiver(open, kSlot, 2);
-  SessionSendLedger sender({{EntryKind::File, 2 * kSlot}}, Accept{0x1000, 0, kSlot, 2}, 2);
+  ReceiveLedger receiver(open, kSlot, 2);
+  SendLedger sender({{EntryKind::File, 2 * kSlot}}, Accept{0x1000, 0, kSlot, 2}, 2);
   S model = S::Waiting;
   auto both_at = [&](const char* step) {
     EXPECT_EQ(sender.state(0), model) << step;
@@ -167,18 +167,17 @@ TEST(EntryMachine, BothLedgersFollowIt) {
 
 // The sender's ledger names a refused reply by the machine's fault.
 TEST(EntryMachine, TheSendersRepliesAreRefusedByIt) {
-  SessionSendLedger sender({{EntryKind::File, 10}, {EntryKind::Directory, 0}},
-                           Accept{0, 0, 4096, 1}, 1);
-  EXPECT_EQ(sender.taken(0), SessionReplyError::UnknownEntry) << "NotOffered";
+  SendLedger sender({{EntryKind::File, 10}, {EntryKind::Directory, 0}}, Accept{0, 0, 4096, 1}, 1);
+  EXPECT_EQ(sender.taken(0), ReplyError::UnknownEntry) << "NotOffered";
   ASSERT_EQ(sender.next_offer(), 0U);
-  EXPECT_EQ(sender.settled(0, true), SessionReplyError::TooEarly);
+  EXPECT_EQ(sender.settled(0, true), ReplyError::TooEarly);
   ASSERT_EQ(sender.taken(0), std::nullopt);
-  EXPECT_EQ(sender.had(0), SessionReplyError::AlreadyTaken);
+  EXPECT_EQ(sender.had(0), ReplyError::AlreadyTaken);
   EXPECT_EQ(sender.state(0), S::Taken) << "a refused reply changes nothing";
   ASSERT_EQ(sender.settled(0, false), std::nullopt);
-  EXPECT_EQ(sender.settled(0, false), SessionReplyError::UnknownEntry) << "Settled";
+  EXPECT_EQ(sender.settled(0, false), ReplyError::UnknownEntry) << "Settled";
   ASSERT_EQ(sender.next_offer(), 1U);
-  EXPECT_EQ(sender.taken(1), SessionReplyError::NotAFile);
+  EXPECT_EQ(sender.taken(1), ReplyError::NotAFile);
   ASSERT_EQ(sender.settled(1, true), std::nullopt);
   EXPECT_TRUE(sender.all_settled());
 }

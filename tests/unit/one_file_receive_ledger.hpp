@@ -1,6 +1,6 @@
 #pragma once
 // The receiver's data-phase rules for one file (docs/PROTOCOL.md 5.3-5.4) as the receiver
-// applies them: a session of one file entry in its SessionReceiveLedger, which is how the
+// applies them: a session of one file entry in its ReceiveLedger, which is how the
 // receiver serves a Hello (receiver/hello_edge.hpp). The version-1 view of that ledger, for
 // the tests that pin the one-file rules (receive_ledger_test.cpp) and run them against the
 // sender's one-file ledger (one_file_send_ledger.hpp; ledger_simulation_test.cpp,
@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "protocol/chunk_plan.hpp"
-#include "protocol/session_receive_ledger.hpp"
+#include "protocol/receive_ledger.hpp"
 #include "protocol/wire.hpp"
 
 namespace rdmax::test {
@@ -42,7 +42,7 @@ inline const char* to_string(ChunkError e) {
 
 class OneFileReceiveLedger {
  public:
-  using SlotState = proto::SessionReceiveLedger::SlotState;
+  using SlotState = proto::ReceiveLedger::SlotState;
 
   OneFileReceiveLedger() = default;
   // `start`: a Resume's offset (PROTOCOL.md 7.6).
@@ -62,7 +62,7 @@ class OneFileReceiveLedger {
   [[nodiscard]] std::optional<ChunkError> accept_chunk(const proto::Chunk& c) {
     const auto error = ledger_.accept_chunk(proto::FileChunk{0, c.slot, c.offset, c.length});
     if (!error) return std::nullopt;
-    using E = proto::SessionError;
+    using E = proto::ReceiveError;
     switch (*error) {
       case E::SlotOutOfRange:
         return ChunkError::SlotOutOfRange;
@@ -91,7 +91,7 @@ class OneFileReceiveLedger {
 
  private:
   proto::ChunkPlan plan_{};
-  proto::SessionReceiveLedger ledger_;
+  proto::ReceiveLedger ledger_;
 };
 
 }  // namespace rdmax::test

@@ -1,6 +1,6 @@
 #pragma once
 // The sender's data-phase rules for one file (docs/PROTOCOL.md 5.2-5.3) as the sender applies
-// them: a session of one file entry in its SessionSendLedger, which is how rdma-send sends
+// them: a session of one file entry in its SendLedger, which is how rdma-send sends
 // every file (a single file too, and to a version-1 receiver through its edge,
 // sender/version1_transport.hpp). The one-file view of that ledger, for the tests that pin
 // the one-file rules (send_ledger_test.cpp) and run them against the receiver's
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "protocol/chunk_plan.hpp"
-#include "protocol/session_send_ledger.hpp"
+#include "protocol/send_ledger.hpp"
 #include "protocol/wire.hpp"
 
 namespace rdmax::test {
@@ -83,7 +83,7 @@ class OneFileSendLedger {
   proto::ChunkPlan plan_{};
   std::uint32_t active_ = 0;
   std::uint64_t start_ = 0;
-  proto::SessionSendLedger ledger_;
+  proto::SendLedger ledger_;
   std::vector<bool> credited_;
   std::vector<bool> busy_;
   std::uint64_t bytes_sent_ = 0;

@@ -1,4 +1,4 @@
-// The receiver's data-phase rules (docs/PROTOCOL.md 5.3-5.5; protocol/session_receive_ledger.hpp)
+// The receiver's data-phase rules (docs/PROTOCOL.md 5.3-5.5; protocol/receive_ledger.hpp)
 // through the real Connection over the fake transport: what a Chunk must obey, the keys of
 // the Credits, and what becomes of the file when a step of the driver's own fails.
 
@@ -18,7 +18,7 @@ struct BadChunk {
   std::string name;
   Step before;  // what arrived first
   proto::Chunk chunk;
-  const char* breach;  // the SessionError the Error names
+  const char* breach;  // the ReceiveError the Error names
 };
 
 std::ostream& operator<<(std::ostream& out, const BadChunk& b) {

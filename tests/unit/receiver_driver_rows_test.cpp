@@ -28,7 +28,7 @@
 namespace rdmax::test::receiver_rig {
 namespace {
 
-using SR = proto::SessionResult;
+using SR = proto::WorkResult;
 
 // A row's event: the machine's, or a result of the entries' work (InSession's alone).
 struct RowEvent {

@@ -228,7 +228,7 @@ TEST(ReceiverMachine, AnUncheckedOpenProofOrIdIsIllegal) {
 // ---- The results of the entries' work ----
 
 TEST(ReceiverMachine, EveryResultOfTheEntriesWorkHasItsExactTransition) {
-  using R = SessionResult;
+  using R = WorkResult;
   const std::map<R, Actions> expected{
       {R::EntryTaken, {A::SendTake}},          {R::EntryResumed, {A::SendResume}},
       {R::EntryHave, {A::SendHave}},           {R::EntryHeld, {A::SendHolds}},
@@ -249,10 +249,10 @@ struct Step {
   S next;
   Actions actions;
   ReceiverChecks checks = {};
-  std::optional<SessionResult> result = std::nullopt;
+  std::optional<WorkResult> result = std::nullopt;
 };
 
-Step result(SessionResult r, Actions actions) {
+Step result(WorkResult r, Actions actions) {
   return {std::nullopt, S::InSession, actions, {}, r};
 }
 
@@ -271,7 +271,7 @@ S walk(S start, const std::vector<Step>& steps) {
   return s;
 }
 
-using R = SessionResult;
+using R = WorkResult;
 
 // An Open accepted, one file offered, taken, its n chunks each stored and credited, its
 // FileDone, its verdict: every entry settled.
@@ -438,7 +438,7 @@ TEST(ReceiverMachine, OutOfRangeValuesAreNamedQuestionMark) {
   EXPECT_STREQ(to_string(static_cast<A>(200)), "?");
   EXPECT_STREQ(to_string(static_cast<OpenCheck>(200)), "?");
   EXPECT_STREQ(to_string(static_cast<IdLookup>(200)), "?");
-  EXPECT_STREQ(to_string(static_cast<SessionResult>(200)), "?");
+  EXPECT_STREQ(to_string(static_cast<WorkResult>(200)), "?");
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Every row of the sender's transition table (protocol/sender_machine.cpp), driven through
-// the real SessionConnection, the sender's one driver, over the fake transport
+// the real Connection, the sender's one driver, over the fake transport
 // (sender_session_rig.hpp). Each row is brought about by real inputs (CM events, messages,
 // send completions, ticks, signals, injected failures); the driver's trace log proves the
 // row's (state, event) was taken, and what it did is checked from outside: its state, what
@@ -628,7 +628,7 @@ std::vector<Row> session_abort_rows() {
        credited,
        [](Rig& r) { r.undecodable_message(); },
        violation},
-      // The session's rules (the SessionSendLedger), checked before anything is done.
+      // The session's rules (the SendLedger), checked before anything is done.
       {{S::InSession, E::ProtocolViolation, "TakeOfAnEntryNotOffered"},
        credited,
        [](Rig& r) { r.h.receive(proto::Take{7}); },

@@ -1,4 +1,4 @@
-// The sender's session driver (sender/session_connection.hpp), driven message by message
+// The sender's session driver (sender/connection.hpp), driven message by message
 // through the fake transport: what it offers and when, how it answers Take, Refuse and
 // FileVerdict, what each entry's result becomes, and how the session ends
 // (docs/PROTOCOL.md 7.5).

@@ -45,7 +45,7 @@ std::vector<Json> lines_of(const std::string& out) {
 }
 
 struct Command {
-  SessionPlan plan;
+  TransferPlan plan;
   RunSummary summary;
   std::ostringstream out;
   JsonLines lines{out};

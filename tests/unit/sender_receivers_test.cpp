@@ -86,7 +86,7 @@ EntryResult went_to(std::string receiver, EntryResult::Status status) {
 }
 
 TEST(Receivers, TheReportSaysWhatEachReceiverGot) {
-  SessionPlan plan;
+  TransferPlan plan;
   for (const char* name : {"a", "b", "c"}) plan.entries.push_back(file(name, 10));
   plan.results = {went_to("192.0.2.1:18515", EntryResult::Status::Good),
                   went_to("192.0.2.2:18515", EntryResult::Status::NotSent),

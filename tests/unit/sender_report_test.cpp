@@ -38,7 +38,7 @@ EntryResult result(Status status, O outcome, std::uint64_t bytes = 0) {
 }
 
 struct Command {
-  SessionPlan plan;
+  TransferPlan plan;
   RunSummary summary;
   void add(PlannedEntry e, EntryResult r) {
     plan.entries.push_back(std::move(e));

@@ -1,6 +1,6 @@
 #pragma once
-// The sender's session driver (sender/session_connection.hpp) on a test rig: a real
-// SessionConnection over the fake transport, carrying a plan of real files, the recipes that
+// The sender's session driver (sender/connection.hpp) on a test rig: a real
+// Connection over the fake transport, carrying a plan of real files, the recipes that
 // bring it into its states through real inputs, and the checks of what it did (its state,
 // what it posted, the outcome and each entry's result, how it leaves). Used by
 // sender_driver_rows_test.cpp and sender_driver_session_test.cpp.
@@ -15,17 +15,17 @@
 #include <vector>
 
 #include "common/crypto/auth_proof.hpp"
-#include "sender/session_connection.hpp"
+#include "sender/connection.hpp"
 #include "sender_driver_rig.hpp"
 
 namespace rdmax::test::sender_rig {
 
 using Status = sender::EntryResult::Status;
 
-// A SessionConnection over a fake transport, for a plan of files in a temporary directory.
+// A Connection over a fake transport, for a plan of files in a temporary directory.
 struct SessionHarness {
   TempDir dir{"rdmax-session"};
-  sender::SessionPlan plan{proto::DigestAlgorithm::WholeFileSha256, {}, {}};
+  sender::TransferPlan plan{proto::DigestAlgorithm::WholeFileSha256, {}, {}};
   std::vector<std::vector<std::uint8_t>> contents;  // each file's bytes, by entry
   sender::SenderSettings settings;
   // --digest-at-end (docs/PROTOCOL.md 7.9), when with_digest_at_end() is called: the
@@ -56,7 +56,7 @@ struct SessionHarness {
   }
   FakeTransport transport;
   ScriptedCm cm{transport};
-  std::optional<sender::SessionConnection> driver;
+  std::optional<sender::Connection> driver;
   // --key-file (docs/PROTOCOL.md 7.8), when with_key() is called: alice, 00 01 ... 1f.
   proto::SenderKey key;
   void with_key() {

@@ -17,7 +17,7 @@ struct Version1Rig {
   LogCapture log;  // first: it outlives the connection
   TempDir dir{"rdmax-v1"};
   std::vector<std::uint8_t> bytes = random_bytes(2 * kSlot + 100, 31);
-  sender::SessionPlan plan{proto::DigestAlgorithm::WholeFileSha256, {}, {}};
+  sender::TransferPlan plan{proto::DigestAlgorithm::WholeFileSha256, {}, {}};
   sender::SenderSettings settings;
   FakeTransport wire;
   std::optional<sender::Version1Transport> adapter;
@@ -26,7 +26,7 @@ struct Version1Rig {
     void resolve_route() override {}
     Transport& connect() override { return *transport; }
   } cm;
-  std::optional<sender::SessionConnection> driver;
+  std::optional<sender::Connection> driver;
 
   Version1Rig() {
     const auto local = dir.path() / "src.bin";

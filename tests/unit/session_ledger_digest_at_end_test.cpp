@@ -4,14 +4,14 @@
 
 #include <gtest/gtest.h>
 
-#include "protocol/session_receive_ledger.hpp"
-#include "protocol/session_send_ledger.hpp"
+#include "protocol/receive_ledger.hpp"
+#include "protocol/send_ledger.hpp"
 
 namespace digest_at_end_ledger_test {
 
 using namespace rdmax::proto;
-using RL = SessionReceiveLedger;
-using SL = SessionSendLedger;
+using RL = ReceiveLedger;
+using SL = SendLedger;
 
 constexpr std::uint32_t kSlot = 4096;
 
@@ -27,16 +27,16 @@ Offer flagged(std::uint32_t entry, std::uint64_t size) {
 TEST(SessionReceiveLedgerDigestAtEnd, HoldsThenContinueAnswersTheEntryAgain) {
   RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 1, 3 * kSlot}, kSlot, 2);
   ASSERT_EQ(ledger.offer(flagged(0, 3 * kSlot)), std::nullopt);
-  EXPECT_EQ(ledger.continued(Continue{0, 0}), SessionError::NotHeld) << "no Holds before it";
+  EXPECT_EQ(ledger.continued(Continue{0, 0}), ReceiveError::NotHeld) << "no Holds before it";
   ledger.hold_for_continue(0);
   EXPECT_EQ(ledger.entry(0)->state, EntryState::Held);
   EXPECT_TRUE(ledger.wants_data()) << "a held file may still be sent";
   EXPECT_TRUE(ledger.grant(0));
-  EXPECT_EQ(ledger.accept_chunk({0, 0, 0, kSlot}), SessionError::EntryNotReceiving);
-  EXPECT_EQ(ledger.continued(Continue{1, 0}), SessionError::UnknownEntry);
+  EXPECT_EQ(ledger.accept_chunk({0, 0, 0, kSlot}), ReceiveError::EntryNotReceiving);
+  EXPECT_EQ(ledger.continued(Continue{1, 0}), ReceiveError::UnknownEntry);
   ASSERT_EQ(ledger.continued(Continue{0, 2 * kSlot}), std::nullopt);
   EXPECT_EQ(ledger.entry(0)->state, EntryState::Continued);
-  EXPECT_EQ(ledger.continued(Continue{0, 0}), SessionError::NotHeld) << "one Continue per Holds";
+  EXPECT_EQ(ledger.continued(Continue{0, 0}), ReceiveError::NotHeld) << "one Continue per Holds";
   ledger.take(0, 2 * kSlot);  // its answer: Resume from what was held
   EXPECT_EQ(ledger.accept_chunk({0, 0, 2 * kSlot, kSlot}), std::nullopt);
 }
@@ -46,7 +46,7 @@ TEST(SessionReceiveLedgerDigestAtEnd, AnAbortedFileIsDiscardedOnceItsChunksAreSt
   ASSERT_EQ(ledger.offer(flagged(0, 3 * kSlot)), std::nullopt);
   bool dropped = true;
   EXPECT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}, dropped),
-            SessionError::EntryNotReceiving)
+            ReceiveError::EntryNotReceiving)
       << "not before its answer";
   ledger.take(0);
   ASSERT_TRUE(ledger.grant(0));
@@ -55,13 +55,13 @@ TEST(SessionReceiveLedgerDigestAtEnd, AnAbortedFileIsDiscardedOnceItsChunksAreSt
   EXPECT_FALSE(dropped);
   EXPECT_EQ(ledger.entry(0)->state, EntryState::Abandoning);
   EXPECT_FALSE(ledger.start_discarding(0)) << "a chunk of it is still being stored";
-  EXPECT_EQ(ledger.file_done({0, 3 * kSlot}), SessionError::EntryNotReceiving);
+  EXPECT_EQ(ledger.file_done({0, 3 * kSlot}), ReceiveError::EntryNotReceiving);
   (void)ledger.stored(0, 0);
   EXPECT_TRUE(ledger.start_discarding(0));
   EXPECT_FALSE(ledger.start_discarding(0)) << "once";
   ledger.settle(0);
   EXPECT_FALSE(ledger.abandoned(0)) << "nothing more of it is on its way";
-  EXPECT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}, dropped), SessionError::UnknownEntry);
+  EXPECT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}, dropped), ReceiveError::UnknownEntry);
 }
 
 TEST(SessionReceiveLedgerDigestAtEnd, AnAbortThatCrossesAStorageErrorIsDropped) {
@@ -102,15 +102,15 @@ TEST(SessionSendLedgerDigestAtEnd, HoldsContinueAndAbandon) {
             2);
   ASSERT_EQ(ledger.next_offer(), 0u);
   ASSERT_EQ(ledger.next_offer(), 1u);
-  EXPECT_EQ(ledger.continued(0), SessionReplyError::AlreadyTaken) << "no Holds before it";
+  EXPECT_EQ(ledger.continued(0), ReplyError::AlreadyTaken) << "no Holds before it";
   ASSERT_EQ(ledger.held(0), std::nullopt);
-  EXPECT_EQ(ledger.taken(0), SessionReplyError::AlreadyTaken) << "its Continue is awaited";
+  EXPECT_EQ(ledger.taken(0), ReplyError::AlreadyTaken) << "its Continue is awaited";
   ASSERT_EQ(ledger.continued(0), std::nullopt);
   ASSERT_EQ(ledger.taken(0, kSlot), std::nullopt);  // Resume from what was held
   ASSERT_EQ(ledger.held(1), std::nullopt);
   ASSERT_EQ(ledger.abandon(1), std::nullopt);  // its file could not be read for the check
   EXPECT_EQ(ledger.state(1), EntryState::Abandoning);
-  EXPECT_EQ(ledger.settled(1, true), SessionReplyError::TooEarly) << "never Good";
+  EXPECT_EQ(ledger.settled(1, true), ReplyError::TooEarly) << "never Good";
   ASSERT_EQ(ledger.settled(1, false), std::nullopt);
   ASSERT_EQ(ledger.credit({0, 7}), std::nullopt);
   const auto chunk = ledger.next_chunk();

@@ -3,13 +3,13 @@
 
 #include <gtest/gtest.h>
 
-#include "protocol/session_receive_ledger.hpp"
-#include "protocol/session_send_ledger.hpp"
+#include "protocol/receive_ledger.hpp"
+#include "protocol/send_ledger.hpp"
 
 namespace session_ledger_test {
 
 using namespace rdmax::proto;
-using RL = SessionReceiveLedger;
+using RL = ReceiveLedger;
 
 constexpr std::uint32_t kSlot = 4096;
 
@@ -21,14 +21,14 @@ Offer file_offer(std::uint32_t entry, std::uint64_t size) {
   return o;
 }
 
-TEST(SessionReceiveLedger, OffersAreNumberedInOrderAndCounted) {
+TEST(ReceiveLedger, OffersAreNumberedInOrderAndCounted) {
   RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 2, 100}, kSlot, 2);
-  EXPECT_EQ(ledger.offer(file_offer(1, 10)), SessionError::EntryOutOfOrder);
-  EXPECT_EQ(ledger.offer(file_offer(0, 101)), SessionError::TooManyBytes);
+  EXPECT_EQ(ledger.offer(file_offer(1, 10)), ReceiveError::EntryOutOfOrder);
+  EXPECT_EQ(ledger.offer(file_offer(0, 101)), ReceiveError::TooManyBytes);
   EXPECT_EQ(ledger.offer(file_offer(0, 60)), std::nullopt);
-  EXPECT_EQ(ledger.offer(file_offer(1, 41)), SessionError::TooManyBytes);
+  EXPECT_EQ(ledger.offer(file_offer(1, 41)), ReceiveError::TooManyBytes);
   EXPECT_EQ(ledger.offer(file_offer(1, 40)), std::nullopt);
-  EXPECT_EQ(ledger.offer(file_offer(2, 0)), SessionError::TooManyEntries);
+  EXPECT_EQ(ledger.offer(file_offer(2, 0)), ReceiveError::TooManyEntries);
   EXPECT_FALSE(ledger.all_settled());
   ledger.settle(0);
   ledger.settle(1);
@@ -37,7 +37,7 @@ TEST(SessionReceiveLedger, OffersAreNumberedInOrderAndCounted) {
 
 // Open.total_bytes is an upper bound on the offered sizes (PROTOCOL.md 7.5): a session may
 // offer less, and once every entry is offered no slot is credited for bytes never offered.
-TEST(SessionReceiveLedger, TotalBytesIsAnUpperBound) {
+TEST(ReceiveLedger, TotalBytesIsAnUpperBound) {
   RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 2, 10 * kSlot}, kSlot, 1);
   ASSERT_EQ(ledger.offer(file_offer(0, 5)), std::nullopt);
   ASSERT_TRUE(ledger.grant(0));
@@ -55,40 +55,40 @@ TEST(SessionReceiveLedger, TotalBytesIsAnUpperBound) {
 
 // An entry answered Have or Refuse is settled when the answer goes: it no longer counts
 // against the 16 in flight (PROTOCOL.md 7.5, 7.6).
-TEST(SessionReceiveLedger, AnEntrySettledWithoutDataFreesItsPlaceInFlight) {
+TEST(ReceiveLedger, AnEntrySettledWithoutDataFreesItsPlaceInFlight) {
   RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 100, 0}, kSlot, 1);
   for (std::uint32_t i = 0; i < kMaxEntriesInFlight; ++i)
     ASSERT_EQ(ledger.offer(file_offer(i, 0)), std::nullopt);
   ledger.settle(0);  // a Have (or a Refuse): no Take, no FileVerdict
   EXPECT_EQ(ledger.offer(file_offer(kMaxEntriesInFlight, 0)), std::nullopt);
-  EXPECT_EQ(ledger.offer(file_offer(kMaxEntriesInFlight + 1, 0)), SessionError::TooManyInFlight);
+  EXPECT_EQ(ledger.offer(file_offer(kMaxEntriesInFlight + 1, 0)), ReceiveError::TooManyInFlight);
 }
 
-TEST(SessionReceiveLedger, AtMostSixteenEntriesInFlight) {
+TEST(ReceiveLedger, AtMostSixteenEntriesInFlight) {
   RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 100, 0}, kSlot, 1);
   for (std::uint32_t i = 0; i < kMaxEntriesInFlight; ++i)
     ASSERT_EQ(ledger.offer(file_offer(i, 0)), std::nullopt);
-  EXPECT_EQ(ledger.offer(file_offer(kMaxEntriesInFlight, 0)), SessionError::TooManyInFlight);
+  EXPECT_EQ(ledger.offer(file_offer(kMaxEntriesInFlight, 0)), ReceiveError::TooManyInFlight);
   ledger.settle(3);
   EXPECT_EQ(ledger.offer(file_offer(kMaxEntriesInFlight, 0)), std::nullopt);
 }
 
-TEST(SessionReceiveLedger, ChunksFollowEachFilesRules) {
+TEST(ReceiveLedger, ChunksFollowEachFilesRules) {
   RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 2, kSlot + 10}, kSlot, 2);
   ASSERT_EQ(ledger.offer(file_offer(0, kSlot + 5)), std::nullopt);
   ASSERT_EQ(ledger.offer(file_offer(1, 5)), std::nullopt);
   ASSERT_TRUE(ledger.grant(0));
   ASSERT_TRUE(ledger.grant(1));
   // Not taken yet.
-  EXPECT_EQ(ledger.accept_chunk({0, 0, 0, kSlot}), SessionError::EntryNotReceiving);
+  EXPECT_EQ(ledger.accept_chunk({0, 0, 0, kSlot}), ReceiveError::EntryNotReceiving);
   ledger.take(0);
   ledger.take(1);
-  EXPECT_EQ(ledger.accept_chunk({7, 0, 0, kSlot}), SessionError::UnknownEntry);
-  EXPECT_EQ(ledger.accept_chunk({0, 2, 0, kSlot}), SessionError::SlotOutOfRange);
-  EXPECT_EQ(ledger.accept_chunk({0, 0, 1, kSlot}), SessionError::WrongOffset);
-  EXPECT_EQ(ledger.accept_chunk({0, 0, 0, 5}), SessionError::WrongLength);
+  EXPECT_EQ(ledger.accept_chunk({7, 0, 0, kSlot}), ReceiveError::UnknownEntry);
+  EXPECT_EQ(ledger.accept_chunk({0, 2, 0, kSlot}), ReceiveError::SlotOutOfRange);
+  EXPECT_EQ(ledger.accept_chunk({0, 0, 1, kSlot}), ReceiveError::WrongOffset);
+  EXPECT_EQ(ledger.accept_chunk({0, 0, 0, 5}), ReceiveError::WrongLength);
   EXPECT_EQ(ledger.accept_chunk({0, 0, 0, kSlot}), std::nullopt);
-  EXPECT_EQ(ledger.accept_chunk({0, 0, kSlot, 5}), SessionError::SlotNotCredited);
+  EXPECT_EQ(ledger.accept_chunk({0, 0, kSlot, 5}), ReceiveError::SlotNotCredited);
   EXPECT_EQ(ledger.accept_chunk({1, 1, 0, 5}), std::nullopt);  // files interleave
   EXPECT_EQ(ledger.slot_state(1), RL::SlotState::Storing);
   // A slot freed while bytes are still due is credited back; it held entry 1's chunk.
@@ -96,22 +96,22 @@ TEST(SessionReceiveLedger, ChunksFollowEachFilesRules) {
   EXPECT_TRUE(ledger.stored(1, 1));
   ASSERT_TRUE(ledger.grant(1));
   EXPECT_EQ(ledger.accept_chunk({0, 1, kSlot, 5}), std::nullopt);
-  EXPECT_EQ(ledger.accept_chunk({0, 1, kSlot + 5, 1}), SessionError::PastEnd);
+  EXPECT_EQ(ledger.accept_chunk({0, 1, kSlot + 5, 1}), ReceiveError::PastEnd);
   // Every byte is here: no more credits.
   EXPECT_FALSE(ledger.stored(0, 0));
   EXPECT_FALSE(ledger.grant(0));
   EXPECT_FALSE(ledger.wants_data());
 }
 
-TEST(SessionReceiveLedger, FileDoneDrainsThenVerifies) {
+TEST(ReceiveLedger, FileDoneDrainsThenVerifies) {
   RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 1, 10}, kSlot, 1);
   ASSERT_EQ(ledger.offer(file_offer(0, 10)), std::nullopt);
-  EXPECT_EQ(ledger.file_done({0, 10}), SessionError::EntryNotReceiving);
+  EXPECT_EQ(ledger.file_done({0, 10}), ReceiveError::EntryNotReceiving);
   ledger.take(0);
   ASSERT_TRUE(ledger.grant(0));
   ASSERT_EQ(ledger.accept_chunk({0, 0, 0, 10}), std::nullopt);
   EXPECT_EQ(ledger.file_done({0, 10}), std::nullopt);
-  EXPECT_EQ(ledger.file_done({0, 10}), SessionError::EntryNotReceiving) << "a second FileDone";
+  EXPECT_EQ(ledger.file_done({0, 10}), ReceiveError::EntryNotReceiving) << "a second FileDone";
   EXPECT_FALSE(ledger.start_verifying(0)) << "its chunk is still being stored";
   ledger.stored(0, 0);
   EXPECT_TRUE(ledger.start_verifying(0));
@@ -120,7 +120,7 @@ TEST(SessionReceiveLedger, FileDoneDrainsThenVerifies) {
   EXPECT_TRUE(ledger.all_settled());
 }
 
-TEST(SessionReceiveLedger, AnAbandonedFilesLateChunksOnlyFreeTheirSlots) {
+TEST(ReceiveLedger, AnAbandonedFilesLateChunksOnlyFreeTheirSlots) {
   RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 2, 3 * kSlot}, kSlot, 2);
   ASSERT_EQ(ledger.offer(file_offer(0, 2 * kSlot)), std::nullopt);
   ledger.take(0);
@@ -139,10 +139,10 @@ TEST(SessionReceiveLedger, AnAbandonedFilesLateChunksOnlyFreeTheirSlots) {
   ASSERT_EQ(ledger.offer(file_offer(1, kSlot)), std::nullopt);
 }
 
-TEST(SessionSendLedger, OffersAtMostSixteenAndDirectoriesAfterFiles) {
-  std::vector<SessionSendLedger::EntryPlan> plans(20, {EntryKind::File, 1});
+TEST(SendLedger, OffersAtMostSixteenAndDirectoriesAfterFiles) {
+  std::vector<SendLedger::EntryPlan> plans(20, {EntryKind::File, 1});
   plans.push_back({EntryKind::Directory, 0});
-  SessionSendLedger ledger(plans, Accept{0x1000, 0, kSlot, 2}, 32);
+  SendLedger ledger(plans, Accept{0x1000, 0, kSlot, 2}, 32);
   for (std::uint32_t i = 0; i < kMaxEntriesInFlight; ++i) EXPECT_EQ(ledger.next_offer(), i);
   EXPECT_EQ(ledger.next_offer(), std::nullopt);
   EXPECT_EQ(ledger.settled(0, false), std::nullopt);  // refused
@@ -156,37 +156,36 @@ TEST(SessionSendLedger, OffersAtMostSixteenAndDirectoriesAfterFiles) {
   EXPECT_EQ(ledger.next_offer(), std::nullopt) << "held for other connections";
   ledger.allow_directories(true);
   EXPECT_EQ(ledger.next_offer(), 20u);
-  EXPECT_EQ(ledger.taken(20), SessionReplyError::NotAFile);
+  EXPECT_EQ(ledger.taken(20), ReplyError::NotAFile);
   EXPECT_EQ(ledger.settled(20, true), std::nullopt);
   EXPECT_TRUE(ledger.all_settled());
 }
 
-TEST(SessionSendLedger, RepliesMustMatchTheEntrysState) {
-  SessionSendLedger ledger({{EntryKind::File, 10}, {EntryKind::File, 0}}, Accept{0, 0, kSlot, 1},
-                           1);
-  EXPECT_EQ(ledger.taken(0), SessionReplyError::UnknownEntry) << "not offered";
+TEST(SendLedger, RepliesMustMatchTheEntrysState) {
+  SendLedger ledger({{EntryKind::File, 10}, {EntryKind::File, 0}}, Accept{0, 0, kSlot, 1}, 1);
+  EXPECT_EQ(ledger.taken(0), ReplyError::UnknownEntry) << "not offered";
   ASSERT_EQ(ledger.next_offer(), 0u);
-  EXPECT_EQ(ledger.settled(0, true), SessionReplyError::TooEarly);
+  EXPECT_EQ(ledger.settled(0, true), ReplyError::TooEarly);
   EXPECT_EQ(ledger.taken(0), std::nullopt);
-  EXPECT_EQ(ledger.taken(0), SessionReplyError::AlreadyTaken);
-  EXPECT_EQ(ledger.taken(5), SessionReplyError::UnknownEntry);
+  EXPECT_EQ(ledger.taken(0), ReplyError::AlreadyTaken);
+  EXPECT_EQ(ledger.taken(5), ReplyError::UnknownEntry);
   // An empty file's FileDone is due as soon as it is taken.
   ASSERT_EQ(ledger.next_offer(), 1u);
   EXPECT_EQ(ledger.taken(1), std::nullopt);
   EXPECT_EQ(ledger.next_file_done(), 1u);
   EXPECT_EQ(ledger.settled(1, true), std::nullopt);
-  EXPECT_EQ(ledger.settled(1, true), SessionReplyError::UnknownEntry) << "settled twice";
+  EXPECT_EQ(ledger.settled(1, true), ReplyError::UnknownEntry) << "settled twice";
 }
 
 // The chunks of several taken files interleave (the receiver stores them at once), each
 // going to the file with the fewest chunks not yet credited back, each file's in order; a
 // file taken beyond the first kInterleavedFiles waits for one of them to be planned out.
-TEST(SessionSendLedger, ChunksOfSeveralTakenFilesInterleaveByWhatTheReceiverHolds) {
+TEST(SendLedger, ChunksOfSeveralTakenFilesInterleaveByWhatTheReceiverHolds) {
   const std::uint32_t files = kInterleavedFiles + 1;
-  std::vector<SessionSendLedger::EntryPlan> plans(files, {EntryKind::File, 3 * kSlot});
+  std::vector<SendLedger::EntryPlan> plans(files, {EntryKind::File, 3 * kSlot});
   plans[0].size = 4 * kSlot;
   const std::uint32_t slots = 2 * files;
-  SessionSendLedger ledger(plans, Accept{0, 0, kSlot, slots}, 32);
+  SendLedger ledger(plans, Accept{0, 0, kSlot, slots}, 32);
   for (std::uint32_t i = 0; i < files; ++i) {
     ASSERT_EQ(ledger.next_offer(), i);
     ASSERT_EQ(ledger.taken(i), std::nullopt);
@@ -233,7 +232,7 @@ TEST(SessionSendLedger, ChunksOfSeveralTakenFilesInterleaveByWhatTheReceiverHold
 TEST(SessionLedgers, AWholeSessionAgainstEachOther) {
   const std::vector<std::uint64_t> sizes = {0, 1, kSlot, kSlot + 1, 5 * kSlot + 7, 3, 0, 2 * kSlot};
   std::uint64_t total = 0;
-  std::vector<SessionSendLedger::EntryPlan> plans;
+  std::vector<SendLedger::EntryPlan> plans;
   for (auto size : sizes) {
     plans.push_back({EntryKind::File, size});
     total += size;
@@ -241,7 +240,7 @@ TEST(SessionLedgers, AWholeSessionAgainstEachOther) {
   plans.push_back({EntryKind::Directory, 0});
   const std::uint32_t slots = 3;
   const Accept accept{0x10000, 0, kSlot, slots};
-  SessionSendLedger sender(plans, accept, 32);
+  SendLedger sender(plans, accept, 32);
   RL receiver(
       Open{DigestAlgorithm::FsVeritySha256, 0, 0, static_cast<std::uint32_t>(plans.size()), total},
       kSlot, slots);

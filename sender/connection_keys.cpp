@@ -6,12 +6,12 @@
 #include <spdlog/spdlog.h>
 
 #include "common/crypto/auth_proof.hpp"
-#include "sender/session_connection.hpp"
+#include "sender/connection.hpp"
 
 namespace rdmax::sender {
 
 // The Challenge, the Proof and an Accept, where a key is at stake: true if handled here.
-bool SessionConnection::handle_key_message(proto::Message& message) {
+bool Connection::handle_key_message(proto::Message& message) {
   const bool authenticating = settings_.key != nullptr && state_ == State::AwaitAccept;
   if (const auto* challenge = std::get_if<proto::Challenge>(&message)) {
     // Out of its place the machine names it; in AwaitAccept only a sender that claimed a
@@ -40,12 +40,12 @@ bool SessionConnection::handle_key_message(proto::Message& message) {
   return false;
 }
 
-void SessionConnection::send_proof() {
+void Connection::send_proof() {
   post(proto::Proof{
       auth_proof(proto::ProofRole::Sender, settings_.key->key, open_sent_, *challenge_)});
 }
 
-void SessionConnection::check_receiver_proof(const proto::Proof& proof) {
+void Connection::check_receiver_proof(const proto::Proof& proof) {
   const proto::Digest expected =
       auth_proof(proto::ProofRole::Receiver, settings_.key->key, open_sent_, *challenge_);
   if (!same_proof(expected, proof.mac))
@@ -56,8 +56,7 @@ void SessionConnection::check_receiver_proof(const proto::Proof& proof) {
   dispatch({Event::GotProof, {}, proto::ReceiverProof::Good});
 }
 
-void SessionConnection::not_proven(Event event, proto::ReceiverProof proof,
-                                   const std::string& why) {
+void Connection::not_proven(Event event, proto::ReceiverProof proof, const std::string& why) {
   spdlog::error("[{}] not sending: the receiver did not prove that it holds our key: {}", label(),
                 why);
   dispatch({event,

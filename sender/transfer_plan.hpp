@@ -1,7 +1,7 @@
 #pragma once
 // What one rdma-send command sends (one file or a tree), and what became of each entry:
 // filled in by main (the walk of the PATHs and the hashing pass), read by the session
-// connections, which write each entry's result back (sender/session_connection.hpp), and
+// connections, which write each entry's result back (sender/connection.hpp), and
 // reported by main at the end (summary line, --json, exit status).
 
 #include <cstdint>
@@ -54,7 +54,7 @@ struct EntryResult {
   std::string receiver{};
 };
 
-struct SessionPlan {
+struct TransferPlan {
   proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::FsVeritySha256;
   std::vector<PlannedEntry> entries;
   std::vector<EntryResult> results;  // one per entry

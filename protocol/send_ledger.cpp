@@ -1,11 +1,11 @@
-#include "protocol/session_send_ledger.hpp"
+#include "protocol/send_ledger.hpp"
 
 #include <algorithm>
 
 namespace rdmax::proto {
 
-SessionSendLedger::SessionSendLedger(std::vector<EntryPlan> entries, const Accept& accept,
-                                     std::uint32_t max_active_slots)
+SendLedger::SendLedger(std::vector<EntryPlan> entries, const Accept& accept,
+                       std::uint32_t max_active_slots)
     : plans_(std::move(entries)),
       progress_(plans_.size()),
       slot_size_(accept.slot_size),
@@ -19,11 +19,11 @@ SessionSendLedger::SessionSendLedger(std::vector<EntryPlan> entries, const Accep
       owner_(accept.slot_count, 0),
       out_(accept.slot_count, false) {}
 
-bool SessionSendLedger::files_unsettled() const {
+bool SendLedger::files_unsettled() const {
   return files_in_flight_ > 0;
 }
 
-std::optional<std::uint32_t> SessionSendLedger::next_offer() {
+std::optional<std::uint32_t> SendLedger::next_offer() {
   if (next_offer_ >= plans_.size() || in_flight_ >= kMaxEntriesInFlight) return std::nullopt;
   if (plans_[next_offer_].kind == EntryKind::Directory &&
       (!directories_allowed_ || files_unsettled()))
@@ -37,40 +37,40 @@ std::optional<std::uint32_t> SessionSendLedger::next_offer() {
 }
 
 namespace {
-SessionReplyError reply_error(EntryFault fault) {
+ReplyError reply_error(EntryFault fault) {
   switch (fault) {
     case EntryFault::NotAFile:
-      return SessionReplyError::NotAFile;
+      return ReplyError::NotAFile;
     case EntryFault::AlreadyTaken:
     case EntryFault::NotTaken:
     case EntryFault::Held:
     case EntryFault::NotHeld:
-      return SessionReplyError::AlreadyTaken;
+      return ReplyError::AlreadyTaken;
     case EntryFault::TooEarly:
     case EntryFault::Abandoned:
-      return SessionReplyError::TooEarly;
+      return ReplyError::TooEarly;
     case EntryFault::NotOffered:
     case EntryFault::AlreadyOffered:
     case EntryFault::Settled:
       break;
   }
-  return SessionReplyError::UnknownEntry;
+  return ReplyError::UnknownEntry;
 }
 }  // namespace
 
-std::optional<SessionReplyError> SessionSendLedger::step(std::uint32_t entry, EntryEvent event,
-                                                         std::uint64_t start) {
-  if (entry >= plans_.size()) return SessionReplyError::UnknownEntry;
+std::optional<ReplyError> SendLedger::step(std::uint32_t entry, EntryEvent event,
+                                           std::uint64_t start) {
+  if (entry >= plans_.size()) return ReplyError::UnknownEntry;
   EntryState next = progress_[entry].state;
   if (auto fault = advance(plans_[entry].kind, next, event)) return reply_error(*fault);
   // A Resume leaves at least one chunk, and starts where one does (PROTOCOL.md 7.6).
   if (start > 0 && (slot_size_ == 0 || start % slot_size_ != 0 || start >= plans_[entry].size))
-    return SessionReplyError::BadOffset;
+    return ReplyError::BadOffset;
   progress_[entry].state = next;
   return std::nullopt;
 }
 
-void SessionSendLedger::forget(std::uint32_t entry) {
+void SendLedger::forget(std::uint32_t entry) {
   std::erase(taken_order_, entry);  // no more of its chunks
   std::erase(open_entries_, entry);
   --in_flight_;
@@ -78,35 +78,34 @@ void SessionSendLedger::forget(std::uint32_t entry) {
   ++settled_;
 }
 
-std::optional<SessionReplyError> SessionSendLedger::taken(std::uint32_t entry,
-                                                          std::uint64_t start) {
+std::optional<ReplyError> SendLedger::taken(std::uint32_t entry, std::uint64_t start) {
   if (auto error = step(entry, EntryEvent::Take, start)) return error;
   progress_[entry].next_offset = start;
   if (plans_[entry].size > start) taken_order_.push_back(entry);
   return std::nullopt;
 }
 
-std::optional<SessionReplyError> SessionSendLedger::had(std::uint32_t entry) {
+std::optional<ReplyError> SendLedger::had(std::uint32_t entry) {
   if (auto error = step(entry, EntryEvent::Have)) return error;
   forget(entry);
   return std::nullopt;
 }
 
-std::optional<SessionReplyError> SessionSendLedger::held(std::uint32_t entry) {
+std::optional<ReplyError> SendLedger::held(std::uint32_t entry) {
   return step(entry, EntryEvent::Holds);
 }
 
-std::optional<SessionReplyError> SessionSendLedger::continued(std::uint32_t entry) {
+std::optional<ReplyError> SendLedger::continued(std::uint32_t entry) {
   return step(entry, EntryEvent::Continue);
 }
 
-std::optional<SessionReplyError> SessionSendLedger::abandon(std::uint32_t entry) {
+std::optional<ReplyError> SendLedger::abandon(std::uint32_t entry) {
   if (auto error = step(entry, EntryEvent::Abort)) return error;
   std::erase(taken_order_, entry);  // no more of its chunks
   return std::nullopt;
 }
 
-std::optional<SessionReplyError> SessionSendLedger::settled(std::uint32_t entry, bool good) {
+std::optional<ReplyError> SendLedger::settled(std::uint32_t entry, bool good) {
   // A good verdict answers a FileDone (or is a directory's); a bad one may come at any
   // time (the receiver's write failed mid-file).
   if (auto error = step(entry, good ? EntryEvent::Good : EntryEvent::Bad)) return error;
@@ -114,7 +113,7 @@ std::optional<SessionReplyError> SessionSendLedger::settled(std::uint32_t entry,
   return std::nullopt;
 }
 
-std::optional<CreditError> SessionSendLedger::credit(const Credit& c) {
+std::optional<CreditError> SendLedger::credit(const Credit& c) {
   if (c.slot >= credited_.size()) return CreditError::SlotOutOfRange;
   if (credited_[c.slot]) return CreditError::AlreadyHeld;
   credited_[c.slot] = true;
@@ -126,14 +125,14 @@ std::optional<CreditError> SessionSendLedger::credit(const Credit& c) {
   return std::nullopt;
 }
 
-std::optional<std::uint32_t> SessionSendLedger::next_chunk_slot() const {
+std::optional<std::uint32_t> SendLedger::next_chunk_slot() const {
   if (taken_order_.empty()) return std::nullopt;
   for (std::uint32_t slot = 0; slot < active_slots_; ++slot)
     if (credited_[slot] && !busy_[slot] && !held_[slot]) return slot;
   return std::nullopt;
 }
 
-std::uint32_t SessionSendLedger::next_chunk_entry() const {
+std::uint32_t SendLedger::next_chunk_entry() const {
   const std::size_t candidates = std::min<std::size_t>(taken_order_.size(), kInterleavedFiles);
   std::uint32_t best = taken_order_.front();
   for (std::size_t i = 1; i < candidates; ++i) {
@@ -143,7 +142,7 @@ std::uint32_t SessionSendLedger::next_chunk_entry() const {
   return best;
 }
 
-std::optional<SessionSendLedger::Planned> SessionSendLedger::next_chunk() {
+std::optional<SendLedger::Planned> SendLedger::next_chunk() {
   const auto slot = next_chunk_slot();
   if (!slot) return std::nullopt;
   const std::uint32_t entry = next_chunk_entry();
@@ -167,7 +166,7 @@ std::optional<SessionSendLedger::Planned> SessionSendLedger::next_chunk() {
   return planned;
 }
 
-void SessionSendLedger::unplan(const Planned& c) {
+void SendLedger::unplan(const Planned& c) {
   if (c.slot >= busy_.size() || !busy_[c.slot] || owner_[c.slot] != c.entry) return;
   busy_[c.slot] = false;
   credited_[c.slot] = true;
@@ -181,14 +180,14 @@ void SessionSendLedger::unplan(const Planned& c) {
   p.next_offset = c.offset;
 }
 
-std::optional<std::uint32_t> SessionSendLedger::next_chunk_length() const {
+std::optional<std::uint32_t> SendLedger::next_chunk_length() const {
   if (!next_chunk_slot()) return std::nullopt;
   const std::uint32_t entry = next_chunk_entry();
   const std::uint64_t left = plans_[entry].size - progress_[entry].next_offset;
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(slot_size_, left));
 }
 
-std::uint32_t SessionSendLedger::completed(std::uint32_t slot) {
+std::uint32_t SendLedger::completed(std::uint32_t slot) {
   if (slot >= busy_.size() || !busy_[slot]) return 0;
   busy_[slot] = false;
   const std::uint32_t length = length_[slot];
@@ -199,19 +198,19 @@ std::uint32_t SessionSendLedger::completed(std::uint32_t slot) {
   return length;
 }
 
-void SessionSendLedger::hold(std::uint32_t slot) {
+void SendLedger::hold(std::uint32_t slot) {
   if (slot >= held_.size() || held_[slot]) return;
   held_[slot] = true;
   ++progress_[owner_[slot]].chunks_held;
 }
 
-void SessionSendLedger::release(std::uint32_t slot) {
+void SendLedger::release(std::uint32_t slot) {
   if (slot >= held_.size() || !held_[slot]) return;
   held_[slot] = false;
   --progress_[owner_[slot]].chunks_held;
 }
 
-std::optional<std::uint32_t> SessionSendLedger::next_file_done() {
+std::optional<std::uint32_t> SendLedger::next_file_done() {
   for (std::uint32_t entry : open_entries_) {  // at most kMaxEntriesInFlight
     EntryProgress& p = progress_[entry];
     if (p.state == EntryState::Taken && p.next_offset == plans_[entry].size &&
@@ -223,7 +222,7 @@ std::optional<std::uint32_t> SessionSendLedger::next_file_done() {
   return std::nullopt;
 }
 
-SessionSendLedger::EntryState SessionSendLedger::state(std::uint32_t entry) const {
+SendLedger::EntryState SendLedger::state(std::uint32_t entry) const {
   return entry < progress_.size() ? progress_[entry].state : EntryState::Settled;
 }
 

@@ -26,20 +26,20 @@
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/event_channel.hpp"
 #include "common/rdma/rdma_transport.hpp"
+#include "sender/connection.hpp"
 #include "sender/options.hpp"
 #include "sender/progress_bar.hpp"
 #include "sender/rate_limit.hpp"
-#include "sender/session_connection.hpp"
-#include "sender/session_plan.hpp"
+#include "sender/transfer_plan.hpp"
 
 namespace rdmax::sender {
 
-class SessionRun {
+class TransferRun {
  public:
   // shares[i]: the plan's entries for connection i (the lead's directories last).
-  SessionRun(const SenderOptions& options, const SenderSettings& settings, SessionPlan& plan,
-             std::vector<std::vector<std::uint32_t>> shares, ProgressMode progress);
-  ~SessionRun();
+  TransferRun(const SenderOptions& options, const SenderSettings& settings, TransferPlan& plan,
+              std::vector<std::vector<std::uint32_t>> shares, ProgressMode progress);
+  ~TransferRun();
   // Runs every connection to its end. Returns the lead's outcome: VersionUnsupported when
   // the receiver speaks only version 1 (nothing was sent), else what the entries' results
   // say.
@@ -69,7 +69,7 @@ class SessionRun {
 
   const SenderOptions& options_;
   std::vector<Receiver> receivers_;  // -H: the links refer to these
-  SessionPlan& plan_;
+  TransferPlan& plan_;
   std::uint64_t total_bytes_ = 0;
   std::size_t total_files_ = 0;
   EventLoop loop_;

@@ -1,22 +1,21 @@
-#include "protocol/session_receive_ledger.hpp"
+#include "protocol/receive_ledger.hpp"
 
 #include <algorithm>
 
 namespace rdmax::proto {
 
-SessionReceiveLedger::SessionReceiveLedger(const Open& open, std::uint32_t slot_size,
-                                           std::uint32_t slot_count)
+ReceiveLedger::ReceiveLedger(const Open& open, std::uint32_t slot_size, std::uint32_t slot_count)
     : open_(open),
       slot_size_(slot_size),
       slots_(slot_count, SlotState::Idle),
       slot_owner_(slot_count, 0) {}
 
-std::optional<SessionError> SessionReceiveLedger::offer(const Offer& o) {
-  if (offered_ >= open_.entry_count) return SessionError::TooManyEntries;
-  if (o.entry != offered_) return SessionError::EntryOutOfOrder;
-  if (entries_.size() >= kMaxEntriesInFlight) return SessionError::TooManyInFlight;
+std::optional<ReceiveError> ReceiveLedger::offer(const Offer& o) {
+  if (offered_ >= open_.entry_count) return ReceiveError::TooManyEntries;
+  if (o.entry != offered_) return ReceiveError::EntryOutOfOrder;
+  if (entries_.size() >= kMaxEntriesInFlight) return ReceiveError::TooManyInFlight;
   // Computed without overflow: offered_bytes_ <= total_bytes always.
-  if (o.size > open_.total_bytes - offered_bytes_) return SessionError::TooManyBytes;
+  if (o.size > open_.total_bytes - offered_bytes_) return ReceiveError::TooManyBytes;
   offered_bytes_ += o.size;
   ++offered_;
   Entry& e = entries_[o.entry] = Entry{o.kind, EntryState::Waiting, false, o.size, 0, 0, 0};
@@ -24,80 +23,80 @@ std::optional<SessionError> SessionReceiveLedger::offer(const Offer& o) {
   return std::nullopt;
 }
 
-void SessionReceiveLedger::take(std::uint32_t id, std::uint64_t start) {
+void ReceiveLedger::take(std::uint32_t id, std::uint64_t start) {
   auto it = entries_.find(id);
   if (it != entries_.end() && !advance(it->second.kind, it->second.state, EntryEvent::Take))
     it->second.received = std::min(start, it->second.size);
 }
 
-void SessionReceiveLedger::hold_for_continue(std::uint32_t id) {
+void ReceiveLedger::hold_for_continue(std::uint32_t id) {
   if (auto it = entries_.find(id); it != entries_.end())
     (void)advance(it->second.kind, it->second.state, EntryEvent::Holds);
 }
 
-std::optional<SessionError> SessionReceiveLedger::continued(const Continue& c) {
+std::optional<ReceiveError> ReceiveLedger::continued(const Continue& c) {
   auto it = entries_.find(c.entry);
-  if (it == entries_.end()) return SessionError::UnknownEntry;
+  if (it == entries_.end()) return ReceiveError::UnknownEntry;
   if (advance(it->second.kind, it->second.state, EntryEvent::Continue))
-    return SessionError::NotHeld;
+    return ReceiveError::NotHeld;
   return std::nullopt;
 }
 
-std::optional<SessionError> SessionReceiveLedger::abort(const FileAbort& a, bool& dropped) {
+std::optional<ReceiveError> ReceiveLedger::abort(const FileAbort& a, bool& dropped) {
   dropped = false;
   auto it = entries_.find(a.entry);
   if (it == entries_.end()) {
-    if (!abandoned(a.entry)) return SessionError::UnknownEntry;
+    if (!abandoned(a.entry)) return ReceiveError::UnknownEntry;
     dropped = true;  // settled by a failed write; the sender has that verdict
     return std::nullopt;
   }
   if (advance(it->second.kind, it->second.state, EntryEvent::Abort))
-    return SessionError::EntryNotReceiving;
+    return ReceiveError::EntryNotReceiving;
   return std::nullopt;
 }
 
-bool SessionReceiveLedger::start_discarding(std::uint32_t id) {
+bool ReceiveLedger::start_discarding(std::uint32_t id) {
   return start_last_job(id, EntryState::Abandoning);
 }
 
-void SessionReceiveLedger::settle(std::uint32_t id) {
+void ReceiveLedger::settle(std::uint32_t id) {
   auto it = entries_.find(id);
   if (it == entries_.end()) return;
   if (it->second.state == EntryState::Taken) abandoned_.push_back(id);
   entries_.erase(it);
 }
 
-bool SessionReceiveLedger::abandoned(std::uint32_t id) const {
+bool ReceiveLedger::abandoned(std::uint32_t id) const {
   return std::find(abandoned_.begin(), abandoned_.end(), id) != abandoned_.end();
 }
 
-bool SessionReceiveLedger::discard_chunk(const FileChunk& c) {
+bool ReceiveLedger::discard_chunk(const FileChunk& c) {
   if (!abandoned(c.entry) || c.slot >= slots_.size() || slots_[c.slot] != SlotState::Credited)
     return false;
   slots_[c.slot] = SlotState::Idle;
   return true;
 }
 
-bool SessionReceiveLedger::grant(std::uint32_t slot) {
+bool ReceiveLedger::grant(std::uint32_t slot) {
   if (closed_ || slot >= slots_.size() || slots_[slot] != SlotState::Idle || !wants_data())
     return false;
   slots_[slot] = SlotState::Credited;
   return true;
 }
 
-std::optional<SessionError> SessionReceiveLedger::accept_chunk(const FileChunk& c) {
+std::optional<ReceiveError> ReceiveLedger::accept_chunk(const FileChunk& c) {
   auto it = entries_.find(c.entry);
-  if (it == entries_.end()) return SessionError::UnknownEntry;
+  if (it == entries_.end()) return ReceiveError::UnknownEntry;
   Entry& e = it->second;
   EntryState next = e.state;
-  if (advance(e.kind, next, EntryEvent::Chunk)) return SessionError::EntryNotReceiving;
-  if (c.slot >= slots_.size()) return SessionError::SlotOutOfRange;
-  if (e.received == e.size) return SessionError::PastEnd;
-  if (slots_[c.slot] != SlotState::Credited) return SessionError::SlotNotCredited;
-  if (c.offset != e.received) return SessionError::WrongOffset;
+  if (advance(e.kind, next, EntryEvent::Chunk)) return ReceiveError::EntryNotReceiving;
+  if (c.slot >= slots_.size()) return ReceiveError::SlotOutOfRange;
+  if (e.received == e.size) return ReceiveError::PastEnd;
+  if (slots_[c.slot] != SlotState::Credited) return ReceiveError::SlotNotCredited;
+  if (c.offset != e.received) return ReceiveError::WrongOffset;
   // Never forms offset + length, which could overflow.
   const std::uint64_t expected = std::min<std::uint64_t>(slot_size_, e.size - e.received);
-  if (c.length == 0 || c.length != expected) return SessionError::WrongLength;
+  if (c.length == 0 || c.length != expected) return ReceiveError::WrongLength;
   slots_[c.slot] = SlotState::Storing;
   slot_owner_[c.slot] = c.entry;
   ++storing_;
@@ -106,7 +105,7 @@ std::optional<SessionError> SessionReceiveLedger::accept_chunk(const FileChunk& 
   return std::nullopt;
 }
 
-bool SessionReceiveLedger::stored(std::uint32_t slot, std::uint32_t id) {
+bool ReceiveLedger::stored(std::uint32_t slot, std::uint32_t id) {
   if (slot >= slots_.size() || slots_[slot] != SlotState::Storing || slot_owner_[slot] != id)
     return false;
   slots_[slot] = SlotState::Idle;
@@ -116,7 +115,7 @@ bool SessionReceiveLedger::stored(std::uint32_t slot, std::uint32_t id) {
   return !closed_ && wants_data();
 }
 
-std::vector<std::uint32_t> SessionReceiveLedger::release_slots_of(std::uint32_t id) {
+std::vector<std::uint32_t> ReceiveLedger::release_slots_of(std::uint32_t id) {
   std::vector<std::uint32_t> released;
   for (std::uint32_t slot = 0; slot < slots_.size(); ++slot) {
     if (slots_[slot] != SlotState::Storing || slot_owner_[slot] != id) continue;
@@ -128,20 +127,20 @@ std::vector<std::uint32_t> SessionReceiveLedger::release_slots_of(std::uint32_t 
   return released;
 }
 
-std::optional<SessionError> SessionReceiveLedger::file_done(const FileDone& d) {
+std::optional<ReceiveError> ReceiveLedger::file_done(const FileDone& d) {
   auto it = entries_.find(d.entry);
-  if (it == entries_.end()) return SessionError::UnknownEntry;
+  if (it == entries_.end()) return ReceiveError::UnknownEntry;
   if (advance(it->second.kind, it->second.state, EntryEvent::FileDone))
-    return SessionError::EntryNotReceiving;
+    return ReceiveError::EntryNotReceiving;
   it->second.done_total = d.total_bytes;
   return std::nullopt;
 }
 
-bool SessionReceiveLedger::start_verifying(std::uint32_t id) {
+bool ReceiveLedger::start_verifying(std::uint32_t id) {
   return start_last_job(id, EntryState::Finished);
 }
 
-bool SessionReceiveLedger::start_last_job(std::uint32_t id, EntryState when) {
+bool ReceiveLedger::start_last_job(std::uint32_t id, EntryState when) {
   auto it = entries_.find(id);
   if (it == entries_.end() || it->second.state != when || it->second.verifying ||
       it->second.storing > 0)
@@ -150,16 +149,16 @@ bool SessionReceiveLedger::start_last_job(std::uint32_t id, EntryState when) {
   return true;
 }
 
-void SessionReceiveLedger::close() {
+void ReceiveLedger::close() {
   closed_ = true;
   std::replace(slots_.begin(), slots_.end(), SlotState::Credited, SlotState::Idle);
 }
 
-bool SessionReceiveLedger::all_settled() const {
+bool ReceiveLedger::all_settled() const {
   return offered_ == open_.entry_count && entries_.empty();
 }
 
-bool SessionReceiveLedger::wants_data() const {
+bool ReceiveLedger::wants_data() const {
   // A file still to be offered may have bytes. Open.total_bytes is an upper bound
   // (PROTOCOL.md 7.5): once every entry is offered, only what was offered counts.
   if (offered_ < open_.entry_count && offered_bytes_ < open_.total_bytes) return true;
@@ -172,12 +171,12 @@ bool SessionReceiveLedger::wants_data() const {
   return false;
 }
 
-const SessionReceiveLedger::Entry* SessionReceiveLedger::entry(std::uint32_t id) const {
+const ReceiveLedger::Entry* ReceiveLedger::entry(std::uint32_t id) const {
   auto it = entries_.find(id);
   return it == entries_.end() ? nullptr : &it->second;
 }
 
-SessionReceiveLedger::SlotState SessionReceiveLedger::slot_state(std::uint32_t slot) const {
+ReceiveLedger::SlotState ReceiveLedger::slot_state(std::uint32_t slot) const {
   return slot < slots_.size() ? slots_[slot] : SlotState::Idle;
 }
 

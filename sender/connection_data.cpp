@@ -1,4 +1,4 @@
-// The session's data path (sender/session_connection.hpp): what goes next (the Offers, the
+// The session's data path (sender/connection.hpp): what goes next (the Offers, the
 // chunks the ledger plans as credits and --bwlimit allow, the FileDones), and where each
 // chunk's bytes come from: the file's registered mapping (--zero-copy, sender/file_windows.hpp)
 // or a read into the staging buffer's slot.
@@ -9,7 +9,7 @@
 #include "protocol/names.hpp"
 #include "protocol/sizes.hpp"
 #include "protocol/transfer_rules.hpp"
-#include "sender/session_connection.hpp"
+#include "sender/connection.hpp"
 
 namespace rdmax::sender {
 
@@ -19,7 +19,7 @@ constexpr std::uint32_t kNoEntry = UINT32_MAX;  // a slot whose chunk was copied
 
 }  // namespace
 
-void SessionConnection::use_staging() {
+void Connection::use_staging() {
   if (staging_key_) return;
   staging_ = transport()->allocate(std::size_t{ledger_.active_slots()} * accept_.slot_size);
   staging_key_ = transport()->register_memory(staging_, Access::LocalRead);
@@ -28,7 +28,7 @@ void SessionConnection::use_staging() {
 // The windows of a file sent zero-copy, registered from `offset` on its first chunk; none
 // when its mapping cannot be registered (a file system that cannot be mapped): it is copied
 // through the staging buffer instead.
-FileWindows* SessionConnection::windows_for(std::uint32_t local, std::uint64_t offset) {
+FileWindows* Connection::windows_for(std::uint32_t local, std::uint64_t offset) {
   if (auto it = windows_.find(local); it != windows_.end()) return &it->second;
   try {
     auto [it, added] = windows_.try_emplace(local, *transport(), input(local).map(), window_bytes_);
@@ -42,7 +42,7 @@ FileWindows* SessionConnection::windows_for(std::uint32_t local, std::uint64_t o
   }
 }
 
-void SessionConnection::start_chunk(const proto::SessionSendLedger::Planned& c) {
+void Connection::start_chunk(const proto::SendLedger::Planned& c) {
   const bool copying =
       window_bytes_ == 0 || (result(c.entry).bytes > 0 && !result(c.entry).zero_copy);
   if (FileWindows* w = copying ? nullptr : windows_for(c.entry, c.offset)) {
@@ -66,7 +66,7 @@ void SessionConnection::start_chunk(const proto::SessionSendLedger::Planned& c) 
   reads_->read(c, shared_input(c.entry), {buffer, c.length}, *staging_key_);
 }
 
-bool SessionConnection::post_chunks() {
+bool Connection::post_chunks() {
   bool freed = false;
   while (auto chunk = reads_->next()) {
     const auto& c = chunk->planned;
@@ -101,19 +101,19 @@ bool SessionConnection::post_chunks() {
   return freed;
 }
 
-void SessionConnection::forget_file(std::uint32_t local) {
+void Connection::forget_file(std::uint32_t local) {
   windows_.erase(local);  // before the mapping it covers
   open_files_.erase(local);
 }
 
-const std::shared_ptr<InputFile>& SessionConnection::shared_input(std::uint32_t local) {
+const std::shared_ptr<InputFile>& Connection::shared_input(std::uint32_t local) {
   auto it = open_files_.find(local);
   if (it == open_files_.end())
     it = open_files_.emplace(local, std::make_shared<InputFile>(entry(local).local_path)).first;
   return it->second;
 }
 
-void SessionConnection::pump() {
+void Connection::pump() {
   if (state_ != State::InSession) return;
   while (auto local = ledger_.next_offer()) {
     const PlannedEntry& e = entry(*local);
@@ -173,11 +173,11 @@ void SessionConnection::pump() {
   }
 }
 
-void SessionConnection::start_session(const proto::Accept& accept) {
+void Connection::start_session(const proto::Accept& accept) {
   if (const auto problem = proto::check_accept(accept, plan_.algorithm, 0))
     return violation(proto::describe(*problem, accept, 0));
   accept_ = accept;
-  std::vector<proto::SessionSendLedger::EntryPlan> plans;
+  std::vector<proto::SendLedger::EntryPlan> plans;
   plans.reserve(entries_.size());
   for (std::uint32_t index : entries_)
     plans.push_back({plan_.entries[index].kind, plan_.entries[index].size});
@@ -211,7 +211,7 @@ void SessionConnection::start_session(const proto::Accept& accept) {
          SenderInput::Abort{proto::ErrorCode::Internal,
                             "the sender cannot pin one slot under its RLIMIT_MEMLOCK"}});
   }
-  ledger_ = proto::SessionSendLedger(std::move(plans), accept, slots);
+  ledger_ = proto::SendLedger(std::move(plans), accept, slots);
   ledger_.allow_directories(!holding_);
   in_flight_.assign(ledger_.active_slots(), {0, 0});
   reads_.emplace(settings_.pool, ledger_.active_slots(), [this] { guarded([&] { pump(); }); });

@@ -1,4 +1,4 @@
-#include "sender/session_connection.hpp"
+#include "sender/connection.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -38,56 +38,55 @@ void keep_secret(SenderInput& cause, std::string& kept) {
 
 }  // namespace
 
-SessionConnection::SessionConnection(const SenderSettings& settings, SessionPlan& plan,
-                                     std::vector<std::uint32_t> entries, SenderCm& cm,
-                                     std::string peer_label)
+Connection::Connection(const SenderSettings& settings, TransferPlan& plan,
+                       std::vector<std::uint32_t> entries, SenderCm& cm, std::string peer_label)
     : DriverCore(std::move(peer_label)),
       settings_(settings),
       plan_(plan),
       entries_(std::move(entries)),
       cm_(cm) {}
 
-SessionConnection::~SessionConnection() {
+Connection::~Connection() {
   stop_jobs();
   proto::secure_wipe(secret_.data(), secret_.size());
 }
 
-void SessionConnection::start() {
+void Connection::start() {
   started_ = Clock::now();
   expect("address resolution", settings_.connect_timeout);
 }
 
-void SessionConnection::on_address_resolved() {
+void Connection::on_address_resolved() {
   guarded([&] { dispatch({proto::SetupEvent::AddressResolved, {}}); });
 }
-void SessionConnection::on_route_resolved() {
+void Connection::on_route_resolved() {
   guarded([&] { dispatch({proto::SetupEvent::RouteResolved, {}}); });
 }
-void SessionConnection::on_established() {
+void Connection::on_established() {
   guarded([&] { dispatch({Event::Established, {}}); });
 }
-void SessionConnection::on_connect_failed(const std::string& why) {
+void Connection::on_connect_failed(const std::string& why) {
   spdlog::error("[{}] {}", label(), why);
   guarded([&] { dispatch({Event::ConnectFailed, {}}); });
 }
-void SessionConnection::on_cm_failure(const std::string& why) {
+void Connection::on_cm_failure(const std::string& why) {
   mark_transport_gone();
   spdlog::error("[{}] {}", label(), why);
   guarded([&] { dispatch({Event::TransportFailed, {}}); });
 }
-void SessionConnection::interrupt(int) {
+void Connection::interrupt(int) {
   guarded([&] {
     dispatch(
         {Event::Interrupted, Input::Abort{proto::ErrorCode::ShuttingDown, "sender interrupted"}});
   });
 }
-void SessionConnection::tick(Clock::time_point now) {
+void Connection::tick(Clock::time_point now) {
   on_tick(now);
   // Chunks held by --bwlimit go when the bucket has refilled.
   if (bwlimit_ != nullptr && state_ == State::InSession) guarded([&] { pump(); });
 }
 
-void SessionConnection::others_finished(std::uint32_t failures) {
+void Connection::others_finished(std::uint32_t failures) {
   if (!holding_) return;
   holding_ = false;
   others_failures_ = failures;
@@ -95,18 +94,18 @@ void SessionConnection::others_finished(std::uint32_t failures) {
   if (state_ == State::InSession) guarded([&] { pump(); });
 }
 
-std::uint32_t SessionConnection::failures() const {
+std::uint32_t Connection::failures() const {
   std::uint32_t n = 0;
   for (std::uint32_t index : entries_)
     if (plan_.results[index].status != EntryResult::Status::Good) ++n;
   return n;
 }
 
-void SessionConnection::dispatch(SenderInput input) {
+void Connection::dispatch(SenderInput input) {
   dispatcher_.dispatch(std::move(input), [this](SenderInput& next) { step(next); });
 }
 
-void SessionConnection::step(SenderInput& input) {
+void Connection::step(SenderInput& input) {
   if (const auto* e = std::get_if<proto::SetupEvent>(&input.event)) return setup_step(*e, input);
   const proto::SenderContext context{settings_.id.has_value(), input.proof};
   if (const auto* settled = std::get_if<SenderInput::Settled>(&input.event)) {
@@ -125,7 +124,7 @@ void SessionConnection::step(SenderInput& input) {
   apply(proto::sender_next(state_, event, context), proto::to_string(event), input);
 }
 
-void SessionConnection::setup_step(proto::SetupEvent event, SenderInput& input) {
+void Connection::setup_step(proto::SetupEvent event, SenderInput& input) {
   if (!setup_) {  // rdma_cm answers each look-up once, before the connection: out of order
     spdlog::error("[{}] rdma_cm answered {} after the set-up", label(), proto::to_string(event));
     input.data = Input::Abort{proto::ErrorCode::ProtocolViolation,
@@ -145,8 +144,7 @@ void SessionConnection::setup_step(proto::SetupEvent event, SenderInput& input) 
   for (Action a : t.actions) perform(a, input);
 }
 
-void SessionConnection::apply(const proto::SenderTransition& t, const char* event,
-                              SenderInput& input) {
+void Connection::apply(const proto::SenderTransition& t, const char* event, SenderInput& input) {
   if (t.illegal) {
     spdlog::error("[{}] protocol error: {} is not allowed in state {}", label(), event,
                   proto::to_string(state_));
@@ -160,7 +158,7 @@ void SessionConnection::apply(const proto::SenderTransition& t, const char* even
   for (Action a : t.actions) perform(a, input);
 }
 
-void SessionConnection::perform(Action action, SenderInput& cause) {
+void Connection::perform(Action action, SenderInput& cause) {
   switch (action) {
     case Action::ResolveRoute:
       expect("route resolution", settings_.connect_timeout);
@@ -212,7 +210,7 @@ void SessionConnection::perform(Action action, SenderInput& cause) {
   }
 }
 
-void SessionConnection::send_open() {
+void Connection::send_open() {
   connect_seconds_ = std::chrono::duration<double>(Clock::now() - started_).count();
   spdlog::info("connected to {}", label());
   expect("the receiver's answer to Open", settings_.timeout);
@@ -228,7 +226,7 @@ void SessionConnection::send_open() {
   post(open);
 }
 
-void SessionConnection::settle(std::uint32_t local, EntryResult settled) {
+void Connection::settle(std::uint32_t local, EntryResult settled) {
   forget_file(local);
   if (settled.status != EntryResult::Status::Good) ++failures_;
   settled.bytes = result(local).bytes;
@@ -239,13 +237,13 @@ void SessionConnection::settle(std::uint32_t local, EntryResult settled) {
   if (plan_.on_settled) plan_.on_settled(entries_[local]);
 }
 
-void SessionConnection::violation(std::string text) {
+void Connection::violation(std::string text) {
   spdlog::error("[{}] {}", label(), text);
   dispatch({Event::ProtocolViolation,
             Input::Abort{proto::ErrorCode::ProtocolViolation, std::move(text)}});
 }
 
-void SessionConnection::on_sent(std::uint64_t tag) {
+void Connection::on_sent(std::uint64_t tag) {
   if (tag == 0) return;  // a control message
   // The FileChunk's SEND completed, so the WRITE before it did too.
   const auto slot = static_cast<std::uint32_t>(tag - 1);
@@ -258,7 +256,7 @@ void SessionConnection::on_sent(std::uint64_t tag) {
   pump();
 }
 
-void SessionConnection::on_message(Inbound inbound) {
+void Connection::on_message(Inbound inbound) {
   if (finished()) return;
   auto* message = std::get_if<proto::Message>(&inbound.decoded);
   if (!proto::sender_accepts_version(version(), inbound.version, message,
@@ -276,7 +274,7 @@ void SessionConnection::on_message(Inbound inbound) {
   handle(*message, inbound.version);
 }
 
-void SessionConnection::handle(proto::Message& message, std::uint16_t message_version) {
+void Connection::handle(proto::Message& message, std::uint16_t message_version) {
   if (handle_key_message(message)) return;
   if (const auto* accept = std::get_if<proto::Accept>(&message))
     return dispatch({Event::GotAccept, *accept});
@@ -470,30 +468,30 @@ void SessionConnection::handle(proto::Message& message, std::uint16_t message_ve
             Input::Abort{proto::ErrorCode::ProtocolViolation, "unexpected message"}});
 }
 
-void SessionConnection::on_transport_failure(const std::string& why) {
+void Connection::on_transport_failure(const std::string& why) {
   if (state_ != State::Closing && !finished())
     spdlog::error("[{}] RDMA {} (while waiting for {})", label(), why, waiting_for());
   dispatch({Event::TransportFailed, {}});
 }
 
-void SessionConnection::on_peer_disconnected() {
+void Connection::on_peer_disconnected() {
   if (finished()) return;
   if (state_ != State::Closing) spdlog::error("[{}] the receiver disconnected", label());
   dispatch({Event::Disconnected, {}});
 }
 
-void SessionConnection::on_timeout() {
+void Connection::on_timeout() {
   if (finished()) return;
   if (state_ == State::Closing) return dispatch({Event::Timeout, {}});
   spdlog::error("[{}] timed out waiting for {}", label(), waiting_for());
   dispatch({Event::Timeout, Input::Abort{proto::ErrorCode::Timeout, "sender timed out"}});
 }
 
-void SessionConnection::on_local_failure(const std::string&) {
+void Connection::on_local_failure(const std::string&) {
   dispatch({Event::LocalFailure, Input::Abort{proto::ErrorCode::Internal, "sender failure"}});
 }
 
-void SessionConnection::on_transport_lost(const std::string&) {
+void Connection::on_transport_lost(const std::string&) {
   dispatch({Event::TransportFailed, {}});
 }
 

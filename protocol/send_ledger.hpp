@@ -32,7 +32,7 @@ enum class CreditError : std::uint8_t {
   AlreadyHeld,     // the sender already holds that slot's credit
 };
 
-enum class SessionReplyError : std::uint8_t {
+enum class ReplyError : std::uint8_t {
   UnknownEntry,  // a Take, Refuse or FileVerdict for an entry not offered, or settled
   NotAFile,      // a Take for a directory
   AlreadyTaken,  // a second Take, or a Take after the file's FileDone
@@ -45,7 +45,7 @@ enum class SessionReplyError : std::uint8_t {
 // few partial files.
 inline constexpr std::size_t kInterleavedFiles = 8;
 
-class SessionSendLedger {
+class SendLedger {
  public:
   using EntryState = proto::EntryState;
   struct EntryPlan {
@@ -62,11 +62,10 @@ class SessionSendLedger {
     bool operator==(const Planned&) const = default;
   };
 
-  SessionSendLedger() = default;
+  SendLedger() = default;
   // `entries` in the order they will be offered; the sender writes at most
   // `max_active_slots` slots (>= 1; the lowest-numbered ones).
-  SessionSendLedger(std::vector<EntryPlan> entries, const Accept& accept,
-                    std::uint32_t max_active_slots);
+  SendLedger(std::vector<EntryPlan> entries, const Accept& accept, std::uint32_t max_active_slots);
 
   // The next entry to offer, if one is waiting and fewer than kMaxEntriesInFlight are
   // unsettled; it becomes Offered. A directory waits until no file is unsettled (and
@@ -79,18 +78,17 @@ class SessionSendLedger {
 
   // Replies. On success the entry's state changes; on failure nothing changes.
   // A Take, or a Resume from `start` (PROTOCOL.md 7.6): the chunks before it are not sent.
-  [[nodiscard]] std::optional<SessionReplyError> taken(std::uint32_t entry,
-                                                       std::uint64_t start = 0);
+  [[nodiscard]] std::optional<ReplyError> taken(std::uint32_t entry, std::uint64_t start = 0);
   // A Have: the file is in place already; it is settled good without any of it sent.
-  [[nodiscard]] std::optional<SessionReplyError> had(std::uint32_t entry);
+  [[nodiscard]] std::optional<ReplyError> had(std::uint32_t entry);
   // The digest at the end (PROTOCOL.md 7.9). A Holds: the entry waits (Held) for the
   // driver's Continue, which continued() records (Offered: its answer is awaited again).
-  [[nodiscard]] std::optional<SessionReplyError> held(std::uint32_t entry);
-  [[nodiscard]] std::optional<SessionReplyError> continued(std::uint32_t entry);
+  [[nodiscard]] std::optional<ReplyError> held(std::uint32_t entry);
+  [[nodiscard]] std::optional<ReplyError> continued(std::uint32_t entry);
   // The driver abandons a taken (or digest-asked) file (its FileAbort is about to go): no
   // more of its chunks are planned; its FileVerdict settles it.
-  [[nodiscard]] std::optional<SessionReplyError> abandon(std::uint32_t entry);
-  [[nodiscard]] std::optional<SessionReplyError> settled(std::uint32_t entry, bool good);
+  [[nodiscard]] std::optional<ReplyError> abandon(std::uint32_t entry);
+  [[nodiscard]] std::optional<ReplyError> settled(std::uint32_t entry, bool good);
   [[nodiscard]] std::optional<CreditError> credit(const Credit& credit);
 
   // The next chunk to write, if a taken file has bytes left and an active slot is credited
@@ -134,8 +132,7 @@ class SessionSendLedger {
   std::optional<std::uint32_t> next_chunk_slot() const;
   std::uint32_t next_chunk_entry() const;
   // Moves the entry's machine, or says why the reply is not allowed (nothing changes).
-  std::optional<SessionReplyError> step(std::uint32_t entry, EntryEvent event,
-                                        std::uint64_t start = 0);
+  std::optional<ReplyError> step(std::uint32_t entry, EntryEvent event, std::uint64_t start = 0);
   void forget(std::uint32_t entry);  // settled: off every list
 
   std::vector<EntryPlan> plans_;

@@ -25,7 +25,7 @@
 
 namespace rdmax::proto {
 
-enum class SessionError : std::uint8_t {
+enum class ReceiveError : std::uint8_t {
   EntryOutOfOrder,    // an Offer's entry is not the next number
   TooManyEntries,     // more Offers than Open.entry_count
   TooManyInFlight,    // more than kMaxEntriesInFlight entries unsettled
@@ -42,7 +42,7 @@ enum class SessionError : std::uint8_t {
   NotHeld,
 };
 
-class SessionReceiveLedger {
+class ReceiveLedger {
  public:
   using EntryState = proto::EntryState;
   enum class SlotState : std::uint8_t { Idle, Credited, Storing };
@@ -56,19 +56,19 @@ class SessionReceiveLedger {
     std::uint64_t done_total = 0;  // FileDone.total_bytes
   };
 
-  SessionReceiveLedger() = default;
-  SessionReceiveLedger(const Open& open, std::uint32_t slot_size, std::uint32_t slot_count);
+  ReceiveLedger() = default;
+  ReceiveLedger(const Open& open, std::uint32_t slot_size, std::uint32_t slot_count);
 
   // An Offer arrived: on success the entry is Offered.
-  [[nodiscard]] std::optional<SessionError> offer(const Offer& offer);
+  [[nodiscard]] std::optional<ReceiveError> offer(const Offer& offer);
   // Holds is about to go (7.9): Offered -> Held, until the sender's Continue, which
   // continued() checks (Offered again: the driver answers it as an Offer).
   void hold_for_continue(std::uint32_t entry);
-  [[nodiscard]] std::optional<SessionError> continued(const Continue& next);
+  [[nodiscard]] std::optional<ReceiveError> continued(const Continue& next);
   // A FileAbort (7.9): Taken or Held -> Abandoning; the driver discards the file once
   // its chunks are stored (start_discarding) and settles it with FileVerdict(Abandoned).
   // `dropped`: the entry was settled already (its write failed): nothing to do.
-  [[nodiscard]] std::optional<SessionError> abort(const FileAbort& abort, bool& dropped);
+  [[nodiscard]] std::optional<ReceiveError> abort(const FileAbort& abort, bool& dropped);
   // An Abandoning entry with no chunk being stored is discarded: returns true once.
   bool start_discarding(std::uint32_t entry);
   // The driver took the file (Take is about to go): Offered -> Taken. With `start` (a
@@ -89,7 +89,7 @@ class SessionReceiveLedger {
   // a byte may still come (wants_data()).
   [[nodiscard]] bool grant(std::uint32_t slot);
   // A FileChunk: on success the slot is Storing and the entry's received() advances.
-  [[nodiscard]] std::optional<SessionError> accept_chunk(const FileChunk& chunk);
+  [[nodiscard]] std::optional<ReceiveError> accept_chunk(const FileChunk& chunk);
   // The chunk in `slot` is stored: the slot becomes Idle. Returns true when it should be
   // credited back (wants_data()); the driver then calls grant().
   bool stored(std::uint32_t slot, std::uint32_t entry);
@@ -97,7 +97,7 @@ class SessionReceiveLedger {
   // Storing slots become Idle. Returns them (the driver credits them back, if wanted).
   std::vector<std::uint32_t> release_slots_of(std::uint32_t entry);
   // A FileDone: Taken -> Finished.
-  [[nodiscard]] std::optional<SessionError> file_done(const FileDone& done);
+  [[nodiscard]] std::optional<ReceiveError> file_done(const FileDone& done);
   // A Finished entry with no chunk being stored starts verifying: returns true once.
   bool start_verifying(std::uint32_t entry);
   // The connection ends: no slot is credited from now on.

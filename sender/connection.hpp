@@ -2,18 +2,18 @@
 // The sender's one connection driver: a version-2 session (docs/PROTOCOL.md 7.5) of one file
 // or many, from the sender's side: the pure state machine (protocol/sender_machine.hpp)
 // driven through the shared driver skeleton (common/connection/driver_core.hpp), the
-// session's rules in the SessionSendLedger, and the chunks' source: a registered staging
+// session's rules in the SendLedger, and the chunks' source: a registered staging
 // buffer the files are copied into, or (--zero-copy) each file's mapping, registered a
 // window at a time (sender/file_windows.hpp).
-// It carries its share of the command's entries (sender/session_plan.hpp) and writes each
-// one's result back into the plan. sender/session_connection.cpp: the connection and the
-// receiver's answers; sender/session_data.cpp: the data path (what goes next, from where).
+// It carries its share of the command's entries (sender/transfer_plan.hpp) and writes each
+// one's result back into the plan. sender/connection.cpp: the connection and the
+// receiver's answers; sender/connection_data.cpp: the data path (what goes next, from where).
 //
 // Lifecycle (protocol/sender_machine.hpp): the set-up, ResolvingAddress (the owner called
 // resolve_addr) -> ResolvingRoute, then the connection: Connecting -> AwaitAccept (the Open is
 // sent; with --key-file the Challenge and both Proofs cross here) -> InSession (entries offered,
 // taken, written and settled, several at a time, by pump()) -> [AwaitSecret, the lead's --id] ->
-// Closing -> Done. The owner (sender/session_run.hpp) feeds it CM events, completions, ticks and
+// Closing -> Done. The owner (sender/transfer_run.hpp) feeds it CM events, completions, ticks and
 // signals until finished(). The Transport it gets from SenderCm::connect() outlives it; for
 // a version-1 receiver it is wrapped in sender/version1_transport.hpp, and this driver
 // does not know the difference.
@@ -35,8 +35,8 @@
 #include "common/digest/file_hasher.hpp"
 #include "common/digest/merkle.hpp"
 #include "common/work/work_pool.hpp"
+#include "protocol/send_ledger.hpp"
 #include "protocol/sender_machine.hpp"
-#include "protocol/session_send_ledger.hpp"
 #include "protocol/wire.hpp"
 #include "sender/chunk_reads.hpp"
 #include "sender/digest_cache.hpp"
@@ -44,7 +44,7 @@
 #include "sender/input_file.hpp"
 #include "sender/rate_limit.hpp"
 #include "sender/sender_settings.hpp"
-#include "sender/session_plan.hpp"
+#include "sender/transfer_plan.hpp"
 
 namespace rdmax::sender {
 
@@ -83,13 +83,13 @@ struct SenderInput {
   proto::ReceiverProof proof = proto::ReceiverProof::NotDue;  // with a GotProof or GotAccept
 };
 
-class SessionConnection final : public DriverCore {
+class Connection final : public DriverCore {
  public:
   // `entries` index into plan.entries: this connection's share, in the order to offer
   // (directories last). The plan outlives the connection.
-  SessionConnection(const SenderSettings& settings, SessionPlan& plan,
-                    std::vector<std::uint32_t> entries, SenderCm& cm, std::string peer_label);
-  ~SessionConnection();
+  Connection(const SenderSettings& settings, TransferPlan& plan, std::vector<std::uint32_t> entries,
+             SenderCm& cm, std::string peer_label);
+  ~Connection();
 
   void start();
   void on_address_resolved();
@@ -164,7 +164,7 @@ class SessionConnection final : public DriverCore {
   void settle(std::uint32_t local, EntryResult result);
   // Where a chunk's bytes come from: the file's registered mapping (--zero-copy), else the
   // staging buffer, read into it by a worker (sender/chunk_reads.hpp).
-  void start_chunk(const proto::SessionSendLedger::Planned& chunk);
+  void start_chunk(const proto::SendLedger::Planned& chunk);
   // The chunks whose bytes are ready, in the order planned: their WRITEs and FileChunks.
   // True when it dropped one instead (its file no longer taken, or unreadable): a slot is
   // free again.
@@ -173,15 +173,14 @@ class SessionConnection final : public DriverCore {
   void use_staging();
   void forget_file(std::uint32_t local);
   void violation(std::string text);
-  // The digest at the end (docs/PROTOCOL.md 7.9; sender/session_digests.cpp): each chunk of
+  // The digest at the end (docs/PROTOCOL.md 7.9; sender/connection_digests.cpp): each chunk of
   // a file offered without its digest is hashed as it is read, its slot held until then;
   // the FileDone carries the folded digest, unless the file changed (FileAbort).
   bool digest_in_flight(std::uint32_t local) const { return !entry_const(local).digest_known; }
   bool asks_digest_at_end() const {
     return settings_.digest_at_end && settings_.pool != nullptr && version() == proto::kVersion2;
   }
-  void hash_in_flight(const proto::SessionSendLedger::Planned& chunk,
-                      std::span<const std::uint8_t> bytes);
+  void hash_in_flight(const proto::SendLedger::Planned& chunk, std::span<const std::uint8_t> bytes);
   void on_chunk_hashed(std::uint32_t local, std::uint32_t slot, std::uint64_t offset,
                        std::uint32_t length, std::vector<merkle::Node> nodes,
                        const std::string& error);
@@ -189,7 +188,7 @@ class SessionConnection final : public DriverCore {
   void abandon(std::uint32_t local, proto::AbortReason reason, const std::string& why);
   void post_aborts();
   // A chunk of a file offered without its digest could not be read: the file is abandoned.
-  void unreadable_chunk(const proto::SessionSendLedger::Planned& chunk, const std::string& error);
+  void unreadable_chunk(const proto::SendLedger::Planned& chunk, const std::string& error);
   // Holds: our own first `length` bytes hashed (a local read), then Continue.
   void check_holds(const proto::Holds& holds);
   void continue_from(std::uint32_t local, const proto::Holds& holds, const Digest& ours,
@@ -199,7 +198,7 @@ class SessionConnection final : public DriverCore {
   // Cancels the reading and hashing jobs and waits for the ones running (they use our
   // buffers).
   void stop_jobs();
-  // Sender keys (sender/session_keys.cpp): the Challenge, the receiver's Proof checked, an
+  // Sender keys (sender/connection_keys.cpp): the Challenge, the receiver's Proof checked, an
   // Accept that came without one.
   bool handle_key_message(proto::Message& message);
   void send_proof();
@@ -214,7 +213,7 @@ class SessionConnection final : public DriverCore {
   const std::shared_ptr<InputFile>& shared_input(std::uint32_t local);
 
   const SenderSettings& settings_;
-  SessionPlan& plan_;
+  TransferPlan& plan_;
   std::vector<std::uint32_t> entries_;  // session entry number -> index into the plan
   SenderCm& cm_;
   std::optional<proto::SetupState> setup_ = proto::SetupState::ResolvingAddress;
@@ -240,7 +239,7 @@ class SessionConnection final : public DriverCore {
   bool receiver_proven_ = false;
 
   proto::Accept accept_{};
-  proto::SessionSendLedger ledger_;
+  proto::SendLedger ledger_;
   // Taken files being read; a read job holds its file until it is over.
   std::map<std::uint32_t, std::shared_ptr<InputFile>> open_files_;
   std::span<std::uint8_t> staging_;  // the transport's allocation

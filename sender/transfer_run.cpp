@@ -1,4 +1,4 @@
-#include "sender/session_run.hpp"
+#include "sender/transfer_run.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -22,8 +22,8 @@ std::chrono::milliseconds ms(std::chrono::seconds s) {
 }  // namespace
 
 // One connection: its cm_id (until its transport takes it), transport and driver.
-struct SessionRun::Link final : SenderCm {
-  SessionRun& run;
+struct TransferRun::Link final : SenderCm {
+  TransferRun& run;
   std::size_t index;
   const Receiver& receiver;           // the rdma-recv it connects to (-H)
   std::optional<std::string> device;  // -d: the device it must use
@@ -33,9 +33,9 @@ struct SessionRun::Link final : SenderCm {
   std::unique_ptr<RdmaTransport> transport;
   // A receiver of protocol version 1: the wire speaks it, the driver a session of one entry.
   std::unique_ptr<Version1Transport> version1;
-  std::unique_ptr<SessionConnection> driver;
+  std::unique_ptr<Connection> driver;
 
-  Link(SessionRun& r, std::size_t i, const Receiver& to) : run(r), index(i), receiver(to) {}
+  Link(TransferRun& r, std::size_t i, const Receiver& to) : run(r), index(i), receiver(to) {}
   void resolve_route() override { id->resolve_route(ms(run.options_.connect_timeout)); }
   Transport& connect() override {
     transport = std::make_unique<RdmaTransport>(
@@ -56,9 +56,9 @@ struct SessionRun::Link final : SenderCm {
   }
 };
 
-SessionRun::SessionRun(const SenderOptions& options, const SenderSettings& settings,
-                       SessionPlan& plan, std::vector<std::vector<std::uint32_t>> shares,
-                       ProgressMode progress)
+TransferRun::TransferRun(const SenderOptions& options, const SenderSettings& settings,
+                         TransferPlan& plan, std::vector<std::vector<std::uint32_t>> shares,
+                         ProgressMode progress)
     : options_(options), plan_(plan), loop_(kTick) {
   for (const auto& e : plan_.entries) {
     total_bytes_ += e.size;
@@ -94,9 +94,9 @@ SessionRun::SessionRun(const SenderOptions& options, const SenderSettings& setti
     link->raw = link->id->get();
     // Which receiver each entry went to, for the report (settled or not).
     for (const std::uint32_t index : shares[i]) plan_.results[index].receiver = peer;
-    link->driver = std::make_unique<SessionConnection>(
-        settings_[i], plan_, std::move(shares[i]), *link,
-        shares.size() > 1 ? peer + "#" + std::to_string(i + 1) : peer);
+    link->driver =
+        std::make_unique<Connection>(settings_[i], plan_, std::move(shares[i]), *link,
+                                     shares.size() > 1 ? peer + "#" + std::to_string(i + 1) : peer);
     if (i == 0 && shares.size() > 1) link->driver->hold_for_others();
     links_.push_back(std::move(link));
   }
@@ -110,9 +110,9 @@ SessionRun::SessionRun(const SenderOptions& options, const SenderSettings& setti
   }
 }
 
-SessionRun::~SessionRun() = default;
+TransferRun::~TransferRun() = default;
 
-proto::SenderOutcome SessionRun::run() {
+proto::SenderOutcome TransferRun::run() {
   for (auto& link : links_) {
     link->driver->start();
     try {
@@ -146,7 +146,7 @@ proto::SenderOutcome SessionRun::run() {
 }
 
 // --bwlimit: the next held chunk is due at an exact time, finer than the tick.
-void SessionRun::wake_for_bwlimit() {
+void TransferRun::wake_for_bwlimit() {
   std::optional<EventLoop::Clock::time_point> first;
   for (const auto& link : links_) {
     if (link->driver->finished()) continue;
@@ -155,7 +155,7 @@ void SessionRun::wake_for_bwlimit() {
   if (first) loop_.wake_at(*first);
 }
 
-void SessionRun::update_lead() {
+void TransferRun::update_lead() {
   // The lead's directories and its end wait for every other connection.
   std::uint32_t failures = 0;
   for (std::size_t i = 1; i < links_.size(); ++i) {
@@ -165,7 +165,7 @@ void SessionRun::update_lead() {
   links_.front()->driver->others_finished(failures);
 }
 
-void SessionRun::on_tick(EventLoop::Clock::time_point now) {
+void TransferRun::on_tick(EventLoop::Clock::time_point now) {
   for (auto& link : links_) link->driver->tick(now);
   if (progress_) {
     show_files_settled();
@@ -175,11 +175,11 @@ void SessionRun::on_tick(EventLoop::Clock::time_point now) {
 
 // A command of several files shows how many are settled beside the bytes; one file, its
 // bytes only.
-void SessionRun::show_files_settled() {
+void TransferRun::show_files_settled() {
   if (total_files_ > 1) progress_->set_files(files_settled(), total_files_);
 }
 
-std::size_t SessionRun::files_settled() const {
+std::size_t TransferRun::files_settled() const {
   std::size_t settled = 0;
   for (std::size_t i = 0; i < plan_.entries.size(); ++i) {
     if (plan_.entries[i].kind == proto::EntryKind::File &&
@@ -189,7 +189,7 @@ std::size_t SessionRun::files_settled() const {
   return settled;
 }
 
-void SessionRun::on_cm_events() {
+void TransferRun::on_cm_events() {
   while (auto event = channel_.try_get()) {
     const rdma_cm_event_type type = event->type();
     const int status = event->status();
@@ -207,21 +207,21 @@ void SessionRun::on_cm_events() {
   }
 }
 
-bool SessionRun::digest_algorithm_refused() const {
+bool TransferRun::digest_algorithm_refused() const {
   return std::any_of(links_.begin(), links_.end(),
                      [](const auto& l) { return l->driver->digest_algorithm_refused(); });
 }
 
-bool SessionRun::digest_at_end_refused() const {
+bool TransferRun::digest_at_end_refused() const {
   return std::any_of(links_.begin(), links_.end(),
                      [](const auto& l) { return l->driver->digest_at_end_refused(); });
 }
 
-const std::string& SessionRun::secret() const {
+const std::string& TransferRun::secret() const {
   return links_.front()->driver->secret();
 }
 
-double SessionRun::data_seconds() const {
+double TransferRun::data_seconds() const {
   std::optional<EventLoop::Clock::time_point> first, last;
   for (const auto& link : links_) {
     const auto span = link->driver->data_span();
@@ -232,11 +232,11 @@ double SessionRun::data_seconds() const {
   return first ? std::chrono::duration<double>(*last - *first).count() : 0;
 }
 
-double SessionRun::connect_seconds() const {
+double TransferRun::connect_seconds() const {
   return links_.front()->driver->connect_seconds();
 }
 
-std::uint64_t SessionRun::bytes() const {
+std::uint64_t TransferRun::bytes() const {
   std::uint64_t sum = 0;
   for (const auto& link : links_) sum += link->driver->bytes_completed();
   return sum;
@@ -244,7 +244,7 @@ std::uint64_t SessionRun::bytes() const {
 
 // For the progress bar: what is on the receiver, including what it had before this run
 // (files it had whole, the prefixes it resumed from).
-std::uint64_t SessionRun::bytes_there() const {
+std::uint64_t TransferRun::bytes_there() const {
   std::uint64_t sum = bytes();
   for (std::size_t i = 0; i < plan_.entries.size(); ++i)
     sum += plan_.results[i].identical ? plan_.entries[i].size : plan_.results[i].resumed_from;

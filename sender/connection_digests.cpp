@@ -14,7 +14,7 @@
 #include "common/digest/file_digest.hpp"
 #include "protocol/names.hpp"
 #include "protocol/sizes.hpp"
-#include "sender/session_connection.hpp"
+#include "sender/connection.hpp"
 
 namespace rdmax::sender {
 
@@ -29,8 +29,8 @@ const char* why_abandoned(proto::AbortReason reason) {
 }
 }  // namespace
 
-void SessionConnection::hash_in_flight(const proto::SessionSendLedger::Planned& c,
-                                       std::span<const std::uint8_t> bytes) {
+void Connection::hash_in_flight(const proto::SendLedger::Planned& c,
+                                std::span<const std::uint8_t> bytes) {
   InFlightDigest& d = digests_[c.entry];  // made by start_tree_at() for a resumed file
   if (!d.hasher) d.hasher = FileHasher::make(*settings_.pool, plan_.algorithm, entry(c.entry).size);
   if (!d.opened && d.failure.empty()) {
@@ -62,9 +62,9 @@ void SessionConnection::hash_in_flight(const proto::SessionSendLedger::Planned& 
   }
 }
 
-void SessionConnection::on_chunk_hashed(std::uint32_t local, std::uint32_t slot,
-                                        std::uint64_t offset, std::uint32_t length,
-                                        std::vector<merkle::Node> nodes, const std::string& error) {
+void Connection::on_chunk_hashed(std::uint32_t local, std::uint32_t slot, std::uint64_t offset,
+                                 std::uint32_t length, std::vector<merkle::Node> nodes,
+                                 const std::string& error) {
   ledger_.release(slot);  // its bytes may be overwritten now
   if (auto it = digests_.find(local); it != digests_.end()) {
     InFlightDigest& d = it->second;
@@ -80,7 +80,7 @@ void SessionConnection::on_chunk_hashed(std::uint32_t local, std::uint32_t slot,
   if (state_ == State::InSession) pump();
 }
 
-std::optional<Digest> SessionConnection::digest_at_end(std::uint32_t local) {
+std::optional<Digest> Connection::digest_at_end(std::uint32_t local) {
   auto it = digests_.find(local);
   if (it == digests_.end()) {  // an empty file has no chunk
     if (entry(local).size != 0) return std::nullopt;
@@ -97,8 +97,7 @@ std::optional<Digest> SessionConnection::digest_at_end(std::uint32_t local) {
   return digest;
 }
 
-void SessionConnection::abandon(std::uint32_t local, proto::AbortReason reason,
-                                const std::string& why) {
+void Connection::abandon(std::uint32_t local, proto::AbortReason reason, const std::string& why) {
   if (auto error = ledger_.abandon(local)) {
     // Settled meanwhile (a StorageError verdict), or its FileDone already went: nothing to
     // abandon on the wire.
@@ -110,20 +109,20 @@ void SessionConnection::abandon(std::uint32_t local, proto::AbortReason reason,
   post(proto::FileAbort{local, reason});
 }
 
-void SessionConnection::unreadable_chunk(const proto::SessionSendLedger::Planned& chunk,
-                                         const std::string& error) {
+void Connection::unreadable_chunk(const proto::SendLedger::Planned& chunk,
+                                  const std::string& error) {
   ledger_.unplan(chunk);  // its slot goes to the next file
   abandon(chunk.entry, proto::AbortReason::Unreadable,
           std::string(why_abandoned(proto::AbortReason::Unreadable)) + " (" + error + ")");
   forget_file(chunk.entry);
 }
 
-void SessionConnection::post_aborts() {
+void Connection::post_aborts() {
   for (auto [local, reason] : std::exchange(aborts_, {}))
     abandon(local, reason, why_abandoned(reason));
 }
 
-void SessionConnection::check_holds(const proto::Holds& holds) {
+void Connection::check_holds(const proto::Holds& holds) {
   const std::uint32_t local = holds.entry;
   const std::uint64_t size = entry(local).size;
   const bool whole = holds.length == size;
@@ -168,9 +167,8 @@ void SessionConnection::check_holds(const proto::Holds& holds) {
       });
 }
 
-void SessionConnection::continue_from(std::uint32_t local, const proto::Holds& holds,
-                                      const Digest& ours, std::vector<merkle::Node> nodes,
-                                      const std::string& error) {
+void Connection::continue_from(std::uint32_t local, const proto::Holds& holds, const Digest& ours,
+                               std::vector<merkle::Node> nodes, const std::string& error) {
   if (!error.empty()) {
     abandon(local, proto::AbortReason::Unreadable, std::string("cannot read it: ") + error);
     return pump();
@@ -192,7 +190,7 @@ void SessionConnection::continue_from(std::uint32_t local, const proto::Holds& h
   pump();
 }
 
-void SessionConnection::start_tree_at(std::uint32_t local, std::uint64_t offset) {
+void Connection::start_tree_at(std::uint32_t local, std::uint64_t offset) {
   auto it = continued_.find(local);
   if (it == continued_.end()) return;
   auto [from, nodes] = std::move(it->second);
@@ -210,7 +208,7 @@ void SessionConnection::start_tree_at(std::uint32_t local, std::uint64_t offset)
   (void)from;
 }
 
-void SessionConnection::stop_jobs() {
+void Connection::stop_jobs() {
   if (reads_) reads_->stop();
   for (auto& [local, d] : digests_) d.hasher->cancel();
   if (checks_) checks_->cancel();
