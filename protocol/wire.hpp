@@ -136,10 +136,10 @@ inline constexpr std::uint32_t kBlake3ChunkBytes = 1024;
 inline constexpr std::uint32_t kMinKeepaliveMs = 100;
 inline constexpr std::uint32_t kMaxKeepaliveMs = 60000;
 
-// Version 2: an optional field a later revision adds to Hello without a new layout
-// (docs/PROTOCOL.md 7.2). None is defined yet. A receiver ignores a type it does not know,
-// unless the type has kExtensionMustUnderstand set: then it refuses the Hello with
-// Reject(UnsupportedVersion).
+// Version 2: an optional field a later revision adds to a Hello or an Open without a new
+// layout (docs/PROTOCOL.md 7.2); the types defined so far follow. A receiver ignores a type
+// it does not know, unless the type has kExtensionMustUnderstand set: then it refuses the
+// Hello or Open with Reject(UnsupportedVersion).
 struct HelloExtension {
   std::uint16_t type = 0;
   std::string value;  // raw bytes

@@ -115,15 +115,7 @@ const std::shared_ptr<InputFile>& Connection::shared_input(std::uint32_t local) 
 
 void Connection::pump() {
   if (state_ != State::InSession) return;
-  while (auto local = ledger_.next_offer()) {
-    const PlannedEntry& e = entry(*local);
-    // A file whose digest is not known yet goes without it (docs/PROTOCOL.md 7.9).
-    const bool at_end = e.kind == proto::EntryKind::File && !e.digest_known;
-    post(proto::Offer{*local, e.kind, static_cast<std::uint16_t>(e.mode & proto::kMaxMode), e.size,
-                      e.mtime_sec, e.mtime_nsec,
-                      e.kind == proto::EntryKind::File && !at_end ? e.digest : Digest{},
-                      e.remote_path, at_end});
-  }
+  while (auto local = ledger_.next_offer()) post(offer_of(*local, entry(*local)));
   // --bwlimit: a chunk goes only when the shared bucket holds its length (as for one
   // file, so that the rate is never beaten); the run wakes the connection at resume_at().
   resume_at_.reset();

@@ -32,6 +32,22 @@ struct PlannedEntry {
   bool digest_known = true;
 };
 
+// The Offer of `entry` (this connection's entry number) for `e`: a file whose digest is
+// not known yet goes without it (docs/PROTOCOL.md 7.9).
+inline proto::Offer offer_of(std::uint32_t entry, const PlannedEntry& e) {
+  const bool file = e.kind == proto::EntryKind::File;
+  const bool at_end = file && !e.digest_known;
+  return proto::Offer{entry,
+                      e.kind,
+                      static_cast<std::uint16_t>(e.mode & proto::kMaxMode),
+                      e.size,
+                      e.mtime_sec,
+                      e.mtime_nsec,
+                      file && !at_end ? e.digest : Digest{},
+                      e.remote_path,
+                      at_end};
+}
+
 struct EntryResult {
   enum class Status : std::uint8_t {
     NotSent,  // the connection ended before the entry was settled

@@ -45,13 +45,9 @@ struct TransferRun::Link final : SenderCm {
     run.loop_.watch(transport->completion_fd(), [this] { driver->poll(); });
     transport->connect();
     if (run.settings_[index].version != proto::kVersion1) return *transport;
-    // Version 1 carries one file (sender/version1_send.hpp), named by the Hello.
-    const PlannedEntry& file = run.plan_.entries.front();
-    proto::Hello hello;
-    hello.file_size = file.size;
-    hello.digest = file.digest;
-    hello.name = file.remote_path;
-    version1 = std::make_unique<Version1Transport>(*transport, std::move(hello));
+    // Version 1 carries one file (sender/version1_send.hpp), named in its first message.
+    version1 =
+        std::make_unique<Version1Transport>(*transport, offer_of(0, run.plan_.entries.front()));
     return *version1;
   }
 };

@@ -16,13 +16,17 @@ void Version1Transport::send(const proto::Message& message, std::uint16_t, std::
   if (const auto* open = std::get_if<Open>(&message)) {
     if (open->digest_algorithm != DigestAlgorithm::WholeFileSha256 || open->entry_count != 1)
       cannot_say("a session of more than one file, or a digest but the whole-file SHA-256");
-    return wire().send(hello_, kVersion1, tag);
+    if (offer_.entry != 0 || offer_.kind != EntryKind::File)
+      cannot_say("an entry but one file, entry 0");
+    if (offer_.digest_at_end) cannot_say("a file offered without its digest (it has no 7.9)");
+    Hello hello;
+    hello.file_size = offer_.size;
+    hello.digest = offer_.digest;
+    hello.name = offer_.path;
+    return wire().send(hello, kVersion1, tag);
   }
   if (const auto* offer = std::get_if<Offer>(&message)) {
-    if (offer->digest_at_end) cannot_say("a file offered without its digest (it has no 7.9)");
-    if (offer->entry != 0 || offer->kind != EntryKind::File || offer->size != hello_.file_size ||
-        offer->digest != hello_.digest)
-      cannot_say("an entry but the file its Hello named");
+    if (*offer != offer_) cannot_say("an entry but the file its Hello named");
     offered_ = true;
     return;
   }

@@ -5,9 +5,11 @@
 // wire (docs/PROTOCOL.md sections 3-5), so that no second driver exists for it:
 //
 //   driver (version 2)            wire (version 1)
-//   Open                    ->    Hello (the one file's name, size and SHA-256: given at
-//                                 construction, since version 1 names the file first)
-//   Offer(0)                ->    nothing (the Hello said it)
+//   Open                    ->    Hello: the one file's name, size and SHA-256, from the
+//                                 Offer of entry 0 given at construction (version 1 names
+//                                 the file in its first message; a session offers it only
+//                                 after the Accept)
+//   Offer(0)                ->    nothing (the Hello said it; it must be the one given)
 //   FileChunk(0, ...)       ->    Chunk
 //   FileDone(0)             ->    Done
 //   Id, Error               ->    the same
@@ -31,9 +33,9 @@ namespace rdmax::sender {
 
 class Version1Transport final : public TransportDecorator {
  public:
-  // `hello`: the version-1 Hello of the session's one file.
-  Version1Transport(Transport& wire, proto::Hello hello)
-      : TransportDecorator(wire), hello_(std::move(hello)) {}
+  // `offer`: the Offer the driver will make of the session's one entry (entry 0).
+  Version1Transport(Transport& wire, proto::Offer offer)
+      : TransportDecorator(wire), offer_(std::move(offer)) {}
 
   void send(const proto::Message& message, std::uint16_t version, std::uint64_t tag) override;
   void poll(TransportSink& sink) override;
@@ -41,7 +43,7 @@ class Version1Transport final : public TransportDecorator {
  private:
   class Translator;
 
-  proto::Hello hello_;
+  proto::Offer offer_;
   bool offered_ = false;  // the driver offered entry 0: an Accept takes it
   bool good_ = false;     // the receiver's Verdict was Good: a Bye may follow it
 };

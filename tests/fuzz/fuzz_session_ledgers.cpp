@@ -1,5 +1,5 @@
 // Fuzz target for the version-2 session ledgers (protocol/send_ledger.hpp,
-// protocol/receive_ledger.hpp), the way fuzz_ledgers drives the single-file ones:
+// protocol/receive_ledger.hpp), a session of one entry or many alike:
 // the input runs both ledgers through any sequence of calls and of decoded session
 // messages, and after each call the checks below compare what the ledger did with what its
 // contract lets an observer predict, and check its invariants: never more than

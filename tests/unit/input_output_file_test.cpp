@@ -25,13 +25,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The process umask, for expectations on committed modes.
-mode_t current_umask() {
-  const mode_t mask = ::umask(022);
-  ::umask(mask);
-  return mask;
-}
-
 class FilesTest : public ::testing::Test {
  protected:
   std::string path(const std::string& name) const { return (dir_ / name).string(); }

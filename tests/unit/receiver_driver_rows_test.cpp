@@ -3,8 +3,9 @@
 // transport. Each row is brought about by real inputs (messages, send completions, CM
 // events, ticks, the pool's results, injected failures); the driver's trace log proves the
 // row's (state, event) was taken, and what it did is checked from outside: its state, what
-// it posted, the file on disk and how it leaves. receiver_machine_test.cpp checks the pure
-// table; this file checks that the driver carries it out: every (state, event) pair of an
+// it posted, the file on disk and how it leaves. This is the one layer that pins the
+// transitions (tests/fuzz/fuzz_machines.cpp checks the machine's invariants along any
+// sequence, the absorbing Closing and Closed among them): every (state, event) pair of an
 // open state, and every result of the entries' work (proto::session_result), is raised here
 // by a real input. A Hello is served as entry 0 of a session of
 // one entry (receiver/hello_edge.hpp): its rows are the session's, driven by a version-1
@@ -21,7 +22,7 @@
 #include <tuple>
 #include <variant>
 
-#include "machine_enums.hpp"
+#include "protocol/enum_names.hpp"
 #include "receiver_driver_rig.hpp"
 #include "table_rows.hpp"
 
@@ -1003,11 +1004,11 @@ TEST(ReceiverDriverCoverage, EveryPairOfAnOpenStateIsDriven) {
     EXPECT_TRUE(added || it->second == "illegal") << m;
   }
   for (S s : {S::AwaitOpen, S::Authenticating, S::InSession, S::AwaitId})
-    for (E e : kAllReceiverEvents)
+    for (E e : proto::enum_values<proto::ReceiverEvent>())
       EXPECT_TRUE(seen.contains({s, e})) << proto::to_string(s) << " + " << proto::to_string(e);
   // 4 open states, 17 events.
   EXPECT_EQ(seen.size(), 4u * 17u);
-  EXPECT_EQ(results.size(), kAllSessionResults.size());
+  EXPECT_EQ(results.size(), proto::enum_values<proto::WorkResult>().size());
 }
 
 TEST(ReceiverDriverCoverage, NoDeadlineWhileTheDiskWorks) {

@@ -3,8 +3,9 @@
 // (sender_session_rig.hpp). Each row is brought about by real inputs (CM events, messages,
 // send completions, ticks, signals, injected failures); the driver's trace log proves the
 // row's (state, event) was taken, and what it did is checked from outside: its state, what
-// it posted, the outcome it reports and how it leaves. sender_machine_test.cpp checks the
-// pure table; this file checks that the driver carries it out: every (state, event) pair of
+// it posted, the outcome it reports and how it leaves. This is the one layer that pins the
+// transitions (tests/fuzz/fuzz_machines.cpp checks the machines' invariants along any
+// sequence, the absorbing Closing and Done among them): every (state, event) pair of
 // an open state, of both machines (the set-up's and the connection's), is raised by a real
 // input here, and both ends of a session (session_settled) too. Whole sessions are driven in
 // sender_driver_session_test.cpp, and linked to the receiver in session_link_test.cpp.
@@ -19,7 +20,7 @@
 #include <set>
 #include <tuple>
 
-#include "machine_enums.hpp"
+#include "protocol/enum_names.hpp"
 #include "sender_session_rig.hpp"
 #include "table_rows.hpp"
 
@@ -952,7 +953,7 @@ INSTANTIATE_TEST_SUITE_P(Setup, SenderDriverSetup, ::testing::ValuesIn(setup_row
 // connection, so it has no transport to receive a message from or post one on (the fake CM
 // counts the driver's connect calls). Its events are the CM's, the clock's, a signal's.
 TEST(SenderDriverCoverage, NoTransportBeforeConnect) {
-  for (proto::SetupState s : kAllSetupStates) {
+  for (proto::SetupState s : proto::enum_values<proto::SetupState>()) {
     Rig r;
     r.reach(s);
     ASSERT_FALSE(HasFatalFailure());
@@ -987,14 +988,15 @@ TEST(SenderDriverCoverage, EveryPairOfAnOpenStateIsDriven) {
     EXPECT_TRUE(added || it->second == "illegal") << m;
   }
   for (S s : kOpenStates)
-    for (E e : kAllSenderEvents)
+    for (E e : proto::enum_values<proto::SenderEvent>())
       EXPECT_TRUE(seen.contains({s, e})) << proto::to_string(s) << " + " << proto::to_string(e);
   // 4 open states, 27 events.
   EXPECT_EQ(seen.size(), 4u * 27u);
 
   std::set<std::pair<proto::SetupState, proto::SetupEvent>> setup;
   for (const SetupRow& row : setup_rows()) setup.emplace(row.at.state, row.at.event);
-  EXPECT_EQ(setup.size(), kAllSetupStates.size() * kAllSetupEvents.size());
+  EXPECT_EQ(setup.size(), proto::enum_values<proto::SetupState>().size() *
+                              proto::enum_values<proto::SetupEvent>().size());
 }
 
 }  // namespace

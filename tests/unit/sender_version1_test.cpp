@@ -36,11 +36,7 @@ struct Version1Rig {
     plan.entries.push_back({proto::EntryKind::File, local.string(), "a.bin", bytes.size(), 0644,
                             1700000000, 7, sha256_of(bytes)});
     plan.results.emplace_back();
-    proto::Hello hello;
-    hello.file_size = bytes.size();
-    hello.digest = sha256_of(bytes);
-    hello.name = "a.bin";
-    adapter.emplace(wire, hello);
+    adapter.emplace(wire, sender::offer_of(0, plan.entries[0]));
     cm.transport = &*adapter;
     settings.version = proto::kVersion1;
     settings.timeout = std::chrono::seconds(3);
@@ -149,20 +145,35 @@ TEST(SenderVersion1, ABadVerdictFailsTheFile) {
 // What version 1 cannot say is a logic error at the edge, never a malformed message.
 TEST(SenderVersion1, TheEdgeRefusesWhatVersion1CannotCarry) {
   FakeTransport wire;
-  sender::Version1Transport adapter(wire, proto::Hello{10, {}, 0, "a.bin"});
+  const proto::Offer file{0, proto::EntryKind::File, 0644, 10, 0, 0, {}, "a.bin"};
+  sender::Version1Transport adapter(wire, file);
   proto::Open fsverity{proto::DigestAlgorithm::FsVeritySha256, 0, 0, 1, 10};
   EXPECT_THROW(adapter.send(fsverity, proto::kVersion2, 0), std::logic_error);
   proto::Open two{proto::DigestAlgorithm::WholeFileSha256, 0, 0, 2, 10};
   EXPECT_THROW(adapter.send(two, proto::kVersion2, 0), std::logic_error);
+  // Another entry than the one its Hello named.
   EXPECT_THROW(adapter.send(proto::Offer{1, proto::EntryKind::File, 0644, 10, 0, 0, {}, "b"},
                             proto::kVersion2, 0),
                std::logic_error);
-  // The file the Hello names, but offered without its digest (7.9): version 1 has no
-  // FileDone to carry it.
-  proto::Offer at_end{0, proto::EntryKind::File, 0644, 10, 0, 0, {}, "a.bin"};
-  at_end.digest_at_end = true;
-  EXPECT_THROW(adapter.send(at_end, proto::kVersion2, 0), std::logic_error);
   EXPECT_TRUE(wire.sent.empty());
+  // The file offered without its digest (7.9): version 1 has no FileDone to carry it, so
+  // not even its Hello goes.
+  proto::Offer at_end = file;
+  at_end.digest_at_end = true;
+  sender::Version1Transport without_digest(wire, at_end);
+  const proto::Open one{proto::DigestAlgorithm::WholeFileSha256, 0, 0, 1, 10};
+  EXPECT_THROW(without_digest.send(one, proto::kVersion2, 0), std::logic_error);
+  // A directory cannot be a Hello's file.
+  proto::Offer directory = file;
+  directory.kind = proto::EntryKind::Directory;
+  sender::Version1Transport of_directory(wire, directory);
+  EXPECT_THROW(of_directory.send(one, proto::kVersion2, 0), std::logic_error);
+  EXPECT_TRUE(wire.sent.empty());
+  // The one it was given: the Hello names it.
+  adapter.send(one, proto::kVersion2, 0);
+  ASSERT_EQ(wire.sent_of<proto::Hello>().size(), 1U);
+  EXPECT_EQ(wire.sent_of<proto::Hello>().at(0).name, "a.bin");
+  EXPECT_EQ(wire.sent_of<proto::Hello>().at(0).file_size, 10U);
 }
 
 }  // namespace

@@ -171,11 +171,7 @@ TEST(SessionLink, TheVersion1EdgeReachesTheHelloFlow) {
   SessionPair p;
   p.sender.settings.id = "alice";
   p.sender.add_file("v1.bin", random_bytes(4 * kSlot + 9, 46));
-  proto::Hello hello;
-  hello.file_size = p.sender.contents[0].size();
-  hello.digest = p.sender.plan.entries[0].digest;
-  hello.name = "v1.bin";
-  sender::Version1Transport edge(p.sender.transport, hello);
+  sender::Version1Transport edge(p.sender.transport, sender::offer_of(0, p.sender.plan.entries[0]));
   p.sender.cm.instead = &edge;
   p.start();
   ASSERT_TRUE(p.run_to_the_end());
