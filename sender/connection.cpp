@@ -198,10 +198,11 @@ void Connection::perform(Action action, SenderInput& cause) {
       begin_disconnect();
       break;
     case Action::Finish:
-      stop_jobs();       // its jobs read the buffers released next
-      windows_.clear();  // deregistered through the transport, before it goes
+      stop_jobs();  // its jobs read the buffers released next
+      // The windows are deregistered through the transport, before it goes.
+      for (auto& [entry, e] : open_) e.windows.reset();
       release_transport();
-      open_files_.clear();
+      for (auto& [entry, e] : open_) e.file.reset();
       // What this connection did not settle ends as the connection did.
       for (std::uint32_t index : entries_)
         if (plan_.results[index].status == EntryResult::Status::NotSent)
@@ -226,15 +227,28 @@ void Connection::send_open() {
   post(open);
 }
 
-void Connection::settle(std::uint32_t local, EntryResult settled) {
-  forget_file(local);
+OutgoingEntry* Connection::open_entry(std::uint32_t entry) {
+  const auto it = open_.find(entry);
+  return it == open_.end() || it->second.settled ? nullptr : &it->second;
+}
+
+void Connection::settle(std::uint32_t entry, EntryResult settled) {
+  if (auto it = open_.find(entry); it != open_.end()) {
+    it->second.close();
+    // A hash of its bytes that still runs keeps it (and its hasher) until it is over.
+    if (it->second.hashing())
+      it->second.settled = true;
+    else
+      open_.erase(it);
+  }
   if (settled.status != EntryResult::Status::Good) ++failures_;
-  settled.bytes = result(local).bytes;
-  settled.resumed_from = result(local).resumed_from;
-  settled.zero_copy = result(local).zero_copy;
-  settled.receiver = std::move(result(local).receiver);
-  result(local) = std::move(settled);
-  if (plan_.on_settled) plan_.on_settled(entries_[local]);
+  EntryResult& kept = result(entry);
+  settled.bytes = kept.bytes;
+  settled.resumed_from = kept.resumed_from;
+  settled.zero_copy = kept.zero_copy;
+  settled.receiver = std::move(kept.receiver);
+  kept = std::move(settled);
+  if (plan_.on_settled) plan_.on_settled(entries_[entry]);
 }
 
 void Connection::violation(std::string text) {
@@ -250,8 +264,9 @@ void Connection::on_sent(std::uint64_t tag) {
   if (ledger_.completed(slot) == 0) return;
   last_data_ = Clock::now();
   if (slot < in_flight_.size() && window_bytes_ > 0) {
-    const auto [local, offset] = in_flight_[slot];
-    if (auto it = windows_.find(local); it != windows_.end()) it->second.release(offset);
+    const auto [entry, offset] = in_flight_[slot];
+    if (OutgoingEntry* e = open_entry(entry); e != nullptr && e->windows)
+      e->windows->release(offset);
   }
   pump();
 }
@@ -308,11 +323,11 @@ void Connection::handle(proto::Message& message, std::uint16_t message_version) 
     }
     // A command of one file (a version-1 receiver's Hello among them): the refusal is the
     // file's, with the file's next step.
-    if (plan_.entries.size() == 1 && entry(0).kind == proto::EntryKind::File) {
+    if (plan_.entries.size() == 1 && planned(0).kind == proto::EntryKind::File) {
       const std::string detail = std::string(proto::to_string(m->reason)) +
                                  (m->text.empty() ? "" : ": ") + proto::escape_for_log(m->text);
       spdlog::error("{}: refused by the receiver ({}); {}",
-                    proto::quoted_for_log(entry(0).local_path), detail,
+                    proto::quoted_for_log(planned(0).local_path), detail,
                     proto::refusal_next_step(m->reason, proto::RefusalScope::File));
       settle(0, {.status = EntryResult::Status::Refused,
                  .outcome = proto::SenderOutcome::Rejected,
@@ -336,45 +351,48 @@ void Connection::handle(proto::Message& message, std::uint16_t message_version) 
     if (in_session) {
       if (auto error = ledger_.taken(m->entry))
         return violation(std::string("bad Take: ") + proto::to_string(*error));
-      start_tree_at(m->entry, 0);
+      start_tree_at(offered(m->entry), 0);
     }
     return dispatch({Event::GotTake, {}});
   }
   if (const auto* m = std::get_if<proto::Resume>(&message)) {
     if (in_session) {
       if (m->entry < entries_.size()) {
-        const proto::ResumeFacts facts{plan_.algorithm, m->offset, entry(m->entry).size,
+        const proto::ResumeFacts facts{plan_.algorithm, m->offset, planned(m->entry).size,
                                        accept_.slot_size, result(m->entry).resumed_from > 0};
         if (const auto problem = proto::check_resume(facts))
           return violation("bad Resume: " + proto::describe(*problem, facts));
       }
       // After our Continue (7.9): at most where it continued, from the prefix we checked.
-      if (auto c = continued_.find(m->entry);
-          m->entry < entries_.size() && digest_in_flight(m->entry) &&
-          (c == continued_.end() || m->offset > c->second.first))
-        return violation("bad Resume: past what we continued from");
+      if (m->entry < entries_.size() && !planned(m->entry).digest_known) {
+        const OutgoingEntry* e = open_entry(m->entry);
+        if (e == nullptr || !e->continued || m->offset > e->continued->length)
+          return violation("bad Resume: past what we continued from");
+      }
       if (auto error = ledger_.taken(m->entry, m->offset))
         return violation(std::string("bad Resume: ") + proto::to_string(*error));
-      start_tree_at(m->entry, m->offset);
+      start_tree_at(offered(m->entry), m->offset);
       result(m->entry).resumed_from = m->offset;
       spdlog::info("{}: the receiver has its first {} already: resuming there",
-                   proto::quoted_for_log(entry(m->entry).local_path),
+                   proto::quoted_for_log(planned(m->entry).local_path),
                    proto::format_size(m->offset));
     }
     return dispatch({Event::GotResume, {}});
   }
   if (const auto* m = std::get_if<proto::Have>(&message)) {
     if (in_session) {
-      if (m->entry < entries_.size() && m->digest != entry(m->entry).digest)
+      if (m->entry < entries_.size() && m->digest != planned(m->entry).digest)
         return violation("bad Have: another digest");
       // A file offered without its digest is had only after our Continue from its size (7.9).
-      if (m->entry < entries_.size() && digest_in_flight(m->entry) &&
-          !continued_whole_.contains(m->entry))
-        return violation("bad Have: for a file offered without its digest, before a Continue");
+      if (m->entry < entries_.size() && !planned(m->entry).digest_known) {
+        const OutgoingEntry* e = open_entry(m->entry);
+        if (e == nullptr || !e->continued_whole)
+          return violation("bad Have: for a file offered without its digest, before a Continue");
+      }
       if (auto error = ledger_.had(m->entry))
         return violation(std::string("bad Have: ") + proto::to_string(*error));
       spdlog::info("{}: skipped, identical on the receiver",
-                   proto::quoted_for_log(entry(m->entry).local_path));
+                   proto::quoted_for_log(planned(m->entry).local_path));
       EntryResult had{.status = EntryResult::Status::Good,
                       .outcome = proto::SenderOutcome::Success};
       had.identical = true;
@@ -384,7 +402,7 @@ void Connection::handle(proto::Message& message, std::uint16_t message_version) 
   }
   if (const auto* m = std::get_if<proto::Holds>(&message)) {
     if (in_session) {
-      if (m->entry >= entries_.size() || !digest_in_flight(m->entry))
+      if (m->entry >= entries_.size() || planned(m->entry).digest_known)
         return violation("bad Holds: for a file offered with its digest");
       if (auto error = ledger_.held(m->entry))
         return violation(std::string("bad Holds: ") + proto::to_string(*error));
@@ -402,7 +420,7 @@ void Connection::handle(proto::Message& message, std::uint16_t message_version) 
       const bool one_file =
           plan_.entries.size() == 1 && plan_.entries.front().kind == proto::EntryKind::File;
       spdlog::error("{}: refused by the receiver ({}); {}",
-                    proto::quoted_for_log(entry(m->entry).local_path), detail,
+                    proto::quoted_for_log(planned(m->entry).local_path), detail,
                     proto::refusal_next_step(m->reason, one_file ? proto::RefusalScope::File
                                                                  : proto::RefusalScope::Entry));
       settle(m->entry, {.status = EntryResult::Status::Refused,
@@ -429,12 +447,12 @@ void Connection::handle(proto::Message& message, std::uint16_t message_version) 
       if (auto error = ledger_.settled(m->entry, good))
         return violation(std::string("bad FileVerdict: ") + proto::to_string(*error));
       if (good) {
-        spdlog::debug("{}: verified", proto::quoted_for_log(entry(m->entry).local_path));
+        spdlog::debug("{}: verified", proto::quoted_for_log(planned(m->entry).local_path));
         settle(m->entry,
                {.status = EntryResult::Status::Good, .outcome = proto::SenderOutcome::Success});
       } else {
         const bool stored = m->code == proto::VerdictCode::StorageError;
-        spdlog::error("{}: verdict {}{}", proto::quoted_for_log(entry(m->entry).local_path),
+        spdlog::error("{}: verdict {}{}", proto::quoted_for_log(planned(m->entry).local_path),
                       proto::to_string(m->code),
                       stored ? " (the receiver could not store it)" : "");
         settle(m->entry, {.status = EntryResult::Status::Failed,

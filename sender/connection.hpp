@@ -22,7 +22,6 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <set>
 #include <span>
 #include <string>
 #include <utility>
@@ -42,6 +41,7 @@
 #include "sender/digest_cache.hpp"
 #include "sender/file_windows.hpp"
 #include "sender/input_file.hpp"
+#include "sender/outgoing_entry.hpp"
 #include "sender/rate_limit.hpp"
 #include "sender/sender_settings.hpp"
 #include "sender/transfer_plan.hpp"
@@ -161,7 +161,11 @@ class Connection final : public DriverCore {
   void send_open();
   void start_session(const proto::Accept& accept);
   void pump();
-  void settle(std::uint32_t local, EntryResult result);
+  void settle(std::uint32_t entry, EntryResult result);
+  // The entry offered and not settled, or none (a reply for another entry is refused by the
+  // ledger).
+  OutgoingEntry* open_entry(std::uint32_t entry);
+  OutgoingEntry& offered(std::uint32_t entry) { return open_.at(entry); }
   // Where a chunk's bytes come from: the file's registered mapping (--zero-copy), else the
   // staging buffer, read into it by a worker (sender/chunk_reads.hpp).
   void start_chunk(const proto::SendLedger::Planned& chunk);
@@ -169,32 +173,33 @@ class Connection final : public DriverCore {
   // True when it dropped one instead (its file no longer taken, or unreadable): a slot is
   // free again.
   bool post_chunks();
-  FileWindows* windows_for(std::uint32_t local, std::uint64_t offset);
+  FileWindows* windows_for(OutgoingEntry& e, std::uint64_t offset);
   void use_staging();
-  void forget_file(std::uint32_t local);
   void violation(std::string text);
   // The digest at the end (docs/PROTOCOL.md 7.9; sender/connection_digests.cpp): each chunk of
   // a file offered without its digest is hashed as it is read, its slot held until then;
   // the FileDone carries the folded digest, unless the file changed (FileAbort).
-  bool digest_in_flight(std::uint32_t local) const { return !entry_const(local).digest_known; }
   bool asks_digest_at_end() const {
     return settings_.digest_at_end && settings_.pool != nullptr && version() == proto::kVersion2;
   }
-  void hash_in_flight(const proto::SendLedger::Planned& chunk, std::span<const std::uint8_t> bytes);
-  void on_chunk_hashed(std::uint32_t local, std::uint32_t slot, std::uint64_t offset,
+  void hash_in_flight(OutgoingEntry& e, const proto::SendLedger::Planned& chunk,
+                      std::span<const std::uint8_t> bytes);
+  void on_chunk_hashed(std::uint32_t entry, std::uint32_t slot, std::uint64_t offset,
                        std::uint32_t length, std::vector<merkle::Node> nodes,
                        const std::string& error);
-  std::optional<Digest> digest_at_end(std::uint32_t local);
-  void abandon(std::uint32_t local, proto::AbortReason reason, const std::string& why);
-  void post_aborts();
+  std::optional<Digest> digest_at_end(OutgoingEntry& e);
+  void abandon(std::uint32_t entry, proto::AbortReason reason, const std::string& why);
+  // A file that changed or could not be read as it was hashed: its FileAbort, after the
+  // FileChunk that was posted.
+  void abort_if_due(OutgoingEntry& e);
   // A chunk of a file offered without its digest could not be read: the file is abandoned.
   void unreadable_chunk(const proto::SendLedger::Planned& chunk, const std::string& error);
   // Holds: our own first `length` bytes hashed (a local read), then Continue.
   void check_holds(const proto::Holds& holds);
-  void continue_from(std::uint32_t local, const proto::Holds& holds, const Digest& ours,
+  void continue_from(std::uint32_t entry, const proto::Holds& holds, const Digest& ours,
                      std::vector<merkle::Node> nodes, const std::string& error);
   // A Take or Resume answering our Continue: the tree starts from the prefix we checked.
-  void start_tree_at(std::uint32_t local, std::uint64_t offset);
+  void start_tree_at(OutgoingEntry& e, std::uint64_t offset);
   // Cancels the reading and hashing jobs and waits for the ones running (they use our
   // buffers).
   void stop_jobs();
@@ -204,13 +209,8 @@ class Connection final : public DriverCore {
   void send_proof();
   void check_receiver_proof(const proto::Proof& proof);
   void not_proven(proto::SenderEvent event, proto::ReceiverProof proof, const std::string& why);
-  PlannedEntry& entry(std::uint32_t local) { return plan_.entries[entries_[local]]; }
-  const PlannedEntry& entry_const(std::uint32_t local) const {
-    return plan_.entries[entries_[local]];
-  }
-  EntryResult& result(std::uint32_t local) { return plan_.results[entries_[local]]; }
-  InputFile& input(std::uint32_t local) { return *shared_input(local); }
-  const std::shared_ptr<InputFile>& shared_input(std::uint32_t local);
+  PlannedEntry& planned(std::uint32_t entry) { return plan_.entries[entries_[entry]]; }
+  EntryResult& result(std::uint32_t entry) { return plan_.results[entries_[entry]]; }
 
   const SenderSettings& settings_;
   TransferPlan& plan_;
@@ -240,34 +240,17 @@ class Connection final : public DriverCore {
 
   proto::Accept accept_{};
   proto::SendLedger ledger_;
-  // Taken files being read; a read job holds its file until it is over.
-  std::map<std::uint32_t, std::shared_ptr<InputFile>> open_files_;
+  // The entries offered and not settled (and a settled one whose hash still runs).
+  std::map<std::uint32_t, OutgoingEntry> open_;
   std::span<std::uint8_t> staging_;  // the transport's allocation
   std::optional<Registration> staging_key_;
-  // --zero-copy: each file being sent is registered a window at a time (0: copying); after
-  // open_files_, whose mappings the windows cover, so that they are deregistered first.
+  // --zero-copy: each file being sent is registered a window at a time (0: copying).
   std::uint64_t window_bytes_ = 0;
-  std::map<std::uint32_t, FileWindows> windows_;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> in_flight_;  // per slot: entry, offset
   // The chunks planned whose WRITE is not posted yet, in order (their reads run on the pool).
   // After the staging buffer, which it reads into: stopped (stop_jobs) before that goes.
   std::optional<ChunkReads> reads_;
 
-  // The digest at the end (7.9). Per file offered without its digest: its hasher, the nodes
-  // of chunks hashed ahead of the fold (by offset: length, nodes), how far it is folded, and
-  // the file as it was at its first read (checked again after its last).
-  struct InFlightDigest {
-    std::unique_ptr<FileHasher> hasher;
-    std::map<std::uint64_t, std::pair<std::uint32_t, std::vector<merkle::Node>>> pending;
-    std::uint64_t folded = 0;
-    std::optional<FileIdentity> opened;
-    std::string failure;
-  };
-  std::map<std::uint32_t, InFlightDigest> digests_;
-  // After our Continue from a prefix: its nodes, to start the tree from.
-  std::map<std::uint32_t, std::pair<std::uint64_t, std::vector<merkle::Node>>> continued_;
-  std::set<std::uint32_t> continued_whole_;  // Continue{size}: only these may be had
-  std::vector<std::pair<std::uint32_t, proto::AbortReason>> aborts_;  // posted by pump()
   std::optional<WorkQueue> checks_;  // Holds: our own prefix hashed
   bool digest_at_end_refused_ = false;
   bool digest_algorithm_refused_ = false;

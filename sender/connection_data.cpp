@@ -28,34 +28,34 @@ void Connection::use_staging() {
 // The windows of a file sent zero-copy, registered from `offset` on its first chunk; none
 // when its mapping cannot be registered (a file system that cannot be mapped): it is copied
 // through the staging buffer instead.
-FileWindows* Connection::windows_for(std::uint32_t local, std::uint64_t offset) {
-  if (auto it = windows_.find(local); it != windows_.end()) return &it->second;
+FileWindows* Connection::windows_for(OutgoingEntry& e, std::uint64_t offset) {
+  if (e.windows) return &*e.windows;
   try {
-    auto [it, added] = windows_.try_emplace(local, *transport(), input(local).map(), window_bytes_);
-    it->second.register_ahead(offset);
-    return &it->second;
-  } catch (const std::exception& e) {
-    windows_.erase(local);
+    e.windows.emplace(*transport(), e.input().map(), window_bytes_);
+    e.windows->register_ahead(offset);
+    return &*e.windows;
+  } catch (const std::exception& error) {
+    e.windows.reset();
     spdlog::warn("{}: zero-copy unavailable, copying through a buffer instead: {}",
-                 proto::quoted_for_log(entry(local).local_path), e.what());
+                 proto::quoted_for_log(e.planned.local_path), error.what());
     return nullptr;
   }
 }
 
 void Connection::start_chunk(const proto::SendLedger::Planned& c) {
-  const bool copying =
-      window_bytes_ == 0 || (result(c.entry).bytes > 0 && !result(c.entry).zero_copy);
-  if (FileWindows* w = copying ? nullptr : windows_for(c.entry, c.offset)) {
+  OutgoingEntry& e = offered(c.entry);
+  const bool copying = window_bytes_ == 0 || (e.result.bytes > 0 && !e.result.zero_copy);
+  if (FileWindows* w = copying ? nullptr : windows_for(e, c.offset)) {
     in_flight_[c.slot] = {c.entry, c.offset};
-    result(c.entry).zero_copy = true;
+    e.result.zero_copy = true;
     const Registration key = w->acquire(c.offset, c.length);
     // Pin the next window while this one is on the wire; best effort (acquire registers it
     // when its first chunk is due otherwise).
-    if (c.offset + c.length < entry(c.entry).size) {
+    if (c.offset + c.length < e.planned.size) {
       try {
         w->register_ahead(c.offset + c.length);
-      } catch (const std::exception& e) {
-        spdlog::debug("not registering ahead: {}", e.what());
+      } catch (const std::exception& error) {
+        spdlog::debug("not registering ahead: {}", error.what());
       }
     }
     return reads_->add_ready(c, key, w->bytes(c.offset, c.length));
@@ -63,7 +63,7 @@ void Connection::start_chunk(const proto::SendLedger::Planned& c) {
   use_staging();
   if (c.slot < in_flight_.size()) in_flight_[c.slot] = {kNoEntry, 0};
   std::uint8_t* buffer = staging_.data() + std::size_t{c.slot} * accept_.slot_size;
-  reads_->read(c, shared_input(c.entry), {buffer, c.length}, *staging_key_);
+  reads_->read(c, e.shared_input(), {buffer, c.length}, *staging_key_);
 }
 
 bool Connection::post_chunks() {
@@ -76,12 +76,12 @@ bool Connection::post_chunks() {
       freed = true;
       continue;
     }
+    OutgoingEntry& e = offered(c.entry);
     if (!chunk->error.empty()) {
       // A file offered without its digest can be abandoned (FileAbort): one that cannot
       // be read now costs that file, not the session. One offered with it cannot.
-      if (!digest_in_flight(c.entry))
-        throw std::runtime_error(proto::quoted_for_log(entry(c.entry).local_path) + ": " +
-                                 chunk->error);
+      if (!e.digest_in_flight())
+        throw std::runtime_error(proto::quoted_for_log(e.planned.local_path) + ": " + chunk->error);
       unreadable_chunk(c, chunk->error);
       freed = true;
       continue;
@@ -91,31 +91,23 @@ bool Connection::post_chunks() {
         at && *at >= c.offset && *at < c.offset + c.length) {
       staging_[std::size_t{c.slot} * accept_.slot_size + (*at - c.offset)] ^= 0xFF;
       spdlog::warn("testing: corrupted the byte at offset {} of {}", *at,
-                   proto::quoted_for_log(entry(c.entry).local_path));
+                   proto::quoted_for_log(e.planned.local_path));
     }
-    if (digest_in_flight(c.entry)) hash_in_flight(c, chunk->bytes);
+    if (e.digest_in_flight()) hash_in_flight(e, c, chunk->bytes);
     transport()->write(chunk->source, chunk->bytes, c.remote_addr, c.rkey);
     post(proto::FileChunk{c.entry, c.slot, c.offset, c.length}, c.slot + 1);
-    result(c.entry).bytes += c.length;
+    e.result.bytes += c.length;
+    abort_if_due(e);  // it changed while it was read: after this, its last FileChunk
   }
   return freed;
 }
 
-void Connection::forget_file(std::uint32_t local) {
-  windows_.erase(local);  // before the mapping it covers
-  open_files_.erase(local);
-}
-
-const std::shared_ptr<InputFile>& Connection::shared_input(std::uint32_t local) {
-  auto it = open_files_.find(local);
-  if (it == open_files_.end())
-    it = open_files_.emplace(local, std::make_shared<InputFile>(entry(local).local_path)).first;
-  return it->second;
-}
-
 void Connection::pump() {
   if (state_ != State::InSession) return;
-  while (auto local = ledger_.next_offer()) post(offer_of(*local, entry(*local)));
+  while (auto entry = ledger_.next_offer()) {
+    open_.try_emplace(*entry, *entry, planned(*entry), result(*entry));
+    post(offer_of(*entry, planned(*entry)));
+  }
   // --bwlimit: a chunk goes only when the shared bucket holds its length (as for one
   // file, so that the rate is never beaten); the run wakes the connection at resume_at().
   resume_at_.reset();
@@ -137,20 +129,19 @@ void Connection::pump() {
         start_chunk(*chunk);
       } catch (const std::exception& e) {
         // As for a read that fails (post_chunks): the file's, or the session's.
-        if (!digest_in_flight(chunk->entry)) throw;
+        if (planned(chunk->entry).digest_known) throw;
         unreadable_chunk(*chunk, e.what());
       }
     }
   } while (post_chunks());
-  post_aborts();  // files that changed while they were read: after their last FileChunk
-  while (auto local = ledger_.next_file_done()) {
-    forget_file(*local);  // every chunk of it has been read and written
-    proto::FileDone done{*local, entry(*local).size};
-    if (digest_in_flight(*local)) {
-      done.digest = digest_at_end(*local);
+  while (auto entry = ledger_.next_file_done()) {
+    OutgoingEntry& e = offered(*entry);
+    e.close();  // every chunk of it has been read and written
+    proto::FileDone done{*entry, e.planned.size};
+    if (e.digest_in_flight()) {
+      done.digest = digest_at_end(e);
       if (!done.digest) {  // a chunk could not be hashed: nothing to vouch for
-        spdlog::error("{}: cannot compute its digest",
-                      proto::quoted_for_log(entry(*local).local_path));
+        spdlog::error("{}: cannot compute its digest", proto::quoted_for_log(e.planned.local_path));
         return dispatch({Event::LocalFailure,
                          SenderInput::Abort{proto::ErrorCode::Internal, "cannot hash a file"}});
       }

@@ -29,45 +29,45 @@ const char* why_abandoned(proto::AbortReason reason) {
 }
 }  // namespace
 
-void Connection::hash_in_flight(const proto::SendLedger::Planned& c,
+void Connection::hash_in_flight(OutgoingEntry& e, const proto::SendLedger::Planned& c,
                                 std::span<const std::uint8_t> bytes) {
-  InFlightDigest& d = digests_[c.entry];  // made by start_tree_at() for a resumed file
-  if (!d.hasher) d.hasher = FileHasher::make(*settings_.pool, plan_.algorithm, entry(c.entry).size);
+  if (!e.digest) e.digest.emplace();  // made by start_tree_at() for a resumed file
+  DigestInFlight& d = *e.digest;
+  if (!d.hasher) d.hasher = FileHasher::make(*settings_.pool, plan_.algorithm, e.planned.size);
   if (!d.opened && d.failure.empty()) {
     try {
-      d.opened = identity_of(input(c.entry).fd());
-    } catch (const std::exception& e) {
-      d.failure = e.what();
+      d.opened = identity_of(e.input().fd());
+    } catch (const std::exception& error) {
+      d.failure = error.what();
     }
     // The file read must have the size offered (the walk's); from here on it must not
     // change at all (checked after its last read).
-    if (d.opened && d.opened->size != entry(c.entry).size)
-      aborts_.emplace_back(c.entry, proto::AbortReason::Changed);
+    if (d.opened && d.opened->size != e.planned.size && !e.abort_due)
+      e.abort_due = proto::AbortReason::Changed;
   }
   ledger_.hold(c.slot);
   d.hasher->hash(
       c.offset, bytes,
-      [this, local = c.entry, slot = c.slot, offset = c.offset, length = c.length](
+      [this, entry = c.entry, slot = c.slot, offset = c.offset, length = c.length](
           std::vector<merkle::Node> nodes, const std::string& error) {
-        guarded([&] { on_chunk_hashed(local, slot, offset, length, std::move(nodes), error); });
+        guarded([&] { on_chunk_hashed(entry, slot, offset, length, std::move(nodes), error); });
       });
   // The last read of the file: it must be as it was at the first (as tar checks).
-  if (c.offset + c.length == entry(c.entry).size && d.opened) {
+  if (c.offset + c.length == e.planned.size && d.opened && !e.abort_due) {
     try {
-      if (identity_of(input(c.entry).fd()) != *d.opened)
-        aborts_.emplace_back(c.entry, proto::AbortReason::Changed);
+      if (identity_of(e.input().fd()) != *d.opened) e.abort_due = proto::AbortReason::Changed;
     } catch (const std::exception&) {
-      aborts_.emplace_back(c.entry, proto::AbortReason::Unreadable);
+      e.abort_due = proto::AbortReason::Unreadable;
     }
   }
 }
 
-void Connection::on_chunk_hashed(std::uint32_t local, std::uint32_t slot, std::uint64_t offset,
+void Connection::on_chunk_hashed(std::uint32_t entry, std::uint32_t slot, std::uint64_t offset,
                                  std::uint32_t length, std::vector<merkle::Node> nodes,
                                  const std::string& error) {
   ledger_.release(slot);  // its bytes may be overwritten now
-  if (auto it = digests_.find(local); it != digests_.end()) {
-    InFlightDigest& d = it->second;
+  if (auto it = open_.find(entry); it != open_.end() && it->second.digest) {
+    DigestInFlight& d = *it->second.digest;
     if (!error.empty() && d.failure.empty()) d.failure = error;
     d.pending[offset] = {length, std::move(nodes)};
     // Folded in file order, however the chunks' hashes finished.
@@ -76,37 +76,38 @@ void Connection::on_chunk_hashed(std::uint32_t local, std::uint32_t slot, std::u
       d.hasher->fold(p->second.second);
       d.folded += p->second.first;
     }
+    // Settled while it was hashed (a bad verdict): its hasher was kept for this.
+    if (it->second.settled && !it->second.hashing()) open_.erase(it);
   }
   if (state_ == State::InSession) pump();
 }
 
-std::optional<Digest> Connection::digest_at_end(std::uint32_t local) {
-  auto it = digests_.find(local);
-  if (it == digests_.end()) {  // an empty file has no chunk
-    if (entry(local).size != 0) return std::nullopt;
-    entry(local).digest = FileHasher::make(*settings_.pool, plan_.algorithm, 0)->finish(0);
-    return entry(local).digest;
+std::optional<Digest> Connection::digest_at_end(OutgoingEntry& e) {
+  if (!e.digest) {  // an empty file has no chunk
+    if (e.planned.size != 0) return std::nullopt;
+    e.planned.digest = FileHasher::make(*settings_.pool, plan_.algorithm, 0)->finish(0);
+    return e.planned.digest;
   }
-  InFlightDigest& d = it->second;
-  if (!d.failure.empty() || d.folded != entry(local).size || !d.hasher->idle()) return std::nullopt;
+  DigestInFlight& d = *e.digest;
+  if (!d.failure.empty() || d.folded != e.planned.size || !d.hasher->idle()) return std::nullopt;
   const Digest digest = d.hasher->finish(d.folded);
   // Known now: a later Have is checked against it, and the digest cache learns it.
-  entry(local).digest = digest;
+  e.planned.digest = digest;
   if (d.opened) plan_.learned.push_back({plan_.algorithm, *d.opened, digest});
-  digests_.erase(it);
+  e.digest.reset();
   return digest;
 }
 
-void Connection::abandon(std::uint32_t local, proto::AbortReason reason, const std::string& why) {
-  if (auto error = ledger_.abandon(local)) {
+void Connection::abandon(std::uint32_t entry, proto::AbortReason reason, const std::string& why) {
+  if (auto error = ledger_.abandon(entry)) {
     // Settled meanwhile (a StorageError verdict), or its FileDone already went: nothing to
     // abandon on the wire.
-    spdlog::debug("not abandoning entry {}: {}", local, proto::to_string(*error));
+    spdlog::debug("not abandoning entry {}: {}", entry, proto::to_string(*error));
     return;
   }
   spdlog::error("{}: {}; the receiver keeps nothing of it",
-                proto::quoted_for_log(entry(local).local_path), why);
-  post(proto::FileAbort{local, reason});
+                proto::quoted_for_log(planned(entry).local_path), why);
+  post(proto::FileAbort{entry, reason});
 }
 
 void Connection::unreadable_chunk(const proto::SendLedger::Planned& chunk,
@@ -114,17 +115,17 @@ void Connection::unreadable_chunk(const proto::SendLedger::Planned& chunk,
   ledger_.unplan(chunk);  // its slot goes to the next file
   abandon(chunk.entry, proto::AbortReason::Unreadable,
           std::string(why_abandoned(proto::AbortReason::Unreadable)) + " (" + error + ")");
-  forget_file(chunk.entry);
+  if (OutgoingEntry* e = open_entry(chunk.entry)) e->close();
 }
 
-void Connection::post_aborts() {
-  for (auto [local, reason] : std::exchange(aborts_, {}))
-    abandon(local, reason, why_abandoned(reason));
+void Connection::abort_if_due(OutgoingEntry& e) {
+  if (const auto reason = std::exchange(e.abort_due, std::nullopt))
+    abandon(e.entry, *reason, why_abandoned(*reason));
 }
 
 void Connection::check_holds(const proto::Holds& holds) {
-  const std::uint32_t local = holds.entry;
-  const std::uint64_t size = entry(local).size;
+  const std::uint32_t entry = holds.entry;
+  const std::uint64_t size = planned(entry).size;
   const bool whole = holds.length == size;
   const bool aligned = accept_.slot_size > 0 && holds.length % accept_.slot_size == 0 &&
                        plan_.algorithm != proto::DigestAlgorithm::WholeFileSha256;
@@ -132,7 +133,7 @@ void Connection::check_holds(const proto::Holds& holds) {
     return violation("bad Holds: " + std::to_string(holds.length) + " bytes of a file of " +
                      std::to_string(size));
   spdlog::info("{}: the receiver has {} of it; checking ours",
-               proto::quoted_for_log(entry(local).local_path),
+               proto::quoted_for_log(planned(entry).local_path),
                whole ? std::string("a file of its size") : proto::format_size(holds.length));
   if (!checks_) checks_.emplace(*settings_.pool);
   struct Result {
@@ -141,7 +142,7 @@ void Connection::check_holds(const proto::Holds& holds) {
     std::string error;
   };
   auto result = std::make_shared<Result>();
-  const std::string path = entry(local).local_path;
+  const std::string path = planned(entry).local_path;
   const auto algorithm = plan_.algorithm;
   const unsigned threads = settings_.pool->threads();
   checks_->post(
@@ -159,65 +160,66 @@ void Connection::check_holds(const proto::Holds& holds) {
           result->error = e.what();
         }
       },
-      [this, local, holds, result] {
+      [this, entry, holds, result] {
         guarded([&] {
           if (state_ == State::InSession)
-            continue_from(local, holds, result->digest, std::move(result->nodes), result->error);
+            continue_from(entry, holds, result->digest, std::move(result->nodes), result->error);
         });
       });
 }
 
-void Connection::continue_from(std::uint32_t local, const proto::Holds& holds, const Digest& ours,
+void Connection::continue_from(std::uint32_t entry, const proto::Holds& holds, const Digest& ours,
                                std::vector<merkle::Node> nodes, const std::string& error) {
   if (!error.empty()) {
-    abandon(local, proto::AbortReason::Unreadable, std::string("cannot read it: ") + error);
+    abandon(entry, proto::AbortReason::Unreadable, std::string("cannot read it: ") + error);
     return pump();
   }
-  if (auto problem = ledger_.continued(local))
+  if (auto problem = ledger_.continued(entry))
     return violation(std::string("cannot continue: ") + proto::to_string(*problem));
+  OutgoingEntry& e = offered(entry);  // held until now: offered, not settled
   const bool same = ours == holds.digest;
-  const bool whole = holds.length == entry(local).size;
+  const bool whole = holds.length == e.planned.size;
   if (same && whole) {
-    entry(local).digest = ours;  // the Have that follows carries it
-    continued_whole_.insert(local);
+    e.planned.digest = ours;  // the Have that follows carries it
+    e.continued_whole = true;
   }
-  if (same && !whole) continued_[local] = {holds.length, std::move(nodes)};
-  spdlog::debug("{}: {}", proto::quoted_for_log(entry(local).local_path),
+  if (same && !whole) e.continued = CheckedPrefix{holds.length, std::move(nodes)};
+  spdlog::debug("{}: {}", proto::quoted_for_log(e.planned.local_path),
                 !same   ? "differs from what the receiver has: sending all of it"
                 : whole ? "identical to the receiver's"
                         : "its first part is the receiver's");
-  post(proto::Continue{local, same ? holds.length : 0});
+  post(proto::Continue{entry, same ? holds.length : 0});
   pump();
 }
 
-void Connection::start_tree_at(std::uint32_t local, std::uint64_t offset) {
-  auto it = continued_.find(local);
-  if (it == continued_.end()) return;
-  auto [from, nodes] = std::move(it->second);
-  continued_.erase(it);
+void Connection::start_tree_at(OutgoingEntry& e, std::uint64_t offset) {
+  if (!e.continued) return;
+  CheckedPrefix prefix = std::move(*e.continued);
+  e.continued.reset();
   if (offset == 0) return;  // a Take: the tree starts from nothing
-  InFlightDigest& d = digests_[local];
-  d.hasher = FileHasher::make(*settings_.pool, plan_.algorithm, entry(local).size);
+  if (!e.digest) e.digest.emplace();
+  DigestInFlight& d = *e.digest;
+  d.hasher = FileHasher::make(*settings_.pool, plan_.algorithm, e.planned.size);
   // The receiver may resume below what it held (it checked its partial again): our nodes
   // are cut there, at a chunk boundary.
   const std::uint64_t cut =
-      merkle::cut_nodes(nodes, offset, accept_.slot_size, node_bytes_of(plan_.algorithm));
+      merkle::cut_nodes(prefix.nodes, offset, accept_.slot_size, node_bytes_of(plan_.algorithm));
   if (cut != offset) d.failure = "the resumed prefix does not end on a tree node";
-  d.hasher->fold(nodes);
+  d.hasher->fold(prefix.nodes);
   d.folded = cut;
-  (void)from;
 }
 
 void Connection::stop_jobs() {
   if (reads_) reads_->stop();
-  for (auto& [local, d] : digests_) d.hasher->cancel();
+  for (auto& [entry, e] : open_)
+    if (e.digest && e.digest->hasher) e.digest->hasher->cancel();
   if (checks_) checks_->cancel();
   // Only the jobs that run are waited for (they read our buffers). The completions of jobs
   // already over are not run here: this may be inside another completion, whose batch holds
   // them, and they find the connection finished (or go with its queues).
   auto running = [&] {
-    for (const auto& [local, d] : digests_)
-      if (d.hasher->running()) return true;
+    for (const auto& [entry, e] : open_)
+      if (e.digest && e.digest->hasher && e.digest->hasher->running()) return true;
     return checks_ && checks_->running();
   };
   while (running()) std::this_thread::sleep_for(kJobPoll);

@@ -1,0 +1,86 @@
+#pragma once
+// One entry of a session while the sender has it offered (sender/connection.hpp), with all
+// the connection keeps for it: the plan's entry and its result, its open file, its windows
+// registered for --zero-copy, its digest as it is computed while it is sent (docs/PROTOCOL.md
+// 7.9), what our Continue agreed with the receiver, and an abort that is due. The connection
+// holds one per entry offered and not settled (at most kMaxEntriesInFlight), and keeps a
+// settled one only while a hash of its bytes still runs.
+//
+// Which protocol state the entry is in (offered, taken, finished...) is the ledger's
+// (protocol/send_ledger.hpp), which decides what may happen to it.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/digest/file_hasher.hpp"
+#include "common/digest/merkle.hpp"
+#include "protocol/wire.hpp"
+#include "sender/file_windows.hpp"
+#include "sender/input_file.hpp"
+#include "sender/transfer_plan.hpp"
+
+namespace rdmax::sender {
+
+// The digest at the end of a file offered without it: its hasher, the nodes of chunks
+// hashed ahead of the fold (by offset: length, nodes), how far it is folded, and the file as
+// it was at its first read (checked again after its last).
+struct DigestInFlight {
+  std::unique_ptr<FileHasher> hasher;
+  std::map<std::uint64_t, std::pair<std::uint32_t, std::vector<merkle::Node>>> pending;
+  std::uint64_t folded = 0;
+  std::optional<FileIdentity> opened;
+  std::string failure;
+};
+
+// The first bytes of a file that the receiver holds and we checked (our Continue from
+// them): the tree of the rest starts from their nodes.
+struct CheckedPrefix {
+  std::uint64_t length = 0;
+  std::vector<merkle::Node> nodes;
+};
+
+struct OutgoingEntry {
+  OutgoingEntry(std::uint32_t number, PlannedEntry& what, EntryResult& outcome)
+      : entry(number), planned(what), result(outcome) {}
+  OutgoingEntry(const OutgoingEntry&) = delete;
+  OutgoingEntry& operator=(const OutgoingEntry&) = delete;
+
+  // The file, opened at its first use; a read job holds it until the job is over.
+  const std::shared_ptr<InputFile>& shared_input() {
+    if (!file) file = std::make_shared<InputFile>(planned.local_path);
+    return file;
+  }
+  InputFile& input() { return *shared_input(); }
+  // Every chunk of it has been read and written: the windows go first (they cover the
+  // mapping), then the file.
+  void close() {
+    windows.reset();
+    file.reset();
+  }
+  // Offered without its digest (7.9): hashed as it is read, the digest in its FileDone.
+  bool digest_in_flight() const { return !planned.digest_known; }
+  // A hash of its bytes runs or waits on the pool (the hasher must outlive it).
+  bool hashing() const { return digest && digest->hasher && !digest->hasher->idle(); }
+
+  const std::uint32_t entry;  // its number in the session
+  PlannedEntry& planned;
+  EntryResult& result;
+  std::shared_ptr<InputFile> file;
+  // --zero-copy; after the file, so that they are deregistered before its mapping goes.
+  std::optional<FileWindows> windows;
+  std::optional<DigestInFlight> digest;
+  // After our Continue from a prefix of it; `continued_whole`: Continue{size}, after which
+  // (and only after which) the receiver may answer Have.
+  std::optional<CheckedPrefix> continued;
+  bool continued_whole = false;
+  // It changed or could not be read: its FileAbort goes after the FileChunk being posted.
+  std::optional<proto::AbortReason> abort_due;
+  bool settled = false;  // kept only while a hash of it runs
+};
+
+}  // namespace rdmax::sender
