@@ -73,9 +73,7 @@ SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
         return {S::Closing, {A::SendError, A::Disconnect}, O::AuthFailed};
       break;
     case S::InSession:
-      if (e == E::GotCredit || e == E::GotTake || e == E::GotRefuse || e == E::GotFileVerdict ||
-          e == E::GotResume || e == E::GotHave || e == E::GotHolds)
-        return {S::InSession, {A::SendMore}};
+      if (e == E::GotAnswer) return {S::InSession, {A::TakeAnswer}};
       if (e == E::GotWorking) return {S::InSession, {}};
       break;
     case S::AwaitSecret:

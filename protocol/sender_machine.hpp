@@ -38,7 +38,10 @@ enum class SenderEvent : std::uint8_t {
   GotAccept,
   GotReject,
   GotRejectVersion,  // Reject(UnsupportedVersion): the receiver does not speak our version
-  GotCredit,
+  // An answer about the session's entries or window: a Credit, or a Take, Resume (7.6), Have,
+  // Holds (7.9), Refuse or FileVerdict of an entry. Whether it fits the entry or the slot is
+  // the TakeAnswer action's to find (a ProtocolViolation if not).
+  GotAnswer,
   GotWorking,  // the receiver is alive and still at work
   GotSecret,
   GotDenied,
@@ -51,13 +54,6 @@ enum class SenderEvent : std::uint8_t {
   TransportFailed,
   Disconnected,
   Interrupted,  // SIGINT/SIGTERM
-  // The entries of the session.
-  GotTake,
-  GotRefuse,
-  GotFileVerdict,
-  GotResume,  // PROTOCOL.md 7.6: send from an offset
-  GotHave,    // the receiver has the file already
-  GotHolds,   // 7.9: what the receiver holds of a file offered without its digest
   // Sender keys (docs/PROTOCOL.md 7.8).
   GotChallenge,   // prove our key over the receiver's nonce
   GotRejectAuth,  // Reject(AuthRequired) or Reject(AuthFailed): the receiver refuses us
@@ -68,7 +64,9 @@ enum class SenderAction : std::uint8_t {
   ResolveRoute,
   Connect,
   SendOpen,
-  SendMore,  // an answer or a credit came: offer, write and finish what is due now
+  // The answer applied to the entries and the window; then offer, write and finish what is
+  // due now.
+  TakeAnswer,
   SendId,
   KeepSecret,  // the Secret that arrived is the program's result
   SendBye,

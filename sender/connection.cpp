@@ -178,8 +178,8 @@ void Connection::perform(Action action, SenderInput& cause) {
     case Action::StartSession:
       start_session(std::get<proto::Accept>(cause.data));
       break;
-    case Action::SendMore:
-      pump();
+    case Action::TakeAnswer:
+      take_answer(std::get<SenderInput::Answer>(cause.data));
       break;
     case Action::SendId:
       expect("the answer to the id", settings_.timeout);
@@ -338,131 +338,7 @@ void Connection::handle(proto::Message& message, std::uint16_t message_version) 
     }
     return dispatch({Event::GotReject, {}});
   }
-  const bool in_session = state_ == State::InSession;
-  if (const auto* m = std::get_if<proto::Credit>(&message)) {
-    if (in_session) {
-      if (auto error = ledger_.credit(*m))
-        return violation(std::string("bad credit: ") + proto::to_string(*error));
-      if (data_began_ == Clock::time_point{}) data_began_ = Clock::now();
-    }
-    return dispatch({Event::GotCredit, {}});
-  }
-  if (const auto* m = std::get_if<proto::Take>(&message)) {
-    if (in_session) {
-      if (auto error = ledger_.taken(m->entry))
-        return violation(std::string("bad Take: ") + proto::to_string(*error));
-      start_tree_at(offered(m->entry), 0);
-    }
-    return dispatch({Event::GotTake, {}});
-  }
-  if (const auto* m = std::get_if<proto::Resume>(&message)) {
-    if (in_session) {
-      if (m->entry < entries_.size()) {
-        const proto::ResumeFacts facts{plan_.algorithm, m->offset, planned(m->entry).size,
-                                       accept_.slot_size, result(m->entry).resumed_from > 0};
-        if (const auto problem = proto::check_resume(facts))
-          return violation("bad Resume: " + proto::describe(*problem, facts));
-      }
-      // After our Continue (7.9): at most where it continued, from the prefix we checked.
-      if (m->entry < entries_.size() && !planned(m->entry).digest_known) {
-        const OutgoingEntry* e = open_entry(m->entry);
-        if (e == nullptr || !e->continued || m->offset > e->continued->length)
-          return violation("bad Resume: past what we continued from");
-      }
-      if (auto error = ledger_.taken(m->entry, m->offset))
-        return violation(std::string("bad Resume: ") + proto::to_string(*error));
-      start_tree_at(offered(m->entry), m->offset);
-      result(m->entry).resumed_from = m->offset;
-      spdlog::info("{}: the receiver has its first {} already: resuming there",
-                   proto::quoted_for_log(planned(m->entry).local_path),
-                   proto::format_size(m->offset));
-    }
-    return dispatch({Event::GotResume, {}});
-  }
-  if (const auto* m = std::get_if<proto::Have>(&message)) {
-    if (in_session) {
-      if (m->entry < entries_.size() && m->digest != planned(m->entry).digest)
-        return violation("bad Have: another digest");
-      // A file offered without its digest is had only after our Continue from its size (7.9).
-      if (m->entry < entries_.size() && !planned(m->entry).digest_known) {
-        const OutgoingEntry* e = open_entry(m->entry);
-        if (e == nullptr || !e->continued_whole)
-          return violation("bad Have: for a file offered without its digest, before a Continue");
-      }
-      if (auto error = ledger_.had(m->entry))
-        return violation(std::string("bad Have: ") + proto::to_string(*error));
-      spdlog::info("{}: skipped, identical on the receiver",
-                   proto::quoted_for_log(planned(m->entry).local_path));
-      EntryResult had{.status = EntryResult::Status::Good,
-                      .outcome = proto::SenderOutcome::Success};
-      had.identical = true;
-      settle(m->entry, std::move(had));
-    }
-    return dispatch({Event::GotHave, {}});
-  }
-  if (const auto* m = std::get_if<proto::Holds>(&message)) {
-    if (in_session) {
-      if (m->entry >= entries_.size() || planned(m->entry).digest_known)
-        return violation("bad Holds: for a file offered with its digest");
-      if (auto error = ledger_.held(m->entry))
-        return violation(std::string("bad Holds: ") + proto::to_string(*error));
-      check_holds(*m);
-    }
-    return dispatch({Event::GotHolds, {}});
-  }
-  if (const auto* m = std::get_if<proto::Refuse>(&message)) {
-    if (in_session) {
-      if (auto error = ledger_.settled(m->entry, false))
-        return violation(std::string("bad Refuse: ") + proto::to_string(*error));
-      const std::string detail = std::string(proto::to_string(m->reason)) +
-                                 (m->text.empty() ? "" : ": ") + proto::escape_for_log(m->text);
-      // --name can rename only the one file of a command line.
-      const bool one_file =
-          plan_.entries.size() == 1 && plan_.entries.front().kind == proto::EntryKind::File;
-      spdlog::error("{}: refused by the receiver ({}); {}",
-                    proto::quoted_for_log(planned(m->entry).local_path), detail,
-                    proto::refusal_next_step(m->reason, one_file ? proto::RefusalScope::File
-                                                                 : proto::RefusalScope::Entry));
-      settle(m->entry, {.status = EntryResult::Status::Refused,
-                        .outcome = proto::SenderOutcome::Rejected,
-                        .detail = detail});
-    }
-    return dispatch({Event::GotRefuse, {}});
-  }
-  if (const auto* m = std::get_if<proto::FileVerdict>(&message)) {
-    // Abandoned answers our FileAbort (PROTOCOL.md 7.9), and nothing else.
-    const bool abandoned = in_session && ledger_.state(m->entry) == proto::EntryState::Abandoning;
-    if (m->code == proto::VerdictCode::Abandoned && !abandoned)
-      return violation("FileVerdict(Abandoned) for an entry that was not abandoned");
-    if (abandoned && m->code == proto::VerdictCode::Abandoned) {
-      if (auto error = ledger_.settled(m->entry, false))
-        return violation(std::string("bad FileVerdict: ") + proto::to_string(*error));
-      settle(m->entry, {.status = EntryResult::Status::Failed,
-                        .outcome = proto::SenderOutcome::LocalFailure,
-                        .detail = "changed while it was being sent: not kept"});
-      return dispatch({Event::GotFileVerdict, {}});
-    }
-    if (in_session) {
-      const bool good = m->code == proto::VerdictCode::Good;
-      if (auto error = ledger_.settled(m->entry, good))
-        return violation(std::string("bad FileVerdict: ") + proto::to_string(*error));
-      if (good) {
-        spdlog::debug("{}: verified", proto::quoted_for_log(planned(m->entry).local_path));
-        settle(m->entry,
-               {.status = EntryResult::Status::Good, .outcome = proto::SenderOutcome::Success});
-      } else {
-        const bool stored = m->code == proto::VerdictCode::StorageError;
-        spdlog::error("{}: verdict {}{}", proto::quoted_for_log(planned(m->entry).local_path),
-                      proto::to_string(m->code),
-                      stored ? " (the receiver could not store it)" : "");
-        settle(m->entry, {.status = EntryResult::Status::Failed,
-                          .outcome = stored ? proto::SenderOutcome::ReceiverFailed
-                                            : proto::SenderOutcome::HashMismatch,
-                          .detail = proto::to_string(m->code)});
-      }
-    }
-    return dispatch({Event::GotFileVerdict, {}});
-  }
+  if (auto answer = answer_in(message)) return dispatch({Event::GotAnswer, std::move(*answer)});
   if (auto* m = std::get_if<proto::Secret>(&message)) {
     SenderInput input{Event::GotSecret, proto::Secret{m->secret}};
     proto::secure_wipe(m->secret.data(), m->secret.size());

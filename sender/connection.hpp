@@ -76,10 +76,13 @@ struct SenderInput {
   struct Settled {
     bool all_good;
   };
+  // GotAnswer's message: an answer about the session's entries or window.
+  using Answer = std::variant<proto::Credit, proto::Take, proto::Resume, proto::Have, proto::Holds,
+                              proto::Refuse, proto::FileVerdict>;
   // rdma_cm's look-ups go to the set-up machine, the rest to the connection's; pump() says
   // when the session's entries are all settled.
   std::variant<proto::SenderEvent, proto::SetupEvent, Settled> event;
-  std::variant<std::monostate, proto::Accept, proto::Secret, Abort> data;
+  std::variant<std::monostate, proto::Accept, proto::Secret, Abort, Answer> data;
   proto::ReceiverProof proof = proto::ReceiverProof::NotDue;  // with a GotProof or GotAccept
 };
 
@@ -158,6 +161,12 @@ class Connection final : public DriverCore {
   void on_transport_lost(const std::string& what) override;
 
   void handle(proto::Message& message, std::uint16_t message_version);
+  // The receiver's answers (sender/connection_answers.cpp): which messages are one, and
+  // each held against its entry or slot, then what is due sent (TakeAnswer). A verdict is
+  // taken by take_verdict(): false when it did not fit (a violation is raised).
+  static std::optional<SenderInput::Answer> answer_in(const proto::Message& message);
+  void take_answer(const SenderInput::Answer& answer);
+  bool take_verdict(const proto::FileVerdict& verdict);
   void send_open();
   void start_session(const proto::Accept& accept);
   void pump();

@@ -62,7 +62,7 @@ fail_context() {
   err=$(ls -t "$shared"/*.err 2>/dev/null | head -n 1)
   [[ -n $err ]] || return 0
   echo "--- sender log $(basename "$err"), last lines:"
-  grep -av -E 'GotCredit|SendMore' "$err" | tail -n 25
+  grep -av -E 'GotAnswer|TakeAnswer' "$err" | tail -n 25
   # A wire that stops carrying frames one way (seen twice after the loss case: host A's
   # transmit counter stood still after a kernel warning on A) shows here.
   local host
@@ -237,7 +237,7 @@ case_wire_cut() {
   wait "$send_pid" || rc=$?
   local took; took=$(since "$t")
   ((rc == 3)) || { cat "$shared/cut.bin.err" >&2; fail "sender exit $rc after the wire was cut, expected 3"; }
-  awk -v s="$took" 'BEGIN{exit !(s < 20)}' || { grep -v -E 'GotCredit|SendMore' "$shared/cut.bin.err" | tail -20 >&2; fail "sender took ${took}s to give up"; }
+  awk -v s="$took" 'BEGIN{exit !(s < 20)}' || { grep -v -E 'GotAnswer|TakeAnswer' "$shared/cut.bin.err" | tail -20 >&2; fail "sender took ${took}s to give up"; }
   # The receiver drops the connection within its own timeout, leaving nothing behind.
   eventually $((peer_timeout + 10)) recv_log_has "'cut.bin'.*abandoned" ||
     fail "the receiver did not give up on the cut connection"

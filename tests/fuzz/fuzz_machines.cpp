@@ -318,6 +318,9 @@ class SenderRun {
       FUZZ_CHECK(state_ == SS::AwaitAccept && context.proof != ReceiverProof::Missing);
     if (t.actions.contains(SA::SendProof))
       FUZZ_CHECK(state_ == SS::AwaitAccept && e == SE::GotChallenge && t.next == SS::AwaitAccept);
+    // The session's answers are taken only in the session: no entry or slot exists elsewhere.
+    if (t.actions.contains(SA::TakeAnswer))
+      FUZZ_CHECK(state_ == SS::InSession && e == SE::GotAnswer && t.next == SS::InSession);
     // An authentication failure ends the connection with its own status, before any data.
     if (t.outcome == SenderOutcome::AuthFailed)
       FUZZ_CHECK(state_ == SS::AwaitAccept &&
@@ -428,8 +431,6 @@ void deliver_to_sender(SenderRun& sender, std::span<const std::uint8_t> bytes) {
       return sender.challenge();
     case MessageType::Proof:  // the receiver's: whether it checks good is the mac's low bit
       return sender.proof((std::get<Proof>(m).mac[0] & 1) != 0);
-    case MessageType::Credit:
-      return sender.received(SE::GotCredit);
     case MessageType::Secret:
       return sender.received(SE::GotSecret);
     case MessageType::Denied:
@@ -438,18 +439,14 @@ void deliver_to_sender(SenderRun& sender, std::span<const std::uint8_t> bytes) {
       return sender.received(SE::GotError);
     case MessageType::Working:
       return sender.received(SE::GotWorking);
+    case MessageType::Credit:
     case MessageType::Take:
-      return sender.received(SE::GotTake);
     case MessageType::Refuse:
-      return sender.received(SE::GotRefuse);
     case MessageType::FileVerdict:
-      return sender.received(SE::GotFileVerdict);
     case MessageType::Resume:
-      return sender.received(SE::GotResume);
     case MessageType::Have:
-      return sender.received(SE::GotHave);
     case MessageType::Holds:
-      return sender.received(SE::GotHolds);
+      return sender.received(SE::GotAnswer);
     default:
       return sender.received(SE::GotUnexpected);
   }
