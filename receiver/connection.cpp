@@ -75,8 +75,7 @@ void Connection::apply(const proto::ReceiverTransition& t, const char* event,
                  proto::to_string(state_));
     data_bad_ = true;
   }
-  spdlog::trace("[{}] {} --{}--> {}", label(), proto::to_string(state_), event,
-                proto::to_string(t.next));
+  took_step(proto::to_string(state_), event, proto::to_string(t.next));
   const State before = state_;
   state_ = t.next;
   for (Action a : t.actions) {

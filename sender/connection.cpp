@@ -136,8 +136,8 @@ void Connection::setup_step(proto::SetupEvent event, SenderInput& input) {
   if (t.illegal)
     spdlog::error("[{}] rdma_cm answered {} while {}", label(), proto::to_string(event),
                   proto::to_string(*setup_));
-  spdlog::trace("[{}] {} --{}--> {}", label(), proto::to_string(*setup_), proto::to_string(event),
-                t.next ? proto::to_string(*t.next) : proto::to_string(t.then));
+  took_step(proto::to_string(*setup_), proto::to_string(event),
+            t.next ? proto::to_string(*t.next) : proto::to_string(t.then));
   setup_ = t.next;
   if (!t.next) state_ = t.then;
   if (t.outcome && !outcome_) outcome_ = t.outcome;
@@ -151,8 +151,7 @@ void Connection::apply(const proto::SenderTransition& t, const char* event, Send
     input.data =
         Input::Abort{proto::ErrorCode::ProtocolViolation, std::string("unexpected ") + event};
   }
-  spdlog::trace("[{}] {} --{}--> {}", label(), proto::to_string(state_), event,
-                proto::to_string(t.next));
+  took_step(proto::to_string(state_), event, proto::to_string(t.next));
   state_ = t.next;
   if (t.outcome && !outcome_) outcome_ = t.outcome;
   for (Action a : t.actions) perform(a, input);

@@ -64,9 +64,24 @@ inline std::string read_file(const std::filesystem::path& path) {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
+// Whether a driver took `from` --`event`--> among its recorded steps from the `first`th on
+// (DriverCore::record_steps): which (state, event) row an input really raised.
+inline bool took(const std::vector<DriverCore::Step>& steps, std::size_t first,
+                 std::string_view from, std::string_view event) {
+  for (std::size_t i = first; i < steps.size(); ++i)
+    if (from == steps[i].from && event == steps[i].event) return true;
+  return false;
+}
+// The steps from the `first`th on, for a failure's message.
+inline std::string steps_since(const std::vector<DriverCore::Step>& steps, std::size_t first) {
+  std::string out = "steps taken:";
+  for (std::size_t i = first; i < steps.size(); ++i)
+    out += std::string(" ") + steps[i].from + " --" + steps[i].event + "-->";
+  return out;
+}
+
 // While it lives, every log line goes to a string instead of the console, trace level
-// included: the drivers log each transition as "<state> --<event>--> <next>", which tells
-// a test which (state, event) row its input really raised.
+// included (a failing test prints it).
 class LogCapture {
  public:
   LogCapture() : previous_(spdlog::default_logger()) {
@@ -82,13 +97,6 @@ class LogCapture {
 
   std::size_t size() const { return out_.str().size(); }
   std::string since(std::size_t from) const { return out_.str().substr(from); }
-  // Whether the driver took `state` --`event`--> since `from`.
-  template <typename State, typename Event>
-  bool took(std::size_t from, State state, Event event) const {
-    const std::string step =
-        std::string(proto::to_string(state)) + " --" + proto::to_string(event) + "-->";
-    return since(from).find(step) != std::string::npos;
-  }
 
  private:
   std::ostringstream out_;
@@ -163,6 +171,7 @@ struct ReceiverHarness {
   // Constructed at CONNECT_REQUEST and established at once, as the daemon sees it mostly.
   void start() {
     connection.emplace(transport, "peer", context, kPeerAddress);
+    connection->record_steps();
     connection->on_established();
   }
   // As the daemon does: a connection is destroyed only once no job of it runs on the pool

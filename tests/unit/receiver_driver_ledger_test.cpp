@@ -40,9 +40,10 @@ TEST_P(ReceiverDriverChunkRules, BreachIsAViolationAndLeavesNoFile) {
   ASSERT_FALSE(HasFatalFailure());
   if (bad.before != nullptr) bad.before(r);
   const std::size_t sent = r.h.transport.sent.size();
-  const std::size_t logged = r.log.size();
+  const std::size_t stepped = r.steps().size();
   r.write(bad.chunk.offset, bad.chunk.length, bad.chunk.slot);
-  EXPECT_TRUE(r.log.took(logged, S::InSession, E::ProtocolViolation)) << r.log.since(logged);
+  EXPECT_TRUE(took(r.steps(), stepped, "InSession", "ProtocolViolation"))
+      << steps_since(r.steps(), stepped);
   ASSERT_GT(r.h.transport.sent.size(), sent);
   EXPECT_EQ(std::get<proto::Error>(r.h.transport.sent[sent].message).text,
             std::string("chunk breaks the data rules: ") + bad.breach);

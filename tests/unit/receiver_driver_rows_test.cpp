@@ -1,7 +1,7 @@
 // Every row of the receiver's transition table (docs/PROTOCOL.md 7.5; the reference is
 // protocol/receiver_machine.cpp), driven through the real Connection over the fake
 // transport. Each row is brought about by real inputs (messages, send completions, CM
-// events, ticks, the pool's results, injected failures); the driver's trace log proves the
+// events, ticks, the pool's results, injected failures); the driver's recorded steps prove the
 // row's (state, event) was taken, and what it did is checked from outside: its state, what
 // it posted, the file on disk and how it leaves. This is the one layer that pins the
 // transitions (tests/fuzz/fuzz_machines.cpp checks the machine's invariants along any
@@ -711,7 +711,7 @@ std::vector<Row> closing_rows() {
        stays},
       // A failure of our own on the way out ends it at once (its step was cut short).
       {{S::Closing, E::LocalFailure, ""}, closing, [](Rig& r) { r.poll_fails(); }, ends},
-      // shut_down() and Closed take no event at all: the log shows no step.
+      // shut_down() and Closed take no event at all: no step is taken.
       {{S::Closing, E::ShuttingDown, ""},
        closing,
        [](Rig& r) { r.h.connection->shut_down(); },
@@ -841,7 +841,8 @@ TEST_P(ReceiverDriverRows, DriverCarriesOutTheRow) {
   // Closed): for those the state staying put is the whole row.
   const bool steps =
       row.at.state != S::Closed && !(row.at.state == S::Closing && row.at.event == E::ShuttingDown);
-  drive_row(r, row.reach, row.inject, steps ? step_of(row.at.state, row.at.event) : "", row.want,
+  drive_row(r, row.reach, row.inject,
+            steps ? std::optional(step_of(row.at.state, row.at.event)) : std::nullopt, row.want,
             row.also);
 }
 
@@ -930,9 +931,10 @@ TEST_P(ReceiverDriverIllegal, IsAProtocolViolation) {
   r.reach(m.state);
   ASSERT_FALSE(HasFatalFailure());
   const std::size_t sent = r.h.transport.sent.size();
-  const std::size_t logged = r.log.size();
+  const std::size_t stepped = r.steps().size();
   r.peer(m.message);
-  EXPECT_TRUE(r.log.took(logged, m.state, m.event)) << r.log.since(logged);
+  EXPECT_TRUE(took(r.steps(), stepped, proto::to_string(m.state), proto::to_string(m.event)))
+      << steps_since(r.steps(), stepped);
   ASSERT_GT(r.h.transport.sent.size(), sent);
   EXPECT_EQ(
       std::get<proto::Error>(r.h.transport.sent[sent].message).text,

@@ -1,7 +1,7 @@
 // Every row of the sender's transition table (protocol/sender_machine.cpp), driven through
 // the real Connection, the sender's one driver, over the fake transport
 // (sender_session_rig.hpp). Each row is brought about by real inputs (CM events, messages,
-// send completions, ticks, signals, injected failures); the driver's trace log proves the
+// send completions, ticks, signals, injected failures); the driver's recorded steps prove the
 // row's (state, event) was taken, and what it did is checked from outside: its state, what
 // it posted, the outcome it reports and how it leaves. This is the one layer that pins the
 // transitions (tests/fuzz/fuzz_machines.cpp checks the machines' invariants along any
@@ -420,9 +420,10 @@ TEST_P(SenderDriverIllegal, IsAProtocolError) {
   r.reach(m.state);
   ASSERT_FALSE(HasFatalFailure());
   const std::size_t sent = r.h.transport.sent.size();
-  const std::size_t logged = r.log.size();
+  const std::size_t stepped = r.steps().size();
   m.inject(r);
-  EXPECT_TRUE(r.log.took(logged, m.state, m.event)) << r.log.since(logged);
+  EXPECT_TRUE(took(r.steps(), stepped, proto::to_string(m.state), proto::to_string(m.event)))
+      << steps_since(r.steps(), stepped);
   if (!connected(m.state)) {
     r.check({S::Done, {}, O::ProtocolError, End::Finished}, sent);
     return;
@@ -691,8 +692,10 @@ class SenderDriverRows : public ::testing::TestWithParam<Row> {
 TEST_P(SenderDriverRows, DriverCarriesOutTheRow) {
   const Row& row = GetParam();
   // Once Done, messages, ticks and DISCONNECTED are not even dispatched.
-  drive_row(r, row.reach, row.inject,
-            row.at.state == S::Done ? "" : step_of(row.at.state, row.at.event), row.want, row.also);
+  drive_row(
+      r, row.reach, row.inject,
+      row.at.state == S::Done ? std::nullopt : std::optional(step_of(row.at.state, row.at.event)),
+      row.want, row.also);
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, SenderDriverRows, ::testing::ValuesIn(all_rows()), row_name<Row>);
@@ -764,12 +767,13 @@ TEST_P(SenderSessionIllegal, IsAProtocolError) {
   r.reach(m.state);
   ASSERT_FALSE(HasFatalFailure());
   const std::size_t sent = r.h.transport.sent.size();
-  const std::size_t logged = r.log.size();
+  const std::size_t stepped = r.steps().size();
   if (m.cm != nullptr)
     m.cm(r);
   else  // only a version-1 refusal means "speaks only version 1" (PROTOCOL 7.1)
     r.h.receive(m.message, m.name == "RejectVersion" ? proto::kVersion1 : proto::kVersion2);
-  EXPECT_TRUE(r.log.took(logged, m.state, m.event)) << r.log.since(logged);
+  EXPECT_TRUE(took(r.steps(), stepped, proto::to_string(m.state), proto::to_string(m.event)))
+      << steps_since(r.steps(), stepped);
   if (m.state == S::Connecting) {
     r.check({S::Done, {}, O::ProtocolError, End::Finished}, sent);
     return;
@@ -857,7 +861,7 @@ class SenderDriverSettled : public ::testing::TestWithParam<Settled> {
 
 TEST_P(SenderDriverSettled, EndsTheSession) {
   const Settled& row = GetParam();
-  drive_row(r, row.reach, row.inject, "InSession --all settled-->", row.want, row.also);
+  drive_row(r, row.reach, row.inject, StepName{"InSession", "all settled"}, row.want, row.also);
 }
 
 INSTANTIATE_TEST_SUITE_P(Session, SenderDriverSettled, ::testing::ValuesIn(settled_rows()),
@@ -960,10 +964,10 @@ TEST(SenderDriverCoverage, NoTransportBeforeConnect) {
     EXPECT_FALSE(r.has_transport()) << proto::to_string(s);
     EXPECT_TRUE(r.h.transport.sent.empty()) << proto::to_string(s) << ": something was posted";
     // A message waiting in the fake transport is not read: no step is taken.
-    const std::size_t logged = r.log.size();
+    const std::size_t stepped = r.steps().size();
     r.h.receive(r.accept);
     EXPECT_EQ(r.h.driver->setup_state(), s);
-    EXPECT_EQ(r.log.since(logged).find("-->"), std::string::npos) << r.log.since(logged);
+    EXPECT_EQ(r.steps().size(), stepped) << steps_since(r.steps(), stepped);
   }
   Rig r;
   r.reach(S::Connecting);

@@ -93,6 +93,7 @@ struct SessionHarness {
     std::vector<std::uint32_t> all(plan.entries.size());
     std::iota(all.begin(), all.end(), 0u);
     driver.emplace(settings, plan, std::move(all), cm, "peer");
+    driver->record_steps();
     if (lead_of_several) driver->hold_for_others();
     driver->start();
   }
@@ -124,6 +125,7 @@ struct SessionRig {
     h.add_file("a.bin", random_bytes(2 * kSlot + 100, 21), 0640);
     h.add_file("d/b.bin", random_bytes(100, 22), 0600);
   }
+  const std::vector<DriverCore::Step>& steps() const { return h.driver->steps(); }
 
   // ---- Recipes: each ends in its state or fails ----
   void resolving_address() { h.start(); }

@@ -502,7 +502,6 @@ TEST(SessionLinkDigestAtEnd, AFileThatCannotBeReadIsAbandonedAndTheSessionGoesOn
   EXPECT_EQ(p.sender.transport.sent_of<proto::FileAbort>()[0],
             (proto::FileAbort{0, proto::AbortReason::Unreadable}));
   EXPECT_EQ(p.sender.status(0), Status::Failed);
-  EXPECT_NE(p.log.since(0).find("could not be read"), std::string::npos) << p.log.since(0);
   EXPECT_FALSE(std::filesystem::exists(p.receiver.dir.path() / "a.bin"));
   EXPECT_EQ(p.sender.status(1), Status::Good);
   EXPECT_EQ(p.arrived("d/b.bin"), p.sent(1));

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -36,25 +37,31 @@ std::ostream& operator<<(std::ostream& out, const TableRow<State, Event, Step, W
              << row.at.variant;
 }
 
-// How a driver's trace names the step a row takes: "State --Event-->".
+// The step a row takes, by the names of its state and event (DriverCore::Step).
+struct StepName {
+  std::string from;
+  std::string event;
+};
 template <typename State, typename Event>
-std::string step_of(State state, Event event) {
-  return std::string(to_string(state)) + " --" + to_string(event) + "-->";
+StepName step_of(State state, Event event) {
+  return {to_string(state), to_string(event)};
 }
 
 // What every row test of either driver does: bring the rig to the row's state, raise its
-// input, find the step the driver took in its trace (`step`; empty: the input takes none),
+// input, find the step the driver took among its steps (`step`; none: the input takes none),
 // then check what it did from outside (the rig's check of `want`, and the row's own `also`).
 template <typename Rig, typename Step, typename Want>
-void drive_row(Rig& r, Step reach, Step inject, const std::string& step, const Want& want,
-               Step also) {
+void drive_row(Rig& r, Step reach, Step inject, const std::optional<StepName>& step,
+               const Want& want, Step also) {
   reach(r);
-  ASSERT_FALSE(::testing::Test::HasFatalFailure()) << "could not reach the state of " << step;
+  ASSERT_FALSE(::testing::Test::HasFatalFailure())
+      << "could not reach the state of " << (step ? step->from + " + " + step->event : "a row");
   const std::size_t sent = r.h.transport.sent.size();
-  const std::size_t logged = r.log.size();
+  const std::size_t stepped = r.steps().size();
   inject(r);
-  if (!step.empty()) {
-    EXPECT_NE(r.log.since(logged).find(step), std::string::npos) << r.log.since(logged);
+  if (step) {
+    EXPECT_TRUE(took(r.steps(), stepped, step->from, step->event))
+        << steps_since(r.steps(), stepped);
   }
   r.check(want, sent);
   if (also != nullptr) also(r);
