@@ -38,7 +38,6 @@ enum class EntryState : std::uint8_t {
   Abandoning,  // FileAbort: its FileVerdict(Abandoned) (or StorageError) settles it
   Settled,
 };
-inline constexpr int kEntryStateCount = 8;
 
 enum class EntryEvent : std::uint8_t {
   Offer,     // the sender offers it
@@ -52,7 +51,6 @@ enum class EntryEvent : std::uint8_t {
   Good,      // FileVerdict(Good), or a directory's settling
   Bad,       // Refuse, or a FileVerdict other than Good
 };
-inline constexpr int kEntryEventCount = 10;
 
 enum class EntryFault : std::uint8_t {
   NotOffered,      // the event answers an Offer that was never made

@@ -57,14 +57,22 @@ struct Stored {
   }();
 };
 
+// Each value's name (empty: no enumerator), for constant evaluation, and the same names as
+// C strings, for the callers: two tables, so that nothing compares addresses at compile time
+// (which a sanitizer build does not allow).
 template <typename E, std::size_t... I>
-constexpr std::array<const char*, sizeof...(I)> table(std::index_sequence<I...>) {
-  return {(Stored<static_cast<E>(I)>::name.empty() ? nullptr
-                                                   : Stored<static_cast<E>(I)>::chars.data())...};
+constexpr std::array<std::string_view, sizeof...(I)> views(std::index_sequence<I...>) {
+  return {Stored<static_cast<E>(I)>::name...};
+}
+template <typename E, std::size_t... I>
+constexpr std::array<const char*, sizeof...(I)> strings(std::index_sequence<I...>) {
+  return {Stored<static_cast<E>(I)>::chars.data()...};
 }
 
 template <typename E>
-inline constexpr auto kNames = table<E>(std::make_index_sequence<kNamedRange>{});
+inline constexpr auto kViews = views<E>(std::make_index_sequence<kNamedRange>{});
+template <typename E>
+inline constexpr auto kStrings = strings<E>(std::make_index_sequence<kNamedRange>{});
 
 }  // namespace enum_names_detail
 
@@ -73,8 +81,8 @@ requires std::is_enum_v<E>
 [[nodiscard]] constexpr const char* to_string(E value) {
   const auto index = static_cast<long long>(value);
   if (index < 0 || index >= enum_names_detail::kNamedRange) return "?";
-  const char* name = enum_names_detail::kNames<E>[static_cast<std::size_t>(index)];
-  return name != nullptr ? name : "?";
+  const auto at = static_cast<std::size_t>(index);
+  return enum_names_detail::kViews<E>[at].empty() ? "?" : enum_names_detail::kStrings<E>[at];
 }
 
 template <typename E>
@@ -82,15 +90,13 @@ requires std::is_enum_v<E>
 [[nodiscard]] constexpr auto enum_values() {
   constexpr std::size_t count = [] {
     std::size_t n = 0;
-    for (const char* name : enum_names_detail::kNames<E>) n += name != nullptr;
+    for (std::string_view name : enum_names_detail::kViews<E>) n += name.empty() ? 0 : 1;
     return n;
   }();
   std::array<E, count> out{};
   std::size_t at = 0;
-  for (int i = 0; i < enum_names_detail::kNamedRange; ++i) {
-    if (enum_names_detail::kNames<E>[static_cast<std::size_t>(i)] != nullptr) {
-      out[at++] = static_cast<E>(i);
-    }
+  for (std::size_t i = 0; i < enum_names_detail::kViews<E>.size(); ++i) {
+    if (!enum_names_detail::kViews<E>[i].empty()) out[at++] = static_cast<E>(i);
   }
   return out;
 }

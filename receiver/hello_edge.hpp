@@ -1,5 +1,5 @@
 #pragma once
-// A Hello served as entry 0 of a session (docs/DESIGN.md, "version 1 at the edge"). A sender
+// A Hello served as entry 0 of a session (docs/DESIGN.md, "Version 1"). A sender
 // that names its one file with a Hello (every version-1 sender, and version-2 senders older
 // than sessions) is served by the receiver's one driver (receiver/connection.hpp), which
 // speaks only sessions. This decorator of the transport seam reads the Hello flow off the

@@ -31,12 +31,11 @@ constexpr Cell no(F f) {
   return {false, S::Waiting, f};
 }
 
-constexpr std::array kEvents{E::Offer, E::Holds,    E::Continue, E::Take, E::Have,
-                             E::Chunk, E::FileDone, E::Abort,    E::Good, E::Bad};
-constexpr std::array kStates{S::Waiting, S::Offered,  S::Held,       S::Continued,
-                             S::Taken,   S::Finished, S::Abandoning, S::Settled};
-using Row = std::array<Cell, kEntryEventCount>;
-using Table = std::array<Row, kEntryStateCount>;
+// In the enums' order, which the table's rows and columns follow.
+constexpr auto kEvents = enum_values<E>();
+constexpr auto kStates = enum_values<S>();
+using Row = std::array<Cell, kEvents.size()>;
+using Table = std::array<Row, kStates.size()>;
 
 // clang-format off
 // Columns: Offer, Holds, Continue, Take, Have, Chunk, FileDone, Abort, Good, Bad.
@@ -66,7 +65,7 @@ constexpr Table kDirectory{{
 // clang-format on
 
 void check_table(EntryKind kind, const Table& table) {
-  int pairs = 0;
+  std::size_t pairs = 0;
   for (std::size_t si = 0; si < kStates.size(); ++si) {
     for (std::size_t ei = 0; ei < kEvents.size(); ++ei) {
       const Cell& want = table[si][ei];
@@ -85,7 +84,7 @@ void check_table(EntryKind kind, const Table& table) {
       ++pairs;
     }
   }
-  EXPECT_EQ(pairs, kEntryStateCount * kEntryEventCount);
+  EXPECT_EQ(pairs, kStates.size() * kEvents.size());
 }
 
 TEST(EntryMachine, EveryPairOfAFile) {
@@ -93,14 +92,6 @@ TEST(EntryMachine, EveryPairOfAFile) {
 }
 TEST(EntryMachine, EveryPairOfADirectory) {
   check_table(EntryKind::Directory, kDirectory);
-}
-
-TEST(EntryMachine, NamesEveryValue) {
-  for (S s : kStates) EXPECT_STRNE(to_string(s), "?");
-  for (E e : kEvents) EXPECT_STRNE(to_string(e), "?");
-  for (F f : {F::NotOffered, F::AlreadyOffered, F::NotAFile, F::NotTaken, F::AlreadyTaken,
-              F::TooEarly, F::Settled, F::Held, F::NotHeld, F::Abandoned})
-    EXPECT_STRNE(to_string(f), "?");
 }
 
 // Both sides walk one file through the session: after each message the sender's and the
