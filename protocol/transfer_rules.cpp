@@ -76,4 +76,23 @@ std::string describe(ResumeProblem problem, const ResumeFacts& f) {
   return at;
 }
 
+std::optional<SessionTerms> fall_back(const SessionTerms& terms, TermRefused refused, bool one_file,
+                                      bool keyed) {
+  SessionTerms next = terms;
+  switch (refused) {
+    case TermRefused::Algorithm:
+      if (terms.algorithm != DigestAlgorithm::Blake3) return std::nullopt;
+      next.algorithm = DigestAlgorithm::FsVeritySha256;
+      return next;
+    case TermRefused::DigestAtEnd:
+      if (!terms.digest_at_end) return std::nullopt;
+      next.digest_at_end = false;
+      return next;
+    case TermRefused::Version:
+      if (terms.version != kVersion2 || !one_file || keyed) return std::nullopt;
+      return SessionTerms{kVersion1, DigestAlgorithm::WholeFileSha256, false};
+  }
+  return std::nullopt;
+}
+
 }  // namespace rdmax::proto

@@ -56,6 +56,29 @@ struct ResumeFacts {
 [[nodiscard]] bool rejects_our_version(const Reject& reject, std::uint16_t message_version,
                                        std::uint16_t connection_version);
 
+// What a sender asks of the receiver in its first message, beyond version 1's one file with
+// its SHA-256: version 2 (7.1), a digest algorithm (BLAKE3 by its extension 0x8004, 7.10) and
+// the digest at the end (0x8003, 7.9). A receiver that lacks one refuses the first message
+// before any file, and the sender connects again without it.
+struct SessionTerms {
+  std::uint16_t version = kVersion2;
+  DigestAlgorithm algorithm = DigestAlgorithm::Blake3;
+  bool digest_at_end = true;
+  bool operator==(const SessionTerms&) const = default;
+};
+// Which term the receiver's Reject refused (the driver tells them apart: 7.10's and 7.9's
+// refusals come in version 2 and name what the Open carried; a version-1 Reject refuses
+// version 2 itself).
+enum class TermRefused : std::uint8_t { Algorithm, DigestAtEnd, Version };
+// The one ladder of fall-backs: the terms to connect again with after `refused`, each
+// refusal dropping the term refused (BLAKE3 for the fs-verity digest; the digest at the end
+// for digests first; version 2 for version 1, which carries one file with its whole-file
+// SHA-256 and cannot prove a key). None when nothing is left to drop: a refusal of a term not
+// asked for, or of version 2 when version 1 cannot carry the command (`one_file`: one file
+// and nothing else; `keyed`: a sender key, which version 1 cannot prove).
+[[nodiscard]] std::optional<SessionTerms> fall_back(const SessionTerms& terms, TermRefused refused,
+                                                    bool one_file, bool keyed);
+
 // What went wrong, in words for the log and the Error's text.
 [[nodiscard]] std::string describe(AcceptProblem problem, const Accept& accept,
                                    std::uint64_t resumed_from);

@@ -21,7 +21,6 @@
 #include "sender/shard.hpp"
 #include "sender/source_tree.hpp"
 #include "sender/transfer_run.hpp"
-#include "sender/version1_send.hpp"
 
 namespace rdmax::sender {
 
@@ -30,6 +29,28 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Whether version 1 can carry the plan: one file and nothing else.
+bool version1_can_send(const TransferPlan& plan) {
+  return plan.entries.size() == 1 && plan.entries.front().kind == proto::EntryKind::File;
+}
+
+// What the command tells before it connects again with fewer terms (the digest at the end's
+// refusal is told by the connection that met it).
+void say_falling_back(const proto::SessionTerms& from, const proto::SessionTerms& to,
+                      bool digest_chosen) {
+  if (to.version != from.version) {
+    spdlog::warn(from.algorithm == proto::DigestAlgorithm::WholeFileSha256
+                     ? "the receiver speaks only protocol version 1: connecting again with "
+                       "version 1"
+                     : "the receiver speaks only protocol version 1: connecting again with "
+                       "version 1 (and the whole-file SHA-256 digest it knows)");
+  } else if (to.algorithm != from.algorithm) {
+    // The default needs no word beyond a note; a BLAKE3 asked for is worth a warning.
+    spdlog::log(digest_chosen ? spdlog::level::warn : spdlog::level::info,
+                "the receiver does not take BLAKE3: the fs-verity digest instead");
+  }
 }
 
 PlannedEntry planned(const SourceEntry& s, proto::EntryKind kind) {
@@ -257,39 +278,43 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
     if (fit > 0 && fit < asked) memlock.fewer_connections(asked, fit);
     settings.memlock = &memlock;
     settings.key = key;
-    settings.digest_at_end = at_end;
-    // A receiver that refuses a must-understand extension of our Open refuses it before any
-    // file: the command connects again without it, BLAKE3 first (7.10: the fs-verity digest
-    // instead), then the digest at the end (7.9: each file hashed first, the order of version
-    // 1). At most two such tries, each after a refusal.
-    for (bool first = true;; first = false) {
+    // The one ladder of fall-backs (proto::fall_back): a receiver that lacks a term of our
+    // first message refuses it before any file, and the command connects again without it,
+    // the newest first: BLAKE3 (7.10: the fs-verity digest instead), the digest at the end
+    // (7.9: each file hashed first), version 2 itself (7.1: the one file over version 1).
+    proto::SessionTerms terms{proto::kVersion2, sendable.algorithm, at_end};
+    for (;;) {
+      settings.version = terms.version;
+      settings.digest_at_end = terms.digest_at_end;
       TransferRun run(options, settings, sendable, share_out(sendable, fitting), progress);
       summary.lead = run.run();
       summary.data_seconds += run.data_seconds();
-      if (first) summary.connect_seconds = run.connect_seconds();
+      summary.connect_seconds = run.connect_seconds();
       summary.bytes += run.bytes();
       secret = run.secret();
-      const bool algorithm_refused = run.digest_algorithm_refused();
-      if (!algorithm_refused && !run.digest_at_end_refused()) break;
+      const auto refused = run.refused();
+      if (!refused) break;
+      const auto next =
+          proto::fall_back(terms, *refused, version1_can_send(sendable), key != nullptr);
+      if (!next) break;
+      say_falling_back(terms, *next, options.digest_chosen);
       for (auto& r : sendable.results)
         if (r.status != EntryResult::Status::Good) r = EntryResult{.receiver = r.receiver};
-      if (algorithm_refused) {
-        // The default needs no word beyond a note; a BLAKE3 asked for is worth a warning.
-        const auto level = options.digest_chosen ? spdlog::level::warn : spdlog::level::info;
-        spdlog::log(level, "the receiver does not take BLAKE3: the fs-verity digest instead");
-        sendable.algorithm = proto::DigestAlgorithm::FsVeritySha256;
+      if (next->algorithm != terms.algorithm) {
+        sendable.algorithm = next->algorithm;
         plan.algorithm = sendable.algorithm;
-        for (auto& e : sendable.entries) {  // BLAKE3's digests say nothing of fs-verity's
-          e.digest = {};
-          e.digest_known = false;
-          e.digest_from_cache = false;
+        for (auto& entry : sendable.entries) {  // one algorithm's digests say nothing of another's
+          entry.digest = {};
+          entry.digest_known = false;
+          entry.digest_from_cache = false;
         }
-      } else {
-        settings.digest_at_end = false;
       }
+      terms = *next;
       double seconds = 0;
       std::size_t cached = 0;
-      hash_files(options, sendable, ProgressMode::Off, seconds, cached, !settings.digest_at_end);
+      hash_files(options, sendable,
+                 terms.version == proto::kVersion1 ? progress : ProgressMode::Off, seconds, cached,
+                 !terms.digest_at_end);
       summary.hash_seconds += seconds;
     }
     remember_learned(options, sendable);
@@ -299,10 +324,6 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
           "the receiver speaks only protocol version 1, which cannot prove that it holds our "
           "key (--key-file): nothing was sent");
       summary.lead = proto::SenderOutcome::AuthFailed;
-    }
-    if (summary.lead == proto::SenderOutcome::VersionUnsupported && version1_can_send(sendable)) {
-      send_with_version1(options, sendable, summary, secret, progress);
-      plan.algorithm = sendable.algorithm;
     }
     // The entries too: a digest learned at the end of its file (7.9) is reported.
     for (std::size_t j = 0; j < origin.size(); ++j) {

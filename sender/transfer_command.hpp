@@ -2,8 +2,10 @@
 // rdma-send's one transfer path, for one file as for a tree (-r) over one or several
 // connections (-P): walks the PATHs, hashes every file (or takes its digest from the cache),
 // sends them in version-2 sessions (sender/transfer_run.hpp), a single file as a session of
-// one entry (a version-1 receiver gets it through sender/version1_send.hpp), and reports
-// each entry and the totals (sender/report.hpp).
+// one entry, and reports each entry and the totals (sender/report.hpp). A receiver that
+// refuses a term of the first message (BLAKE3, the digest at the end, version 2) gets the
+// command again without it (proto::fall_back; a version-1 receiver, the one file over
+// sender/version1_transport.hpp).
 
 #include <optional>
 #include <string>

@@ -45,7 +45,7 @@ struct TransferRun::Link final : SenderCm {
     run.loop_.watch(transport->completion_fd(), [this] { driver->poll(); });
     transport->connect();
     if (run.settings_[index].version != proto::kVersion1) return *transport;
-    // Version 1 carries one file (sender/version1_send.hpp), named in its first message.
+    // Version 1 carries one file, named in its first message.
     version1 =
         std::make_unique<Version1Transport>(*transport, offer_of(0, run.plan_.entries.front()));
     return *version1;
@@ -203,14 +203,16 @@ void TransferRun::on_cm_events() {
   }
 }
 
-bool TransferRun::digest_algorithm_refused() const {
-  return std::any_of(links_.begin(), links_.end(),
-                     [](const auto& l) { return l->driver->digest_algorithm_refused(); });
-}
-
-bool TransferRun::digest_at_end_refused() const {
-  return std::any_of(links_.begin(), links_.end(),
-                     [](const auto& l) { return l->driver->digest_at_end_refused(); });
+std::optional<proto::TermRefused> TransferRun::refused() const {
+  const auto any = [&](bool (Connection::*asked)() const) {
+    return std::any_of(links_.begin(), links_.end(),
+                       [&](const auto& l) { return ((*l->driver).*asked)(); });
+  };
+  if (any(&Connection::digest_algorithm_refused)) return proto::TermRefused::Algorithm;
+  if (any(&Connection::digest_at_end_refused)) return proto::TermRefused::DigestAtEnd;
+  if (links_.front()->driver->outcome() == proto::SenderOutcome::VersionUnsupported)
+    return proto::TermRefused::Version;
+  return std::nullopt;
 }
 
 const std::string& TransferRun::secret() const {

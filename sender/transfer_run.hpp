@@ -12,10 +12,9 @@
 // digest at the end, only walked); run() starts every connection's address resolution and
 // turns the loop until each connection is Done, then returns the lead's outcome, and the
 // caller reads the figures and the plan's results for the report. A run is used once. The
-// command makes a second one when the receiver refused what this one asked: the digest at
-// the end (digest_at_end_refused(): the files are hashed first and offered again), or
-// version 2 itself (VersionUnsupported: sender/version1_send.cpp runs the one file again,
-// over a transport that speaks version 1).
+// command makes another when the receiver refused a term this one asked (refused(): BLAKE3,
+// the digest at the end, or version 2, whose run then carries the one file over a transport
+// that speaks version 1).
 
 #include <memory>
 #include <optional>
@@ -26,6 +25,7 @@
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/event_channel.hpp"
 #include "common/rdma/rdma_transport.hpp"
+#include "protocol/transfer_rules.hpp"
 #include "sender/connection.hpp"
 #include "sender/options.hpp"
 #include "sender/progress_bar.hpp"
@@ -50,11 +50,10 @@ class TransferRun {
   // data was sent).
   double data_seconds() const;
   std::uint64_t bytes() const;  // written in this run
-  // A receiver refused the digest at the end (a version-2 Reject(UnsupportedVersion) of an
-  // Open that asked for it): the command hashes its files first and sends them again.
-  bool digest_at_end_refused() const;
-  // Or BLAKE3 (docs/PROTOCOL.md 7.10): the files go again with the fs-verity digest.
-  bool digest_algorithm_refused() const;
+  // What a receiver refused of the terms the run asked (BLAKE3, 7.10; the digest at the end,
+  // 7.9; version 2 itself, 7.1), before any file: the command connects again without it
+  // (proto::fall_back). None: the run went as asked, for better or worse.
+  std::optional<proto::TermRefused> refused() const;
 
  private:
   std::uint64_t bytes_there() const;  // and what the receiver had before (resume)

@@ -87,5 +87,33 @@ TEST(RejectsOurVersion, OnlyUnsupportedVersionInAnOlderVersion) {
   EXPECT_FALSE(rejects_our_version(Reject{RejectReason::Exists, ""}, kVersion1, kVersion2));
 }
 
+// The one ladder of fall-backs (PROTOCOL.md 7.1, 7.9, 7.10): from what rdma-send asks by
+// default, every path down it, and where it stops.
+TEST(FallBack, EachRefusalDropsItsTermTheNewestFirst) {
+  const SessionTerms all{};  // version 2, BLAKE3, the digest at the end
+  const auto no_blake3 = fall_back(all, TermRefused::Algorithm, false, false);
+  ASSERT_TRUE(no_blake3);
+  EXPECT_EQ(*no_blake3, (SessionTerms{kVersion2, kTree, true}));
+  const auto digests_first = fall_back(*no_blake3, TermRefused::DigestAtEnd, false, false);
+  ASSERT_TRUE(digests_first);
+  EXPECT_EQ(*digests_first, (SessionTerms{kVersion2, kTree, false}));
+  // A receiver that knows the digest at the end but not BLAKE3, refused in the other order.
+  EXPECT_EQ(fall_back(all, TermRefused::DigestAtEnd, false, false),
+            (SessionTerms{kVersion2, DigestAlgorithm::Blake3, false}));
+  // Nothing is dropped twice: a refusal of a term not asked for ends the ladder.
+  EXPECT_EQ(fall_back(*no_blake3, TermRefused::Algorithm, false, false), std::nullopt);
+  EXPECT_EQ(fall_back(*digests_first, TermRefused::DigestAtEnd, false, false), std::nullopt);
+}
+
+TEST(FallBack, VersionOneOnlyForOneFileWithoutAKey) {
+  const SessionTerms all{};
+  EXPECT_EQ(fall_back(all, TermRefused::Version, true, false),
+            (SessionTerms{kVersion1, kWhole, false}));
+  EXPECT_EQ(fall_back(all, TermRefused::Version, false, false), std::nullopt);  // a tree
+  EXPECT_EQ(fall_back(all, TermRefused::Version, true, true), std::nullopt);    // a key
+  const SessionTerms version1{kVersion1, kWhole, false};
+  EXPECT_EQ(fall_back(version1, TermRefused::Version, true, false), std::nullopt);
+}
+
 }  // namespace
 }  // namespace rdmax::proto
