@@ -149,23 +149,15 @@ void Connection::check_open(const proto::Open& open, Event event) {
   auto reject = [&](proto::RejectReason reason, std::string text) {
     dispatch({event, Input::Rejection{reason, std::move(text)}, {proto::OpenCheck::Rejected}});
   };
-  const char* message = edge_.serving_hello() ? "Hello" : "Open";
+  terms_ = edge_.terms();
+  const char* message = terms_.first_message;
   const proto::ExtensionsRead extensions = proto::read_extensions(open.extensions, message);
   if (extensions.refusal) return reject(extensions.refusal->reason, extensions.refusal->text);
   for (std::uint16_t type : extensions.ignored)
     spdlog::debug("[{}] ignoring {} extension 0x{:04x}", label(), message, type);
   // --senders: nothing is granted before the sender proves a key (PROTOCOL.md 7.8).
   if (context_.sender_keys != nullptr && !authenticated_) {
-    // A Hello cannot carry a key. Version 1 has no AuthRequired: its peer is told
-    // UnsupportedVersion, the one reason it knows for "not in this version" (PROTOCOL.md 6.2).
-    if (edge_.serving_hello() && edge_.hello_version() == proto::kVersion1)
-      return reject(proto::RejectReason::UnsupportedVersion,
-                    "this receiver admits only senders with a key, which protocol version 1 "
-                    "cannot carry: send with an rdma-send that has --key-file");
-    if (edge_.serving_hello())
-      return reject(proto::RejectReason::AuthRequired,
-                    "this receiver admits only senders with a key, which a Hello cannot carry: "
-                    "open a session (Open) with a sender key (rdma-send --key-file)");
+    if (terms_.keyless_refusal) return reject(*terms_.keyless_refusal, terms_.keyless_text);
     auto claim = proto::sender_key_claim(open);
     if (!claim) {
       spdlog::warn("[{}] refused a sender without a key (--senders requires one)", label());
@@ -215,9 +207,8 @@ void Connection::send_reject(const ReceiverInput& cause) {
   const auto* r = data_of<Input::Rejection>(cause);
   const Input::Rejection rejection =
       r != nullptr ? *r : Input::Rejection{proto::RejectReason::Internal, "rejected"};
-  spdlog::warn("[{}] rejected {}: {} {}", label(),
-               edge_.serving_hello() ? "a Hello" : std::string("a session"),
-               proto::to_string(rejection.reason), rejection.text);
+  spdlog::warn("[{}] rejected {}: {} {}", label(), terms_.what, proto::to_string(rejection.reason),
+               rejection.text);
   post(proto::Reject{rejection.reason, rejection.text});
 }
 
@@ -446,7 +437,7 @@ proto::WorkPhase Connection::work_phase() const {
   // PROTOCOL.md 7.3: a session's Working says Storing whatever its entries are doing. A
   // Hello's names what its one file waits for, as a Hello's always did: being created,
   // stored or committed.
-  if (!edge_.serving_hello()) return proto::WorkPhase::Storing;
+  if (!terms_.working_names_phase) return proto::WorkPhase::Storing;
   const auto* entry = ledger_.entry(0);
   if (entry != nullptr && entry->state == proto::EntryState::Offered)
     return proto::WorkPhase::Preparing;

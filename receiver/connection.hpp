@@ -247,7 +247,8 @@ class Connection final : public DriverCore {
                     Clock::time_point since, const Digest& computed, const char* verdict) const;
 
   ReceiverContext& context_;
-  HelloEdge edge_;  // the transport, as the driver sees it
+  HelloEdge edge_;   // the transport, as the driver sees it
+  FlowTerms terms_;  // what the sender's flow means here, read with its first message
   State state_ = State::AwaitOpen;
   Dispatcher<ReceiverInput> dispatcher_;
 

@@ -72,9 +72,7 @@ void Connection::check_offer(const proto::Offer& offer) {
   };
   // Cheap checks first (protocol/receiver_rules.hpp): nothing is created for an entry that
   // fails them.
-  const auto name_rule =
-      edge_.serving_hello() ? proto::OfferedName::FileName : proto::OfferedName::RelativePath;
-  if (auto refusal = proto::check_offer(offer, o.max_size, name_rule))
+  if (auto refusal = proto::check_offer(offer, o.max_size, terms_.names))
     return refuse(refusal->reason, std::move(refusal->text));
   // A sender key's SUBDIR (--senders): the checked relative path goes beneath it, so no
   // path the sender names can leave it (check_offer refused "..", "/" and empty parts).
@@ -338,7 +336,7 @@ void Connection::verify_entry(std::uint32_t id) {
     return dispatch({proto::WorkResult::EntrySettled, Input::EntryVerdict{id, Code::HashMismatch}});
   }
   // A Hello says nothing of its file's mode and time: the file keeps ours (PROTOCOL.md 4.2).
-  if (!edge_.serving_hello())
+  if (terms_.offers_metadata)
     entry.file->set_metadata(entry.offer.mode, entry.offer.mtime_sec, entry.offer.mtime_nsec);
   entry.committing = true;
   entry.file->commit([this, id](const IncomingFile::Outcome& outcome) {

@@ -24,6 +24,28 @@ Offer offer_for(const Hello& hello) {
 }
 }  // namespace
 
+FlowTerms HelloEdge::terms() const {
+  if (flow_ != Flow::Hello) return {};
+  FlowTerms hello;
+  hello.first_message = "Hello";
+  hello.what = "a Hello";
+  hello.names = OfferedName::FileName;
+  hello.offers_metadata = false;
+  hello.working_names_phase = true;
+  if (wire_version_ == kVersion1) {
+    hello.keyless_refusal = RejectReason::UnsupportedVersion;
+    hello.keyless_text =
+        "this receiver admits only senders with a key, which protocol version 1 cannot carry: "
+        "send with an rdma-send that has --key-file";
+  } else {
+    hello.keyless_refusal = RejectReason::AuthRequired;
+    hello.keyless_text =
+        "this receiver admits only senders with a key, which a Hello cannot carry: open a "
+        "session (Open) with a sender key (rdma-send --key-file)";
+  }
+  return hello;
+}
+
 void HelloEdge::send(const Message& message, std::uint16_t version, std::uint64_t tag) {
   if (flow_ != Flow::Hello) return wire().send(message, version, tag);
   const std::uint16_t v = wire_version_;

@@ -31,19 +31,35 @@
 #include <optional>
 
 #include "common/connection/transport_decorator.hpp"
+#include "protocol/receiver_rules.hpp"
 #include "protocol/wire.hpp"
 
 namespace rdmax::receiver {
+
+// What the flow the sender speaks means for the driver: the edge maps it, the driver reads
+// it, and never asks which flow it serves.
+struct FlowTerms {
+  const char* first_message = "Open";  // in logs and refusals
+  const char* what = "a session";      // what a rejection's log line says was rejected
+  // How an entry is named: a Hello names its one file by a plain name in the directory itself
+  // (PROTOCOL.md 3.1); an Offer by a relative path.
+  proto::OfferedName names = proto::OfferedName::RelativePath;
+  bool offers_metadata = true;  // an Offer's mode and time apply; a Hello has none (4.2)
+  // --senders: a Hello cannot carry a key, so its sender is refused with this (version 1 has
+  // no AuthRequired: UnsupportedVersion is the one reason it knows for "not in this version").
+  std::optional<proto::RejectReason> keyless_refusal;
+  const char* keyless_text = "";
+  // A session's Working says Storing throughout (7.3); a Hello's names what its one file
+  // waits for: being created, stored or committed.
+  bool working_names_phase = false;
+};
 
 class HelloEdge final : public TransportDecorator {
  public:
   explicit HelloEdge(Transport& wire) : TransportDecorator(wire) {}
 
-  // The connection began with a Hello: its one entry is named by a plain file name in the
-  // directory itself (PROTOCOL.md 3.1) and has no mode or time of its own.
-  bool serving_hello() const { return flow_ == Flow::Hello; }
-  // The Hello's version on the wire (the driver is given version 2 either way).
-  std::uint16_t hello_version() const { return wire_version_; }
+  // Known once the first message arrived (the driver reads them as it checks the Open).
+  FlowTerms terms() const;
 
   void send(const proto::Message& message, std::uint16_t version, std::uint64_t tag) override;
   void poll(TransportSink& sink) override;
