@@ -1,8 +1,8 @@
 #pragma once
-// Version 1 at the edge (docs/DESIGN.md, "Version 1"): a receiver that speaks only protocol version 1
-// under the one session driver (sender/connection.hpp). The driver speaks a session
-// of one file entry; this decorator of the transport seam writes and reads version 1 on the
-// wire (docs/PROTOCOL.md sections 3-5), so that no second driver exists for it:
+// Version 1 at the edge (docs/DESIGN.md, "Version 1"): a receiver that speaks only protocol version
+// 1 under the one session driver (sender/connection.hpp). The driver speaks a session of one file
+// entry; this decorator of the transport seam writes and reads version 1 on the wire
+// (docs/PROTOCOL.md sections 3-5), so that no second driver exists for it:
 //
 //   driver (version 2)            wire (version 1)
 //   Open                    ->    Hello: the one file's name, size and SHA-256, from the
