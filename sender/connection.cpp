@@ -8,7 +8,6 @@
 #include "protocol/names.hpp"
 #include "protocol/refusals.hpp"
 #include "protocol/secure_wipe.hpp"
-#include "protocol/sizes.hpp"
 #include "protocol/transfer_rules.hpp"
 
 namespace rdmax::sender {
