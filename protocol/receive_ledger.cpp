@@ -10,7 +10,7 @@ ReceiveLedger::ReceiveLedger(const Open& open, std::uint32_t slot_size, std::uin
       slots_(slot_count, SlotState::Idle),
       slot_owner_(slot_count, 0) {}
 
-std::optional<ReceiveError> ReceiveLedger::offer(const Offer& o) {
+std::optional<ReceiveError> ReceiveLedger::offer(const Offer& o, std::unique_ptr<Entry> made) {
   if (offered_ >= open_.entry_count) return ReceiveError::TooManyEntries;
   if (o.entry != offered_) return ReceiveError::EntryOutOfOrder;
   if (entries_.size() >= kMaxEntriesInFlight) return ReceiveError::TooManyInFlight;
@@ -18,26 +18,28 @@ std::optional<ReceiveError> ReceiveLedger::offer(const Offer& o) {
   if (o.size > open_.total_bytes - offered_bytes_) return ReceiveError::TooManyBytes;
   offered_bytes_ += o.size;
   ++offered_;
-  Entry& e = entries_[o.entry] = Entry{o.kind, EntryState::Waiting, false, o.size, 0, 0, 0};
+  if (!made) made = std::make_unique<Entry>(o);
+  Entry& e = *(entries_[o.entry] = std::move(made));
+  e.state = EntryState::Waiting;
   (void)advance(e.kind, e.state, EntryEvent::Offer);  // Waiting: a new entry
   return std::nullopt;
 }
 
 void ReceiveLedger::take(std::uint32_t id, std::uint64_t start) {
   auto it = entries_.find(id);
-  if (it != entries_.end() && !advance(it->second.kind, it->second.state, EntryEvent::Take))
-    it->second.received = std::min(start, it->second.size);
+  if (it != entries_.end() && !advance(it->second->kind, it->second->state, EntryEvent::Take))
+    it->second->received = std::min(start, it->second->size);
 }
 
 void ReceiveLedger::hold_for_continue(std::uint32_t id) {
   if (auto it = entries_.find(id); it != entries_.end())
-    (void)advance(it->second.kind, it->second.state, EntryEvent::Holds);
+    (void)advance(it->second->kind, it->second->state, EntryEvent::Holds);
 }
 
 std::optional<ReceiveError> ReceiveLedger::continued(const Continue& c) {
   auto it = entries_.find(c.entry);
   if (it == entries_.end()) return ReceiveError::UnknownEntry;
-  if (advance(it->second.kind, it->second.state, EntryEvent::Continue))
+  if (advance(it->second->kind, it->second->state, EntryEvent::Continue))
     return ReceiveError::NotHeld;
   return std::nullopt;
 }
@@ -50,7 +52,7 @@ std::optional<ReceiveError> ReceiveLedger::abort(const FileAbort& a, bool& dropp
     dropped = true;  // settled by a failed write; the sender has that verdict
     return std::nullopt;
   }
-  if (advance(it->second.kind, it->second.state, EntryEvent::Abort))
+  if (advance(it->second->kind, it->second->state, EntryEvent::Abort))
     return ReceiveError::EntryNotReceiving;
   return std::nullopt;
 }
@@ -59,11 +61,13 @@ bool ReceiveLedger::start_discarding(std::uint32_t id) {
   return start_last_job(id, EntryState::Abandoning);
 }
 
-void ReceiveLedger::settle(std::uint32_t id) {
+std::unique_ptr<ReceiveLedger::Entry> ReceiveLedger::settle(std::uint32_t id) {
   auto it = entries_.find(id);
-  if (it == entries_.end()) return;
-  if (it->second.state == EntryState::Taken) abandoned_.push_back(id);
+  if (it == entries_.end()) return nullptr;
+  if (it->second->state == EntryState::Taken) abandoned_.push_back(id);
+  std::unique_ptr<Entry> settled = std::move(it->second);
   entries_.erase(it);
+  return settled;
 }
 
 bool ReceiveLedger::abandoned(std::uint32_t id) const {
@@ -87,7 +91,7 @@ bool ReceiveLedger::grant(std::uint32_t slot) {
 std::optional<ReceiveError> ReceiveLedger::accept_chunk(const FileChunk& c) {
   auto it = entries_.find(c.entry);
   if (it == entries_.end()) return ReceiveError::UnknownEntry;
-  Entry& e = it->second;
+  Entry& e = *it->second;
   EntryState next = e.state;
   if (advance(e.kind, next, EntryEvent::Chunk)) return ReceiveError::EntryNotReceiving;
   if (c.slot >= slots_.size()) return ReceiveError::SlotOutOfRange;
@@ -110,8 +114,8 @@ bool ReceiveLedger::stored(std::uint32_t slot, std::uint32_t id) {
     return false;
   slots_[slot] = SlotState::Idle;
   --storing_;
-  if (auto it = entries_.find(id); it != entries_.end() && it->second.storing > 0)
-    --it->second.storing;
+  if (auto it = entries_.find(id); it != entries_.end() && it->second->storing > 0)
+    --it->second->storing;
   return !closed_ && wants_data();
 }
 
@@ -123,16 +127,16 @@ std::vector<std::uint32_t> ReceiveLedger::release_slots_of(std::uint32_t id) {
     --storing_;
     released.push_back(slot);
   }
-  if (auto it = entries_.find(id); it != entries_.end()) it->second.storing = 0;
+  if (auto it = entries_.find(id); it != entries_.end()) it->second->storing = 0;
   return released;
 }
 
 std::optional<ReceiveError> ReceiveLedger::file_done(const FileDone& d) {
   auto it = entries_.find(d.entry);
   if (it == entries_.end()) return ReceiveError::UnknownEntry;
-  if (advance(it->second.kind, it->second.state, EntryEvent::FileDone))
+  if (advance(it->second->kind, it->second->state, EntryEvent::FileDone))
     return ReceiveError::EntryNotReceiving;
-  it->second.done_total = d.total_bytes;
+  it->second->done_total = d.total_bytes;
   return std::nullopt;
 }
 
@@ -142,10 +146,10 @@ bool ReceiveLedger::start_verifying(std::uint32_t id) {
 
 bool ReceiveLedger::start_last_job(std::uint32_t id, EntryState when) {
   auto it = entries_.find(id);
-  if (it == entries_.end() || it->second.state != when || it->second.verifying ||
-      it->second.storing > 0)
+  if (it == entries_.end() || it->second->state != when || it->second->verifying ||
+      it->second->storing > 0)
     return false;
-  it->second.verifying = true;
+  it->second->verifying = true;
   return true;
 }
 
@@ -163,17 +167,22 @@ bool ReceiveLedger::wants_data() const {
   // (PROTOCOL.md 7.5): once every entry is offered, only what was offered counts.
   if (offered_ < open_.entry_count && offered_bytes_ < open_.total_bytes) return true;
   for (const auto& [id, e] : entries_) {
-    if ((e.state == EntryState::Offered || e.state == EntryState::Held ||
-         e.state == EntryState::Continued || e.state == EntryState::Taken) &&
-        e.received < e.size)
+    if ((e->state == EntryState::Offered || e->state == EntryState::Held ||
+         e->state == EntryState::Continued || e->state == EntryState::Taken) &&
+        e->received < e->size)
       return true;
   }
   return false;
 }
 
+ReceiveLedger::Entry* ReceiveLedger::entry(std::uint32_t id) {
+  auto it = entries_.find(id);
+  return it == entries_.end() ? nullptr : it->second.get();
+}
+
 const ReceiveLedger::Entry* ReceiveLedger::entry(std::uint32_t id) const {
   auto it = entries_.find(id);
-  return it == entries_.end() ? nullptr : &it->second;
+  return it == entries_.end() ? nullptr : it->second.get();
 }
 
 ReceiveLedger::SlotState ReceiveLedger::slot_state(std::uint32_t slot) const {

@@ -13,10 +13,16 @@
 //
 // Slots are shared by every file of the session: Idle, Credited (the sender holds it) or
 // Storing (a chunk of some entry is being hashed and written from it).
+//
+// The ledger holds each entry in flight as one object, from its Offer to its settlement:
+// the driver's own kind of Entry (receiver/incoming_entry.hpp: its file, its digest, what
+// it holds of it), which it hands over with the Offer and gets back when it is settled.
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "protocol/entry_machine.hpp"
@@ -46,7 +52,15 @@ class ReceiveLedger {
  public:
   using EntryState = proto::EntryState;
   enum class SlotState : std::uint8_t { Idle, Credited, Storing };
+  // What the rules know of an entry. The driver's entries extend it; the ledger creates a
+  // plain one where it is given none (its own tests and fuzzer).
   struct Entry {
+    Entry() = default;
+    explicit Entry(const Offer& offer) : kind(offer.kind), size(offer.size) {}
+    Entry(const Entry&) = delete;
+    Entry& operator=(const Entry&) = delete;
+    virtual ~Entry() = default;
+
     EntryKind kind = EntryKind::File;
     EntryState state = EntryState::Offered;
     bool verifying = false;  // Finished (or Abandoning) and every chunk stored
@@ -59,8 +73,12 @@ class ReceiveLedger {
   ReceiveLedger() = default;
   ReceiveLedger(const Open& open, std::uint32_t slot_size, std::uint32_t slot_count);
 
-  // An Offer arrived: on success the entry is Offered.
-  [[nodiscard]] std::optional<ReceiveError> offer(const Offer& offer);
+  using Entries = std::map<std::uint32_t, std::unique_ptr<Entry>>;
+
+  // An Offer arrived: on success the entry is Offered, and `made` (made from that Offer;
+  // none: a plain Entry) is the ledger's until the entry is settled.
+  [[nodiscard]] std::optional<ReceiveError> offer(const Offer& offer,
+                                                  std::unique_ptr<Entry> made = nullptr);
   // Holds is about to go (7.9): Offered -> Held, until the sender's Continue, which
   // continued() checks (Offered again: the driver answers it as an Offer).
   void hold_for_continue(std::uint32_t entry);
@@ -75,11 +93,12 @@ class ReceiveLedger {
   // Resume's offset, PROTOCOL.md 7.6) the bytes before it count as received, and the
   // first FileChunk must start there.
   void take(std::uint32_t entry, std::uint64_t start = 0);
-  // Refuse or FileVerdict is about to go: the entry is forgotten. Its chunks still being
+  // Refuse or FileVerdict is about to go: the entry is forgotten (handed back: null if it
+  // was not in flight). Its chunks still being
   // stored keep their slots Storing until stored(). A file settled while Receiving (its
   // write failed) is remembered as abandoned: the FileChunks the sender sent before it saw
   // the FileVerdict are still to come, and only free their slots (discard_chunk()).
-  void settle(std::uint32_t entry);
+  std::unique_ptr<Entry> settle(std::uint32_t entry);
   [[nodiscard]] bool abandoned(std::uint32_t entry) const;
   // A FileChunk for an abandoned entry: its slot must be Credited, and becomes Idle (the
   // driver credits it back). False: the slot rules are broken.
@@ -102,6 +121,8 @@ class ReceiveLedger {
   bool start_verifying(std::uint32_t entry);
   // The connection ends: no slot is credited from now on.
   void close();
+  // The session was cut short: every entry in flight is handed back, none is settled.
+  Entries drop_entries() { return std::exchange(entries_, {}); }
 
   // Id and Bye: allowed once every entry was offered and settled.
   [[nodiscard]] bool all_settled() const;
@@ -109,8 +130,9 @@ class ReceiveLedger {
   // are below Open.total_bytes, or a file taken or being checked has bytes not received.
   [[nodiscard]] bool wants_data() const;
 
+  Entry* entry(std::uint32_t id);
   const Entry* entry(std::uint32_t id) const;
-  const std::map<std::uint32_t, Entry>& entries() const { return entries_; }
+  const Entries& entries() const { return entries_; }
   SlotState slot_state(std::uint32_t slot) const;
   std::uint32_t slot_count() const { return static_cast<std::uint32_t>(slots_.size()); }
   std::uint32_t slot_size() const { return slot_size_; }
@@ -125,9 +147,9 @@ class ReceiveLedger {
   Open open_{};
   std::uint32_t slot_size_ = 0;
   std::vector<SlotState> slots_;
-  std::vector<std::uint32_t> slot_owner_;   // the entry of a Storing slot's chunk
-  std::map<std::uint32_t, Entry> entries_;  // in flight
-  std::vector<std::uint32_t> abandoned_;    // settled while Receiving
+  std::vector<std::uint32_t> slot_owner_;  // the entry of a Storing slot's chunk
+  Entries entries_;                        // in flight
+  std::vector<std::uint32_t> abandoned_;   // settled while Receiving
   std::uint32_t offered_ = 0;
   std::uint64_t offered_bytes_ = 0;
   std::uint32_t storing_ = 0;

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "common/crypto/auth_proof.hpp"
 #include "protocol/names.hpp"
 #include "protocol/receiver_rules.hpp"
 #include "protocol/secure_wipe.hpp"
@@ -32,7 +31,28 @@ Connection::Connection(Transport& transport, std::string peer, ReceiverContext& 
     : DriverCore(std::move(peer)),
       context_(context),
       edge_(transport),
-      address_(std::move(address)) {
+      keys_(context.sender_keys, context.penalties, std::move(address)),
+      window_(context.window_bytes_in_use),
+      entries_(
+          context, window_, label(),
+          EntryHooks{
+              .raise = [this](ReceiverInput input) { dispatch(std::move(input)); },
+              .send = [this](const proto::Message& message) { post(message); },
+              .expect = [this](const char* what, Clock::duration within) { expect(what, within); },
+              .expect_own_work = [this](const char* what) { expect_own_work(what); },
+              .in_session =
+                  [this](const std::function<void()>& work) {
+                    guarded([&] {
+                      // Entries are in flight only InSession: a completion that comes
+                      // after the session left it has nothing to answer.
+                      if (state_ == State::InSession) work();
+                    });
+                  },
+              .committed =
+                  [this] {
+                    if (shutdown_after_commit_ && !entries_.committing()) shut_down();
+                  },
+          }) {
   attach(edge_);
   expect("the connection to be established",
          std::max<Clock::duration>(context_.options.timeout, kEstablishWait));
@@ -43,12 +63,11 @@ void Connection::on_established() {
 }
 
 Connection::~Connection() {
-  context_.window_bytes_in_use -= window_charge_;
   proto::secure_wipe(secret_.data(), secret_.size());
 }
 
 bool Connection::idle() const {
-  return files_idle();
+  return entries_.idle();
 }
 
 void Connection::dispatch(ReceiverInput input) {
@@ -91,35 +110,36 @@ void Connection::apply(const proto::ReceiverTransition& t, const char* event,
 void Connection::perform(Action action, const ReceiverInput& cause) {
   switch (action) {
     case Action::SendChallenge:
-      return send_challenge();
+      post(keys_.challenge());
+      return expect("the sender's Proof", context_.options.timeout);
     case Action::SendAccept:
       return send_accept(std::get<Input::AcceptedOpen>(cause.data));
     case Action::SendReject:
       return send_reject(cause);
     case Action::CheckOffer:
-      return check_offer(std::get<proto::Offer>(cause.data));
+      return entries_.check_offer(std::get<proto::Offer>(cause.data));
     case Action::SendTake:
-      return send_take(std::get<Input::EntryTaken>(cause.data).entry);
+      return entries_.take(std::get<Input::EntryTaken>(cause.data).entry, false);
     case Action::SendResume:
-      return send_resume(std::get<Input::EntryTaken>(cause.data).entry);
+      return entries_.take(std::get<Input::EntryTaken>(cause.data).entry, true);
     case Action::SendHave:
-      return send_have(std::get<Input::EntryTaken>(cause.data).entry);
+      return entries_.have(std::get<Input::EntryTaken>(cause.data).entry);
     case Action::SendHolds:
-      return send_holds(std::get<Input::EntryHeld>(cause.data));
+      return entries_.hold(std::get<Input::EntryHeld>(cause.data));
     case Action::CheckContinue:
-      return check_continue(std::get<proto::Continue>(cause.data));
+      return entries_.check_continue(std::get<proto::Continue>(cause.data));
     case Action::AbandonEntry:
-      return abandon_entry(std::get<proto::FileAbort>(cause.data));
+      return entries_.abandon(std::get<proto::FileAbort>(cause.data));
     case Action::SendRefuse:
-      return send_refuse(std::get<Input::EntryRefusal>(cause.data));
+      return entries_.refuse(std::get<Input::EntryRefusal>(cause.data));
     case Action::StoreChunk:
-      return store_chunk(std::get<proto::FileChunk>(cause.data));
+      return entries_.store_chunk(std::get<proto::FileChunk>(cause.data));
     case Action::SendCredit:
-      return send_credit(std::get<Input::StoredSlot>(cause.data));
+      return entries_.credit(std::get<Input::StoredSlot>(cause.data));
     case Action::FinishEntries:
-      return finish_entries(cause);
+      return entries_.finish(cause);
     case Action::SendFileVerdict:
-      return send_file_verdict(std::get<Input::EntryVerdict>(cause.data));
+      return entries_.send_verdict(std::get<Input::EntryVerdict>(cause.data));
     case Action::SendSecret:
       return send_secret();
     case Action::SendDenied:
@@ -130,12 +150,12 @@ void Connection::perform(Action action, const ReceiverInput& cause) {
     case Action::SendError:
       return send_error(cause);
     case Action::DiscardFile:
-      return discard_files();
+      return entries_.discard_files(data_bad_);
     case Action::Disconnect:
       // A backstop: stores that finish later are not answered outside InSession, and the
       // closed ledger grants no slot either (a Credit would grant memory to a connection
       // that is ending).
-      ledger_.close();
+      entries_.ledger().close();
       return begin_disconnect();
     case Action::Release:
       return release();
@@ -156,51 +176,38 @@ void Connection::check_open(const proto::Open& open, Event event) {
   for (std::uint16_t type : extensions.ignored)
     spdlog::debug("[{}] ignoring {} extension 0x{:04x}", label(), message, type);
   // --senders: nothing is granted before the sender proves a key (PROTOCOL.md 7.8).
-  if (context_.sender_keys != nullptr && !authenticated_) {
+  if (keys_.required()) {
     if (terms_.keyless_refusal) return reject(*terms_.keyless_refusal, terms_.keyless_text);
-    auto claim = proto::sender_key_claim(open);
-    if (!claim) {
+    if (!keys_.claim(open)) {
       spdlog::warn("[{}] refused a sender without a key (--senders requires one)", label());
       return reject(proto::RejectReason::AuthRequired,
                     "this receiver admits only senders with a key (rdma-send --key-file)");
     }
-    claim_ = std::move(claim);
-    claimed_open_ = open;
     return dispatch({event, {}, {proto::OpenCheck::NeedsProof}});
   }
   const proto::Window window = proto::window_for_session(open, o.slot_size, o.slots);
   if (auto refusal = proto::check_memory(context_.window_bytes_in_use, window, o.max_memory))
     return reject(refusal->reason, refusal->text);
   dispatch({event,
-            Input::AcceptedOpen{open, window.slots, window.bytes, extensions.resume_understood},
+            Input::AcceptedOpen{open, window.slots, window.bytes, extensions},
             {proto::OpenCheck::Accepted}});
 }
 
 void Connection::send_accept(const ReceiverInput::AcceptedOpen& accepted) {
   const auto& o = context_.options;
   // Ours first: the sender sends nothing before it has checked it.
-  if (receiver_proof_) post(proto::Proof{*receiver_proof_});
+  if (keys_.receiver_proof()) post(proto::Proof{*keys_.receiver_proof()});
   open_ = accepted.open;
-  resume_understood_ = accepted.resume_understood;
-  digest_at_end_ = std::any_of(
-      open_.extensions.begin(), open_.extensions.end(),
-      [](const proto::HelloExtension& e) { return e.type == proto::kExtensionDigestAtEnd; });
-  slot_count_ = accepted.slots;
-  context_.window_bytes_in_use += accepted.window_bytes;
-  window_charge_ = accepted.window_bytes;
-  ledger_ = proto::ReceiveLedger(open_, o.slot_size, slot_count_);
-  directories_.emplace(context_.pool);
-  // The memory is the process's own until a file is taken: then it is registered
-  // (register_window), and only then does any key exist.
-  if (window_charge_ > 0) window_ = transport()->allocate(static_cast<std::size_t>(window_charge_));
-  slot_keys_.resize(slot_count_);
+  // The memory is the process's own until a file is taken: then it is registered, and only
+  // then does any key exist.
+  window_.allocate(*transport(), accepted.slots, o.slot_size, accepted.window_bytes);
+  digest_at_end_ = accepted.extensions.digest_at_end;
+  entries_.start(accepted, terms_, keys_.subdir());
   if (open_.entry_count > 1)
     spdlog::info("[{}] session of {} entries ({}), {}", label(), open_.entry_count,
                  proto::format_size(open_.total_bytes), proto::to_string(open_.digest_algorithm));
-  data_started_ = Clock::now();
-  post(
-      proto::Accept{reinterpret_cast<std::uintptr_t>(window_.data()), 0, o.slot_size, slot_count_});
-  expect_next();
+  post(proto::Accept{window_.address(), 0, o.slot_size, accepted.slots});
+  entries_.expect_next();
 }
 
 void Connection::send_reject(const ReceiverInput& cause) {
@@ -253,33 +260,8 @@ void Connection::release() {
   // connection, then its transport (QP, MRs, CQ, PD, cm_id), once no job uses them. A
   // temporary still there (a step on the way out failed before DiscardFile) goes too.
   release_transport();
-  discard_files();
+  entries_.discard_files(data_bad_);
   spdlog::debug("[{}] connection released", label());
-}
-
-void Connection::log_file_end(const std::string& name, std::uint64_t received, std::uint64_t size,
-                              Clock::time_point since, const Digest& computed,
-                              const char* verdict) const {
-  const double seconds = std::chrono::duration<double>(Clock::now() - since).count();
-  const double rate = seconds > 0 ? static_cast<double>(received) / seconds : 0;
-  const std::string progress = fmt::format(
-      "{} of {} in {:.2f}s ({}/s)", proto::format_size(received), proto::format_size(size), seconds,
-      proto::format_size(static_cast<std::uint64_t>(rate)));
-  // Abandoned: no digest was computed, and there is no verdict to name.
-  if (verdict == nullptr) {
-    spdlog::info("[{}] '{}': abandoned after {}", label(), proto::escape_for_log(name), progress);
-    return;
-  }
-  spdlog::info("[{}] '{}': {}, {} {}, verdict {}", label(), proto::escape_for_log(name), progress,
-               proto::to_string(open_.digest_algorithm), to_hex(computed), verdict);
-}
-
-std::optional<std::string> Connection::session_end_problem(bool id) const {
-  if (!ledger_.all_settled())
-    return std::string(id ? "Id" : "Bye") + " before every entry was offered and settled";
-  // The secret is earned by a session whose every entry is verified.
-  if (id && entries_failed_ > 0) return std::string("Id after a session with failed entries");
-  return std::nullopt;
 }
 
 void Connection::on_message(Inbound inbound) {
@@ -322,7 +304,13 @@ void Connection::on_message(Inbound inbound) {
   }
   if (auto* proof = std::get_if<proto::Proof>(&message)) {
     if (state_ != State::Authenticating) return dispatch({Event::GotProof, {}});
-    return check_proof(*proof);
+    if (!keys_.check(*proof, label())) {
+      return dispatch({Event::GotProof,
+                       Input::Rejection{proto::RejectReason::AuthFailed,
+                                        "authentication failed: unknown id or wrong key"},
+                       {proto::OpenCheck::Rejected}});
+    }
+    return check_open(keys_.claimed_open(), Event::GotProof);  // the rest: memory
   }
   // The digest at the end (PROTOCOL.md 7.9) only where the Open asked for it; a FileDone
   // carries a digest exactly for a file offered without one.
@@ -332,7 +320,7 @@ void Connection::on_message(Inbound inbound) {
   if (offer != nullptr && offer->digest_at_end && !digest_at_end_)
     rule_broken = "an Offer with digest_at_end, never negotiated";
   if (done != nullptr && state_ == State::InSession) {
-    const SessionEntry* e = session_entry(done->entry);
+    const IncomingEntry* e = entries_.entry(done->entry);
     const bool flagged = e != nullptr && e->offer.digest_at_end;
     if (e != nullptr && flagged != done->digest.has_value())
       rule_broken = flagged ? "a FileDone without the digest of a file offered without it"
@@ -353,15 +341,16 @@ void Connection::on_message(Inbound inbound) {
     return dispatch({Event::GotChunk, *chunk});
   if (done != nullptr) {
     // Sent before the sender saw the FileVerdict that abandoned its file: nothing to do.
-    if (state_ == State::InSession && ledger_.abandoned(done->entry)) return expect_next();
+    if (state_ == State::InSession && entries_.ledger().abandoned(done->entry))
+      return entries_.expect_next();
     // The digest the file is verified against came at its end (7.9).
-    if (SessionEntry* e = session_entry(done->entry); e != nullptr && done->digest)
+    if (IncomingEntry* e = entries_.entry(done->entry); e != nullptr && done->digest)
       e->offer.digest = *done->digest;
     return dispatch({Event::GotFileDone, *done});
   }
   const bool id = std::holds_alternative<proto::Id>(message);
   if (state_ == State::InSession && (id || std::holds_alternative<proto::Bye>(message))) {
-    if (auto problem = session_end_problem(id)) {
+    if (auto problem = entries_.end_problem(id)) {
       spdlog::warn("[{}] protocol violation: {}", label(), *problem);
       return dispatch(
           {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation, *problem}});
@@ -395,7 +384,7 @@ void Connection::on_peer_disconnected() {
   if (state_ == State::AwaitOpen)
     spdlog::info("[{}] sender left before offering a file", label());
   else if (state_ == State::Authenticating)
-    authentication_failed("it left without a Proof");
+    keys_.failed("it left without a Proof", label());
   else if (state_ != State::Closing)
     spdlog::warn("[{}] sender disconnected while waiting for {}", label(), waiting_for());
   dispatch({Event::Disconnected, {}});
@@ -404,7 +393,7 @@ void Connection::on_peer_disconnected() {
 void Connection::on_timeout() {
   if (closed()) return;
   if (state_ == State::Closing) return dispatch({Event::Timeout, {}});
-  if (state_ == State::Authenticating) authentication_failed("no Proof came");
+  if (state_ == State::Authenticating) keys_.failed("no Proof came", label());
   spdlog::warn("[{}] timed out waiting for {}", label(), waiting_for());
   dispatch({Event::Timeout,
             Input::Abort{proto::ErrorCode::Timeout,
@@ -422,15 +411,15 @@ void Connection::on_transport_lost(const std::string&) {
 
 void Connection::tick(Clock::time_point now) {
   on_tick(now);
-  guarded([&] { reap_retired(); });
+  guarded([&] { entries_.reap_retired(state_ == State::InSession); });
   // Keep a waiting version-2 sender informed: it restarts its timeout on every message.
   if (version() != proto::kVersion2 || open_.keepalive_ms == 0 ||
       !proto::receiver_owes_keepalive(state_))
     return;
   if (now - last_sent() < std::chrono::milliseconds(open_.keepalive_ms)) return;
   // Every entry settled: the sender owes the next word (more Offers, an Id or a Bye).
-  if (state_ == State::InSession && ledger_.all_settled()) return;
-  guarded([&] { post(proto::Working{work_phase(), bytes_stored_}); });
+  if (state_ == State::InSession && entries_.ledger().all_settled()) return;
+  guarded([&] { post(proto::Working{work_phase(), entries_.bytes_stored()}); });
 }
 
 proto::WorkPhase Connection::work_phase() const {
@@ -438,7 +427,7 @@ proto::WorkPhase Connection::work_phase() const {
   // Hello's names what its one file waits for, as a Hello's always did: being created,
   // stored or committed.
   if (!terms_.working_names_phase) return proto::WorkPhase::Storing;
-  const auto* entry = ledger_.entry(0);
+  const auto* entry = entries_.ledger().entry(0);
   if (entry != nullptr && entry->state == proto::EntryState::Offered)
     return proto::WorkPhase::Preparing;
   if (entry != nullptr && entry->verifying) return proto::WorkPhase::Committing;
@@ -449,7 +438,7 @@ void Connection::shut_down() {
   if (closed() || state_ == State::Closing) return;
   // A commit under way finishes (it cannot be called back) and its verdict goes out first:
   // otherwise the file could appear after the sender was told the receiver stopped.
-  if (committing()) {
+  if (entries_.committing()) {
     shutdown_after_commit_ = true;
     return;
   }
@@ -461,7 +450,7 @@ void Connection::shut_down() {
 
 void Connection::abandon() {
   release_transport();
-  discard_files();
+  entries_.discard_files(data_bad_);
 }
 
 void Connection::on_cm_failure(const std::string& what) {

@@ -207,7 +207,7 @@ class Conversation {
   std::vector<std::uint32_t> entries_in(RState state, bool verifying = false) const {
     std::vector<std::uint32_t> ids;
     for (const auto& [id, e] : receiver_.ledger().entries())
-      if (e.state == state && e.verifying == verifying) ids.push_back(id);
+      if (e->state == state && e->verifying == verifying) ids.push_back(id);
     return ids;
   }
 

@@ -203,7 +203,8 @@ class ReceiverCheck {
   };
   Snapshot snapshot() const {
     Snapshot s;
-    for (const auto& [id, e] : ledger_.entries()) {
+    for (const auto& [id, entry] : ledger_.entries()) {
+      const auto& e = *entry;
       s.fields.insert(s.fields.end(),
                       {id, static_cast<std::uint64_t>(e.kind), static_cast<std::uint64_t>(e.state),
                        e.size, e.received, e.storing, e.done_total});
@@ -236,7 +237,8 @@ class ReceiverCheck {
     FUZZ_CHECK(offered_bytes_ <= setup_.open.total_bytes);
     std::uint64_t storing_of_entries = 0;
     std::uint64_t received = 0;
-    for (const auto& [id, e] : ledger_.entries()) {
+    for (const auto& [id, entry] : ledger_.entries()) {
+      const auto& e = *entry;
       FUZZ_CHECK(id < ledger_.offered());
       FUZZ_CHECK(!ledger_.abandoned(id));
       FUZZ_CHECK(e.received <= e.size);

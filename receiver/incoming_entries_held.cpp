@@ -2,7 +2,7 @@
 // what is here of such a file is looked for off the loop and told (Holds); the sender's
 // Continue is acted on (Have, a Resume of the kept partial checked again, or a new file); a
 // FileAbort discards the file. The digest it is verified against comes with its FileDone
-// (receiver/connection.cpp), and finish_entries() settles an abandoned file.
+// (receiver/connection.cpp), and finish() settles an abandoned file.
 
 #include <spdlog/spdlog.h>
 
@@ -12,8 +12,8 @@
 #include "common/os/fd.hpp"
 #include "protocol/names.hpp"
 #include "protocol/sizes.hpp"
-#include "receiver/connection.hpp"
 #include "receiver/file_record.hpp"
+#include "receiver/incoming_entries.hpp"
 #include "receiver/output_tree.hpp"
 
 namespace rdmax::receiver {
@@ -22,7 +22,7 @@ namespace {
 using Input = ReceiverInput;
 }  // namespace
 
-IncomingFile::Resume Connection::fresh_partial() const {
+IncomingFile::Resume IncomingEntries::fresh_partial() const {
   if (!resume_understood_) return {};
   return {context_.partials, {}, context_.options.slot_size, false, PartialStore::Match::Fresh};
 }
@@ -31,9 +31,9 @@ IncomingFile::Resume Connection::fresh_partial() const {
 // file of the offered size (unless --overwrite, as for Have), else a kept partial of the
 // path and size, whatever digest it was kept for. The partial's prefix is checked again, and
 // cut below the whole size, when it is opened for the Resume.
-void Connection::look_for_held(std::uint32_t id) {
+void IncomingEntries::look_for_held(std::uint32_t id) {
   expect_next();
-  const SessionEntry& entry = *session_entry(id);
+  const IncomingEntry& entry = *this->entry(id);
   struct Found {
     std::optional<proto::Holds> held;
   };
@@ -69,52 +69,43 @@ void Connection::look_for_held(std::uint32_t id) {
         }
       },
       [this, id, found] {
-        guarded([&] {
-          if (state_ != State::InSession || session_entry(id) == nullptr) return;
+        hooks_.in_session([&] {
+          if (this->entry(id) == nullptr) return;
           if (found->held)
-            return dispatch({proto::WorkResult::EntryHeld,
-                             Input::EntryHeld{id, found->held->length, found->held->digest}});
+            return hooks_.raise({proto::WorkResult::EntryHeld,
+                                 Input::EntryHeld{id, found->held->length, found->held->digest}});
           create_file(id, fresh_partial());
         });
       });
 }
 
-void Connection::send_holds(const ReceiverInput::EntryHeld& held) {
-  SessionEntry& entry = *session_entry(held.entry);
+void IncomingEntries::hold(const ReceiverInput::EntryHeld& held) {
+  IncomingEntry& entry = *this->entry(held.entry);
   entry.held = proto::Holds{held.entry, held.length, held.digest};
   ledger_.hold_for_continue(held.entry);
-  spdlog::info("[{}] {} ({}): {} of it is here; asking the sender", label(),
+  spdlog::info("[{}] {} ({}): {} of it is here; asking the sender", label_,
                proto::quoted_for_log(entry.offer.path), proto::format_size(entry.offer.size),
                held.length == entry.offer.size ? "all" : proto::format_size(held.length));
-  post(*entry.held);
+  hooks_.send(*entry.held);
   expect_next();
 }
 
 // Without the digest at the end nothing is held or abandoned by the sender: a Continue or a
 // FileAbort breaks the rules before anything is looked at (PROTOCOL.md 7.9).
-bool Connection::digest_at_end_negotiated(const char* message) {
+bool IncomingEntries::digest_at_end_negotiated(const char* message) {
   if (digest_at_end_) return true;
-  dispatch({Event::ProtocolViolation,
-            Input::Abort{proto::ErrorCode::ProtocolViolation,
-                         std::string("a ") + message + ", the digest at the end not negotiated"}});
+  violation(std::string("a ") + message + ", the digest at the end not negotiated");
   return false;
 }
 
-void Connection::check_continue(const proto::Continue& next) {
+void IncomingEntries::check_continue(const proto::Continue& next) {
   if (!digest_at_end_negotiated("Continue")) return;
-  if (auto error = ledger_.continued(next)) {
-    return dispatch({Event::ProtocolViolation,
-                     Input::Abort{proto::ErrorCode::ProtocolViolation,
-                                  std::string("bad Continue: ") + proto::to_string(*error)}});
-  }
-  SessionEntry& entry = *session_entry(next.entry);
+  if (auto error = ledger_.continued(next))
+    return violation(std::string("bad Continue: ") + proto::to_string(*error));
+  IncomingEntry& entry = *this->entry(next.entry);
   const proto::Holds held = entry.held.value();  // Held implies a Holds went
   if (next.from == 0) return create_file(next.entry, fresh_partial());
-  if (next.from != held.length) {
-    return dispatch(
-        {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation,
-                                                "Continue.from is neither 0 nor what we hold"}});
-  }
+  if (next.from != held.length) return violation("Continue.from is neither 0 nor what we hold");
   if (held.length == entry.offer.size) return confirm_whole(next.entry, held);
   // Its prefix is ours: the partial continues, checked again and cut to at most `from`.
   create_file(next.entry, IncomingFile::Resume{context_.partials,
@@ -129,9 +120,9 @@ void Connection::check_continue(const proto::Continue& next) {
 // minutes since our Holds: what is here is looked at again, on the directories' queue, and
 // the entry is had only if it still has that digest. Gone or changed, it is a new file
 // (PROTOCOL.md 7.9): created and taken, or refused if another file is in the way.
-void Connection::confirm_whole(std::uint32_t id, const proto::Holds& held) {
+void IncomingEntries::confirm_whole(std::uint32_t id, const proto::Holds& held) {
   expect_next();
-  const SessionEntry& entry = *session_entry(id);
+  const IncomingEntry& entry = *this->entry(id);
   auto same = std::make_shared<bool>(false);
   const std::string path = entry.offer.path;
   const int dir_fd = context_.dir_fd;
@@ -148,36 +139,30 @@ void Connection::confirm_whole(std::uint32_t id, const proto::Holds& held) {
         }
       },
       [this, id, same, held] {
-        guarded([&] {
-          SessionEntry* e = session_entry(id);
-          if (state_ != State::InSession || e == nullptr) return;
+        hooks_.in_session([&] {
+          IncomingEntry* e = this->entry(id);
+          if (e == nullptr) return;
           if (!*same) {
-            spdlog::info("[{}] {} changed after we said we held it: taking it whole", label(),
+            spdlog::info("[{}] {} changed after we said we held it: taking it whole", label_,
                          proto::quoted_for_log(e->offer.path));
             return create_file(id, fresh_partial());
           }
           e->offer.digest = held.digest;
-          dispatch({proto::WorkResult::EntryHave, Input::EntryTaken{id}});
+          hooks_.raise({proto::WorkResult::EntryHave, Input::EntryTaken{id}});
         });
       });
 }
 
-void Connection::abandon_entry(const proto::FileAbort& abort) {
+void IncomingEntries::abandon(const proto::FileAbort& abort) {
   if (!digest_at_end_negotiated("FileAbort")) return;
-  if (const SessionEntry* e = session_entry(abort.entry); e != nullptr && !e->offer.digest_at_end) {
-    return dispatch(
-        {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation,
-                                                "FileAbort of a file offered with its digest"}});
-  }
+  if (const IncomingEntry* e = entry(abort.entry); e != nullptr && !e->offer.digest_at_end)
+    return violation("FileAbort of a file offered with its digest");
   bool dropped = false;
-  if (auto error = ledger_.abort(abort, dropped)) {
-    return dispatch({Event::ProtocolViolation,
-                     Input::Abort{proto::ErrorCode::ProtocolViolation,
-                                  std::string("bad FileAbort: ") + proto::to_string(*error)}});
-  }
+  if (auto error = ledger_.abort(abort, dropped))
+    return violation(std::string("bad FileAbort: ") + proto::to_string(*error));
   if (dropped) return;  // its write had failed: the sender has that verdict
-  const SessionEntry* entry = session_entry(abort.entry);
-  spdlog::warn("[{}] the sender abandoned {}: {}", label(),
+  const IncomingEntry* entry = this->entry(abort.entry);
+  spdlog::warn("[{}] the sender abandoned {}: {}", label_,
                entry ? proto::quoted_for_log(entry->offer.path) : "?",
                abort.reason == proto::AbortReason::Changed ? "it changed while it was read"
                                                            : "it could not be read");

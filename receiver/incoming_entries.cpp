@@ -1,0 +1,474 @@
+#include "receiver/incoming_entries.hpp"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "common/error.hpp"
+#include "protocol/names.hpp"
+#include "protocol/paths.hpp"
+#include "protocol/receiver_rules.hpp"
+#include "protocol/sizes.hpp"
+#include "receiver/output_tree.hpp"
+
+namespace rdmax::receiver {
+
+namespace {
+using Input = ReceiverInput;
+using Event = proto::ReceiverEvent;
+
+// Offer.path is at most 2048 bytes; with a SUBDIR in front it must still leave room in
+// PATH_MAX (4096) for DIR itself.
+constexpr std::size_t kMaxPathBeneathDir = 3072;
+
+// How long a sender may take to hash what we hold of a file before its Continue (PROTOCOL.md
+// 7.9), when that is longer than --timeout: minutes of reading at disk speed.
+constexpr std::chrono::seconds kHeldWait{600};
+
+}  // namespace
+
+IncomingEntries::IncomingEntries(ReceiverContext& context, ReceiveWindow& window,
+                                 const std::string& label, EntryHooks hooks)
+    : context_(context), window_(window), label_(label), hooks_(std::move(hooks)) {}
+
+void IncomingEntries::start(const ReceiverInput::AcceptedOpen& accepted, const FlowTerms& terms,
+                            std::string subdir) {
+  open_ = accepted.open;
+  terms_ = terms;
+  subdir_ = std::move(subdir);
+  resume_understood_ = accepted.extensions.resume_understood;
+  digest_at_end_ = accepted.extensions.digest_at_end;
+  ledger_ = proto::ReceiveLedger(open_, context_.options.slot_size, accepted.slots);
+  directories_.emplace(context_.pool);
+  started_ = Clock::now();
+}
+
+void IncomingEntries::violation(std::string text) {
+  hooks_.raise({Event::ProtocolViolation,
+                Input::Abort{proto::ErrorCode::ProtocolViolation, std::move(text)}});
+}
+
+void IncomingEntries::expect_next() {
+  // Our own work (creating, storing, committing) is what the sender waits for: no
+  // deadline for it then. Otherwise the sender owes the next message.
+  bool own_work = ledger_.storing() > 0;
+  bool held = false;
+  for (const auto& [id, entry] : ledger_.entries()) {
+    if (entry->state == proto::EntryState::Offered ||
+        entry->state == proto::EntryState::Continued || entry->verifying)
+      own_work = true;
+    if (entry->state == proto::EntryState::Held) held = true;
+  }
+  if (own_work) return hooks_.expect_own_work("entries to be stored");
+  // The sender hashes what we hold of a file before its Continue (PROTOCOL.md 7.9): a
+  // large file takes a while, so --timeout is not held against it, up to a bound.
+  if (held)
+    return hooks_.expect("the sender's Continue",
+                         std::max<Clock::duration>(context_.options.timeout, kHeldWait));
+  hooks_.expect(ledger_.all_settled() ? "Id or Bye" : "the sender's next entry or chunk",
+                context_.options.timeout);
+}
+
+void IncomingEntries::check_offer(const proto::Offer& offer) {
+  const auto& o = context_.options;
+  if (auto error = ledger_.offer(offer, std::make_unique<IncomingEntry>(offer)))
+    return violation(std::string("bad Offer: ") + proto::to_string(*error));
+  IncomingEntry& entry = *this->entry(offer.entry);
+  const std::uint32_t id = offer.entry;
+  auto refuse = [&](proto::RejectReason reason, std::string text) {
+    hooks_.raise(
+        {proto::WorkResult::EntryRefused, Input::EntryRefusal{id, reason, std::move(text)}});
+  };
+  // Cheap checks first (protocol/receiver_rules.hpp): nothing is created for an entry that
+  // fails them.
+  if (auto refusal = proto::check_offer(offer, o.max_size, terms_.names))
+    return refuse(refusal->reason, std::move(refusal->text));
+  // A sender key's SUBDIR (--senders): the checked relative path goes beneath it, so no
+  // path the sender names can leave it (check_offer refused "..", "/" and empty parts).
+  if (!subdir_.empty()) {
+    entry.offer.path = subdir_ + "/" + offer.path;
+    if (entry.offer.path.size() > kMaxPathBeneathDir)
+      return refuse(proto::RejectReason::BadName,
+                    "path too long beneath the sender's subdirectory");
+  }
+  if (offer.kind == proto::EntryKind::Directory) return check_directory(entry);
+  if (!offer.digest_at_end) {
+    if (!resume_understood_) return create_file(id, std::nullopt);
+    return create_file(id,
+                       IncomingFile::Resume{context_.partials, offer.digest, o.slot_size, true});
+  }
+  // Without its digest (PROTOCOL.md 7.9): what is here of it is told first (Holds), for a
+  // sender that understands Resume and Have; else it is a new file, and a partial kept for
+  // the path is not continued (the sender did not check it).
+  if (resume_understood_ && offer.size > 0) return look_for_held(id);
+  create_file(id, fresh_partial());
+}
+
+void IncomingEntries::create_file(std::uint32_t id, std::optional<IncomingFile::Resume> resume) {
+  IncomingEntry& entry = *this->entry(id);
+  expect_next();
+  entry.file.emplace(context_.pool, context_.dir_fd, entry.offer.path, context_.options.overwrite,
+                     open_.digest_algorithm);
+  if (resume) entry.file->set_resume(*resume);
+  entry.file->set_direct_io(context_.options.direct_io);
+  entry.file->create(
+      entry.offer.size, context_.space, [this, id](const IncomingFile::Outcome& outcome) {
+        hooks_.in_session([&] {
+          IncomingEntry* e = this->entry(id);
+          if (e == nullptr) return;
+          using Kind = IncomingFile::Outcome::Kind;
+          using R = proto::RejectReason;
+          auto refused = [&](R reason, std::string text) {
+            hooks_.raise({proto::WorkResult::EntryRefused,
+                          Input::EntryRefusal{id, reason, std::move(text)}});
+          };
+          switch (outcome.kind) {
+            case Kind::Ok:
+              if (e->file->resumed_from() > 0)
+                return hooks_.raise({proto::WorkResult::EntryResumed, Input::EntryTaken{id}});
+              return hooks_.raise({proto::WorkResult::EntryTaken, Input::EntryTaken{id}});
+            case Kind::Have:
+              return hooks_.raise({proto::WorkResult::EntryHave, Input::EntryTaken{id}});
+            case Kind::Exists:
+              return refused(R::Exists, "a file of that name exists");
+            case Kind::NoSpace:
+              return refused(R::NoSpace, "not enough free space");
+            case Kind::BadPath:
+              return refused(R::BadName, outcome.error);
+            case Kind::Failed:
+              spdlog::error("[{}] cannot create {}: {}", label_,
+                            proto::quoted_for_log(e->offer.path), outcome.error);
+              return refused(R::Internal, "cannot create the file");
+          }
+        });
+      });
+}
+
+void IncomingEntries::check_directory(IncomingEntry& entry) {
+  expect_next();
+  struct Result {
+    bool ok = true;
+    bool bad_path = false;
+    std::string error;
+  };
+  auto result = std::make_shared<Result>();
+  const proto::Offer offer = entry.offer;
+  const int dir_fd = context_.dir_fd;
+  directories_->post(
+      [offer, dir_fd, result] {
+        try {
+          make_directory_beneath(dir_fd, offer.path);
+          set_directory_attributes(
+              dir_fd, offer.path, static_cast<mode_t>(offer.mode),
+              timespec{static_cast<time_t>(offer.mtime_sec), static_cast<long>(offer.mtime_nsec)});
+        } catch (const SysError& e) {
+          result->ok = false;
+          // A symbolic link or a non-directory on the way (receiver/output_tree.hpp).
+          result->bad_path = e.error() == ELOOP || e.error() == ENOTDIR;
+          result->error = e.what();
+        } catch (const std::exception& e) {
+          result->ok = false;
+          result->error = e.what();
+        }
+      },
+      [this, id = offer.entry, result] {
+        hooks_.in_session([&] {
+          if (this->entry(id) == nullptr) return;
+          if (result->ok)
+            return hooks_.raise({proto::WorkResult::EntrySettled,
+                                 Input::EntryVerdict{id, proto::VerdictCode::Good}});
+          if (!result->bad_path)
+            spdlog::error("[{}] cannot make directory: {}", label_, result->error);
+          hooks_.raise(
+              {proto::WorkResult::EntryRefused,
+               Input::EntryRefusal{
+                   id,
+                   result->bad_path ? proto::RejectReason::BadName : proto::RejectReason::Internal,
+                   result->bad_path ? result->error : "cannot make the directory"}});
+        });
+      });
+}
+
+// A Take is a Resume from 0 (PROTOCOL.md 7.6): the entry's data begins at `from`.
+void IncomingEntries::take(std::uint32_t id, bool resume) {
+  IncomingEntry& entry = *this->entry(id);
+  const std::uint64_t from = resume ? entry.file->resumed_from() : 0;
+  // The first file taken is the first that needs the window's keys.
+  if (auto error = window_.register_slots()) {
+    spdlog::error("[{}] cannot register the receive window: {}", label_, *error);
+    return hooks_.raise(
+        {proto::WorkResult::EntryRefused,
+         Input::EntryRefusal{id, proto::RejectReason::NoMemory, "cannot register memory"}});
+  }
+  entry.taken = Clock::now();
+  ledger_.take(id, from);
+  if (from == 0) {
+    spdlog::info("[{}] receiving {} ({})", label_, proto::quoted_for_log(entry.offer.path),
+                 proto::format_size(entry.offer.size));
+    hooks_.send(proto::Take{id});
+  } else {
+    spdlog::info("[{}] resuming {} ({}) at {}", label_, proto::quoted_for_log(entry.offer.path),
+                 proto::format_size(entry.offer.size), proto::format_size(from));
+    hooks_.send(proto::Resume{id, from});
+  }
+  for (const proto::Credit& credit : window_.grant_idle(ledger_)) hooks_.send(credit);
+  expect_next();
+}
+
+// The file is in place already: settled Good, and nothing of it moves.
+void IncomingEntries::have(std::uint32_t id) {
+  IncomingEntry& entry = *this->entry(id);
+  spdlog::info("[{}] {} ({}) is here already: nothing to receive", label_,
+               proto::quoted_for_log(entry.offer.path), proto::format_size(entry.offer.size));
+  ++good_;
+  ++had_;
+  hooks_.send(proto::Have{id, entry.offer.digest});
+  settle(id);
+}
+
+void IncomingEntries::refuse(const ReceiverInput::EntryRefusal& refusal) {
+  IncomingEntry* entry = this->entry(refusal.entry);
+  spdlog::warn("[{}] refused {}: {} {}", label_,
+               entry ? proto::quoted_for_log(entry->offer.path) : "?",
+               proto::to_string(refusal.reason), refusal.text);
+  ++failed_;
+  hooks_.send(
+      proto::Refuse{refusal.entry, refusal.reason, refusal.text.substr(0, proto::kMaxTextBytes)});
+  settle(refusal.entry);
+}
+
+void IncomingEntries::grant(std::uint32_t slot) {
+  if (auto credit = window_.grant(ledger_, slot)) hooks_.send(*credit);
+}
+
+void IncomingEntries::store_chunk(const proto::FileChunk& c) {
+  if (ledger_.abandoned(c.entry)) {
+    // Written before the sender saw this file's FileVerdict: the slot goes straight back.
+    if (!ledger_.discard_chunk(c))
+      return violation("chunk of an abandoned file in a slot not credited");
+    window_.revoke(c.slot);
+    return grant(c.slot);
+  }
+  if (auto error = ledger_.accept_chunk(c)) {
+    spdlog::warn("[{}] bad chunk: entry {} offset {} length {} slot {}: {}", label_, c.entry,
+                 c.offset, c.length, c.slot, proto::to_string(*error));
+    return violation(std::string("chunk breaks the data rules: ") + proto::to_string(*error));
+  }
+  // Revoke the slot's key before anyone reads it. RC delivers in order, so the WRITE that
+  // filled this slot completed before its FileChunk arrived: nothing legitimate is still
+  // landing, and from here a write with that key fails at the writer.
+  window_.revoke(c.slot);
+  context_.bytes_received += c.length;
+  const std::uint32_t id = c.entry;
+  entry(id)->file->store(c.slot, c.offset, window_.slot(c.slot).first(c.length),
+                         [this, id](const IncomingFile::Stored& stored) {
+                           hooks_.in_session([&] { on_stored(id, stored); });
+                         });
+  expect_next();
+}
+
+void IncomingEntries::on_stored(std::uint32_t id, const IncomingFile::Stored& stored) {
+  IncomingEntry* entry = this->entry(id);
+  if (entry == nullptr) return;
+  if (!stored.outcome.ok()) {
+    spdlog::error("[{}] cannot write {}: {}", label_, proto::quoted_for_log(entry->offer.path),
+                  stored.outcome.error);
+    // The entry is settled now; its slots are freed once its file's jobs are done.
+    return hooks_.raise({proto::WorkResult::EntrySettled,
+                         Input::EntryVerdict{id, proto::VerdictCode::StorageError}});
+  }
+  bytes_stored_ += stored.length;
+  hooks_.raise({proto::WorkResult::ChunkStored, Input::StoredSlot{stored.slot, id}});
+}
+
+void IncomingEntries::credit(const ReceiverInput::StoredSlot& stored) {
+  // false: nothing more to receive (or the slot did not hold that entry's chunk). Once
+  // every byte has arrived no slot is handed back (docs/PROTOCOL.md 5.4).
+  if (ledger_.stored(stored.slot, stored.entry)) grant(stored.slot);
+  expect_next();
+}
+
+void IncomingEntries::finish(const ReceiverInput& cause) {
+  if (const auto* done = std::get_if<proto::FileDone>(&cause.data)) {
+    if (auto error = ledger_.file_done(*done))
+      return violation(std::string("bad FileDone: ") + proto::to_string(*error));
+  }
+  // No byte may come any more: no key of this window works from here (the slots still
+  // credited are revoked; a chunk named in them is refused by the ledger anyway).
+  if (!ledger_.wants_data()) window_.revoke_credited(ledger_);
+  std::vector<std::uint32_t> ready;
+  std::vector<std::uint32_t> abandoned;
+  for (const auto& [id, entry] : ledger_.entries()) {
+    if (entry->storing > 0 || entry->verifying) continue;
+    if (entry->state == proto::EntryState::Finished) ready.push_back(id);
+    // Abandoned by the sender (7.9): discarded once none of its chunks is being stored.
+    if (entry->state == proto::EntryState::Abandoning) abandoned.push_back(id);
+  }
+  for (std::uint32_t id : ready)
+    if (ledger_.start_verifying(id)) verify(id);
+  for (std::uint32_t id : abandoned) {
+    if (ledger_.start_discarding(id)) {
+      if (IncomingEntry* e = entry(id)) e->data_bad = true;  // nothing kept
+      hooks_.raise({proto::WorkResult::EntrySettled,
+                    Input::EntryVerdict{id, proto::VerdictCode::Abandoned}});
+    }
+  }
+  expect_next();
+}
+
+void IncomingEntries::verify(std::uint32_t id) {
+  IncomingEntry& entry = *this->entry(id);
+  entry.computed = entry.file->finish_hash();
+  using Code = proto::VerdictCode;
+  // `received` counts the bytes before a Resume offset too (the ledger starts there).
+  if (entry.received != entry.offer.size || entry.done_total != entry.received) {
+    entry.data_bad = true;
+    return hooks_.raise(
+        {proto::WorkResult::EntrySettled, Input::EntryVerdict{id, Code::SizeMismatch}});
+  }
+  if (entry.computed != entry.offer.digest) {
+    entry.data_bad = true;
+    return hooks_.raise(
+        {proto::WorkResult::EntrySettled, Input::EntryVerdict{id, Code::HashMismatch}});
+  }
+  // A Hello says nothing of its file's mode and time: the file keeps ours (PROTOCOL.md 4.2).
+  if (terms_.offers_metadata)
+    entry.file->set_metadata(entry.offer.mode, entry.offer.mtime_sec, entry.offer.mtime_nsec);
+  entry.committing = true;
+  entry.file->commit([this, id](const IncomingFile::Outcome& outcome) {
+    if (outcome.ok()) ++context_.files_stored;
+    IncomingEntry* e = this->entry(id);
+    if (e != nullptr) e->committing = false;
+    bool answered = false;
+    hooks_.in_session([&] {
+      if (e == nullptr) return;
+      answered = true;
+      if (!outcome.ok())
+        spdlog::error("[{}] cannot store {}: {}", label_, proto::quoted_for_log(e->offer.path),
+                      outcome.error);
+      hooks_.raise({proto::WorkResult::EntrySettled,
+                    Input::EntryVerdict{id, outcome.ok() ? Code::Good : Code::StorageError}});
+      // A shutdown asked for during the commits: their senders have their verdicts first.
+      hooks_.committed();
+    });
+    if (!answered && outcome.ok())
+      spdlog::warn("[{}] entry {} was committed, but the sender was gone before its verdict",
+                   label_, id);
+  });
+}
+
+void IncomingEntries::send_verdict(const ReceiverInput::EntryVerdict& verdict) {
+  IncomingEntry* entry = this->entry(verdict.entry);
+  if (entry == nullptr) return;
+  const bool good = verdict.code == proto::VerdictCode::Good;
+  (good ? good_ : failed_) += 1;
+  if (entry->offer.kind != proto::EntryKind::File) {
+    spdlog::debug("[{}] directory {}: {}", label_, proto::quoted_for_log(entry->offer.path),
+                  proto::to_string(verdict.code));
+  } else if (verdict.code == proto::VerdictCode::Abandoned) {
+    spdlog::info("[{}] {}: abandoned by the sender, nothing kept", label_,
+                 proto::quoted_for_log(entry->offer.path));
+  } else {
+    const std::uint64_t from = entry->file ? entry->file->resumed_from() : 0;
+    log_file_end(*entry, entry->offer.size - from, entry->computed, proto::to_string(verdict.code));
+  }
+  hooks_.send(proto::FileVerdict{verdict.entry, verdict.code, entry->computed});
+  settle(verdict.entry);
+}
+
+void IncomingEntries::settle(std::uint32_t id) {
+  std::unique_ptr<proto::ReceiveLedger::Entry> settled = ledger_.settle(id);
+  if (!settled) return;
+  auto& entry = static_cast<IncomingEntry&>(*settled);
+  // Settled without a commit: a bad verdict, a refusal or a failed store. Nothing of it is
+  // kept for a resume.
+  if (entry.file && !entry.file->committed()) entry.file->discard();
+  retired_.emplace_back(id, std::move(settled));
+  reap_retired(true);
+  if (ledger_.all_settled() && open_.entry_count > 1) {
+    const double seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+    spdlog::info("[{}] session: {} entries good ({} here already), {} failed, {} stored in {:.2f}s",
+                 label_, good_, had_, failed_, proto::format_size(bytes_stored_), seconds);
+  }
+  expect_next();
+}
+
+void IncomingEntries::reap_retired(bool in_session) {
+  // A retired file whose jobs are all done no longer uses the window: its slots still
+  // marked Storing (stores cancelled by discard()) can be credited again.
+  for (auto it = retired_.begin(); it != retired_.end();) {
+    const auto& file = static_cast<IncomingEntry&>(*it->second).file;
+    if (file && !file->idle()) {
+      ++it;
+      continue;
+    }
+    const std::uint32_t id = it->first;
+    it = retired_.erase(it);
+    if (!in_session) continue;
+    for (std::uint32_t slot : ledger_.release_slots_of(id)) grant(slot);
+    expect_next();
+  }
+}
+
+void IncomingEntries::discard_files(bool keep_nothing) {
+  // The session was interrupted: what each file in flight stored is kept for a resume.
+  for (auto& [id, held] : ledger_.drop_entries()) {
+    auto& entry = static_cast<IncomingEntry&>(*held);
+    if (entry.file && !entry.file->committed()) {
+      if (entry.taken != Clock::time_point{}) log_file_end(entry, entry.received, {}, nullptr);
+      if (entry.data_bad || keep_nothing)
+        entry.file->discard();
+      else
+        entry.file->keep();
+    }
+    retired_.emplace_back(id, std::move(held));
+  }
+  if (directories_) directories_->cancel();
+}
+
+std::optional<std::string> IncomingEntries::end_problem(bool id) const {
+  if (!ledger_.all_settled())
+    return std::string(id ? "Id" : "Bye") + " before every entry was offered and settled";
+  // The secret is earned by a session whose every entry is verified.
+  if (id && failed_ > 0) return std::string("Id after a session with failed entries");
+  return std::nullopt;
+}
+
+bool IncomingEntries::committing() const {
+  for (const auto& [id, entry] : ledger_.entries())
+    if (static_cast<const IncomingEntry&>(*entry).committing) return true;
+  return false;
+}
+
+bool IncomingEntries::idle() const {
+  auto busy = [](const proto::ReceiveLedger::Entry& e) {
+    const auto& file = static_cast<const IncomingEntry&>(e).file;
+    return file && !file->idle();
+  };
+  for (const auto& [id, entry] : ledger_.entries())
+    if (busy(*entry)) return false;
+  for (const auto& [id, entry] : retired_)
+    if (busy(*entry)) return false;
+  return !directories_ || directories_->idle();
+}
+
+void IncomingEntries::log_file_end(const IncomingEntry& entry, std::uint64_t received,
+                                   const Digest& computed, const char* verdict) const {
+  const double seconds = std::chrono::duration<double>(Clock::now() - entry.taken).count();
+  const double rate = seconds > 0 ? static_cast<double>(received) / seconds : 0;
+  const std::uint64_t size = entry.offer.size;
+  const std::string progress = fmt::format(
+      "{} of {} in {:.2f}s ({}/s)", proto::format_size(received), proto::format_size(size), seconds,
+      proto::format_size(static_cast<std::uint64_t>(rate)));
+  const std::string name = proto::escape_for_log(entry.offer.path);
+  // Abandoned: no digest was computed, and there is no verdict to name.
+  if (verdict == nullptr) {
+    spdlog::info("[{}] '{}': abandoned after {}", label_, name, progress);
+    return;
+  }
+  spdlog::info("[{}] '{}': {}, {} {}, verdict {}", label_, name, progress,
+               proto::to_string(open_.digest_algorithm), to_hex(computed), verdict);
+}
+
+}  // namespace rdmax::receiver

@@ -1,0 +1,136 @@
+#pragma once
+// A session's entries on the receiver (docs/PROTOCOL.md 7.5): many on one connection,
+// several in flight, sharing the connection's window. Each is an IncomingEntry
+// (receiver/incoming_entry.hpp) that the ReceiveLedger holds from its Offer to its
+// settlement, and the ledger rules every message about it before anything is done: an Offer
+// is checked and its file created (or its directory made, or what is here of it told: 7.9),
+// taken, its chunks stored and credited back, verified and committed, and settled with its
+// verdict. The connection's machine (receiver/connection.hpp) decides which of these may
+// happen now; this carries them out, and raises what the entries' work found (a file
+// created, a chunk stored, a verdict) as the machine's next input.
+//
+// Disk and hashing work runs on the daemon's pool; its completions come back on the loop
+// through the connection's hooks, and find their entry by number (one settled meanwhile is
+// gone, and its completion does nothing).
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/work/work_pool.hpp"
+#include "protocol/receive_ledger.hpp"
+#include "protocol/wire.hpp"
+#include "receiver/hello_edge.hpp"
+#include "receiver/incoming_entry.hpp"
+#include "receiver/receive_window.hpp"
+#include "receiver/receiver_input.hpp"
+
+namespace rdmax::receiver {
+
+// What the entries need of their connection.
+struct EntryHooks {
+  std::function<void(ReceiverInput)> raise;         // the machine's next input
+  std::function<void(const proto::Message&)> send;  // a message to the sender
+  std::function<void(const char*, std::chrono::steady_clock::duration)> expect;
+  std::function<void(const char*)> expect_own_work;  // no deadline while we work
+  // Runs a job's completion on the loop under the connection's failure policy, if the
+  // session is still on.
+  std::function<void(const std::function<void()>&)> in_session;
+  std::function<void()> committed;  // a commit finished (a shutdown may wait for it)
+};
+
+class IncomingEntries {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  IncomingEntries(ReceiverContext& context, ReceiveWindow& window, const std::string& label,
+                  EntryHooks hooks);
+
+  // The Open was accepted: its entries' rules, the flow's terms and the sender key's
+  // subdirectory (empty: none).
+  void start(const ReceiverInput::AcceptedOpen& accepted, const FlowTerms& terms,
+             std::string subdir);
+  proto::ReceiveLedger& ledger() { return ledger_; }
+  const proto::ReceiveLedger& ledger() const { return ledger_; }
+  IncomingEntry* entry(std::uint32_t id) {
+    // Every entry the ledger holds is one of ours (check_offer hands it over).
+    return static_cast<IncomingEntry*>(ledger_.entry(id));
+  }
+  // The deadline: our own work (no deadline), the sender's Continue, or its next message.
+  void expect_next();
+
+  // The machine's actions on the entries.
+  void check_offer(const proto::Offer& offer);
+  void take(std::uint32_t id, bool resume);  // Take, or Resume from the partial kept
+  void have(std::uint32_t id);
+  void refuse(const ReceiverInput::EntryRefusal& refusal);
+  void hold(const ReceiverInput::EntryHeld& held);
+  void check_continue(const proto::Continue& next);
+  void abandon(const proto::FileAbort& abort);
+  void store_chunk(const proto::FileChunk& chunk);
+  void credit(const ReceiverInput::StoredSlot& stored);
+  void finish(const ReceiverInput& cause);  // a FileDone, or a verdict's, a refusal's end
+  void send_verdict(const ReceiverInput::EntryVerdict& verdict);
+  // The session was cut short: what each file in flight stored is kept for a resume, unless
+  // `keep_nothing` (the sender broke the rules) or it was bad.
+  void discard_files(bool keep_nothing);
+  // Settled entries whose jobs are done free what they held.
+  void reap_retired(bool in_session);
+
+  // Why an Id or a Bye may not end the session now, if it may not.
+  std::optional<std::string> end_problem(bool id) const;
+  bool committing() const;  // a commit job of an entry is queued or running
+  bool idle() const;        // no job on the pool uses an entry's file or the window
+  std::uint64_t bytes_stored() const { return bytes_stored_; }
+
+ private:
+  void check_directory(IncomingEntry& entry);
+  // Creates the offered file (a new one, a resumed partial, or Have): -> EntryTaken,
+  // EntryResumed, EntryHave or EntryRefused.
+  void create_file(std::uint32_t id, std::optional<IncomingFile::Resume> resume);
+  // A flagged file's partial, if the sender understands Resume: a new one (none continued).
+  IncomingFile::Resume fresh_partial() const;
+  // The digest at the end (PROTOCOL.md 7.9; receiver/incoming_entries_held.cpp): what is
+  // here of a flagged file (-> EntryHeld, or on to create_file), and the whole file
+  // confirmed after a Continue from its size.
+  void look_for_held(std::uint32_t id);
+  void confirm_whole(std::uint32_t id, const proto::Holds& held);
+  bool digest_at_end_negotiated(const char* message);
+  void on_stored(std::uint32_t id, const IncomingFile::Stored& stored);
+  void verify(std::uint32_t id);
+  void settle(std::uint32_t id);
+  void grant(std::uint32_t slot);
+  void violation(std::string text);
+  // One file's closing line: what arrived, when, the digest computed and the verdict
+  // (none: abandoned, with no digest to name).
+  void log_file_end(const IncomingEntry& entry, std::uint64_t received, const Digest& computed,
+                    const char* verdict) const;
+
+  ReceiverContext& context_;
+  ReceiveWindow& window_;
+  const std::string& label_;
+  EntryHooks hooks_;
+  proto::Open open_{};
+  FlowTerms terms_;
+  std::string subdir_;
+  bool resume_understood_ = false;  // the Open carried kExtensionResume
+  bool digest_at_end_ = false;      // ... and kExtensionDigestAtEnd (7.9)
+  Clock::time_point started_{};     // the Accept
+  std::uint32_t good_ = 0;
+  std::uint32_t had_ = 0;     // Good because they were here already (Have)
+  std::uint32_t failed_ = 0;  // refused or not verified: no secret for this session
+  std::uint64_t bytes_stored_ = 0;
+  // The entries in flight. Their jobs use the window (which outlives them).
+  proto::ReceiveLedger ledger_;
+  // Settled or cut short, until no job uses them: then their slots, if their chunks were
+  // being stored, go back to the sender.
+  std::vector<std::pair<std::uint32_t, std::unique_ptr<proto::ReceiveLedger::Entry>>> retired_;
+  std::optional<WorkQueue> directories_;  // directory work, in order
+};
+
+}  // namespace rdmax::receiver

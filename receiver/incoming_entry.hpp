@@ -1,0 +1,30 @@
+#pragma once
+// One file or directory of a session while the receiver has it in flight, from its Offer to
+// its settlement, as one object: what the rules know of it (the ledger's Entry, which the
+// ledger holds it as: protocol/receive_ledger.hpp), the Offer as it is acted on (its path
+// beneath a sender's subdirectory, the digest that came with its FileDone), its file (disk
+// and hashing work on the pool), the digest computed, and what we said we hold of it (7.9).
+
+#include <chrono>
+#include <optional>
+
+#include "common/digest/sha256.hpp"
+#include "protocol/receive_ledger.hpp"
+#include "protocol/wire.hpp"
+#include "receiver/incoming_file.hpp"
+
+namespace rdmax::receiver {
+
+struct IncomingEntry final : proto::ReceiveLedger::Entry {
+  explicit IncomingEntry(const proto::Offer& o) : Entry(o), offer(o) {}
+
+  proto::Offer offer;
+  std::optional<IncomingFile> file;  // files only
+  Digest computed{};
+  std::chrono::steady_clock::time_point taken{};  // its Take or Resume: its data began
+  bool committing = false;
+  bool data_bad = false;             // a bad verdict: nothing is kept for a resume
+  std::optional<proto::Holds> held;  // 7.9: what we said we hold of it
+};
+
+}  // namespace rdmax::receiver

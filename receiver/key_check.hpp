@@ -1,0 +1,52 @@
+#pragma once
+// Sender keys (docs/PROTOCOL.md 7.8), the receiver's side: the Open that claims a key, the
+// Challenge it gets (with the Open, the transcript both proofs are made over), the sender's
+// Proof checked (an unknown id costs the same HMAC as a wrong key), and what a good one
+// earns: our own Proof and the id's subdirectory. A failure is counted against the peer's
+// address (receiver/auth_penalties.hpp).
+
+#include <optional>
+#include <string>
+
+#include "protocol/auth.hpp"
+#include "protocol/sender_keys.hpp"
+#include "protocol/wire.hpp"
+#include "receiver/auth_penalties.hpp"
+
+namespace rdmax::receiver {
+
+class KeyCheck {
+ public:
+  // `keys`: --senders (null: every sender gets in); `address`: the peer's, without its port.
+  KeyCheck(const proto::SenderKeyStore* keys, AuthPenalties* penalties, std::string address)
+      : keys_(keys), penalties_(penalties), address_(std::move(address)) {}
+
+  // A key must be proven before anything is granted.
+  bool required() const { return keys_ != nullptr && !authenticated_; }
+  // The Open names a key: kept, with the Open, until the Proof. False: it names none.
+  bool claim(const proto::Open& open);
+  const proto::Open& claimed_open() const { return claimed_open_; }
+  proto::Challenge challenge();
+  // The sender's Proof: true if it proves the key claimed (`label` names the connection in
+  // the log).
+  bool check(const proto::Proof& proof, const std::string& label);
+  // The authentication failed (`why`, for the log): counted against the address.
+  void failed(const std::string& why, const std::string& label);
+
+  const std::optional<proto::Digest>& receiver_proof() const { return receiver_proof_; }
+  // Non-empty: every path of the session goes beneath DIR/subdir.
+  const std::string& subdir() const { return subdir_; }
+
+ private:
+  const proto::SenderKeyStore* keys_;
+  AuthPenalties* penalties_;
+  std::string address_;
+  std::optional<proto::SenderKeyClaim> claim_;
+  proto::Open claimed_open_{};
+  proto::Challenge challenge_{};
+  std::optional<proto::Digest> receiver_proof_;
+  bool authenticated_ = false;
+  std::string subdir_;
+};
+
+}  // namespace rdmax::receiver

@@ -1,0 +1,90 @@
+#pragma once
+// What a receiver's connection is given by the daemon (ReceiverContext), and what its parts
+// raise to its machine (ReceiverInput): an event and the data it carries.
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+#include "common/work/work_pool.hpp"
+#include "protocol/receiver_machine.hpp"
+#include "protocol/receiver_rules.hpp"
+#include "protocol/secrets.hpp"
+#include "protocol/sender_keys.hpp"
+#include "protocol/wire.hpp"
+#include "receiver/auth_penalties.hpp"
+#include "receiver/options.hpp"
+#include "receiver/partial_store.hpp"
+#include "receiver/space_reservations.hpp"
+
+namespace rdmax::receiver {
+
+// What every connection shares with the daemon.
+struct ReceiverContext {
+  const ReceiverOptions& options;
+  int dir_fd;
+  const proto::SecretStore* secrets;  // null: every id is denied
+  WorkPool& pool;
+  std::uint64_t window_bytes_in_use = 0;  // registered by all connections, vs --max-memory
+  // Bytes of files being received that no preallocation reserved yet on the disk: the
+  // free-space check of the next file counts them as taken (receiver/space_reservations.hpp).
+  SpaceReservations space{};
+  // For the daemon's status line (systemd STATUS=): totals since start.
+  std::uint64_t bytes_received = 0;  // chunk bytes that arrived, good or bad
+  std::uint64_t files_stored = 0;    // files committed into the directory
+  PartialStore* partials = nullptr;  // null: --no-partial (receiver/partial_store.hpp)
+  // --senders: null, every sender gets in; else each proves a key first (PROTOCOL.md 7.8).
+  const proto::SenderKeyStore* sender_keys = nullptr;
+  AuthPenalties* penalties = nullptr;  // where failed authentications are counted
+};
+
+// An event and the data it carries (docs/PROTOCOL.md 7.5 names the messages).
+struct ReceiverInput {
+  struct AcceptedOpen {  // an Open that passed its checks, and the window it is granted
+    proto::Open open;
+    std::uint32_t slots;
+    std::uint64_t window_bytes;
+    proto::ExtensionsRead extensions;  // what its extensions ask for
+  };
+  struct Rejection {
+    proto::RejectReason reason;
+    std::string text;
+  };
+  struct StoredSlot {
+    std::uint32_t slot;
+    std::uint32_t entry;  // whose chunk it held
+  };
+  // The outcome of an entry's check or verification.
+  struct EntryRefusal {
+    std::uint32_t entry;
+    proto::RejectReason reason;
+    std::string text;
+  };
+  struct EntryTaken {
+    std::uint32_t entry;
+  };
+  struct EntryVerdict {
+    std::uint32_t entry;
+    proto::VerdictCode code;
+  };
+  // The digest at the end (PROTOCOL.md 7.9): what is here of a file offered without its digest.
+  struct EntryHeld {
+    std::uint32_t entry;
+    std::uint64_t length;
+    proto::Digest digest;
+  };
+  struct Abort {  // why the receiver ends the connection; SendError sends it
+    proto::ErrorCode code;
+    std::string text;
+  };
+  // An event of the connection's machine, or a result of the entries' work (InSession's:
+  // proto::session_result).
+  std::variant<proto::ReceiverEvent, proto::WorkResult> event;
+  std::variant<std::monostate, AcceptedOpen, Rejection, proto::Offer, proto::FileChunk,
+               proto::FileDone, StoredSlot, EntryRefusal, EntryTaken, EntryVerdict, proto::Id,
+               Abort, EntryHeld, proto::Continue, proto::FileAbort>
+      data;
+  proto::ReceiverChecks checks{};  // with GotOpen, GotProof, GotId: what their check found
+};
+
+}  // namespace rdmax::receiver
