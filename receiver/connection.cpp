@@ -319,6 +319,14 @@ void Connection::on_message(Inbound inbound) {
   const char* rule_broken = nullptr;
   if (offer != nullptr && offer->digest_at_end && !digest_at_end_)
     rule_broken = "an Offer with digest_at_end, never negotiated";
+  // Nor is anything held or abandoned by the sender: a Continue or a FileAbort breaks the
+  // rules before anything is looked at.
+  if (state_ == State::InSession && !digest_at_end_) {
+    if (std::holds_alternative<proto::Continue>(message))
+      rule_broken = "a Continue, the digest at the end not negotiated";
+    if (std::holds_alternative<proto::FileAbort>(message))
+      rule_broken = "a FileAbort, the digest at the end not negotiated";
+  }
   if (done != nullptr && state_ == State::InSession) {
     const IncomingEntry* e = entries_.entry(done->entry);
     const bool flagged = e != nullptr && e->offer.digest_at_end;
@@ -331,7 +339,6 @@ void Connection::on_message(Inbound inbound) {
     return dispatch(
         {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation, rule_broken}});
   }
-  // Without the digest at the end they break the rules (check_continue, abandon_entry).
   if (auto* next = std::get_if<proto::Continue>(&message))
     return dispatch({Event::GotContinue, *next});
   if (auto* abort = std::get_if<proto::FileAbort>(&message))
@@ -422,7 +429,7 @@ void Connection::tick(Clock::time_point now) {
   guarded([&] { post(proto::Working{work_phase(), entries_.bytes_stored()}); });
 }
 
-proto::WorkPhase Connection::work_phase() const {
+proto::WorkPhase Connection::work_phase() {
   // PROTOCOL.md 7.3: a session's Working says Storing whatever its entries are doing. A
   // Hello's names what its one file waits for, as a Hello's always did: being created,
   // stored or committed.

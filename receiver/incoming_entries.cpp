@@ -38,7 +38,10 @@ void IncomingEntries::start(const ReceiverInput::AcceptedOpen& accepted, const F
   terms_ = terms;
   subdir_ = std::move(subdir);
   resume_understood_ = accepted.extensions.resume_understood;
-  digest_at_end_ = accepted.extensions.digest_at_end;
+  if (resume_understood_) {
+    fresh_partial_ = {
+        context_.partials, {}, context_.options.slot_size, false, PartialStore::Match::Fresh};
+  }
   ledger_ = proto::ReceiveLedger(open_, context_.options.slot_size, accepted.slots);
   directories_.emplace(context_.pool);
   started_ = Clock::now();
@@ -102,7 +105,7 @@ void IncomingEntries::check_offer(const proto::Offer& offer) {
   // sender that understands Resume and Have; else it is a new file, and a partial kept for
   // the path is not continued (the sender did not check it).
   if (resume_understood_ && offer.size > 0) return look_for_held(id);
-  create_file(id, fresh_partial());
+  create_file(id, fresh_partial_);
 }
 
 void IncomingEntries::create_file(std::uint32_t id, std::optional<IncomingFile::Resume> resume) {

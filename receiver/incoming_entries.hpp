@@ -56,7 +56,6 @@ class IncomingEntries {
   void start(const ReceiverInput::AcceptedOpen& accepted, const FlowTerms& terms,
              std::string subdir);
   proto::ReceiveLedger& ledger() { return ledger_; }
-  const proto::ReceiveLedger& ledger() const { return ledger_; }
   IncomingEntry* entry(std::uint32_t id) {
     // Every entry the ledger holds is one of ours (check_offer hands it over).
     return static_cast<IncomingEntry*>(ledger_.entry(id));
@@ -93,14 +92,11 @@ class IncomingEntries {
   // Creates the offered file (a new one, a resumed partial, or Have): -> EntryTaken,
   // EntryResumed, EntryHave or EntryRefused.
   void create_file(std::uint32_t id, std::optional<IncomingFile::Resume> resume);
-  // A flagged file's partial, if the sender understands Resume: a new one (none continued).
-  IncomingFile::Resume fresh_partial() const;
   // The digest at the end (PROTOCOL.md 7.9; receiver/incoming_entries_held.cpp): what is
   // here of a flagged file (-> EntryHeld, or on to create_file), and the whole file
   // confirmed after a Continue from its size.
   void look_for_held(std::uint32_t id);
   void confirm_whole(std::uint32_t id, const proto::Holds& held);
-  bool digest_at_end_negotiated(const char* message);
   void on_stored(std::uint32_t id, const IncomingFile::Stored& stored);
   void verify(std::uint32_t id);
   void settle(std::uint32_t id);
@@ -119,8 +115,9 @@ class IncomingEntries {
   FlowTerms terms_;
   std::string subdir_;
   bool resume_understood_ = false;  // the Open carried kExtensionResume
-  bool digest_at_end_ = false;      // ... and kExtensionDigestAtEnd (7.9)
-  Clock::time_point started_{};     // the Accept
+  // A flagged file's partial, if the sender understands Resume: a new one (none continued).
+  IncomingFile::Resume fresh_partial_{};
+  Clock::time_point started_{};  // the Accept
   std::uint32_t good_ = 0;
   std::uint32_t had_ = 0;     // Good because they were here already (Have)
   std::uint32_t failed_ = 0;  // refused or not verified: no secret for this session

@@ -22,11 +22,6 @@ namespace {
 using Input = ReceiverInput;
 }  // namespace
 
-IncomingFile::Resume IncomingEntries::fresh_partial() const {
-  if (!resume_understood_) return {};
-  return {context_.partials, {}, context_.options.slot_size, false, PartialStore::Match::Fresh};
-}
-
 // Looked for on the directories' queue (in order with them, never on the loop): a regular
 // file of the offered size (unless --overwrite, as for Have), else a kept partial of the
 // path and size, whatever digest it was kept for. The partial's prefix is checked again, and
@@ -74,7 +69,7 @@ void IncomingEntries::look_for_held(std::uint32_t id) {
           if (found->held)
             return hooks_.raise({proto::WorkResult::EntryHeld,
                                  Input::EntryHeld{id, found->held->length, found->held->digest}});
-          create_file(id, fresh_partial());
+          create_file(id, fresh_partial_);
         });
       });
 }
@@ -90,21 +85,12 @@ void IncomingEntries::hold(const ReceiverInput::EntryHeld& held) {
   expect_next();
 }
 
-// Without the digest at the end nothing is held or abandoned by the sender: a Continue or a
-// FileAbort breaks the rules before anything is looked at (PROTOCOL.md 7.9).
-bool IncomingEntries::digest_at_end_negotiated(const char* message) {
-  if (digest_at_end_) return true;
-  violation(std::string("a ") + message + ", the digest at the end not negotiated");
-  return false;
-}
-
 void IncomingEntries::check_continue(const proto::Continue& next) {
-  if (!digest_at_end_negotiated("Continue")) return;
   if (auto error = ledger_.continued(next))
     return violation(std::string("bad Continue: ") + proto::to_string(*error));
   IncomingEntry& entry = *this->entry(next.entry);
   const proto::Holds held = entry.held.value();  // Held implies a Holds went
-  if (next.from == 0) return create_file(next.entry, fresh_partial());
+  if (next.from == 0) return create_file(next.entry, fresh_partial_);
   if (next.from != held.length) return violation("Continue.from is neither 0 nor what we hold");
   if (held.length == entry.offer.size) return confirm_whole(next.entry, held);
   // Its prefix is ours: the partial continues, checked again and cut to at most `from`.
@@ -145,7 +131,7 @@ void IncomingEntries::confirm_whole(std::uint32_t id, const proto::Holds& held) 
           if (!*same) {
             spdlog::info("[{}] {} changed after we said we held it: taking it whole", label_,
                          proto::quoted_for_log(e->offer.path));
-            return create_file(id, fresh_partial());
+            return create_file(id, fresh_partial_);
           }
           e->offer.digest = held.digest;
           hooks_.raise({proto::WorkResult::EntryHave, Input::EntryTaken{id}});
@@ -154,7 +140,6 @@ void IncomingEntries::confirm_whole(std::uint32_t id, const proto::Holds& held) 
 }
 
 void IncomingEntries::abandon(const proto::FileAbort& abort) {
-  if (!digest_at_end_negotiated("FileAbort")) return;
   if (const IncomingEntry* e = entry(abort.entry); e != nullptr && !e->offer.digest_at_end)
     return violation("FileAbort of a file offered with its digest");
   bool dropped = false;

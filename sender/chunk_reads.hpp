@@ -1,5 +1,5 @@
 #pragma once
-// The reads of the chunks the sender copies (sender/connection_data.cpp): each chunk's bytes
+// The reads of the chunks the sender copies (sender/send_window.cpp): each chunk's bytes
 // are read from its file into its slot of the staging buffer by a job on the run's worker
 // pool, so that the event loop only keeps books and posts, and the reads of different slots
 // run at once (docs/BENCHMARKS.md: a loop that read every chunk itself capped a connection

@@ -28,14 +28,14 @@ template <class Driver>
 void deliver_cm_event(Driver& driver, rdma_cm_event_type type, const CmDelivery& d) {
   switch (type) {
     case RDMA_CM_EVENT_ADDR_RESOLVED:
-      return driver.on_address_resolved();
+      return driver.on_setup(proto::SetupEvent::AddressResolved);
     case RDMA_CM_EVENT_ROUTE_RESOLVED:
       try {
         if (d.id != nullptr) require_device(d.id->verbs(), d.device);
       } catch (const std::exception& e) {
         return driver.on_connect_failed(e.what());
       }
-      return driver.on_route_resolved();
+      return driver.on_setup(proto::SetupEvent::RouteResolved);
     case RDMA_CM_EVENT_ESTABLISHED:
       return driver.on_established();
     case RDMA_CM_EVENT_REJECTED:

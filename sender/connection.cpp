@@ -28,6 +28,23 @@ proto::Error error_to_send(const SenderInput& cause) {
   return proto::Error{abort->code, abort->text.substr(0, proto::kMaxTextBytes)};
 }
 
+// The digest at the end (docs/PROTOCOL.md 7.9), where the receiver may take it.
+bool asks_digest_at_end(const SenderSettings& settings, std::uint16_t version) {
+  return settings.digest_at_end && settings.pool != nullptr && version == proto::kVersion2;
+}
+
+// The receiver's answers about the session's entries or window: GotAnswer's data.
+std::optional<SenderInput::Answer> answer_in(const proto::Message& message) {
+  if (const auto* m = std::get_if<proto::Credit>(&message)) return *m;
+  if (const auto* m = std::get_if<proto::Take>(&message)) return *m;
+  if (const auto* m = std::get_if<proto::Resume>(&message)) return *m;
+  if (const auto* m = std::get_if<proto::Have>(&message)) return *m;
+  if (const auto* m = std::get_if<proto::Holds>(&message)) return *m;
+  if (const auto* m = std::get_if<proto::Refuse>(&message)) return *m;
+  if (const auto* m = std::get_if<proto::FileVerdict>(&message)) return *m;
+  return std::nullopt;
+}
+
 // KeepSecret: the received secret moves into `kept`, and the message's copy is wiped.
 void keep_secret(SenderInput& cause, std::string& kept) {
   auto& received = std::get<proto::Secret>(cause.data).secret;
@@ -41,12 +58,33 @@ Connection::Connection(const SenderSettings& settings, TransferPlan& plan,
                        std::vector<std::uint32_t> entries, SenderCm& cm, std::string peer_label)
     : DriverCore(std::move(peer_label)),
       settings_(settings),
-      plan_(plan),
-      entries_(std::move(entries)),
-      cm_(cm) {}
+      cm_(cm),
+      holding_(settings.hold_for_others),
+      keys_(settings.key),
+      hooks_{
+          .violation =
+              [this](const std::string& text) {
+                spdlog::error("[{}] {}", label(), text);
+                dispatch({Event::ProtocolViolation,
+                          Input::Abort{proto::ErrorCode::ProtocolViolation, text}});
+              },
+          .raise = [this](SenderInput input) { dispatch(std::move(input)); },
+          .send = [this](const proto::Message& message, std::uint64_t tag) { post(message, tag); },
+          .pump = [this] { pump(); },
+          .in_session =
+              [this](const std::function<void()>& work) {
+                guarded([&] {
+                  if (state_ == State::InSession) work();
+                });
+              },
+      },
+      entries_(settings, plan, std::move(entries), hooks_),
+      window_(settings, entries_, hooks_) {}
 
 Connection::~Connection() {
-  stop_jobs();
+  // The reading and hashing jobs use our buffers: cancelled, and the running ones waited for.
+  window_.stop();
+  entries_.stop_jobs();
   proto::secure_wipe(secret_.data(), secret_.size());
 }
 
@@ -55,11 +93,8 @@ void Connection::start() {
   expect("address resolution", settings_.connect_timeout);
 }
 
-void Connection::on_address_resolved() {
-  guarded([&] { dispatch({proto::SetupEvent::AddressResolved, {}}); });
-}
-void Connection::on_route_resolved() {
-  guarded([&] { dispatch({proto::SetupEvent::RouteResolved, {}}); });
+void Connection::on_setup(proto::SetupEvent event) {
+  guarded([&] { dispatch({event, {}}); });
 }
 void Connection::on_established() {
   guarded([&] { dispatch({Event::Established, {}}); });
@@ -82,22 +117,20 @@ void Connection::interrupt(int) {
 void Connection::tick(Clock::time_point now) {
   on_tick(now);
   // Chunks held by --bwlimit go when the bucket has refilled.
-  if (bwlimit_ != nullptr && state_ == State::InSession) guarded([&] { pump(); });
+  if (settings_.shared_bwlimit != nullptr && state_ == State::InSession) guarded([&] { pump(); });
 }
 
 void Connection::others_finished(std::uint32_t failures) {
   if (!holding_) return;
   holding_ = false;
   others_failures_ = failures;
-  ledger_.allow_directories(true);
+  entries_.ledger().allow_directories(true);
   if (state_ == State::InSession) guarded([&] { pump(); });
 }
 
-std::uint32_t Connection::failures() const {
-  std::uint32_t n = 0;
-  for (std::uint32_t index : entries_)
-    if (plan_.results[index].status != EntryResult::Status::Good) ++n;
-  return n;
+std::optional<proto::TermRefused> Connection::refused() const {
+  if (outcome_ == proto::SenderOutcome::VersionUnsupported) return proto::TermRefused::Version;
+  return refused_;
 }
 
 void Connection::dispatch(SenderInput input) {
@@ -105,7 +138,6 @@ void Connection::dispatch(SenderInput input) {
 }
 
 void Connection::step(SenderInput& input) {
-  if (const auto* e = std::get_if<proto::SetupEvent>(&input.event)) return setup_step(*e, input);
   const proto::SenderContext context{settings_.id.has_value(), input.proof};
   if (const auto* settled = std::get_if<SenderInput::Settled>(&input.event)) {
     // pump() says so only InSession; an input queued ahead of it may have ended the session
@@ -113,24 +145,27 @@ void Connection::step(SenderInput& input) {
     if (state_ != State::InSession) return;
     return apply(proto::session_settled(settled->all_good, context), "all settled", input);
   }
-  const Event event = std::get<Event>(input.event);
-  // Before Connect there is no queue pair: what reaches the set-up is the CM, the clock, a
-  // signal or a call of our own failing (the driver rows test NoTransportBeforeConnect).
-  if (setup_)
-    return setup_step(
-        event == Event::Interrupted ? proto::SetupEvent::Interrupted : proto::SetupEvent::Failed,
-        input);
-  apply(proto::sender_next(state_, event, context), proto::to_string(event), input);
-}
-
-void Connection::setup_step(proto::SetupEvent event, SenderInput& input) {
-  if (!setup_) {  // rdma_cm answers each look-up once, before the connection: out of order
-    spdlog::error("[{}] rdma_cm answered {} after the set-up", label(), proto::to_string(event));
-    input.data = Input::Abort{proto::ErrorCode::ProtocolViolation,
-                              std::string(proto::to_string(event)) + " after the set-up"};
-    return apply(proto::sender_next(state_, Event::ProtocolViolation, {settings_.id.has_value()}),
+  const auto* setup_event = std::get_if<proto::SetupEvent>(&input.event);
+  if (setup_event != nullptr && !setup_) {
+    // rdma_cm answers each look-up once, before the connection: out of order.
+    const char* name = proto::to_string(*setup_event);
+    spdlog::error("[{}] rdma_cm answered {} after the set-up", label(), name);
+    input.data =
+        Input::Abort{proto::ErrorCode::ProtocolViolation, std::string(name) + " after the set-up"};
+    return apply(proto::sender_next(state_, Event::ProtocolViolation, context),
                  proto::to_string(Event::ProtocolViolation), input);
   }
+  if (!setup_) {
+    const Event event = std::get<Event>(input.event);
+    return apply(proto::sender_next(state_, event, context), proto::to_string(event), input);
+  }
+  // Before Connect there is no queue pair: what reaches the set-up is the CM, the clock, a
+  // signal or a call of our own failing (the driver rows test NoTransportBeforeConnect).
+  proto::SetupEvent event = proto::SetupEvent::Failed;
+  if (setup_event != nullptr)
+    event = *setup_event;
+  else if (std::get<Event>(input.event) == Event::Interrupted)
+    event = proto::SetupEvent::Interrupted;
   const auto t = proto::setup_next(*setup_, event);
   if (t.illegal)
     spdlog::error("[{}] rdma_cm answered {} while {}", label(), proto::to_string(event),
@@ -171,13 +206,19 @@ void Connection::perform(Action action, SenderInput& cause) {
       send_open();
       break;
     case Action::SendProof:
-      send_proof();
+      post(keys_.ours());
       break;
     case Action::StartSession:
       start_session(std::get<proto::Accept>(cause.data));
       break;
     case Action::TakeAnswer:
-      take_answer(std::get<SenderInput::Answer>(cause.data));
+      if (const auto* credit =
+              std::get_if<proto::Credit>(&std::get<SenderInput::Answer>(cause.data))) {
+        if (!window_.credit(*credit)) break;
+      } else {
+        entries_.take(std::get<SenderInput::Answer>(cause.data));
+      }
+      pump();
       break;
     case Action::SendId:
       expect("the answer to the id", settings_.timeout);
@@ -196,15 +237,11 @@ void Connection::perform(Action action, SenderInput& cause) {
       begin_disconnect();
       break;
     case Action::Finish:
-      stop_jobs();  // its jobs read the buffers released next
-      // The windows are deregistered through the transport, before it goes.
-      for (auto& [entry, e] : open_) e.windows.reset();
+      window_.stop();  // its jobs read the buffers released next
+      entries_.stop_jobs();
+      entries_.close_windows();  // deregistered through the transport, before it goes
       release_transport();
-      for (auto& [entry, e] : open_) e.file.reset();
-      // What this connection did not settle ends as the connection did.
-      for (std::uint32_t index : entries_)
-        if (plan_.results[index].status == EntryResult::Status::NotSent)
-          plan_.results[index].outcome = outcome();
+      entries_.end(outcome());
       break;
   }
 }
@@ -213,82 +250,74 @@ void Connection::send_open() {
   connect_seconds_ = std::chrono::duration<double>(Clock::now() - started_).count();
   spdlog::info("connected to {}", label());
   expect("the receiver's answer to Open", settings_.timeout);
-  std::uint64_t total = 0;
-  for (std::uint32_t index : entries_) total += plan_.entries[index].size;
-  proto::Open open{plan_.algorithm, keepalive_for(settings_.timeout), 0,
-                   static_cast<std::uint32_t>(entries_.size()), total};
+  proto::Open open{entries_.algorithm(), keepalive_for(settings_.timeout), 0, entries_.count(),
+                   entries_.total_bytes()};
   open.extensions.push_back({proto::kExtensionResume, {}});  // we understand Resume and Have
   if (settings_.key != nullptr)
     open.extensions.push_back(proto::sender_key_extension(fresh_nonce(), settings_.key->id));
-  if (asks_digest_at_end()) open.extensions.push_back({proto::kExtensionDigestAtEnd, {}});  // 7.9
-  open_sent_ = open;
+  if (asks_digest_at_end(settings_, version()))
+    open.extensions.push_back({proto::kExtensionDigestAtEnd, {}});  // 7.9
+  keys_.sent(open);
   post(open);
 }
 
-OutgoingEntry* Connection::open_entry(std::uint32_t entry) {
-  const auto it = open_.find(entry);
-  return it == open_.end() || it->second.settled ? nullptr : &it->second;
-}
-
-void Connection::settle(std::uint32_t entry, EntryResult settled) {
-  if (auto it = open_.find(entry); it != open_.end()) {
-    it->second.close();
-    // A hash of its bytes that still runs keeps it (and its hasher) until it is over.
-    if (it->second.hashing())
-      it->second.settled = true;
-    else
-      open_.erase(it);
+void Connection::start_session(const proto::Accept& accept) {
+  if (const auto problem = proto::check_accept(accept, entries_.algorithm(), 0))
+    return hooks_.violation(proto::describe(*problem, accept, 0));
+  const std::optional<std::uint32_t> slots = window_.fit(accept);
+  if (!slots) {
+    return dispatch(
+        {Event::LocalFailure,
+         SenderInput::Abort{proto::ErrorCode::Internal,
+                            "the sender cannot pin one slot under its RLIMIT_MEMLOCK"}});
   }
-  if (settled.status != EntryResult::Status::Good) ++failures_;
-  EntryResult& kept = result(entry);
-  settled.bytes = kept.bytes;
-  settled.resumed_from = kept.resumed_from;
-  settled.zero_copy = kept.zero_copy;
-  settled.receiver = std::move(kept.receiver);
-  kept = std::move(settled);
-  if (plan_.on_settled) plan_.on_settled(entries_[entry]);
+  entries_.start(accept, *slots, !holding_);
+  window_.start(*transport(), accept.slot_size);
+  expect("the receiver's answers", settings_.timeout);
+  pump();
 }
 
-void Connection::violation(std::string text) {
-  spdlog::error("[{}] {}", label(), text);
-  dispatch({Event::ProtocolViolation,
-            Input::Abort{proto::ErrorCode::ProtocolViolation, std::move(text)}});
+void Connection::pump() {
+  if (state_ != State::InSession) return;
+  entries_.send_offers();
+  window_.send_chunks();
+  if (!entries_.send_file_dones()) return;
+  if (entries_.ledger().all_settled() && !holding_ && !settled_signalled_) {
+    settled_signalled_ = true;
+    // The id is presented only when every entry of the command is good.
+    const bool good = entries_.all_good() && others_failures_ == 0;
+    dispatch({SenderInput::Settled{good}, {}});
+  }
 }
 
 void Connection::on_sent(std::uint64_t tag) {
   if (tag == 0) return;  // a control message
   // The FileChunk's SEND completed, so the WRITE before it did too.
-  const auto slot = static_cast<std::uint32_t>(tag - 1);
-  if (ledger_.completed(slot) == 0) return;
-  last_data_ = Clock::now();
-  if (slot < in_flight_.size() && window_bytes_ > 0) {
-    const auto [entry, offset] = in_flight_[slot];
-    if (OutgoingEntry* e = open_entry(entry); e != nullptr && e->windows)
-      e->windows->release(offset);
-  }
+  window_.completed(static_cast<std::uint32_t>(tag - 1));
   pump();
 }
 
 void Connection::on_message(Inbound inbound) {
   if (finished()) return;
-  auto* message = std::get_if<proto::Message>(&inbound.decoded);
-  if (!proto::sender_accepts_version(version(), inbound.version, message,
+  auto* decoded = std::get_if<proto::Message>(&inbound.decoded);
+  if (!proto::sender_accepts_version(version(), inbound.version, decoded,
                                      state_ == State::AwaitAccept)) {
-    return violation("a version-" + std::to_string(inbound.version) +
-                     " message from the receiver on a version-" + std::to_string(version()) +
-                     " connection");
+    return hooks_.violation("a version-" + std::to_string(inbound.version) +
+                            " message from the receiver on a version-" + std::to_string(version()) +
+                            " connection");
   }
-  if (message == nullptr) {
+  if (decoded == nullptr) {
     const auto& failure = std::get<proto::DecodeFailure>(inbound.decoded);
-    return violation(std::string("malformed message from the receiver: ") +
-                     proto::to_string(failure.error) + " (" + failure.detail + ")");
+    return hooks_.violation(std::string("malformed message from the receiver: ") +
+                            proto::to_string(failure.error) + " (" + failure.detail + ")");
   }
   if (state_ != State::Closing) expect(waiting_for(), settings_.timeout);
-  handle(*message, inbound.version);
-}
-
-void Connection::handle(proto::Message& message, std::uint16_t message_version) {
-  if (handle_key_message(message)) return;
+  proto::Message& message = *decoded;
+  const std::uint16_t message_version = inbound.version;
+  // Sender keys (docs/PROTOCOL.md 7.8): not a byte of data goes to a receiver that did not
+  // prove it holds our key.
+  if (auto input = keys_.judge(message, state_ == State::AwaitAccept, label()))
+    return dispatch(std::move(*input));
   if (const auto* accept = std::get_if<proto::Accept>(&message))
     return dispatch({Event::GotAccept, *accept});
   if (const auto* m = std::get_if<proto::Reject>(&message)) {
@@ -303,15 +332,15 @@ void Connection::handle(proto::Message& message, std::uint16_t message_version) 
     // again without BLAKE3 first, then without the digest at the end.
     if (m->reason == proto::RejectReason::UnsupportedVersion &&
         message_version == proto::kVersion2 &&
-        open_sent_.digest_algorithm == proto::DigestAlgorithm::Blake3) {
+        keys_.open_sent().digest_algorithm == proto::DigestAlgorithm::Blake3) {
       spdlog::debug("[{}] the receiver refused BLAKE3 (0x8004)", label());
-      digest_algorithm_refused_ = true;
+      refused_ = proto::TermRefused::Algorithm;
       return dispatch({Event::GotReject, {}});
     }
     if (m->reason == proto::RejectReason::UnsupportedVersion &&
-        message_version == proto::kVersion2 && asks_digest_at_end()) {
+        message_version == proto::kVersion2 && asks_digest_at_end(settings_, version())) {
       spdlog::warn("[{}] the receiver does not take the digest at the end: hashing first", label());
-      digest_at_end_refused_ = true;
+      refused_ = proto::TermRefused::DigestAtEnd;
       return dispatch({Event::GotReject, {}});
     }
     if (proto::rejects_our_version(*m, message_version, version())) {
@@ -321,15 +350,15 @@ void Connection::handle(proto::Message& message, std::uint16_t message_version) 
     }
     // A command of one file (a version-1 receiver's Hello among them): the refusal is the
     // file's, with the file's next step.
-    if (plan_.entries.size() == 1 && planned(0).kind == proto::EntryKind::File) {
+    if (entries_.one_file()) {
       const std::string detail = std::string(proto::to_string(m->reason)) +
                                  (m->text.empty() ? "" : ": ") + proto::escape_for_log(m->text);
       spdlog::error("{}: refused by the receiver ({}); {}",
-                    proto::quoted_for_log(planned(0).local_path), detail,
+                    proto::quoted_for_log(entries_.planned(0).local_path), detail,
                     proto::refusal_next_step(m->reason, proto::RefusalScope::File));
-      settle(0, {.status = EntryResult::Status::Refused,
-                 .outcome = proto::SenderOutcome::Rejected,
-                 .detail = detail});
+      entries_.settle(0, {.status = EntryResult::Status::Refused,
+                          .outcome = proto::SenderOutcome::Rejected,
+                          .detail = detail});
     } else {
       spdlog::error("[{}] the receiver refused the session: {}", label(),
                     proto::describe_refusal(m->reason, m->text, proto::RefusalScope::Session));

@@ -1,10 +1,10 @@
 #pragma once
-// One entry of a session while the sender has it offered (sender/connection.hpp), with all
-// the connection keeps for it: the plan's entry and its result, its open file, its windows
-// registered for --zero-copy, its digest as it is computed while it is sent (docs/PROTOCOL.md
-// 7.9), what our Continue agreed with the receiver, and an abort that is due. The connection
-// holds one per entry offered and not settled (at most kMaxEntriesInFlight), and keeps a
-// settled one only while a hash of its bytes still runs.
+// One entry of a session while the sender has it offered, with all that is kept for it:
+// the plan's entry and its result, its open file, its windows registered for --zero-copy,
+// its digest as it is computed while it is sent (docs/PROTOCOL.md 7.9), what our Continue
+// agreed with the receiver, and an abort that is due. The connection's entries
+// (sender/outgoing_entries.hpp) hold one per entry offered and not settled (at most
+// kMaxEntriesInFlight), and keep a settled one only while a hash of its bytes still runs.
 //
 // Which protocol state the entry is in (offered, taken, finished...) is the ledger's
 // (protocol/send_ledger.hpp), which decides what may happen to it.

@@ -16,6 +16,8 @@
 
 namespace rdmax::sender {
 
+class SharedBwlimit;  // sender/send_window.hpp
+
 struct SenderSettings {
   std::optional<std::string> id;
   // On the wire: kVersion2, or kVersion1 for a receiver that speaks nothing else (the run
@@ -27,6 +29,11 @@ struct SenderSettings {
   std::optional<std::uint64_t> inject_corruption;  // testing: flip the byte at this offset
   ProgressMode progress = ProgressMode::Off;
   std::optional<std::uint64_t> bwlimit;  // --bwlimit: bytes per second (sender/rate_limit.hpp)
+  // --bwlimit's one bucket, shared by the command's connections (owned by the run).
+  SharedBwlimit* shared_bwlimit = nullptr;
+  // The lead of several connections holds its directories and its end (the Id) until the
+  // others are finished (Connection::others_finished).
+  bool hold_for_others = false;
   // The command's share of RLIMIT_MEMLOCK (owned by the run); none: nothing is limited.
   MemlockBudget* memlock = nullptr;
   // --key-file (owned by the command): prove it, and demand the receiver's proof, before the

@@ -72,7 +72,11 @@ TransferRun::TransferRun(const SenderOptions& options, const SenderSettings& set
   // files sent with the digest at the end.
   pool_.emplace(std::max(1U, options.hash_threads));
   loop_.watch(pool_->ready_fd(), [this] { pool_->run_completions(); });
-  for (auto& s : settings_) s.pool = &*pool_;
+  if (settings.bwlimit) bwlimit_.emplace(*settings.bwlimit);
+  for (auto& s : settings_) {
+    s.pool = &*pool_;
+    s.shared_bwlimit = bwlimit_ ? &*bwlimit_ : nullptr;
+  }
   for (std::size_t i = 1; i < settings_.size(); ++i) settings_[i].id.reset();  // the lead's
   // -H HOST1,HOST2: connection i goes to receiver i mod their number (the command's
   // connections were raised to one per receiver at least).
@@ -90,15 +94,11 @@ TransferRun::TransferRun(const SenderOptions& options, const SenderSettings& set
     link->raw = link->id->get();
     // Which receiver each entry went to, for the report (settled or not).
     for (const std::uint32_t index : shares[i]) plan_.results[index].receiver = peer;
+    settings_[i].hold_for_others = i == 0 && shares.size() > 1;
     link->driver =
         std::make_unique<Connection>(settings_[i], plan_, std::move(shares[i]), *link,
                                      shares.size() > 1 ? peer + "#" + std::to_string(i + 1) : peer);
-    if (i == 0 && shares.size() > 1) link->driver->hold_for_others();
     links_.push_back(std::move(link));
-  }
-  if (settings.bwlimit) {
-    bwlimit_.emplace(*settings.bwlimit);
-    for (auto& link : links_) link->driver->share_bwlimit(&*bwlimit_);
   }
   if (progress != ProgressMode::Off) {
     progress_.emplace(progress, "sending", total_bytes_);
@@ -156,7 +156,7 @@ void TransferRun::update_lead() {
   std::uint32_t failures = 0;
   for (std::size_t i = 1; i < links_.size(); ++i) {
     if (!links_[i]->driver->finished()) return;
-    failures += links_[i]->driver->failures();
+    failures += links_[i]->driver->figures().failures;
   }
   links_.front()->driver->others_finished(failures);
 }
@@ -204,13 +204,13 @@ void TransferRun::on_cm_events() {
 }
 
 std::optional<proto::TermRefused> TransferRun::refused() const {
-  const auto any = [&](bool (Connection::*asked)() const) {
-    return std::any_of(links_.begin(), links_.end(),
-                       [&](const auto& l) { return ((*l->driver).*asked)(); });
-  };
-  if (any(&Connection::digest_algorithm_refused)) return proto::TermRefused::Algorithm;
-  if (any(&Connection::digest_at_end_refused)) return proto::TermRefused::DigestAtEnd;
-  if (links_.front()->driver->outcome() == proto::SenderOutcome::VersionUnsupported)
+  // A term any connection was refused (the newer first), or version 2 by the lead's receiver.
+  for (const auto term : {proto::TermRefused::Algorithm, proto::TermRefused::DigestAtEnd}) {
+    if (std::any_of(links_.begin(), links_.end(),
+                    [&](const auto& l) { return l->driver->refused() == term; }))
+      return term;
+  }
+  if (links_.front()->driver->refused() == proto::TermRefused::Version)
     return proto::TermRefused::Version;
   return std::nullopt;
 }
@@ -222,7 +222,7 @@ const std::string& TransferRun::secret() const {
 double TransferRun::data_seconds() const {
   std::optional<EventLoop::Clock::time_point> first, last;
   for (const auto& link : links_) {
-    const auto span = link->driver->data_span();
+    const auto span = link->driver->figures().data_span;
     if (!span) continue;
     if (!first || span->first < *first) first = span->first;
     if (!last || span->second > *last) last = span->second;
@@ -231,12 +231,12 @@ double TransferRun::data_seconds() const {
 }
 
 double TransferRun::connect_seconds() const {
-  return links_.front()->driver->connect_seconds();
+  return links_.front()->driver->figures().connect_seconds;
 }
 
 std::uint64_t TransferRun::bytes() const {
   std::uint64_t sum = 0;
-  for (const auto& link : links_) sum += link->driver->bytes_completed();
+  for (const auto& link : links_) sum += link->driver->figures().bytes_completed;
   return sum;
 }
 

@@ -2,12 +2,11 @@
 // The hashing of one file as its chunks pass, by its digest algorithm, on the process's
 // worker pool: the receiver's incoming file (receiver/incoming_file.hpp) as chunks are
 // stored, and the sender's file as chunks are read for sending (the digest at the end,
-// sender/connection_digests.cpp). Two strategies behind one interface:
+// sender/outgoing_entries_digests.cpp). Two strategies behind one interface:
 // - whole-file SHA-256 is one sequential stream over the chunks in file order: one queue,
 //   so one chunk's hash overlaps another's write while both stay in order;
-// - the fs-verity digest and BLAKE3 (common/digest/merkle.hpp, common/digest/blake3_tree.hpp) hash
-// each
-//   chunk independently into tree nodes: the
+// - the fs-verity digest and BLAKE3 (common/digest/merkle.hpp,
+//   common/digest/blake3_tree.hpp) hash each chunk independently into tree nodes: the
 //   chunks are spread over one queue per pool thread and hashed in any order, on every
 //   core; their tree nodes come back with the chunk and are folded, in file order, by
 //   fold() as the owner stores the chunks. Memory: the nodes of the chunks outstanding (32

@@ -244,8 +244,8 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
     {
       sender::Connection driver(settings, plan, all, cm, "bench");
       driver.start();
-      driver.on_address_resolved();
-      driver.on_route_resolved();
+      driver.on_setup(proto::SetupEvent::AddressResolved);
+      driver.on_setup(proto::SetupEvent::RouteResolved);
       driver.on_established();
       while (!driver.finished()) {
         wait_readable(link.sender().wake_fd(), pool.ready_fd());

@@ -207,7 +207,7 @@ class SenderRun {
     if (!setup_) step(e, proof);
   }
 
-  // The messages of sender keys, found as the driver finds them (sender/connection_keys.cpp):
+  // The messages of sender keys, found as the driver finds them (sender/key_proof.cpp):
   // one Challenge is answered in AwaitAccept by a keyed sender, once; its receiver's Proof
   // is checked once, after it (`good`: the check's result); an Accept before a good Proof,
   // with a key, is refused.

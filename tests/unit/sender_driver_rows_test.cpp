@@ -237,7 +237,7 @@ std::vector<Row> abort_rows() {
          r.resolving_route();
          r.h.cm.fail_connect = true;
        },
-       [](Rig& r) { r.h.driver->on_route_resolved(); },
+       [](Rig& r) { r.h.driver->on_setup(proto::SetupEvent::RouteResolved); },
        cannot_connect},
       {{S::AwaitAccept, E::LocalFailure, "OpenPostFails"},
        [](Rig& r) {
@@ -277,15 +277,15 @@ std::vector<Row> abort_rows() {
       // out of order, as an illegal input is; in Closing it changes nothing.
       {{S::Connecting, E::ProtocolViolation, "AddressResolvedAgain"},
        [](Rig& r) { r.connecting(); },
-       [](Rig& r) { r.h.driver->on_address_resolved(); },
+       [](Rig& r) { r.h.driver->on_setup(proto::SetupEvent::AddressResolved); },
        abort_want(S::Connecting, E::ProtocolViolation)},
       {{S::AwaitAccept, E::ProtocolViolation, "RouteResolvedAgain"},
        [](Rig& r) { r.await_accept(); },
-       [](Rig& r) { r.h.driver->on_route_resolved(); },
+       [](Rig& r) { r.h.driver->on_setup(proto::SetupEvent::RouteResolved); },
        abort_want(S::AwaitAccept, E::ProtocolViolation)},
       {{S::Closing, E::ProtocolViolation, "AddressResolvedAgain"},
        [](Rig& r) { r.closing(); },
-       [](Rig& r) { r.h.driver->on_address_resolved(); },
+       [](Rig& r) { r.h.driver->on_setup(proto::SetupEvent::AddressResolved); },
        {S::Closing, {}, O::Rejected, End::Disconnects}},
   };
   rows.insert(rows.end(), more.begin(), more.end());
@@ -888,7 +888,7 @@ std::vector<SetupRow> setup_rows() {
   std::vector<SetupRow> rows{
       {{SS::ResolvingAddress, SE::AddressResolved, ""},
        address,
-       [](Rig& r) { r.h.driver->on_address_resolved(); },
+       [](Rig& r) { r.h.driver->on_setup(proto::SetupEvent::AddressResolved); },
        {S::Connecting, {}},
        [](Rig& r) {
          EXPECT_EQ(r.h.driver->setup_state(), SS::ResolvingRoute);
@@ -897,7 +897,7 @@ std::vector<SetupRow> setup_rows() {
        }},
       {{SS::ResolvingRoute, SE::RouteResolved, ""},
        route,
-       [](Rig& r) { r.h.driver->on_route_resolved(); },
+       [](Rig& r) { r.h.driver->on_setup(proto::SetupEvent::RouteResolved); },
        {S::Connecting, {}},
        [](Rig& r) {
          EXPECT_FALSE(r.h.driver->setup_state().has_value());
@@ -906,12 +906,12 @@ std::vector<SetupRow> setup_rows() {
       // rdma_cm out of order: nothing to connect to.
       {{SS::ResolvingAddress, SE::RouteResolved, ""},
        address,
-       [](Rig& r) { r.h.driver->on_route_resolved(); },
+       [](Rig& r) { r.h.driver->on_setup(proto::SetupEvent::RouteResolved); },
        cannot_connect,
        [](Rig& r) { EXPECT_EQ(r.h.cm.connects, 0); }},
       {{SS::ResolvingRoute, SE::AddressResolved, ""},
        route,
-       [](Rig& r) { r.h.driver->on_address_resolved(); },
+       [](Rig& r) { r.h.driver->on_setup(proto::SetupEvent::AddressResolved); },
        cannot_connect,
        [](Rig& r) { EXPECT_EQ(r.h.cm.routes, 1); }},
       // Our own call failing: the route cannot even be asked for.
@@ -920,7 +920,7 @@ std::vector<SetupRow> setup_rows() {
          r.resolving_address();
          r.h.cm.fail_route = true;
        },
-       [](Rig& r) { r.h.driver->on_address_resolved(); },
+       [](Rig& r) { r.h.driver->on_setup(proto::SetupEvent::AddressResolved); },
        cannot_connect},
       {{SS::ResolvingAddress, SE::Interrupted, ""},
        address,

@@ -53,7 +53,7 @@ TEST(SenderSession, NeverMoreThanSixteenEntriesAreOutstanding) {
   }
   EXPECT_EQ(r.h.state(), S::Closing);
   EXPECT_EQ(r.h.driver->outcome(), O::SomeFailed);
-  EXPECT_EQ(r.h.driver->failures(), kFiles / 2);
+  EXPECT_EQ(r.h.driver->figures().failures, kFiles / 2);
 }
 
 // Refused, failed, good: each entry's result is its own, the session ends with Bye and
@@ -90,7 +90,7 @@ TEST(SenderSession, EveryEntrysResultIsRecordedAndFailuresEndInSomeFailed) {
   EXPECT_EQ(r.h.plan.results[1].outcome, O::ReceiverFailed);
   EXPECT_EQ(r.h.plan.results[1].bytes, 100u);
   EXPECT_EQ(r.h.status(2), Status::Good);
-  EXPECT_EQ(r.h.driver->failures(), 2u);
+  EXPECT_EQ(r.h.driver->figures().failures, 2u);
   r.h.complete_sends();
   EXPECT_TRUE(r.h.transport.disconnected);
   r.h.driver->on_disconnected();
@@ -128,7 +128,7 @@ TEST(SenderSession, AReceiverThatRefusesTheDigestAtTheEndIsToldApart) {
   }));
   r.h.receive(proto::Reject{proto::RejectReason::UnsupportedVersion,
                             "this receiver does not know Open extension 0x8003"});
-  EXPECT_TRUE(r.h.driver->digest_at_end_refused());
+  EXPECT_EQ(r.h.driver->refused(), proto::TermRefused::DigestAtEnd);
   EXPECT_EQ(r.h.state(), S::Closing);
   EXPECT_EQ(r.h.status(0), Status::NotSent);
   EXPECT_EQ(r.h.status(1), Status::NotSent);
@@ -147,8 +147,8 @@ TEST(SenderSession, AReceiverThatRefusesBlake3IsToldApart) {
   EXPECT_EQ(r.open_sent().digest_algorithm, proto::DigestAlgorithm::Blake3);
   r.h.receive(proto::Reject{proto::RejectReason::UnsupportedVersion,
                             "this receiver does not know Open extension 0x8004"});
-  EXPECT_TRUE(r.h.driver->digest_algorithm_refused());
-  EXPECT_FALSE(r.h.driver->digest_at_end_refused());
+  EXPECT_EQ(r.h.driver->refused(), proto::TermRefused::Algorithm);
+  EXPECT_NE(r.h.driver->refused(), proto::TermRefused::DigestAtEnd);
   EXPECT_EQ(r.h.state(), S::Closing);
   EXPECT_EQ(r.h.status(0), Status::NotSent);
 }
@@ -270,7 +270,7 @@ TEST(SenderSession, WithoutTheDigestAtEndTheOpenDoesNotAskForIt) {
   ASSERT_FALSE(::testing::Test::HasFatalFailure());
   for (const auto& e : r.open_sent().extensions) EXPECT_NE(e.type, proto::kExtensionDigestAtEnd);
   r.h.receive(proto::Reject{proto::RejectReason::UnsupportedVersion, ""});
-  EXPECT_FALSE(r.h.driver->digest_at_end_refused());
+  EXPECT_NE(r.h.driver->refused(), proto::TermRefused::DigestAtEnd);
 }
 
 // A directory is offered only once every file is settled, so that its time sticks.
@@ -282,7 +282,7 @@ TEST(SenderSession, BwlimitHoldsEachChunkUntilTheBucketHoldsItAndSaysWhen) {
   sender::SharedBwlimit bwlimit(kRate);
   r.credited();
   ASSERT_FALSE(::testing::Test::HasFatalFailure());
-  r.h.driver->share_bwlimit(&bwlimit);
+  r.h.settings.shared_bwlimit = &bwlimit;
   const auto before = std::chrono::steady_clock::now();
   r.h.receive(proto::Take{0});
   EXPECT_TRUE(r.h.transport.sent_of<proto::FileChunk>().empty()) << "the bucket starts empty";
@@ -515,17 +515,17 @@ TEST(SenderSession, ARunCutShortHasADataPhaseUpToItsLastChunk) {
   SessionRig r;
   r.credited();
   ASSERT_FALSE(::testing::Test::HasFatalFailure());
-  EXPECT_FALSE(r.h.driver->data_span());  // nothing written yet
+  EXPECT_FALSE(r.h.driver->figures().data_span);  // nothing written yet
   r.h.receive(proto::Take{0});
   ASSERT_EQ(r.chunks().size(), 2u);
   r.h.complete_sends();
   EXPECT_TRUE(r.file_dones().empty());  // entry 0 has a third chunk to come
   r.h.driver->on_disconnected();
   ASSERT_TRUE(r.h.driver->finished());
-  const auto span = r.h.driver->data_span();
+  const auto span = r.h.driver->figures().data_span;
   ASSERT_TRUE(span);
   EXPECT_GE(span->second, span->first);
-  EXPECT_EQ(r.h.driver->bytes_completed(), 2u * kSlot);
+  EXPECT_EQ(r.h.driver->figures().bytes_completed, 2u * kSlot);
 }
 
 // ---- What the one-file driver's tests held it to, held to the one driver ----

@@ -92,9 +92,9 @@ struct SessionHarness {
     settings.connect_timeout = std::chrono::seconds(3);
     std::vector<std::uint32_t> all(plan.entries.size());
     std::iota(all.begin(), all.end(), 0u);
+    settings.hold_for_others = lead_of_several;
     driver.emplace(settings, plan, std::move(all), cm, "peer");
     driver->record_steps();
-    if (lead_of_several) driver->hold_for_others();
     driver->start();
   }
   void receive(const proto::Message& message, std::uint16_t version = proto::kVersion2) {
@@ -131,12 +131,12 @@ struct SessionRig {
   void resolving_address() { h.start(); }
   void resolving_route() {
     h.start();
-    h.driver->on_address_resolved();
+    h.driver->on_setup(proto::SetupEvent::AddressResolved);
     ASSERT_EQ(h.driver->setup_state(), proto::SetupState::ResolvingRoute);
   }
   void connecting() {
     resolving_route();
-    h.driver->on_route_resolved();
+    h.driver->on_setup(proto::SetupEvent::RouteResolved);
     ASSERT_FALSE(h.driver->setup_state().has_value());
     ASSERT_EQ(h.state(), S::Connecting);
   }

@@ -45,8 +45,8 @@ struct Version1Rig {
   void connected() {
     driver.emplace(settings, plan, std::vector<std::uint32_t>{0}, cm, "peer");
     driver->start();
-    driver->on_address_resolved();
-    driver->on_route_resolved();
+    driver->on_setup(proto::SetupEvent::AddressResolved);
+    driver->on_setup(proto::SetupEvent::RouteResolved);
     driver->on_established();
   }
   void receive(const proto::Message& m) {  // from a version-1 receiver

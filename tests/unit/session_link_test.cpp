@@ -36,8 +36,8 @@ struct SessionPair {
   void start() {
     receiver.start();
     sender.start();
-    sender.driver->on_address_resolved();
-    sender.driver->on_route_resolved();
+    sender.driver->on_setup(proto::SetupEvent::AddressResolved);
+    sender.driver->on_setup(proto::SetupEvent::RouteResolved);
     sender.driver->on_established();
   }
   // DISCONNECTED reaches the other side once one side called rdma_disconnect.

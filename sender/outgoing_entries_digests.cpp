@@ -14,7 +14,7 @@
 #include "common/digest/file_digest.hpp"
 #include "protocol/names.hpp"
 #include "protocol/sizes.hpp"
-#include "sender/connection.hpp"
+#include "sender/outgoing_entries.hpp"
 
 namespace rdmax::sender {
 
@@ -29,8 +29,8 @@ const char* why_abandoned(proto::AbortReason reason) {
 }
 }  // namespace
 
-void Connection::hash_in_flight(OutgoingEntry& e, const proto::SendLedger::Planned& c,
-                                std::span<const std::uint8_t> bytes) {
+void OutgoingEntries::hash_in_flight(OutgoingEntry& e, const Planned& c,
+                                     std::span<const std::uint8_t> bytes) {
   if (!e.digest) e.digest.emplace();  // made by start_tree_at() for a resumed file
   DigestInFlight& d = *e.digest;
   if (!d.hasher) d.hasher = FileHasher::make(*settings_.pool, plan_.algorithm, e.planned.size);
@@ -46,12 +46,13 @@ void Connection::hash_in_flight(OutgoingEntry& e, const proto::SendLedger::Plann
       e.abort_due = proto::AbortReason::Changed;
   }
   ledger_.hold(c.slot);
-  d.hasher->hash(
-      c.offset, bytes,
-      [this, entry = c.entry, slot = c.slot, offset = c.offset, length = c.length](
-          std::vector<merkle::Node> nodes, const std::string& error) {
-        guarded([&] { on_chunk_hashed(entry, slot, offset, length, std::move(nodes), error); });
-      });
+  d.hasher->hash(c.offset, bytes,
+                 [this, entry = c.entry, slot = c.slot, offset = c.offset, length = c.length](
+                     std::vector<merkle::Node> nodes, const std::string& error) {
+                   hooks_.in_session([&] {
+                     on_chunk_hashed(entry, slot, offset, length, std::move(nodes), error);
+                   });
+                 });
   // The last read of the file: it must be as it was at the first (as tar checks).
   if (c.offset + c.length == e.planned.size && d.opened && !e.abort_due) {
     try {
@@ -62,9 +63,9 @@ void Connection::hash_in_flight(OutgoingEntry& e, const proto::SendLedger::Plann
   }
 }
 
-void Connection::on_chunk_hashed(std::uint32_t entry, std::uint32_t slot, std::uint64_t offset,
-                                 std::uint32_t length, std::vector<merkle::Node> nodes,
-                                 const std::string& error) {
+void OutgoingEntries::on_chunk_hashed(std::uint32_t entry, std::uint32_t slot, std::uint64_t offset,
+                                      std::uint32_t length, std::vector<merkle::Node> nodes,
+                                      const std::string& error) {
   ledger_.release(slot);  // its bytes may be overwritten now
   if (auto it = open_.find(entry); it != open_.end() && it->second.digest) {
     DigestInFlight& d = *it->second.digest;
@@ -79,10 +80,10 @@ void Connection::on_chunk_hashed(std::uint32_t entry, std::uint32_t slot, std::u
     // Settled while it was hashed (a bad verdict): its hasher was kept for this.
     if (it->second.settled && !it->second.hashing()) open_.erase(it);
   }
-  if (state_ == State::InSession) pump();
+  hooks_.pump();
 }
 
-std::optional<Digest> Connection::digest_at_end(OutgoingEntry& e) {
+std::optional<Digest> OutgoingEntries::digest_at_end(OutgoingEntry& e) {
   if (!e.digest) {  // an empty file has no chunk
     if (e.planned.size != 0) return std::nullopt;
     e.planned.digest = FileHasher::make(*settings_.pool, plan_.algorithm, 0)->finish(0);
@@ -98,7 +99,8 @@ std::optional<Digest> Connection::digest_at_end(OutgoingEntry& e) {
   return digest;
 }
 
-void Connection::abandon(std::uint32_t entry, proto::AbortReason reason, const std::string& why) {
+void OutgoingEntries::abandon(std::uint32_t entry, proto::AbortReason reason,
+                              const std::string& why) {
   if (auto error = ledger_.abandon(entry)) {
     // Settled meanwhile (a StorageError verdict), or its FileDone already went: nothing to
     // abandon on the wire.
@@ -107,31 +109,30 @@ void Connection::abandon(std::uint32_t entry, proto::AbortReason reason, const s
   }
   spdlog::error("{}: {}; the receiver keeps nothing of it",
                 proto::quoted_for_log(planned(entry).local_path), why);
-  post(proto::FileAbort{entry, reason});
+  hooks_.send(proto::FileAbort{entry, reason}, 0);
 }
 
-void Connection::unreadable_chunk(const proto::SendLedger::Planned& chunk,
-                                  const std::string& error) {
+void OutgoingEntries::unreadable_chunk(const Planned& chunk, const std::string& error) {
   ledger_.unplan(chunk);  // its slot goes to the next file
   abandon(chunk.entry, proto::AbortReason::Unreadable,
           std::string(why_abandoned(proto::AbortReason::Unreadable)) + " (" + error + ")");
   if (OutgoingEntry* e = open_entry(chunk.entry)) e->close();
 }
 
-void Connection::abort_if_due(OutgoingEntry& e) {
+void OutgoingEntries::abort_if_due(OutgoingEntry& e) {
   if (const auto reason = std::exchange(e.abort_due, std::nullopt))
     abandon(e.entry, *reason, why_abandoned(*reason));
 }
 
-void Connection::check_holds(const proto::Holds& holds) {
+void OutgoingEntries::check_holds(const proto::Holds& holds) {
   const std::uint32_t entry = holds.entry;
   const std::uint64_t size = planned(entry).size;
   const bool whole = holds.length == size;
-  const bool aligned = accept_.slot_size > 0 && holds.length % accept_.slot_size == 0 &&
+  const bool aligned = slot_size_ > 0 && holds.length % slot_size_ == 0 &&
                        plan_.algorithm != proto::DigestAlgorithm::WholeFileSha256;
   if (holds.length == 0 || holds.length > size || (!whole && !aligned))
-    return violation("bad Holds: " + std::to_string(holds.length) + " bytes of a file of " +
-                     std::to_string(size));
+    return hooks_.violation("bad Holds: " + std::to_string(holds.length) + " bytes of a file of " +
+                            std::to_string(size));
   spdlog::info("{}: the receiver has {} of it; checking ours",
                proto::quoted_for_log(planned(entry).local_path),
                whole ? std::string("a file of its size") : proto::format_size(holds.length));
@@ -161,21 +162,21 @@ void Connection::check_holds(const proto::Holds& holds) {
         }
       },
       [this, entry, holds, result] {
-        guarded([&] {
-          if (state_ == State::InSession)
-            continue_from(entry, holds, result->digest, std::move(result->nodes), result->error);
+        hooks_.in_session([&] {
+          continue_from(entry, holds, result->digest, std::move(result->nodes), result->error);
         });
       });
 }
 
-void Connection::continue_from(std::uint32_t entry, const proto::Holds& holds, const Digest& ours,
-                               std::vector<merkle::Node> nodes, const std::string& error) {
+void OutgoingEntries::continue_from(std::uint32_t entry, const proto::Holds& holds,
+                                    const Digest& ours, std::vector<merkle::Node> nodes,
+                                    const std::string& error) {
   if (!error.empty()) {
     abandon(entry, proto::AbortReason::Unreadable, std::string("cannot read it: ") + error);
-    return pump();
+    return hooks_.pump();
   }
   if (auto problem = ledger_.continued(entry))
-    return violation(std::string("cannot continue: ") + proto::to_string(*problem));
+    return hooks_.violation(std::string("cannot continue: ") + proto::to_string(*problem));
   OutgoingEntry& e = offered(entry);  // held until now: offered, not settled
   const bool same = ours == holds.digest;
   const bool whole = holds.length == e.planned.size;
@@ -188,11 +189,11 @@ void Connection::continue_from(std::uint32_t entry, const proto::Holds& holds, c
                 !same   ? "differs from what the receiver has: sending all of it"
                 : whole ? "identical to the receiver's"
                         : "its first part is the receiver's");
-  post(proto::Continue{entry, same ? holds.length : 0});
-  pump();
+  hooks_.send(proto::Continue{entry, same ? holds.length : 0}, 0);
+  hooks_.pump();
 }
 
-void Connection::start_tree_at(OutgoingEntry& e, std::uint64_t offset) {
+void OutgoingEntries::start_tree_at(OutgoingEntry& e, std::uint64_t offset) {
   if (!e.continued) return;
   CheckedPrefix prefix = std::move(*e.continued);
   e.continued.reset();
@@ -203,14 +204,13 @@ void Connection::start_tree_at(OutgoingEntry& e, std::uint64_t offset) {
   // The receiver may resume below what it held (it checked its partial again): our nodes
   // are cut there, at a chunk boundary.
   const std::uint64_t cut =
-      merkle::cut_nodes(prefix.nodes, offset, accept_.slot_size, node_bytes_of(plan_.algorithm));
+      merkle::cut_nodes(prefix.nodes, offset, slot_size_, node_bytes_of(plan_.algorithm));
   if (cut != offset) d.failure = "the resumed prefix does not end on a tree node";
   d.hasher->fold(prefix.nodes);
   d.folded = cut;
 }
 
-void Connection::stop_jobs() {
-  if (reads_) reads_->stop();
+void OutgoingEntries::stop_jobs() {
   for (auto& [entry, e] : open_)
     if (e.digest && e.digest->hasher) e.digest->hasher->cancel();
   if (checks_) checks_->cancel();

@@ -1,7 +1,4 @@
-// The session's data path (sender/connection.hpp): what goes next (the Offers, the
-// chunks the ledger plans as credits and --bwlimit allow, the FileDones), and where each
-// chunk's bytes come from: the file's registered mapping (--zero-copy, sender/file_windows.hpp)
-// or a read into the staging buffer's slot.
+#include "sender/send_window.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -9,7 +6,6 @@
 #include "protocol/names.hpp"
 #include "protocol/sizes.hpp"
 #include "protocol/transfer_rules.hpp"
-#include "sender/connection.hpp"
 
 namespace rdmax::sender {
 
@@ -19,19 +15,19 @@ constexpr std::uint32_t kNoEntry = UINT32_MAX;  // a slot whose chunk was copied
 
 }  // namespace
 
-void Connection::use_staging() {
+void SendWindow::use_staging() {
   if (staging_key_) return;
-  staging_ = transport()->allocate(std::size_t{ledger_.active_slots()} * accept_.slot_size);
-  staging_key_ = transport()->register_memory(staging_, Access::LocalRead);
+  staging_ = transport_->allocate(std::size_t{entries_.ledger().active_slots()} * slot_size_);
+  staging_key_ = transport_->register_memory(staging_, Access::LocalRead);
 }
 
 // The windows of a file sent zero-copy, registered from `offset` on its first chunk; none
 // when its mapping cannot be registered (a file system that cannot be mapped): it is copied
 // through the staging buffer instead.
-FileWindows* Connection::windows_for(OutgoingEntry& e, std::uint64_t offset) {
+FileWindows* SendWindow::windows_for(OutgoingEntry& e, std::uint64_t offset) {
   if (e.windows) return &*e.windows;
   try {
-    e.windows.emplace(*transport(), e.input().map(), window_bytes_);
+    e.windows.emplace(*transport_, e.input().map(), window_bytes_);
     e.windows->register_ahead(offset);
     return &*e.windows;
   } catch (const std::exception& error) {
@@ -42,8 +38,8 @@ FileWindows* Connection::windows_for(OutgoingEntry& e, std::uint64_t offset) {
   }
 }
 
-void Connection::start_chunk(const proto::SendLedger::Planned& c) {
-  OutgoingEntry& e = offered(c.entry);
+void SendWindow::start_chunk(const proto::SendLedger::Planned& c) {
+  OutgoingEntry& e = entries_.offered(c.entry);
   const bool copying = window_bytes_ == 0 || (e.result.bytes > 0 && !e.result.zero_copy);
   if (FileWindows* w = copying ? nullptr : windows_for(e, c.offset)) {
     in_flight_[c.slot] = {c.entry, c.offset};
@@ -62,108 +58,106 @@ void Connection::start_chunk(const proto::SendLedger::Planned& c) {
   }
   use_staging();
   if (c.slot < in_flight_.size()) in_flight_[c.slot] = {kNoEntry, 0};
-  std::uint8_t* buffer = staging_.data() + std::size_t{c.slot} * accept_.slot_size;
+  std::uint8_t* buffer = staging_.data() + std::size_t{c.slot} * slot_size_;
   reads_->read(c, e.shared_input(), {buffer, c.length}, *staging_key_);
 }
 
-bool Connection::post_chunks() {
+bool SendWindow::post_chunks() {
   bool freed = false;
   while (auto chunk = reads_->next()) {
     const auto& c = chunk->planned;
     // Abandoned or settled (a bad verdict) while it was read: it does not go.
-    if (ledger_.state(c.entry) != proto::EntryState::Taken) {
-      ledger_.unplan(c);
+    if (entries_.ledger().state(c.entry) != proto::EntryState::Taken) {
+      entries_.ledger().unplan(c);
       freed = true;
       continue;
     }
-    OutgoingEntry& e = offered(c.entry);
+    OutgoingEntry& e = entries_.offered(c.entry);
     if (!chunk->error.empty()) {
       // A file offered without its digest can be abandoned (FileAbort): one that cannot
       // be read now costs that file, not the session. One offered with it cannot.
       if (!e.digest_in_flight())
         throw std::runtime_error(proto::quoted_for_log(e.planned.local_path) + ": " + chunk->error);
-      unreadable_chunk(c, chunk->error);
+      entries_.unreadable_chunk(c, chunk->error);
       freed = true;
       continue;
     }
-    // (Never zero-copy: start_session() copies when asked to corrupt.)
+    // (Never zero-copy: fit() copies when asked to corrupt.)
     if (const auto at = settings_.inject_corruption;
         at && *at >= c.offset && *at < c.offset + c.length) {
-      staging_[std::size_t{c.slot} * accept_.slot_size + (*at - c.offset)] ^= 0xFF;
+      staging_[std::size_t{c.slot} * slot_size_ + (*at - c.offset)] ^= 0xFF;
       spdlog::warn("testing: corrupted the byte at offset {} of {}", *at,
                    proto::quoted_for_log(e.planned.local_path));
     }
-    if (e.digest_in_flight()) hash_in_flight(e, c, chunk->bytes);
-    transport()->write(chunk->source, chunk->bytes, c.remote_addr, c.rkey);
-    post(proto::FileChunk{c.entry, c.slot, c.offset, c.length}, c.slot + 1);
+    if (e.digest_in_flight()) entries_.hash_in_flight(e, c, chunk->bytes);
+    transport_->write(chunk->source, chunk->bytes, c.remote_addr, c.rkey);
+    hooks_.send(proto::FileChunk{c.entry, c.slot, c.offset, c.length}, c.slot + 1);
     e.result.bytes += c.length;
-    abort_if_due(e);  // it changed while it was read: after this, its last FileChunk
+    entries_.abort_if_due(e);  // it changed while it was read: after this, its last FileChunk
   }
   return freed;
 }
 
-void Connection::pump() {
-  if (state_ != State::InSession) return;
-  while (auto entry = ledger_.next_offer()) {
-    open_.try_emplace(*entry, *entry, planned(*entry), result(*entry));
-    post(offer_of(*entry, planned(*entry)));
-  }
+void SendWindow::send_chunks() {
+  proto::SendLedger& ledger = entries_.ledger();
   // --bwlimit: a chunk goes only when the shared bucket holds its length (as for one
   // file, so that the rate is never beaten); the run wakes the connection at resume_at().
   resume_at_.reset();
   // Until no chunk read is dropped: a dropped one (its file settled or unreadable meanwhile)
   // freed its slot for another file's chunk, and no later event may come to plan it.
   do {
-    while (auto length = ledger_.next_chunk_length()) {
-      if (bwlimit_ != nullptr) {
+    while (auto length = ledger.next_chunk_length()) {
+      if (settings_.shared_bwlimit != nullptr) {
         const auto now = Clock::now();
-        TokenBucket& bucket = bwlimit_->bucket(now, accept_.slot_size);
+        TokenBucket& bucket = settings_.shared_bwlimit->bucket(now, slot_size_);
         if (const auto at = bucket.ready_at(*length, now); at > now) {
           resume_at_ = at;
           break;
         }
         bucket.take(*length, now);
       }
-      const auto chunk = ledger_.next_chunk();
+      const auto chunk = ledger.next_chunk();
       try {
         start_chunk(*chunk);
       } catch (const std::exception& e) {
         // As for a read that fails (post_chunks): the file's, or the session's.
-        if (planned(chunk->entry).digest_known) throw;
-        unreadable_chunk(*chunk, e.what());
+        if (entries_.planned(chunk->entry).digest_known) throw;
+        entries_.unreadable_chunk(*chunk, e.what());
       }
     }
   } while (post_chunks());
-  while (auto entry = ledger_.next_file_done()) {
-    OutgoingEntry& e = offered(*entry);
-    e.close();  // every chunk of it has been read and written
-    proto::FileDone done{*entry, e.planned.size};
-    if (e.digest_in_flight()) {
-      done.digest = digest_at_end(e);
-      if (!done.digest) {  // a chunk could not be hashed: nothing to vouch for
-        spdlog::error("{}: cannot compute its digest", proto::quoted_for_log(e.planned.local_path));
-        return dispatch({Event::LocalFailure,
-                         SenderInput::Abort{proto::ErrorCode::Internal, "cannot hash a file"}});
-      }
-    }
-    post(done);
+}
+
+bool SendWindow::credit(const proto::Credit& credit) {
+  if (auto error = entries_.ledger().credit(credit)) {
+    hooks_.violation(std::string("bad credit: ") + proto::to_string(*error));
+    return false;
   }
-  if (ledger_.all_settled() && !holding_ && !settled_signalled_) {
-    settled_signalled_ = true;
-    // The id is presented only when every entry of the command is good.
-    const bool good = failures_ == 0 && others_failures_ == 0;
-    dispatch({SenderInput::Settled{good}, {}});
+  if (data_began_ == Clock::time_point{}) data_began_ = Clock::now();
+  return true;
+}
+
+void SendWindow::completed(std::uint32_t slot) {
+  if (entries_.ledger().completed(slot) == 0) return;
+  last_data_ = Clock::now();
+  if (slot < in_flight_.size() && window_bytes_ > 0) {
+    const auto [entry, offset] = in_flight_[slot];
+    if (OutgoingEntry* e = entries_.open_entry(entry); e != nullptr && e->windows)
+      e->windows->release(offset);
   }
 }
 
-void Connection::start_session(const proto::Accept& accept) {
-  if (const auto problem = proto::check_accept(accept, plan_.algorithm, 0))
-    return violation(proto::describe(*problem, accept, 0));
-  accept_ = accept;
-  std::vector<proto::SendLedger::EntryPlan> plans;
-  plans.reserve(entries_.size());
-  for (std::uint32_t index : entries_)
-    plans.push_back({plan_.entries[index].kind, plan_.entries[index].size});
+std::optional<std::pair<SendWindow::Clock::time_point, SendWindow::Clock::time_point>>
+SendWindow::data_span() const {
+  if (last_data_ == Clock::time_point{}) return std::nullopt;
+  return std::pair{data_began_, last_data_};
+}
+
+void SendWindow::stop() {
+  if (reads_) reads_->stop();
+}
+
+std::optional<std::uint32_t> SendWindow::fit(const proto::Accept& accept) {
   // What is pinned must fit RLIMIT_MEMLOCK (sender/memlock.hpp): fewer slots in flight,
   // smaller zero-copy windows, or, when not even one slot fits, no session.
   const std::uint32_t wanted = std::min(accept.slot_count, kMaxActiveSlots);
@@ -189,22 +183,21 @@ void Connection::start_session(const proto::Accept& accept) {
     slots = settings_.memlock->staging_slots(accept.slot_size, wanted);
   if (wanted > 0 && slots == 0) {
     settings_.memlock->cannot_fit(accept.slot_size);
-    return dispatch(
-        {Event::LocalFailure,
-         SenderInput::Abort{proto::ErrorCode::Internal,
-                            "the sender cannot pin one slot under its RLIMIT_MEMLOCK"}});
+    return std::nullopt;
   }
-  ledger_ = proto::SendLedger(std::move(plans), accept, slots);
-  ledger_.allow_directories(!holding_);
-  in_flight_.assign(ledger_.active_slots(), {0, 0});
-  reads_.emplace(settings_.pool, ledger_.active_slots(), [this] { guarded([&] { pump(); }); });
+  return slots;
+}
+
+void SendWindow::start(Transport& transport, std::uint32_t slot_size) {
+  transport_ = &transport;
+  slot_size_ = slot_size;
+  const std::uint32_t slots = entries_.ledger().active_slots();
+  in_flight_.assign(slots, {0, 0});
+  reads_.emplace(settings_.pool, slots, [this] { hooks_.in_session(hooks_.pump); });
   if (window_bytes_ == 0) use_staging();
   spdlog::debug(
-      "data phase: chunks of {}, {} slots in flight, {}", proto::format_size(accept.slot_size),
-      ledger_.active_slots(),
+      "data phase: chunks of {}, {} slots in flight, {}", proto::format_size(slot_size), slots,
       window_bytes_ > 0 ? "zero-copy from the files' mappings" : "copied through a buffer");
-  expect("the receiver's answers", settings_.timeout);
-  pump();
 }
 
 }  // namespace rdmax::sender

@@ -1,0 +1,111 @@
+#pragma once
+// The sender's share of a session's entries (docs/PROTOCOL.md 7.5): each offered entry is an
+// OutgoingEntry (sender/outgoing_entry.hpp) from its Offer to its settlement, and the
+// SendLedger rules what may happen to each (offered, taken, finished, settled) and which of
+// their chunks goes into which slot. Here the Offers and FileDones due are sent, the
+// receiver's answers about an entry are held against it (the ledger, the resume rules,
+// what our Continue said: one that does not fit is a violation), each settled entry's result
+// goes back into the plan, and a file offered without its digest is hashed as it is sent
+// (the digest at the end, 7.9: sender/outgoing_entries_digests.cpp).
+//
+// The connection's machine decides when the entries are acted on (InSession); its window
+// (sender/send_window.hpp) moves their chunks.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/digest/merkle.hpp"
+#include "common/work/work_pool.hpp"
+#include "protocol/send_ledger.hpp"
+#include "protocol/wire.hpp"
+#include "sender/outgoing_entry.hpp"
+#include "sender/sender_input.hpp"
+#include "sender/sender_settings.hpp"
+#include "sender/transfer_plan.hpp"
+
+namespace rdmax::sender {
+
+class OutgoingEntries {
+ public:
+  using Planned = proto::SendLedger::Planned;
+
+  // `entries` index into plan.entries: this connection's share, in the order to offer
+  // (directories last). The plan outlives the entries.
+  OutgoingEntries(const SenderSettings& settings, TransferPlan& plan,
+                  std::vector<std::uint32_t> entries, SenderHooks& hooks);
+
+  std::uint32_t count() const { return static_cast<std::uint32_t>(entries_.size()); }
+  proto::DigestAlgorithm algorithm() const { return plan_.algorithm; }
+  // The command is one file and nothing else: a refusal names that file's next step.
+  bool one_file() const {
+    return plan_.entries.size() == 1 && plan_.entries.front().kind == proto::EntryKind::File;
+  }
+  std::uint64_t total_bytes() const;
+  // The Accept: the session's rules, with `slots` slots written at once.
+  void start(const proto::Accept& accept, std::uint32_t slots, bool directories_allowed);
+  proto::SendLedger& ledger() { return ledger_; }
+  const proto::SendLedger& ledger() const { return ledger_; }
+  PlannedEntry& planned(std::uint32_t entry) { return plan_.entries[entries_[entry]]; }
+  EntryResult& result(std::uint32_t entry) { return plan_.results[entries_[entry]]; }
+  // The entry offered and not settled, or none (a reply for another is refused by the ledger).
+  OutgoingEntry* open_entry(std::uint32_t entry);
+  OutgoingEntry& offered(std::uint32_t entry) { return open_.at(entry); }
+
+  // What is due: the Offers (at most kMaxEntriesInFlight unsettled), and the FileDones of
+  // files whose every chunk went (false: a digest could not be computed; a LocalFailure is
+  // raised).
+  void send_offers();
+  bool send_file_dones();
+  // An answer of the receiver about an entry (any but a Credit), held against it.
+  void take(const SenderInput::Answer& answer);
+  void settle(std::uint32_t entry, EntryResult result);
+  // Entries of this connection not Good (so far); all good: none settled otherwise.
+  std::uint32_t failures() const { return count() - good_; }
+  bool all_good() const { return failures_ == 0; }
+
+  // The data path's calls (sender/send_window.hpp): a chunk of a file offered without its
+  // digest is hashed as it goes, its slot held until then; a chunk that could not be read
+  // abandons its file; a file that changed gets its FileAbort after the FileChunk posted.
+  void hash_in_flight(OutgoingEntry& e, const Planned& chunk, std::span<const std::uint8_t> bytes);
+  void unreadable_chunk(const Planned& chunk, const std::string& error);
+  void abort_if_due(OutgoingEntry& e);
+
+  // The end: the jobs cancelled and the running ones waited for (they use our buffers), the
+  // windows deregistered (through the transport, before it goes), then the files closed and
+  // what was not settled marked as ending with `outcome`.
+  void stop_jobs();
+  void close_windows();
+  void end(proto::SenderOutcome outcome);
+
+ private:
+  void take_verdict(const proto::FileVerdict& verdict);
+  void abandon(std::uint32_t entry, proto::AbortReason reason, const std::string& why);
+  void on_chunk_hashed(std::uint32_t entry, std::uint32_t slot, std::uint64_t offset,
+                       std::uint32_t length, std::vector<merkle::Node> nodes,
+                       const std::string& error);
+  std::optional<Digest> digest_at_end(OutgoingEntry& e);
+  // Holds: our own first `length` bytes hashed (a local read), then Continue.
+  void check_holds(const proto::Holds& holds);
+  void continue_from(std::uint32_t entry, const proto::Holds& holds, const Digest& ours,
+                     std::vector<merkle::Node> nodes, const std::string& error);
+  // A Take or Resume answering our Continue: the tree starts from the prefix we checked.
+  void start_tree_at(OutgoingEntry& e, std::uint64_t offset);
+
+  const SenderSettings& settings_;
+  TransferPlan& plan_;
+  std::vector<std::uint32_t> entries_;  // session entry number -> index into the plan
+  SenderHooks& hooks_;
+  std::uint32_t slot_size_ = 0;  // the Accept's
+  std::uint32_t good_ = 0;       // entries settled Good
+  std::uint32_t failures_ = 0;   // and otherwise
+  proto::SendLedger ledger_;
+  // The entries offered and not settled (and a settled one whose hash still runs).
+  std::map<std::uint32_t, OutgoingEntry> open_;
+  std::optional<WorkQueue> checks_;  // Holds: our own prefix hashed
+};
+
+}  // namespace rdmax::sender
