@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -42,6 +43,26 @@ inline constexpr std::uint32_t kMinSlotSize = 4096;
 // Bounded so that the Credits that follow an Accept always fit the RECVs a sender posts
 // before it knows slot_count (docs/PROTOCOL.md 4.2).
 inline constexpr std::uint32_t kMaxSlotCount = 64;
+
+// The layout of most messages, written once with the message as its fields in wire order
+// (its layout()): the encoder, the decoder and the payload size read it
+// (protocol/wire_codec.hpp). A field is a member (an integer or enum, little-endian in its
+// own width, or a byte array), N reserved bytes (zero; a message whose are not is refused:
+// BadReserved), a flag bit (Offer's flags: bit 0 is the member, the others reserved), or a
+// counted string (a u16 length, then the bytes: the last field, the rest of the payload).
+// Hello, Open and FileDone, whose layouts depend on the version or on their own fields, are
+// written out by hand.
+template <std::size_t N>
+struct Reserved {};
+template <class M>
+struct FlagBit {
+  bool M::*member;
+};
+template <class M>
+struct Counted {
+  std::string M::*member;
+  const char* name;  // in a DecodeFailure
+};
 
 enum class MessageType : std::uint16_t {
   Hello = 1,
@@ -190,6 +211,10 @@ struct Accept {
   std::uint32_t slot_size = 0;   // >= kMinSlotSize
   std::uint32_t slot_count = 0;  // 1..kMaxSlotCount
   bool operator==(const Accept&) const = default;
+  static constexpr auto layout() {
+    return std::tuple{&Accept::region_addr, &Accept::region_rkey, &Accept::slot_size,
+                      &Accept::slot_count, Reserved<4>{}};
+  }
 };
 
 // sender -> receiver: sent after the RDMA WRITE of file bytes [offset, offset+length) into slot.
@@ -198,6 +223,9 @@ struct Chunk {
   std::uint32_t length = 0;
   std::uint32_t slot = 0;
   bool operator==(const Chunk&) const = default;
+  static constexpr auto layout() {
+    return std::tuple{&Chunk::offset, &Chunk::length, &Chunk::slot};
+  }
 };
 
 // receiver -> sender: slot may be written again, using rkey from now on.
@@ -205,12 +233,14 @@ struct Credit {
   std::uint32_t slot = 0;
   std::uint32_t rkey = 0;
   bool operator==(const Credit&) const = default;
+  static constexpr auto layout() { return std::tuple{&Credit::slot, &Credit::rkey}; }
 };
 
 // sender -> receiver: every chunk has been announced.
 struct Done {
   std::uint64_t total_bytes = 0;
   bool operator==(const Done&) const = default;
+  static constexpr auto layout() { return std::tuple{&Done::total_bytes}; }
 };
 
 // receiver -> sender: outcome of the transfer.
@@ -218,12 +248,14 @@ struct Verdict {
   VerdictCode code = VerdictCode::Good;
   Digest received_digest{};  // all zero if the receiver did not compute it
   bool operator==(const Verdict&) const = default;
+  static constexpr auto layout() { return std::tuple{&Verdict::code, &Verdict::received_digest}; }
 };
 
 // sender -> receiver: who the sender claims to be.
 struct Id {
   std::string id;  // 1..kMaxIdBytes bytes
   bool operator==(const Id&) const = default;
+  static constexpr auto layout() { return std::tuple{Counted<Id>{&Id::id, "Id.id"}}; }
 };
 
 // receiver -> sender: the secret key its secrets file holds for the id just sent. The id is
@@ -231,12 +263,16 @@ struct Id {
 struct Secret {
   std::string secret;  // 1..kMaxSecretBytes bytes
   bool operator==(const Secret&) const = default;
+  static constexpr auto layout() {
+    return std::tuple{Counted<Secret>{&Secret::secret, "Secret.secret"}};
+  }
 };
 
 // receiver -> sender: the id is unknown; the sender may try attempts_left more ids.
 struct Denied {
   std::uint16_t attempts_left = 0;
   bool operator==(const Denied&) const = default;
+  static constexpr auto layout() { return std::tuple{&Denied::attempts_left}; }
 };
 
 // receiver -> sender: the offer is refused; the connection will be closed.
@@ -244,11 +280,15 @@ struct Reject {
   RejectReason reason = RejectReason::Internal;
   std::string text;  // 0..kMaxTextBytes bytes, for humans
   bool operator==(const Reject&) const = default;
+  static constexpr auto layout() {
+    return std::tuple{&Reject::reason, Counted<Reject>{&Reject::text, "Reject.text"}};
+  }
 };
 
 // sender -> receiver: the sender is leaving normally.
 struct Bye {
   bool operator==(const Bye&) const = default;
+  static constexpr auto layout() { return std::tuple{}; }
 };
 
 // either direction: the peer is aborting the connection.
@@ -256,6 +296,9 @@ struct Error {
   ErrorCode code = ErrorCode::Internal;
   std::string text;  // 0..kMaxTextBytes bytes, for humans
   bool operator==(const Error&) const = default;
+  static constexpr auto layout() {
+    return std::tuple{&Error::code, Counted<Error>{&Error::text, "Error.text"}};
+  }
 };
 
 // receiver -> sender, version 2 only: the receiver is still at work on the sender's file
@@ -269,6 +312,7 @@ struct Working {
   WorkPhase phase = WorkPhase::Storing;
   std::uint64_t stored_bytes = 0;  // bytes of the file stored so far
   bool operator==(const Working&) const = default;
+  static constexpr auto layout() { return std::tuple{&Working::phase, &Working::stored_bytes}; }
 };
 
 // --- Version 2 sessions (docs/PROTOCOL.md 7.5): many entries (files and directories) on
@@ -314,12 +358,19 @@ struct Offer {
   // FileDone. Only on a connection whose Open carried kExtensionDigestAtEnd.
   bool digest_at_end = false;
   bool operator==(const Offer&) const = default;
+  static constexpr auto layout() {
+    return std::tuple{
+        &Offer::entry,      &Offer::kind,   FlagBit<Offer>{&Offer::digest_at_end},
+        &Offer::mode,       &Offer::size,   &Offer::mtime_sec,
+        &Offer::mtime_nsec, &Offer::digest, Counted<Offer>{&Offer::path, "Offer.path"}};
+  }
 };
 
 // receiver -> sender: the file is created; send its chunks, then FileDone.
 struct Take {
   std::uint32_t entry = 0;
   bool operator==(const Take&) const = default;
+  static constexpr auto layout() { return std::tuple{&Take::entry}; }
 };
 
 // receiver -> sender: the entry is refused (settled); the session goes on.
@@ -328,6 +379,10 @@ struct Refuse {
   RejectReason reason = RejectReason::Internal;
   std::string text;  // 0..kMaxTextBytes bytes, for humans
   bool operator==(const Refuse&) const = default;
+  static constexpr auto layout() {
+    return std::tuple{&Refuse::entry, &Refuse::reason,
+                      Counted<Refuse>{&Refuse::text, "Refuse.text"}};
+  }
 };
 
 // sender -> receiver: as Chunk, for one entry.
@@ -337,6 +392,9 @@ struct FileChunk {
   std::uint64_t offset = 0;
   std::uint32_t length = 0;
   bool operator==(const FileChunk&) const = default;
+  static constexpr auto layout() {
+    return std::tuple{&FileChunk::entry, &FileChunk::slot, &FileChunk::offset, &FileChunk::length};
+  }
 };
 
 // sender -> receiver: as Done, for one entry.
@@ -355,6 +413,9 @@ struct FileVerdict {
   VerdictCode code = VerdictCode::Good;
   Digest received_digest{};
   bool operator==(const FileVerdict&) const = default;
+  static constexpr auto layout() {
+    return std::tuple{&FileVerdict::entry, &FileVerdict::code, &FileVerdict::received_digest};
+  }
 };
 
 // "I hold the first `offset` bytes of this file, durable and checked: send the chunks from
@@ -363,6 +424,7 @@ struct Resume {
   std::uint32_t entry = 0;
   std::uint64_t offset = 0;
   bool operator==(const Resume&) const = default;
+  static constexpr auto layout() { return std::tuple{&Resume::entry, &Resume::offset}; }
 };
 
 // "A file of this path, size and digest is in place already: nothing moves." Settles the
@@ -371,6 +433,7 @@ struct Have {
   std::uint32_t entry = 0;
   Digest digest{};  // the receiver's, by the connection's algorithm
   bool operator==(const Have&) const = default;
+  static constexpr auto layout() { return std::tuple{&Have::entry, &Have::digest}; }
 };
 
 // receiver -> sender, after an Open that carries kExtensionSenderKey, when keys are
@@ -378,6 +441,7 @@ struct Have {
 struct Challenge {
   Nonce nonce{};
   bool operator==(const Challenge&) const = default;
+  static constexpr auto layout() { return std::tuple{&Challenge::nonce}; }
 };
 
 // Either direction: HMAC-SHA256 over the handshake's transcript (docs/PROTOCOL.md 7.8). The
@@ -385,6 +449,7 @@ struct Challenge {
 struct Proof {
   Digest mac{};
   bool operator==(const Proof&) const = default;
+  static constexpr auto layout() { return std::tuple{&Proof::mac}; }
 };
 
 // receiver -> sender, answering an Offer with digest_at_end (7.9): what the receiver holds at
@@ -395,6 +460,9 @@ struct Holds {
   std::uint64_t length = 0;
   Digest digest{};
   bool operator==(const Holds&) const = default;
+  static constexpr auto layout() {
+    return std::tuple{&Holds::entry, &Holds::length, &Holds::digest};
+  }
 };
 
 // sender -> receiver (7.9), after Holds: where the file continues, once the sender hashed its
@@ -403,6 +471,7 @@ struct Continue {
   std::uint32_t entry = 0;
   std::uint64_t from = 0;
   bool operator==(const Continue&) const = default;
+  static constexpr auto layout() { return std::tuple{&Continue::entry, &Continue::from}; }
 };
 
 // sender -> receiver (7.9): the sender abandons a taken entry offered with digest_at_end;
@@ -415,6 +484,9 @@ struct FileAbort {
   std::uint32_t entry = 0;
   AbortReason reason = AbortReason::Changed;
   bool operator==(const FileAbort&) const = default;
+  static constexpr auto layout() {
+    return std::tuple{&FileAbort::entry, &FileAbort::reason, Reserved<2>{}};
+  }
 };
 
 using Message =

@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <tuple>
 #include <type_traits>
 #include <variant>
 #include <vector>
@@ -24,47 +26,79 @@ struct Overloaded : Fs... {
 template <class... Fs>
 Overloaded(Fs...) -> Overloaded<Fs...>;
 
-// Payload sizes of the fixed parts (see docs/PROTOCOL.md section 3).
+// Payload sizes of the parts written by hand (docs/PROTOCOL.md sections 3 and 7).
 constexpr std::size_t kHelloFixedBytes = 8 + kSha256Bytes + 4 + 2;  // 46, then the name
 // Version 2: file_size, digest_algorithm, 3 reserved, digest, chunk_size_hint, keepalive_ms,
 // name_len: 54, then the name.
 constexpr std::size_t kHello2FixedBytes = 8 + 1 + 3 + kSha256Bytes + 4 + 4 + 2;
 constexpr std::size_t kExtensionHeaderBytes = 2 + 2;  // type, length, then the value
-constexpr std::size_t kWorkingBytes = 1 + 8;
-constexpr std::size_t kAcceptBytes = 8 + 4 + 4 + 4 + 4;
-constexpr std::size_t kChunkBytes = 8 + 4 + 4;
-constexpr std::size_t kCreditBytes = 4 + 4;
-constexpr std::size_t kDoneBytes = 8;
-constexpr std::size_t kVerdictBytes = 1 + kSha256Bytes;
-constexpr std::size_t kLengthPrefixBytes = 2;      // Id, Secret: u16 length, then bytes
-constexpr std::size_t kCodeAndTextFixedBytes = 4;  // Reject, Error: u16 code, u16 len, text
-constexpr std::size_t kDeniedBytes = 2;
-// Version-2 sessions (docs/PROTOCOL.md 7.5).
+constexpr std::size_t kLengthPrefixBytes = 2;         // a counted string's u16 length
 constexpr std::size_t kOpenBytes = 1 + 3 + 4 + 4 + 4 + 8;
-// entry, kind, reserved, mode, size, mtime_sec, mtime_nsec, digest, path_len; then the path.
-constexpr std::size_t kOfferFixedBytes = 4 + 1 + 1 + 2 + 8 + 8 + 4 + kSha256Bytes + 2;
-constexpr std::size_t kTakeBytes = 4;
-constexpr std::size_t kRefuseFixedBytes = 4 + kCodeAndTextFixedBytes;  // entry, then as Reject
-constexpr std::size_t kFileChunkBytes = 4 + 4 + 8 + 4;
 constexpr std::size_t kFileDoneBytes = 4 + 8;
 constexpr std::size_t kFileDoneWithDigestBytes = kFileDoneBytes + kSha256Bytes;  // 7.9
-constexpr std::size_t kFileVerdictBytes = 4 + 1 + kSha256Bytes;
-constexpr std::size_t kResumeBytes = 4 + 8;
-constexpr std::size_t kHaveBytes = 4 + kSha256Bytes;
-constexpr std::size_t kChallengeBytes = kNonceBytes;
-constexpr std::size_t kProofBytes = kSha256Bytes;
-constexpr std::size_t kHoldsBytes = 4 + 8 + kSha256Bytes;
-constexpr std::size_t kContinueBytes = 4 + 8;
-constexpr std::size_t kFileAbortBytes = 4 + 2 + 2;  // entry, reason, reserved
-// Offer.flags: bit 0 is digest_at_end; the others are reserved (7.9).
-constexpr std::uint8_t kOfferDigestAtEnd = 0x01;
 constexpr std::uint32_t kNanosecondsPerSecond = 1'000'000'000;
+
+template <class M>
+concept HasLayout = requires {
+  M::layout();
+};
+
+// A field's bytes before any counted string.
+template <class M, class T>
+constexpr std::size_t fixed_bytes(T M::*) {
+  return sizeof(T);
+}
+template <std::size_t N>
+constexpr std::size_t fixed_bytes(Reserved<N>) {
+  return N;
+}
+template <class M>
+constexpr std::size_t fixed_bytes(FlagBit<M>) {
+  return 1;
+}
+template <class M>
+constexpr std::size_t fixed_bytes(Counted<M>) {
+  return kLengthPrefixBytes;
+}
+// A layout's fixed bytes, and whether a counted string follows them.
+template <HasLayout M>
+constexpr std::size_t fixed_size() {
+  return std::apply([](auto... f) { return (std::size_t{0} + ... + fixed_bytes(f)); }, M::layout());
+}
+template <class F>
+inline constexpr bool kIsCounted = false;
+template <class M>
+inline constexpr bool kIsCounted<Counted<M>> = true;
+template <HasLayout M>
+constexpr bool counted() {
+  return std::apply([](auto... f) { return (false || ... || kIsCounted<decltype(f)>); },
+                    M::layout());
+}
+template <HasLayout M>
+std::size_t layout_size(const M& m) {
+  std::size_t size = fixed_size<M>();
+  std::apply(
+      [&](auto... f) {
+        ((size +=
+          [&] {
+            if constexpr (kIsCounted<decltype(f)>)
+              return (m.*(f.member)).size();
+            else
+              return std::size_t{0};
+          }()),
+         ...);
+      },
+      M::layout());
+  return size;
+}
 
 // Every message must fit one SEND buffer even at its maximum field lengths.
 static_assert(kHeaderSize + kHello2FixedBytes + kMaxNameBytes <= kMaxMessageSize);
-static_assert(kHeaderSize + kLengthPrefixBytes + kMaxSecretBytes <= kMaxMessageSize);
-static_assert(kHeaderSize + kCodeAndTextFixedBytes + kMaxTextBytes <= kMaxMessageSize);
-static_assert(kHeaderSize + kOfferFixedBytes + kMaxPathBytes <= kMaxMessageSize);
+static_assert(kHeaderSize + fixed_size<Secret>() + kMaxSecretBytes <= kMaxMessageSize);
+static_assert(kHeaderSize + fixed_size<Refuse>() + kMaxTextBytes <= kMaxMessageSize);
+static_assert(kHeaderSize + fixed_size<Offer>() + kMaxPathBytes <= kMaxMessageSize);
+static_assert(fixed_size<Offer>() == 4 + 1 + 1 + 2 + 8 + 8 + 4 + kSha256Bytes + 2);
+static_assert(fixed_size<Accept>() == 24 && fixed_size<FileChunk>() == 20);
 
 // The variant's alternatives are declared in wire-type order, so index + 1 is the type.
 static_assert(std::variant_size_v<Message> == 27);

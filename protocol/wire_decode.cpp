@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "protocol/wire_codec.hpp"
@@ -81,6 +82,83 @@ void lift_digest_algorithm(Open& m) {
   m.extensions.erase(it);
 }
 
+template <class I>
+I read_int(ByteReader& r) {
+  if constexpr (sizeof(I) == 1) return static_cast<I>(r.u8());
+  if constexpr (sizeof(I) == 2) return static_cast<I>(r.u16());
+  if constexpr (sizeof(I) == 4) return static_cast<I>(r.u32());
+  if constexpr (sizeof(I) == 8) return static_cast<I>(r.u64());  // two's complement
+}
+
+// One field of a layout (protocol/wire_codec.hpp). A reserved field or flag that is not
+// zero is only noted: every length is checked first (section 2, steps 8 and 9).
+struct FieldReader {
+  ByteReader& r;
+  const char* reserved_problem = nullptr;
+  std::optional<DecodeFailure> failure;
+
+  template <class M, class T>
+  void read(M& m, T M::*field) {
+    if constexpr (std::is_enum_v<T>) {
+      m.*field = static_cast<T>(read_int<std::underlying_type_t<T>>(r));
+    } else if constexpr (std::is_integral_v<T>) {
+      m.*field = read_int<T>(r);
+    } else {
+      const auto bytes = r.take((m.*field).size());
+      std::copy(bytes.begin(), bytes.end(), (m.*field).begin());
+    }
+  }
+  template <class M, std::size_t N>
+  void read(M&, Reserved<N>) {
+    for (std::size_t i = 0; i < N; ++i)
+      if (r.u8() != 0) reserved_problem = "reserved is not zero";
+  }
+  template <class M>
+  void read(M& m, FlagBit<M> flag) {
+    const std::uint8_t flags = r.u8();
+    if ((flags & ~1U) != 0) reserved_problem = "flags has a reserved bit set";
+    m.*(flag.member) = (flags & 1U) != 0;
+  }
+  template <class M>
+  void read(M& m, Counted<M> counted) {
+    failure = read_counted(r, counted.name, m.*(counted.member));
+  }
+};
+
+template <HasLayout M>
+DecodeResult read_layout(MessageType type, ByteReader& r, std::size_t size) {
+  const std::string name = to_string(type);
+  constexpr std::size_t fixed = fixed_size<M>();
+  if (!counted<M>() && size != fixed) return payload_length_mismatch(type, fixed, size);
+  if (size < fixed) {
+    return fail(DecodeError::LengthMismatch, name + " payload needs " + std::to_string(fixed) +
+                                                 "+ bytes, got " + std::to_string(size));
+  }
+  M m{};
+  FieldReader fields{r, nullptr, std::nullopt};
+  std::apply([&](auto... field) { (fields.read(m, field), ...); }, M::layout());
+  if (fields.failure) return *fields.failure;
+  if (fields.reserved_problem != nullptr)
+    return fail(DecodeError::BadReserved, name + "." + fields.reserved_problem);
+  return m;
+}
+
+// The payload of a type with a layout: the alternative of the Message at its index.
+template <std::size_t... I>
+DecodeResult read_by_layout(MessageType type, ByteReader& r, std::size_t size,
+                            std::index_sequence<I...>) {
+  DecodeResult result = fail(DecodeError::BadType, "unknown type");
+  const auto index = static_cast<std::size_t>(type) - 1;
+  (void)((index == I &&
+          [&] {
+            using M = std::variant_alternative_t<I, Message>;
+            if constexpr (HasLayout<M>) result = read_layout<M>(type, r, size);
+            return true;
+          }()) ||
+         ...);
+  return result;
+}
+
 // Parses the payload of a known type. Field reads cannot fail once the size checks passed,
 // but the reader checks bounds anyway so a mistake here cannot read past the buffer.
 DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& r,
@@ -102,7 +180,7 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
     for (std::size_t i = 0; i < bytes.size(); ++i) sha[i] = bytes[i];
   };
 
-  switch (type) {
+  switch (type) {  // the messages written by hand; the others by their layouts
     case MessageType::Hello: {
       Hello m;
       if (version == kVersion1) {
@@ -137,92 +215,6 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       if (auto f = read_counted(r, "Hello.name", m.name)) return *f;
       return m;
     }
-    case MessageType::Accept: {
-      if (auto f = exact(kAcceptBytes)) return *f;
-      Accept m;
-      m.region_addr = r.u64();
-      m.region_rkey = r.u32();
-      m.slot_size = r.u32();
-      m.slot_count = r.u32();
-      const std::uint32_t reserved = r.u32();
-      if (reserved != 0) return fail(DecodeError::BadReserved, "Accept.reserved is not zero");
-      return m;
-    }
-    case MessageType::Chunk: {
-      if (auto f = exact(kChunkBytes)) return *f;
-      Chunk m;
-      m.offset = r.u64();
-      m.length = r.u32();
-      m.slot = r.u32();
-      return m;
-    }
-    case MessageType::Credit: {
-      if (auto f = exact(kCreditBytes)) return *f;
-      Credit m;
-      m.slot = r.u32();
-      m.rkey = r.u32();
-      return m;
-    }
-    case MessageType::Done: {
-      if (auto f = exact(kDoneBytes)) return *f;
-      Done m;
-      m.total_bytes = r.u64();
-      return m;
-    }
-    case MessageType::Verdict: {
-      if (auto f = exact(kVerdictBytes)) return *f;
-      Verdict m;
-      const std::uint8_t code = r.u8();
-      m.code = static_cast<VerdictCode>(code);
-      read_sha(m.received_digest);
-      return m;
-    }
-    case MessageType::Id: {
-      if (auto f = at_least(kLengthPrefixBytes)) return *f;
-      Id m;
-      if (auto f = read_counted(r, "Id.id", m.id)) return *f;
-      return m;
-    }
-    case MessageType::Secret: {
-      if (auto f = at_least(kLengthPrefixBytes)) return *f;
-      Secret m;
-      if (auto f = read_counted(r, "Secret.secret", m.secret)) return *f;
-      return m;
-    }
-    case MessageType::Denied: {
-      if (auto f = exact(kDeniedBytes)) return *f;
-      Denied m;
-      m.attempts_left = r.u16();
-      return m;
-    }
-    case MessageType::Reject: {
-      if (auto f = at_least(kCodeAndTextFixedBytes)) return *f;
-      Reject m;
-      const std::uint16_t reason = r.u16();
-      m.reason = static_cast<RejectReason>(reason);
-      if (auto f = read_counted(r, "Reject.text", m.text)) return *f;
-      return m;
-    }
-    case MessageType::Bye: {
-      if (auto f = exact(0)) return *f;
-      return Bye{};
-    }
-    case MessageType::Error: {
-      if (auto f = at_least(kCodeAndTextFixedBytes)) return *f;
-      Error m;
-      const std::uint16_t code = r.u16();
-      m.code = static_cast<ErrorCode>(code);
-      if (auto f = read_counted(r, "Error.text", m.text)) return *f;
-      return m;
-    }
-    case MessageType::Working: {
-      if (auto f = exact(kWorkingBytes)) return *f;
-      Working m;
-      const std::uint8_t phase = r.u8();
-      m.stored_bytes = r.u64();
-      m.phase = static_cast<WorkPhase>(phase);
-      return m;
-    }
     case MessageType::Open: {
       if (auto f = at_least(kOpenBytes)) return *f;
       Open m;
@@ -244,47 +236,6 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       lift_digest_algorithm(m);
       return m;
     }
-    case MessageType::Offer: {
-      if (auto f = at_least(kOfferFixedBytes)) return *f;
-      Offer m;
-      m.entry = r.u32();
-      const std::uint8_t kind = r.u8();
-      const std::uint8_t flags = r.u8();
-      m.mode = r.u16();
-      m.size = r.u64();
-      m.mtime_sec = static_cast<std::int64_t>(r.u64());
-      m.mtime_nsec = r.u32();
-      read_sha(m.digest);
-      m.kind = static_cast<EntryKind>(kind);
-      if (auto f = read_counted(r, "Offer.path", m.path)) return *f;
-      if ((flags & ~kOfferDigestAtEnd) != 0)
-        return fail(DecodeError::BadReserved, "Offer.flags has a reserved bit set");
-      m.digest_at_end = (flags & kOfferDigestAtEnd) != 0;
-      return m;
-    }
-    case MessageType::Take: {
-      if (auto f = exact(kTakeBytes)) return *f;
-      Take m;
-      m.entry = r.u32();
-      return m;
-    }
-    case MessageType::Refuse: {
-      if (auto f = at_least(kRefuseFixedBytes)) return *f;
-      Refuse m;
-      m.entry = r.u32();
-      m.reason = static_cast<RejectReason>(r.u16());
-      if (auto f = read_counted(r, "Refuse.text", m.text)) return *f;
-      return m;
-    }
-    case MessageType::FileChunk: {
-      if (auto f = exact(kFileChunkBytes)) return *f;
-      FileChunk m;
-      m.entry = r.u32();
-      m.slot = r.u32();
-      m.offset = r.u64();
-      m.length = r.u32();
-      return m;
-    }
     case MessageType::FileDone: {
       // 12 bytes, or 44 with the digest of an entry offered with digest_at_end (7.9).
       if (payload.size() != kFileDoneWithDigestBytes)
@@ -295,65 +246,10 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       if (payload.size() == kFileDoneWithDigestBytes) read_sha(m.digest.emplace());
       return m;
     }
-    case MessageType::FileVerdict: {
-      if (auto f = exact(kFileVerdictBytes)) return *f;
-      FileVerdict m;
-      m.entry = r.u32();
-      m.code = static_cast<VerdictCode>(r.u8());
-      read_sha(m.received_digest);
-      return m;
-    }
-    case MessageType::Resume: {
-      if (auto f = exact(kResumeBytes)) return *f;
-      Resume m;
-      m.entry = r.u32();
-      m.offset = r.u64();
-      return m;
-    }
-    case MessageType::Have: {
-      if (auto f = exact(kHaveBytes)) return *f;
-      Have m;
-      m.entry = r.u32();
-      read_sha(m.digest);
-      return m;
-    }
-    case MessageType::Challenge: {
-      if (auto f = exact(kChallengeBytes)) return *f;
-      Challenge m;
-      read_sha(m.nonce);
-      return m;
-    }
-    case MessageType::Proof: {
-      if (auto f = exact(kProofBytes)) return *f;
-      Proof m;
-      read_sha(m.mac);
-      return m;
-    }
-    case MessageType::Holds: {
-      if (auto f = exact(kHoldsBytes)) return *f;
-      Holds m;
-      m.entry = r.u32();
-      m.length = r.u64();
-      read_sha(m.digest);
-      return m;
-    }
-    case MessageType::Continue: {
-      if (auto f = exact(kContinueBytes)) return *f;
-      Continue m;
-      m.entry = r.u32();
-      m.from = r.u64();
-      return m;
-    }
-    case MessageType::FileAbort: {
-      if (auto f = exact(kFileAbortBytes)) return *f;
-      FileAbort m;
-      m.entry = r.u32();
-      m.reason = static_cast<AbortReason>(r.u16());
-      if (r.u16() != 0) return fail(DecodeError::BadReserved, "FileAbort.reserved is not zero");
-      return m;
-    }
+    default:
+      return read_by_layout(type, r, payload.size(),
+                            std::make_index_sequence<std::variant_size_v<Message>>{});
   }
-  return fail(DecodeError::BadType, "unknown type");  // unreachable: type was checked
 }
 
 DecodeResult decode_payload(MessageType type, std::uint16_t version,

@@ -4,6 +4,7 @@
 
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "protocol/wire_codec.hpp"
@@ -19,32 +20,9 @@ std::size_t payload_size(const Message& message, std::uint16_t version) {
             return (version == kVersion1 ? kHelloFixedBytes : kHello2FixedBytes) + m.name.size() +
                    extensions_size(m.extensions);
           },
-          [](const Accept&) { return kAcceptBytes; },
-          [](const Chunk&) { return kChunkBytes; },
-          [](const Credit&) { return kCreditBytes; },
-          [](const Done&) { return kDoneBytes; },
-          [](const Verdict&) { return kVerdictBytes; },
-          [](const Id& m) { return kLengthPrefixBytes + m.id.size(); },
-          [](const Secret& m) { return kLengthPrefixBytes + m.secret.size(); },
-          [](const Denied&) { return kDeniedBytes; },
-          [](const Reject& m) { return kCodeAndTextFixedBytes + m.text.size(); },
-          [](const Bye&) { return std::size_t{0}; },
-          [](const Error& m) { return kCodeAndTextFixedBytes + m.text.size(); },
-          [](const Working&) { return kWorkingBytes; },
           [](const Open& m) { return open_size(m); },
-          [](const Offer& m) { return kOfferFixedBytes + m.path.size(); },
-          [](const Take&) { return kTakeBytes; },
-          [](const Refuse& m) { return kRefuseFixedBytes + m.text.size(); },
-          [](const FileChunk&) { return kFileChunkBytes; },
           [](const FileDone& m) { return m.digest ? kFileDoneWithDigestBytes : kFileDoneBytes; },
-          [](const FileVerdict&) { return kFileVerdictBytes; },
-          [](const Resume&) { return kResumeBytes; },
-          [](const Have&) { return kHaveBytes; },
-          [](const Challenge&) { return kChallengeBytes; },
-          [](const Proof&) { return kProofBytes; },
-          [](const Holds&) { return kHoldsBytes; },
-          [](const FileAbort&) { return kFileAbortBytes; },
-          [](const Continue&) { return kContinueBytes; },
+          [](const auto& m) { return layout_size(m); },
       },
       message);
 }
@@ -94,6 +72,39 @@ void write_open(ByteWriter& w, const Open& m) {
   }
 }
 
+template <class I>
+void write_int(ByteWriter& w, I value) {
+  const auto v = static_cast<std::make_unsigned_t<I>>(value);  // two's complement
+  if constexpr (sizeof(I) == 1) w.u8(v);
+  if constexpr (sizeof(I) == 2) w.u16(v);
+  if constexpr (sizeof(I) == 4) w.u32(v);
+  if constexpr (sizeof(I) == 8) w.u64(v);
+}
+
+template <class M, class T>
+void write_field(ByteWriter& w, const M& m, T M::*field) {
+  if constexpr (std::is_enum_v<T>)
+    write_int(w, static_cast<std::underlying_type_t<T>>(m.*field));
+  else if constexpr (std::is_integral_v<T>)
+    write_int(w, m.*field);
+  else
+    w.bytes(m.*field);  // a byte array
+}
+template <class M, std::size_t N>
+void write_field(ByteWriter& w, const M&, Reserved<N>) {
+  for (std::size_t i = 0; i < N; ++i) w.u8(0);
+}
+template <class M>
+void write_field(ByteWriter& w, const M& m, FlagBit<M> flag) {
+  w.u8(m.*(flag.member) ? 1 : 0);
+}
+template <class M>
+void write_field(ByteWriter& w, const M& m, Counted<M> counted) {
+  const std::string& text = m.*(counted.member);
+  w.u16(static_cast<std::uint16_t>(text.size()));
+  w.text(text);
+}
+
 void write_payload(ByteWriter& w, const Message& message, std::uint16_t version) {
   std::visit(Overloaded{
                  [&](const Hello& m) {
@@ -113,110 +124,15 @@ void write_payload(ByteWriter& w, const Message& message, std::uint16_t version)
                    w.text(m.name);
                    write_extensions(w, m.extensions);  // version 2 only (expressible)
                  },
-                 [&](const Accept& m) {
-                   w.u64(m.region_addr);
-                   w.u32(m.region_rkey);
-                   w.u32(m.slot_size);
-                   w.u32(m.slot_count);
-                   w.u32(0);  // reserved
-                 },
-                 [&](const Chunk& m) {
-                   w.u64(m.offset);
-                   w.u32(m.length);
-                   w.u32(m.slot);
-                 },
-                 [&](const Credit& m) {
-                   w.u32(m.slot);
-                   w.u32(m.rkey);
-                 },
-                 [&](const Done& m) { w.u64(m.total_bytes); },
-                 [&](const Verdict& m) {
-                   w.u8(static_cast<std::uint8_t>(m.code));
-                   w.bytes(m.received_digest);
-                 },
-                 [&](const Id& m) {
-                   w.u16(static_cast<std::uint16_t>(m.id.size()));
-                   w.text(m.id);
-                 },
-                 [&](const Secret& m) {
-                   w.u16(static_cast<std::uint16_t>(m.secret.size()));
-                   w.text(m.secret);
-                 },
-                 [&](const Denied& m) { w.u16(m.attempts_left); },
-                 [&](const Reject& m) {
-                   w.u16(static_cast<std::uint16_t>(m.reason));
-                   w.u16(static_cast<std::uint16_t>(m.text.size()));
-                   w.text(m.text);
-                 },
-                 [&](const Bye&) {},
-                 [&](const Error& m) {
-                   w.u16(static_cast<std::uint16_t>(m.code));
-                   w.u16(static_cast<std::uint16_t>(m.text.size()));
-                   w.text(m.text);
-                 },
-                 [&](const Working& m) {
-                   w.u8(static_cast<std::uint8_t>(m.phase));
-                   w.u64(m.stored_bytes);
-                 },
                  [&](const Open& m) { write_open(w, m); },
-                 [&](const Offer& m) {
-                   w.u32(m.entry);
-                   w.u8(static_cast<std::uint8_t>(m.kind));
-                   w.u8(m.digest_at_end ? kOfferDigestAtEnd : 0);  // flags
-                   w.u16(m.mode);
-                   w.u64(m.size);
-                   w.u64(static_cast<std::uint64_t>(m.mtime_sec));  // two's complement
-                   w.u32(m.mtime_nsec);
-                   w.bytes(m.digest);
-                   w.u16(static_cast<std::uint16_t>(m.path.size()));
-                   w.text(m.path);
-                 },
-                 [&](const Take& m) { w.u32(m.entry); },
-                 [&](const Refuse& m) {
-                   w.u32(m.entry);
-                   w.u16(static_cast<std::uint16_t>(m.reason));
-                   w.u16(static_cast<std::uint16_t>(m.text.size()));
-                   w.text(m.text);
-                 },
-                 [&](const FileChunk& m) {
-                   w.u32(m.entry);
-                   w.u32(m.slot);
-                   w.u64(m.offset);
-                   w.u32(m.length);
-                 },
                  [&](const FileDone& m) {
                    w.u32(m.entry);
                    w.u64(m.total_bytes);
                    if (m.digest) w.bytes(*m.digest);
                  },
-                 [&](const FileVerdict& m) {
-                   w.u32(m.entry);
-                   w.u8(static_cast<std::uint8_t>(m.code));
-                   w.bytes(m.received_digest);
-                 },
-                 [&](const Resume& m) {
-                   w.u32(m.entry);
-                   w.u64(m.offset);
-                 },
-                 [&](const Have& m) {
-                   w.u32(m.entry);
-                   w.bytes(m.digest);
-                 },
-                 [&](const Challenge& m) { w.bytes(m.nonce); },
-                 [&](const Proof& m) { w.bytes(m.mac); },
-                 [&](const Holds& m) {
-                   w.u32(m.entry);
-                   w.u64(m.length);
-                   w.bytes(m.digest);
-                 },
-                 [&](const Continue& m) {
-                   w.u32(m.entry);
-                   w.u64(m.from);
-                 },
-                 [&](const FileAbort& m) {
-                   w.u32(m.entry);
-                   w.u16(static_cast<std::uint16_t>(m.reason));
-                   w.u16(0);  // reserved
+                 [&](const auto& m) {
+                   std::apply([&](auto... field) { (write_field(w, m, field), ...); },
+                              std::decay_t<decltype(m)>::layout());
                  },
              },
              message);
