@@ -7,7 +7,6 @@ namespace rdmax::proto {
 SendLedger::SendLedger(std::vector<EntryPlan> entries, const Accept& accept,
                        std::uint32_t max_active_slots)
     : plans_(std::move(entries)),
-      progress_(plans_.size()),
       slot_size_(accept.slot_size),
       region_addr_(accept.region_addr),
       active_slots_(std::min(accept.slot_count, std::max(max_active_slots, 1U))),
@@ -23,13 +22,15 @@ bool SendLedger::files_unsettled() const {
   return files_in_flight_ > 0;
 }
 
-std::optional<std::uint32_t> SendLedger::next_offer() {
+std::optional<std::uint32_t> SendLedger::next_offer(const MakeEntry& make) {
   if (next_offer_ >= plans_.size() || in_flight_ >= kMaxEntriesInFlight) return std::nullopt;
   if (plans_[next_offer_].kind == EntryKind::Directory &&
       (!directories_allowed_ || files_unsettled()))
     return std::nullopt;
   const std::uint32_t entry = next_offer_++;
-  (void)advance(plans_[entry].kind, progress_[entry].state, EntryEvent::Offer);  // Waiting
+  Entry& e = *(entries_[entry] = make ? make(entry) : std::make_unique<Entry>());
+  e.state = EntryState::Waiting;
+  (void)advance(plans_[entry].kind, e.state, EntryEvent::Offer);  // Waiting
   open_entries_.push_back(entry);
   ++in_flight_;
   if (plans_[entry].kind == EntryKind::File) ++files_in_flight_;
@@ -61,12 +62,12 @@ ReplyError reply_error(EntryFault fault) {
 std::optional<ReplyError> SendLedger::step(std::uint32_t entry, EntryEvent event,
                                            std::uint64_t start) {
   if (entry >= plans_.size()) return ReplyError::UnknownEntry;
-  EntryState next = progress_[entry].state;
+  EntryState next = state(entry);
   if (auto fault = advance(plans_[entry].kind, next, event)) return reply_error(*fault);
   // A Resume leaves at least one chunk, and starts where one does (PROTOCOL.md 7.6).
   if (start > 0 && (slot_size_ == 0 || start % slot_size_ != 0 || start >= plans_[entry].size))
     return ReplyError::BadOffset;
-  progress_[entry].state = next;
+  entries_.at(entry)->state = next;  // only an offered entry moves
   return std::nullopt;
 }
 
@@ -80,7 +81,7 @@ void SendLedger::forget(std::uint32_t entry) {
 
 std::optional<ReplyError> SendLedger::taken(std::uint32_t entry, std::uint64_t start) {
   if (auto error = step(entry, EntryEvent::Take, start)) return error;
-  progress_[entry].next_offset = start;
+  entries_.at(entry)->next_offset = start;
   if (plans_[entry].size > start) taken_order_.push_back(entry);
   return std::nullopt;
 }
@@ -119,7 +120,7 @@ std::optional<CreditError> SendLedger::credit(const Credit& c) {
   credited_[c.slot] = true;
   if (out_[c.slot]) {  // its chunk is stored: the file has one fewer at the receiver
     out_[c.slot] = false;
-    --progress_[owner_[c.slot]].chunks_out;
+    if (Entry* e = entry(owner_[c.slot])) --e->chunks_out;
   }
   rkey_[c.slot] = c.rkey;
   return std::nullopt;
@@ -137,7 +138,7 @@ std::uint32_t SendLedger::next_chunk_entry() const {
   std::uint32_t best = taken_order_.front();
   for (std::size_t i = 1; i < candidates; ++i) {
     const std::uint32_t entry = taken_order_[i];
-    if (progress_[entry].chunks_out < progress_[best].chunks_out) best = entry;
+    if (entries_.at(entry)->chunks_out < entries_.at(best)->chunks_out) best = entry;
   }
   return best;
 }
@@ -146,7 +147,7 @@ std::optional<SendLedger::Planned> SendLedger::next_chunk() {
   const auto slot = next_chunk_slot();
   if (!slot) return std::nullopt;
   const std::uint32_t entry = next_chunk_entry();
-  EntryProgress& p = progress_[entry];
+  Entry& p = *entries_.at(entry);
   const std::uint64_t left = plans_[entry].size - p.next_offset;
   Planned planned{entry,
                   *slot,
@@ -171,19 +172,19 @@ void SendLedger::unplan(const Planned& c) {
   busy_[c.slot] = false;
   credited_[c.slot] = true;
   length_[c.slot] = 0;
-  EntryProgress& p = progress_[c.entry];
-  if (p.chunks_in_flight > 0) --p.chunks_in_flight;
-  if (out_[c.slot]) {  // (a Credit may have come for it already)
-    out_[c.slot] = false;
-    --p.chunks_out;
-  }
-  p.next_offset = c.offset;
+  const bool out = out_[c.slot];  // (a Credit may have come for it already)
+  out_[c.slot] = false;
+  Entry* p = entry(c.entry);
+  if (p == nullptr) return;
+  if (p->chunks_in_flight > 0) --p->chunks_in_flight;
+  if (out) --p->chunks_out;
+  p->next_offset = c.offset;
 }
 
 std::optional<std::uint32_t> SendLedger::next_chunk_length() const {
   if (!next_chunk_slot()) return std::nullopt;
   const std::uint32_t entry = next_chunk_entry();
-  const std::uint64_t left = plans_[entry].size - progress_[entry].next_offset;
+  const std::uint64_t left = plans_[entry].size - entries_.at(entry)->next_offset;
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(slot_size_, left));
 }
 
@@ -193,26 +194,26 @@ std::uint32_t SendLedger::completed(std::uint32_t slot) {
   const std::uint32_t length = length_[slot];
   length_[slot] = 0;
   bytes_completed_ += length;
-  EntryProgress& p = progress_[owner_[slot]];
-  if (p.chunks_in_flight > 0) --p.chunks_in_flight;
+  if (Entry* e = entry(owner_[slot]); e != nullptr && e->chunks_in_flight > 0)
+    --e->chunks_in_flight;
   return length;
 }
 
 void SendLedger::hold(std::uint32_t slot) {
   if (slot >= held_.size() || held_[slot]) return;
   held_[slot] = true;
-  ++progress_[owner_[slot]].chunks_held;
+  if (Entry* e = entry(owner_[slot])) ++e->chunks_held;
 }
 
 void SendLedger::release(std::uint32_t slot) {
   if (slot >= held_.size() || !held_[slot]) return;
   held_[slot] = false;
-  --progress_[owner_[slot]].chunks_held;
+  if (Entry* e = entry(owner_[slot]); e != nullptr && e->chunks_held > 0) --e->chunks_held;
 }
 
 std::optional<std::uint32_t> SendLedger::next_file_done() {
   for (std::uint32_t entry : open_entries_) {  // at most kMaxEntriesInFlight
-    EntryProgress& p = progress_[entry];
+    Entry& p = *entries_.at(entry);
     if (p.state == EntryState::Taken && p.next_offset == plans_[entry].size &&
         p.chunks_in_flight == 0 && p.chunks_held == 0) {
       (void)advance(plans_[entry].kind, p.state, EntryEvent::FileDone);  // Taken: a file
@@ -223,7 +224,18 @@ std::optional<std::uint32_t> SendLedger::next_file_done() {
 }
 
 SendLedger::EntryState SendLedger::state(std::uint32_t entry) const {
-  return entry < progress_.size() ? progress_[entry].state : EntryState::Settled;
+  if (const Entry* e = this->entry(entry)) return e->state;
+  // Not held: still to be offered, or settled and dropped (or no entry of the session).
+  return entry < plans_.size() && entry >= next_offer_ ? EntryState::Waiting : EntryState::Settled;
+}
+
+SendLedger::Entry* SendLedger::entry(std::uint32_t entry) const {
+  const auto it = entries_.find(entry);
+  return it == entries_.end() ? nullptr : it->second.get();
+}
+
+void SendLedger::drop(std::uint32_t entry) {
+  if (state(entry) == EntryState::Settled) entries_.erase(entry);
 }
 
 }  // namespace rdmax::proto

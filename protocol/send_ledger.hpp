@@ -15,8 +15,15 @@
 // FileChunk SEND for it has not completed locally). A Credit may arrive while the slot is
 // still busy (the receiver stored the chunk before our SEND's completion was polled): the
 // slot is then credited but not used until it is no longer busy.
+//
+// The ledger holds each entry offered as one object, from its Offer until the driver drops
+// it after its settlement: the driver's own kind of Entry (sender/outgoing_entry.hpp: its
+// file, windows, digest in flight), made when the entry is offered.
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -62,16 +69,33 @@ class SendLedger {
     bool operator==(const Planned&) const = default;
   };
 
+  // What the rules know of an offered entry. The driver's entries extend it; the ledger
+  // makes a plain one where it is given no maker (its own tests and fuzzer).
+  struct Entry {
+    Entry() = default;
+    Entry(const Entry&) = delete;
+    Entry& operator=(const Entry&) = delete;
+    virtual ~Entry() = default;
+
+    EntryState state = EntryState::Waiting;
+    std::uint64_t next_offset = 0;  // of the next chunk to write
+    std::uint32_t chunks_in_flight = 0;
+    std::uint32_t chunks_held = 0;  // being hashed (hold)
+    std::uint32_t chunks_out = 0;   // planned, their slots not credited back yet
+  };
+  using MakeEntry = std::function<std::unique_ptr<Entry>(std::uint32_t entry)>;
+  using Entries = std::map<std::uint32_t, std::unique_ptr<Entry>>;
+
   SendLedger() = default;
   // `entries` in the order they will be offered; the sender writes at most
   // `max_active_slots` slots (>= 1; the lowest-numbered ones).
   SendLedger(std::vector<EntryPlan> entries, const Accept& accept, std::uint32_t max_active_slots);
 
   // The next entry to offer, if one is waiting and fewer than kMaxEntriesInFlight are
-  // unsettled; it becomes Offered. A directory waits until no file is unsettled (and
-  // directories are allowed: see allow_directories), so that its time, set when it is
-  // settled, is not changed by files created in it afterwards.
-  [[nodiscard]] std::optional<std::uint32_t> next_offer();
+  // unsettled; it becomes Offered, held as what `make` made of it. A directory waits until
+  // no file is unsettled (and directories are allowed: see allow_directories), so that its
+  // time, set when it is settled, is not changed by files created in it afterwards.
+  [[nodiscard]] std::optional<std::uint32_t> next_offer(const MakeEntry& make = nullptr);
   // While false (default true) no directory is offered: the driver holds them back until
   // the files on other connections are settled too.
   void allow_directories(bool allowed) { directories_allowed_ = allowed; }
@@ -112,6 +136,12 @@ class SendLedger {
   [[nodiscard]] std::optional<std::uint32_t> next_file_done();
 
   EntryState state(std::uint32_t entry) const;
+  // The entry offered and not dropped yet, or none.
+  Entry* entry(std::uint32_t entry) const;
+  const Entries& entries() const { return entries_; }
+  // A settled entry the driver is done with is forgotten (its chunks' completions and
+  // Credits still to come find nothing to count).
+  void drop(std::uint32_t entry);
   bool all_settled() const { return settled_ == plans_.size(); }
   std::uint32_t unsettled_offers() const { return in_flight_; }
   std::uint64_t bytes_completed() const { return bytes_completed_; }
@@ -119,13 +149,6 @@ class SendLedger {
   std::uint32_t entry_count() const { return static_cast<std::uint32_t>(plans_.size()); }
 
  private:
-  struct EntryProgress {
-    EntryState state = EntryState::Waiting;
-    std::uint64_t next_offset = 0;  // of the next chunk to write
-    std::uint32_t chunks_in_flight = 0;
-    std::uint32_t chunks_held = 0;  // being hashed (hold)
-    std::uint32_t chunks_out = 0;   // planned, their slots not credited back yet
-  };
   bool files_unsettled() const;
   // The slot and the file of the chunk next_chunk() plans (a slot only when a taken file
   // has bytes left).
@@ -136,7 +159,7 @@ class SendLedger {
   void forget(std::uint32_t entry);  // settled: off every list
 
   std::vector<EntryPlan> plans_;
-  std::vector<EntryProgress> progress_;
+  Entries entries_;  // offered, until dropped
   std::uint32_t slot_size_ = 0;
   std::uint64_t region_addr_ = 0;
   std::uint32_t active_slots_ = 0;

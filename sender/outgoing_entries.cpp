@@ -31,13 +31,15 @@ void OutgoingEntries::start(const proto::Accept& accept, std::uint32_t slots,
 }
 
 OutgoingEntry* OutgoingEntries::open_entry(std::uint32_t entry) {
-  const auto it = open_.find(entry);
-  return it == open_.end() || it->second.settled ? nullptr : &it->second;
+  OutgoingEntry* e = held(entry);
+  return e == nullptr || e->state == proto::EntryState::Settled ? nullptr : e;
 }
 
 void OutgoingEntries::send_offers() {
-  while (auto entry = ledger_.next_offer()) {
-    open_.try_emplace(*entry, *entry, planned(*entry), result(*entry));
+  const auto make = [this](std::uint32_t entry) {
+    return std::make_unique<OutgoingEntry>(entry, planned(entry), result(entry));
+  };
+  while (auto entry = ledger_.next_offer(make)) {
     hooks_.send(offer_of(*entry, planned(*entry)), 0);
   }
 }
@@ -62,13 +64,10 @@ bool OutgoingEntries::send_file_dones() {
 }
 
 void OutgoingEntries::settle(std::uint32_t entry, EntryResult settled) {
-  if (auto it = open_.find(entry); it != open_.end()) {
-    it->second.close();
+  if (OutgoingEntry* e = held(entry)) {
+    e->close();
     // A hash of its bytes that still runs keeps it (and its hasher) until it is over.
-    if (it->second.hashing())
-      it->second.settled = true;
-    else
-      open_.erase(it);
+    if (!e->hashing()) ledger_.drop(entry);
   }
   ++(settled.status == EntryResult::Status::Good ? good_ : failures_);
   EntryResult& kept = result(entry);
@@ -81,11 +80,11 @@ void OutgoingEntries::settle(std::uint32_t entry, EntryResult settled) {
 }
 
 void OutgoingEntries::close_windows() {
-  for (auto& [entry, e] : open_) e.windows.reset();
+  for (const auto& [entry, e] : ledger_.entries()) static_cast<OutgoingEntry&>(*e).windows.reset();
 }
 
 void OutgoingEntries::end(proto::SenderOutcome outcome) {
-  for (auto& [entry, e] : open_) e.file.reset();
+  for (const auto& [entry, e] : ledger_.entries()) static_cast<OutgoingEntry&>(*e).file.reset();
   // What this connection did not settle ends as the connection did.
   for (std::uint32_t index : entries_)
     if (plan_.results[index].status == EntryResult::Status::NotSent)

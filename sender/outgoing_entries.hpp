@@ -53,7 +53,7 @@ class OutgoingEntries {
   EntryResult& result(std::uint32_t entry) { return plan_.results[entries_[entry]]; }
   // The entry offered and not settled, or none (a reply for another is refused by the ledger).
   OutgoingEntry* open_entry(std::uint32_t entry);
-  OutgoingEntry& offered(std::uint32_t entry) { return open_.at(entry); }
+  OutgoingEntry& offered(std::uint32_t entry) { return *held(entry); }
 
   // What is due: the Offers (at most kMaxEntriesInFlight unsettled), and the FileDones of
   // files whose every chunk went (false: a digest could not be computed; a LocalFailure is
@@ -82,6 +82,10 @@ class OutgoingEntries {
   void end(proto::SenderOutcome outcome);
 
  private:
+  // The entry the ledger holds (offered, and not dropped): every one is ours (send_offers).
+  OutgoingEntry* held(std::uint32_t entry) const {
+    return static_cast<OutgoingEntry*>(ledger_.entry(entry));
+  }
   void take_verdict(const proto::FileVerdict& verdict);
   void abandon(std::uint32_t entry, proto::AbortReason reason, const std::string& why);
   void on_chunk_hashed(std::uint32_t entry, std::uint32_t slot, std::uint64_t offset,
@@ -102,9 +106,8 @@ class OutgoingEntries {
   std::uint32_t slot_size_ = 0;  // the Accept's
   std::uint32_t good_ = 0;       // entries settled Good
   std::uint32_t failures_ = 0;   // and otherwise
+  // The entries offered, until settled and no hash of theirs runs.
   proto::SendLedger ledger_;
-  // The entries offered and not settled (and a settled one whose hash still runs).
-  std::map<std::uint32_t, OutgoingEntry> open_;
   std::optional<WorkQueue> checks_;  // Holds: our own prefix hashed
 };
 

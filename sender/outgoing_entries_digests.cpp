@@ -67,8 +67,8 @@ void OutgoingEntries::on_chunk_hashed(std::uint32_t entry, std::uint32_t slot, s
                                       std::uint32_t length, std::vector<merkle::Node> nodes,
                                       const std::string& error) {
   ledger_.release(slot);  // its bytes may be overwritten now
-  if (auto it = open_.find(entry); it != open_.end() && it->second.digest) {
-    DigestInFlight& d = *it->second.digest;
+  if (OutgoingEntry* e = held(entry); e != nullptr && e->digest) {
+    DigestInFlight& d = *e->digest;
     if (!error.empty() && d.failure.empty()) d.failure = error;
     d.pending[offset] = {length, std::move(nodes)};
     // Folded in file order, however the chunks' hashes finished.
@@ -78,7 +78,7 @@ void OutgoingEntries::on_chunk_hashed(std::uint32_t entry, std::uint32_t slot, s
       d.folded += p->second.first;
     }
     // Settled while it was hashed (a bad verdict): its hasher was kept for this.
-    if (it->second.settled && !it->second.hashing()) open_.erase(it);
+    if (e->state == proto::EntryState::Settled && !e->hashing()) ledger_.drop(entry);
   }
   hooks_.pump();
 }
@@ -211,15 +211,19 @@ void OutgoingEntries::start_tree_at(OutgoingEntry& e, std::uint64_t offset) {
 }
 
 void OutgoingEntries::stop_jobs() {
-  for (auto& [entry, e] : open_)
-    if (e.digest && e.digest->hasher) e.digest->hasher->cancel();
+  auto hasher = [](const auto& held) -> FileHasher* {
+    const auto& digest = static_cast<const OutgoingEntry&>(*held).digest;
+    return digest ? digest->hasher.get() : nullptr;
+  };
+  for (const auto& [entry, e] : ledger_.entries())
+    if (FileHasher* h = hasher(e)) h->cancel();
   if (checks_) checks_->cancel();
   // Only the jobs that run are waited for (they read our buffers). The completions of jobs
   // already over are not run here: this may be inside another completion, whose batch holds
   // them, and they find the connection finished (or go with its queues).
   auto running = [&] {
-    for (const auto& [entry, e] : open_)
-      if (e.digest && e.digest->hasher && e.digest->hasher->running()) return true;
+    for (const auto& [entry, e] : ledger_.entries())
+      if (FileHasher* h = hasher(e); h != nullptr && h->running()) return true;
     return checks_ && checks_->running();
   };
   while (running()) std::this_thread::sleep_for(kJobPoll);

@@ -2,12 +2,11 @@
 // One entry of a session while the sender has it offered, with all that is kept for it:
 // the plan's entry and its result, its open file, its windows registered for --zero-copy,
 // its digest as it is computed while it is sent (docs/PROTOCOL.md 7.9), what our Continue
-// agreed with the receiver, and an abort that is due. The connection's entries
-// (sender/outgoing_entries.hpp) hold one per entry offered and not settled (at most
-// kMaxEntriesInFlight), and keep a settled one only while a hash of its bytes still runs.
-//
-// Which protocol state the entry is in (offered, taken, finished...) is the ledger's
-// (protocol/send_ledger.hpp), which decides what may happen to it.
+// agreed with the receiver, and an abort that is due; and what the rules know of it (the
+// ledger's Entry: its state, where its next chunk starts, its chunks out). The ledger
+// (protocol/send_ledger.hpp) holds one per entry offered, made by the connection's entries
+// (sender/outgoing_entries.hpp), which drop it once it is settled and no hash of its bytes
+// still runs.
 
 #include <cstdint>
 #include <map>
@@ -19,6 +18,7 @@
 
 #include "common/digest/file_hasher.hpp"
 #include "common/digest/merkle.hpp"
+#include "protocol/send_ledger.hpp"
 #include "protocol/wire.hpp"
 #include "sender/file_windows.hpp"
 #include "sender/input_file.hpp"
@@ -44,11 +44,9 @@ struct CheckedPrefix {
   std::vector<merkle::Node> nodes;
 };
 
-struct OutgoingEntry {
+struct OutgoingEntry final : proto::SendLedger::Entry {
   OutgoingEntry(std::uint32_t number, PlannedEntry& what, EntryResult& outcome)
       : entry(number), planned(what), result(outcome) {}
-  OutgoingEntry(const OutgoingEntry&) = delete;
-  OutgoingEntry& operator=(const OutgoingEntry&) = delete;
 
   // The file, opened at its first use; a read job holds it until the job is over.
   const std::shared_ptr<InputFile>& shared_input() {
@@ -80,7 +78,6 @@ struct OutgoingEntry {
   bool continued_whole = false;
   // It changed or could not be read: its FileAbort goes after the FileChunk being posted.
   std::optional<proto::AbortReason> abort_due;
-  bool settled = false;  // kept only while a hash of it runs
 };
 
 }  // namespace rdmax::sender

@@ -177,6 +177,37 @@ TEST(SendLedger, RepliesMustMatchTheEntrysState) {
   EXPECT_EQ(ledger.settled(1, true), ReplyError::UnknownEntry) << "settled twice";
 }
 
+// An offered entry is one object the ledger holds, made by the driver's maker, from its
+// Offer until the driver drops it after its settlement; a chunk of it still in flight then
+// completes and is credited back with nothing left to count it against.
+TEST(SendLedger, HoldsEachOfferedEntryUntilTheDriverDropsIt) {
+  struct Tagged : SendLedger::Entry {
+    explicit Tagged(std::uint32_t n) : number(n) {}
+    std::uint32_t number;
+  };
+  SendLedger ledger({{EntryKind::File, 2 * kSlot}}, Accept{0, 0, kSlot, 1}, 1);
+  EXPECT_EQ(ledger.entry(0), nullptr) << "not offered yet";
+  EXPECT_EQ(ledger.state(0), EntryState::Waiting);
+  ASSERT_EQ(ledger.next_offer([](std::uint32_t n) { return std::make_unique<Tagged>(n); }), 0u);
+  ASSERT_NE(ledger.entry(0), nullptr);
+  EXPECT_EQ(static_cast<Tagged*>(ledger.entry(0))->number, 0u) << "the maker's object";
+  ASSERT_EQ(ledger.taken(0), std::nullopt);
+  ASSERT_EQ(ledger.credit({0, 7}), std::nullopt);
+  const auto chunk = ledger.next_chunk();
+  ASSERT_TRUE(chunk.has_value());
+  EXPECT_EQ(ledger.entry(0)->chunks_in_flight, 1u);
+  ledger.drop(0);
+  EXPECT_NE(ledger.entry(0), nullptr) << "an entry not settled is not dropped";
+  ASSERT_EQ(ledger.settled(0, false), std::nullopt);  // a bad verdict mid-file
+  EXPECT_NE(ledger.entry(0), nullptr) << "kept until the driver is done with it";
+  ledger.drop(0);
+  EXPECT_EQ(ledger.entry(0), nullptr);
+  EXPECT_EQ(ledger.state(0), EntryState::Settled);
+  EXPECT_EQ(ledger.completed(chunk->slot), chunk->length);
+  EXPECT_EQ(ledger.credit({chunk->slot, 8}), std::nullopt);
+  EXPECT_TRUE(ledger.all_settled());
+}
+
 // The chunks of several taken files interleave (the receiver stores them at once), each
 // going to the file with the fewest chunks not yet credited back, each file's in order; a
 // file taken beyond the first kInterleavedFiles waits for one of them to be planned out.
