@@ -211,15 +211,14 @@ void Connection::perform(Action action, SenderInput& cause) {
     case Action::StartSession:
       start_session(std::get<proto::Accept>(cause.data));
       break;
-    case Action::TakeAnswer:
-      if (const auto* credit =
-              std::get_if<proto::Credit>(&std::get<SenderInput::Answer>(cause.data))) {
-        if (!window_.credit(*credit)) break;
-      } else {
-        entries_.take(std::get<SenderInput::Answer>(cause.data));
-      }
-      pump();
+    case Action::TakeAnswer: {
+      // A Credit is the window's, the rest answer an entry; one that breaks the rules ends
+      // the session, and nothing more goes.
+      const auto& answer = std::get<SenderInput::Answer>(cause.data);
+      const auto* credit = std::get_if<proto::Credit>(&answer);
+      if (credit != nullptr ? window_.credit(*credit) : entries_.take(answer)) pump();
       break;
+    }
     case Action::SendId:
       expect("the answer to the id", settings_.timeout);
       post(proto::Id{*settings_.id});

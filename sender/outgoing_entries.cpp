@@ -91,65 +91,63 @@ void OutgoingEntries::end(proto::SenderOutcome outcome) {
       plan_.results[index].outcome = outcome;
 }
 
-void OutgoingEntries::take(const SenderInput::Answer& answer) {
+bool OutgoingEntries::take(const SenderInput::Answer& answer) {
   if (const auto* m = std::get_if<proto::Take>(&answer)) {
     if (auto error = ledger_.taken(m->entry))
-      return hooks_.violation(std::string("bad Take: ") + proto::to_string(*error));
+      return broken(std::string("bad Take: ") + proto::to_string(*error));
     start_tree_at(offered(m->entry), 0);
-    return;
+    return true;
   }
   if (const auto* m = std::get_if<proto::Resume>(&answer)) {
     if (m->entry < entries_.size()) {
       const proto::ResumeFacts facts{plan_.algorithm, m->offset, planned(m->entry).size, slot_size_,
                                      result(m->entry).resumed_from > 0};
       if (const auto problem = proto::check_resume(facts))
-        return hooks_.violation("bad Resume: " + proto::describe(*problem, facts));
+        return broken("bad Resume: " + proto::describe(*problem, facts));
       // After our Continue (7.9): at most where it continued, from the prefix we checked.
       if (!planned(m->entry).digest_known) {
         const OutgoingEntry* e = open_entry(m->entry);
         if (e == nullptr || !e->continued || m->offset > e->continued->length)
-          return hooks_.violation("bad Resume: past what we continued from");
+          return broken("bad Resume: past what we continued from");
       }
     }
     if (auto error = ledger_.taken(m->entry, m->offset))
-      return hooks_.violation(std::string("bad Resume: ") + proto::to_string(*error));
+      return broken(std::string("bad Resume: ") + proto::to_string(*error));
     start_tree_at(offered(m->entry), m->offset);
     result(m->entry).resumed_from = m->offset;
     spdlog::info("{}: the receiver has its first {} already: resuming there",
                  proto::quoted_for_log(planned(m->entry).local_path),
                  proto::format_size(m->offset));
-    return;
+    return true;
   }
   if (const auto* m = std::get_if<proto::Have>(&answer)) {
     if (m->entry < entries_.size()) {
-      if (m->digest != planned(m->entry).digest)
-        return hooks_.violation("bad Have: another digest");
+      if (m->digest != planned(m->entry).digest) return broken("bad Have: another digest");
       // A file offered without its digest is had only after our Continue from its size (7.9).
       const OutgoingEntry* e = open_entry(m->entry);
       if (!planned(m->entry).digest_known && (e == nullptr || !e->continued_whole))
-        return hooks_.violation(
-            "bad Have: for a file offered without its digest, before a Continue");
+        return broken("bad Have: for a file offered without its digest, before a Continue");
     }
     if (auto error = ledger_.had(m->entry))
-      return hooks_.violation(std::string("bad Have: ") + proto::to_string(*error));
+      return broken(std::string("bad Have: ") + proto::to_string(*error));
     spdlog::info("{}: skipped, identical on the receiver",
                  proto::quoted_for_log(planned(m->entry).local_path));
     EntryResult had{.status = EntryResult::Status::Good, .outcome = proto::SenderOutcome::Success};
     had.identical = true;
     settle(m->entry, std::move(had));
-    return;
+    return true;
   }
   if (const auto* m = std::get_if<proto::Holds>(&answer)) {
     if (m->entry >= entries_.size() || planned(m->entry).digest_known)
-      return hooks_.violation("bad Holds: for a file offered with its digest");
+      return broken("bad Holds: for a file offered with its digest");
     if (auto error = ledger_.held(m->entry))
-      return hooks_.violation(std::string("bad Holds: ") + proto::to_string(*error));
+      return broken(std::string("bad Holds: ") + proto::to_string(*error));
     check_holds(*m);
-    return;
+    return true;
   }
   if (const auto* m = std::get_if<proto::Refuse>(&answer)) {
     if (auto error = ledger_.settled(m->entry, false))
-      return hooks_.violation(std::string("bad Refuse: ") + proto::to_string(*error));
+      return broken(std::string("bad Refuse: ") + proto::to_string(*error));
     const std::string detail = std::string(proto::to_string(m->reason)) +
                                (m->text.empty() ? "" : ": ") + proto::escape_for_log(m->text);
     // --name can rename only the one file of a command line.
@@ -161,20 +159,20 @@ void OutgoingEntries::take(const SenderInput::Answer& answer) {
     settle(m->entry, {.status = EntryResult::Status::Refused,
                       .outcome = proto::SenderOutcome::Rejected,
                       .detail = detail});
-    return;
+    return true;
   }
-  if (const auto* m = std::get_if<proto::FileVerdict>(&answer)) take_verdict(*m);
+  return take_verdict(std::get<proto::FileVerdict>(answer));
 }
 
-void OutgoingEntries::take_verdict(const proto::FileVerdict& m) {
+bool OutgoingEntries::take_verdict(const proto::FileVerdict& m) {
   // Abandoned answers our FileAbort (PROTOCOL.md 7.9), and nothing else.
   const bool abandoned = ledger_.state(m.entry) == proto::EntryState::Abandoning;
   if (m.code == proto::VerdictCode::Abandoned && !abandoned) {
-    return hooks_.violation("FileVerdict(Abandoned) for an entry that was not abandoned");
+    return broken("FileVerdict(Abandoned) for an entry that was not abandoned");
   }
   const bool good = m.code == proto::VerdictCode::Good;
   if (auto error = ledger_.settled(m.entry, good)) {
-    return hooks_.violation(std::string("bad FileVerdict: ") + proto::to_string(*error));
+    return broken(std::string("bad FileVerdict: ") + proto::to_string(*error));
   }
   const std::string& path = planned(m.entry).local_path;
   if (abandoned && m.code == proto::VerdictCode::Abandoned) {
@@ -194,6 +192,12 @@ void OutgoingEntries::take_verdict(const proto::FileVerdict& m) {
                                        : proto::SenderOutcome::HashMismatch,
                      .detail = proto::to_string(m.code)});
   }
+  return true;
+}
+
+bool OutgoingEntries::broken(const std::string& why) {
+  hooks_.violation(why);
+  return false;
 }
 
 }  // namespace rdmax::sender

@@ -60,8 +60,9 @@ class OutgoingEntries {
   // raised).
   void send_offers();
   bool send_file_dones();
-  // An answer of the receiver about an entry (any but a Credit), held against it.
-  void take(const SenderInput::Answer& answer);
+  // An answer of the receiver about an entry (any but a Credit), held against it: false if
+  // it breaks the rules (a violation is raised, and nothing more is sent).
+  bool take(const SenderInput::Answer& answer);
   void settle(std::uint32_t entry, EntryResult result);
   // Entries of this connection not Good (so far); all good: none settled otherwise.
   std::uint32_t failures() const { return count() - good_; }
@@ -86,7 +87,8 @@ class OutgoingEntries {
   OutgoingEntry* held(std::uint32_t entry) const {
     return static_cast<OutgoingEntry*>(ledger_.entry(entry));
   }
-  void take_verdict(const proto::FileVerdict& verdict);
+  bool take_verdict(const proto::FileVerdict& verdict);
+  bool broken(const std::string& why);  // a violation: false
   void abandon(std::uint32_t entry, proto::AbortReason reason, const std::string& why);
   void on_chunk_hashed(std::uint32_t entry, std::uint32_t slot, std::uint64_t offset,
                        std::uint32_t length, std::vector<merkle::Node> nodes,
