@@ -426,19 +426,7 @@ void Connection::tick(Clock::time_point now) {
   if (now - last_sent() < std::chrono::milliseconds(open_.keepalive_ms)) return;
   // Every entry settled: the sender owes the next word (more Offers, an Id or a Bye).
   if (state_ == State::InSession && entries_.ledger().all_settled()) return;
-  guarded([&] { post(proto::Working{work_phase(), entries_.bytes_stored()}); });
-}
-
-proto::WorkPhase Connection::work_phase() {
-  // PROTOCOL.md 7.3: a session's Working says Storing whatever its entries are doing. A
-  // Hello's names what its one file waits for, as a Hello's always did: being created,
-  // stored or committed.
-  if (!terms_.working_names_phase) return proto::WorkPhase::Storing;
-  const auto* entry = entries_.ledger().entry(0);
-  if (entry != nullptr && entry->state == proto::EntryState::Offered)
-    return proto::WorkPhase::Preparing;
-  if (entry != nullptr && entry->verifying) return proto::WorkPhase::Committing;
-  return proto::WorkPhase::Storing;
+  guarded([&] { post(entries_.working()); });
 }
 
 void Connection::shut_down() {

@@ -101,7 +101,6 @@ class Connection final : public DriverCore {
   void send_secret();
   void send_error(const ReceiverInput& cause);
   void release();
-  proto::WorkPhase work_phase();
 
   ReceiverContext& context_;
   HelloEdge edge_;   // the transport, as the driver sees it

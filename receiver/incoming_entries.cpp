@@ -456,6 +456,18 @@ bool IncomingEntries::idle() const {
   return !directories_ || directories_->idle();
 }
 
+proto::Working IncomingEntries::working() const {
+  // PROTOCOL.md 7.3: a session's Working says Storing whatever its entries are doing. A
+  // Hello's names what its one file waits for, as a Hello's always did: being created,
+  // stored or committed.
+  proto::Working working{proto::WorkPhase::Storing, bytes_stored_};
+  const auto* entry = ledger_.entry(0);
+  if (!terms_.working_names_phase || entry == nullptr) return working;
+  if (entry->state == proto::EntryState::Offered) working.phase = proto::WorkPhase::Preparing;
+  if (entry->verifying) working.phase = proto::WorkPhase::Committing;
+  return working;
+}
+
 void IncomingEntries::log_file_end(const IncomingEntry& entry, std::uint64_t received,
                                    const Digest& computed, const char* verdict) const {
   const double seconds = std::chrono::duration<double>(Clock::now() - entry.taken).count();

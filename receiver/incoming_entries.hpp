@@ -85,7 +85,8 @@ class IncomingEntries {
   std::optional<std::string> end_problem(bool id) const;
   bool committing() const;  // a commit job of an entry is queued or running
   bool idle() const;        // no job on the pool uses an entry's file or the window
-  std::uint64_t bytes_stored() const { return bytes_stored_; }
+  // The Working that keeps a waiting sender informed: what we are doing, the bytes stored.
+  proto::Working working() const;
 
  private:
   void check_directory(IncomingEntry& entry);

@@ -292,8 +292,7 @@ void Connection::pump() {
 void Connection::on_sent(std::uint64_t tag) {
   if (tag == 0) return;  // a control message
   // The FileChunk's SEND completed, so the WRITE before it did too.
-  window_.completed(static_cast<std::uint32_t>(tag - 1));
-  pump();
+  if (window_.completed(static_cast<std::uint32_t>(tag - 1))) pump();
 }
 
 void Connection::on_message(Inbound inbound) {

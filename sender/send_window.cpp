@@ -137,14 +137,15 @@ bool SendWindow::credit(const proto::Credit& credit) {
   return true;
 }
 
-void SendWindow::completed(std::uint32_t slot) {
-  if (entries_.ledger().completed(slot) == 0) return;
+bool SendWindow::completed(std::uint32_t slot) {
+  if (entries_.ledger().completed(slot) == 0) return false;
   last_data_ = Clock::now();
   if (slot < in_flight_.size() && window_bytes_ > 0) {
     const auto [entry, offset] = in_flight_[slot];
     if (OutgoingEntry* e = entries_.open_entry(entry); e != nullptr && e->windows)
       e->windows->release(offset);
   }
+  return true;
 }
 
 std::optional<std::pair<SendWindow::Clock::time_point, SendWindow::Clock::time_point>>

@@ -65,8 +65,9 @@ class SendWindow {
   // Plans and starts every chunk the credits and --bwlimit allow, and posts those whose
   // bytes are ready, in the order planned.
   void send_chunks();
-  // The FileChunk SEND for `slot` completed (so its WRITE did too).
-  void completed(std::uint32_t slot);
+  // The FileChunk SEND for `slot` completed (so its WRITE did too); false: no chunk was in
+  // flight there.
+  bool completed(std::uint32_t slot);
   // The data phase: from the first Credit to the last chunk's completion.
   std::optional<std::pair<Clock::time_point, Clock::time_point>> data_span() const;
   // Cancels the reads and waits for the ones running (they use the staging buffer).
