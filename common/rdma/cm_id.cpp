@@ -49,32 +49,13 @@ int to_timeout_ms(std::chrono::milliseconds timeout) {
 }  // namespace
 
 CmId::CmId(EventChannel& channel, void* context) {
-  if (::rdma_create_id(channel.get(), &id_, context, RDMA_PS_TCP) != 0) {
-    throw_sys("rdma_create_id");
-  }
+  rdma_cm_id* id = nullptr;
+  if (::rdma_create_id(channel.get(), &id, context, RDMA_PS_TCP) != 0) throw_sys("rdma_create_id");
+  id_.reset(id);
 }
 
 CmId CmId::adopt(rdma_cm_id* id) noexcept {
   return CmId(id);
-}
-
-CmId& CmId::operator=(CmId&& other) noexcept {
-  if (this != &other) {
-    destroy();
-    id_ = std::exchange(other.id_, nullptr);
-  }
-  return *this;
-}
-
-CmId::~CmId() {
-  destroy();
-}
-
-void CmId::destroy() noexcept {
-  if (id_ == nullptr) return;
-  if (::rdma_destroy_id(std::exchange(id_, nullptr)) != 0) {
-    warn_release_failure("rdma_destroy_id", errno);
-  }
 }
 
 void CmId::resolve_addr(const char* host, uint16_t port, std::chrono::milliseconds timeout,
@@ -82,18 +63,18 @@ void CmId::resolve_addr(const char* host, uint16_t port, std::chrono::millisecon
   const AddrinfoPtr addr = resolve(host, port, 0);
   AddrinfoPtr from;
   if (source != nullptr) from = resolve(source, 0, AI_PASSIVE);
-  if (::rdma_resolve_addr(id_, from ? from->ai_addr : nullptr, addr->ai_addr,
+  if (::rdma_resolve_addr(id_.get(), from ? from->ai_addr : nullptr, addr->ai_addr,
                           to_timeout_ms(timeout)) != 0) {
     throw_sys("rdma_resolve_addr " + std::string(host));
   }
 }
 
 void CmId::resolve_route(std::chrono::milliseconds timeout) {
-  if (::rdma_resolve_route(id_, to_timeout_ms(timeout)) != 0) throw_sys("rdma_resolve_route");
+  if (::rdma_resolve_route(id_.get(), to_timeout_ms(timeout)) != 0) throw_sys("rdma_resolve_route");
 }
 
 void CmId::connect(rdma_conn_param& param) {
-  if (::rdma_connect(id_, &param) != 0) throw_sys("rdma_connect");
+  if (::rdma_connect(id_.get(), &param) != 0) throw_sys("rdma_connect");
 }
 
 void CmId::bind_and_listen(const char* addr_or_null, uint16_t port, int backlog) {
@@ -102,46 +83,46 @@ void CmId::bind_and_listen(const char* addr_or_null, uint16_t port, int backlog)
     any.sin_family = AF_INET;
     any.sin_port = htons(port);
     any.sin_addr.s_addr = htonl(INADDR_ANY);
-    if (::rdma_bind_addr(id_, reinterpret_cast<sockaddr*>(&any)) != 0) {
+    if (::rdma_bind_addr(id_.get(), reinterpret_cast<sockaddr*>(&any)) != 0) {
       throw_sys("rdma_bind_addr 0.0.0.0:" + std::to_string(port));
     }
   } else {
     const AddrinfoPtr addr = resolve(addr_or_null, port, AI_PASSIVE);
-    if (::rdma_bind_addr(id_, addr->ai_addr) != 0) {
+    if (::rdma_bind_addr(id_.get(), addr->ai_addr) != 0) {
       throw_sys("rdma_bind_addr " + sockaddr_to_string(addr->ai_addr));
     }
   }
-  if (::rdma_listen(id_, backlog) != 0) throw_sys("rdma_listen");
+  if (::rdma_listen(id_.get(), backlog) != 0) throw_sys("rdma_listen");
 }
 
 void CmId::accept(rdma_conn_param& param) {
-  if (::rdma_accept(id_, &param) != 0) throw_sys("rdma_accept");
+  if (::rdma_accept(id_.get(), &param) != 0) throw_sys("rdma_accept");
 }
 
 void CmId::reject(const void* private_data, uint8_t length) {
-  if (::rdma_reject(id_, private_data, length) != 0) throw_sys("rdma_reject");
+  if (::rdma_reject(id_.get(), private_data, length) != 0) throw_sys("rdma_reject");
 }
 
 void CmId::disconnect() noexcept {
-  ::rdma_disconnect(id_);
+  ::rdma_disconnect(id_.get());
 }
 
 void CmId::set_ack_timeout(std::uint8_t exponent) {
-  if (::rdma_set_option(id_, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &exponent,
+  if (::rdma_set_option(id_.get(), RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &exponent,
                         sizeof exponent) != 0)
     throw_sys("rdma_set_option(ACK_TIMEOUT)");
 }
 
 std::string CmId::peer_address() const {
-  return sockaddr_to_string(::rdma_get_peer_addr(id_));
+  return sockaddr_to_string(::rdma_get_peer_addr(id_.get()));
 }
 
 std::string CmId::local_address() const {
-  return sockaddr_to_string(::rdma_get_local_addr(id_));
+  return sockaddr_to_string(::rdma_get_local_addr(id_.get()));
 }
 
 uint16_t CmId::local_port() const noexcept {
-  return ntohs(::rdma_get_src_port(id_));
+  return ntohs(::rdma_get_src_port(id_.get()));
 }
 
 std::string host_and_port(const std::string& host, std::uint16_t port) {

@@ -6,11 +6,13 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
-#include <utility>
 
 #include "common/rdma/event_channel.hpp"
+#include "common/rdma/owned.hpp"
 
 namespace rdmax {
+
+inline constexpr char kDestroyId[] = "rdma_destroy_id";
 
 // Owns an rdma_cm_id (RDMA_PS_TCP, i.e. a reliable connected QP).
 //
@@ -26,12 +28,6 @@ class CmId {
   explicit CmId(EventChannel& channel, void* context = nullptr);
   // Takes ownership of the new id from a CONNECT_REQUEST event (event->id).
   static CmId adopt(rdma_cm_id* id) noexcept;
-
-  CmId(CmId&& other) noexcept : id_(std::exchange(other.id_, nullptr)) {}
-  CmId& operator=(CmId&& other) noexcept;
-  CmId(const CmId&) = delete;
-  CmId& operator=(const CmId&) = delete;
-  ~CmId();
 
   // Active side. `host` is a name, an IPv4 or an IPv6 literal (brackets allowed).
   // `source`: the local address to connect from (and so the device), or null: the route's.
@@ -54,7 +50,7 @@ class CmId {
   void set_ack_timeout(std::uint8_t exponent);
 
   ibv_context* verbs() const noexcept { return id_->verbs; }
-  rdma_cm_id* get() const noexcept { return id_; }
+  rdma_cm_id* get() const noexcept { return id_.get(); }
   void set_context(void* context) noexcept { id_->context = context; }
 
   // Printable "ip:port" ("[ip6]:port" for IPv6); empty while unknown.
@@ -64,9 +60,8 @@ class CmId {
 
  private:
   explicit CmId(rdma_cm_id* id) noexcept : id_(id) {}
-  void destroy() noexcept;
 
-  rdma_cm_id* id_ = nullptr;
+  Owned<rdma_cm_id, ::rdma_destroy_id, kDestroyId, true> id_;
 };
 
 // "ip:port" / "[ip6]:port" for AF_INET and AF_INET6, empty for anything else.

@@ -11,28 +11,8 @@ namespace rdmax {
 
 CompletionChannel::CompletionChannel(ibv_context* context) {
   errno = 0;
-  channel_ = ::ibv_create_comp_channel(context);
-  if (channel_ == nullptr) throw_sys("ibv_create_comp_channel", errno != 0 ? errno : ENOMEM);
-}
-
-CompletionChannel& CompletionChannel::operator=(CompletionChannel&& other) noexcept {
-  if (this != &other) {
-    destroy();
-    channel_ = std::exchange(other.channel_, nullptr);
-  }
-  return *this;
-}
-
-CompletionChannel::~CompletionChannel() {
-  destroy();
-}
-
-void CompletionChannel::destroy() noexcept {
-  if (channel_ == nullptr) return;
-  // Returns the errno value directly; EBUSY means a CQ still uses the channel.
-  if (int err = ::ibv_destroy_comp_channel(std::exchange(channel_, nullptr)); err != 0) {
-    warn_release_failure("ibv_destroy_comp_channel", err);
-  }
+  channel_.reset(::ibv_create_comp_channel(context));
+  if (!channel_) throw_sys("ibv_create_comp_channel", errno != 0 ? errno : ENOMEM);
 }
 
 void CompletionChannel::set_nonblocking() {
@@ -46,41 +26,20 @@ CompletionQueue::CompletionQueue(ibv_context* context, int min_entries, Completi
     : channel_(channel != nullptr ? channel->get() : nullptr) {
   // ibv_create_cq returns NULL and sets errno.
   errno = 0;
-  cq_ = ::ibv_create_cq(context, min_entries, nullptr, channel_, comp_vector);
-  if (cq_ == nullptr) throw_sys("ibv_create_cq", errno != 0 ? errno : ENOMEM);
-}
-
-CompletionQueue& CompletionQueue::operator=(CompletionQueue&& other) noexcept {
-  if (this != &other) {
-    destroy();
-    cq_ = std::exchange(other.cq_, nullptr);
-    channel_ = std::exchange(other.channel_, nullptr);
-  }
-  return *this;
-}
-
-CompletionQueue::~CompletionQueue() {
-  destroy();
-}
-
-void CompletionQueue::destroy() noexcept {
-  if (cq_ == nullptr) return;
-  // Returns the errno value directly; EBUSY means a QP still uses the CQ.
-  if (int err = ::ibv_destroy_cq(std::exchange(cq_, nullptr)); err != 0) {
-    warn_release_failure("ibv_destroy_cq", err);
-  }
+  cq_.reset(::ibv_create_cq(context, min_entries, nullptr, channel_, comp_vector));
+  if (!cq_) throw_sys("ibv_create_cq", errno != 0 ? errno : ENOMEM);
 }
 
 void CompletionQueue::request_notify(bool solicited_only) {
   // Returns the errno value directly, not -1.
-  if (int err = ::ibv_req_notify_cq(cq_, solicited_only ? 1 : 0); err != 0) {
+  if (int err = ::ibv_req_notify_cq(cq_.get(), solicited_only ? 1 : 0); err != 0) {
     throw_sys("ibv_req_notify_cq", err);
   }
 }
 
 int CompletionQueue::poll(std::span<ibv_wc> wcs) {
   const int max = static_cast<int>(std::min<size_t>(wcs.size(), INT_MAX));
-  const int n = ::ibv_poll_cq(cq_, max, wcs.data());
+  const int n = ::ibv_poll_cq(cq_.get(), max, wcs.data());
   // A negative result does not set errno (providers return various negative codes).
   if (n < 0) throw_sys("ibv_poll_cq", EIO);
   return n;

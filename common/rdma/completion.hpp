@@ -3,31 +3,28 @@
 #include <infiniband/verbs.h>
 
 #include <span>
-#include <utility>
+
+#include "common/rdma/owned.hpp"
 
 namespace rdmax {
+
+inline constexpr char kDestroyCompChannel[] = "ibv_destroy_comp_channel";
+inline constexpr char kDestroyCq[] = "ibv_destroy_cq";
 
 // Owns an ibv_comp_channel: the fd that becomes readable when an armed CQ gets a
 // completion. Destroy it after every CQ attached to it (declare it first).
 class CompletionChannel {
  public:
   explicit CompletionChannel(ibv_context* context);
-  CompletionChannel(CompletionChannel&& other) noexcept
-      : channel_(std::exchange(other.channel_, nullptr)) {}
-  CompletionChannel& operator=(CompletionChannel&& other) noexcept;
-  CompletionChannel(const CompletionChannel&) = delete;
-  CompletionChannel& operator=(const CompletionChannel&) = delete;
-  ~CompletionChannel();
 
-  ibv_comp_channel* get() const noexcept { return channel_; }
+  ibv_comp_channel* get() const noexcept { return channel_.get(); }
   int fd() const noexcept { return channel_->fd; }
   // Required before registering fd() with epoll and using get_event_and_ack().
   void set_nonblocking();
 
  private:
-  void destroy() noexcept;
-
-  ibv_comp_channel* channel_ = nullptr;
+  // EBUSY on release: a CQ still uses the channel.
+  Owned<ibv_comp_channel, ::ibv_destroy_comp_channel, kDestroyCompChannel> channel_;
 };
 
 // Owns an ibv_cq, optionally attached to a CompletionChannel. Destroy it after the QPs
@@ -42,14 +39,8 @@ class CompletionQueue {
   // `min_entries` is a minimum: the device may round up.
   CompletionQueue(ibv_context* context, int min_entries, CompletionChannel* channel,
                   int comp_vector = 0);
-  CompletionQueue(CompletionQueue&& other) noexcept
-      : cq_(std::exchange(other.cq_, nullptr)), channel_(std::exchange(other.channel_, nullptr)) {}
-  CompletionQueue& operator=(CompletionQueue&& other) noexcept;
-  CompletionQueue(const CompletionQueue&) = delete;
-  CompletionQueue& operator=(const CompletionQueue&) = delete;
-  ~CompletionQueue();
 
-  ibv_cq* get() const noexcept { return cq_; }
+  ibv_cq* get() const noexcept { return cq_.get(); }
 
   // Arms the one-shot notification for the next completion.
   void request_notify(bool solicited_only = false);
@@ -64,10 +55,9 @@ class CompletionQueue {
   bool get_event_and_ack();
 
  private:
-  void destroy() noexcept;
-
-  ibv_cq* cq_ = nullptr;
-  ibv_comp_channel* channel_ = nullptr;
+  // EBUSY on release: a QP still uses the CQ.
+  Owned<ibv_cq, ::ibv_destroy_cq, kDestroyCq> cq_;
+  ibv_comp_channel* channel_ = nullptr;  // not owned
 };
 
 }  // namespace rdmax

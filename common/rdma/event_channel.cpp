@@ -6,29 +6,9 @@
 
 namespace rdmax {
 
-void CmEvent::ack() noexcept {
-  if (event_ == nullptr) return;
-  // Only fails for an event the library does not know; nothing useful to do then.
-  if (::rdma_ack_cm_event(std::exchange(event_, nullptr)) != 0) {
-    warn_release_failure("rdma_ack_cm_event", errno);
-  }
-}
-
 EventChannel::EventChannel() : channel_(::rdma_create_event_channel()) {
   // Fails with ENOENT/ENODEV when the rdma_ucm module is not loaded (no /dev/infiniband).
   if (channel_ == nullptr) throw_sys("rdma_create_event_channel");
-}
-
-EventChannel& EventChannel::operator=(EventChannel&& other) noexcept {
-  if (this != &other) {
-    if (channel_ != nullptr) ::rdma_destroy_event_channel(channel_);
-    channel_ = std::exchange(other.channel_, nullptr);
-  }
-  return *this;
-}
-
-EventChannel::~EventChannel() {
-  if (channel_ != nullptr) ::rdma_destroy_event_channel(channel_);
 }
 
 void EventChannel::set_nonblocking() {
@@ -41,7 +21,7 @@ std::optional<CmEvent> EventChannel::try_get() {
   rdma_cm_event* event = nullptr;
   // rdma_get_cm_event returns -1 and sets errno; on a non-blocking channel with nothing
   // queued that errno is EAGAIN.
-  if (::rdma_get_cm_event(channel_, &event) != 0) {
+  if (::rdma_get_cm_event(channel_.get(), &event) != 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) return std::nullopt;
     throw_sys("rdma_get_cm_event");
   }

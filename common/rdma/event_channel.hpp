@@ -2,10 +2,14 @@
 
 #include <rdma/rdma_cma.h>
 
+#include <memory>
 #include <optional>
-#include <utility>
+
+#include "common/rdma/owned.hpp"
 
 namespace rdmax {
+
+inline constexpr char kAckCmEvent[] = "rdma_ack_cm_event";
 
 // Owns one reported CM event and acks it (rdma_ack_cm_event) on destruction. Every event
 // must be acked: rdma_destroy_id blocks until all events of its id are acked, so an
@@ -19,30 +23,20 @@ class CmEvent {
  public:
   CmEvent() noexcept = default;
   explicit CmEvent(rdma_cm_event* event) noexcept : event_(event) {}
-  CmEvent(CmEvent&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
-  CmEvent& operator=(CmEvent&& other) noexcept {
-    if (this != &other) {
-      ack();
-      event_ = std::exchange(other.event_, nullptr);
-    }
-    return *this;
-  }
-  CmEvent(const CmEvent&) = delete;
-  CmEvent& operator=(const CmEvent&) = delete;
-  ~CmEvent() { ack(); }
 
-  // Acks now; idempotent. After this the accessors must not be used.
-  void ack() noexcept;
+  // Acks now; idempotent. After this the accessors must not be used. (The ack fails only
+  // for an event the library does not know; nothing useful to do then.)
+  void ack() noexcept { event_.reset(); }
 
-  rdma_cm_event* get() const noexcept { return event_; }
-  rdma_cm_event* operator->() const noexcept { return event_; }
+  rdma_cm_event* get() const noexcept { return event_.get(); }
+  rdma_cm_event* operator->() const noexcept { return event_.get(); }
   rdma_cm_event_type type() const noexcept { return event_->event; }
   rdma_cm_id* id() const noexcept { return event_->id; }
   int status() const noexcept { return event_->status; }
   const char* name() const noexcept { return rdma_event_str(event_->event); }
 
  private:
-  rdma_cm_event* event_ = nullptr;
+  Owned<rdma_cm_event, ::rdma_ack_cm_event, kAckCmEvent, true> event_;
 };
 
 // Owns an rdma_event_channel, the fd through which all CM events of its ids arrive.
@@ -50,13 +44,8 @@ class CmEvent {
 class EventChannel {
  public:
   EventChannel();
-  EventChannel(EventChannel&& other) noexcept : channel_(std::exchange(other.channel_, nullptr)) {}
-  EventChannel& operator=(EventChannel&& other) noexcept;
-  EventChannel(const EventChannel&) = delete;
-  EventChannel& operator=(const EventChannel&) = delete;
-  ~EventChannel();
 
-  rdma_event_channel* get() const noexcept { return channel_; }
+  rdma_event_channel* get() const noexcept { return channel_.get(); }
   int fd() const noexcept { return channel_->fd; }
 
   // Required before try_get(), and for registering fd() with epoll.
@@ -66,7 +55,12 @@ class EventChannel {
   std::optional<CmEvent> try_get();
 
  private:
-  rdma_event_channel* channel_ = nullptr;
+  struct Destroy {  // rdma_destroy_event_channel cannot fail
+    void operator()(rdma_event_channel* channel) const noexcept {
+      ::rdma_destroy_event_channel(channel);
+    }
+  };
+  std::unique_ptr<rdma_event_channel, Destroy> channel_;
 };
 
 }  // namespace rdmax

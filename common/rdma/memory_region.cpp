@@ -43,8 +43,8 @@ std::string memlock_hint(size_t requested) {
 MemoryRegion::MemoryRegion(ibv_pd* pd, void* addr, size_t length, int access) {
   // ibv_reg_mr returns NULL and sets errno.
   errno = 0;
-  mr_ = ::ibv_reg_mr(pd, addr, length, access);
-  if (mr_ == nullptr) {
+  mr_.reset(::ibv_reg_mr(pd, addr, length, access));
+  if (!mr_) {
     const int err = errno != 0 ? errno : ENOMEM;
     std::string hint;
     if ((err == ENOMEM || err == EPERM) && !has_ipc_lock_capability()) {
@@ -55,23 +55,10 @@ MemoryRegion::MemoryRegion(ibv_pd* pd, void* addr, size_t length, int access) {
   registered_bytes += length;
 }
 
-MemoryRegion& MemoryRegion::operator=(MemoryRegion&& other) noexcept {
-  if (this != &other) {
-    destroy();
-    mr_ = std::exchange(other.mr_, nullptr);
-  }
-  return *this;
-}
-
-MemoryRegion::~MemoryRegion() {
-  destroy();
-}
-
-void MemoryRegion::destroy() noexcept {
-  if (mr_ == nullptr) return;
-  const size_t length = mr_->length;
+void MemoryRegion::Deregister::operator()(ibv_mr* mr) const noexcept {
+  const size_t length = mr->length;
   // Returns the errno value directly, not -1.
-  if (int err = ::ibv_dereg_mr(std::exchange(mr_, nullptr)); err != 0) {
+  if (int err = ::ibv_dereg_mr(mr); err != 0) {
     warn_release_failure("ibv_dereg_mr", err);
     return;  // still pinned
   }

@@ -4,8 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
-#include <utility>
 
 namespace rdmax {
 
@@ -18,20 +18,16 @@ namespace rdmax {
 class MemoryRegion {
  public:
   MemoryRegion(ibv_pd* pd, void* addr, size_t length, int access);
-  MemoryRegion(MemoryRegion&& other) noexcept : mr_(std::exchange(other.mr_, nullptr)) {}
-  MemoryRegion& operator=(MemoryRegion&& other) noexcept;
-  MemoryRegion(const MemoryRegion&) = delete;
-  MemoryRegion& operator=(const MemoryRegion&) = delete;
-  ~MemoryRegion();
 
-  ibv_mr* get() const noexcept { return mr_; }
+  ibv_mr* get() const noexcept { return mr_.get(); }
   uint32_t lkey() const noexcept { return mr_->lkey; }
   uint32_t rkey() const noexcept { return mr_->rkey; }
 
  private:
-  void destroy() noexcept;
-
-  ibv_mr* mr_ = nullptr;
+  struct Deregister {  // and count the bytes unpinned (common/rdma/owned.hpp's shape)
+    void operator()(ibv_mr* mr) const noexcept;
+  };
+  std::unique_ptr<ibv_mr, Deregister> mr_;
 };
 
 // If `requested` bytes of pinned memory exceed the soft RLIMIT_MEMLOCK, a sentence saying
