@@ -2,30 +2,10 @@
 // fuzz_session_ledgers: the ReceiveLedger beside a model of its contract,
 // checked after every call.
 
-#include <algorithm>
-#include <cstddef>
-#include <cstdint>
-#include <deque>
-#include <iterator>
-#include <map>
-#include <optional>
-#include <span>
-#include <string>
-#include <variant>
-#include <vector>
-
-#include "protocol/receive_ledger.hpp"
-#include "protocol/send_ledger.hpp"
-#include "protocol/wire.hpp"
-#include "tests/fuzz/fuzz_check.hpp"
+// The includes and the names the checks share.
 #include "tests/fuzz/session_ledger_input.hpp"
 
 namespace rdmax::fuzz {
-
-using namespace rdmax::proto;
-using RState = ReceiveLedger::EntryState;
-using SState = SendLedger::EntryState;
-using SlotState = ReceiveLedger::SlotState;
 
 // The ReceiveLedger, likewise.
 class ReceiverCheck {
