@@ -49,6 +49,9 @@ std::string refusal_next_step(RejectReason reason, RefusalScope scope) {
       return "the receiver does not know this id, or holds another key for it: check the key "
              "file against the receiver's --senders file (repeated failures from one address "
              "are refused for a while)";
+    case RejectReason::SealRequired:
+      return "the receiver admits keyed senders only if they seal what they send: drop "
+             "rdma-send --no-seal";
   }
   return kSeeLog;
 }

@@ -96,6 +96,8 @@ enum class MessageType : std::uint16_t {
   Holds = 25,
   FileAbort = 26,
   Continue = 27,
+  // Version 2 only: any other message, sealed (docs/PROTOCOL.md 7.11).
+  Sealed = 28,
 };
 
 enum class VerdictCode : std::uint8_t {
@@ -121,6 +123,9 @@ enum class RejectReason : std::uint16_t {
   // refuses gets UnsupportedVersion, with a text that says a key is required.
   AuthRequired = 9,  // this receiver admits only senders with a key (rdma-recv --senders)
   AuthFailed = 10,   // unknown id or wrong key (the two are not told apart)
+  // Version 2 only (7.11): this receiver admits a keyed sender only if it seals
+  // (rdma-recv --require-seal), and the Open did not ask to.
+  SealRequired = 11,
 };
 
 enum class ErrorCode : std::uint16_t {
@@ -186,6 +191,14 @@ inline constexpr std::uint16_t kExtensionDigestAtEnd = 0x8003;
 // does not know. The codec lifts it into Open.digest_algorithm (decode) and writes it from
 // there (encode): Open.extensions never holds it.
 inline constexpr std::uint16_t kExtensionDigestAlgorithm = 0x8004;
+// In an Open beside kExtensionSenderKey, one byte naming the suite (1: HKDF-SHA256 and
+// AES-256-GCM): "after the proofs, seal every message and every chunk" (docs/PROTOCOL.md
+// 7.11). Not must-understand: a receiver that ignores it answers in clear, and the sender,
+// which asked, refuses to go on.
+inline constexpr std::uint16_t kExtensionSeal = 0x0005;
+inline constexpr std::uint8_t kSealSuiteAes256Gcm = 1;
+inline constexpr std::size_t kSealTagBytes = 16;  // AES-GCM's tag
+using SealTag = std::array<std::uint8_t, kSealTagBytes>;
 inline constexpr std::size_t kNonceBytes = 32;
 using Nonce = std::array<std::uint8_t, kNonceBytes>;
 
@@ -385,16 +398,22 @@ struct Refuse {
   }
 };
 
+// How a chunk's bytes were sealed (7.11): the counter its nonce was made of, and its tag.
+struct ChunkSeal {
+  std::uint64_t counter = 0;
+  SealTag tag{};
+  bool operator==(const ChunkSeal&) const = default;
+};
+
 // sender -> receiver: as Chunk, for one entry.
 struct FileChunk {
   std::uint32_t entry = 0;
   std::uint32_t slot = 0;
   std::uint64_t offset = 0;
   std::uint32_t length = 0;
+  // Exactly on a sealed connection (7.11): the slot holds the bytes sealed.
+  std::optional<ChunkSeal> seal{};
   bool operator==(const FileChunk&) const = default;
-  static constexpr auto layout() {
-    return std::tuple{&FileChunk::entry, &FileChunk::slot, &FileChunk::offset, &FileChunk::length};
-  }
 };
 
 // sender -> receiver: as Done, for one entry.
@@ -489,10 +508,19 @@ struct FileAbort {
   }
 };
 
+// Either direction, after the proofs of a connection whose Open asked for sealing (7.11):
+// another message (its 16-byte header included), encrypted, then its 16-byte tag.
+struct Sealed {
+  std::string box;  // kSealedMinBox..: the ciphertext, then the tag
+  bool operator==(const Sealed&) const = default;
+  static constexpr auto layout() { return std::tuple{Counted<Sealed>{&Sealed::box, "Sealed.box"}}; }
+};
+inline constexpr std::size_t kSealedMinBox = kHeaderSize + kSealTagBytes;
+
 using Message =
     std::variant<Hello, Accept, Chunk, Credit, Done, Verdict, Id, Secret, Denied, Reject, Bye,
                  Error, Working, Open, Offer, Take, Refuse, FileChunk, FileDone, FileVerdict,
-                 Resume, Have, Challenge, Proof, Holds, FileAbort, Continue>;
+                 Resume, Have, Challenge, Proof, Holds, FileAbort, Continue, Sealed>;
 
 enum class DecodeError {
   Short,           // fewer bytes than a header

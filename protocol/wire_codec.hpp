@@ -36,6 +36,8 @@ constexpr std::size_t kLengthPrefixBytes = 2;         // a counted string's u16 
 constexpr std::size_t kOpenBytes = 1 + 3 + 4 + 4 + 4 + 8;
 constexpr std::size_t kFileDoneBytes = 4 + 8;
 constexpr std::size_t kFileDoneWithDigestBytes = kFileDoneBytes + kSha256Bytes;  // 7.9
+constexpr std::size_t kFileChunkBytes = 4 + 4 + 8 + 4;
+constexpr std::size_t kFileChunkSealedBytes = kFileChunkBytes + 8 + kSealTagBytes;  // 7.11
 constexpr std::uint32_t kNanosecondsPerSecond = 1'000'000'000;
 
 template <class M>
@@ -98,10 +100,18 @@ static_assert(kHeaderSize + fixed_size<Secret>() + kMaxSecretBytes <= kMaxMessag
 static_assert(kHeaderSize + fixed_size<Refuse>() + kMaxTextBytes <= kMaxMessageSize);
 static_assert(kHeaderSize + fixed_size<Offer>() + kMaxPathBytes <= kMaxMessageSize);
 static_assert(fixed_size<Offer>() == 4 + 1 + 1 + 2 + 8 + 8 + 4 + kSha256Bytes + 2);
-static_assert(fixed_size<Accept>() == 24 && fixed_size<FileChunk>() == 20);
+static_assert(fixed_size<Accept>() == 24);
+// A sealed message (7.11) holds any message that may be sealed at its largest: a session's
+// (an Offer of the longest path) or an answer (a Secret, a Refuse's text).
+static_assert(kHeaderSize + fixed_size<Sealed>() + kSealedMinBox + fixed_size<Offer>() +
+                  kMaxPathBytes <=
+              kMaxMessageSize);
+static_assert(kHeaderSize + fixed_size<Sealed>() + kSealedMinBox + fixed_size<Secret>() +
+                  kMaxSecretBytes <=
+              kMaxMessageSize);
 
 // The variant's alternatives are declared in wire-type order, so index + 1 is the type.
-static_assert(std::variant_size_v<Message> == 27);
+static_assert(std::variant_size_v<Message> == 28);
 static_assert(std::is_same_v<std::variant_alternative_t<0, Message>, Hello>);
 static_assert(std::is_same_v<std::variant_alternative_t<11, Message>, Error>);
 static_assert(std::is_same_v<std::variant_alternative_t<12, Message>, Working>);
@@ -111,6 +121,7 @@ static_assert(std::is_same_v<std::variant_alternative_t<21, Message>, Have>);
 static_assert(std::is_same_v<std::variant_alternative_t<23, Message>, Proof>);
 static_assert(std::is_same_v<std::variant_alternative_t<25, Message>, FileAbort>);
 static_assert(std::is_same_v<std::variant_alternative_t<26, Message>, Continue>);
+static_assert(std::is_same_v<std::variant_alternative_t<27, Message>, Sealed>);
 
 inline std::size_t extensions_size(const std::vector<HelloExtension>& extensions) {
   std::size_t size = 0;
@@ -128,6 +139,9 @@ inline const char* extensions_problem(const std::vector<HelloExtension>& extensi
       return "sender-key extension not a nonce and an id of 1..256 bytes";
     else if (e.type == kExtensionDigestAtEnd && !e.value.empty())
       return "digest-at-end extension with a value";
+    else if (e.type == kExtensionSeal &&
+             (e.value.size() != 1 || static_cast<std::uint8_t>(e.value[0]) != kSealSuiteAes256Gcm))
+      return "seal extension not one byte 1";
     else if (e.type == kExtensionDigestAlgorithm &&
              (e.value.size() != 1 ||
               static_cast<DigestAlgorithm>(e.value[0]) != DigestAlgorithm::Blake3))
@@ -147,7 +161,7 @@ inline bool is_known(AbortReason reason) {
 }
 inline bool is_known(RejectReason reason) {
   auto v = static_cast<std::uint16_t>(reason);
-  return v >= 1 && v <= 10;
+  return v >= 1 && v <= 11;
 }
 // Reasons and codes a version-1 peer does not know: the encoder refuses them in version 1.
 inline bool is_version1(RejectReason reason) {

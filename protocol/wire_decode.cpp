@@ -246,6 +246,23 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       if (payload.size() == kFileDoneWithDigestBytes) read_sha(m.digest.emplace());
       return m;
     }
+    case MessageType::FileChunk: {
+      // 20 bytes, or 44 with the seal of the chunk's bytes on a sealed connection (7.11).
+      if (payload.size() != kFileChunkSealedBytes)
+        if (auto f = exact(kFileChunkBytes)) return *f;
+      FileChunk m;
+      m.entry = r.u32();
+      m.slot = r.u32();
+      m.offset = r.u64();
+      m.length = r.u32();
+      if (payload.size() == kFileChunkSealedBytes) {
+        ChunkSeal& seal = m.seal.emplace();
+        seal.counter = r.u64();
+        const auto tag = r.take(kSealTagBytes);
+        std::copy(tag.begin(), tag.end(), seal.tag.begin());
+      }
+      return m;
+    }
     default:
       return read_by_layout(type, r, payload.size(),
                             std::make_index_sequence<std::variant_size_v<Message>>{});
@@ -262,7 +279,7 @@ DecodeResult decode_payload(MessageType type, std::uint16_t version,
 }
 
 bool is_known_type(std::uint16_t type, std::uint16_t version) {
-  return type >= 1 && type <= (version == kVersion1 ? 12 : 27);
+  return type >= 1 && type <= (version == kVersion1 ? 12 : 28);
 }
 
 std::uint32_t read_le32(std::span<const std::uint8_t> b, std::size_t at) {

@@ -22,6 +22,7 @@ std::size_t payload_size(const Message& message, std::uint16_t version) {
           },
           [](const Open& m) { return open_size(m); },
           [](const FileDone& m) { return m.digest ? kFileDoneWithDigestBytes : kFileDoneBytes; },
+          [](const FileChunk& m) { return m.seal ? kFileChunkSealedBytes : kFileChunkBytes; },
           [](const auto& m) { return layout_size(m); },
       },
       message);
@@ -130,6 +131,16 @@ void write_payload(ByteWriter& w, const Message& message, std::uint16_t version)
                    w.u64(m.total_bytes);
                    if (m.digest) w.bytes(*m.digest);
                  },
+                 [&](const FileChunk& m) {
+                   w.u32(m.entry);
+                   w.u32(m.slot);
+                   w.u64(m.offset);
+                   w.u32(m.length);
+                   if (m.seal) {
+                     w.u64(m.seal->counter);
+                     w.bytes(m.seal->tag);
+                   }
+                 },
                  [&](const auto& m) {
                    std::apply([&](auto... field) { (write_field(w, m, field), ...); },
                               std::decay_t<decltype(m)>::layout());
@@ -219,6 +230,9 @@ const char* codec::field_problem(const Message& message) {
           },
           [](const FileAbort& m) -> const char* {
             return is_known(m.reason) ? nullptr : "FileAbort.reason unknown";
+          },
+          [](const Sealed& m) -> const char* {
+            return m.box.size() < kSealedMinBox ? "Sealed.box shorter than 32 bytes" : nullptr;
           },
           [](const auto&) -> const char* { return nullptr; },  // no static rules
       },

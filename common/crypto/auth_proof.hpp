@@ -10,7 +10,12 @@
 
 namespace rdmax {
 
-// HMAC-SHA256(key, proof_label(role) || SHA-256(auth_transcript(open, challenge))).
+// T = SHA-256(auth_transcript(open, challenge)): what both proofs cover, and the salt of the
+// sealing keys (7.11).
+[[nodiscard]] proto::Digest transcript_hash(const proto::Open& open,
+                                            const proto::Challenge& challenge);
+
+// HMAC-SHA256(key, proof_label(role) || T).
 [[nodiscard]] proto::Digest auth_proof(proto::ProofRole role, std::string_view key,
                                        const proto::Open& open, const proto::Challenge& challenge);
 

@@ -447,8 +447,8 @@ TEST(Wire, EveryCodeHasADistinctName) {
     }
     EXPECT_EQ(names.size(), count);
   };
-  expect_distinct(enum_values<MessageType>(), 27U);
-  expect_distinct(enum_values<RejectReason>(), 10U);
+  expect_distinct(enum_values<MessageType>(), 28U);
+  expect_distinct(enum_values<RejectReason>(), 11U);
   expect_distinct(enum_values<ErrorCode>(), 6U);
   expect_distinct(enum_values<VerdictCode>(), 5U);
   expect_distinct(enum_values<DecodeError>(), 8U);
