@@ -136,6 +136,9 @@ enum class ErrorCode : std::uint16_t {
   ShuttingDown = 5,
   // Version 2 only: the receiver did not prove that it holds the sender's key.
   AuthFailed = 6,
+  // Version 2 only (7.11): a sealed chunk did not open: its bytes were altered in the
+  // receiver's memory; nothing of it was written.
+  SealBroken = 7,
 };
 
 // A file's digest, by the algorithm its Hello or Open names (the fs-verity digest or the

@@ -172,7 +172,7 @@ inline bool is_version1(ErrorCode code) {
 }
 inline bool is_known(ErrorCode code) {
   auto v = static_cast<std::uint16_t>(code);
-  return v >= 1 && v <= 6;
+  return v >= 1 && v <= 7;
 }
 // The algorithms a fixed digest_algorithm field may name (a Hello's, an Open's).
 inline bool is_known(DigestAlgorithm algorithm) {

@@ -6,6 +6,7 @@
 
 #include "protocol/names.hpp"
 #include "protocol/receiver_rules.hpp"
+#include "protocol/seal.hpp"
 #include "protocol/secure_wipe.hpp"
 #include "protocol/sizes.hpp"
 
@@ -30,7 +31,8 @@ Connection::Connection(Transport& transport, std::string peer, ReceiverContext& 
                        std::string address)
     : DriverCore(std::move(peer)),
       context_(context),
-      edge_(transport),
+      sealed_(transport),
+      edge_(sealed_),
       keys_(context.sender_keys, context.penalties, std::move(address)),
       window_(context.window_bytes_in_use),
       entries_(
@@ -183,6 +185,12 @@ void Connection::check_open(const proto::Open& open, Event event) {
       return reject(proto::RejectReason::AuthRequired,
                     "this receiver admits only senders with a key (rdma-send --key-file)");
     }
+    if (o.require_seal && !proto::asks_to_seal(open)) {
+      spdlog::warn("[{}] refused a keyed sender that does not seal (--require-seal)", label());
+      return reject(proto::RejectReason::SealRequired,
+                    "this receiver admits keyed senders only if they seal (rdma-send --no-seal "
+                    "turns sealing off)");
+    }
     return dispatch({event, {}, {proto::OpenCheck::NeedsProof}});
   }
   const proto::Window window = proto::window_for_session(open, o.slot_size, o.slots);
@@ -195,14 +203,18 @@ void Connection::check_open(const proto::Open& open, Event event) {
 
 void Connection::send_accept(const ReceiverInput::AcceptedOpen& accepted) {
   const auto& o = context_.options;
-  // Ours first: the sender sends nothing before it has checked it.
+  // Ours first: the sender sends nothing before it has checked it. Everything after it is
+  // sealed where the Open asked (PROTOCOL.md 7.11), the Accept first.
   if (keys_.receiver_proof()) post(proto::Proof{*keys_.receiver_proof()});
+  if (const auto& keys = keys_.seal_keys())
+    sealed_.seal_from_now(MessageSeal(keys->messages_to_sender, keys->messages_to_receiver));
   open_ = accepted.open;
   // The memory is the process's own until a file is taken: then it is registered, and only
   // then does any key exist.
   window_.allocate(*transport(), accepted.slots, o.slot_size, accepted.window_bytes);
   digest_at_end_ = accepted.extensions.digest_at_end;
-  entries_.start(accepted, terms_, keys_.subdir());
+  const auto& seal = keys_.seal_keys();
+  entries_.start(accepted, terms_, keys_.subdir(), seal ? &seal->chunks : nullptr);
   if (open_.entry_count > 1)
     spdlog::info("[{}] session of {} entries ({}), {}", label(), open_.entry_count,
                  proto::format_size(open_.total_bytes), proto::to_string(open_.digest_algorithm));
@@ -327,6 +339,11 @@ void Connection::on_message(Inbound inbound) {
     if (std::holds_alternative<proto::FileAbort>(message))
       rule_broken = "a FileAbort, the digest at the end not negotiated";
   }
+  // On a sealed connection every FileChunk carries its chunk's seal, and only there (7.11).
+  if (const auto* chunk = std::get_if<proto::FileChunk>(&message);
+      chunk != nullptr && chunk->seal.has_value() != sealed_.sealing())
+    rule_broken = sealed_.sealing() ? "a FileChunk without its seal on a sealed connection"
+                                    : "a FileChunk with a seal on a connection in clear";
   if (done != nullptr && state_ == State::InSession) {
     const IncomingEntry* e = entries_.entry(done->entry);
     const bool flagged = e != nullptr && e->offer.digest_at_end;

@@ -26,6 +26,7 @@
 
 #include "common/connection/dispatcher.hpp"
 #include "common/connection/driver_core.hpp"
+#include "common/connection/sealed_transport.hpp"
 #include "common/connection/transport.hpp"
 #include "protocol/receiver_machine.hpp"
 #include "protocol/wire.hpp"
@@ -103,8 +104,9 @@ class Connection final : public DriverCore {
   void release();
 
   ReceiverContext& context_;
-  HelloEdge edge_;   // the transport, as the driver sees it
-  FlowTerms terms_;  // what the sender's flow means here, read with its first message
+  SealedTransport sealed_;  // the wire, sealed after the proofs where the Open asked
+  HelloEdge edge_;          // the transport, as the driver sees it
+  FlowTerms terms_;         // what the sender's flow means here, read with its first message
   State state_ = State::AwaitOpen;
   Dispatcher<ReceiverInput> dispatcher_;
 

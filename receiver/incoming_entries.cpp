@@ -33,7 +33,7 @@ IncomingEntries::IncomingEntries(ReceiverContext& context, ReceiveWindow& window
     : context_(context), window_(window), label_(label), hooks_(std::move(hooks)) {}
 
 void IncomingEntries::start(const ReceiverInput::AcceptedOpen& accepted, const FlowTerms& terms,
-                            std::string subdir) {
+                            std::string subdir, const proto::SealKey* chunk_key) {
   open_ = accepted.open;
   terms_ = terms;
   subdir_ = std::move(subdir);
@@ -44,6 +44,7 @@ void IncomingEntries::start(const ReceiverInput::AcceptedOpen& accepted, const F
   }
   ledger_ = proto::ReceiveLedger(open_, context_.options.slot_size, accepted.slots);
   directories_.emplace(context_.pool);
+  if (chunk_key != nullptr) opener_.emplace(context_.pool, accepted.slots, *chunk_key);
   started_ = Clock::now();
 }
 
@@ -263,12 +264,36 @@ void IncomingEntries::store_chunk(const proto::FileChunk& c) {
   // landing, and from here a write with that key fails at the writer.
   window_.revoke(c.slot);
   context_.bytes_received += c.length;
+  if (!opener_) {
+    store_opened(c);
+  } else {
+    opener_->open(c, window_.slot(c.slot).first(c.length), [this, c](bool opened) {
+      hooks_.in_session([&] {
+        if (opened) return store_opened(c);
+        // Not the sender's doing (its FileChunk opened): someone wrote into the slot. Nothing
+        // of it is written; what the file stored before stays good for a resume.
+        spdlog::error(
+            "[{}] a chunk of {} (offset {}, {} bytes) does not open: altered in our "
+            "memory after the sender wrote it; nothing of it was written",
+            label_, proto::quoted_for_log(entry(c.entry)->offer.path), c.offset, c.length);
+        hooks_.raise({Event::LocalFailure,
+                      Input::Abort{proto::ErrorCode::SealBroken,
+                                   "a chunk of entry " + std::to_string(c.entry) + " at offset " +
+                                       std::to_string(c.offset) +
+                                       " does not open: it was altered in the receiver's memory "
+                                       "(written with a slot's key); nothing of it was written"}});
+      });
+    });
+  }
+  expect_next();
+}
+
+void IncomingEntries::store_opened(const proto::FileChunk& c) {
   const std::uint32_t id = c.entry;
   entry(id)->file->store(c.slot, c.offset, window_.slot(c.slot).first(c.length),
                          [this, id](const IncomingFile::Stored& stored) {
                            hooks_.in_session([&] { on_stored(id, stored); });
                          });
-  expect_next();
 }
 
 void IncomingEntries::on_stored(std::uint32_t id, const IncomingFile::Stored& stored) {
@@ -428,6 +453,7 @@ void IncomingEntries::discard_files(bool keep_nothing) {
     retired_.emplace_back(id, std::move(held));
   }
   if (directories_) directories_->cancel();
+  if (opener_) opener_->cancel();
 }
 
 std::optional<std::string> IncomingEntries::end_problem(bool id) const {
@@ -453,7 +479,7 @@ bool IncomingEntries::idle() const {
     if (busy(*entry)) return false;
   for (const auto& [id, entry] : retired_)
     if (busy(*entry)) return false;
-  return !directories_ || directories_->idle();
+  return (!directories_ || directories_->idle()) && (!opener_ || opener_->idle());
 }
 
 proto::Working IncomingEntries::working() const {

@@ -25,6 +25,7 @@
 #include "common/work/work_pool.hpp"
 #include "protocol/receive_ledger.hpp"
 #include "protocol/wire.hpp"
+#include "receiver/chunk_opener.hpp"
 #include "receiver/hello_edge.hpp"
 #include "receiver/incoming_entry.hpp"
 #include "receiver/receive_window.hpp"
@@ -51,10 +52,10 @@ class IncomingEntries {
   IncomingEntries(ReceiverContext& context, ReceiveWindow& window, const std::string& label,
                   EntryHooks hooks);
 
-  // The Open was accepted: its entries' rules, the flow's terms and the sender key's
-  // subdirectory (empty: none).
+  // The Open was accepted: its entries' rules, the flow's terms, the sender key's
+  // subdirectory (empty: none) and, on a sealed connection, the chunks' key (7.11).
   void start(const ReceiverInput::AcceptedOpen& accepted, const FlowTerms& terms,
-             std::string subdir);
+             std::string subdir, const proto::SealKey* chunk_key = nullptr);
   proto::ReceiveLedger& ledger() { return ledger_; }
   IncomingEntry* entry(std::uint32_t id) {
     // Every entry the ledger holds is one of ours (check_offer hands it over).
@@ -98,6 +99,8 @@ class IncomingEntries {
   // confirmed after a Continue from its size.
   void look_for_held(std::uint32_t id);
   void confirm_whole(std::uint32_t id, const proto::Holds& held);
+  // Hashes and writes a chunk checked (and opened, on a sealed connection).
+  void store_opened(const proto::FileChunk& chunk);
   void on_stored(std::uint32_t id, const IncomingFile::Stored& stored);
   void verify(std::uint32_t id);
   void settle(std::uint32_t id);
@@ -129,6 +132,8 @@ class IncomingEntries {
   // being stored, go back to the sender.
   std::vector<std::pair<std::uint32_t, std::unique_ptr<proto::ReceiveLedger::Entry>>> retired_;
   std::optional<WorkQueue> directories_;  // directory work, in order
+  // A sealed connection's: each chunk is opened before it is stored (7.11).
+  std::optional<ChunkOpener> opener_;
 };
 
 }  // namespace rdmax::receiver

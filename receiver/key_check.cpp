@@ -4,6 +4,7 @@
 
 #include "common/crypto/auth_proof.hpp"
 #include "protocol/names.hpp"
+#include "protocol/seal.hpp"
 
 namespace rdmax::receiver {
 
@@ -34,8 +35,11 @@ bool KeyCheck::check(const proto::Proof& proof, const std::string& label) {
   authenticated_ = true;
   if (penalties_ != nullptr) penalties_->succeeded(address_);
   receiver_proof_ = auth_proof(proto::ProofRole::Receiver, key->key, claimed_open_, challenge_);
+  if (proto::asks_to_seal(claimed_open_))
+    seal_keys_ = derive_seal_keys(key->key, transcript_hash(claimed_open_, challenge_));
   subdir_ = key->subdir;
-  spdlog::info("[{}] sender '{}' authenticated{}", label, proto::escape_for_log(claim_->id),
+  spdlog::info("[{}] sender '{}' authenticated{}{}", label, proto::escape_for_log(claim_->id),
+               seal_keys_ ? ", sealed" : ", in clear",
                subdir_.empty() ? "" : "; it writes beneath " + proto::escape_for_log(subdir_));
   return true;
 }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "common/crypto/seal.hpp"
 #include "protocol/auth.hpp"
 #include "protocol/sender_keys.hpp"
 #include "protocol/wire.hpp"
@@ -34,6 +35,8 @@ class KeyCheck {
   void failed(const std::string& why, const std::string& label);
 
   const std::optional<proto::Digest>& receiver_proof() const { return receiver_proof_; }
+  // After a good Proof of an Open that asked to seal: this connection's keys (7.11).
+  const std::optional<SealKeys>& seal_keys() const { return seal_keys_; }
   // Non-empty: every path of the session goes beneath DIR/subdir.
   const std::string& subdir() const { return subdir_; }
 
@@ -45,6 +48,7 @@ class KeyCheck {
   proto::Open claimed_open_{};
   proto::Challenge challenge_{};
   std::optional<proto::Digest> receiver_proof_;
+  std::optional<SealKeys> seal_keys_;
   bool authenticated_ = false;
   std::string subdir_;
 };

@@ -20,7 +20,9 @@ constexpr const char* kFooter =
 only after its digest matched and it was fsynced. Runs until SIGINT or SIGTERM.
 Senders whose --id is not in the secrets file (or every sender, without one) still
 deliver files; they only get no secret. With --senders, a sender must first prove
-that it holds a listed key; nothing is granted to one that does not.
+that it holds a listed key; nothing is granted to one that does not, and what such a
+sender sends after the proofs (names, data, verdicts, the secret) is sealed with
+AES-256-GCM under keys drawn from that key, unless it chose rdma-send --no-seal.
 
 Exit status:
   0  stopped by SIGINT or SIGTERM, or --list-devices found a device
@@ -125,6 +127,12 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
                  "file of 'ID KEY [SUBDIR]' lines (mode 0600): only senders that prove they "
                  "hold a listed key (rdma-send --key-file) get memory or write files, each "
                  "beneath DIR/SUBDIR when one is given");
+  app.add_flag(
+         "--require-seal", o.require_seal,
+         "with --senders: refuse a sender that will not seal its data and messages (rdma-send "
+         "--no-seal; a release before sealing); without it such a sender is served in "
+         "clear")
+      ->needs("--senders");
   app.add_option(
       "--secrets", o.secrets_file,
       "file of 'ID SECRET' lines ('#' comments): senders presenting a listed --id get its secret");

@@ -8,6 +8,7 @@
 #include <thread>
 #include <utility>
 
+#include "common/crypto/seal.hpp"
 #include "common/error.hpp"
 #include "common/work/work_emulation.hpp"
 
@@ -26,8 +27,8 @@ void read_fully(int fd, std::uint8_t* out, std::size_t length, std::uint64_t off
 }
 
 ChunkReads::ChunkReads(WorkPool* pool, std::uint32_t slots, std::function<void()> ready,
-                       ReadFn read)
-    : pool_(pool), ready_(std::move(ready)), read_(std::move(read)) {
+                       ReadFn read, std::optional<Sealing> sealing)
+    : pool_(pool), ready_(std::move(ready)), read_(std::move(read)), sealing_(std::move(sealing)) {
   if (!read_) {
     read_ = [](int fd, std::span<std::uint8_t> into, std::uint64_t offset) {
       if (!emulation::instead(emulation::Work::Read, into.size()))
@@ -50,46 +51,57 @@ ChunkReads::Pending* ChunkReads::find(std::uint64_t sequence) {
 void ChunkReads::read(const Planned& chunk, std::shared_ptr<const InputFile> file,
                       std::span<std::uint8_t> into, Registration source) {
   const std::uint64_t sequence = next_sequence_++;
-  chunks_.push_back({sequence, {chunk, source, {}, {}}, false});
-  if (pool_ == nullptr || chunk.slot >= queues_.size()) {
-    Pending& p = chunks_.back();
-    try {
-      read_(file->fd(), into.first(chunk.length), chunk.offset);
-      p.chunk.bytes = into.first(chunk.length);
-    } catch (const std::exception& e) {
-      p.chunk.error = e.what();
-    } catch (...) {
-      p.chunk.error = "the read failed";
-    }
-    p.done = true;
-    return;
+  chunks_.push_back({sequence, {chunk, source, {}, {}, {}, {}}, false});
+  into = into.first(chunk.length);
+  // Where the bytes are read to: the slot, or its plain buffer when they are sealed into it.
+  std::span<std::uint8_t> plain = into;
+  auto seal = std::make_shared<std::optional<proto::ChunkSeal>>();
+  if (sealing_) {
+    plain = sealing_->plain.subspan(std::size_t{chunk.slot} * sealing_->slot_size, chunk.length);
+    seal->emplace().counter = next_seal_++;
   }
   auto error = std::make_shared<std::string>();
-  const int fd = file->fd();  // before `file` moves into the completion
-  queues_[chunk.slot]->post(
-      [this, fd, into = into.first(chunk.length), offset = chunk.offset, error] {
-        try {
-          read_(fd, into, offset);
-        } catch (const std::exception& e) {
-          *error = e.what();
-        } catch (...) {
-          *error = "the read failed";
-        }
-      },
-      // The file is let go here, on the loop, once its read is over.
-      [this, sequence, into, error, file = std::move(file)] {
-        Pending* p = find(sequence);
-        if (p == nullptr) return;  // stopped meanwhile
-        p->done = true;
-        p->chunk.error = std::move(*error);
-        if (p->chunk.error.empty()) p->chunk.bytes = into.first(p->chunk.planned.length);
-        ready_();
-      });
+  auto work = [this, fd = file->fd(), into, plain, planned = chunk, seal, error] {
+    try {
+      read_(fd, plain, planned.offset);
+      if (*seal)
+        (*seal)->tag =
+            seal_into(sealing_->key, (*seal)->counter,
+                      proto::chunk_aad(planned.entry, planned.offset, planned.length), plain, into);
+    } catch (const std::exception& e) {
+      *error = e.what();
+    } catch (...) {
+      *error = "the read failed";
+    }
+  };
+  // False: stopped meanwhile, nothing is waiting for it.
+  auto done = [this, sequence, into, plain, seal, error] {
+    Pending* p = find(sequence);
+    if (p == nullptr) return false;
+    p->done = true;
+    p->chunk.error = std::move(*error);
+    if (p->chunk.error.empty()) {
+      p->chunk.bytes = into;
+      p->chunk.plain = plain;
+      p->chunk.seal = *seal;
+    }
+    return true;
+  };
+  if (pool_ == nullptr || chunk.slot >= queues_.size()) {
+    work();
+    done();
+    return;
+  }
+  // The file is let go on the loop, once its read is over.
+  queues_[chunk.slot]->post(std::move(work), [this, done, file = std::move(file)] {
+    if (done()) ready_();
+  });
 }
 
 void ChunkReads::add_ready(const Planned& chunk, Registration source,
                            std::span<const std::uint8_t> bytes) {
-  chunks_.push_back({next_sequence_++, {chunk, source, bytes, {}}, true});
+  if (sealing_) throw std::logic_error("a chunk in a file's mapping cannot be sealed");
+  chunks_.push_back({next_sequence_++, {chunk, source, bytes, {}, bytes, {}}, true});
 }
 
 std::optional<ChunkReads::Chunk> ChunkReads::next() {

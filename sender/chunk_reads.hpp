@@ -8,6 +8,10 @@
 // (docs/PROTOCOL.md 7.5). A chunk whose bytes need no read (a registered mapping, --zero-copy)
 // takes its turn too.
 //
+// Sealing (docs/PROTOCOL.md 7.11): a chunk is read into its slot's part of a plain buffer and
+// sealed from there into the slot, in the same job (the seal takes the place of the read
+// into the slot: no stage more); its plain bytes stay there for the digest at the end.
+//
 // Without a pool the read happens at once, on the caller's thread.
 //
 // Threads: every function, and `ready`, runs on the event loop's thread; only the read
@@ -25,6 +29,7 @@
 
 #include "common/connection/transport.hpp"
 #include "common/work/work_pool.hpp"
+#include "protocol/seal.hpp"
 #include "protocol/send_ledger.hpp"
 #include "sender/input_file.hpp"
 
@@ -39,9 +44,17 @@ class ChunkReads {
   using Planned = proto::SendLedger::Planned;
   struct Chunk {
     Planned planned;
-    Registration source;                  // what the WRITE reads through
-    std::span<const std::uint8_t> bytes;  // its bytes, once read
-    std::string error;                    // the read failed: why (bytes is empty)
+    Registration source;                   // what the WRITE reads through
+    std::span<const std::uint8_t> bytes;   // its bytes, once read (sealed, when sealing)
+    std::string error;                     // the read failed: why (bytes is empty)
+    std::span<const std::uint8_t> plain;   // its bytes as read, for the digest's hash
+    std::optional<proto::ChunkSeal> seal;  // when sealing: its FileChunk's
+  };
+  // What sealing needs: the chunks' key, and a plain buffer of a slot's size per slot.
+  struct Sealing {
+    proto::SealKey key{};
+    std::span<std::uint8_t> plain;
+    std::uint32_t slot_size = 0;
   };
 
   // How a chunk is read (on a worker): read_fully, unless a test or the benchmark's
@@ -49,7 +62,8 @@ class ChunkReads {
   using ReadFn = std::function<void(int fd, std::span<std::uint8_t> into, std::uint64_t offset)>;
 
   // `ready` is called (on the loop) when a read finished: next() may have a chunk.
-  ChunkReads(WorkPool* pool, std::uint32_t slots, std::function<void()> ready, ReadFn read = {});
+  ChunkReads(WorkPool* pool, std::uint32_t slots, std::function<void()> ready, ReadFn read = {},
+             std::optional<Sealing> sealing = std::nullopt);
   ChunkReads(const ChunkReads&) = delete;
   ChunkReads& operator=(const ChunkReads&) = delete;
   ~ChunkReads() { stop(); }
@@ -80,6 +94,8 @@ class ChunkReads {
   ReadFn read_;
   std::deque<Pending> chunks_;  // in the order planned
   std::uint64_t next_sequence_ = 0;
+  std::optional<Sealing> sealing_;
+  std::uint64_t next_seal_ = 0;  // the counter of the next chunk sealed: never one twice
   // One queue per slot: a slot holds one chunk at a time, so its queue runs one read at a
   // time while the slots' reads run in parallel. Last: destroyed first.
   std::vector<std::unique_ptr<WorkQueue>> queues_;

@@ -199,7 +199,8 @@ void Connection::perform(Action action, SenderInput& cause) {
       break;
     case Action::Connect:
       expect("the connection to be accepted", settings_.connect_timeout);
-      attach(cm_.connect());
+      sealed_.emplace(cm_.connect());
+      attach(*sealed_);
       set_version(proto::kVersion2);
       break;
     case Action::SendOpen:
@@ -252,8 +253,10 @@ void Connection::send_open() {
   proto::Open open{entries_.algorithm(), keepalive_for(settings_.timeout), 0, entries_.count(),
                    entries_.total_bytes()};
   open.extensions.push_back({proto::kExtensionResume, {}});  // we understand Resume and Have
-  if (settings_.key != nullptr)
+  if (settings_.key != nullptr) {
     open.extensions.push_back(proto::sender_key_extension(fresh_nonce(), settings_.key->id));
+    if (settings_.seal) open.extensions.push_back(proto::seal_extension());  // 7.11
+  }
   if (asks_digest_at_end(settings_, version()))
     open.extensions.push_back({proto::kExtensionDigestAtEnd, {}});  // 7.9
   keys_.sent(open);
@@ -271,7 +274,8 @@ void Connection::start_session(const proto::Accept& accept) {
                             "the sender cannot pin one slot under its RLIMIT_MEMLOCK"}});
   }
   entries_.start(accept, *slots, !holding_);
-  window_.start(*transport(), accept.slot_size);
+  const auto& seal = keys_.seal_keys();
+  window_.start(*transport(), accept.slot_size, seal ? &seal->chunks : nullptr);
   expect("the receiver's answers", settings_.timeout);
   pump();
 }
@@ -306,21 +310,31 @@ void Connection::on_message(Inbound inbound) {
   }
   if (decoded == nullptr) {
     const auto& failure = std::get<proto::DecodeFailure>(inbound.decoded);
+    // A receiver of a release before sealing ignores the Open's ask and answers in clear.
+    const char* hint = sealed_ && sealed_->sealing() && state_ == State::AwaitAccept
+                           ? "; a receiver of a release before sealing answers in clear: "
+                             "upgrade it, or pass --no-seal on a trusted fabric"
+                           : "";
     return hooks_.violation(std::string("malformed message from the receiver: ") +
-                            proto::to_string(failure.error) + " (" + failure.detail + ")");
+                            proto::to_string(failure.error) + " (" + failure.detail + ")" + hint);
   }
   if (state_ != State::Closing) expect(waiting_for(), settings_.timeout);
   proto::Message& message = *decoded;
   const std::uint16_t message_version = inbound.version;
   // Sender keys (docs/PROTOCOL.md 7.8): not a byte of data goes to a receiver that did not
   // prove it holds our key.
-  if (auto input = keys_.judge(message, state_ == State::AwaitAccept, label()))
+  if (auto input = keys_.judge(message, state_ == State::AwaitAccept, label())) {
+    // From the receiver's good Proof on, everything is sealed where we asked (7.11).
+    if (const auto& seal = keys_.seal_keys(); seal && sealed_ && !sealed_->sealing())
+      sealed_->seal_from_now(MessageSeal(seal->messages_to_receiver, seal->messages_to_sender));
     return dispatch(std::move(*input));
+  }
   if (const auto* accept = std::get_if<proto::Accept>(&message))
     return dispatch({Event::GotAccept, *accept});
   if (const auto* m = std::get_if<proto::Reject>(&message)) {
     if (m->reason == proto::RejectReason::AuthRequired ||
-        m->reason == proto::RejectReason::AuthFailed) {
+        m->reason == proto::RejectReason::AuthFailed ||
+        m->reason == proto::RejectReason::SealRequired) {
       spdlog::error("[{}] the receiver refused us: {}", label(),
                     proto::describe_refusal(m->reason, m->text, proto::RefusalScope::Session));
       return dispatch({Event::GotRejectAuth, {}});

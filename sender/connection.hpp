@@ -26,6 +26,7 @@
 
 #include "common/connection/dispatcher.hpp"
 #include "common/connection/driver_core.hpp"
+#include "common/connection/sealed_transport.hpp"
 #include "common/connection/transport.hpp"
 #include "protocol/sender_machine.hpp"
 #include "protocol/transfer_rules.hpp"
@@ -120,6 +121,9 @@ class Connection final : public DriverCore {
 
   const SenderSettings& settings_;
   SenderCm& cm_;
+  // The wire as the driver sees it once connected: sealed after the proofs where our Open
+  // asked (docs/PROTOCOL.md 7.11). Before the parts that deregister through it.
+  std::optional<SealedTransport> sealed_;
   std::optional<proto::SetupState> setup_ = proto::SetupState::ResolvingAddress;
   State state_ = State::Connecting;
   Dispatcher<SenderInput> dispatcher_;

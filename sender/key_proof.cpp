@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/crypto/auth_proof.hpp"
+#include "protocol/seal.hpp"
 
 namespace rdmax::sender {
 
@@ -26,6 +27,8 @@ std::optional<SenderInput> KeyProof::judge(const proto::Message& message, bool a
       return not_proven(Event::GotProof, proto::ReceiverProof::Wrong,
                         "its proof is wrong: it holds another key for our id", label);
     proven_ = true;
+    if (proto::asks_to_seal(open_))
+      seal_keys_ = derive_seal_keys(key_->key, transcript_hash(open_, *challenge_));
     spdlog::debug("[{}] the receiver proved that it holds our key", label);
     return SenderInput{Event::GotProof, {}, proto::ReceiverProof::Good};
   }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "common/crypto/seal.hpp"
 #include "protocol/sender_keys.hpp"
 #include "protocol/wire.hpp"
 #include "sender/sender_input.hpp"
@@ -29,6 +30,9 @@ class KeyProof {
   std::optional<SenderInput> judge(const proto::Message& message, bool awaiting,
                                    const std::string& label);
   proto::Proof ours() const;
+  // Once the receiver proved our key, where our Open asked to seal: this connection's keys
+  // (docs/PROTOCOL.md 7.11).
+  const std::optional<SealKeys>& seal_keys() const { return seal_keys_; }
 
  private:
   SenderInput not_proven(proto::SenderEvent event, proto::ReceiverProof proof,
@@ -38,6 +42,7 @@ class KeyProof {
   proto::Open open_{};
   std::optional<proto::Challenge> challenge_;
   bool proven_ = false;
+  std::optional<SealKeys> seal_keys_;
 };
 
 }  // namespace rdmax::sender

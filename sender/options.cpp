@@ -137,6 +137,11 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
                  "file (mode 0600) of one 'ID KEY' line: prove to the receiver that we hold "
                  "the key it lists for ID (rdma-recv --senders), and send only to a receiver "
                  "that proves it holds it too (default: $RDMAX_KEY_FILE)");
+  bool no_seal = false;
+  app.add_flag("--no-seal", no_seal,
+               "with a key: send names, data, verdicts and the secret in clear after the key "
+               "proofs (default: sealed with AES-256-GCM under keys drawn from the key), for a "
+               "trusted fabric or a receiver of a release before sealing");
   app.add_option(
       "--name", o.rename,
       "name to store a single FILE under: one plain file name, no '/' (default: its base "
@@ -252,6 +257,12 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
   o.verbosity = quiet ? -1 : verbose;
   if (!o.key_file) {
     if (auto path = env("RDMAX_KEY_FILE"); path && !path->empty()) o.key_file = std::move(*path);
+  }
+  o.seal = !no_seal;
+  if (o.zero_copy && o.key_file && o.seal) {
+    std::cerr << "rdma-send: --zero-copy cannot seal: a sealed chunk is written through a "
+                 "buffer (add --no-seal to send in clear, or drop --zero-copy)\n";
+    return kExitUsage;
   }
   const std::string digest_name = CLI::detail::to_lower(digest);
   o.digest = digest_name == "sha256"   ? proto::DigestAlgorithm::WholeFileSha256

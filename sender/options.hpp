@@ -25,6 +25,8 @@ struct SenderOptions {
   // --key-file, else RDMAX_KEY_FILE: 'ID KEY' to prove to a receiver that requires keys
   // (docs/PROTOCOL.md 7.8); with it, only a receiver that proves the same key gets a byte.
   std::optional<std::string> key_file;
+  // With a key: seal everything after the proofs (docs/PROTOCOL.md 7.11); --no-seal: not.
+  bool seal = true;
   std::optional<std::string> rename;  // --name: the single file's name at the receiver
   std::vector<std::string> files;     // every PATH given
   bool recursive = false;             // -r: directories and their trees

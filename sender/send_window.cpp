@@ -89,9 +89,9 @@ bool SendWindow::post_chunks() {
       spdlog::warn("testing: corrupted the byte at offset {} of {}", *at,
                    proto::quoted_for_log(e.planned.local_path));
     }
-    if (e.digest_in_flight()) entries_.hash_in_flight(e, c, chunk->bytes);
+    if (e.digest_in_flight()) entries_.hash_in_flight(e, c, chunk->plain);
     transport_->write(chunk->source, chunk->bytes, c.remote_addr, c.rkey);
-    hooks_.send(proto::FileChunk{c.entry, c.slot, c.offset, c.length}, c.slot + 1);
+    hooks_.send(proto::FileChunk{c.entry, c.slot, c.offset, c.length, chunk->seal}, c.slot + 1);
     e.result.bytes += c.length;
     entries_.abort_if_due(e);  // it changed while it was read: after this, its last FileChunk
   }
@@ -189,12 +189,21 @@ std::optional<std::uint32_t> SendWindow::fit(const proto::Accept& accept) {
   return slots;
 }
 
-void SendWindow::start(Transport& transport, std::uint32_t slot_size) {
+void SendWindow::start(Transport& transport, std::uint32_t slot_size,
+                       const proto::SealKey* chunk_key) {
   transport_ = &transport;
   slot_size_ = slot_size;
   const std::uint32_t slots = entries_.ledger().active_slots();
   in_flight_.assign(slots, {0, 0});
-  reads_.emplace(settings_.pool, slots, [this] { hooks_.in_session(hooks_.pump); });
+  std::optional<ChunkReads::Sealing> sealing;
+  if (chunk_key != nullptr) {
+    if (window_bytes_ > 0) throw std::logic_error("a sealed connection cannot be --zero-copy");
+    plain_.resize(std::size_t{slots} * slot_size);
+    sealing = ChunkReads::Sealing{*chunk_key, plain_, slot_size};
+  }
+  reads_.emplace(
+      settings_.pool, slots, [this] { hooks_.in_session(hooks_.pump); }, ChunkReads::ReadFn{},
+      sealing);
   if (window_bytes_ == 0) use_staging();
   spdlog::debug(
       "data phase: chunks of {}, {} slots in flight, {}", proto::format_size(slot_size), slots,

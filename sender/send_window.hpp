@@ -55,8 +55,11 @@ class SendWindow {
   // How many slots may be written at once, the Accept's as far as RLIMIT_MEMLOCK holds them
   // (with --zero-copy: and the files' windows); none: not even one.
   std::optional<std::uint32_t> fit(const proto::Accept& accept);
-  // The session's data path over `transport`, once the entries' ledger is made.
-  void start(Transport& transport, std::uint32_t slot_size);
+  // The session's data path over `transport`, once the entries' ledger is made; with
+  // `chunk_key`, every chunk is sealed under it (docs/PROTOCOL.md 7.11), and copied (a
+  // sealed connection is never --zero-copy).
+  void start(Transport& transport, std::uint32_t slot_size,
+             const proto::SealKey* chunk_key = nullptr);
   // --bwlimit: when the next chunk held by the bucket may go.
   std::optional<Clock::time_point> resume_at() const { return resume_at_; }
 
@@ -93,6 +96,8 @@ class SendWindow {
   Clock::time_point last_data_{};               // the last chunk's completion
   std::span<std::uint8_t> staging_;             // the transport's allocation
   std::optional<Registration> staging_key_;
+  // Sealing: each slot's bytes as read, before they are sealed into the staging buffer.
+  std::vector<std::uint8_t> plain_;
   // --zero-copy: each file being sent is registered a window at a time (0: copying).
   std::uint64_t window_bytes_ = 0;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> in_flight_;  // per slot: entry, offset

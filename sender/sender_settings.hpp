@@ -39,6 +39,9 @@ struct SenderSettings {
   // --key-file (owned by the command): prove it, and demand the receiver's proof, before the
   // Accept (docs/PROTOCOL.md 7.8). None: no key is offered.
   const proto::SenderKey* key = nullptr;
+  // With `key`: ask to seal everything after the proofs (docs/PROTOCOL.md 7.11), and go on
+  // only with a receiver that does.
+  bool seal = true;
   // --digest-at-end (docs/PROTOCOL.md 7.9): files whose digest is not known are offered
   // without it and hashed as they are read for sending, on `pool`.
   bool digest_at_end = false;

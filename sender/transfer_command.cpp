@@ -278,6 +278,7 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
     if (fit > 0 && fit < asked) memlock.fewer_connections(asked, fit);
     settings.memlock = &memlock;
     settings.key = key;
+    settings.seal = options.seal;
     // The one ladder of fall-backs (proto::fall_back): a receiver that lacks a term of our
     // first message refuses it before any file, and the command connects again without it,
     // the newest first: BLAKE3 (7.10: the fs-verity digest instead), the digest at the end

@@ -60,7 +60,7 @@ done
 expect rdma-send '--digest --digest-at-end --digest-first' --dig
 expect rdma-send 'blake3 fsverity sha256' --digest ''
 expect rdma-send 'sha256' --digest s
-expect rdma-send '--no-digest-cache --no-progress' --no-
+expect rdma-send '--no-digest-cache --no-progress --no-seal' --no-
 expect rdma-send "$work/files/image.img $work/files/image.iso" -H host "$work/files/image.i"
 expect rdma-send "$work/files/subdir" -H host "$work/files/s"
 expect rdma-send '' --port ''

@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -33,12 +34,13 @@ CipherContext gcm_context(bool encrypt, const proto::SealKey& key, std::uint64_t
 }
 
 // EVP takes lengths as int: a chunk is at most a slot (far below 2 GiB), but go in steps.
-void crypt_in_place(EVP_CIPHER_CTX* context, std::span<std::uint8_t> data) {
+void crypt(EVP_CIPHER_CTX* context, std::span<const std::uint8_t> in, std::span<std::uint8_t> out) {
+  if (in.size() != out.size()) throw std::invalid_argument("AES-256-GCM: lengths differ");
   constexpr std::size_t kStep = std::size_t{1} << 30;
-  for (std::size_t at = 0; at < data.size(); at += kStep) {
-    const int length = static_cast<int>(std::min(kStep, data.size() - at));
+  for (std::size_t at = 0; at < in.size(); at += kStep) {
+    const int length = static_cast<int>(std::min(kStep, in.size() - at));
     int written = 0;
-    if (EVP_CipherUpdate(context, data.data() + at, &written, data.data() + at, length) != 1 ||
+    if (EVP_CipherUpdate(context, out.data() + at, &written, in.data() + at, length) != 1 ||
         written != length)
       throw std::runtime_error("AES-256-GCM failed (OpenSSL)");
   }
@@ -74,8 +76,14 @@ SealKeys derive_seal_keys(std::string_view key, const proto::Digest& transcript)
 
 proto::SealTag seal_in_place(const proto::SealKey& key, std::uint64_t counter,
                              std::span<const std::uint8_t> aad, std::span<std::uint8_t> data) {
+  return seal_into(key, counter, aad, data, data);
+}
+
+proto::SealTag seal_into(const proto::SealKey& key, std::uint64_t counter,
+                         std::span<const std::uint8_t> aad, std::span<const std::uint8_t> plain,
+                         std::span<std::uint8_t> out) {
   CipherContext context = gcm_context(true, key, counter, aad);
-  crypt_in_place(context.get(), data);
+  crypt(context.get(), plain, out);
   proto::SealTag tag{};
   int ignored = 0;
   if (EVP_EncryptFinal_ex(context.get(), nullptr, &ignored) != 1 ||
@@ -89,7 +97,7 @@ bool open_in_place(const proto::SealKey& key, std::uint64_t counter,
                    std::span<const std::uint8_t> aad, std::span<std::uint8_t> data,
                    const proto::SealTag& tag) {
   CipherContext context = gcm_context(false, key, counter, aad);
-  crypt_in_place(context.get(), data);
+  crypt(context.get(), data, data);
   proto::SealTag expected = tag;
   int ignored = 0;
   if (EVP_CIPHER_CTX_ctrl(context.get(), EVP_CTRL_GCM_SET_TAG, static_cast<int>(expected.size()),

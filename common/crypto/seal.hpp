@@ -35,6 +35,11 @@ struct SealKeys {
 [[nodiscard]] proto::SealTag seal_in_place(const proto::SealKey& key, std::uint64_t counter,
                                            std::span<const std::uint8_t> aad,
                                            std::span<std::uint8_t> data);
+// The same from `plain` into `out` (as long; the two apart, or the same).
+[[nodiscard]] proto::SealTag seal_into(const proto::SealKey& key, std::uint64_t counter,
+                                       std::span<const std::uint8_t> aad,
+                                       std::span<const std::uint8_t> plain,
+                                       std::span<std::uint8_t> out);
 // Decrypts in place; false when the tag does not match, and then `data` holds nothing usable.
 [[nodiscard]] bool open_in_place(const proto::SealKey& key, std::uint64_t counter,
                                  std::span<const std::uint8_t> aad, std::span<std::uint8_t> data,

@@ -392,7 +392,7 @@ case_sender_keys() {
   ((rc == 0)) || fail "carol (SUBDIR carol-dir): exit $rc"
   cmp -s "$in/carol.bin" "$keyed_dir/carol-dir/carol.bin" || fail "carol.bin is not in carol-dir"
   [[ ! -e $keyed_dir/carol.bin ]] || fail "carol's file landed outside carol-dir"
-  grep -q "sender 'carol' authenticated; it writes beneath carol-dir" "$log" ||
+  grep -q "sender 'carol' authenticated, sealed; it writes beneath carol-dir" "$log" ||
     fail "carol's subdirectory is not logged"
   keyed_names+=(keyed-tree keyed-tree/a.bin keyed-tree/sub keyed-tree/sub/b.bin keyed-env.bin
     carol-dir/carol.bin)

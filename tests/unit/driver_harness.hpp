@@ -394,6 +394,10 @@ struct LinkOf {
   Sender& sender;
   // Sees (and may change) each of the receiver's messages on its way.
   std::function<void(proto::Message&)> tamper;
+  // Sees (and may change) each of the sender's messages on its way.
+  std::function<void(proto::Message&)> tamper_to_receiver;
+  // Called as each WRITE lands in the receiver's window, before the SEND after it.
+  std::function<void(const FakeTransport::Written&)> landed;
   bool broken = false;  // a WRITE failed at the receiver
   std::size_t from_sender = 0, writes = 0, from_receiver = 0;
 
@@ -403,16 +407,20 @@ struct LinkOf {
     auto& out = sender.transport;
     for (; !broken && from_sender < out.sent.size(); ++from_sender, moved = true) {
       const auto& sent = out.sent[from_sender];
-      if (std::holds_alternative<proto::Chunk>(sent.message) ||
-          std::holds_alternative<proto::FileChunk>(sent.message)) {
-        const auto& w = out.writes.at(writes++);  // the WRITE just before this Chunk
+      // The WRITEs posted before this SEND land first (a Chunk's, a FileChunk's).
+      for (; writes < out.writes.size() && out.writes[writes].before <= from_sender; ++writes) {
+        const auto& w = out.writes[writes];
         if (!receiver.transport.write_remote(w.remote_addr, w.rkey, w.bytes)) {
           broken = true;
           out.fail("completion error: remote access error");
           break;
         }
+        if (landed) landed(w);
       }
-      receiver.transport.deliver(sent.message, sent.version);
+      if (broken) break;
+      proto::Message message = sent.message;
+      if (tamper_to_receiver) tamper_to_receiver(message);
+      receiver.transport.deliver(message, sent.version);
       out.complete_sends(1);
     }
     auto& back = receiver.transport;

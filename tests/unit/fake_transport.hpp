@@ -35,6 +35,7 @@ class FakeTransport final : public Transport {
     std::vector<std::uint8_t> bytes;
     std::uint64_t remote_addr;
     std::uint32_t rkey;
+    std::size_t before = 0;  // the SEND it goes before (RC orders them): sent[before]
   };
   struct Region {
     std::span<std::uint8_t> memory;
@@ -138,7 +139,7 @@ class FakeTransport final : public Transport {
     const auto* begin = it->second.memory.data();
     if (local.data() < begin || local.data() + local.size() > begin + it->second.memory.size())
       throw std::logic_error("WRITE outside its registration");
-    writes.push_back({source.lkey, {local.begin(), local.end()}, remote_addr, rkey});
+    writes.push_back({source.lkey, {local.begin(), local.end()}, remote_addr, rkey, sent.size()});
   }
   Registration register_memory(std::span<std::uint8_t> memory, Access access) override {
     if (fail_registration_after == 0) throw std::runtime_error("ibv_reg_mr: injected failure");

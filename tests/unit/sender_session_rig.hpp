@@ -57,14 +57,18 @@ struct SessionHarness {
   FakeTransport transport;
   ScriptedCm cm{transport};
   std::optional<sender::Connection> driver;
-  // --key-file (docs/PROTOCOL.md 7.8), when with_key() is called: alice, 00 01 ... 1f.
+  // --key-file (docs/PROTOCOL.md 7.8), when with_key() is called: alice, 00 01 ... 1f,
+  // and --no-seal: the messages after the proofs stay in clear, for the tests to read.
+  // with_sealed_key(): the default, sealed (7.11).
   proto::SenderKey key;
-  void with_key() {
+  void with_key(bool seal = false) {
     key.id = "alice";
     key.key.clear();
     for (int i = 0; i < 32; ++i) key.key.push_back(static_cast<char>(i));
     settings.key = &key;
+    settings.seal = seal;
   }
+  void with_sealed_key() { with_key(true); }
 
   void add_file(const std::string& remote, std::vector<std::uint8_t> bytes,
                 std::uint32_t mode = 0644) {

@@ -449,7 +449,7 @@ TEST(Wire, EveryCodeHasADistinctName) {
   };
   expect_distinct(enum_values<MessageType>(), 28U);
   expect_distinct(enum_values<RejectReason>(), 11U);
-  expect_distinct(enum_values<ErrorCode>(), 6U);
+  expect_distinct(enum_values<ErrorCode>(), 7U);
   expect_distinct(enum_values<VerdictCode>(), 5U);
   expect_distinct(enum_values<DecodeError>(), 8U);
   EXPECT_STREQ(to_string(MessageType::FileChunk), "FileChunk");

@@ -1,0 +1,195 @@
+// Sealing (docs/PROTOCOL.md 7.11), both drivers end to end through their fakes: a keyed tree
+// goes sealed (nothing but the handshake in clear, not a name, a byte or the secret); a chunk
+// overwritten in the receiver's window by someone who holds its slot's key is never written;
+// an altered, replayed or reordered message either way is refused; and a receiver that
+// requires sealing refuses a keyed sender that does not seal.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tests/unit/session_pair.hpp"
+
+namespace rdmax::test::sender_rig {
+namespace {
+
+constexpr const char* kAliceSeals =
+    "alice 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n";
+
+struct SealedPair : SessionPair {
+  SealedPair() {
+    receiver.require_keys(kAliceSeals);
+    sender.with_sealed_key();
+    sender.settings.id = "alice";
+    sender.add_file("a.bin", random_bytes(3 * kSlot + 5, 81), 0640);
+    sender.add_file("d/b.bin", random_bytes(10, 82), 0600);
+  }
+};
+
+// Every message `t` sent, encoded as it went on the wire.
+std::string wire_bytes(const FakeTransport& t) {
+  std::string out;
+  for (const auto& s : t.sent) {
+    const auto bytes = proto::encode(s.message, s.version);
+    out.append(bytes.begin(), bytes.end());
+  }
+  return out;
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// Every regular file beneath `dir` (temporaries and partials included), read.
+std::string everything_beneath(const std::filesystem::path& dir) {
+  std::string out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) out += read_file(e.path());
+  return out;
+}
+
+std::vector<proto::MessageType> types_sent(const FakeTransport& t) {
+  std::vector<proto::MessageType> out;
+  for (const auto& s : t.sent) out.push_back(proto::type_of(s.message));
+  return out;
+}
+
+TEST(SessionLinkSeal, ATreeGoesSealedAndOnlyTheHandshakeTravelsInClear) {
+  SealedPair p;
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+  EXPECT_EQ(p.sender.driver->secret(), "s3cret");
+  EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
+  EXPECT_EQ(p.arrived("d/b.bin"), p.sent(1));
+  using T = proto::MessageType;
+  // The sender: Open and Proof in clear, then only Sealed; the receiver: Challenge and Proof.
+  const auto from_sender = types_sent(p.sender.transport);
+  ASSERT_GT(from_sender.size(), 2u);
+  EXPECT_EQ(from_sender[0], T::Open);
+  EXPECT_EQ(from_sender[1], T::Proof);
+  EXPECT_TRUE(
+      std::all_of(from_sender.begin() + 2, from_sender.end(), [](T t) { return t == T::Sealed; }));
+  const auto from_receiver = types_sent(p.receiver.transport);
+  ASSERT_GT(from_receiver.size(), 2u);
+  EXPECT_EQ(from_receiver[0], T::Challenge);
+  EXPECT_EQ(from_receiver[1], T::Proof);
+  EXPECT_TRUE(std::all_of(from_receiver.begin() + 2, from_receiver.end(),
+                          [](T t) { return t == T::Sealed; }));
+  // Nothing readable on the wire: no name, no id, no secret, no run of the files' bytes.
+  const std::string wire = wire_bytes(p.sender.transport) + wire_bytes(p.receiver.transport);
+  for (const std::string& word :
+       {std::string("a.bin"), std::string("b.bin"), std::string("s3cret")})
+    EXPECT_FALSE(contains(wire, word)) << word;
+  std::string written;
+  for (const auto& w : p.sender.transport.writes) written.append(w.bytes.begin(), w.bytes.end());
+  for (std::size_t entry = 0; entry < 2; ++entry)
+    EXPECT_FALSE(contains(written, p.sent(entry).substr(0, 8))) << entry;
+}
+
+// The control case of the test above: without sealing the same words are on the wire, so
+// that test can fail.
+TEST(SessionLinkSeal, WithoutSealingTheNamesTheBytesAndTheSecretTravelInClear) {
+  SealedPair p;
+  p.sender.with_key();  // --no-seal
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+  const std::string wire = wire_bytes(p.sender.transport) + wire_bytes(p.receiver.transport);
+  EXPECT_TRUE(contains(wire, "a.bin"));
+  EXPECT_TRUE(contains(wire, "s3cret"));
+  std::string written;
+  for (const auto& w : p.sender.transport.writes) written.append(w.bytes.begin(), w.bytes.end());
+  EXPECT_TRUE(contains(written, p.sent(0).substr(0, 8)));
+}
+
+// Someone who learned a slot's rkey writes over a chunk after the sender did (and before its
+// FileChunk arrives): the chunk does not open, nothing of it reaches the file, both sides
+// say so, and the receiver ends this connection only.
+TEST(SessionLinkSeal, AChunkOverwrittenInTheWindowIsNeverWritten) {
+  SealedPair p;
+  int landed = 0;
+  p.link.landed = [&](const FakeTransport::Written& w) {
+    if (++landed != 2) return;
+    std::vector<std::uint8_t> forged(w.bytes.size(), 0x41);
+    ASSERT_TRUE(p.receiver.transport.write_remote(w.remote_addr, w.rkey, forged));
+  };
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::ProtocolError);  // GotError: the receiver aborted
+  EXPECT_EQ(p.receiver.connection->state(), proto::ReceiverState::Closed);
+  EXPECT_FALSE(std::filesystem::exists(p.receiver.dir.path() / "a.bin"));
+  EXPECT_FALSE(contains(everything_beneath(p.receiver.dir.path()), std::string(64, 'A')))
+      << "a byte of the forged chunk was written";
+}
+
+// A message altered on its way, either way, does not open: a protocol violation.
+TEST(SessionLinkSeal, AnAlteredMessageIsRefused) {
+  for (bool to_receiver : {false, true}) {
+    SCOPED_TRACE(to_receiver ? "to the receiver" : "to the sender");
+    SealedPair p;
+    int sealed = 0;
+    auto alter = [&](proto::Message& m) {
+      if (auto* s = std::get_if<proto::Sealed>(&m); s != nullptr && ++sealed == 3)
+        s->box[s->box.size() / 2] ^= 1;
+    };
+    (to_receiver ? p.link.tamper_to_receiver : p.link.tamper) = alter;
+    p.start();
+    ASSERT_TRUE(p.run_to_the_end());
+    EXPECT_EQ(p.sender.driver->outcome(), O::ProtocolError);
+  }
+}
+
+// A message replayed (the one before it again) or two swapped: neither opens.
+TEST(SessionLinkSeal, AReplayedOrReorderedMessageIsRefused) {
+  for (bool swap : {false, true}) {
+    SCOPED_TRACE(swap ? "swapped" : "replayed");
+    SealedPair p;
+    int sealed = 0;
+    std::optional<proto::Sealed> kept;
+    p.link.tamper = [&](proto::Message& m) {
+      auto* s = std::get_if<proto::Sealed>(&m);
+      if (s == nullptr) return;
+      ++sealed;
+      if (sealed == 2) kept = *s;
+      if (sealed == 3) {
+        if (swap)
+          std::swap(*s, *kept);  // the third goes as the second was
+        else
+          *s = *kept;  // the second again
+      }
+    };
+    p.start();
+    ASSERT_TRUE(p.run_to_the_end());
+    EXPECT_EQ(p.sender.driver->outcome(), O::ProtocolError);
+  }
+}
+
+TEST(SessionLinkSeal, AReceiverThatRequiresSealingRefusesAKeyedSenderThatDoesNot) {
+  SealedPair p;
+  p.receiver.options.require_seal = true;
+  p.sender.with_key();  // --no-seal
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::AuthFailed);
+  const auto rejects = p.receiver.transport.sent_of<proto::Reject>();
+  ASSERT_EQ(rejects.size(), 1u);
+  EXPECT_EQ(rejects[0].reason, proto::RejectReason::SealRequired);
+  EXPECT_TRUE(p.receiver.transport.sent_of<proto::Challenge>().empty()) << "refused at the Open";
+  EXPECT_EQ(p.receiver.transport.live_regions(), 0u);
+}
+
+TEST(SessionLinkSeal, AReceiverThatRequiresSealingServesASealingSender) {
+  SealedPair p;
+  p.receiver.options.require_seal = true;
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+  EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
+}
+
+}  // namespace
+}  // namespace rdmax::test::sender_rig
