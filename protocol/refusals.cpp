@@ -50,8 +50,8 @@ std::string refusal_next_step(RejectReason reason, RefusalScope scope) {
              "file against the receiver's --senders file (repeated failures from one address "
              "are refused for a while)";
     case RejectReason::SealRequired:
-      return "the receiver admits keyed senders only if they seal what they send: drop "
-             "rdma-send --no-seal";
+      return "it admits keyed senders only if they seal what they send: drop rdma-send "
+             "--no-seal (sealing is the default with a key)";
   }
   return kSeeLog;
 }

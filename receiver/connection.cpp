@@ -188,8 +188,7 @@ void Connection::check_open(const proto::Open& open, Event event) {
     if (o.require_seal && !proto::asks_to_seal(open)) {
       spdlog::warn("[{}] refused a keyed sender that does not seal (--require-seal)", label());
       return reject(proto::RejectReason::SealRequired,
-                    "this receiver admits keyed senders only if they seal (rdma-send --no-seal "
-                    "turns sealing off)");
+                    "this receiver requires sealing (rdma-recv --require-seal)");
     }
     return dispatch({event, {}, {proto::OpenCheck::NeedsProof}});
   }

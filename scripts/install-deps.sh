@@ -20,6 +20,7 @@ packages=(
   e2fsprogs  # scripts/rxe-run --disk: mkfs.ext4 of the guest's disk image
   # tests and benchmarks
   socat coreutils iputils-ping tmux
+  tcpdump  # tests/e2e/sealing.sh: a capture of the wire holds nothing sealed
   jq  # tests/e2e/many.sh reads rdma-send --json-lines
   openmpi-bin  # tests/e2e/mpi.sh: rdma-send --shard auto under mpirun
   # the reference for the fs-verity digest (tests compare with `fsverity digest`)

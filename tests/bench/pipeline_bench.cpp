@@ -185,7 +185,12 @@ struct Setup {
   bool direct_io = false;
   proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::FsVeritySha256;
   std::uint32_t slots = receiver::ReceiverOptions{}.slots;  // the receiver's --slots
+  // A sender key both sides hold, and everything after the proofs sealed (PROTOCOL.md 7.11).
+  bool seal = false;
 };
+
+constexpr const char* kBenchKeyHex =
+    "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 
 PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, const fs::path& out,
                           unsigned threads, const Setup& setup) {
@@ -210,6 +215,9 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
     auto secrets = std::get<proto::SecretStore>(proto::SecretStore::parse("bench s3cret\n"));
     receiver::PartialStore partials(dir.get(), {});
     receiver::ReceiverContext context{options, dir.get(), &secrets, pool, 0};
+    auto keys = std::get<proto::SenderKeyStore>(
+        proto::SenderKeyStore::parse(std::string("bench ") + kBenchKeyHex + "\n"));
+    if (setup.seal) context.sender_keys = &keys;
     // Emulated, a chunk's tree nodes are none: no partial can be kept of them.
     if (!emulation::active()) context.partials = &partials;
     {
@@ -237,6 +245,13 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
     settings.version = proto::kVersion2;
     settings.digest_at_end = true;
     settings.pool = &pool;
+    proto::SenderKey key;
+    if (setup.seal) {
+      key.id = "bench";
+      for (int i = 0; i < 32; ++i) key.key.push_back(static_cast<char>(i));  // kBenchKeyHex
+      settings.key = &key;
+      settings.seal = true;
+    }
     sender::TransferPlan plan{algorithm, entries, std::vector<sender::EntryResult>(entries.size())};
     std::vector<std::uint32_t> all(entries.size());
     std::iota(all.begin(), all.end(), 0u);
@@ -364,6 +379,10 @@ int main(int argc, char** argv) {
   app.add_option("--files", files, "files in the tree")->check(CLI::Range(1, 4096));
   app.add_option("--runs", runs, "runs of each; the medians are printed")->check(CLI::Range(1, 99));
   app.add_option("--threads", thread_counts, "hashing/worker threads per side, each in turn");
+  bool seal = false;
+  app.add_flag("--seal", seal,
+               "also run each transfer with a sender key and sealing (PROTOCOL.md 7.11), "
+               "alternately with the clear one, and print what sealing adds per side");
   app.add_option("--emulate-cores", emulated_cores,
                  "after the measured runs, for each N: the workers' jobs replaced by waits as "
                  "long as they took (measured at the last --threads), on N emulated cores, N "
@@ -373,7 +392,16 @@ int main(int argc, char** argv) {
   const auto algorithm = digest == "blake3" ? rdmax::proto::DigestAlgorithm::Blake3
                                             : rdmax::proto::DigestAlgorithm::FsVeritySha256;
   spdlog::set_level(spdlog::level::warn);  // the drivers log each file at info
-  const Setup setup{direct_io, algorithm, slots};
+  const Setup setup{direct_io, algorithm, slots, false};
+  Setup sealed_setup = setup;
+  sealed_setup.seal = true;
+  // Per thread count: the medians of the sealed runs' CPU s/GiB, sender and receiver, and
+  // of the clear runs they alternated with.
+  struct SealedFigures {
+    unsigned threads;
+    double clear_send, clear_recv, sealed_send, sealed_recv, sealed_rate, clear_rate;
+  };
+  std::vector<SealedFigures> sealing;
 
   const std::string tag = "rdmax-pipeline-bench." + std::to_string(::getpid());
   const fs::path root = fs::path(dir) / tag;
@@ -406,6 +434,7 @@ int main(int argc, char** argv) {
     for (unsigned threads : thread_counts) {
       last.clear();
       std::vector<double> send_cpu, recv_cpu, send_wall, recv_wall, floor_cpu, write_floor, wire;
+      std::vector<double> sealed_send, sealed_recv, sealed_wall;
       for (unsigned run = 0; run < runs; ++run) {
         const Floor floor = floor_of(entries, threads, root / "floor", algorithm);
         floor_cpu.push_back(floor.with_memcpy.count() / gib);
@@ -418,6 +447,13 @@ int main(int argc, char** argv) {
         recv_wall.push_back(gib / cost.receiver.wall.count());
         wire.push_back(cost.wire.count() / gib);
         last.push_back(cost);
+        if (seal) {
+          const auto sealed = run_pipeline(entries, out, threads, sealed_setup);
+          check(sealed);
+          sealed_send.push_back(sealed.sender.cpu.count() / gib);
+          sealed_recv.push_back(sealed.receiver.cpu.count() / gib);
+          sealed_wall.push_back(gib / sealed.receiver.wall.count());
+        }
       }
       const double floor = median(floor_cpu);
       auto row = [&](const char* side, double rate, double cpu, double against) {
@@ -432,8 +468,26 @@ int main(int argc, char** argv) {
           "| |\n",
           threads, median(wire));
       rates.emplace_back(threads, median(recv_wall));
+      if (seal)
+        sealing.push_back({threads, median(send_cpu), median(recv_cpu), median(sealed_send),
+                           median(sealed_recv), median(sealed_wall), median(recv_wall)});
       send_cpu_last = median(send_cpu);
       recv_cpu_last = median(recv_cpu);
+    }
+    if (seal) {
+      std::printf(
+          "\n## Sealing (PROTOCOL.md 7.11): the same transfers with a sender key, sealed, run "
+          "alternately with the clear ones (medians)\n\n"
+          "| threads | side | clear CPU s/GiB | sealed CPU s/GiB | added CPU s/GiB | ratio | "
+          "clear GiB/s | sealed GiB/s |\n|---|---|---|---|---|---|---|---|\n");
+      for (const auto& f : sealing) {
+        std::printf("| %u | sender | %.3f | %.3f | %+.3f | %.2fx | %.2f | %.2f |\n", f.threads,
+                    f.clear_send, f.sealed_send, f.sealed_send - f.clear_send,
+                    f.sealed_send / f.clear_send, f.clear_rate, f.sealed_rate);
+        std::printf("| %u | receiver | %.3f | %.3f | %+.3f | %.2fx | | |\n", f.threads,
+                    f.clear_recv, f.sealed_recv, f.sealed_recv - f.clear_recv,
+                    f.sealed_recv / f.clear_recv);
+      }
     }
     const unsigned threads = thread_counts.back();
     print_serial_stages(last, gib, threads, files,
