@@ -7,6 +7,11 @@
 #     file, no user action; the sender notes the fallback (a warning only when asked for)
 #   release rdma-send -> new rdma-recv: a file and a tree (its fs-verity default)
 #   new rdma-send -> new rdma-recv: BLAKE3, no fallback
+#   with sender keys (7.8) and sealing (7.11): a new keyed sender, which seals by default,
+#     refuses the release's keyed receiver (which answers in clear) before sending a name or
+#     a byte, saying why and what --no-seal does, and with --no-seal is served; the release's
+#     keyed sender is served in clear by a new keyed receiver, and refused by one started
+#     with --require-seal
 # Exits 77 (skipped) when the release's programs were not built.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -20,7 +25,7 @@ if [[ -z ${RDMAX_RELEASE_BIN:-} || ! -x $old_send || ! -x $old_recv ]]; then
   exit 77
 fi
 
-new_port=18517 old_port=18518
+new_port=18517 old_port=18518 new_keyed_port=18519 old_keyed_port=18520 strict_port=18521
 in=$RXE_SCRATCH/rel-in new_out=$RXE_SCRATCH/rel-out-new old_out=$RXE_SCRATCH/rel-out-old
 new_log=$RXE_SCRATCH/rdma-recv-rel-new.log old_log=$RXE_SCRATCH/rdma-recv-rel-old.log
 secrets=$RXE_SCRATCH/rel-secrets send_out=$RXE_SCRATCH/rel-send.out send_err=$RXE_SCRATCH/rel-send.err
@@ -123,6 +128,31 @@ case_new_to_new() {
   pass "new sender -> new receiver: BLAKE3 (= b3sum), no fallback"
 }
 
+case_keys_new_to_old() {
+  head -c $((1048576 + 7)) /dev/urandom >"$in/keyed.bin"
+  send_with "$send" "$old_keyed_port" --key-file "$keyfile" "$in/keyed.bin"
+  expect_status 1
+  grep -q "release before sealing answers in clear" "$send_err" || fail "no word of sealing: $(tail -n 3 "$send_err")"
+  [[ ! -e $old_out-keyed/keyed.bin ]] || fail "keyed.bin arrived in clear"
+  send_with "$send" "$old_keyed_port" --key-file "$keyfile" --no-seal "$in/keyed.bin"
+  expect_status 0
+  cmp -s "$in/keyed.bin" "$old_out-keyed/keyed.bin" || fail "keyed.bin differs (--no-seal)"
+  pass "new keyed sender -> release keyed receiver: refused in clear (exit 1, says why), served with --no-seal"
+}
+
+case_keys_old_to_new() {
+  head -c $((1048576 + 9)) /dev/urandom >"$in/old-keyed.bin"
+  send_with "$old_send" "$new_keyed_port" --key-file "$keyfile" "$in/old-keyed.bin"
+  expect_status 0
+  cmp -s "$in/old-keyed.bin" "$new_out-keyed/old-keyed.bin" || fail "old-keyed.bin differs"
+  grep -q "sender 'alice' authenticated, in clear" "$new_log.keyed" || fail "the new receiver did not log a sender in clear"
+  send_with "$old_send" "$strict_port" --key-file "$keyfile" "$in/old-keyed.bin"
+  ((rc != 0)) || fail "the release's sender was served by a receiver with --require-seal"
+  [[ ! -e $new_out-strict/old-keyed.bin ]] || fail "old-keyed.bin arrived in clear (--require-seal)"
+  grep -q "refused a keyed sender that does not seal" "$new_log.strict" || fail "the strict receiver did not say why"
+  pass "release keyed sender -> new keyed receiver: served in clear; with --require-seal: refused (exit $rc)"
+}
+
 case_receivers_alive() {
   ! daemon_exited new || fail "the new rdma-recv exited with status $(daemon_status new)"
   ! daemon_exited old || fail "the release's rdma-recv exited with status $(daemon_status old)"
@@ -132,13 +162,27 @@ case_receivers_alive() {
 (
   umask 077
   printf '%s\n' '# ID SECRET' 'alice s3cr3t-alice' >"$secrets"
+  key=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
+  echo "alice $key" >"$secrets.senders"
+  echo "alice $key" >"$secrets.key"
 )
+keyfile=$secrets.key
+mkdir -p "$new_out-keyed" "$old_out-keyed" "$new_out-strict"
+start_daemon new-keyed "$new_log.keyed" "$recv" --bind "$RXE_ADDR" --port "$new_keyed_port" \
+  --dir "$new_out-keyed" --senders "$secrets.senders"
+start_daemon old-keyed "$old_log.keyed" "$old_recv" --bind "$RXE_ADDR" --port "$old_keyed_port" \
+  --dir "$old_out-keyed" --senders "$secrets.senders"
+start_daemon strict "$new_log.strict" "$recv" --bind "$RXE_ADDR" --port "$strict_port" \
+  --dir "$new_out-strict" --senders "$secrets.senders" --require-seal
 start_daemon new "$new_log" "$recv" --bind "$RXE_ADDR" --port "$new_port" --dir "$new_out" \
   --secrets "$secrets"
 start_daemon old "$old_log" "$old_recv" --bind "$RXE_ADDR" --port "$old_port" --dir "$old_out" \
   --secrets "$secrets"
 wait_for_line 30 new "$new_log" 'listening on'
 wait_for_line 30 old "$old_log" 'listening on'
+wait_for_line 30 new-keyed "$new_log.keyed" 'listening on'
+wait_for_line 30 old-keyed "$old_log.keyed" 'listening on'
+wait_for_line 30 strict "$new_log.strict" 'listening on'
 echo "release rdma-recv ($old_recv): $(grep -m1 'listening on' "$old_log")"
 
 run_case new-to-old-file case_new_to_old_file
@@ -147,6 +191,8 @@ run_case new-to-old-already-there case_new_to_old_already_there
 run_case new-to-old-blake3-asked case_new_to_old_blake3_asked
 run_case old-to-new case_old_to_new
 run_case new-to-new case_new_to_new
+run_case keys-new-to-old case_keys_new_to_old
+run_case keys-old-to-new case_keys_old_to_new
 run_case receivers-alive case_receivers_alive
 echo "time in the test bed: ${SECONDS}s"
 report_cases interop_release
