@@ -27,8 +27,8 @@ void read_fully(int fd, std::uint8_t* out, std::size_t length, std::uint64_t off
 }
 
 ChunkReads::ChunkReads(WorkPool* pool, std::uint32_t slots, std::function<void()> ready,
-                       ReadFn read, std::optional<Sealing> sealing)
-    : pool_(pool), ready_(std::move(ready)), read_(std::move(read)), sealing_(std::move(sealing)) {
+                       ReadFn read, std::optional<proto::SealKey> seal_key)
+    : pool_(pool), ready_(std::move(ready)), read_(std::move(read)), seal_key_(seal_key) {
   if (!read_) {
     read_ = [](int fd, std::span<std::uint8_t> into, std::uint64_t offset) {
       if (!emulation::instead(emulation::Work::Read, into.size()))
@@ -49,41 +49,57 @@ ChunkReads::Pending* ChunkReads::find(std::uint64_t sequence) {
 }
 
 void ChunkReads::read(const Planned& chunk, std::shared_ptr<const InputFile> file,
-                      std::span<std::uint8_t> into, Registration source) {
+                      std::span<std::uint8_t> into, Registration source,
+                      FileHasher::ChunkNodes nodes) {
   const std::uint64_t sequence = next_sequence_++;
-  chunks_.push_back({sequence, {chunk, source, {}, {}, {}, {}}, false});
+  chunks_.push_back({sequence, {chunk, source, {}, {}, {}, {}, {}}, false});
   into = into.first(chunk.length);
-  // Where the bytes are read to: the slot, or its plain buffer when they are sealed into it.
-  std::span<std::uint8_t> plain = into;
-  auto seal = std::make_shared<std::optional<proto::ChunkSeal>>();
-  if (sealing_) {
-    plain = sealing_->plain.subspan(std::size_t{chunk.slot} * sealing_->slot_size, chunk.length);
-    seal->emplace().counter = next_seal_++;
-  }
-  auto error = std::make_shared<std::string>();
-  auto work = [this, fd = file->fd(), into, plain, planned = chunk, seal, error] {
+  // What the job finds, for its completion.
+  struct Found {
+    std::string error, hash_error;
+    std::optional<proto::ChunkSeal> seal;
+    std::optional<std::vector<merkle::Node>> nodes;
+  };
+  auto found = std::make_shared<Found>();
+  if (seal_key_) found->seal.emplace().counter = next_seal_++;
+  auto work = [this, fd = file->fd(), into, planned = chunk, nodes = std::move(nodes), found] {
     try {
-      read_(fd, plain, planned.offset);
-      if (*seal)
-        (*seal)->tag =
-            seal_into(sealing_->key, (*seal)->counter,
-                      proto::chunk_aad(planned.entry, planned.offset, planned.length), plain, into);
+      read_(fd, into, planned.offset);
     } catch (const std::exception& e) {
-      *error = e.what();
+      found->error = e.what();
+      return;
     } catch (...) {
-      *error = "the read failed";
+      found->error = "the read failed";
+      return;
+    }
+    if (nodes) {
+      try {
+        nodes(planned.offset, into, found->nodes.emplace());
+      } catch (const std::exception& e) {
+        found->hash_error = e.what();
+      }
+    }
+    if (found->seal) {
+      try {
+        found->seal->tag =
+            seal_in_place(*seal_key_, found->seal->counter,
+                          proto::chunk_aad(planned.entry, planned.offset, planned.length), into);
+      } catch (const std::exception& e) {
+        found->error = std::string("sealing failed: ") + e.what();
+      }
     }
   };
   // False: stopped meanwhile, nothing is waiting for it.
-  auto done = [this, sequence, into, plain, seal, error] {
+  auto done = [this, sequence, into, found] {
     Pending* p = find(sequence);
     if (p == nullptr) return false;
     p->done = true;
-    p->chunk.error = std::move(*error);
+    p->chunk.error = std::move(found->error);
     if (p->chunk.error.empty()) {
       p->chunk.bytes = into;
-      p->chunk.plain = plain;
-      p->chunk.seal = *seal;
+      p->chunk.seal = found->seal;
+      p->chunk.nodes = std::move(found->nodes);
+      p->chunk.hash_error = std::move(found->hash_error);
     }
     return true;
   };
@@ -100,8 +116,8 @@ void ChunkReads::read(const Planned& chunk, std::shared_ptr<const InputFile> fil
 
 void ChunkReads::add_ready(const Planned& chunk, Registration source,
                            std::span<const std::uint8_t> bytes) {
-  if (sealing_) throw std::logic_error("a chunk in a file's mapping cannot be sealed");
-  chunks_.push_back({next_sequence_++, {chunk, source, bytes, {}, bytes, {}}, true});
+  if (seal_key_) throw std::logic_error("a chunk in a file's mapping cannot be sealed");
+  chunks_.push_back({next_sequence_++, {chunk, source, bytes, {}, {}, {}, {}}, true});
 }
 
 std::optional<ChunkReads::Chunk> ChunkReads::next() {

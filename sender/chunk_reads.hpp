@@ -8,9 +8,9 @@
 // (docs/PROTOCOL.md 7.5). A chunk whose bytes need no read (a registered mapping, --zero-copy)
 // takes its turn too.
 //
-// Sealing (docs/PROTOCOL.md 7.11): a chunk is read into its slot's part of a plain buffer and
-// sealed from there into the slot, in the same job (the seal takes the place of the read
-// into the slot: no stage more); its plain bytes stay there for the digest at the end.
+// Sealing (docs/PROTOCOL.md 7.11): a chunk is sealed in place in its slot by the job that read
+// it (no stage more); a chunk whose file's digest comes at the end is hashed there first
+// (its tree nodes come back with it), since its bytes in clear are gone after.
 //
 // Without a pool the read happens at once, on the caller's thread.
 //
@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/connection/transport.hpp"
+#include "common/digest/file_hasher.hpp"
 #include "common/work/work_pool.hpp"
 #include "protocol/seal.hpp"
 #include "protocol/send_ledger.hpp"
@@ -47,14 +48,10 @@ class ChunkReads {
     Registration source;                   // what the WRITE reads through
     std::span<const std::uint8_t> bytes;   // its bytes, once read (sealed, when sealing)
     std::string error;                     // the read failed: why (bytes is empty)
-    std::span<const std::uint8_t> plain;   // its bytes as read, for the digest's hash
     std::optional<proto::ChunkSeal> seal;  // when sealing: its FileChunk's
-  };
-  // What sealing needs: the chunks' key, and a plain buffer of a slot's size per slot.
-  struct Sealing {
-    proto::SealKey key{};
-    std::span<std::uint8_t> plain;
-    std::uint32_t slot_size = 0;
+    // Hashed by its read (read() with `nodes`): its tree nodes, or why they are not.
+    std::optional<std::vector<merkle::Node>> nodes;
+    std::string hash_error;
   };
 
   // How a chunk is read (on a worker): read_fully, unless a test or the benchmark's
@@ -62,16 +59,19 @@ class ChunkReads {
   using ReadFn = std::function<void(int fd, std::span<std::uint8_t> into, std::uint64_t offset)>;
 
   // `ready` is called (on the loop) when a read finished: next() may have a chunk.
+  // With `seal_key`, every chunk read is sealed in place under it.
   ChunkReads(WorkPool* pool, std::uint32_t slots, std::function<void()> ready, ReadFn read = {},
-             std::optional<Sealing> sealing = std::nullopt);
+             std::optional<proto::SealKey> seal_key = std::nullopt);
   ChunkReads(const ChunkReads&) = delete;
   ChunkReads& operator=(const ChunkReads&) = delete;
   ~ChunkReads() { stop(); }
 
   // Reads the chunk's bytes from `file` into `into` (its slot of the staging buffer,
-  // registered as `source`); `file` stays open until the read is over.
+  // registered as `source`), hashed by `nodes` if given; `file` stays open until the read is
+  // over.
   void read(const Planned& chunk, std::shared_ptr<const InputFile> file,
-            std::span<std::uint8_t> into, Registration source);
+            std::span<std::uint8_t> into, Registration source, FileHasher::ChunkNodes nodes = {});
+  bool seals() const { return seal_key_.has_value(); }
   // A chunk whose bytes are in place already.
   void add_ready(const Planned& chunk, Registration source, std::span<const std::uint8_t> bytes);
   // The oldest chunk, once its read is over; nothing while it is still being read.
@@ -94,7 +94,7 @@ class ChunkReads {
   ReadFn read_;
   std::deque<Pending> chunks_;  // in the order planned
   std::uint64_t next_sequence_ = 0;
-  std::optional<Sealing> sealing_;
+  std::optional<proto::SealKey> seal_key_;
   std::uint64_t next_seal_ = 0;  // the counter of the next chunk sealed: never one twice
   // One queue per slot: a slot holds one chunk at a time, so its queue runs one read at a
   // time while the slots' reads run in parallel. Last: destroyed first.

@@ -72,6 +72,9 @@ class OutgoingEntries {
   // digest is hashed as it goes, its slot held until then; a chunk that could not be read
   // abandons its file; a file that changed gets its FileAbort after the FileChunk posted.
   void hash_in_flight(OutgoingEntry& e, const Planned& chunk, std::span<const std::uint8_t> bytes);
+  // The same for a chunk its read hashed (a sealed one: sender/chunk_reads.hpp).
+  void hashed_in_read(OutgoingEntry& e, const Planned& chunk, std::vector<merkle::Node> nodes,
+                      const std::string& error);
   void unreadable_chunk(const Planned& chunk, const std::string& error);
   void abort_if_due(OutgoingEntry& e);
 
@@ -90,9 +93,13 @@ class OutgoingEntries {
   bool take_verdict(const proto::FileVerdict& verdict);
   bool broken(const std::string& why);  // a violation: false
   void abandon(std::uint32_t entry, proto::AbortReason reason, const std::string& why);
-  void on_chunk_hashed(std::uint32_t entry, std::uint32_t slot, std::uint64_t offset,
-                       std::uint32_t length, std::vector<merkle::Node> nodes,
-                       const std::string& error);
+  // The digest at the end of a file as its chunks go: made at its first chunk (the file's
+  // identity noted), each chunk's nodes folded in file order, the file checked unchanged at
+  // its last read.
+  DigestInFlight& digest_of(OutgoingEntry& e);
+  void fold(std::uint32_t entry, std::uint64_t offset, std::uint32_t length,
+            std::vector<merkle::Node> nodes, const std::string& error);
+  void check_last_read(OutgoingEntry& e, const Planned& chunk);
   std::optional<Digest> digest_at_end(OutgoingEntry& e);
   // Holds: our own first `length` bytes hashed (a local read), then Continue.
   void check_holds(const proto::Holds& holds);

@@ -29,8 +29,7 @@ const char* why_abandoned(proto::AbortReason reason) {
 }
 }  // namespace
 
-void OutgoingEntries::hash_in_flight(OutgoingEntry& e, const Planned& c,
-                                     std::span<const std::uint8_t> bytes) {
+DigestInFlight& OutgoingEntries::digest_of(OutgoingEntry& e) {
   if (!e.digest) e.digest.emplace();  // made by start_tree_at() for a resumed file
   DigestInFlight& d = *e.digest;
   if (!d.hasher) d.hasher = FileHasher::make(*settings_.pool, plan_.algorithm, e.planned.size);
@@ -45,15 +44,12 @@ void OutgoingEntries::hash_in_flight(OutgoingEntry& e, const Planned& c,
     if (d.opened && d.opened->size != e.planned.size && !e.abort_due)
       e.abort_due = proto::AbortReason::Changed;
   }
-  ledger_.hold(c.slot);
-  d.hasher->hash(c.offset, bytes,
-                 [this, entry = c.entry, slot = c.slot, offset = c.offset, length = c.length](
-                     std::vector<merkle::Node> nodes, const std::string& error) {
-                   hooks_.in_session([&] {
-                     on_chunk_hashed(entry, slot, offset, length, std::move(nodes), error);
-                   });
-                 });
+  return d;
+}
+
+void OutgoingEntries::check_last_read(OutgoingEntry& e, const Planned& c) {
   // The last read of the file: it must be as it was at the first (as tar checks).
+  const DigestInFlight& d = *e.digest;
   if (c.offset + c.length == e.planned.size && d.opened && !e.abort_due) {
     try {
       if (identity_of(e.input().fd()) != *d.opened) e.abort_due = proto::AbortReason::Changed;
@@ -63,24 +59,44 @@ void OutgoingEntries::hash_in_flight(OutgoingEntry& e, const Planned& c,
   }
 }
 
-void OutgoingEntries::on_chunk_hashed(std::uint32_t entry, std::uint32_t slot, std::uint64_t offset,
-                                      std::uint32_t length, std::vector<merkle::Node> nodes,
-                                      const std::string& error) {
-  ledger_.release(slot);  // its bytes may be overwritten now
-  if (OutgoingEntry* e = held(entry); e != nullptr && e->digest) {
-    DigestInFlight& d = *e->digest;
-    if (!error.empty() && d.failure.empty()) d.failure = error;
-    d.pending[offset] = {length, std::move(nodes)};
-    // Folded in file order, however the chunks' hashes finished.
-    for (auto p = d.pending.begin(); p != d.pending.end() && p->first == d.folded;
-         p = d.pending.erase(p)) {
-      d.hasher->fold(p->second.second);
-      d.folded += p->second.first;
-    }
-    // Settled while it was hashed (a bad verdict): its hasher was kept for this.
-    if (e->state == proto::EntryState::Settled && !e->hashing()) ledger_.drop(entry);
+void OutgoingEntries::hash_in_flight(OutgoingEntry& e, const Planned& c,
+                                     std::span<const std::uint8_t> bytes) {
+  DigestInFlight& d = digest_of(e);
+  ledger_.hold(c.slot);
+  d.hasher->hash(c.offset, bytes,
+                 [this, entry = c.entry, slot = c.slot, offset = c.offset, length = c.length](
+                     std::vector<merkle::Node> nodes, const std::string& error) {
+                   hooks_.in_session([&] {
+                     ledger_.release(slot);  // its bytes may be overwritten now
+                     fold(entry, offset, length, std::move(nodes), error);
+                     hooks_.pump();
+                   });
+                 });
+  check_last_read(e, c);
+}
+
+void OutgoingEntries::hashed_in_read(OutgoingEntry& e, const Planned& c,
+                                     std::vector<merkle::Node> nodes, const std::string& error) {
+  digest_of(e);
+  fold(c.entry, c.offset, c.length, std::move(nodes), error);
+  check_last_read(e, c);
+}
+
+void OutgoingEntries::fold(std::uint32_t entry, std::uint64_t offset, std::uint32_t length,
+                           std::vector<merkle::Node> nodes, const std::string& error) {
+  OutgoingEntry* e = held(entry);
+  if (e == nullptr || !e->digest) return;
+  DigestInFlight& d = *e->digest;
+  if (!error.empty() && d.failure.empty()) d.failure = error;
+  d.pending[offset] = {length, std::move(nodes)};
+  // Folded in file order, however the chunks' hashes finished.
+  for (auto p = d.pending.begin(); p != d.pending.end() && p->first == d.folded;
+       p = d.pending.erase(p)) {
+    d.hasher->fold(p->second.second);
+    d.folded += p->second.first;
   }
-  hooks_.pump();
+  // Settled while it was hashed (a bad verdict): its hasher was kept for this.
+  if (e->state == proto::EntryState::Settled && !e->hashing()) ledger_.drop(entry);
 }
 
 std::optional<Digest> OutgoingEntries::digest_at_end(OutgoingEntry& e) {

@@ -59,7 +59,14 @@ void SendWindow::start_chunk(const proto::SendLedger::Planned& c) {
   use_staging();
   if (c.slot < in_flight_.size()) in_flight_[c.slot] = {kNoEntry, 0};
   std::uint8_t* buffer = staging_.data() + std::size_t{c.slot} * slot_size_;
-  reads_->read(c, e.shared_input(), {buffer, c.length}, *staging_key_);
+  // A sealed chunk's bytes in clear exist only in its read: a digest at the end is hashed
+  // there.
+  FileHasher::ChunkNodes nodes;
+  if (reads_->seals() && e.digest_in_flight()) {
+    nodes = FileHasher::chunk_nodes(entries_.algorithm(), e.planned.size);
+    if (!nodes) throw std::logic_error("a sealed chunk's digest at the end needs a tree digest");
+  }
+  reads_->read(c, e.shared_input(), {buffer, c.length}, *staging_key_, std::move(nodes));
 }
 
 bool SendWindow::post_chunks() {
@@ -89,7 +96,10 @@ bool SendWindow::post_chunks() {
       spdlog::warn("testing: corrupted the byte at offset {} of {}", *at,
                    proto::quoted_for_log(e.planned.local_path));
     }
-    if (e.digest_in_flight()) entries_.hash_in_flight(e, c, chunk->plain);
+    if (chunk->nodes)
+      entries_.hashed_in_read(e, c, std::move(*chunk->nodes), chunk->hash_error);
+    else if (e.digest_in_flight())
+      entries_.hash_in_flight(e, c, chunk->bytes);
     transport_->write(chunk->source, chunk->bytes, c.remote_addr, c.rkey);
     hooks_.send(proto::FileChunk{c.entry, c.slot, c.offset, c.length, chunk->seal}, c.slot + 1);
     e.result.bytes += c.length;
@@ -195,15 +205,14 @@ void SendWindow::start(Transport& transport, std::uint32_t slot_size,
   slot_size_ = slot_size;
   const std::uint32_t slots = entries_.ledger().active_slots();
   in_flight_.assign(slots, {0, 0});
-  std::optional<ChunkReads::Sealing> sealing;
+  std::optional<proto::SealKey> seal_key;
   if (chunk_key != nullptr) {
     if (window_bytes_ > 0) throw std::logic_error("a sealed connection cannot be --zero-copy");
-    plain_.resize(std::size_t{slots} * slot_size);
-    sealing = ChunkReads::Sealing{*chunk_key, plain_, slot_size};
+    seal_key = *chunk_key;
   }
   reads_.emplace(
       settings_.pool, slots, [this] { hooks_.in_session(hooks_.pump); }, ChunkReads::ReadFn{},
-      sealing);
+      seal_key);
   if (window_bytes_ == 0) use_staging();
   spdlog::debug(
       "data phase: chunks of {}, {} slots in flight, {}", proto::format_size(slot_size), slots,

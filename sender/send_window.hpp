@@ -96,8 +96,6 @@ class SendWindow {
   Clock::time_point last_data_{};               // the last chunk's completion
   std::span<std::uint8_t> staging_;             // the transport's allocation
   std::optional<Registration> staging_key_;
-  // Sealing: each slot's bytes as read, before they are sealed into the staging buffer.
-  std::vector<std::uint8_t> plain_;
   // --zero-copy: each file being sent is registered a window at a time (0: copying).
   std::uint64_t window_bytes_ = 0;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> in_flight_;  // per slot: entry, offset

@@ -56,11 +56,9 @@ class TreeHasher : public FileHasher {
   }
 
  protected:
-  using NodesOf = std::function<void(std::uint64_t offset, std::span<const std::uint8_t> bytes,
-                                     std::vector<merkle::Node>& out)>;
   // Runs `nodes_of` on the next queue, round robin; `nodes_of` must touch nothing but its
   // arguments.
-  void post(std::uint64_t offset, std::span<const std::uint8_t> bytes, NodesOf nodes_of,
+  void post(std::uint64_t offset, std::span<const std::uint8_t> bytes, const ChunkNodes& nodes_of,
             Hashed done) {
     struct Result {
       std::vector<merkle::Node> nodes;
@@ -70,7 +68,7 @@ class TreeHasher : public FileHasher {
     WorkQueue& queue = *queues_[next_];
     next_ = (next_ + 1) % queues_.size();
     queue.post(
-        [offset, bytes, result, nodes_of = std::move(nodes_of)] {
+        [offset, bytes, result, nodes_of] {
           try {
             nodes_of(offset, bytes, result->nodes);
           } catch (const std::exception& e) {
@@ -85,94 +83,82 @@ class TreeHasher : public FileHasher {
   std::size_t next_ = 0;
 };
 
-class Blake3Tree final : public TreeHasher {
+// BLAKE3's, fs-verity's and the benchmark's emulated tree: each chunk's nodes by
+// FileHasher::chunk_nodes, folded by its own rules.
+class Tree final : public TreeHasher {
  public:
-  Blake3Tree(WorkPool& pool, std::uint64_t file_size) : TreeHasher(pool), size_(file_size) {}
+  Tree(WorkPool& pool, proto::DigestAlgorithm algorithm, std::uint64_t file_size)
+      : TreeHasher(pool),
+        algorithm_(algorithm),
+        emulated_(emulation::active()),
+        nodes_of_(chunk_nodes(algorithm, file_size)) {}
 
   void hash(std::uint64_t offset, std::span<const std::uint8_t> bytes, Hashed done) override {
-    const std::uint64_t size = size_;
-    post(
-        offset, bytes,
-        [size](std::uint64_t at, std::span<const std::uint8_t> data,
-               std::vector<merkle::Node>& out) {
-          blake3::nodes(at, data, at + data.size() == size, out);
-        },
-        std::move(done));
+    post(offset, bytes, nodes_of_, std::move(done));
   }
   void fold(std::span<const merkle::Node> nodes) override {
-    if (!gap_) folder_.add(nodes);
+    if (gap_ || emulated_) return;
+    if (algorithm_ == proto::DigestAlgorithm::Blake3)
+      blake3_.add(nodes);
+    else
+      tree_.add(nodes);
   }
   Digest finish(std::uint64_t bytes) override {
     if (gap_) return Digest{};
+    if (emulated_) {
+      // The benchmark's emulation: a stand-in of the file's size that both sides compute.
+      Sha256 hash;
+      hash.update({reinterpret_cast<const std::uint8_t*>(&bytes), sizeof bytes});
+      return hash.finish();
+    }
+    if (algorithm_ != proto::DigestAlgorithm::Blake3)
+      return merkle::file_digest(bytes, tree_.root());
     try {
-      return folder_.finish(bytes);
+      return blake3_.finish(bytes);
     } catch (const std::logic_error&) {
       return Digest{};  // fewer bytes folded than `bytes`: no digest, as for a gap
     }
   }
 
  private:
-  std::uint64_t size_;
-  blake3::Folder folder_;  // the loop's
-};
-
-class FsVerityTree final : public TreeHasher {
- public:
-  explicit FsVerityTree(WorkPool& pool) : TreeHasher(pool) {}
-
-  void hash(std::uint64_t offset, std::span<const std::uint8_t> bytes, Hashed done) override {
-    post(
-        offset, bytes,
-        [](std::uint64_t at, std::span<const std::uint8_t> data, std::vector<merkle::Node>& out) {
-          merkle::BlockHasher hasher;
-          hasher.nodes(at, data, out);
-        },
-        std::move(done));
-  }
-  void fold(std::span<const merkle::Node> nodes) override {
-    if (!gap_) tree_.add(nodes);
-  }
-  Digest finish(std::uint64_t bytes) override {
-    return gap_ ? Digest{} : merkle::file_digest(bytes, tree_.root());
-  }
-
- private:
+  proto::DigestAlgorithm algorithm_;
+  bool emulated_;  // the benchmark's emulation, as at construction
+  ChunkNodes nodes_of_;
+  blake3::Folder blake3_;    // the loop's
   merkle::TreeFolder tree_;  // the loop's
-};
-
-// The benchmark's emulation (common/work/work_emulation.hpp): each chunk's hash is a wait, and
-// the digest a stand-in of the file's size that both sides compute alike.
-class EmulatedTree final : public TreeHasher {
- public:
-  explicit EmulatedTree(WorkPool& pool) : TreeHasher(pool) {}
-
-  void hash(std::uint64_t offset, std::span<const std::uint8_t> bytes, Hashed done) override {
-    post(
-        offset, bytes,
-        [](std::uint64_t, std::span<const std::uint8_t> data, std::vector<merkle::Node>&) {
-          (void)emulation::instead(emulation::Work::Hash, data.size());
-        },
-        std::move(done));
-  }
-  void fold(std::span<const merkle::Node>) override {}
-  Digest finish(std::uint64_t bytes) override {
-    if (gap_) return Digest{};
-    Sha256 hash;
-    hash.update({reinterpret_cast<const std::uint8_t*>(&bytes), sizeof bytes});
-    return hash.finish();
-  }
 };
 
 }  // namespace
 
 std::unique_ptr<FileHasher> FileHasher::make(WorkPool& pool, proto::DigestAlgorithm algorithm,
                                              std::uint64_t file_size) {
-  if (emulation::active()) return std::make_unique<EmulatedTree>(pool);
-  if (algorithm == proto::DigestAlgorithm::FsVeritySha256)
-    return std::make_unique<FsVerityTree>(pool);
-  if (algorithm == proto::DigestAlgorithm::Blake3)
-    return std::make_unique<Blake3Tree>(pool, file_size);
+  if (emulation::active() || algorithm != proto::DigestAlgorithm::WholeFileSha256)
+    return std::make_unique<Tree>(pool, algorithm, file_size);
   return std::make_unique<SequentialSha256>(pool);
+}
+
+FileHasher::ChunkNodes FileHasher::chunk_nodes(proto::DigestAlgorithm algorithm,
+                                               std::uint64_t file_size) {
+  if (emulation::active()) {
+    // The benchmark's emulation (common/work/work_emulation.hpp): each chunk's hash a wait.
+    return [](std::uint64_t, std::span<const std::uint8_t> data, std::vector<merkle::Node>&) {
+      (void)emulation::instead(emulation::Work::Hash, data.size());
+    };
+  }
+  if (algorithm == proto::DigestAlgorithm::Blake3) {
+    return [file_size](std::uint64_t at, std::span<const std::uint8_t> data,
+                       std::vector<merkle::Node>& out) {
+      blake3::nodes(at, data, at + data.size() == file_size, out);
+    };
+  }
+  if (algorithm == proto::DigestAlgorithm::FsVeritySha256) {
+    return
+        [](std::uint64_t at, std::span<const std::uint8_t> data, std::vector<merkle::Node>& out) {
+          merkle::BlockHasher hasher;
+          hasher.nodes(at, data, out);
+        };
+  }
+  return {};
 }
 
 }  // namespace rdmax

@@ -42,6 +42,12 @@ class FileHasher {
   // and a file in one chunk are hashed by where the file ends).
   static std::unique_ptr<FileHasher> make(WorkPool& pool, proto::DigestAlgorithm algorithm,
                                           std::uint64_t file_size);
+  // A tree's work on one chunk, for a job that has the chunk's bytes anyway (the sender's
+  // read of a sealed chunk, which seals them in place next): its nodes, for fold(). Touches
+  // nothing but its arguments. Empty for SHA-256, whose stream needs the chunks in order.
+  using ChunkNodes = std::function<void(std::uint64_t offset, std::span<const std::uint8_t> bytes,
+                                        std::vector<merkle::Node>& out)>;
+  static ChunkNodes chunk_nodes(proto::DigestAlgorithm algorithm, std::uint64_t file_size);
   virtual ~FileHasher() = default;
 
   // Hashes `bytes`, the file's bytes at `offset`, and calls `done` on the loop. For SHA-256

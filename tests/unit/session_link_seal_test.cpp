@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/digest/merkle.hpp"
 #include "tests/unit/session_pair.hpp"
 
 namespace rdmax::test::sender_rig {
@@ -90,7 +91,25 @@ TEST(SessionLinkSeal, ATreeGoesSealedAndOnlyTheHandshakeTravelsInClear) {
     EXPECT_FALSE(contains(written, p.sent(entry).substr(0, 8))) << entry;
 }
 
-// The control case of the test above: without sealing the same words are on the wire, so
+// The digest at the end (7.9): a sealed chunk's bytes in clear exist only in its read, which
+// hashes them before it seals them; the digests that come in the FileDones are the files'.
+TEST(SessionLinkSeal, FilesHashedAsTheyAreSealedArriveVerified) {
+  SealedPair p;
+  p.sender.add_file("c.bin", random_bytes(5 * kSlot + 17, 83), 0600);
+  p.sender.with_digest_at_end(&p.receiver.pool);
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(p.sender.status(i), Status::Good) << i;
+    EXPECT_EQ(p.sender.plan.entries[i].digest, merkle::digest_of(p.sender.contents.at(i))) << i;
+  }
+  EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
+  EXPECT_EQ(p.arrived("c.bin"), p.sent(2));
+}
+
+// The control case of ATreeGoesSealedAndOnlyTheHandshakeTravelsInClear: without sealing the
+// same words are on the wire, so
 // that test can fail.
 TEST(SessionLinkSeal, WithoutSealingTheNamesTheBytesAndTheSecretTravelInClear) {
   SealedPair p;
