@@ -109,8 +109,7 @@ TEST(SessionLinkSeal, FilesHashedAsTheyAreSealedArriveVerified) {
 }
 
 // The control case of ATreeGoesSealedAndOnlyTheHandshakeTravelsInClear: without sealing the
-// same words are on the wire, so
-// that test can fail.
+// same words are on the wire, so that test can fail.
 TEST(SessionLinkSeal, WithoutSealingTheNamesTheBytesAndTheSecretTravelInClear) {
   SealedPair p;
   p.sender.with_key();  // --no-seal
