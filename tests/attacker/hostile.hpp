@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "peer.hpp"
+#include "protocol/sender_keys.hpp"
 
 namespace rdmax::attacker {
 
@@ -23,5 +24,8 @@ bool hostile_paths(const Options& o, const Payload& payload);
 // The command "keys" (hostile_keys.cpp): senders without the key a receiver started with
 // --senders requires. Returns the exit status (0: every attempt answered correctly, 1: not).
 int run_keys(const Options& o, const Payload& payload);
+// Its sealed attempts (hostile_sealed.cpp): a sender that holds `key`, seals, and breaks the
+// seal (a message altered, replayed, reordered or in clear; a chunk overwritten in its slot).
+bool run_sealed(const Options& o, const Payload& payload, const proto::SenderKey& key);
 
 }  // namespace rdmax::attacker

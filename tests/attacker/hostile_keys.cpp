@@ -11,6 +11,8 @@
 //   other-nonce     the right key, over another Challenge's nonce    -> Reject(AuthFailed)
 //   silent          a claim, then no Proof                           -> Error(Timeout) after
 //                                                                       the receiver's --timeout
+//   sealed-*, slot-overwritten: the key held, sealing asked for, the seal broken
+//                   (hostile_sealed.cpp)
 //   subdir-escape   authenticated as an id with a SUBDIR: Offers of "../escape.bin",
 //                   "a/../../escape.bin" and "/abs.bin" get Refuse(BadName) each (the path
 //                   rule, before SUBDIR is put in front), then "inside.bin" (the --size bytes
@@ -455,6 +457,7 @@ int run_keys(const Options& o, const Payload& payload) {
   ok &= other_nonce(c);
   ok &= silent(c);
   if (c.subdir) ok &= subdir_escape(c);
+  ok &= run_sealed(o, payload, c.key);
   std::printf("keys: %s (%u refusals while penalized, %s waiting them out)\n", ok ? "ok" : "WRONG",
               c.refusals, format_seconds(c.penalized_seconds).c_str());
   return ok ? 0 : 1;

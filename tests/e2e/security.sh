@@ -331,7 +331,7 @@ case_sender_keys() {
   last_cmd="rdmax-attacker keys --host $v6_bad --port $keyed_port --pause"
   "$attacker" keys --host "$v6_bad" --port "$keyed_port" --timeout 20 --receiver-timeout 10 \
     --size 5000 --save "$in/inside.bin" --key-file "$keys/alice.key" \
-    --subdir-key-file "$keys/carol.key" --pause <"$fifo" >"$attack_out" 2>"$attack_err" &
+    --subdir-key-file "$keys/carol.key" --dir "$keyed_dir" --pause <"$fifo" >"$attack_out" 2>"$attack_err" &
   apid=$!
   exec {ctl}>"$fifo"
   deadline=$((SECONDS + 150))
@@ -355,6 +355,7 @@ case_sender_keys() {
   ((rc == 0)) || fail "rdmax-attacker keys: exit $rc"
   [[ $(tail -n 1 "$attack_out") == "keys: ok"* ]] || fail "rdmax-attacker keys: $(tail -n 1 "$attack_out")"
   for attempt in no-key version-1 wrong-key unknown-id replayed-proof other-nonce idle silent \
+    sealed-altered sealed-replayed sealed-reordered sealed-in-clear slot-overwritten \
     subdir-escape/authenticated subdir-escape/../escape.bin subdir-escape/a/../../escape.bin \
     subdir-escape//abs.bin subdir-escape/inside.bin subdir-escape/bye; do
     grep -qF "keys $attempt: ok: " "$attack_out" || fail "no verdict 'ok' for the attempt $attempt"
