@@ -224,6 +224,9 @@ int main(int argc, char** argv) {
       {"file-abort", FileAbort{0, AbortReason::Changed}},
       {"file-done-digest", FileDone{0, 1 << 20, sample_sha()}},
       {"file-verdict-abandoned", FileVerdict{0, VerdictCode::Abandoned, Digest{}}},
+      // Sealing (7.11): a box (any bytes, at least a header and a tag) and a sealed chunk.
+      {"sealed", Sealed{std::string(kSealedMinBox + 40, '\x5a')}},
+      {"file-chunk-sealed", FileChunk{0, 2, 131072, 65536, ChunkSeal{7, SealTag{}}}},
   };
   for (const auto& [name, message] : version2_messages)
     write(root / "fuzz_decode" / name, encode(message, kVersion2));
