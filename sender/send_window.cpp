@@ -175,7 +175,10 @@ std::optional<std::uint32_t> SendWindow::fit(const proto::Accept& accept) {
   std::uint32_t slots = wanted;
   // Copying is the default: pinning page-cache pages cost more than copying them where it
   // was measured (docs/BENCHMARKS.md). --zero-copy asks for it.
-  if (settings_.zero_copy && !settings_.inject_corruption && wanted > 0) {
+  // A sealed connection copies: each chunk is sealed into its slot (rdma-send refuses
+  // --zero-copy with a key unless --no-seal).
+  const bool seals = settings_.key != nullptr && settings_.seal;
+  if (settings_.zero_copy && !settings_.inject_corruption && !seals && wanted > 0) {
     const std::uint64_t preferred = preferred_window_chunks(accept.slot_size, wanted);
     std::optional<proto::WindowFit> fit = proto::WindowFit{
         static_cast<std::uint32_t>(std::min<std::uint64_t>(preferred, UINT32_MAX)), wanted};
