@@ -180,6 +180,30 @@ TEST_F(ReceiverDriver, Version2ConnectionAnswersInVersion2AndKeepsTheSenderInfor
   EXPECT_EQ(h.transport.sent_of<proto::Working>().size(), after);
 }
 
+// PROTOCOL.md 7.3: a Hello's Working names what its one file waits for (the entries make it,
+// receiver/incoming_entries.cpp working()): being created, then stored.
+TEST_F(ReceiverDriver, AHellosWorkingNamesWhatItsFileWaitsFor) {
+  const auto bytes = random_bytes(4096);
+  h.start();
+  proto::Hello hello{bytes.size(), sha256_of(bytes), 0, "phases.bin"};
+  hello.keepalive_ms = 200;
+  h.send(hello, proto::kVersion2);
+  // The file's creation has not come back (no completion has run): Preparing.
+  h.connection->tick(Clock::now() + std::chrono::milliseconds(250));
+  auto workings = h.transport.sent_of<proto::Working>();
+  ASSERT_EQ(workings.size(), 1u);
+  EXPECT_EQ(workings[0].phase, proto::WorkPhase::Preparing);
+  ASSERT_TRUE(h.settle([&] { return answered(); }));
+  ASSERT_TRUE(write_chunk(bytes, 0, 4096, 0, proto::kVersion2));
+  h.send(proto::Done{bytes.size()}, proto::kVersion2);
+  // Its chunk is being stored (its completion has not run): Storing.
+  h.connection->tick(Clock::now() + std::chrono::milliseconds(500));
+  workings = h.transport.sent_of<proto::Working>();
+  ASSERT_EQ(workings.size(), 2u);
+  EXPECT_EQ(workings[1].phase, proto::WorkPhase::Storing);
+  ASSERT_TRUE(h.settle([&] { return verdict_sent(); }));
+}
+
 TEST_F(ReceiverDriver, Version1SenderGetsNoWorking) {
   const auto bytes = random_bytes(4096);
   offer(bytes);
