@@ -11,7 +11,7 @@ using A = ReceiverAction;
 
 // Events that end a connection the same way from every open state. Every way out discards
 // what is not committed (DiscardFile keeps an interrupted file's bytes for a resume).
-ReceiverTransition abort_from(E e) {
+constexpr ReceiverTransition abort_from(E e) {
   switch (e) {
     case E::Disconnected:
       // The peer's DREQ (or the CM giving up): nothing is left to tell it.
@@ -37,9 +37,7 @@ ReceiverTransition abort_from(E e) {
   }
 }
 
-}  // namespace
-
-ReceiverTransition receiver_next(S s, E e, const ReceiverChecks& checks) {
+constexpr ReceiverTransition next(S s, E e, const ReceiverChecks& checks) {
   // What an Open's checks (or a Proof's, then the Open's) decide. No file exists yet;
   // DiscardFile anyway: every way out before the verdicts discards, so none can leave a
   // temporary behind.
@@ -75,7 +73,7 @@ ReceiverTransition receiver_next(S s, E e, const ReceiverChecks& checks) {
       if (e == E::GotContinue) return {S::InSession, {A::CheckContinue}};
       if (e == E::GotFileAbort) return {S::InSession, {A::AbandonEntry, A::FinishEntries}};
       if (e == E::GotChunk) return {S::InSession, {A::StoreChunk}};
-      if (e == E::GotFileDone) return {S::InSession, {A::FinishEntries}};
+      if (e == E::GotFileDone) return {S::InSession, {A::TakeFileDone, A::FinishEntries}};
       // The driver lets an Id or a Bye through only once every entry is settled (the
       // ledger's all_settled); earlier they are a ProtocolViolation.
       if (e == E::GotId)
@@ -101,7 +99,7 @@ ReceiverTransition receiver_next(S s, E e, const ReceiverChecks& checks) {
   return abort_from(e);
 }
 
-ReceiverTransition session_result(WorkResult r) {
+constexpr ReceiverTransition result_next(WorkResult r) {
   using R = WorkResult;
   switch (r) {
     case R::EntryTaken:
@@ -120,6 +118,48 @@ ReceiverTransition session_result(WorkResult r) {
       break;
   }
   return {S::InSession, {A::SendFileVerdict}};
+}
+
+// Each action of a transition finds what it needs in the input that raised it.
+template <typename Raised>
+constexpr bool pairs(const ReceiverTransition& t, Raised raised, OpenCheck check) {
+  for (A a : t.actions) {
+    const ReceiverData need = needed_by(a);
+    if (need == ReceiverData::None || (a == A::SendError && t.illegal)) continue;
+    if (need != carried_by(raised, check)) return false;
+  }
+  return true;
+}
+
+constexpr bool every_transition_pairs() {
+  for (S s : enum_values<S>())
+    for (E e : enum_values<E>())
+      for (OpenCheck open : enum_values<OpenCheck>())
+        for (IdLookup id : enum_values<IdLookup>())
+          if (!pairs(next(s, e, {open, id}), e, open)) return false;
+  for (WorkResult r : enum_values<WorkResult>())
+    if (!pairs(result_next(r), r, OpenCheck::NotChecked)) return false;
+  return true;
+}
+static_assert(every_transition_pairs(),
+              "an action needs data its event does not carry (receiver_machine.hpp)");
+
+}  // namespace
+
+ReceiverTransition receiver_next(S s, E e, const ReceiverChecks& checks) {
+  return next(s, e, checks);
+}
+
+bool receiver_checks(S s, E e) {
+  const ReceiverTransition unchecked = next(s, e, {});
+  for (OpenCheck open : enum_values<OpenCheck>())
+    for (IdLookup id : enum_values<IdLookup>())
+      if (next(s, e, {open, id}) != unchecked) return true;
+  return false;
+}
+
+ReceiverTransition session_result(WorkResult r) {
+  return result_next(r);
 }
 
 bool receiver_owes_keepalive(S s) {

@@ -107,6 +107,8 @@ enum class ReceiverAction : std::uint8_t {
                     // later ChunkStored (EntrySettled if the write fails); at once
                     // ProtocolViolation if the chunk breaks the data rules
   SendCredit,       // register the stored chunk's slot again and give it back to the sender
+  TakeFileDone,     // a file's last chunk is written (with the digest at the end, its
+                    // digest); a FileDone of an entry the receiver abandoned changes nothing
   FinishEntries,    // verify and commit every file whose chunks are all stored after its
                     // FileDone -> EntrySettled later
   SendFileVerdict,  // and forget the entry (its temporary removed unless Good)
@@ -119,15 +121,130 @@ enum class ReceiverAction : std::uint8_t {
   Release,      // destroy QP, MRs, CQ, PD, cm_id
 };
 
+// The data an input carries beside its event, and the data an action needs of the input
+// that raised it: the driver's input holds one of these (receiver/receiver_input.hpp, in this
+// order), made for its event by a function that takes exactly what carried_by() names. Every
+// transition of the table is checked against needed_by() when receiver_machine.cpp compiles,
+// so an action that would read data its event does not carry does not compile.
+enum class ReceiverData : std::uint8_t {
+  None,
+  Admission,  // an Open that passed its checks, and the window it is granted
+  Rejection,  // why an Open (or a Proof) is rejected
+  Offer,
+  Chunk,  // a FileChunk
+  FileDone,
+  Continue,
+  FileAbort,
+  Entry,    // an entry taken, resumed or in place already
+  Held,     // what is here of an entry offered without its digest (7.9)
+  Refusal,  // an entry refused, and why
+  Stored,   // a stored chunk's slot and entry
+  Verdict,  // an entry's verdict
+  Abort,    // why this side ends the connection
+};
+
+constexpr ReceiverData carried_by(ReceiverEvent event, OpenCheck check = OpenCheck::NotChecked) {
+  using E = ReceiverEvent;
+  using D = ReceiverData;
+  switch (event) {
+    case E::GotOpen:
+    case E::GotProof:
+      if (check == OpenCheck::Accepted) return D::Admission;
+      return check == OpenCheck::Rejected ? D::Rejection : D::None;
+    case E::GotOffer:
+      return D::Offer;
+    case E::GotChunk:
+      return D::Chunk;
+    case E::GotFileDone:
+      return D::FileDone;
+    case E::GotContinue:
+      return D::Continue;
+    case E::GotFileAbort:
+      return D::FileAbort;
+    case E::ProtocolViolation:
+    case E::LocalFailure:
+    case E::Timeout:
+    case E::ShuttingDown:
+      return D::Abort;
+    default:
+      return D::None;
+  }
+}
+
+constexpr ReceiverData carried_by(WorkResult result, OpenCheck = OpenCheck::NotChecked) {
+  using R = WorkResult;
+  using D = ReceiverData;
+  switch (result) {
+    case R::EntryTaken:
+    case R::EntryResumed:
+    case R::EntryHave:
+      return D::Entry;
+    case R::EntryHeld:
+      return D::Held;
+    case R::EntryRefused:
+      return D::Refusal;
+    case R::ChunkStored:
+      return D::Stored;
+    case R::EntrySettled:
+      break;
+  }
+  return D::Verdict;
+}
+
+// None: the action reads nothing of its input. SendError's Abort is not needed in an illegal
+// transition, where the driver names the event and the state instead.
+constexpr ReceiverData needed_by(ReceiverAction action) {
+  using A = ReceiverAction;
+  using D = ReceiverData;
+  switch (action) {
+    case A::SendAccept:
+      return D::Admission;
+    case A::SendReject:
+      return D::Rejection;
+    case A::CheckOffer:
+      return D::Offer;
+    case A::SendTake:
+    case A::SendResume:
+    case A::SendHave:
+      return D::Entry;
+    case A::SendHolds:
+      return D::Held;
+    case A::CheckContinue:
+      return D::Continue;
+    case A::AbandonEntry:
+      return D::FileAbort;
+    case A::SendRefuse:
+      return D::Refusal;
+    case A::StoreChunk:
+      return D::Chunk;
+    case A::TakeFileDone:
+      return D::FileDone;
+    case A::SendCredit:
+      return D::Stored;
+    case A::SendFileVerdict:
+      return D::Verdict;
+    case A::SendError:
+      return D::Abort;
+    default:
+      return D::None;
+  }
+}
+
 // As the sender's machine says it (SenderTransition): one way to say "illegal here".
 struct ReceiverTransition {
   ReceiverState next;
   ActionList<ReceiverAction> actions;
   bool illegal = false;  // the event is not allowed in this state: a protocol violation
+  constexpr bool operator==(const ReceiverTransition&) const = default;
 };
 
 [[nodiscard]] ReceiverTransition receiver_next(ReceiverState state, ReceiverEvent event,
                                                const ReceiverChecks& checks = {});
+
+// Whether the driver checks an Open, a Proof or an Id that arrives in `state`: where what
+// the check finds changes the step. Elsewhere the message goes unchecked, and the table finds
+// it out of place (or, while closing, ignores it).
+[[nodiscard]] bool receiver_checks(ReceiverState state, ReceiverEvent event);
 
 // What InSession does with a result of its entries' work (it stays InSession).
 [[nodiscard]] ReceiverTransition session_result(WorkResult result);

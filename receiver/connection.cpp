@@ -16,10 +16,6 @@ namespace {
 using Input = ReceiverInput;
 constexpr unsigned kMaxIdAttempts = 3;
 
-template <typename T>
-const T* data_of(const ReceiverInput& input) {
-  return std::get_if<T>(&input.data);
-}
 // How long the connection manager's handshake may take from CONNECT_REQUEST to ESTABLISHED
 // (at least --timeout): a lost REP or RTU is sent again after about 4 s, and the sender's
 // own --connect-timeout is 10 s by default; a peer that never finishes it holds a QP and
@@ -115,33 +111,35 @@ void Connection::perform(Action action, const ReceiverInput& cause) {
       post(keys_.challenge());
       return expect("the sender's Proof", context_.options.timeout);
     case Action::SendAccept:
-      return send_accept(std::get<Input::AcceptedOpen>(cause.data));
+      return send_accept(data_for<Action::SendAccept>(cause));
     case Action::SendReject:
-      return send_reject(cause);
+      return send_reject(data_for<Action::SendReject>(cause));
     case Action::CheckOffer:
-      return entries_.check_offer(std::get<proto::Offer>(cause.data));
+      return entries_.check_offer(data_for<Action::CheckOffer>(cause));
     case Action::SendTake:
-      return entries_.take(std::get<Input::EntryTaken>(cause.data).entry, false);
+      return entries_.take(data_for<Action::SendTake>(cause).entry, false);
     case Action::SendResume:
-      return entries_.take(std::get<Input::EntryTaken>(cause.data).entry, true);
+      return entries_.take(data_for<Action::SendResume>(cause).entry, true);
     case Action::SendHave:
-      return entries_.have(std::get<Input::EntryTaken>(cause.data).entry);
+      return entries_.have(data_for<Action::SendHave>(cause).entry);
     case Action::SendHolds:
-      return entries_.hold(std::get<Input::EntryHeld>(cause.data));
+      return entries_.hold(data_for<Action::SendHolds>(cause));
     case Action::CheckContinue:
-      return entries_.check_continue(std::get<proto::Continue>(cause.data));
+      return entries_.check_continue(data_for<Action::CheckContinue>(cause));
     case Action::AbandonEntry:
-      return entries_.abandon(std::get<proto::FileAbort>(cause.data));
+      return entries_.abandon(data_for<Action::AbandonEntry>(cause));
     case Action::SendRefuse:
-      return entries_.refuse(std::get<Input::EntryRefusal>(cause.data));
+      return entries_.refuse(data_for<Action::SendRefuse>(cause));
     case Action::StoreChunk:
-      return entries_.store_chunk(std::get<proto::FileChunk>(cause.data));
+      return entries_.store_chunk(data_for<Action::StoreChunk>(cause));
     case Action::SendCredit:
-      return entries_.credit(std::get<Input::StoredSlot>(cause.data));
+      return entries_.credit(data_for<Action::SendCredit>(cause));
+    case Action::TakeFileDone:
+      return entries_.take_file_done(data_for<Action::TakeFileDone>(cause));
     case Action::FinishEntries:
-      return entries_.finish(cause);
+      return entries_.finish();
     case Action::SendFileVerdict:
-      return entries_.send_verdict(std::get<Input::EntryVerdict>(cause.data));
+      return entries_.send_verdict(data_for<Action::SendFileVerdict>(cause));
     case Action::SendSecret:
       return send_secret();
     case Action::SendDenied:
@@ -149,8 +147,10 @@ void Connection::perform(Action action, const ReceiverInput& cause) {
       spdlog::info("[{}] denied an id ({} of {} attempts)", label(), id_attempts_, kMaxIdAttempts);
       expect("Id or Bye", context_.options.timeout);
       return post(proto::Denied{static_cast<std::uint16_t>(kMaxIdAttempts - id_attempts_)});
-    case Action::SendError:
-      return send_error(cause);
+    case Action::SendError: {
+      const auto& abort = data_for<Action::SendError>(cause);
+      return post(proto::Error{abort.code, abort.text.substr(0, proto::kMaxTextBytes)});
+    }
     case Action::DiscardFile:
       return entries_.discard_files(data_bad_);
     case Action::Disconnect:
@@ -166,10 +166,11 @@ void Connection::perform(Action action, const ReceiverInput& cause) {
 
 // The checks of an Open (protocol/receiver_rules.hpp); nothing is taken before it passes
 // them (SendAccept takes the window).
-void Connection::check_open(const proto::Open& open, Event event) {
+template <proto::ReceiverEvent Checked>
+void Connection::check_open(const proto::Open& open) {
   const auto& o = context_.options;
   auto reject = [&](proto::RejectReason reason, std::string text) {
-    dispatch({event, Input::Rejection{reason, std::move(text)}, {proto::OpenCheck::Rejected}});
+    dispatch(input<Checked, proto::OpenCheck::Rejected>(Input::Rejection{reason, std::move(text)}));
   };
   terms_ = edge_.terms();
   const char* message = terms_.first_message;
@@ -190,14 +191,13 @@ void Connection::check_open(const proto::Open& open, Event event) {
       return reject(proto::RejectReason::SealRequired,
                     "this receiver requires sealing (rdma-recv --require-seal)");
     }
-    return dispatch({event, {}, {proto::OpenCheck::NeedsProof}});
+    return dispatch(input<Checked, proto::OpenCheck::NeedsProof>());
   }
   const proto::Window window = proto::window_for_session(open, o.slot_size, o.slots);
   if (auto refusal = proto::check_memory(context_.window_bytes_in_use, window, o.max_memory))
     return reject(refusal->reason, refusal->text);
-  dispatch({event,
-            Input::AcceptedOpen{open, window.slots, window.bytes, extensions},
-            {proto::OpenCheck::Accepted}});
+  dispatch(input<Checked, proto::OpenCheck::Accepted>(
+      Input::AcceptedOpen{open, window.slots, window.bytes, extensions}));
 }
 
 void Connection::send_accept(const ReceiverInput::AcceptedOpen& accepted) {
@@ -221,10 +221,7 @@ void Connection::send_accept(const ReceiverInput::AcceptedOpen& accepted) {
   entries_.expect_next();
 }
 
-void Connection::send_reject(const ReceiverInput& cause) {
-  const auto* r = data_of<Input::Rejection>(cause);
-  const Input::Rejection rejection =
-      r != nullptr ? *r : Input::Rejection{proto::RejectReason::Internal, "rejected"};
+void Connection::send_reject(const ReceiverInput::Rejection& rejection) {
   spdlog::warn("[{}] rejected {}: {} {}", label(), terms_.what, proto::to_string(rejection.reason),
                rejection.text);
   post(proto::Reject{rejection.reason, rejection.text});
@@ -236,13 +233,11 @@ void Connection::lookup_id(const proto::Id& id) {
   if (context_.secrets != nullptr) {
     if (auto secret = context_.secrets->lookup(id.id)) {
       secret_ = std::move(*secret);
-      return dispatch({Event::GotId, {}, {.id = proto::IdLookup::Known}});
+      return dispatch(input<Event::GotId>(proto::IdLookup::Known));
     }
   }
-  dispatch({Event::GotId,
-            {},
-            {.id = id_attempts_ >= kMaxIdAttempts ? proto::IdLookup::AttemptsExhausted
-                                                  : proto::IdLookup::Unknown}});
+  dispatch(input<Event::GotId>(id_attempts_ >= kMaxIdAttempts ? proto::IdLookup::AttemptsExhausted
+                                                              : proto::IdLookup::Unknown));
 }
 
 void Connection::send_secret() {
@@ -257,13 +252,6 @@ void Connection::send_secret() {
   } wipe{text};
   post(message);
   spdlog::info("[{}] gave the secret for the id", label());
-}
-
-void Connection::send_error(const ReceiverInput& cause) {
-  const auto* abort = data_of<Input::Abort>(cause);
-  const Input::Abort reason =
-      abort != nullptr ? *abort : Input::Abort{proto::ErrorCode::Internal, "receiver failure"};
-  post(proto::Error{reason.code, reason.text.substr(0, proto::kMaxTextBytes)});
 }
 
 void Connection::release() {
@@ -283,45 +271,41 @@ void Connection::on_message(Inbound inbound) {
       // A peer speaking another version gets a Reject it can understand, in version 1
       // (the header's magic and version never move): not an Error.
       set_version(proto::kVersion1);
-      return dispatch({Event::GotOpen,
-                       Input::Rejection{proto::RejectReason::UnsupportedVersion,
-                                        "this receiver speaks protocol versions 1 and 2, not " +
-                                            std::to_string(inbound.version)},
-                       {proto::OpenCheck::Rejected}});
+      return dispatch(input<Event::GotOpen, proto::OpenCheck::Rejected>(
+          Input::Rejection{proto::RejectReason::UnsupportedVersion,
+                           "this receiver speaks protocol versions 1 and 2, not " +
+                               std::to_string(inbound.version)}));
     }
     set_version(inbound.version != 0 ? inbound.version : proto::kVersion1);
   }
   if (auto* failure = std::get_if<proto::DecodeFailure>(&inbound.decoded)) {
     spdlog::warn("[{}] malformed message: {} ({})", label(), proto::to_string(failure->error),
                  failure->detail);
-    return dispatch({Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation,
-                                                            std::string("malformed message: ") +
-                                                                proto::to_string(failure->error)}});
+    return dispatch(input<Event::ProtocolViolation>(
+        Input::Abort{proto::ErrorCode::ProtocolViolation,
+                     std::string("malformed message: ") + proto::to_string(failure->error)}));
   }
   if (inbound.version != version()) {
     spdlog::warn("[{}] a version-{} message on a version-{} connection", label(), inbound.version,
                  version());
-    return dispatch(
-        {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation,
-                                                "message version differs from the connection's"}});
+    return dispatch(input<Event::ProtocolViolation>(Input::Abort{
+        proto::ErrorCode::ProtocolViolation, "message version differs from the connection's"}));
   }
   auto& message = std::get<proto::Message>(inbound.decoded);
   // An Open, a Proof and an Id are checked as they arrive, where they may come: the machine
   // gets what was found with the event. Elsewhere they go unchecked, and the machine finds
   // them out of place.
   if (auto* open = std::get_if<proto::Open>(&message)) {
-    if (state_ != State::AwaitOpen) return dispatch({Event::GotOpen, {}});
-    return check_open(*open, Event::GotOpen);
+    if (!proto::receiver_checks(state_, Event::GotOpen)) return dispatch(input<Event::GotOpen>());
+    return check_open<Event::GotOpen>(*open);
   }
   if (auto* proof = std::get_if<proto::Proof>(&message)) {
-    if (state_ != State::Authenticating) return dispatch({Event::GotProof, {}});
+    if (!proto::receiver_checks(state_, Event::GotProof)) return dispatch(input<Event::GotProof>());
     if (!keys_.check(*proof, label())) {
-      return dispatch({Event::GotProof,
-                       Input::Rejection{proto::RejectReason::AuthFailed,
-                                        "authentication failed: unknown id or wrong key"},
-                       {proto::OpenCheck::Rejected}});
+      return dispatch(input<Event::GotProof, proto::OpenCheck::Rejected>(Input::Rejection{
+          proto::RejectReason::AuthFailed, "authentication failed: unknown id or wrong key"}));
     }
-    return check_open(keys_.claimed_open(), Event::GotProof);  // the rest: memory
+    return check_open<Event::GotProof>(keys_.claimed_open());  // the rest: memory
   }
   // The digest at the end (PROTOCOL.md 7.9) only where the Open asked for it; a FileDone
   // carries a digest exactly for a file offered without one.
@@ -343,7 +327,7 @@ void Connection::on_message(Inbound inbound) {
       chunk != nullptr && chunk->seal.has_value() != sealed_.sealing())
     rule_broken = sealed_.sealing() ? "a FileChunk without its seal on a sealed connection"
                                     : "a FileChunk with a seal on a connection in clear";
-  if (done != nullptr && state_ == State::InSession) {
+  if (done != nullptr) {
     const IncomingEntry* e = entries_.entry(done->entry);
     const bool flagged = e != nullptr && e->offer.digest_at_end;
     if (e != nullptr && flagged != done->digest.has_value())
@@ -352,44 +336,36 @@ void Connection::on_message(Inbound inbound) {
   }
   if (rule_broken != nullptr) {
     spdlog::warn("[{}] protocol violation: {}", label(), rule_broken);
-    return dispatch(
-        {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation, rule_broken}});
+    return dispatch(input<Event::ProtocolViolation>(
+        Input::Abort{proto::ErrorCode::ProtocolViolation, rule_broken}));
   }
   if (auto* next = std::get_if<proto::Continue>(&message))
-    return dispatch({Event::GotContinue, *next});
+    return dispatch(input<Event::GotContinue>(*next));
   if (auto* abort = std::get_if<proto::FileAbort>(&message))
-    return dispatch({Event::GotFileAbort, *abort});
-  if (offer != nullptr) return dispatch({Event::GotOffer, std::move(*offer)});
+    return dispatch(input<Event::GotFileAbort>(*abort));
+  if (offer != nullptr) return dispatch(input<Event::GotOffer>(std::move(*offer)));
   if (auto* chunk = std::get_if<proto::FileChunk>(&message))
-    return dispatch({Event::GotChunk, *chunk});
-  if (done != nullptr) {
-    // Sent before the sender saw the FileVerdict that abandoned its file: nothing to do.
-    if (state_ == State::InSession && entries_.ledger().abandoned(done->entry))
-      return entries_.expect_next();
-    // The digest the file is verified against came at its end (7.9).
-    if (IncomingEntry* e = entries_.entry(done->entry); e != nullptr && done->digest)
-      e->offer.digest = *done->digest;
-    return dispatch({Event::GotFileDone, *done});
-  }
+    return dispatch(input<Event::GotChunk>(*chunk));
+  if (done != nullptr) return dispatch(input<Event::GotFileDone>(*done));
   const bool id = std::holds_alternative<proto::Id>(message);
   if (state_ == State::InSession && (id || std::holds_alternative<proto::Bye>(message))) {
     if (auto problem = entries_.end_problem(id)) {
       spdlog::warn("[{}] protocol violation: {}", label(), *problem);
-      return dispatch(
-          {Event::ProtocolViolation, Input::Abort{proto::ErrorCode::ProtocolViolation, *problem}});
+      return dispatch(input<Event::ProtocolViolation>(
+          Input::Abort{proto::ErrorCode::ProtocolViolation, *problem}));
     }
   }
   if (auto* id_message = std::get_if<proto::Id>(&message)) {
-    if (state_ != State::InSession && state_ != State::AwaitId) return dispatch({Event::GotId, {}});
+    if (!proto::receiver_checks(state_, Event::GotId)) return dispatch(input<Event::GotId>());
     return lookup_id(*id_message);
   }
-  if (std::holds_alternative<proto::Bye>(message)) return dispatch({Event::GotBye, {}});
+  if (std::holds_alternative<proto::Bye>(message)) return dispatch(input<Event::GotBye>());
   if (auto* error = std::get_if<proto::Error>(&message)) {
     spdlog::warn("[{}] sender aborted: {} {}", label(), proto::to_string(error->code),
                  proto::escape_for_log(error->text));
-    return dispatch({Event::GotError, {}});
+    return dispatch(input<Event::GotError>());
   }
-  dispatch({Event::GotUnexpected, {}});  // a Hello, a Chunk, a message only a receiver sends
+  dispatch(input<Event::GotUnexpected>());  // a Hello, a Chunk, a message only a receiver sends
 }
 
 void Connection::on_sent(std::uint64_t) {}
@@ -397,7 +373,7 @@ void Connection::on_sent(std::uint64_t) {}
 void Connection::on_transport_failure(const std::string& why) {
   if (state_ != State::Closing && !closed())
     spdlog::warn("[{}] {} (while waiting for {})", label(), why, waiting_for());
-  dispatch({Event::TransportFailed, {}});
+  dispatch(input<Event::TransportFailed>());
 }
 
 void Connection::on_peer_disconnected() {
@@ -410,26 +386,25 @@ void Connection::on_peer_disconnected() {
     keys_.failed("it left without a Proof", label());
   else if (state_ != State::Closing)
     spdlog::warn("[{}] sender disconnected while waiting for {}", label(), waiting_for());
-  dispatch({Event::Disconnected, {}});
+  dispatch(input<Event::Disconnected>());
 }
 
 void Connection::on_timeout() {
   if (closed()) return;
-  if (state_ == State::Closing) return dispatch({Event::Timeout, {}});
   if (state_ == State::Authenticating) keys_.failed("no Proof came", label());
-  spdlog::warn("[{}] timed out waiting for {}", label(), waiting_for());
-  dispatch({Event::Timeout,
-            Input::Abort{proto::ErrorCode::Timeout,
-                         std::string("receiver timed out waiting for ") + waiting_for()}});
+  if (state_ != State::Closing)
+    spdlog::warn("[{}] timed out waiting for {}", label(), waiting_for());
+  dispatch(input<Event::Timeout>(Input::Abort{
+      proto::ErrorCode::Timeout, std::string("receiver timed out waiting for ") + waiting_for()}));
 }
 
 void Connection::on_local_failure(const std::string&) {
-  dispatch({Event::LocalFailure,
-            Input::Abort{proto::ErrorCode::Internal, "the receiver failed; see its log"}});
+  dispatch(input<Event::LocalFailure>(
+      Input::Abort{proto::ErrorCode::Internal, "the receiver failed; see its log"}));
 }
 
 void Connection::on_transport_lost(const std::string&) {
-  dispatch({Event::TransportFailed, {}});
+  dispatch(input<Event::TransportFailed>());
 }
 
 void Connection::tick(Clock::time_point now) {
@@ -454,8 +429,8 @@ void Connection::shut_down() {
     return;
   }
   guarded([&] {
-    dispatch({Event::ShuttingDown,
-              Input::Abort{proto::ErrorCode::ShuttingDown, "receiver shutting down"}});
+    dispatch(input<Event::ShuttingDown>(
+        Input::Abort{proto::ErrorCode::ShuttingDown, "receiver shutting down"}));
   });
 }
 
@@ -471,7 +446,7 @@ void Connection::on_cm_failure(const std::string& what) {
   guarded([&] {
     if (state_ != State::Closing && !closed())
       spdlog::warn("[{}] {} (while waiting for {})", label(), what, waiting_for());
-    dispatch({Event::Disconnected, {}});
+    dispatch(input<Event::Disconnected>());
   });
 }
 

@@ -93,14 +93,14 @@ class Connection final : public DriverCore {
   void on_local_failure(const std::string& what) override;
   void on_transport_lost(const std::string& what) override;
 
-  // The Open's checks (protocol/receiver_rules.hpp): `event` is the one its findings go
+  // The Open's checks (protocol/receiver_rules.hpp): `Checked` is the event its findings go
   // with (GotOpen, or GotProof after a good Proof). Nothing is taken before it passes them.
-  void check_open(const proto::Open& open, proto::ReceiverEvent event);
+  template <proto::ReceiverEvent Checked>
+  void check_open(const proto::Open& open);
   void send_accept(const ReceiverInput::AcceptedOpen& accepted);
-  void send_reject(const ReceiverInput& cause);
+  void send_reject(const ReceiverInput::Rejection& rejection);
   void lookup_id(const proto::Id& id);
   void send_secret();
-  void send_error(const ReceiverInput& cause);
   void release();
 
   ReceiverContext& context_;

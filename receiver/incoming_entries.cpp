@@ -49,8 +49,8 @@ void IncomingEntries::start(const ReceiverInput::AcceptedOpen& accepted, const F
 }
 
 void IncomingEntries::violation(std::string text) {
-  hooks_.raise({Event::ProtocolViolation,
-                Input::Abort{proto::ErrorCode::ProtocolViolation, std::move(text)}});
+  hooks_.raise(input<Event::ProtocolViolation>(
+      Input::Abort{proto::ErrorCode::ProtocolViolation, std::move(text)}));
 }
 
 void IncomingEntries::expect_next() {
@@ -82,7 +82,7 @@ void IncomingEntries::check_offer(const proto::Offer& offer) {
   const std::uint32_t id = offer.entry;
   auto refuse = [&](proto::RejectReason reason, std::string text) {
     hooks_.raise(
-        {proto::WorkResult::EntryRefused, Input::EntryRefusal{id, reason, std::move(text)}});
+        input<proto::WorkResult::EntryRefused>(Input::EntryRefusal{id, reason, std::move(text)}));
   };
   // Cheap checks first (protocol/receiver_rules.hpp): nothing is created for an entry that
   // fails them.
@@ -124,16 +124,16 @@ void IncomingEntries::create_file(std::uint32_t id, std::optional<IncomingFile::
           using Kind = IncomingFile::Outcome::Kind;
           using R = proto::RejectReason;
           auto refused = [&](R reason, std::string text) {
-            hooks_.raise({proto::WorkResult::EntryRefused,
-                          Input::EntryRefusal{id, reason, std::move(text)}});
+            hooks_.raise(input<proto::WorkResult::EntryRefused>(
+                Input::EntryRefusal{id, reason, std::move(text)}));
           };
           switch (outcome.kind) {
             case Kind::Ok:
               if (e->file->resumed_from() > 0)
-                return hooks_.raise({proto::WorkResult::EntryResumed, Input::EntryTaken{id}});
-              return hooks_.raise({proto::WorkResult::EntryTaken, Input::EntryTaken{id}});
+                return hooks_.raise(input<proto::WorkResult::EntryResumed>(Input::EntryTaken{id}));
+              return hooks_.raise(input<proto::WorkResult::EntryTaken>(Input::EntryTaken{id}));
             case Kind::Have:
-              return hooks_.raise({proto::WorkResult::EntryHave, Input::EntryTaken{id}});
+              return hooks_.raise(input<proto::WorkResult::EntryHave>(Input::EntryTaken{id}));
             case Kind::Exists:
               return refused(R::Exists, "a file of that name exists");
             case Kind::NoSpace:
@@ -180,16 +180,13 @@ void IncomingEntries::check_directory(IncomingEntry& entry) {
         hooks_.in_session([&] {
           if (this->entry(id) == nullptr) return;
           if (result->ok)
-            return hooks_.raise({proto::WorkResult::EntrySettled,
-                                 Input::EntryVerdict{id, proto::VerdictCode::Good}});
+            return hooks_.raise(input<proto::WorkResult::EntrySettled>(
+                Input::EntryVerdict{id, proto::VerdictCode::Good}));
           if (!result->bad_path)
             spdlog::error("[{}] cannot make directory: {}", label_, result->error);
-          hooks_.raise(
-              {proto::WorkResult::EntryRefused,
-               Input::EntryRefusal{
-                   id,
-                   result->bad_path ? proto::RejectReason::BadName : proto::RejectReason::Internal,
-                   result->bad_path ? result->error : "cannot make the directory"}});
+          hooks_.raise(input<proto::WorkResult::EntryRefused>(Input::EntryRefusal{
+              id, result->bad_path ? proto::RejectReason::BadName : proto::RejectReason::Internal,
+              result->bad_path ? result->error : "cannot make the directory"}));
         });
       });
 }
@@ -201,9 +198,8 @@ void IncomingEntries::take(std::uint32_t id, bool resume) {
   // The first file taken is the first that needs the window's keys.
   if (auto error = window_.register_slots()) {
     spdlog::error("[{}] cannot register the receive window: {}", label_, *error);
-    return hooks_.raise(
-        {proto::WorkResult::EntryRefused,
-         Input::EntryRefusal{id, proto::RejectReason::NoMemory, "cannot register memory"}});
+    return hooks_.raise(input<proto::WorkResult::EntryRefused>(
+        Input::EntryRefusal{id, proto::RejectReason::NoMemory, "cannot register memory"}));
   }
   entry.taken = Clock::now();
   ledger_.take(id, from);
@@ -276,12 +272,12 @@ void IncomingEntries::store_chunk(const proto::FileChunk& c) {
             "[{}] a chunk of {} (offset {}, {} bytes) does not open: altered in our "
             "memory after the sender wrote it; nothing of it was written",
             label_, proto::quoted_for_log(entry(c.entry)->offer.path), c.offset, c.length);
-        hooks_.raise({Event::LocalFailure,
-                      Input::Abort{proto::ErrorCode::SealBroken,
-                                   "a chunk of entry " + std::to_string(c.entry) + " at offset " +
-                                       std::to_string(c.offset) +
-                                       " does not open: it was altered in the receiver's memory "
-                                       "(written with a slot's key); nothing of it was written"}});
+        hooks_.raise(input<Event::LocalFailure>(
+            Input::Abort{proto::ErrorCode::SealBroken,
+                         "a chunk of entry " + std::to_string(c.entry) + " at offset " +
+                             std::to_string(c.offset) +
+                             " does not open: it was altered in the receiver's memory "
+                             "(written with a slot's key); nothing of it was written"}));
       });
     });
   }
@@ -303,11 +299,11 @@ void IncomingEntries::on_stored(std::uint32_t id, const IncomingFile::Stored& st
     spdlog::error("[{}] cannot write {}: {}", label_, proto::quoted_for_log(entry->offer.path),
                   stored.outcome.error);
     // The entry is settled now; its slots are freed once its file's jobs are done.
-    return hooks_.raise({proto::WorkResult::EntrySettled,
-                         Input::EntryVerdict{id, proto::VerdictCode::StorageError}});
+    return hooks_.raise(input<proto::WorkResult::EntrySettled>(
+        Input::EntryVerdict{id, proto::VerdictCode::StorageError}));
   }
   bytes_stored_ += stored.length;
-  hooks_.raise({proto::WorkResult::ChunkStored, Input::StoredSlot{stored.slot, id}});
+  hooks_.raise(input<proto::WorkResult::ChunkStored>(Input::StoredSlot{stored.slot, id}));
 }
 
 void IncomingEntries::credit(const ReceiverInput::StoredSlot& stored) {
@@ -317,11 +313,17 @@ void IncomingEntries::credit(const ReceiverInput::StoredSlot& stored) {
   expect_next();
 }
 
-void IncomingEntries::finish(const ReceiverInput& cause) {
-  if (const auto* done = std::get_if<proto::FileDone>(&cause.data)) {
-    if (auto error = ledger_.file_done(*done))
-      return violation(std::string("bad FileDone: ") + proto::to_string(*error));
-  }
+void IncomingEntries::take_file_done(const proto::FileDone& done) {
+  // Sent before the sender saw the FileVerdict that abandoned its file: nothing to do.
+  if (ledger_.abandoned(done.entry)) return;
+  if (auto error = ledger_.file_done(done))
+    return violation(std::string("bad FileDone: ") + proto::to_string(*error));
+  // The digest the file is verified against came at its end (7.9).
+  if (IncomingEntry* e = entry(done.entry); e != nullptr && done.digest)
+    e->offer.digest = *done.digest;
+}
+
+void IncomingEntries::finish() {
   // No byte may come any more: no key of this window works from here (the slots still
   // credited are revoked; a chunk named in them is refused by the ledger anyway).
   if (!ledger_.wants_data()) window_.revoke_credited(ledger_);
@@ -338,8 +340,8 @@ void IncomingEntries::finish(const ReceiverInput& cause) {
   for (std::uint32_t id : abandoned) {
     if (ledger_.start_discarding(id)) {
       if (IncomingEntry* e = entry(id)) e->data_bad = true;  // nothing kept
-      hooks_.raise({proto::WorkResult::EntrySettled,
-                    Input::EntryVerdict{id, proto::VerdictCode::Abandoned}});
+      hooks_.raise(input<proto::WorkResult::EntrySettled>(
+          Input::EntryVerdict{id, proto::VerdictCode::Abandoned}));
     }
   }
   expect_next();
@@ -353,12 +355,12 @@ void IncomingEntries::verify(std::uint32_t id) {
   if (entry.received != entry.offer.size || entry.done_total != entry.received) {
     entry.data_bad = true;
     return hooks_.raise(
-        {proto::WorkResult::EntrySettled, Input::EntryVerdict{id, Code::SizeMismatch}});
+        input<proto::WorkResult::EntrySettled>(Input::EntryVerdict{id, Code::SizeMismatch}));
   }
   if (entry.computed != entry.offer.digest) {
     entry.data_bad = true;
     return hooks_.raise(
-        {proto::WorkResult::EntrySettled, Input::EntryVerdict{id, Code::HashMismatch}});
+        input<proto::WorkResult::EntrySettled>(Input::EntryVerdict{id, Code::HashMismatch}));
   }
   // A Hello says nothing of its file's mode and time: the file keeps ours (PROTOCOL.md 4.2).
   if (terms_.offers_metadata)
@@ -375,8 +377,8 @@ void IncomingEntries::verify(std::uint32_t id) {
       if (!outcome.ok())
         spdlog::error("[{}] cannot store {}: {}", label_, proto::quoted_for_log(e->offer.path),
                       outcome.error);
-      hooks_.raise({proto::WorkResult::EntrySettled,
-                    Input::EntryVerdict{id, outcome.ok() ? Code::Good : Code::StorageError}});
+      hooks_.raise(input<proto::WorkResult::EntrySettled>(
+          Input::EntryVerdict{id, outcome.ok() ? Code::Good : Code::StorageError}));
       // A shutdown asked for during the commits: their senders have their verdicts first.
       hooks_.committed();
     });

@@ -74,7 +74,8 @@ class IncomingEntries {
   void abandon(const proto::FileAbort& abort);
   void store_chunk(const proto::FileChunk& chunk);
   void credit(const ReceiverInput::StoredSlot& stored);
-  void finish(const ReceiverInput& cause);  // a FileDone, or a verdict's, a refusal's end
+  void take_file_done(const proto::FileDone& done);
+  void finish();  // after a FileDone, a stored chunk, an abandoned entry
   void send_verdict(const ReceiverInput::EntryVerdict& verdict);
   // The session was cut short: what each file in flight stored is kept for a resume, unless
   // `keep_nothing` (the sender broke the rules) or it was bad.

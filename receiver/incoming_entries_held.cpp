@@ -67,8 +67,8 @@ void IncomingEntries::look_for_held(std::uint32_t id) {
         hooks_.in_session([&] {
           if (this->entry(id) == nullptr) return;
           if (found->held)
-            return hooks_.raise({proto::WorkResult::EntryHeld,
-                                 Input::EntryHeld{id, found->held->length, found->held->digest}});
+            return hooks_.raise(input<proto::WorkResult::EntryHeld>(
+                Input::EntryHeld{id, found->held->length, found->held->digest}));
           create_file(id, fresh_partial_);
         });
       });
@@ -134,7 +134,7 @@ void IncomingEntries::confirm_whole(std::uint32_t id, const proto::Holds& held) 
             return create_file(id, fresh_partial_);
           }
           e->offer.digest = held.digest;
-          hooks_.raise({proto::WorkResult::EntryHave, Input::EntryTaken{id}});
+          hooks_.raise(input<proto::WorkResult::EntryHave>(Input::EntryTaken{id}));
         });
       });
 }

@@ -38,7 +38,10 @@ struct ReceiverContext {
   AuthPenalties* penalties = nullptr;  // where failed authentications are counted
 };
 
-// An event and the data it carries (docs/PROTOCOL.md 7.5 names the messages).
+// An event and the data it carries (docs/PROTOCOL.md 7.5 names the messages). Made by
+// input<What>(data), which takes for each event exactly the data proto::carried_by() names;
+// an action reads it with data_for<Action>(), whose type proto::needed_by() names. The
+// machine's table is checked against both when it compiles (protocol/receiver_machine.hpp).
 struct ReceiverInput {
   struct AcceptedOpen {  // an Open that passed its checks, and the window it is granted
     proto::Open open;
@@ -50,22 +53,8 @@ struct ReceiverInput {
     proto::RejectReason reason;
     std::string text;
   };
-  struct StoredSlot {
-    std::uint32_t slot;
-    std::uint32_t entry;  // whose chunk it held
-  };
-  // The outcome of an entry's check or verification.
-  struct EntryRefusal {
-    std::uint32_t entry;
-    proto::RejectReason reason;
-    std::string text;
-  };
   struct EntryTaken {
     std::uint32_t entry;
-  };
-  struct EntryVerdict {
-    std::uint32_t entry;
-    proto::VerdictCode code;
   };
   // The digest at the end (PROTOCOL.md 7.9): what is here of a file offered without its digest.
   struct EntryHeld {
@@ -73,18 +62,56 @@ struct ReceiverInput {
     std::uint64_t length;
     proto::Digest digest;
   };
+  // The outcome of an entry's check or verification.
+  struct EntryRefusal {
+    std::uint32_t entry;
+    proto::RejectReason reason;
+    std::string text;
+  };
+  struct StoredSlot {
+    std::uint32_t slot;
+    std::uint32_t entry;  // whose chunk it held
+  };
+  struct EntryVerdict {
+    std::uint32_t entry;
+    proto::VerdictCode code;
+  };
   struct Abort {  // why the receiver ends the connection; SendError sends it
     proto::ErrorCode code;
     std::string text;
   };
+  // In the order of proto::ReceiverData.
+  using Data = std::variant<std::monostate, AcceptedOpen, Rejection, proto::Offer, proto::FileChunk,
+                            proto::FileDone, proto::Continue, proto::FileAbort, EntryTaken,
+                            EntryHeld, EntryRefusal, StoredSlot, EntryVerdict, Abort>;
+
   // An event of the connection's machine, or a result of the entries' work (InSession's:
   // proto::session_result).
   std::variant<proto::ReceiverEvent, proto::WorkResult> event;
-  std::variant<std::monostate, AcceptedOpen, Rejection, proto::Offer, proto::FileChunk,
-               proto::FileDone, StoredSlot, EntryRefusal, EntryTaken, EntryVerdict, proto::Id,
-               Abort, EntryHeld, proto::Continue, proto::FileAbort>
-      data;
+  Data data;
   proto::ReceiverChecks checks{};  // with GotOpen, GotProof, GotId: what their check found
 };
+
+template <proto::ReceiverData Kind>
+using ReceiverDataOf =
+    std::variant_alternative_t<static_cast<std::size_t>(Kind), ReceiverInput::Data>;
+
+// `What`: a proto::ReceiverEvent or a proto::WorkResult; `Check`: what the check of an Open
+// or a Proof found; `id`: what looking an Id up found.
+template <auto What, proto::OpenCheck Check = proto::OpenCheck::NotChecked>
+requires(proto::carried_by(What, Check) == proto::ReceiverData::None) ReceiverInput
+    input(proto::IdLookup id = proto::IdLookup::NotLookedUp) {
+  return {What, {}, {Check, id}};
+}
+template <auto What, proto::OpenCheck Check = proto::OpenCheck::NotChecked>
+requires(proto::carried_by(What, Check) != proto::ReceiverData::None) ReceiverInput
+    input(ReceiverDataOf<proto::carried_by(What, Check)> data) {
+  return {What, std::move(data), {Check}};
+}
+
+template <proto::ReceiverAction Action>
+const auto& data_for(const ReceiverInput& cause) {
+  return std::get<static_cast<std::size_t>(proto::needed_by(Action))>(cause.data);
+}
 
 }  // namespace rdmax::receiver

@@ -174,7 +174,7 @@ class ReceiverRun {
                  t.next == RS::Authenticating);
     if (t.next == RS::Authenticating) FUZZ_CHECK(state_ == RS::AwaitOpen);
     // The session's own actions happen only in a session.
-    for (RA a : {RA::CheckOffer, RA::SendTake, RA::SendRefuse, RA::FinishEntries,
+    for (RA a : {RA::CheckOffer, RA::SendTake, RA::SendRefuse, RA::TakeFileDone, RA::FinishEntries,
                  RA::SendFileVerdict, RA::SendResume, RA::SendHave, RA::StoreChunk, RA::SendCredit})
       if (t.actions.contains(a)) FUZZ_CHECK(state_ == RS::InSession && t.next == RS::InSession);
   }
