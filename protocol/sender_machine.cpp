@@ -8,12 +8,12 @@ using E = SenderEvent;
 using A = SenderAction;
 using O = SenderOutcome;
 
-bool connected(S s) {
+constexpr bool connected(S s) {
   return s == S::AwaitAccept || s == S::InSession || s == S::AwaitSecret;
 }
 
 // Events that end the connection the same way from every open state.
-SenderTransition abort_from(S s, E e) {
+constexpr SenderTransition abort_from(S s, E e) {
   switch (e) {
     case E::ConnectFailed:
       if (!connected(s)) return {S::Done, {A::Finish}, O::ConnectFailed};
@@ -48,9 +48,7 @@ SenderTransition abort_from(S s, E e) {
   return {S::Closing, {A::SendError, A::Disconnect}, O::ProtocolError, true};
 }
 
-}  // namespace
-
-SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
+constexpr SenderTransition next(S s, E e, const SenderContext& ctx) {
   switch (s) {
     case S::Connecting:
       if (e == E::Established) return {S::AwaitAccept, {A::SendOpen}};
@@ -94,11 +92,47 @@ SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
   return abort_from(s, e);
 }
 
-SenderTransition session_settled(bool all_good, const SenderContext& ctx) {
+constexpr SenderTransition settled_next(bool all_good, const SenderContext& ctx) {
   // The receiver gives a secret only for a session whose every entry is good.
   if (!all_good) return {S::Closing, {A::SendBye, A::Disconnect}, O::SomeFailed};
   if (ctx.has_id) return {S::AwaitSecret, {A::SendId}};
   return {S::Closing, {A::SendBye, A::Disconnect}, O::Success};
+}
+
+// Each action of a transition finds what it needs in the input that raised it.
+constexpr bool pairs(const SenderTransition& t, SenderData carried) {
+  for (A a : t.actions) {
+    const SenderData need = needed_by(a);
+    if (need == SenderData::None || (a == A::SendError && t.illegal)) continue;
+    if (need != carried) return false;
+  }
+  return true;
+}
+
+constexpr bool every_transition_pairs() {
+  for (bool has_id : {false, true}) {
+    for (ReceiverProof proof : enum_values<ReceiverProof>()) {
+      const SenderContext ctx{has_id, proof};
+      for (S s : enum_values<S>())
+        for (E e : enum_values<E>())
+          if (!pairs(next(s, e, ctx), carried_by(e, proof))) return false;
+      for (bool all_good : {false, true})
+        if (!pairs(settled_next(all_good, ctx), SenderData::None)) return false;
+    }
+  }
+  return true;
+}
+static_assert(every_transition_pairs(),
+              "an action needs data its event does not carry (sender_machine.hpp)");
+
+}  // namespace
+
+SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
+  return next(s, e, ctx);
+}
+
+SenderTransition session_settled(bool all_good, const SenderContext& ctx) {
+  return settled_next(all_good, ctx);
 }
 
 SetupTransition setup_next(SetupState s, SetupEvent e) {

@@ -111,6 +111,59 @@ struct SenderContext {
   ReceiverProof proof = ReceiverProof::NotDue;
 };
 
+// The data an input carries beside its event, and the data an action needs of the input
+// that raised it, as the receiver's machine says it (ReceiverData): the driver's input holds
+// one of these (sender/sender_input.hpp, in this order), and every transition of the table is
+// checked against needed_by() when sender_machine.cpp compiles.
+enum class SenderData : std::uint8_t {
+  None,
+  Accept,
+  Answer,  // GotAnswer's message
+  Secret,
+  Abort,  // why this side ends the connection
+};
+
+constexpr SenderData carried_by(SenderEvent event, ReceiverProof proof = ReceiverProof::NotDue) {
+  using E = SenderEvent;
+  using D = SenderData;
+  switch (event) {
+    case E::GotAccept:  // an Accept before the receiver proved itself is refused (7.8)
+      return proof == ReceiverProof::Missing ? D::Abort : D::Accept;
+    case E::GotProof:
+      return proof == ReceiverProof::Wrong ? D::Abort : D::None;
+    case E::GotAnswer:
+      return D::Answer;
+    case E::GotSecret:
+      return D::Secret;
+    case E::ProtocolViolation:
+    case E::LocalFailure:
+    case E::Timeout:
+    case E::Interrupted:
+      return D::Abort;
+    default:
+      return D::None;
+  }
+}
+
+// None: the action reads nothing of its input. In an illegal transition the driver gives
+// SendError its Abort, naming the event and the state.
+constexpr SenderData needed_by(SenderAction action) {
+  using A = SenderAction;
+  using D = SenderData;
+  switch (action) {
+    case A::StartSession:
+      return D::Accept;
+    case A::TakeAnswer:
+      return D::Answer;
+    case A::KeepSecret:
+      return D::Secret;
+    case A::SendError:
+      return D::Abort;
+    default:
+      return D::None;
+  }
+}
+
 struct SenderTransition {
   SenderState next;
   ActionList<SenderAction> actions;

@@ -21,13 +21,6 @@ std::uint32_t keepalive_for(std::chrono::seconds timeout) {
       std::clamp<std::uint64_t>(ms, proto::kMinKeepaliveMs, proto::kMaxKeepaliveMs));
 }
 
-// SendError: the Error to post, the abort's reason or else an internal failure.
-proto::Error error_to_send(const SenderInput& cause) {
-  const auto* abort = std::get_if<SenderInput::Abort>(&cause.data);
-  if (abort == nullptr) return proto::Error{proto::ErrorCode::Internal, "sender failure"};
-  return proto::Error{abort->code, abort->text.substr(0, proto::kMaxTextBytes)};
-}
-
 // The digest at the end (docs/PROTOCOL.md 7.9), where the receiver may take it.
 bool asks_digest_at_end(const SenderSettings& settings, std::uint16_t version) {
   return settings.digest_at_end && settings.pool != nullptr && version == proto::kVersion2;
@@ -47,7 +40,7 @@ std::optional<SenderInput::Answer> answer_in(const proto::Message& message) {
 
 // KeepSecret: the received secret moves into `kept`, and the message's copy is wiped.
 void keep_secret(SenderInput& cause, std::string& kept) {
-  auto& received = std::get<proto::Secret>(cause.data).secret;
+  auto& received = data_for<proto::SenderAction::KeepSecret>(cause).secret;
   kept.assign(received);
   proto::secure_wipe(received.data(), received.size());
 }
@@ -65,8 +58,8 @@ Connection::Connection(const SenderSettings& settings, TransferPlan& plan,
           .violation =
               [this](const std::string& text) {
                 spdlog::error("[{}] {}", label(), text);
-                dispatch({Event::ProtocolViolation,
-                          Input::Abort{proto::ErrorCode::ProtocolViolation, text}});
+                dispatch(input<Event::ProtocolViolation>(
+                    Input::Abort{proto::ErrorCode::ProtocolViolation, text}));
               },
           .raise = [this](SenderInput input) { dispatch(std::move(input)); },
           .send = [this](const proto::Message& message, std::uint64_t tag) { post(message, tag); },
@@ -94,24 +87,24 @@ void Connection::start() {
 }
 
 void Connection::on_setup(proto::SetupEvent event) {
-  guarded([&] { dispatch({event, {}}); });
+  guarded([&] { dispatch({event, {}}); });  // the set-up's machine: no data
 }
 void Connection::on_established() {
-  guarded([&] { dispatch({Event::Established, {}}); });
+  guarded([&] { dispatch(input<Event::Established>()); });
 }
 void Connection::on_connect_failed(const std::string& why) {
   spdlog::error("[{}] {}", label(), why);
-  guarded([&] { dispatch({Event::ConnectFailed, {}}); });
+  guarded([&] { dispatch(input<Event::ConnectFailed>()); });
 }
 void Connection::on_cm_failure(const std::string& why) {
   mark_transport_gone();
   spdlog::error("[{}] {}", label(), why);
-  guarded([&] { dispatch({Event::TransportFailed, {}}); });
+  guarded([&] { dispatch(input<Event::TransportFailed>()); });
 }
 void Connection::interrupt(int) {
   guarded([&] {
-    dispatch(
-        {Event::Interrupted, Input::Abort{proto::ErrorCode::ShuttingDown, "sender interrupted"}});
+    dispatch(input<Event::Interrupted>(
+        Input::Abort{proto::ErrorCode::ShuttingDown, "sender interrupted"}));
   });
 }
 void Connection::tick(Clock::time_point now) {
@@ -210,12 +203,12 @@ void Connection::perform(Action action, SenderInput& cause) {
       post(keys_.ours());
       break;
     case Action::StartSession:
-      start_session(std::get<proto::Accept>(cause.data));
+      start_session(data_for<Action::StartSession>(cause));
       break;
     case Action::TakeAnswer: {
       // A Credit is the window's, the rest answer an entry; one that breaks the rules ends
       // the session, and nothing more goes.
-      const auto& answer = std::get<SenderInput::Answer>(cause.data);
+      const auto& answer = data_for<Action::TakeAnswer>(cause);
       const auto* credit = std::get_if<proto::Credit>(&answer);
       if (credit != nullptr ? window_.credit(*credit) : entries_.take(answer)) pump();
       break;
@@ -230,9 +223,11 @@ void Connection::perform(Action action, SenderInput& cause) {
     case Action::SendBye:
       post(proto::Bye{});
       break;
-    case Action::SendError:
-      post(error_to_send(cause));
+    case Action::SendError: {
+      const auto& abort = data_for<Action::SendError>(cause);
+      post(proto::Error{abort.code, abort.text.substr(0, proto::kMaxTextBytes)});
       break;
+    }
     case Action::Disconnect:
       begin_disconnect();
       break;
@@ -268,10 +263,8 @@ void Connection::start_session(const proto::Accept& accept) {
     return hooks_.violation(proto::describe(*problem, accept, 0));
   const std::optional<std::uint32_t> slots = window_.fit(accept);
   if (!slots) {
-    return dispatch(
-        {Event::LocalFailure,
-         SenderInput::Abort{proto::ErrorCode::Internal,
-                            "the sender cannot pin one slot under its RLIMIT_MEMLOCK"}});
+    return dispatch(input<Event::LocalFailure>(SenderInput::Abort{
+        proto::ErrorCode::Internal, "the sender cannot pin one slot under its RLIMIT_MEMLOCK"}));
   }
   entries_.start(accept, *slots, !holding_);
   const auto& seal = keys_.seal_keys();
@@ -330,14 +323,14 @@ void Connection::on_message(Inbound inbound) {
     return dispatch(std::move(*input));
   }
   if (const auto* accept = std::get_if<proto::Accept>(&message))
-    return dispatch({Event::GotAccept, *accept});
+    return dispatch(input<Event::GotAccept>(*accept));
   if (const auto* m = std::get_if<proto::Reject>(&message)) {
     if (m->reason == proto::RejectReason::AuthRequired ||
         m->reason == proto::RejectReason::AuthFailed ||
         m->reason == proto::RejectReason::SealRequired) {
       spdlog::error("[{}] the receiver refused us: {}", label(),
                     proto::describe_refusal(m->reason, m->text, proto::RefusalScope::Session));
-      return dispatch({Event::GotRejectAuth, {}});
+      return dispatch(input<Event::GotRejectAuth>());
     }
     // A receiver that does not know BLAKE3 or the digest at the end refuses the Open as
     // carrying an unknown must-understand extension (7.10, 7.9): the command sends the files
@@ -347,18 +340,18 @@ void Connection::on_message(Inbound inbound) {
         keys_.open_sent().digest_algorithm == proto::DigestAlgorithm::Blake3) {
       spdlog::debug("[{}] the receiver refused BLAKE3 (0x8004)", label());
       refused_ = proto::TermRefused::Algorithm;
-      return dispatch({Event::GotReject, {}});
+      return dispatch(input<Event::GotReject>());
     }
     if (m->reason == proto::RejectReason::UnsupportedVersion &&
         message_version == proto::kVersion2 && asks_digest_at_end(settings_, version())) {
       spdlog::warn("[{}] the receiver does not take the digest at the end: hashing first", label());
       refused_ = proto::TermRefused::DigestAtEnd;
-      return dispatch({Event::GotReject, {}});
+      return dispatch(input<Event::GotReject>());
     }
     if (proto::rejects_our_version(*m, message_version, version())) {
       spdlog::warn("[{}] the receiver does not speak protocol version 2{}{}", label(),
                    m->text.empty() ? "" : ": ", proto::escape_for_log(m->text));
-      return dispatch({Event::GotRejectVersion, {}});
+      return dispatch(input<Event::GotRejectVersion>());
     }
     // A command of one file (a version-1 receiver's Hello among them): the refusal is the
     // file's, with the file's next step.
@@ -375,57 +368,57 @@ void Connection::on_message(Inbound inbound) {
       spdlog::error("[{}] the receiver refused the session: {}", label(),
                     proto::describe_refusal(m->reason, m->text, proto::RefusalScope::Session));
     }
-    return dispatch({Event::GotReject, {}});
+    return dispatch(input<Event::GotReject>());
   }
-  if (auto answer = answer_in(message)) return dispatch({Event::GotAnswer, std::move(*answer)});
+  if (auto answer = answer_in(message))
+    return dispatch(input<Event::GotAnswer>(std::move(*answer)));
   if (auto* m = std::get_if<proto::Secret>(&message)) {
-    SenderInput input{Event::GotSecret, proto::Secret{m->secret}};
+    SenderInput secret = input<Event::GotSecret>(proto::Secret{m->secret});
     proto::secure_wipe(m->secret.data(), m->secret.size());
-    return dispatch(std::move(input));
+    return dispatch(std::move(secret));
   }
   if (std::holds_alternative<proto::Denied>(message)) {
     spdlog::error("[{}] the receiver denied the id", label());
-    return dispatch({Event::GotDenied, {}});
+    return dispatch(input<Event::GotDenied>());
   }
   if (const auto* m = std::get_if<proto::Error>(&message)) {
     spdlog::error("[{}] the receiver aborted: {}{}{}", label(), proto::to_string(m->code),
                   m->text.empty() ? "" : ": ", proto::escape_for_log(m->text));
     const bool gave_up =
         m->code == proto::ErrorCode::Timeout || m->code == proto::ErrorCode::ShuttingDown;
-    return dispatch({gave_up ? Event::GotErrorGaveUp : Event::GotError, {}});
+    return dispatch(gave_up ? input<Event::GotErrorGaveUp>() : input<Event::GotError>());
   }
-  if (std::holds_alternative<proto::Working>(message)) return dispatch({Event::GotWorking, {}});
+  if (std::holds_alternative<proto::Working>(message)) return dispatch(input<Event::GotWorking>());
   spdlog::error("[{}] unexpected {} from the receiver", label(),
                 proto::to_string(proto::type_of(message)));
-  dispatch({Event::GotUnexpected,
-            Input::Abort{proto::ErrorCode::ProtocolViolation, "unexpected message"}});
+  dispatch(input<Event::GotUnexpected>());  // illegal everywhere: the driver names it
 }
 
 void Connection::on_transport_failure(const std::string& why) {
   if (state_ != State::Closing && !finished())
     spdlog::error("[{}] RDMA {} (while waiting for {})", label(), why, waiting_for());
-  dispatch({Event::TransportFailed, {}});
+  dispatch(input<Event::TransportFailed>());
 }
 
 void Connection::on_peer_disconnected() {
   if (finished()) return;
   if (state_ != State::Closing) spdlog::error("[{}] the receiver disconnected", label());
-  dispatch({Event::Disconnected, {}});
+  dispatch(input<Event::Disconnected>());
 }
 
 void Connection::on_timeout() {
   if (finished()) return;
-  if (state_ == State::Closing) return dispatch({Event::Timeout, {}});
-  spdlog::error("[{}] timed out waiting for {}", label(), waiting_for());
-  dispatch({Event::Timeout, Input::Abort{proto::ErrorCode::Timeout, "sender timed out"}});
+  if (state_ != State::Closing)
+    spdlog::error("[{}] timed out waiting for {}", label(), waiting_for());
+  dispatch(input<Event::Timeout>(Input::Abort{proto::ErrorCode::Timeout, "sender timed out"}));
 }
 
 void Connection::on_local_failure(const std::string&) {
-  dispatch({Event::LocalFailure, Input::Abort{proto::ErrorCode::Internal, "sender failure"}});
+  dispatch(input<Event::LocalFailure>(Input::Abort{proto::ErrorCode::Internal, "sender failure"}));
 }
 
 void Connection::on_transport_lost(const std::string&) {
-  dispatch({Event::TransportFailed, {}});
+  dispatch(input<Event::TransportFailed>());
 }
 
 }  // namespace rdmax::sender

@@ -35,8 +35,8 @@ class KeyProof {
   const std::optional<SealKeys>& seal_keys() const { return seal_keys_; }
 
  private:
-  SenderInput not_proven(proto::SenderEvent event, proto::ReceiverProof proof,
-                         const std::string& why, const std::string& label) const;
+  // Logs why the receiver is not trusted; the Abort its SendError sends.
+  SenderInput::Abort not_proven(const std::string& why, const std::string& label) const;
 
   const proto::SenderKey* key_;
   proto::Open open_{};

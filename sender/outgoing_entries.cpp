@@ -53,8 +53,8 @@ bool OutgoingEntries::send_file_dones() {
       done.digest = digest_at_end(e);
       if (!done.digest) {  // a chunk could not be hashed: nothing to vouch for
         spdlog::error("{}: cannot compute its digest", proto::quoted_for_log(e.planned.local_path));
-        hooks_.raise({proto::SenderEvent::LocalFailure,
-                      SenderInput::Abort{proto::ErrorCode::Internal, "cannot hash a file"}});
+        hooks_.raise(input<proto::SenderEvent::LocalFailure>(
+            SenderInput::Abort{proto::ErrorCode::Internal, "cannot hash a file"}));
         return false;
       }
     }

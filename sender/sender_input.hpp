@@ -27,9 +27,32 @@ struct SenderInput {
   // rdma_cm's look-ups go to the set-up machine, the rest to the connection's; pump() says
   // when the session's entries are all settled.
   std::variant<proto::SenderEvent, proto::SetupEvent, Settled> event;
-  std::variant<std::monostate, proto::Accept, proto::Secret, Abort, Answer> data;
+  // In the order of proto::SenderData.
+  using Data = std::variant<std::monostate, proto::Accept, Answer, proto::Secret, Abort>;
+  Data data;
   proto::ReceiverProof proof = proto::ReceiverProof::NotDue;  // with a GotProof or GotAccept
 };
+
+template <proto::SenderData Kind>
+using SenderDataOf = std::variant_alternative_t<static_cast<std::size_t>(Kind), SenderInput::Data>;
+
+// An event of the connection's machine with exactly the data proto::carried_by() names for it
+// (and for what the check of the receiver's Proof found); an action reads it with
+// data_for<Action>(). The machine's table is checked against both when it compiles.
+template <proto::SenderEvent Event, proto::ReceiverProof Proof = proto::ReceiverProof::NotDue>
+requires(proto::carried_by(Event, Proof) == proto::SenderData::None) SenderInput input() {
+  return {Event, {}, Proof};
+}
+template <proto::SenderEvent Event, proto::ReceiverProof Proof = proto::ReceiverProof::NotDue>
+requires(proto::carried_by(Event, Proof) != proto::SenderData::None) SenderInput
+    input(SenderDataOf<proto::carried_by(Event, Proof)> data) {
+  return {Event, std::move(data), Proof};
+}
+
+template <proto::SenderAction Action>
+auto& data_for(SenderInput& cause) {
+  return std::get<static_cast<std::size_t>(proto::needed_by(Action))>(cause.data);
+}
 
 // What the connection's parts (its entries, its window) need of it.
 struct SenderHooks {
