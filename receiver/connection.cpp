@@ -92,7 +92,7 @@ void Connection::apply(const proto::ReceiverTransition& t, const char* event,
                  proto::to_string(state_));
     data_bad_ = true;
   }
-  took_step(proto::to_string(state_), event, proto::to_string(t.next));
+  step_log().took(label(), proto::to_string(state_), event, proto::to_string(t.next));
   const State before = state_;
   state_ = t.next;
   for (Action a : t.actions) {

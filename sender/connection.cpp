@@ -163,8 +163,8 @@ void Connection::step(SenderInput& input) {
   if (t.illegal)
     spdlog::error("[{}] rdma_cm answered {} while {}", label(), proto::to_string(event),
                   proto::to_string(*setup_));
-  took_step(proto::to_string(*setup_), proto::to_string(event),
-            t.next ? proto::to_string(*t.next) : proto::to_string(t.then));
+  step_log().took(label(), proto::to_string(*setup_), proto::to_string(event),
+                  t.next ? proto::to_string(*t.next) : proto::to_string(t.then));
   setup_ = t.next;
   if (!t.next) state_ = t.then;
   if (t.outcome && !outcome_) outcome_ = t.outcome;
@@ -178,7 +178,7 @@ void Connection::apply(const proto::SenderTransition& t, const char* event, Send
     input.data =
         Input::Abort{proto::ErrorCode::ProtocolViolation, std::string("unexpected ") + event};
   }
-  took_step(proto::to_string(state_), event, proto::to_string(t.next));
+  step_log().took(label(), proto::to_string(state_), event, proto::to_string(t.next));
   state_ = t.next;
   if (t.outcome && !outcome_) outcome_ = t.outcome;
   for (Action a : t.actions) perform(a, input);

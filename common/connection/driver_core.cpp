@@ -108,8 +108,8 @@ void DriverCore::fail(const std::string& what) noexcept {
   }
 }
 
-void DriverCore::took_step(const char* from, const char* event, const char* to) {
-  spdlog::trace("[{}] {} --{}--> {}", label_, from, event, to);
+void StepLog::took(const std::string& label, const char* from, const char* event, const char* to) {
+  spdlog::trace("[{}] {} --{}--> {}", label, from, event, to);
   if (recording_) steps_.push_back({from, event});
 }
 

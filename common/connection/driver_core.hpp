@@ -22,8 +22,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <vector>
 
+#include "common/connection/step_log.hpp"
 #include "common/connection/transport.hpp"
 #include "protocol/wire.hpp"
 
@@ -45,16 +45,9 @@ class DriverCore : protected TransportSink {
   std::uint16_t version() const { return version_; }
   const char* waiting_for() const { return waiting_for_; }
 
-  // A step one of the driver's machines took: the state it left and the event, by their
-  // names (protocol/enum_names.hpp; "all settled" for the end of a session). Kept only once
-  // record_steps() is called: the tests read which (state, event) an input raised from
-  // here, never from the log.
-  struct Step {
-    const char* from;
-    const char* event;
-  };
-  void record_steps() { recording_ = true; }
-  const std::vector<Step>& steps() const { return steps_; }
+  // Every step of the driver's machines (common/connection/step_log.hpp).
+  using Step = StepLog::Step;
+  StepLog& step_log() { return step_log_; }
 
  protected:
   explicit DriverCore(std::string label) : label_(std::move(label)) {}
@@ -85,9 +78,6 @@ class DriverCore : protected TransportSink {
   // this side) and posts nothing more.
   void release_transport() noexcept;
   Clock::time_point last_sent() const { return last_sent_; }
-
-  // Each step of a machine: traced, and recorded when asked (above).
-  void took_step(const char* from, const char* event, const char* to);
 
   void expect(const char* what, Clock::duration within);
   // Waiting on our own work (the disk): no deadline until the next expect().
@@ -121,8 +111,7 @@ class DriverCore : protected TransportSink {
   const char* waiting_for_ = "the connection";
   std::optional<Clock::time_point> deadline_;
   Clock::time_point last_sent_{};
-  bool recording_ = false;
-  std::vector<Step> steps_;
+  StepLog step_log_;
 };
 
 }  // namespace rdmax

@@ -65,7 +65,7 @@ inline std::string read_file(const std::filesystem::path& path) {
 }
 
 // Whether a driver took `from` --`event`--> among its recorded steps from the `first`th on
-// (DriverCore::record_steps): which (state, event) row an input really raised.
+// (DriverCore::step_log): which (state, event) row an input really raised.
 inline bool took(const std::vector<DriverCore::Step>& steps, std::size_t first,
                  std::string_view from, std::string_view event) {
   for (std::size_t i = first; i < steps.size(); ++i)
@@ -171,7 +171,7 @@ struct ReceiverHarness {
   // Constructed at CONNECT_REQUEST and established at once, as the daemon sees it mostly.
   void start() {
     connection.emplace(transport, "peer", context, kPeerAddress);
-    connection->record_steps();
+    connection->step_log().record();
     connection->on_established();
   }
   // As the daemon does: a connection is destroyed only once no job of it runs on the pool

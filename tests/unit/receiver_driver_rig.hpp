@@ -103,7 +103,7 @@ struct Rig {
                                    {"b.bin", random_bytes(100, 12), 0600, 1600000000, 7}};
 
   Rig() { h.options.slots = 2; }
-  const std::vector<DriverCore::Step>& steps() const { return h.connection->steps(); }
+  const std::vector<DriverCore::Step>& steps() { return h.connection->step_log().steps(); }
   ~Rig() {
     gate.open_all();
     if (h.connection) h.settle([&] { return h.connection->idle(); });

@@ -98,7 +98,7 @@ struct SessionHarness {
     std::iota(all.begin(), all.end(), 0u);
     settings.hold_for_others = lead_of_several;
     driver.emplace(settings, plan, std::move(all), cm, "peer");
-    driver->record_steps();
+    driver->step_log().record();
     driver->start();
   }
   void receive(const proto::Message& message, std::uint16_t version = proto::kVersion2) {
@@ -129,7 +129,7 @@ struct SessionRig {
     h.add_file("a.bin", random_bytes(2 * kSlot + 100, 21), 0640);
     h.add_file("d/b.bin", random_bytes(100, 22), 0600);
   }
-  const std::vector<DriverCore::Step>& steps() const { return h.driver->steps(); }
+  const std::vector<DriverCore::Step>& steps() { return h.driver->step_log().steps(); }
 
   // ---- Recipes: each ends in its state or fails ----
   void resolving_address() { h.start(); }
