@@ -23,6 +23,7 @@
 // overtake the last of them; the entry is verified once they are stored.
 
 #include <cstdint>
+#include <utility>
 
 #include "protocol/action_list.hpp"
 #include "protocol/enum_names.hpp"
@@ -146,49 +147,31 @@ enum class ReceiverData : std::uint8_t {
 constexpr ReceiverData carried_by(ReceiverEvent event, OpenCheck check = OpenCheck::NotChecked) {
   using E = ReceiverEvent;
   using D = ReceiverData;
-  switch (event) {
-    case E::GotOpen:
-    case E::GotProof:
-      if (check == OpenCheck::Accepted) return D::Admission;
-      return check == OpenCheck::Rejected ? D::Rejection : D::None;
-    case E::GotOffer:
-      return D::Offer;
-    case E::GotChunk:
-      return D::Chunk;
-    case E::GotFileDone:
-      return D::FileDone;
-    case E::GotContinue:
-      return D::Continue;
-    case E::GotFileAbort:
-      return D::FileAbort;
-    case E::ProtocolViolation:
-    case E::LocalFailure:
-    case E::Timeout:
-    case E::ShuttingDown:
-      return D::Abort;
-    default:
-      return D::None;
+  if (event == E::GotOpen || event == E::GotProof) {
+    if (check == OpenCheck::Accepted) return D::Admission;
+    return check == OpenCheck::Rejected ? D::Rejection : D::None;
   }
+  constexpr std::pair<E, D> kCarried[] = {
+      {E::GotOffer, D::Offer},         {E::GotChunk, D::Chunk},
+      {E::GotFileDone, D::FileDone},   {E::GotContinue, D::Continue},
+      {E::GotFileAbort, D::FileAbort}, {E::ProtocolViolation, D::Abort},
+      {E::LocalFailure, D::Abort},     {E::Timeout, D::Abort},
+      {E::ShuttingDown, D::Abort}};
+  for (auto [e, d] : kCarried)
+    if (e == event) return d;
+  return D::None;
 }
 
 constexpr ReceiverData carried_by(WorkResult result, OpenCheck = OpenCheck::NotChecked) {
   using R = WorkResult;
   using D = ReceiverData;
-  switch (result) {
-    case R::EntryTaken:
-    case R::EntryResumed:
-    case R::EntryHave:
-      return D::Entry;
-    case R::EntryHeld:
-      return D::Held;
-    case R::EntryRefused:
-      return D::Refusal;
-    case R::ChunkStored:
-      return D::Stored;
-    case R::EntrySettled:
-      break;
-  }
-  return D::Verdict;
+  constexpr std::pair<R, D> kCarried[] = {
+      {R::EntryTaken, D::Entry},    {R::EntryResumed, D::Entry},   {R::EntryHave, D::Entry},
+      {R::EntryHeld, D::Held},      {R::EntryRefused, D::Refusal}, {R::ChunkStored, D::Stored},
+      {R::EntrySettled, D::Verdict}};
+  for (auto [r, d] : kCarried)
+    if (r == result) return d;
+  return D::None;
 }
 
 // None: the action reads nothing of its input. SendError's Abort is not needed in an illegal
@@ -196,38 +179,18 @@ constexpr ReceiverData carried_by(WorkResult result, OpenCheck = OpenCheck::NotC
 constexpr ReceiverData needed_by(ReceiverAction action) {
   using A = ReceiverAction;
   using D = ReceiverData;
-  switch (action) {
-    case A::SendAccept:
-      return D::Admission;
-    case A::SendReject:
-      return D::Rejection;
-    case A::CheckOffer:
-      return D::Offer;
-    case A::SendTake:
-    case A::SendResume:
-    case A::SendHave:
-      return D::Entry;
-    case A::SendHolds:
-      return D::Held;
-    case A::CheckContinue:
-      return D::Continue;
-    case A::AbandonEntry:
-      return D::FileAbort;
-    case A::SendRefuse:
-      return D::Refusal;
-    case A::StoreChunk:
-      return D::Chunk;
-    case A::TakeFileDone:
-      return D::FileDone;
-    case A::SendCredit:
-      return D::Stored;
-    case A::SendFileVerdict:
-      return D::Verdict;
-    case A::SendError:
-      return D::Abort;
-    default:
-      return D::None;
-  }
+  constexpr std::pair<A, D> kNeeded[] = {
+      {A::SendAccept, D::Admission},   {A::SendReject, D::Rejection},
+      {A::CheckOffer, D::Offer},       {A::SendTake, D::Entry},
+      {A::SendResume, D::Entry},       {A::SendHave, D::Entry},
+      {A::SendHolds, D::Held},         {A::CheckContinue, D::Continue},
+      {A::AbandonEntry, D::FileAbort}, {A::SendRefuse, D::Refusal},
+      {A::StoreChunk, D::Chunk},       {A::TakeFileDone, D::FileDone},
+      {A::SendCredit, D::Stored},      {A::SendFileVerdict, D::Verdict},
+      {A::SendError, D::Abort}};
+  for (auto [a, d] : kNeeded)
+    if (a == action) return d;
+  return D::None;
 }
 
 // As the sender's machine says it (SenderTransition): one way to say "illegal here".

@@ -126,23 +126,14 @@ enum class SenderData : std::uint8_t {
 constexpr SenderData carried_by(SenderEvent event, ReceiverProof proof = ReceiverProof::NotDue) {
   using E = SenderEvent;
   using D = SenderData;
-  switch (event) {
-    case E::GotAccept:  // an Accept before the receiver proved itself is refused (7.8)
-      return proof == ReceiverProof::Missing ? D::Abort : D::Accept;
-    case E::GotProof:
-      return proof == ReceiverProof::Wrong ? D::Abort : D::None;
-    case E::GotAnswer:
-      return D::Answer;
-    case E::GotSecret:
-      return D::Secret;
-    case E::ProtocolViolation:
-    case E::LocalFailure:
-    case E::Timeout:
-    case E::Interrupted:
-      return D::Abort;
-    default:
-      return D::None;
-  }
+  // An Accept before the receiver proved itself, or a wrong Proof, is refused (7.8).
+  if (event == E::GotAccept) return proof == ReceiverProof::Missing ? D::Abort : D::Accept;
+  if (event == E::GotProof) return proof == ReceiverProof::Wrong ? D::Abort : D::None;
+  if (event == E::GotAnswer) return D::Answer;
+  if (event == E::GotSecret) return D::Secret;
+  const bool aborts = event == E::ProtocolViolation || event == E::LocalFailure ||
+                      event == E::Timeout || event == E::Interrupted;
+  return aborts ? D::Abort : D::None;
 }
 
 // None: the action reads nothing of its input. In an illegal transition the driver gives
@@ -150,18 +141,10 @@ constexpr SenderData carried_by(SenderEvent event, ReceiverProof proof = Receive
 constexpr SenderData needed_by(SenderAction action) {
   using A = SenderAction;
   using D = SenderData;
-  switch (action) {
-    case A::StartSession:
-      return D::Accept;
-    case A::TakeAnswer:
-      return D::Answer;
-    case A::KeepSecret:
-      return D::Secret;
-    case A::SendError:
-      return D::Abort;
-    default:
-      return D::None;
-  }
+  if (action == A::StartSession) return D::Accept;
+  if (action == A::TakeAnswer) return D::Answer;
+  if (action == A::KeepSecret) return D::Secret;
+  return action == A::SendError ? D::Abort : D::None;
 }
 
 struct SenderTransition {
