@@ -6,7 +6,20 @@
 namespace rdmax {
 namespace {
 constexpr std::size_t kBuf = proto::kMaxMessageSize;
+
+// A work request over one buffer: every post here names exactly one (`sge` must outlive the
+// post).
+template <typename WorkRequest>
+WorkRequest one_buffer(ibv_sge& sge, const void* data, std::size_t length, std::uint32_t lkey,
+                       std::uint64_t wr_id) {
+  sge = {reinterpret_cast<std::uintptr_t>(data), static_cast<std::uint32_t>(length), lkey};
+  WorkRequest wr{};
+  wr.wr_id = wr_id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  return wr;
 }
+}  // namespace
 
 Endpoint::Endpoint(ibv_context* device, std::uint32_t recv_depth, std::uint32_t send_depth,
                    std::uint32_t extra_send_wrs)
@@ -46,14 +59,9 @@ void Endpoint::attach(ibv_qp* qp) {
 }
 
 void Endpoint::post_recv(std::uint32_t index) {
-  ibv_sge sge{};
-  sge.addr = reinterpret_cast<std::uintptr_t>(recv_buffers_.data() + index * kBuf);
-  sge.length = static_cast<std::uint32_t>(kBuf);
-  sge.lkey = recv_mr_.lkey();
-  ibv_recv_wr wr{};
-  wr.wr_id = make_wr_id(WorkKind::Recv, index);
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
+  ibv_sge sge;
+  auto wr = one_buffer<ibv_recv_wr>(sge, recv_buffers_.data() + index * kBuf, kBuf, recv_mr_.lkey(),
+                                    make_wr_id(WorkKind::Recv, index));
   ibv_recv_wr* bad = nullptr;
   if (int err = ::ibv_post_recv(qp_, &wr, &bad); err != 0) throw_sys("ibv_post_recv", err);
 }
@@ -90,14 +98,9 @@ std::optional<std::uint32_t> Endpoint::send(const proto::Message& message, std::
   auto buffer = std::span<std::uint8_t>(send_buffers_.data() + index * kBuf, kBuf);
   const std::size_t length = proto::encode_into(message, buffer, version);
   if (length == 0) throw std::logic_error("message does not encode: a bug in the caller");
-  ibv_sge sge{};
-  sge.addr = reinterpret_cast<std::uintptr_t>(buffer.data());
-  sge.length = static_cast<std::uint32_t>(length);
-  sge.lkey = send_mr_.lkey();
-  ibv_send_wr wr{};
-  wr.wr_id = make_wr_id(WorkKind::Send, index);
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
+  ibv_sge sge;
+  auto wr = one_buffer<ibv_send_wr>(sge, buffer.data(), length, send_mr_.lkey(),
+                                    make_wr_id(WorkKind::Send, index));
   wr.opcode = IBV_WR_SEND;
   wr.send_flags = IBV_SEND_SIGNALED;
   ibv_send_wr* bad = nullptr;
@@ -118,14 +121,9 @@ void Endpoint::send_completed(std::uint32_t index) {
 void Endpoint::post_write(std::span<const std::uint8_t> local, std::uint32_t lkey,
                           std::uint64_t remote_addr, std::uint32_t rkey, bool signaled,
                           std::uint32_t index) {
-  ibv_sge sge{};
-  sge.addr = reinterpret_cast<std::uintptr_t>(local.data());
-  sge.length = static_cast<std::uint32_t>(local.size());
-  sge.lkey = lkey;
-  ibv_send_wr wr{};
-  wr.wr_id = make_wr_id(WorkKind::Write, index);
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
+  ibv_sge sge;
+  auto wr = one_buffer<ibv_send_wr>(sge, local.data(), local.size(), lkey,
+                                    make_wr_id(WorkKind::Write, index));
   wr.opcode = IBV_WR_RDMA_WRITE;
   wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
   wr.wr.rdma.remote_addr = remote_addr;
