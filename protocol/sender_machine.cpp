@@ -58,7 +58,7 @@ constexpr SenderTransition next(S s, E e, const SenderContext& ctx) {
       if (e == E::GotAccept && ctx.proof == ReceiverProof::Missing)
         return {S::Closing, {A::SendError, A::Disconnect}, O::AuthFailed};
       if (e == E::GotAccept) return {S::InSession, {A::StartSession}};
-      if (e == E::GotReject) return {S::Closing, {A::Disconnect}, O::Rejected};
+      if (e == E::GotReject) return {S::Closing, {A::SettleRefused, A::Disconnect}, O::Rejected};
       if (e == E::GotRejectVersion) return {S::Closing, {A::Disconnect}, O::VersionUnsupported};
       // The receiver is still preparing the session.
       if (e == E::GotWorking) return {S::AwaitAccept, {}};

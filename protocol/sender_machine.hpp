@@ -75,6 +75,9 @@ enum class SenderAction : std::uint8_t {
   Finish,        // release everything; the loop ends
   StartSession,  // set up the staging buffer; offer entries, write chunks as credits allow
   SendProof,     // our answer to the Challenge (7.8)
+  // The receiver refused the Open: a command of one file settles that file as refused (the
+  // refusals the command's fall-backs answer settle nothing).
+  SettleRefused,
 };
 
 // What the program reports; sender/exit_codes.hpp maps each to an exit status (several
@@ -118,6 +121,7 @@ struct SenderContext {
 enum class SenderData : std::uint8_t {
   None,
   Accept,
+  Reject,
   Answer,  // GotAnswer's message
   Secret,
   Abort,  // why this side ends the connection
@@ -129,6 +133,7 @@ constexpr SenderData carried_by(SenderEvent event, ReceiverProof proof = Receive
   // An Accept before the receiver proved itself, or a wrong Proof, is refused (7.8).
   if (event == E::GotAccept) return proof == ReceiverProof::Missing ? D::Abort : D::Accept;
   if (event == E::GotProof) return proof == ReceiverProof::Wrong ? D::Abort : D::None;
+  if (event == E::GotReject) return D::Reject;
   if (event == E::GotAnswer) return D::Answer;
   if (event == E::GotSecret) return D::Secret;
   const bool aborts = event == E::ProtocolViolation || event == E::LocalFailure ||
@@ -142,6 +147,7 @@ constexpr SenderData needed_by(SenderAction action) {
   using A = SenderAction;
   using D = SenderData;
   if (action == A::StartSession) return D::Accept;
+  if (action == A::SettleRefused) return D::Reject;
   if (action == A::TakeAnswer) return D::Answer;
   if (action == A::KeepSecret) return D::Secret;
   return action == A::SendError ? D::Abort : D::None;

@@ -213,6 +213,9 @@ void Connection::perform(Action action, SenderInput& cause) {
       if (credit != nullptr ? window_.credit(*credit) : entries_.take(answer)) pump();
       break;
     }
+    case Action::SettleRefused:
+      settle_refused(data_for<Action::SettleRefused>(cause));
+      break;
     case Action::SendId:
       expect("the answer to the id", settings_.timeout);
       post(proto::Id{*settings_.id});
@@ -256,6 +259,27 @@ void Connection::send_open() {
     open.extensions.push_back({proto::kExtensionDigestAtEnd, {}});  // 7.9
   keys_.sent(open);
   post(open);
+}
+
+void Connection::settle_refused(const proto::Reject& reject) {
+  if (refused_) return;  // a term the command sends again without (a fall-back)
+  // A command of one file (a version-1 receiver's Hello among them): the refusal is the
+  // file's, with the file's next step.
+  if (entries_.one_file()) {
+    const std::string detail = std::string(proto::to_string(reject.reason)) +
+                               (reject.text.empty() ? "" : ": ") +
+                               proto::escape_for_log(reject.text);
+    spdlog::error("{}: refused by the receiver ({}); {}",
+                  proto::quoted_for_log(entries_.planned(0).local_path), detail,
+                  proto::refusal_next_step(reject.reason, proto::RefusalScope::File));
+    entries_.settle(0, {.status = EntryResult::Status::Refused,
+                        .outcome = proto::SenderOutcome::Rejected,
+                        .detail = detail});
+  } else {
+    spdlog::error(
+        "[{}] the receiver refused the session: {}", label(),
+        proto::describe_refusal(reject.reason, reject.text, proto::RefusalScope::Session));
+  }
 }
 
 void Connection::start_session(const proto::Accept& accept) {
@@ -340,35 +364,20 @@ void Connection::on_message(Inbound inbound) {
         keys_.open_sent().digest_algorithm == proto::DigestAlgorithm::Blake3) {
       spdlog::debug("[{}] the receiver refused BLAKE3 (0x8004)", label());
       refused_ = proto::TermRefused::Algorithm;
-      return dispatch(input<Event::GotReject>());
+      return dispatch(input<Event::GotReject>(*m));
     }
     if (m->reason == proto::RejectReason::UnsupportedVersion &&
         message_version == proto::kVersion2 && asks_digest_at_end(settings_, version())) {
       spdlog::warn("[{}] the receiver does not take the digest at the end: hashing first", label());
       refused_ = proto::TermRefused::DigestAtEnd;
-      return dispatch(input<Event::GotReject>());
+      return dispatch(input<Event::GotReject>(*m));
     }
     if (proto::rejects_our_version(*m, message_version, version())) {
       spdlog::warn("[{}] the receiver does not speak protocol version 2{}{}", label(),
                    m->text.empty() ? "" : ": ", proto::escape_for_log(m->text));
       return dispatch(input<Event::GotRejectVersion>());
     }
-    // A command of one file (a version-1 receiver's Hello among them): the refusal is the
-    // file's, with the file's next step.
-    if (entries_.one_file()) {
-      const std::string detail = std::string(proto::to_string(m->reason)) +
-                                 (m->text.empty() ? "" : ": ") + proto::escape_for_log(m->text);
-      spdlog::error("{}: refused by the receiver ({}); {}",
-                    proto::quoted_for_log(entries_.planned(0).local_path), detail,
-                    proto::refusal_next_step(m->reason, proto::RefusalScope::File));
-      entries_.settle(0, {.status = EntryResult::Status::Refused,
-                          .outcome = proto::SenderOutcome::Rejected,
-                          .detail = detail});
-    } else {
-      spdlog::error("[{}] the receiver refused the session: {}", label(),
-                    proto::describe_refusal(m->reason, m->text, proto::RefusalScope::Session));
-    }
-    return dispatch(input<Event::GotReject>());
+    return dispatch(input<Event::GotReject>(*m));
   }
   if (auto answer = answer_in(message))
     return dispatch(input<Event::GotAnswer>(std::move(*answer)));

@@ -115,6 +115,7 @@ class Connection final : public DriverCore {
 
   void send_open();
   void start_session(const proto::Accept& accept);
+  void settle_refused(const proto::Reject& reject);
   // Sends what is due, InSession: the Offers, the chunks, the FileDones; says when every
   // entry is settled.
   void pump();

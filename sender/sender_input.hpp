@@ -28,7 +28,8 @@ struct SenderInput {
   // when the session's entries are all settled.
   std::variant<proto::SenderEvent, proto::SetupEvent, Settled> event;
   // In the order of proto::SenderData.
-  using Data = std::variant<std::monostate, proto::Accept, Answer, proto::Secret, Abort>;
+  using Data =
+      std::variant<std::monostate, proto::Accept, proto::Reject, Answer, proto::Secret, Abort>;
   Data data;
   proto::ReceiverProof proof = proto::ReceiverProof::NotDue;  // with a GotProof or GotAccept
 };
