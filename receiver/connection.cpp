@@ -180,14 +180,19 @@ void Connection::check_open(const proto::Open& open) {
     spdlog::debug("[{}] ignoring {} extension 0x{:04x}", label(), message, type);
   // --senders: nothing is granted before the sender proves a key (PROTOCOL.md 7.8).
   if (keys_.required()) {
-    if (terms_.keyless_refusal) return reject(*terms_.keyless_refusal, terms_.keyless_text);
+    if (terms_.keyless_refusal) {
+      context_.metrics.count(SenderRefusal::NoKey);
+      return reject(*terms_.keyless_refusal, terms_.keyless_text);
+    }
     if (!keys_.claim(open)) {
+      context_.metrics.count(SenderRefusal::NoKey);
       spdlog::warn("[{}] refused a sender without a key (--senders requires one)", label());
       return reject(proto::RejectReason::AuthRequired,
                     "this receiver admits only senders with a key (rdma-send --key-file)");
     }
     if (o.require_seal && !proto::asks_to_seal(open)) {
       spdlog::warn("[{}] refused a keyed sender that does not seal (--require-seal)", label());
+      context_.metrics.count(SenderRefusal::SealRequired);
       return reject(proto::RejectReason::SealRequired,
                     "this receiver requires sealing (rdma-recv --require-seal)");
     }
@@ -302,6 +307,7 @@ void Connection::on_message(Inbound inbound) {
   if (auto* proof = std::get_if<proto::Proof>(&message)) {
     if (!proto::receiver_checks(state_, Event::GotProof)) return dispatch(input<Event::GotProof>());
     if (!keys_.check(*proof, label())) {
+      context_.metrics.count(SenderRefusal::WrongKey);
       return dispatch(input<Event::GotProof, proto::OpenCheck::Rejected>(Input::Rejection{
           proto::RejectReason::AuthFailed, "authentication failed: unknown id or wrong key"}));
     }

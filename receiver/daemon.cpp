@@ -33,7 +33,7 @@ std::uint64_t number_of(rdma_cm_id* id) {
 }  // namespace
 
 Daemon::Daemon(const ReceiverOptions& options, Fd dir, std::optional<proto::SecretStore> secrets,
-               std::optional<proto::SenderKeyStore> sender_keys)
+               std::optional<proto::SenderKeyStore> sender_keys, ReceiverMetrics* metrics)
     : options_(options),
       addresses_(options.allow, options.deny),
       dir_(std::move(dir)),
@@ -41,7 +41,8 @@ Daemon::Daemon(const ReceiverOptions& options, Fd dir, std::optional<proto::Secr
       sender_keys_(std::move(sender_keys)),
       pool_(options.workers),
       expiry_(pool_),
-      context_{options_, dir_.get(), secrets_ ? &*secrets_ : nullptr, pool_, 0},
+      metrics_(metrics != nullptr ? *metrics : own_metrics_),
+      context_{options_, dir_.get(), secrets_ ? &*secrets_ : nullptr, pool_, metrics_, 0},
       loop_(kTick),
       listener_(channel_) {
   if (sender_keys_) {
@@ -199,6 +200,7 @@ void Daemon::on_connect_request(rdma_cm_id* id) {
                                        " more refused in the last minute, not logged)"
                                  : std::string());
     }
+    metrics_.count(SenderRefusal::Address);
     reject(cm_id, "this address may not connect (rdma-recv --allow/--deny)");
     return;
   }
@@ -210,6 +212,7 @@ void Daemon::on_connect_request(rdma_cm_id* id) {
           "refused a connection from {}: it failed to authenticate; it may try again "
           "in {}s",
           address, wait->count());
+    metrics_.count(SenderRefusal::SlowedDown);
     reject(cm_id, "too many failed authentications from this address; try again in " +
                       std::to_string(wait->count()) + "s");
     return;
@@ -238,6 +241,7 @@ void Daemon::on_connect_request(rdma_cm_id* id) {
     });
     peers_.emplace(number, std::move(p));
     peers_.at(number).transport->accept();
+    ++metrics_.connections_accepted;
   } catch (const std::exception& e) {
     spdlog::error("[{}] cannot set up a connection: {}", peer, e.what());
     if (Peer* p = peer_of(number)) {
@@ -262,6 +266,8 @@ void Daemon::on_tick(Clock::time_point now) {
     }
   }
   notifier_.tick(service_status(), now);
+  metrics_.connections_open = peers_.size();
+  metrics_.pool_queued = pool_.queued();
   expire_partials(now);
 }
 
@@ -293,7 +299,7 @@ void Daemon::expire_partials(Clock::time_point now) {
 }
 
 ServiceStatus Daemon::service_status() const {
-  return {peers_.size(), context_.bytes_received, context_.files_stored};
+  return {peers_.size(), metrics_.received_bytes.load(), metrics_.files(FileOutcome::Good)};
 }
 
 void Daemon::reap_closed() {

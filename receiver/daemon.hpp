@@ -28,6 +28,7 @@
 #include "protocol/sender_keys.hpp"
 #include "receiver/address_filter.hpp"
 #include "receiver/connection.hpp"
+#include "receiver/metrics.hpp"
 #include "receiver/options.hpp"
 #include "receiver/service_notify.hpp"
 
@@ -35,8 +36,10 @@ namespace rdmax::receiver {
 
 class Daemon {
  public:
+  // `metrics`: where it counts what --metrics shows (null: counted for the status line only).
   Daemon(const ReceiverOptions& options, Fd dir, std::optional<proto::SecretStore> secrets,
-         std::optional<proto::SenderKeyStore> sender_keys = std::nullopt);
+         std::optional<proto::SenderKeyStore> sender_keys = std::nullopt,
+         ReceiverMetrics* metrics = nullptr);
   ~Daemon();
   // Runs until a signal asks it to stop (0) or the device goes away (1), and every
   // connection has closed (bounded).
@@ -79,6 +82,8 @@ class Daemon {
   std::optional<PartialStore> partials_;
   WorkQueue expiry_;  // the periodic expire() of partials_
   std::chrono::steady_clock::time_point next_expiry_{};
+  ReceiverMetrics own_metrics_;
+  ReceiverMetrics& metrics_;
   ReceiverContext context_;
   EventLoop loop_;
   EventChannel channel_;

@@ -211,6 +211,7 @@ void IncomingEntries::take(std::uint32_t id, bool resume) {
     spdlog::info("[{}] resuming {} ({}) at {}", label_, proto::quoted_for_log(entry.offer.path),
                  proto::format_size(entry.offer.size), proto::format_size(from));
     hooks_.send(proto::Resume{id, from});
+    ++context_.metrics.files_resumed;
   }
   for (const proto::Credit& credit : window_.grant_idle(ledger_)) hooks_.send(credit);
   expect_next();
@@ -223,6 +224,7 @@ void IncomingEntries::have(std::uint32_t id) {
                proto::quoted_for_log(entry.offer.path), proto::format_size(entry.offer.size));
   ++good_;
   ++had_;
+  if (entry.offer.kind == proto::EntryKind::File) context_.metrics.count(FileOutcome::Identical);
   hooks_.send(proto::Have{id, entry.offer.digest});
   settle(id);
 }
@@ -233,6 +235,8 @@ void IncomingEntries::refuse(const ReceiverInput::EntryRefusal& refusal) {
                entry ? proto::quoted_for_log(entry->offer.path) : "?",
                proto::to_string(refusal.reason), refusal.text);
   ++failed_;
+  if (entry == nullptr || entry->offer.kind == proto::EntryKind::File)
+    context_.metrics.count_refused(refusal.reason);
   hooks_.send(
       proto::Refuse{refusal.entry, refusal.reason, refusal.text.substr(0, proto::kMaxTextBytes)});
   settle(refusal.entry);
@@ -259,7 +263,7 @@ void IncomingEntries::store_chunk(const proto::FileChunk& c) {
   // filled this slot completed before its FileChunk arrived: nothing legitimate is still
   // landing, and from here a write with that key fails at the writer.
   window_.revoke(c.slot);
-  context_.bytes_received += c.length;
+  context_.metrics.received_bytes += c.length;
   if (!opener_) {
     store_opened(c);
   } else {
@@ -303,6 +307,7 @@ void IncomingEntries::on_stored(std::uint32_t id, const IncomingFile::Stored& st
         Input::EntryVerdict{id, proto::VerdictCode::StorageError}));
   }
   bytes_stored_ += stored.length;
+  context_.metrics.written_bytes += stored.length;
   hooks_.raise(input<proto::WorkResult::ChunkStored>(Input::StoredSlot{stored.slot, id}));
 }
 
@@ -349,15 +354,19 @@ void IncomingEntries::finish() {
 
 void IncomingEntries::verify(std::uint32_t id) {
   IncomingEntry& entry = *this->entry(id);
+  const auto started = Clock::now();
+  auto verified = [this, started] { context_.metrics.count_verification(Clock::now() - started); };
   entry.computed = entry.file->finish_hash();
   using Code = proto::VerdictCode;
   // `received` counts the bytes before a Resume offset too (the ledger starts there).
   if (entry.received != entry.offer.size || entry.done_total != entry.received) {
+    verified();
     entry.data_bad = true;
     return hooks_.raise(
         input<proto::WorkResult::EntrySettled>(Input::EntryVerdict{id, Code::SizeMismatch}));
   }
   if (entry.computed != entry.offer.digest) {
+    verified();
     entry.data_bad = true;
     return hooks_.raise(
         input<proto::WorkResult::EntrySettled>(Input::EntryVerdict{id, Code::HashMismatch}));
@@ -366,8 +375,9 @@ void IncomingEntries::verify(std::uint32_t id) {
   if (terms_.offers_metadata)
     entry.file->set_metadata(entry.offer.mode, entry.offer.mtime_sec, entry.offer.mtime_nsec);
   entry.committing = true;
-  entry.file->commit([this, id](const IncomingFile::Outcome& outcome) {
-    if (outcome.ok()) ++context_.files_stored;
+  entry.file->commit([this, id, verified](const IncomingFile::Outcome& outcome) {
+    verified();
+    if (outcome.ok()) context_.metrics.count(FileOutcome::Good);
     IncomingEntry* e = this->entry(id);
     if (e != nullptr) e->committing = false;
     bool answered = false;
@@ -388,11 +398,29 @@ void IncomingEntries::verify(std::uint32_t id) {
   });
 }
 
+namespace {
+// How a file that is not good ended, by its verdict.
+FileOutcome failed_file(proto::VerdictCode code) {
+  switch (code) {
+    case proto::VerdictCode::HashMismatch:
+      return FileOutcome::BadDigest;
+    case proto::VerdictCode::SizeMismatch:
+      return FileOutcome::BadSize;
+    case proto::VerdictCode::Abandoned:
+      return FileOutcome::Abandoned;
+    default:
+      return FileOutcome::StorageError;
+  }
+}
+}  // namespace
+
 void IncomingEntries::send_verdict(const ReceiverInput::EntryVerdict& verdict) {
   IncomingEntry* entry = this->entry(verdict.entry);
   if (entry == nullptr) return;
   const bool good = verdict.code == proto::VerdictCode::Good;
   (good ? good_ : failed_) += 1;
+  if (entry->offer.kind == proto::EntryKind::File && !good)
+    context_.metrics.count(failed_file(verdict.code));
   if (entry->offer.kind != proto::EntryKind::File) {
     spdlog::debug("[{}] directory {}: {}", label_, proto::quoted_for_log(entry->offer.path),
                   proto::to_string(verdict.code));

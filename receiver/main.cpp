@@ -19,6 +19,7 @@
 #include "common/rdma/memory_region.hpp"
 #include "protocol/sizes.hpp"
 #include "receiver/daemon.hpp"
+#include "receiver/metrics_server.hpp"
 #include "receiver/options.hpp"
 #include "receiver/preflight.hpp"
 #include "receiver/secrets_file.hpp"
@@ -132,6 +133,17 @@ int main(int argc, char** argv) {
       return kExitUsage;
     }
   }
+  // Bound before any device work: a port in use is a usage error, and nothing was started.
+  receiver::ReceiverMetrics metrics(dir.get());
+  std::optional<receiver::MetricsServer> metrics_server;
+  if (options.metrics) {
+    try {
+      metrics_server.emplace(*options.metrics, metrics);
+    } catch (const receiver::MetricsBindError& e) {
+      spdlog::error("{}", e.what());
+      return kExitUsage;
+    }
+  }
   if (!any_rdma_device()) {
     spdlog::error("{}", no_rdma_device_message());
     return kExitFailure;
@@ -140,7 +152,13 @@ int main(int argc, char** argv) {
   warn_about_memlock(options);
 
   try {
-    receiver::Daemon daemon(options, std::move(dir), std::move(secrets), std::move(sender_keys));
+    receiver::Daemon daemon(options, std::move(dir), std::move(secrets), std::move(sender_keys),
+                            &metrics);
+    if (metrics_server) {
+      // Started once the loop blocks SIGINT and SIGTERM in this thread (its own block all).
+      metrics_server->start();
+      spdlog::info("metrics on http://{}/metrics", receiver::to_string(*options.metrics));
+    }
     const int rc = daemon.run();
     if (daemon.disk_work_left()) {
       // A worker is stuck in the kernel (a hung file system): destroying the daemon would

@@ -29,7 +29,7 @@ Exit status:
   1  cannot listen (port in use, no RDMA device for the address, ...), or
      --list-devices found no device
   2  usage error (a loopback --bind among them), or DIR / the secrets file / the
-     senders file / -d is unusable (nothing was started)
+     senders file / -d / the --metrics port is unusable (nothing was started)
   --check: 0 when every check passed, 1 when one failed, 2 usage error
 
 Examples:
@@ -38,6 +38,7 @@ Examples:
   rdma-recv -o /srv/incoming --secrets /etc/rdmax/secrets
   rdma-recv -o /srv/incoming --senders /etc/rdmax/senders --allow 192.0.2.0/24
   rdma-recv -d mlx5_0 -p 18515 --max-size 10G --overwrite
+  rdma-recv -o /srv/incoming --metrics 127.0.0.1:9464
   rdma-recv -a 192.0.2.1 -o /srv/incoming)";
 
 // A CLI11 validator for sizes such as 64K, 16MiB, 2G.
@@ -184,6 +185,11 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
                  "on SIGINT/SIGTERM, let transfers under way finish for up to this long "
                  "(e.g. 30s, 5m; 0: stop at once; a second signal also stops at once)")
       ->capture_default_str();
+  std::optional<std::string> metrics;
+  app.add_option("--metrics", metrics,
+                 "serve Prometheus metrics at http://ADDRESS:PORT/metrics (127.0.0.1:PORT or "
+                 "[::1]:PORT keeps them on this host; 0.0.0.0 or [::] for every address)")
+      ->option_text("ADDRESS:PORT");
   int verbose = 0;
   bool quiet = false;
   app.add_flag("-v,--verbose", verbose, "more logging (repeat for trace)");
@@ -238,6 +244,15 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
     return kExitUsage;
   }
   o.grace = *grace_time;
+  if (metrics) {
+    o.metrics = parse_metrics_address(*metrics);
+    if (!o.metrics) {
+      std::cerr << "rdma-recv: --metrics: '" << *metrics
+                << "' is not ADDRESS:PORT: an IPv4 address or a bracketed IPv6 one, and a "
+                   "port from 1 to 65535 (e.g. 127.0.0.1:9464, [::1]:9464)\n";
+      return kExitUsage;
+    }
+  }
   auto pm = size_option(partial_max, "--partial-max");
   if (!pm) return kExitUsage;
   o.partial_max = *pm;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "receiver/address_filter.hpp"
+#include "receiver/metrics.hpp"
 
 namespace rdmax::receiver {
 
@@ -53,6 +54,9 @@ struct ReceiverOptions {
   std::uint64_t partial_max = 64ull << 30;      // --partial-max: all partials together
   // --grace: after SIGINT/SIGTERM, how long transfers under way may still take to finish.
   std::chrono::seconds grace{30};
+  // --metrics ADDRESS:PORT: Prometheus metrics at http://ADDRESS:PORT/metrics
+  // (receiver/metrics_server.hpp).
+  std::optional<MetricsAddress> metrics;
   // --allow / --deny (receiver/address_filter.hpp): names resolved at start.
   std::vector<IpPrefix> allow;
   std::vector<IpPrefix> deny;

@@ -13,6 +13,7 @@
 #include "protocol/sender_keys.hpp"
 #include "protocol/wire.hpp"
 #include "receiver/auth_penalties.hpp"
+#include "receiver/metrics.hpp"
 #include "receiver/options.hpp"
 #include "receiver/partial_store.hpp"
 #include "receiver/space_reservations.hpp"
@@ -25,13 +26,11 @@ struct ReceiverContext {
   int dir_fd;
   const proto::SecretStore* secrets;  // null: every id is denied
   WorkPool& pool;
+  ReceiverMetrics& metrics;  // what rdma-recv --metrics shows, and the status line's totals
   std::uint64_t window_bytes_in_use = 0;  // registered by all connections, vs --max-memory
   // Bytes of files being received that no preallocation reserved yet on the disk: the
   // free-space check of the next file counts them as taken (receiver/space_reservations.hpp).
   SpaceReservations space{};
-  // For the daemon's status line (systemd STATUS=): totals since start.
-  std::uint64_t bytes_received = 0;  // chunk bytes that arrived, good or bad
-  std::uint64_t files_stored = 0;    // files committed into the directory
   PartialStore* partials = nullptr;  // null: --no-partial (receiver/partial_store.hpp)
   // --senders: null, every sender gets in; else each proves a key first (PROTOCOL.md 7.8).
   const proto::SenderKeyStore* sender_keys = nullptr;

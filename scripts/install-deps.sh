@@ -11,6 +11,7 @@ packages=(
   nlohmann-json3-dev  # rdma-send --json
   librust-blake3-dev  # BLAKE3's official C sources (common/digest/blake3_sources.cmake)
   libsystemd-dev      # rdma-recv's sd_notify (Type=notify)
+  libcpp-httplib-dev  # rdma-recv --metrics (its HTTP server)
   # fuzz build (tests/fuzz): clang, and compiler-rt for libFuzzer and the sanitizers
   clang libclang-rt-dev
   # RDMA userspace and rdma-core's own tools used by the tests and benchmarks
@@ -22,6 +23,7 @@ packages=(
   socat coreutils iputils-ping tmux
   tcpdump  # tests/e2e/sealing.sh: a capture of the wire holds nothing sealed
   jq  # tests/e2e/many.sh reads rdma-send --json-lines
+  curl prometheus  # tests/e2e/metrics.sh: a real Prometheus scrapes rdma-recv --metrics
   openmpi-bin  # tests/e2e/mpi.sh: rdma-send --shard auto under mpirun
   # the reference for the fs-verity digest (tests compare with `fsverity digest`)
   fsverity

@@ -64,6 +64,11 @@ void WorkPool::schedule(const std::shared_ptr<QueueState>& queue) {
   wake_.notify_one();
 }
 
+std::size_t WorkPool::queued() {
+  std::lock_guard lock(mutex_);
+  return queued_;
+}
+
 std::chrono::nanoseconds WorkPool::cpu_time() {
   std::chrono::nanoseconds total{0};
   for (std::thread& thread : threads_) {
@@ -93,6 +98,7 @@ void WorkPool::run_thread() {
     if (queue->jobs.empty()) continue;  // cancelled while listed
     Job job = std::move(queue->jobs.front());
     queue->jobs.pop_front();
+    --queued_;
     queue->running = true;
     lock.unlock();
 
@@ -182,12 +188,14 @@ WorkQueue::~WorkQueue() {
   std::lock_guard lock(pool_.mutex_);
   state_->alive = false;
   dropped.swap(state_->jobs);
+  pool_.queued_ -= dropped.size();
 }
 
 void WorkQueue::post(std::function<void()> work, std::function<void()> done) {
   if (!work) throw std::invalid_argument("WorkQueue::post: no work");
   std::lock_guard lock(pool_.mutex_);
   state_->jobs.push_back({std::move(work), std::move(done)});
+  ++pool_.queued_;
   pool_.schedule(state_);
 }
 
@@ -195,6 +203,7 @@ void WorkQueue::cancel() {
   std::deque<WorkPool::Job> dropped;  // destroyed after the mutex is released
   std::lock_guard lock(pool_.mutex_);
   dropped.swap(state_->jobs);
+  pool_.queued_ -= dropped.size();
 }
 
 bool WorkQueue::idle() const {

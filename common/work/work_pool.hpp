@@ -64,6 +64,8 @@ class WorkPool {
   // own or another queue (whose completions still waiting are then skipped).
   std::size_t run_completions();
   unsigned threads() const { return static_cast<unsigned>(threads_.size()); }
+  // Jobs posted and not started yet, of every queue: how far the pool is behind.
+  std::size_t queued();
   // CPU time the pool's threads have used so far, all together (what a benchmark charges
   // to the side that owns the pool).
   std::chrono::nanoseconds cpu_time();
@@ -92,6 +94,7 @@ class WorkPool {
   std::deque<std::shared_ptr<QueueState>> runnable_;  // queues with a job to start
   std::deque<std::pair<std::shared_ptr<QueueState>, Job>> finished_;
   std::vector<StageCost> stages_;  // by first use
+  std::size_t queued_ = 0;         // jobs of every queue, posted and not started
   bool stopping_ = false;
   EventFd ready_;
   std::vector<std::thread> threads_;  // last: started once everything above exists

@@ -214,7 +214,8 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
     const Fd dir(::open(out.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     auto secrets = std::get<proto::SecretStore>(proto::SecretStore::parse("bench s3cret\n"));
     receiver::PartialStore partials(dir.get(), {});
-    receiver::ReceiverContext context{options, dir.get(), &secrets, pool, 0};
+    receiver::ReceiverMetrics metrics;
+    receiver::ReceiverContext context{options, dir.get(), &secrets, pool, metrics, 0};
     auto keys = std::get<proto::SenderKeyStore>(
         proto::SenderKeyStore::parse(std::string("bench ") + kBenchKeyHex + "\n"));
     if (setup.seal) context.sender_keys = &keys;

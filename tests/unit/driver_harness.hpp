@@ -154,7 +154,8 @@ struct ReceiverHarness {
   proto::SecretStore secrets =
       std::get<proto::SecretStore>(proto::SecretStore::parse("alice s3cret\n"));
   WorkPool pool{2};
-  receiver::ReceiverContext context{options, dir.fd(), &secrets, pool, 0};
+  receiver::ReceiverMetrics metrics{dir.fd()};
+  receiver::ReceiverContext context{options, dir.fd(), &secrets, pool, metrics, 0};
   FakeTransport transport;
   // --senders (docs/PROTOCOL.md 7.8), when a test requires keys; the peer's address is
   // kPeerAddress.

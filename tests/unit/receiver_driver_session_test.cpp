@@ -54,8 +54,9 @@ TEST(ReceiverSession, TwoFilesAreTakenStoredAndCommittedWithTheirModeAndTime) {
   EXPECT_EQ(open_files_under(r.h.dir.path()), 0u);
   EXPECT_EQ(entries_in(r.h.dir.path()), 3u);  // a.bin, d, d/b.bin
   // The daemon's status line (systemd STATUS=) counts a session's files as one file's.
-  EXPECT_EQ(r.h.context.files_stored, 2u);
-  EXPECT_EQ(r.h.context.bytes_received, r.entries[0].bytes.size() + r.entries[1].bytes.size());
+  EXPECT_EQ(r.h.metrics.files(receiver::FileOutcome::Good), 2u);
+  EXPECT_EQ(r.h.metrics.received_bytes, r.entries[0].bytes.size() + r.entries[1].bytes.size());
+  EXPECT_EQ(r.h.metrics.written_bytes, r.entries[0].bytes.size() + r.entries[1].bytes.size());
   // d was never offered: it keeps the mode it was made with (PROTOCOL.md 7.5, Metadata).
   struct stat parent {};
   ASSERT_EQ(::stat((r.h.dir.path() / "d").c_str(), &parent), 0);

@@ -36,7 +36,7 @@ TEST(SessionLink, ATreeArrivesWithItsModesAndEarnsTheSecret) {
   struct stat st {};
   ASSERT_EQ(::stat((p.receiver.dir.path() / "d/b.bin").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
-  EXPECT_EQ(p.receiver.context.files_stored, 3u);
+  EXPECT_EQ(p.receiver.metrics.files(receiver::FileOutcome::Good), 3u);
 }
 
 // What a single-file command is now: a session of one entry, verified by the fs-verity
