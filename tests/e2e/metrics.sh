@@ -117,11 +117,14 @@ grep -q "in use" "$work/second.log" || fail "the second rdma-recv does not say t
 rc=0
 "$recv" --check --bind "$RXE_ADDR" --port $((port + 1)) --dir "$work/out" \
   --metrics "127.0.0.1:$metrics_port" >"$work/check.out" 2>&1 || rc=$?
-((rc == 1)) && grep -q "^FAIL metrics on http://127.0.0.1:$metrics_port/metrics: the port is in use" "$work/check.out" ||
+if ((rc != 1)) || ! grep -q "^FAIL metrics on http://127.0.0.1:$metrics_port/metrics: the port is in use" "$work/check.out"; then
   fail "--check with the metrics port in use: exit $rc, $(grep metrics "$work/check.out")"
+fi
 rc=0
 "$recv" --metrics "localhost:$metrics_port" >"$work/bad.out" 2>&1 || rc=$?
-((rc == 2)) && grep -q "is not ADDRESS:PORT" "$work/bad.out" || fail "--metrics localhost:PORT: exit $rc, $(cat "$work/bad.out")"
+if ((rc != 2)) || ! grep -q "is not ADDRESS:PORT" "$work/bad.out"; then
+  fail "--metrics localhost:PORT: exit $rc, $(cat "$work/bad.out")"
+fi
 kill "$daemon_pid"
 wait_for 15 daemon_exited recv
 [[ $(daemon_status recv) == 0 ]] || fail "rdma-recv exited $(daemon_status recv) on SIGTERM with --metrics"
