@@ -73,7 +73,14 @@ MetricsServer::MetricsServer(const MetricsAddress& address, const ReceiverMetric
   server_->Get("/metrics", [&metrics](const httplib::Request&, httplib::Response& response) {
     response.set_content(metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
   });
-  if (!server_->bind_to_port(address.host.c_str(), address.port, AI_NUMERICHOST | AI_PASSIVE)) {
+  const int flags = AI_NUMERICHOST | AI_PASSIVE;
+  if (address.port == 0) {  // any free port (the benchmark's): the one bound is port()
+    const int bound = server_->bind_to_any_port(address.host.c_str(), flags);
+    if (bound <= 0) throw MetricsBindError("--metrics " + address.host + ": cannot listen");
+    port_ = static_cast<std::uint16_t>(bound);
+    return;
+  }
+  if (!server_->bind_to_port(address.host.c_str(), address.port, flags)) {
     // httplib says only that it failed: bind a socket of our own for the reason.
     std::string why = metrics_port_problem(address);
     throw MetricsBindError("--metrics " + to_string(address) + ": cannot listen: " +

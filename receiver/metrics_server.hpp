@@ -42,7 +42,7 @@ class MetricsServer {
 
   void start();
   void stop();
-  // The port bound (the one asked for).
+  // The port bound: the one asked for, or with port 0 (no option takes it) any free one.
   std::uint16_t port() const { return port_; }
 
  private:

@@ -47,9 +47,10 @@ pipeline=$("$build/bin/rdmax-pipeline-bench" --mib "${BENCH_PIPELINE_MIB:-1024}"
 # Again with the receiver writing into a disk's file system, direct (rdma-recv --direct-io).
 pipeline+=$'\n\n'$("$build/bin/rdmax-pipeline-bench" --mib "${BENCH_PIPELINE_MIB:-1024}" --runs 3 \
   --out "${BENCH_PIPELINE_DISK_DIR:-/var/tmp}" --direct-io)
-# And with BLAKE3 at both ends (--digest blake3), against its own floor.
+# And with BLAKE3 at both ends (--digest blake3), against its own floor; each transfer also
+# again with the receiver's --metrics scraped every 100 ms (docs/BENCHMARKS.md, issue 40).
 pipeline+=$'\n\n'$("$build/bin/rdmax-pipeline-bench" --mib "${BENCH_PIPELINE_MIB:-1024}" --runs 3 \
-  --digest blake3)
+  --digest blake3 --scrape 100)
 echo "$pipeline"
 [[ ${BENCH_ONLY:-} == pipeline ]] && exit 0
 cmake --build "$build" -j "$(nproc)" --target rdmax-revoke-bench >/dev/null

@@ -21,22 +21,28 @@
 // work by a wait as long as it took in the measured runs, on N emulated cores
 // (common/work/work_emulation.hpp), so that two cores show the curve of N.
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -47,6 +53,7 @@
 #include "loopback_transport.hpp"
 #include "protocol/secrets.hpp"
 #include "receiver/connection.hpp"
+#include "receiver/metrics_server.hpp"
 #include "receiver/partial_store.hpp"
 #include "sender/connection.hpp"
 
@@ -179,6 +186,7 @@ struct PipelineCost {
   Seconds wire{0};  // the RDMA WRITEs' copies (a NIC's work): charged to neither side
   std::uint32_t good = 0;
   double peak_rss_mib = 0;  // the process's, during the transfer
+  unsigned scrapes = 0;     // --scrape: the receiver's metrics scraped whole
 };
 
 struct Setup {
@@ -187,6 +195,54 @@ struct Setup {
   std::uint32_t slots = receiver::ReceiverOptions{}.slots;  // the receiver's --slots
   // A sender key both sides hold, and everything after the proofs sealed (PROTOCOL.md 7.11).
   bool seal = false;
+  // rdma-recv --metrics served on the loopback and scraped this often during the transfer, as a
+  // Prometheus server would (0: no server).
+  std::chrono::milliseconds scrape{0};
+};
+
+// GET /metrics from 127.0.0.1:port, as a scraper does: true when the answer came whole.
+bool scrape_once(std::uint16_t port) {
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return false;
+  const std::string request = "GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n";
+  if (::write(fd.get(), request.data(), request.size()) != static_cast<ssize_t>(request.size()))
+    return false;
+  std::string answer;
+  char buffer[8192];
+  for (ssize_t n; (n = ::read(fd.get(), buffer, sizeof buffer)) > 0;)
+    answer.append(buffer, static_cast<std::size_t>(n));
+  return answer.find("rdmax_received_bytes_total") != std::string::npos;
+}
+
+// While it lives: the receiver's metrics served (receiver/metrics_server.hpp) and scraped every
+// `every` from a thread of its own; scrapes() counts the answers that came whole.
+class Scraping {
+ public:
+  Scraping(const receiver::ReceiverMetrics& metrics, std::chrono::milliseconds every)
+      : server_(receiver::MetricsAddress{"127.0.0.1", 0}, metrics) {
+    server_.start();
+    thread_ = std::thread([this, every] {
+      for (auto next = Clock::now(); !stop_; next += every) {
+        if (scrape_once(server_.port())) ++scrapes_;
+        std::this_thread::sleep_until(next + every);
+      }
+    });
+  }
+  ~Scraping() {
+    stop_ = true;
+    thread_.join();
+  }
+  unsigned scrapes() const { return scrapes_; }
+
+ private:
+  receiver::MetricsServer server_;
+  std::atomic<bool> stop_{false};
+  std::atomic<unsigned> scrapes_{0};
+  std::thread thread_;
 };
 
 constexpr const char* kBenchKeyHex =
@@ -221,6 +277,8 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
     if (setup.seal) context.sender_keys = &keys;
     // Emulated, a chunk's tree nodes are none: no partial can be kept of them.
     if (!emulation::active()) context.partials = &partials;
+    std::optional<Scraping> scraping;
+    if (setup.scrape.count() > 0) scraping.emplace(metrics, setup.scrape);
     {
       receiver::Connection connection(link.receiver(), "bench", context, "192.0.2.9");
       connection.on_established();
@@ -236,6 +294,7 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
     result.receiver.cpu = result.receiver.loop + Seconds(pool.cpu_time());
     result.receiver.stages = pool.stage_costs();
     result.receiver.wall = Clock::now() - start;
+    if (scraping) result.scrapes = scraping->scrapes();
   });
 
   {
@@ -389,6 +448,13 @@ int main(int argc, char** argv) {
                  "long as they took (measured at the last --threads), on N emulated cores, N "
                  "threads per side")
       ->check(CLI::Range(1, 1024));
+  unsigned scrape_ms = 0;
+  app.add_option("--scrape", scrape_ms,
+                 "also run each transfer with the receiver's --metrics served and scraped every "
+                 "MS milliseconds, alternately with the unscraped one, and print the change in "
+                 "rate and CPU")
+      ->option_text("MS")
+      ->check(CLI::Range(1, 60000));
   CLI11_PARSE(app, argc, argv);
   const auto algorithm = digest == "blake3" ? rdmax::proto::DigestAlgorithm::Blake3
                                             : rdmax::proto::DigestAlgorithm::FsVeritySha256;
@@ -396,6 +462,13 @@ int main(int argc, char** argv) {
   const Setup setup{direct_io, algorithm, slots, false};
   Setup sealed_setup = setup;
   sealed_setup.seal = true;
+  Setup scraped_setup = setup;
+  scraped_setup.scrape = std::chrono::milliseconds(scrape_ms);
+  struct ScrapedFigures {
+    unsigned threads;
+    double rate, scraped_rate, recv_cpu, scraped_recv_cpu, scrapes;
+  };
+  std::vector<ScrapedFigures> scraped;
   // Per thread count: the medians of the sealed runs' CPU s/GiB, sender and receiver, and
   // of the clear runs they alternated with.
   struct SealedFigures {
@@ -436,10 +509,25 @@ int main(int argc, char** argv) {
       last.clear();
       std::vector<double> send_cpu, recv_cpu, send_wall, recv_wall, floor_cpu, write_floor, wire;
       std::vector<double> sealed_send, sealed_recv, sealed_wall;
+      std::vector<double> scraped_wall, scraped_recv, scrape_counts;
       for (unsigned run = 0; run < runs; ++run) {
         const Floor floor = floor_of(entries, threads, root / "floor", algorithm);
         floor_cpu.push_back(floor.with_memcpy.count() / gib);
         write_floor.push_back(floor.with_write.count() / gib);
+        // Scraped: first on every other run, so that neither side of the comparison always
+        // runs right after the floor's or the other's memory use.
+        auto run_scraped = [&] {
+          const auto watched = run_pipeline(entries, out, threads, scraped_setup);
+          check(watched);
+          scraped_wall.push_back(gib / watched.receiver.wall.count());
+          scraped_recv.push_back(watched.receiver.cpu.count() / gib);
+          scrape_counts.push_back(watched.scrapes);
+          if (watched.scrapes == 0) {
+            std::cerr << "FAIL: the receiver's metrics were never scraped during a transfer\n";
+            status = 1;
+          }
+        };
+        if (scrape_ms > 0 && run % 2 == 1) run_scraped();
         const auto cost = run_pipeline(entries, out, threads, setup);
         check(cost);
         send_cpu.push_back(cost.sender.cpu.count() / gib);
@@ -455,6 +543,7 @@ int main(int argc, char** argv) {
           sealed_recv.push_back(sealed.receiver.cpu.count() / gib);
           sealed_wall.push_back(gib / sealed.receiver.wall.count());
         }
+        if (scrape_ms > 0 && run % 2 == 0) run_scraped();
       }
       const double floor = median(floor_cpu);
       auto row = [&](const char* side, double rate, double cpu, double against) {
@@ -472,6 +561,9 @@ int main(int argc, char** argv) {
       if (seal)
         sealing.push_back({threads, median(send_cpu), median(recv_cpu), median(sealed_send),
                            median(sealed_recv), median(sealed_wall), median(recv_wall)});
+      if (scrape_ms > 0)
+        scraped.push_back({threads, median(recv_wall), median(scraped_wall), median(recv_cpu),
+                           median(scraped_recv), median(scrape_counts)});
       send_cpu_last = median(send_cpu);
       recv_cpu_last = median(recv_cpu);
     }
@@ -489,6 +581,19 @@ int main(int argc, char** argv) {
                     f.clear_recv, f.sealed_recv, f.sealed_recv - f.clear_recv,
                     f.sealed_recv / f.clear_recv);
       }
+    }
+    if (scrape_ms > 0) {
+      std::printf(
+          "\n## Scraped (rdma-recv --metrics): the same transfers with the receiver's metrics "
+          "served and scraped every %u ms, run alternately with the unscraped ones, each first "
+          "every other run (medians)\n\n"
+          "| threads | GiB/s | GiB/s scraped | change | receiver CPU s/GiB | scraped | change "
+          "| scrapes per run |\n|---|---|---|---|---|---|---|---|\n",
+          scrape_ms);
+      for (const auto& f : scraped)
+        std::printf("| %u | %.3f | %.3f | %+.1f%% | %.3f | %.3f | %+.3f | %.0f |\n", f.threads,
+                    f.rate, f.scraped_rate, 100 * (f.scraped_rate / f.rate - 1), f.recv_cpu,
+                    f.scraped_recv_cpu, f.scraped_recv_cpu - f.recv_cpu, f.scrapes);
     }
     const unsigned threads = thread_counts.back();
     print_serial_stages(last, gib, threads, files,
