@@ -29,11 +29,15 @@ void sample(std::string& out, std::string_view name, std::string_view labels, st
 }
 
 std::string label(std::string_view key, std::string_view value) {
-  // Label values here are enumerators and version strings: nothing to escape but in case.
+  // The text format escapes a label value's backslashes, quotes and newlines (ours are
+  // enumerators and version strings: this keeps a future one from breaking the scrape).
   std::string out = std::string(key) + "=\"";
   for (char c : value) {
     if (c == '\\' || c == '"') out += '\\';
-    out += c == '\n' ? 'n' : c;
+    if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out + "\"";
 }
