@@ -131,12 +131,22 @@ constexpr bool pairs(const ReceiverTransition& t, Raised raised, OpenCheck check
   return true;
 }
 
+// Every state and event, with every finding of the check that goes with the event (an Open's
+// or a Proof's, an Id's): the others do not change the step. Few steps, so that a compiler's
+// constant-evaluation limit is far (clang's is a million).
 constexpr bool every_transition_pairs() {
   for (S s : enum_values<S>())
-    for (E e : enum_values<E>())
-      for (OpenCheck open : enum_values<OpenCheck>())
+    for (E e : enum_values<E>()) {
+      if (e == E::GotOpen || e == E::GotProof) {
+        for (OpenCheck open : enum_values<OpenCheck>())
+          if (!pairs(next(s, e, {open, {}}), e, open)) return false;
+      } else if (e == E::GotId) {
         for (IdLookup id : enum_values<IdLookup>())
-          if (!pairs(next(s, e, {open, id}), e, open)) return false;
+          if (!pairs(next(s, e, {{}, id}), e, OpenCheck::NotChecked)) return false;
+      } else if (!pairs(next(s, e, {}), e, OpenCheck::NotChecked)) {
+        return false;
+      }
+    }
   for (WorkResult r : enum_values<WorkResult>())
     if (!pairs(result_next(r), r, OpenCheck::NotChecked)) return false;
   return true;

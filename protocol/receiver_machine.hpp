@@ -157,8 +157,8 @@ constexpr ReceiverData carried_by(ReceiverEvent event, OpenCheck check = OpenChe
       {E::GotFileAbort, D::FileAbort}, {E::ProtocolViolation, D::Abort},
       {E::LocalFailure, D::Abort},     {E::Timeout, D::Abort},
       {E::ShuttingDown, D::Abort}};
-  for (auto [e, d] : kCarried)
-    if (e == event) return d;
+  for (const auto& p : kCarried)
+    if (p.first == event) return p.second;
   return D::None;
 }
 
@@ -169,8 +169,8 @@ constexpr ReceiverData carried_by(WorkResult result, OpenCheck = OpenCheck::NotC
       {R::EntryTaken, D::Entry},    {R::EntryResumed, D::Entry},   {R::EntryHave, D::Entry},
       {R::EntryHeld, D::Held},      {R::EntryRefused, D::Refusal}, {R::ChunkStored, D::Stored},
       {R::EntrySettled, D::Verdict}};
-  for (auto [r, d] : kCarried)
-    if (r == result) return d;
+  for (const auto& p : kCarried)
+    if (p.first == result) return p.second;
   return D::None;
 }
 
@@ -188,8 +188,8 @@ constexpr ReceiverData needed_by(ReceiverAction action) {
       {A::StoreChunk, D::Chunk},       {A::TakeFileDone, D::FileDone},
       {A::SendCredit, D::Stored},      {A::SendFileVerdict, D::Verdict},
       {A::SendError, D::Abort}};
-  for (auto [a, d] : kNeeded)
-    if (a == action) return d;
+  for (const auto& p : kNeeded)
+    if (p.first == action) return p.second;
   return D::None;
 }
 

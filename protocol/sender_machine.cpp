@@ -109,16 +109,22 @@ constexpr bool pairs(const SenderTransition& t, SenderData carried) {
   return true;
 }
 
+// Every state and event, with every finding of the receiver's Proof where the event goes
+// with one (a Proof, an Accept), with and without an id; the settled session's ends. Few
+// steps, so that a compiler's constant-evaluation limit is far (clang's is a million).
 constexpr bool every_transition_pairs() {
   for (bool has_id : {false, true}) {
-    for (ReceiverProof proof : enum_values<ReceiverProof>()) {
-      const SenderContext ctx{has_id, proof};
-      for (S s : enum_values<S>())
-        for (E e : enum_values<E>())
-          if (!pairs(next(s, e, ctx), carried_by(e, proof))) return false;
-      for (bool all_good : {false, true})
-        if (!pairs(settled_next(all_good, ctx), SenderData::None)) return false;
-    }
+    for (S s : enum_values<S>())
+      for (E e : enum_values<E>()) {
+        if (e == E::GotAccept || e == E::GotProof) {
+          for (ReceiverProof proof : enum_values<ReceiverProof>())
+            if (!pairs(next(s, e, {has_id, proof}), carried_by(e, proof))) return false;
+        } else if (!pairs(next(s, e, {has_id, {}}), carried_by(e))) {
+          return false;
+        }
+      }
+    for (bool all_good : {false, true})
+      if (!pairs(settled_next(all_good, {has_id, {}}), SenderData::None)) return false;
   }
   return true;
 }
