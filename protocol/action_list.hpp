@@ -41,4 +41,18 @@ class ActionList {
   std::size_t size_ = 0;
 };
 
+// Whether each action of transition `t` finds the data it needs (`needed_by`, found by
+// argument-dependent lookup in the machine's header) in what its input carries: an action
+// that needs none always does, and a SendError in an illegal transition is given its Abort by
+// the driver. Each machine's .cpp checks its whole table with it in a static_assert.
+template <typename Transition, typename Data>
+constexpr bool actions_find_their_data(const Transition& t, Data carried) {
+  for (auto a : t.actions) {
+    const Data need = needed_by(a);
+    if (need == Data::None || (a == decltype(a)::SendError && t.illegal)) continue;
+    if (need != carried) return false;
+  }
+  return true;
+}
+
 }  // namespace rdmax::proto

@@ -120,38 +120,27 @@ constexpr ReceiverTransition result_next(WorkResult r) {
   return {S::InSession, {A::SendFileVerdict}};
 }
 
-// Each action of a transition finds what it needs in the input that raised it.
-template <typename Raised>
-constexpr bool pairs(const ReceiverTransition& t, Raised raised, OpenCheck check) {
-  for (A a : t.actions) {
-    const ReceiverData need = needed_by(a);
-    if (need == ReceiverData::None || (a == A::SendError && t.illegal)) continue;
-    if (need != carried_by(raised, check)) return false;
-  }
-  return true;
-}
-
 // Every state and event, with every finding of the check that goes with the event (an Open's
 // or a Proof's, an Id's): the others do not change the step. Few steps, so that a compiler's
 // constant-evaluation limit is far (clang's is a million).
-constexpr bool every_transition_pairs() {
+constexpr bool every_action_finds_its_data() {
   for (S s : enum_values<S>())
     for (E e : enum_values<E>()) {
       if (e == E::GotOpen || e == E::GotProof) {
         for (OpenCheck open : enum_values<OpenCheck>())
-          if (!pairs(next(s, e, {open, {}}), e, open)) return false;
+          if (!actions_find_their_data(next(s, e, {open, {}}), carried_by(e, open))) return false;
       } else if (e == E::GotId) {
         for (IdLookup id : enum_values<IdLookup>())
-          if (!pairs(next(s, e, {{}, id}), e, OpenCheck::NotChecked)) return false;
-      } else if (!pairs(next(s, e, {}), e, OpenCheck::NotChecked)) {
+          if (!actions_find_their_data(next(s, e, {{}, id}), carried_by(e))) return false;
+      } else if (!actions_find_their_data(next(s, e, {}), carried_by(e))) {
         return false;
       }
     }
   for (WorkResult r : enum_values<WorkResult>())
-    if (!pairs(result_next(r), r, OpenCheck::NotChecked)) return false;
+    if (!actions_find_their_data(result_next(r), carried_by(r))) return false;
   return true;
 }
-static_assert(every_transition_pairs(),
+static_assert(every_action_finds_its_data(),
               "an action needs data its event does not carry (receiver_machine.hpp)");
 
 }  // namespace

@@ -99,36 +99,28 @@ constexpr SenderTransition settled_next(bool all_good, const SenderContext& ctx)
   return {S::Closing, {A::SendBye, A::Disconnect}, O::Success};
 }
 
-// Each action of a transition finds what it needs in the input that raised it.
-constexpr bool pairs(const SenderTransition& t, SenderData carried) {
-  for (A a : t.actions) {
-    const SenderData need = needed_by(a);
-    if (need == SenderData::None || (a == A::SendError && t.illegal)) continue;
-    if (need != carried) return false;
-  }
-  return true;
-}
-
 // Every state and event, with every finding of the receiver's Proof where the event goes
 // with one (a Proof, an Accept), with and without an id; the settled session's ends. Few
 // steps, so that a compiler's constant-evaluation limit is far (clang's is a million).
-constexpr bool every_transition_pairs() {
+constexpr bool every_action_finds_its_data() {
   for (bool has_id : {false, true}) {
     for (S s : enum_values<S>())
       for (E e : enum_values<E>()) {
         if (e == E::GotAccept || e == E::GotProof) {
           for (ReceiverProof proof : enum_values<ReceiverProof>())
-            if (!pairs(next(s, e, {has_id, proof}), carried_by(e, proof))) return false;
-        } else if (!pairs(next(s, e, {has_id, {}}), carried_by(e))) {
+            if (!actions_find_their_data(next(s, e, {has_id, proof}), carried_by(e, proof)))
+              return false;
+        } else if (!actions_find_their_data(next(s, e, {has_id, {}}), carried_by(e))) {
           return false;
         }
       }
     for (bool all_good : {false, true})
-      if (!pairs(settled_next(all_good, {has_id, {}}), SenderData::None)) return false;
+      if (!actions_find_their_data(settled_next(all_good, {has_id, {}}), SenderData::None))
+        return false;
   }
   return true;
 }
-static_assert(every_transition_pairs(),
+static_assert(every_action_finds_its_data(),
               "an action needs data its event does not carry (sender_machine.hpp)");
 
 }  // namespace
