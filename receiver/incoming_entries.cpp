@@ -116,6 +116,8 @@ void IncomingEntries::create_file(std::uint32_t id, std::optional<IncomingFile::
                      open_.digest_algorithm);
   if (resume) entry.file->set_resume(*resume);
   entry.file->set_direct_io(context_.options.direct_io);
+  // As many of its chunks written at once as the window holds: one file alone fills it.
+  entry.file->set_write_lanes(ledger_.slot_count());
   entry.file->create(
       entry.offer.size, context_.space, [this, id](const IncomingFile::Outcome& outcome) {
         hooks_.in_session([&] {

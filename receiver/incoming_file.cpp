@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <memory>
 #include <utility>
@@ -24,10 +25,26 @@ IncomingFile::IncomingFile(WorkPool& pool, int dir_fd, std::string path, bool ov
       overwrite_(overwrite),
       algorithm_(algorithm),
       pool_(pool),
-      disk_(pool, "receiver: a file's disk work") {}
+      disk_(pool, "receiver: a file's disk work") {
+  lanes_.emplace_back(pool, "receiver: a file's chunk writes");
+}
+
+void IncomingFile::set_write_lanes(std::uint32_t lanes) {
+  while (lanes_.size() < std::max<std::uint32_t>(lanes, 1))
+    lanes_.emplace_back(pool_, "receiver: a file's chunk writes");
+}
+
+bool IncomingFile::lanes_idle() const {
+  return std::all_of(lanes_.begin(), lanes_.end(), [](const WorkQueue& q) { return q.idle(); });
+}
 
 bool IncomingFile::idle() const {
-  return disk_.idle() && (!hasher_ || hasher_->idle());
+  return disk_.idle() && lanes_idle() && !after_writes_ && (!hasher_ || hasher_->idle());
+}
+
+void IncomingFile::after_writes(std::function<void()> work) {
+  if (lanes_idle()) return disk_.post(std::move(work), [] {});
+  after_writes_ = std::move(work);  // posted by the last lane's completion
 }
 
 void IncomingFile::create(std::uint64_t size, SpaceReservations& space, Done done) {
@@ -72,6 +89,7 @@ void IncomingFile::create(std::uint64_t size, SpaceReservations& space, Done don
             if (direct_io_ && !file_->use_direct_io())
               spdlog::debug("'{}': no direct I/O on this file system: written through the cache",
                             proto::escape_for_log(path_));
+            if (lanes_.size() > 1) file_->write_lanes(size);  // false: pwrite alone
           }
         } catch (const FileExistsError& e) {
           *outcome = {Kind::Exists, e.what()};
@@ -123,7 +141,7 @@ void IncomingFile::store(std::uint32_t slot, std::uint64_t offset,
                   on_hashed(sequence, error);
                 });
   auto write_error = std::make_shared<std::string>();
-  disk_.post(
+  lanes_[slot % lanes_.size()].post(
       [this, offset, bytes, write_error] {
         try {
           if (!file_) throw std::runtime_error("the file was not created");
@@ -134,6 +152,11 @@ void IncomingFile::store(std::uint32_t slot, std::uint64_t offset,
         }
       },
       [this, sequence, write_error] {
+        if (after_writes_ && lanes_idle()) {
+          // Discarded or kept while this write ran: the file can be closed now.
+          disk_.post(std::move(after_writes_), [] {});
+          after_writes_ = nullptr;
+        }
         PendingStore* p = entry(sequence);
         if (p == nullptr) return;  // discarded meanwhile
         p->written = true;
@@ -235,6 +258,7 @@ void IncomingFile::record_digest(const std::optional<Metadata>& metadata) {
 void IncomingFile::stop_jobs() {
   discarded_ = true;
   disk_.cancel();
+  for (WorkQueue& lane : lanes_) lane.cancel();
   if (hasher_) hasher_->cancel();
   stores_.clear();  // their jobs were cancelled, or their results no longer matter
 }
@@ -242,14 +266,12 @@ void IncomingFile::stop_jobs() {
 void IncomingFile::discard() {
   if (discarded_) return;
   stop_jobs();
-  disk_.post(
-      [this] {
-        // Here, not on the loop: a create job still running may be setting space_.
-        space_.release_all();
-        if (file_) file_->discard();
-        if (progress_) progress_->remove();
-      },
-      [] {});
+  after_writes([this] {
+    // Here, not on the loop: a create job still running may be setting space_.
+    space_.release_all();
+    if (file_) file_->discard();
+    if (progress_) progress_->remove();
+  });
 }
 
 void IncomingFile::keep() {
@@ -258,13 +280,11 @@ void IncomingFile::keep() {
   if (!progress_ || !progress_->worth_keeping() || !hasher_ || hasher_->has_gap()) return discard();
   stop_jobs();
   auto undurable = std::make_shared<ResumeProgress::Undurable>(progress_->keep());
-  disk_.post(
-      [this, undurable] {
-        space_.release_all();
-        if (file_) file_->discard();  // adopted: the data file stays in the partial
-        progress_->keep_now(*undurable);
-      },
-      [] {});
+  after_writes([this, undurable] {
+    space_.release_all();
+    if (file_) file_->discard();  // adopted: the data file stays in the partial
+    progress_->keep_now(*undurable);
+  });
 }
 
 }  // namespace rdmax::receiver

@@ -4,15 +4,21 @@
 // temporary, hashing and writing each chunk, fsync and rename on commit, removing the
 // temporary on discard.
 //
-// Order. Disk steps run on one WorkQueue (create, writes in file order, commit or
-// discard). Hashing is its FileHasher's (common/digest/file_hasher.hpp), by the digest algorithm:
+// Order. The file's own steps run on one WorkQueue, in order (create, checkpoints, commit
+// or discard); its chunks are written on lanes of their own, one per slot of the window
+// (set_write_lanes()), so that one file's chunks are stored as many at once as the window
+// holds (through a shared mapping where the page cache would serialise them,
+// receiver/mapped_writes.hpp). A chunk arrives only once create() is done, and commit()
+// comes only once every chunk is stored; discard() and keep() wait for the lanes' running
+// writes before they close the file. Hashing is its FileHasher's (common/digest/file_hasher.hpp), by the digest algorithm:
 // a chunk's tree nodes (fs-verity) wait in the chunk's entry and are folded in file order
 // when the chunk is stored. A chunk is stored when both its hash and its write are done;
 // store() results come back in submission order.
 //
 // Threads. Every public function and every callback runs on the event loop thread (the
 // callbacks from WorkPool::run_completions()). The OutputFile is touched only by jobs of
-// the disk queue, the hash only by jobs of the hash queue and by finish_hash() once no
+// the disk queue and of the lanes (write_at from several at once; the create before and
+// the commit, discard or keep after them all), the hash only by jobs of the hash queue and by finish_hash() once no
 // store is outstanding: each queue runs one job at a time, and the pool's hand-over
 // orders them. A tree-hashing job touches only its chunk's bytes and its own node list.
 //
@@ -93,6 +99,9 @@ class IncomingFile {
   void set_resume(const Resume& resume) { resume_ = resume; }
   // Before create(): rdma-recv --direct-io (receiver/output_file.hpp use_direct_io()).
   void set_direct_io(bool on) { direct_io_ = on; }
+  // Before create(): how many of its chunks may be written at once (the window's slots; a
+  // chunk is written on the lane of its slot). Default 1.
+  void set_write_lanes(std::uint32_t lanes);
   // After a create() that succeeded: the bytes already stored from a partial (0: none).
   std::uint64_t resumed_from() const { return progress_ ? progress_->resumed_from() : 0; }
 
@@ -139,6 +148,10 @@ class IncomingFile {
   struct Metadata;
   void record_digest(const std::optional<Metadata>& metadata);
   void stop_jobs();
+  bool lanes_idle() const;
+  // Posts `work` on the disk queue once no lane runs a write (what closes the file must
+  // not pull it from under a write).
+  void after_writes(std::function<void()> work);
 
   int dir_fd_;
   std::string path_;
@@ -169,6 +182,8 @@ class IncomingFile {
   // Made by create(); fed by store(), folded by finish_stores().
   std::unique_ptr<FileHasher> hasher_;
   WorkQueue disk_;
+  std::deque<WorkQueue> lanes_;  // chunk writes, by slot
+  std::function<void()> after_writes_;  // after_writes()'s work, until the lanes are idle
 };
 
 }  // namespace rdmax::receiver

@@ -134,6 +134,8 @@ OutputFile::OutputFile(OutputFile&& other) noexcept
       temp_dir_(std::move(other.temp_dir_)),
       file_(std::move(other.file_)),
       direct_(std::move(other.direct_)),
+      writers_(std::move(other.writers_)),
+      mapped_(std::move(other.mapped_)),
       direct_memory_align_(other.direct_memory_align_),
       direct_offset_align_(other.direct_offset_align_),
       final_name_(std::move(other.final_name_)),
@@ -150,6 +152,8 @@ OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
     temp_dir_ = std::move(other.temp_dir_);
     file_ = std::move(other.file_);
     direct_ = std::move(other.direct_);
+    writers_ = std::move(other.writers_);
+    mapped_ = std::move(other.mapped_);
     direct_memory_align_ = other.direct_memory_align_;
     direct_offset_align_ = other.direct_offset_align_;
     final_name_ = std::move(other.final_name_);
@@ -186,11 +190,30 @@ bool OutputFile::use_direct_io() {
 }
 
 void OutputFile::write_at(uint64_t offset, std::span<const uint8_t> data) {
+  // The page cache takes one buffered writer of a file at a time (the inode's lock): the
+  // writer that finds that place free takes it, the others copy into the mapping.
+  const bool direct = direct_ && !writers_->direct_refused.load(std::memory_order_relaxed);
+  if (!direct && mapped_) {
+    if (writers_->cache_writer.exchange(true, std::memory_order_acquire)) {
+      if (mapped_->write(offset, data)) return;
+    } else {
+      struct Release {
+        std::atomic<bool>& taken;
+        ~Release() { taken.store(false, std::memory_order_release); }
+      } release{writers_->cache_writer};
+      return write_through(offset, data);
+    }
+  }
+  write_through(offset, data);
+}
+
+void OutputFile::write_through(uint64_t offset, std::span<const uint8_t> data) {
   while (!data.empty()) {
     // O_DIRECT for the longest aligned prefix, when the offset and memory are aligned.
     int fd = file_.get();
     std::size_t length = data.size();
-    if (direct_ && offset % direct_offset_align_ == 0 &&
+    if (direct_ && !writers_->direct_refused.load(std::memory_order_relaxed) &&
+        offset % direct_offset_align_ == 0 &&
         reinterpret_cast<std::uintptr_t>(data.data()) % direct_memory_align_ == 0 &&
         length >= direct_offset_align_) {
       fd = direct_.get();
@@ -199,10 +222,10 @@ void OutputFile::write_at(uint64_t offset, std::span<const uint8_t> data) {
     const ssize_t n = ::pwrite(fd, data.data(), length, static_cast<off_t>(offset));
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno == EINVAL && fd == direct_.get()) {
+      if (errno == EINVAL && fd != file_.get()) {
         // Told it could, the file system refuses this write direct after all: through the
-        // cache, from now on.
-        direct_.reset();
+        // cache, from now on (the descriptor stays open: another writer may be using it).
+        writers_->direct_refused = true;
         continue;
       }
       const int err = errno;
@@ -212,6 +235,21 @@ void OutputFile::write_at(uint64_t offset, std::span<const uint8_t> data) {
     data = data.subspan(static_cast<size_t>(n));
     offset += static_cast<uint64_t>(n);
   }
+}
+
+bool OutputFile::write_lanes(uint64_t size) {
+  // Direct writes to one file run in parallel where the file system allows it (XFS; ext4
+  // over written extents); a mapping beside them would only fight them for the pages.
+  if (direct_ || size == 0) return false;
+  struct stat st {};
+  if (::fstat(file_.get(), &st) != 0) throw_sys("fstat " + final_name_);
+  if (static_cast<uint64_t>(st.st_size) < size &&
+      ::ftruncate(file_.get(), static_cast<off_t>(size)) != 0) {
+    const int err = errno;
+    throw_sys("ftruncate " + final_name_, err);
+  }
+  mapped_ = std::make_unique<MappedWrites>(file_.get(), size);
+  return mapped_->mapped();
 }
 
 bool OutputFile::preallocate(uint64_t size) {
@@ -323,6 +361,7 @@ void OutputFile::commit() {
   }
   publish();
   finished_ = true;
+  mapped_.reset();
   direct_.reset();
   file_.reset();
   // Make the new directory entry durable. Some filesystems refuse fsync on directories
@@ -341,6 +380,7 @@ void OutputFile::commit() {
 void OutputFile::discard() noexcept {
   if (finished_) return;
   finished_ = true;
+  mapped_.reset();
   direct_.reset();
   file_.reset();         // an O_TMPFILE without a name vanishes with its last descriptor
   if (adopted_) return;  // its owner keeps or removes it

@@ -3,13 +3,16 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 
 #include "common/os/fd.hpp"
+#include "receiver/mapped_writes.hpp"
 
 namespace rdmax {
 
@@ -64,8 +67,17 @@ class OutputFile {
   const std::string& temp_name() const noexcept { return temp_name_; }
 
   // Writes all of `data` at `offset` (retrying short writes and EINTR); throws SysError,
-  // e.g. ENOSPC or EDQUOT.
+  // e.g. ENOSPC or EDQUOT. Safe from several threads at once, for pieces that do not
+  // overlap, once the set-up calls below are done: with write_lanes(), a writer that finds
+  // another writing through the page cache copies into the mapping
+  // (receiver/mapped_writes.hpp).
   void write_at(uint64_t offset, std::span<const uint8_t> data);
+
+  // Chunks will be written from several threads at once: where they go through the page
+  // cache (not direct), the first `size` bytes are mapped, the file extended to `size` if
+  // it is shorter (sparse). Returns whether they are. After preallocate() and
+  // use_direct_io().
+  bool write_lanes(uint64_t size);
 
   // rdma-recv --direct-io: from now on, write_at() writes each piece whose offset, length and
   // memory meet the file system's direct-I/O alignment (statx STATX_DIOALIGN) with O_DIRECT,
@@ -104,12 +116,23 @@ class OutputFile {
  private:
   OutputFile() = default;
   void publish();
+  // pwrite, O_DIRECT where it can (write_at() without the mapping).
+  void write_through(uint64_t offset, std::span<const uint8_t> data);
   void link_anonymous(const std::string& name);
 
   Fd dir_;
   Fd temp_dir_;  // where temp_name_ is, when not dir_ (adopt())
   Fd file_;
   Fd direct_;  // use_direct_io(): file_ opened again with O_DIRECT
+  // What writers on several threads share (a pointer, so that the file can move before
+  // they start): whether one of them writes through the page cache now, whether direct
+  // writes were refused.
+  struct Writers {
+    std::atomic<bool> cache_writer{false};
+    std::atomic<bool> direct_refused{false};
+  };
+  std::unique_ptr<Writers> writers_ = std::make_unique<Writers>();
+  std::unique_ptr<MappedWrites> mapped_;  // write_lanes()
   std::uint32_t direct_memory_align_ = 0;
   std::uint32_t direct_offset_align_ = 0;
   std::string final_name_;

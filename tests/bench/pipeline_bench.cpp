@@ -14,8 +14,8 @@
 //
 // Then the serial stages of the connection (each event loop, each kind of ordered work
 // queue: what one thread does one job at a time), each with its CPU seconds per GiB, the
-// lanes of it that run at once (a loop is one; the receiver writes up to kInterleavedFiles
-// files at once, each file's chunks one at a time) and the cap that implies; and the CPU
+// lanes of it that run at once (a loop is one; the receiver writes as many chunks at once as
+// its window has slots, of one file or several) and the cap that implies; and the CPU
 // ceiling of this machine's cores (cores / both sides' CPU s/GiB, as the two sides share
 // them here) with the share of it reached. --emulate-cores N replaces each worker job's
 // work by a wait as long as it took in the measured runs, on N emulated cores
@@ -358,12 +358,13 @@ double stage_cpu(const Cost& side, std::string_view stage, double gib) {
 
 constexpr std::string_view kReads = "sender: a slot's reads";
 constexpr std::string_view kDisk = "receiver: a file's disk work";
+constexpr std::string_view kWrites = "receiver: a file's chunk writes";
 constexpr std::string_view kTree = "hashing: a file's tree";
 
 // The serial stages of the runs (medians): each loop thread and each kind of ordered queue,
 // with the lanes of it that run at once and the cap that implies.
 void print_serial_stages(const std::vector<PipelineCost>& runs, double gib, unsigned threads,
-                         unsigned files, const std::string& title) {
+                         unsigned files, unsigned window_slots, const std::string& title) {
   std::printf(
       "\n%s\n\n(Lanes: how many of the stage the connection lets run at once; the worker "
       "threads and the cores bound them further, which is the ceiling below.)\n\n"
@@ -390,8 +391,12 @@ void print_serial_stages(const std::vector<PipelineCost>& runs, double gib, unsi
     if (c.stage == kReads) slots = c.queues;
   row("sender", kReads, static_cast<unsigned>(std::max<std::size_t>(slots, 1)),
       [&](const PipelineCost& r) { return stage_cpu(r.sender, kReads, gib); });
+  // A file's own steps (create, checkpoints, commit) in order, one queue per file.
   row("receiver", kDisk, file_lanes,
       [&](const PipelineCost& r) { return stage_cpu(r.receiver, kDisk, gib); });
+  // Its chunks on a lane per slot: as many at once as the window holds, one file or many.
+  row("receiver", kWrites, window_slots,
+      [&](const PipelineCost& r) { return stage_cpu(r.receiver, kWrites, gib); });
   row("sender", kTree, threads,
       [&](const PipelineCost& r) { return stage_cpu(r.sender, kTree, gib); });
   row("receiver", kTree, threads,
@@ -596,7 +601,7 @@ int main(int argc, char** argv) {
                     f.scraped_recv_cpu, f.scraped_recv_cpu - f.recv_cpu, f.scrapes);
     }
     const unsigned threads = thread_counts.back();
-    print_serial_stages(last, gib, threads, files,
+    print_serial_stages(last, gib, threads, files, slots,
                         "## Serial stages at " + std::to_string(threads) + " threads");
     std::printf(
         "\n## CPU ceiling (cores / both sides' CPU s/GiB at %u threads)\n\n"
@@ -611,7 +616,8 @@ int main(int argc, char** argv) {
     for (const auto& r : last) rss.push_back(r.peak_rss_mib);
     std::printf(
         "\nPeak RSS of the process during a transfer (both sides; the files are read with "
-        "pread and written into %s, never mapped): %.0f MiB for %.0f MiB sent\n",
+        "pread and written into %s; a file written on several lanes is mapped, its pages let "
+        "go every 64 MiB): %.0f MiB for %.0f MiB sent\n",
         out.parent_path().c_str(), median(rss), gib * 1024);
     if (!emulated_cores.empty()) {
       // The costs of the jobs replaced, per byte, from the last measured runs.
@@ -620,7 +626,7 @@ int main(int argc, char** argv) {
         loops.push_back((r.sender.loop + r.receiver.loop).count() / gib);
         hash.push_back((stage_cpu(r.sender, kTree, gib) + stage_cpu(r.receiver, kTree, gib)) / 2);
         read.push_back(stage_cpu(r.sender, kReads, gib));
-        write.push_back(stage_cpu(r.receiver, kDisk, gib));
+        write.push_back(stage_cpu(r.receiver, kWrites, gib));
       }
       const rdmax::emulation::Costs costs{median(hash) / kGiB, median(read) / kGiB,
                                           median(write) / kGiB};
