@@ -44,7 +44,7 @@ void IncomingEntries::start(const ReceiverInput::AcceptedOpen& accepted, const F
   }
   ledger_ = proto::ReceiveLedger(open_, context_.options.slot_size, accepted.slots);
   directories_.emplace(context_.pool);
-  if (chunk_key != nullptr) opener_.emplace(context_.pool, accepted.slots, *chunk_key);
+  intake_.emplace(context_.pool, window_.transport(), accepted.slots, chunk_key);
   started_ = Clock::now();
 }
 
@@ -215,7 +215,8 @@ void IncomingEntries::take(std::uint32_t id, bool resume) {
     hooks_.send(proto::Resume{id, from});
     ++context_.metrics.files_resumed;
   }
-  for (const proto::Credit& credit : window_.grant_idle(ledger_)) hooks_.send(credit);
+  for (std::uint32_t slot = 0; slot < ledger_.slot_count(); ++slot)
+    if (ledger_.slot_state(slot) == proto::ReceiveLedger::SlotState::Idle) grant(slot);
   expect_next();
 }
 
@@ -245,16 +246,37 @@ void IncomingEntries::refuse(const ReceiverInput::EntryRefusal& refusal) {
 }
 
 void IncomingEntries::grant(std::uint32_t slot) {
-  if (auto credit = window_.grant(ledger_, slot)) hooks_.send(*credit);
+  if (!ledger_.grant(slot)) return;
+  // The first time, the key register_slots made; after a chunk, a fresh one, registered on a
+  // worker (receiver/slot_intake.hpp).
+  if (auto credit = window_.credit(slot)) return hooks_.send(*credit);
+  intake_->grant(slot, window_.slot(slot),
+                 [this, slot](std::optional<Registration> key, const std::string& error) {
+                   // Kept by the window even when the session ended meanwhile: it goes with
+                   // the transport.
+                   std::optional<proto::Credit> credit;
+                   if (key) credit = window_.set_key(slot, *key);
+                   hooks_.in_session([&] {
+                     if (!key) throw std::runtime_error("cannot register a slot: " + error);
+                     if (credit) hooks_.send(*credit);
+                   });
+                 });
 }
 
 void IncomingEntries::store_chunk(const proto::FileChunk& c) {
   if (ledger_.abandoned(c.entry)) {
-    // Written before the sender saw this file's FileVerdict: the slot goes straight back.
+    // Written before the sender saw this file's FileVerdict: the slot goes straight back
+    // once its key is revoked.
     if (!ledger_.discard_chunk(c))
       return violation("chunk of an abandoned file in a slot not credited");
-    window_.revoke(c.slot);
-    return grant(c.slot);
+    proto::FileChunk clear = c;
+    clear.seal.reset();  // nothing of it is read: nothing to open
+    return intake_->take(clear, window_.take_key(c.slot), {}, [this, c](SlotIntake::Taken taken) {
+      hooks_.in_session([&] {
+        if (taken == SlotIntake::Taken::RevokeFailed) throw_revoke_failed(c);
+        grant(c.slot);
+      });
+    });
   }
   if (auto error = ledger_.accept_chunk(c)) {
     spdlog::warn("[{}] bad chunk: entry {} offset {} length {} slot {}: {}", label_, c.entry,
@@ -263,35 +285,45 @@ void IncomingEntries::store_chunk(const proto::FileChunk& c) {
   }
   // Revoke the slot's key before anyone reads it. RC delivers in order, so the WRITE that
   // filled this slot completed before its FileChunk arrived: nothing legitimate is still
-  // landing, and from here a write with that key fails at the writer.
-  window_.revoke(c.slot);
+  // landing, and from the revoke on a write with that key fails at the writer. Sealed, the
+  // chunk is opened after that, in the same job.
   context_.metrics.received_bytes += c.length;
-  if (!opener_) {
-    store_opened(c);
-  } else {
-    opener_->open(c, window_.slot(c.slot).first(c.length), [this, c](bool opened) {
-      hooks_.in_session([&] {
-        if (opened) return store_opened(c);
-        // Not the sender's doing (its FileChunk opened): someone wrote into the slot. Nothing
-        // of it is written; what the file stored before stays good for a resume.
-        spdlog::error(
-            "[{}] a chunk of {} (offset {}, {} bytes) does not open: altered in our "
-            "memory after the sender wrote it; nothing of it was written",
-            label_, proto::quoted_for_log(entry(c.entry)->offer.path), c.offset, c.length);
-        hooks_.raise(input<Event::LocalFailure>(
-            Input::Abort{proto::ErrorCode::SealBroken,
-                         "a chunk of entry " + std::to_string(c.entry) + " at offset " +
-                             std::to_string(c.offset) +
-                             " does not open: it was altered in the receiver's memory "
-                             "(written with a slot's key); nothing of it was written"}));
-      });
-    });
-  }
+  intake_->take(c, window_.take_key(c.slot), window_.slot(c.slot).first(c.length),
+                [this, c](SlotIntake::Taken taken) {
+                  hooks_.in_session([&] {
+                    if (taken == SlotIntake::Taken::Ready) return store_opened(c);
+                    if (taken == SlotIntake::Taken::RevokeFailed) throw_revoke_failed(c);
+                    // Not the sender's doing (its FileChunk opened): someone wrote into the
+                    // slot. Nothing of it is written; what the file stored before stays good
+                    // for a resume.
+                    const IncomingEntry* e = entry(c.entry);
+                    spdlog::error(
+                        "[{}] a chunk of {} (offset {}, {} bytes) does not open: altered in "
+                        "our memory after the sender wrote it; nothing of it was written",
+                        label_, e ? proto::quoted_for_log(e->offer.path) : "?", c.offset,
+                        c.length);
+                    hooks_.raise(input<Event::LocalFailure>(Input::Abort{
+                        proto::ErrorCode::SealBroken,
+                        "a chunk of entry " + std::to_string(c.entry) + " at offset " +
+                            std::to_string(c.offset) +
+                            " does not open: it was altered in the receiver's memory (written "
+                            "with a slot's key); nothing of it was written"}));
+                  });
+                });
   expect_next();
+}
+
+// The slot's key may still work: nothing of the slot may be read, and the connection ends.
+void IncomingEntries::throw_revoke_failed(const proto::FileChunk& c) {
+  throw std::runtime_error("cannot revoke the key of slot " + std::to_string(c.slot) +
+                           ": its chunk is not read");
 }
 
 void IncomingEntries::store_opened(const proto::FileChunk& c) {
   const std::uint32_t id = c.entry;
+  // Settled while its slot was being revoked (another chunk's store failed): its slot went
+  // back with it.
+  if (entry(id) == nullptr) return;
   entry(id)->file->store(c.slot, c.offset, window_.slot(c.slot).first(c.length),
                          [this, id](const IncomingFile::Stored& stored) {
                            hooks_.in_session([&] { on_stored(id, stored); });
@@ -485,7 +517,7 @@ void IncomingEntries::discard_files(bool keep_nothing) {
     retired_.emplace_back(id, std::move(held));
   }
   if (directories_) directories_->cancel();
-  if (opener_) opener_->cancel();
+  if (intake_) intake_->cancel();
 }
 
 std::optional<std::string> IncomingEntries::end_problem(bool id) const {
@@ -511,7 +543,7 @@ bool IncomingEntries::idle() const {
     if (busy(*entry)) return false;
   for (const auto& [id, entry] : retired_)
     if (busy(*entry)) return false;
-  return (!directories_ || directories_->idle()) && (!opener_ || opener_->idle());
+  return (!directories_ || directories_->idle()) && (!intake_ || intake_->idle());
 }
 
 proto::Working IncomingEntries::working() const {

@@ -25,11 +25,11 @@
 #include "common/work/work_pool.hpp"
 #include "protocol/receive_ledger.hpp"
 #include "protocol/wire.hpp"
-#include "receiver/chunk_opener.hpp"
 #include "receiver/hello_edge.hpp"
 #include "receiver/incoming_entry.hpp"
 #include "receiver/receive_window.hpp"
 #include "receiver/receiver_input.hpp"
+#include "receiver/slot_intake.hpp"
 
 namespace rdmax::receiver {
 
@@ -106,6 +106,7 @@ class IncomingEntries {
   void verify(std::uint32_t id);
   void settle(std::uint32_t id);
   void grant(std::uint32_t slot);
+  [[noreturn]] static void throw_revoke_failed(const proto::FileChunk& chunk);
   void violation(std::string text);
   // One file's closing line: what arrived, when, the digest computed and the verdict
   // (none: abandoned, with no digest to name).
@@ -133,8 +134,9 @@ class IncomingEntries {
   // being stored, go back to the sender.
   std::vector<std::pair<std::uint32_t, std::unique_ptr<proto::ReceiveLedger::Entry>>> retired_;
   std::optional<WorkQueue> directories_;  // directory work, in order
-  // A sealed connection's: each chunk is opened before it is stored (7.11).
-  std::optional<ChunkOpener> opener_;
+  // Each chunk's slot revoked (and, sealed, the chunk opened: 7.11) before it is stored,
+  // each slot registered again before it is credited, on workers.
+  std::optional<SlotIntake> intake_;
 };
 
 }  // namespace rdmax::receiver

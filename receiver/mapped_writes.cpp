@@ -1,6 +1,7 @@
 #include "receiver/mapped_writes.hpp"
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include <cerrno>
 #include <cstring>
@@ -33,6 +34,12 @@ MappedWrites::~MappedWrites() {
 bool MappedWrites::write(std::uint64_t offset, std::span<const std::uint8_t> data) {
   if (base_ == nullptr || refused_.load(std::memory_order_relaxed) || offset > size_ ||
       data.size() > size_ - offset)
+    return false;
+  // A write past the file-size limit (systemd's LimitFSIZE=) fails with EFBIG through
+  // pwrite; a mapping would not be stopped by it.
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      offset + data.size() > limit.rlim_cur)
     return false;
   // Whole pages around the chunk: madvise wants a page-aligned start.
   const std::uint64_t first = offset / kPage * kPage;

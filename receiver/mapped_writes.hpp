@@ -37,8 +37,9 @@ class MappedWrites {
   ~MappedWrites();
 
   bool mapped() const { return base_ != nullptr; }
-  // Copies `data` to `offset` if the mapping covers it and its pages could be populated;
-  // false (nothing written) otherwise: the caller writes it with pwrite.
+  // Copies `data` to `offset` if the mapping covers it, the process's file-size limit allows
+  // it (as it would pwrite) and its pages could be populated; false (nothing written)
+  // otherwise: the caller writes it with pwrite.
   [[nodiscard]] bool write(std::uint64_t offset, std::span<const std::uint8_t> data);
 
   static constexpr std::uint64_t kReleaseBytes = std::uint64_t{64} << 20;

@@ -1,5 +1,7 @@
 #include "receiver/receive_window.hpp"
 
+#include <utility>
+
 namespace rdmax::receiver {
 
 void ReceiveWindow::allocate(Transport& transport, std::uint32_t slots, std::uint32_t slot_size,
@@ -24,22 +26,20 @@ std::optional<std::string> ReceiveWindow::register_slots() {
   }
 }
 
-std::optional<proto::Credit> ReceiveWindow::grant(proto::ReceiveLedger& ledger,
-                                                  std::uint32_t slot) {
-  if (!ledger.grant(slot)) return std::nullopt;
-  // A slot credited back gets a fresh registration, hence a fresh key; the first time, the
-  // one register_slots made.
-  if (!keys_[slot]) register_slot(slot);
-  return proto::Credit{slot, keys_[slot]->rkey};
+std::optional<Registration> ReceiveWindow::take_key(std::uint32_t slot) {
+  return std::exchange(keys_[slot], std::nullopt);
 }
 
-std::vector<proto::Credit> ReceiveWindow::grant_idle(proto::ReceiveLedger& ledger) {
-  std::vector<proto::Credit> credits;
-  for (std::uint32_t slot = 0; slot < keys_.size() && bytes_ > 0; ++slot) {
-    if (ledger.slot_state(slot) != proto::ReceiveLedger::SlotState::Idle) continue;
-    if (auto credit = grant(ledger, slot)) credits.push_back(*credit);
-  }
-  return credits;
+std::optional<proto::Credit> ReceiveWindow::set_key(std::uint32_t slot, const Registration& key) {
+  keys_[slot] = key;
+  if (!closed_) return credit(slot);
+  revoke(slot);  // registered while the last bytes came in: nobody gets it
+  return std::nullopt;
+}
+
+std::optional<proto::Credit> ReceiveWindow::credit(std::uint32_t slot) const {
+  if (!keys_[slot]) return std::nullopt;
+  return proto::Credit{slot, keys_[slot]->rkey};
 }
 
 void ReceiveWindow::revoke(std::uint32_t slot) {
@@ -49,6 +49,7 @@ void ReceiveWindow::revoke(std::uint32_t slot) {
 }
 
 void ReceiveWindow::revoke_credited(const proto::ReceiveLedger& ledger) {
+  closed_ = true;
   for (std::uint32_t slot = 0; slot < keys_.size(); ++slot)
     if (ledger.slot_state(slot) == proto::ReceiveLedger::SlotState::Credited) revoke(slot);
 }

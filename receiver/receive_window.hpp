@@ -3,7 +3,8 @@
 // Open is accepted, the process's own memory until the first file is taken, then registered
 // a slot at a time. A slot's key is revoked as soon as its FileChunk arrives (nothing
 // legitimate still lands there: RC delivers in order) and a fresh one is made when the slot
-// is credited back, so that a key the sender no longer holds writes nothing. The ledger
+// is credited back, so that a key the sender no longer holds writes nothing; both on workers
+// (receiver/slot_intake.hpp), the window handing the key out and taking the new one in. The ledger
 // (protocol/receive_ledger.hpp) says which slot may be credited; this owns the memory and
 // the keys. The window's bytes count against --max-memory while it lives.
 
@@ -30,16 +31,23 @@ class ReceiveWindow {
   // The Open was accepted: `slots` slots of `slot_size` bytes (`bytes` in all; 0: none).
   void allocate(Transport& transport, std::uint32_t slots, std::uint32_t slot_size,
                 std::uint64_t bytes);
+  Transport& transport() const { return *transport_; }
   std::uint64_t address() const { return reinterpret_cast<std::uintptr_t>(memory_.data()); }
   // The first file taken: every slot registered. The error, if one could not be (then none is).
   std::optional<std::string> register_slots();
-  // The slot's Credit, if the ledger lets it be credited now (with a fresh key if its last was
-  // revoked); the idle slots' Credits.
-  std::optional<proto::Credit> grant(proto::ReceiveLedger& ledger, std::uint32_t slot);
-  std::vector<proto::Credit> grant_idle(proto::ReceiveLedger& ledger);
-  // No key of the slot works from here; of every slot still credited, once no byte may come.
+  // The slot's key, taken out of the window to be revoked (receiver/slot_intake.hpp), if it
+  // has one.
+  std::optional<Registration> take_key(std::uint32_t slot);
+  // A fresh key of the slot (SlotIntake::grant); the slot's Credit may carry it, unless the
+  // window closed meanwhile: then it is revoked at once and none is returned.
+  std::optional<proto::Credit> set_key(std::uint32_t slot, const Registration& key);
+  // The slot's Credit if it holds a key now (none: a fresh one must be registered first).
+  std::optional<proto::Credit> credit(std::uint32_t slot) const;
+  // No key of the slot works from here.
   void revoke(std::uint32_t slot);
+  // Once no byte may come: every slot still credited revoked, and no key set from here on.
   void revoke_credited(const proto::ReceiveLedger& ledger);
+  bool closed() const { return closed_; }
   std::span<std::uint8_t> slot(std::uint32_t slot) const;
 
  private:
@@ -51,6 +59,7 @@ class ReceiveWindow {
   std::uint64_t bytes_ = 0;
   std::span<std::uint8_t> memory_;  // the transport's allocation
   bool registered_ = false;
+  bool closed_ = false;  // revoke_credited(): no byte may come
   std::vector<std::optional<Registration>> keys_;  // engaged: the slot is registered
 };
 

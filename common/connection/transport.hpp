@@ -6,6 +6,10 @@
 // exist: the verbs/rdma_cm one (common/rdma/rdma_transport.hpp) and an in-memory fake the
 // unit tests drive message by message (tests/unit/fake_transport.hpp).
 //
+// Threads: register_memory() and deregister() may be called from any thread (the receiver
+// grants and revokes its slots' keys on workers, so that no per-chunk system call runs on
+// its loop); every other call only from the driver's loop.
+//
 // Error model: every Transport call that cannot do its job throws (TransportError for a
 // peer that does not keep up, SysError for a failed verbs call); the driver's one dispatch
 // guard turns that into a local failure of that connection (common/connection/driver_core.hpp).

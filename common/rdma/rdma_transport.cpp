@@ -52,6 +52,7 @@ void RdmaTransport::write(const Registration& source, std::span<const std::uint8
 Registration RdmaTransport::register_memory(std::span<std::uint8_t> memory, Access access) {
   MemoryRegion region(endpoint_.pd().get(), memory.data(), memory.size(), access_flags(access));
   const Registration keys{0, region.lkey(), region.rkey()};
+  std::lock_guard lock(regions_mutex_);
   if (free_regions_.empty()) {
     regions_.emplace_back(std::move(region));
     return {static_cast<std::uint32_t>(regions_.size() - 1), keys.lkey, keys.rkey};
@@ -63,7 +64,10 @@ Registration RdmaTransport::register_memory(std::span<std::uint8_t> memory, Acce
 }
 
 void RdmaTransport::deregister(const Registration& registration) {
+  std::optional<MemoryRegion> region;  // deregistered here, once out of the table's lock
+  std::lock_guard lock(regions_mutex_);
   if (registration.handle >= regions_.size() || !regions_[registration.handle]) return;
+  region = std::move(regions_[registration.handle]);
   regions_[registration.handle].reset();
   free_regions_.push_back(registration.handle);
 }

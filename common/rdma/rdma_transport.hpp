@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,6 +69,9 @@ class RdmaTransport final : public Transport {
   CmId id_;
   Endpoint endpoint_;                                 // PD, channel, CQ, control buffers
   std::vector<AlignedBuffer> allocations_;            // outlive the MRs registered on them
+  // register_memory and deregister run on workers too (Transport): the table under a lock,
+  // the verbs calls outside it.
+  std::mutex regions_mutex_;
   std::vector<std::optional<MemoryRegion>> regions_;  // indexed by Registration::handle
   std::vector<std::uint32_t> free_regions_;
   std::vector<std::uint64_t> send_tags_;  // per send buffer

@@ -34,11 +34,10 @@ bool active() {
   return on;
 }
 
-bool instead(Work work, std::size_t bytes) {
-  if (!on) return false;
-  const double per_byte = work == Work::Hash   ? costs.hash
-                          : work == Work::Read ? costs.read
-                                               : costs.write;
+namespace {
+
+// Waits `want` seconds holding one of the emulated cores.
+void wait_on_a_core(double want) {
   {
     std::unique_lock lock(mutex);
     freed.wait(lock, [] { return free_cores > 0; });
@@ -48,7 +47,6 @@ bool instead(Work work, std::size_t bytes) {
   // times): the thread pays it back from its next waits, so that its waits add up to the
   // work they stand for.
   thread_local double late = 0;
-  const double want = per_byte * static_cast<double>(bytes);
   const double wait = std::max(0.0, want - late);
   const auto begin = std::chrono::steady_clock::now();
   if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
@@ -59,6 +57,22 @@ bool instead(Work work, std::size_t bytes) {
     ++free_cores;
   }
   freed.notify_one();
+}
+
+}  // namespace
+
+bool instead(Work work, std::size_t bytes) {
+  if (!on) return false;
+  const double per_byte = work == Work::Hash   ? costs.hash
+                          : work == Work::Read ? costs.read
+                                               : costs.write;
+  wait_on_a_core(per_byte * static_cast<double>(bytes));
+  return true;
+}
+
+bool spend(std::chrono::nanoseconds cpu) {
+  if (!on) return false;
+  wait_on_a_core(std::chrono::duration<double>(cpu).count());
   return true;
 }
 

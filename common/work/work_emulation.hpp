@@ -7,6 +7,7 @@
 // commit) runs for real. While it is on, files hold no data and the digest is a stand-in
 // both sides compute alike (common/digest/file_hasher.cpp); the programs never turn it on.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
@@ -31,5 +32,8 @@ bool active();
 // wait for a core first, if all are taken), and returns true: the caller skips the work.
 // When it is off: returns false at once.
 bool instead(Work work, std::size_t bytes);
+// When it is on: waits `cpu` on one of the emulated cores (what a modelled system call costs,
+// rdmax-pipeline-bench --grant-us) and returns true. When it is off: returns false at once.
+bool spend(std::chrono::nanoseconds cpu);
 
 }  // namespace rdmax::emulation

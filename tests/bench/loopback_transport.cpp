@@ -1,5 +1,7 @@
 #include "loopback_transport.hpp"
 
+#include "common/work/work_emulation.hpp"
+
 #include <time.h>
 
 #include <cstring>
@@ -69,7 +71,17 @@ void LoopbackLink::End::write(const Registration& source, std::span<const std::u
   push({Item::Kind::Failure, {}, 0, "completion error: remote access error"});
 }
 
+// What a NIC's driver spends pinning pages and programming its translation table, on the
+// calling thread's CPU, outside the link's mutex (the other end does not wait for it).
+void LoopbackLink::End::charge_registration() const {
+  if (registration_cost_.count() == 0 || emulation::spend(registration_cost_)) return;
+  const auto until = thread_cpu() + registration_cost_;
+  while (thread_cpu() < until) {
+  }
+}
+
 Registration LoopbackLink::End::register_memory(std::span<std::uint8_t> memory, Access access) {
+  charge_registration();
   std::lock_guard lock(link_.mutex_);
   const std::uint32_t handle = next_handle_++;
   // Keys as a NIC makes them: a new one for each registration, never reused.
@@ -80,6 +92,7 @@ Registration LoopbackLink::End::register_memory(std::span<std::uint8_t> memory, 
 }
 
 void LoopbackLink::End::deregister(const Registration& registration) {
+  charge_registration();
   std::lock_guard lock(link_.mutex_);
   regions_.erase(registration.handle);
 }

@@ -57,6 +57,9 @@ class LoopbackLink::End final : public Transport {
   // The benchmark's emulation (common/work/work_emulation.hpp): a WRITE is checked but not copied
   // (the NIC's work, on no core).
   void skip_copies() { skip_copies_ = true; }
+  // rdmax-pipeline-bench --grant-us: each register_memory() and each deregister() burns this
+  // much of the calling thread's CPU, as a NIC's driver would (half a revoke-and-grant cycle).
+  void charge_registrations(std::chrono::nanoseconds each) { registration_cost_ = each; }
 
   void send(const proto::Message& message, std::uint16_t version, std::uint64_t tag) override;
   std::uint32_t sends_in_flight() const override;
@@ -83,6 +86,7 @@ class LoopbackLink::End final : public Transport {
   };
   End& peer() { return *link_.ends_[1 - index_]; }
   void push(Item item);  // with the link's mutex held
+  void charge_registration() const;
 
   LoopbackLink& link_;
   const int index_;
@@ -97,6 +101,7 @@ class LoopbackLink::End final : public Transport {
   std::vector<AlignedBuffer> allocations_;
   std::chrono::nanoseconds copy_cpu_{0};
   bool skip_copies_ = false;
+  std::chrono::nanoseconds registration_cost_{0};
 };
 
 }  // namespace rdmax::bench

@@ -198,6 +198,8 @@ struct Setup {
   // rdma-recv --metrics served on the loopback and scraped this often during the transfer, as a
   // Prometheus server would (0: no server).
   std::chrono::milliseconds scrape{0};
+  // --grant-us: what one revoke-and-grant cycle of a slot's key costs the thread that does it.
+  std::chrono::nanoseconds grant_cycle{0};
 };
 
 // GET /metrics from 127.0.0.1:port, as a scraper does: true when the answer came whole.
@@ -256,6 +258,7 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
   fs::create_directories(out);
   LoopbackLink link;
   if (emulation::active()) link.sender().skip_copies();
+  link.receiver().charge_registrations(setup.grant_cycle / 2);
   reset_peak_rss();
   PipelineCost result;
   const auto start = Clock::now();
@@ -359,6 +362,7 @@ double stage_cpu(const Cost& side, std::string_view stage, double gib) {
 constexpr std::string_view kReads = "sender: a slot's reads";
 constexpr std::string_view kDisk = "receiver: a file's disk work";
 constexpr std::string_view kWrites = "receiver: a file's chunk writes";
+constexpr std::string_view kIntake = "receiver: a slot's keys and openings";
 constexpr std::string_view kTree = "hashing: a file's tree";
 
 // The serial stages of the runs (medians): each loop thread and each kind of ordered queue,
@@ -394,6 +398,9 @@ void print_serial_stages(const std::vector<PipelineCost>& runs, double gib, unsi
   // A file's own steps (create, checkpoints, commit) in order, one queue per file.
   row("receiver", kDisk, file_lanes,
       [&](const PipelineCost& r) { return stage_cpu(r.receiver, kDisk, gib); });
+  // Each slot's key revoked and granted (--grant-us) on a queue per slot.
+  row("receiver", kIntake, window_slots,
+      [&](const PipelineCost& r) { return stage_cpu(r.receiver, kIntake, gib); });
   // Its chunks on a lane per slot: as many at once as the window holds, one file or many.
   row("receiver", kWrites, window_slots,
       [&](const PipelineCost& r) { return stage_cpu(r.receiver, kWrites, gib); });
@@ -460,11 +467,20 @@ int main(int argc, char** argv) {
                  "rate and CPU")
       ->option_text("MS")
       ->check(CLI::Range(1, 60000));
+  // rdma_rxe under qemu (Linux 6.1): ibv_dereg_mr + ibv_reg_mr of a 1 MiB slot, 6-9 us
+  // (scripts/lib/bench-revoke.sh). A NIC pins pages and writes its translation table: ~30.
+  double grant_us = 7;
+  app.add_option("--grant-us", grant_us,
+                 "the CPU microseconds one revoke-and-grant cycle of a slot's key costs the "
+                 "thread that does it (charged on the receiver's side to each deregistration "
+                 "and registration, half each; default: what rdma_rxe measured)")
+      ->check(CLI::Range(0.0, 10000.0));
   CLI11_PARSE(app, argc, argv);
   const auto algorithm = digest == "blake3" ? rdmax::proto::DigestAlgorithm::Blake3
                                             : rdmax::proto::DigestAlgorithm::FsVeritySha256;
   spdlog::set_level(spdlog::level::warn);  // the drivers log each file at info
-  const Setup setup{direct_io, algorithm, slots, false};
+  Setup setup{direct_io, algorithm, slots, false};
+  setup.grant_cycle = std::chrono::nanoseconds(std::llround(grant_us * 1000));
   Setup sealed_setup = setup;
   sealed_setup.seal = true;
   Setup scraped_setup = setup;
@@ -492,7 +508,8 @@ int main(int argc, char** argv) {
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     std::cout << "# rdmax-pipeline-bench: " << files << " files, " << mib << " MiB, in " << dir
               << ", received into " << out.parent_path().string()
-              << (direct_io ? " with --direct-io" : "") << ", digest " << digest << ", " << runs
+              << (direct_io ? " with --direct-io" : "") << ", digest " << digest
+              << ", a key's revoke and grant " << grant_us << " us, " << runs
               << " runs (medians), " << cores << " cores, " << slots << " slots\n\n"
               << "| threads | side | GiB/s | CPU s/GiB | floor: hash + memcpy | ratio | "
                  "floor of the side: hash + its copy | ratio | cores per 100 Gb/s |\n"

@@ -12,6 +12,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <variant>
@@ -47,7 +48,10 @@ class FakeTransport final : public Transport {
   // What the driver did.
   std::vector<Sent> sent;  // every message, in order
   std::vector<Written> writes;
-  std::map<std::uint32_t, Region> regions;  // by handle
+  // By handle. Registered and deregistered on workers too (Transport): under the lock while
+  // a job may run; read directly only once the driver is idle.
+  std::map<std::uint32_t, Region> regions;
+  mutable std::mutex regions_mutex;
   bool disconnected = false;
   bool shut = false;
 
@@ -84,6 +88,7 @@ class FakeTransport final : public Transport {
   void fail(std::string why) { queue_.push_back({Queued::Kind::Failure, {}, 0, std::move(why)}); }
   // The peer's RDMA WRITE: false when the key is dead, foreign or the range outside it.
   bool write_remote(std::uint64_t addr, std::uint32_t rkey, std::span<const std::uint8_t> bytes) {
+    std::lock_guard lock(regions_mutex);
     for (auto& [handle, r] : regions) {
       if (!r.live || r.keys.rkey != rkey || r.access != Access::RemoteWrite) continue;
       const auto base = reinterpret_cast<std::uintptr_t>(r.memory.data());
@@ -95,6 +100,7 @@ class FakeTransport final : public Transport {
   }
   bool pending() const { return !queue_.empty(); }
   std::size_t live_regions() const {
+    std::lock_guard lock(regions_mutex);
     std::size_t n = 0;
     for (const auto& [h, r] : regions) n += r.live ? 1 : 0;
     return n;
@@ -133,6 +139,7 @@ class FakeTransport final : public Transport {
   }
   void write(const Registration& source, std::span<const std::uint8_t> local,
              std::uint64_t remote_addr, std::uint32_t rkey) override {
+    std::lock_guard lock(regions_mutex);
     auto it = regions.find(source.handle);
     if (it == regions.end() || !it->second.live || it->second.keys.lkey != source.lkey)
       throw std::logic_error("WRITE from unregistered memory");
@@ -142,6 +149,7 @@ class FakeTransport final : public Transport {
     writes.push_back({source.lkey, {local.begin(), local.end()}, remote_addr, rkey, sent.size()});
   }
   Registration register_memory(std::span<std::uint8_t> memory, Access access) override {
+    std::lock_guard lock(regions_mutex);
     if (fail_registration_after == 0) throw std::runtime_error("ibv_reg_mr: injected failure");
     if (fail_registration_after > 0) --fail_registration_after;
     const std::uint32_t handle = next_handle_++;
@@ -150,6 +158,7 @@ class FakeTransport final : public Transport {
     return keys;
   }
   void deregister(const Registration& registration) override {
+    std::lock_guard lock(regions_mutex);
     auto it = regions.find(registration.handle);
     if (it == regions.end() || !it->second.live) throw std::logic_error("deregistered twice");
     it->second.live = false;

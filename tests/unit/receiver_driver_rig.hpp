@@ -324,23 +324,34 @@ struct Rig {
   }
   // Done after both chunks were queued; barrier 2 holds the pool after chunk 0's hashing and
   // write and before chunk 1's (the one thread takes the hash, disk and gate queues in turn).
+  // (Barrier 2 holds it once both slots are revoked, until their stores are queued.)
   void draining_two_stores() {
     receiving();
     ASSERT_TRUE(gate.hold());
     ASSERT_TRUE(chunk(0));
     ASSERT_TRUE(chunk(1));
+    slots_taken_behind_gate();
     gate.add();
     done();
     gate.open_next();
-    ASSERT_TRUE(gate.reached(2));
+    ASSERT_TRUE(gate.reached(3));
   }
-  // ... and chunk 0's result taken; barrier 3 holds the pool after chunk 1's jobs.
+  // ... and chunk 0's result taken; barrier 4 holds the pool after chunk 1's jobs.
   void draining_last_store() {
     draining_two_stores();
     run_pool_once(h.pool);
     gate.add();
     gate.open_next();
-    ASSERT_TRUE(gate.reached(3));
+    ASSERT_TRUE(gate.reached(4));
+  }
+  // With the pool held at the gate's last barrier and chunks just arrived: their slots'
+  // keys revoked on the one thread (up to a new barrier), and the answers taken, so that
+  // their stores wait at the gate.
+  void slots_taken_behind_gate() {
+    gate.add();
+    gate.open_next();
+    ASSERT_TRUE(gate.reached(gate.added()));
+    run_pool_once(h.pool);
   }
   // Chunk 0 stored; chunk 1's write failed (a full disk) and its result waits.
   void failed_store(bool then_done) {
@@ -350,10 +361,11 @@ struct Rig {
     ASSERT_TRUE(gate.hold());
     ASSERT_TRUE(chunk(1));
     if (then_done) done();
+    slots_taken_behind_gate();
     FileSizeLimit limit(kSlot);  // chunk 1 starts at kSlot
     gate.add();
     gate.open_next();
-    ASSERT_TRUE(gate.reached(2));
+    ASSERT_TRUE(gate.reached(3));
   }
   void all_stored() {
     receiving();

@@ -137,9 +137,13 @@ std::vector<Row> hello_rows() {
        [](Rig& r) { r.receiving(); },
        [](Rig& r) { EXPECT_TRUE(r.chunk(0)); },
        {S::InSession, {}, File::Temp},
-       [](Rig& r) {  // the slot's key died with its Chunk
+       [](Rig& r) {  // the slot's key dies on a worker before its store is even queued
+         const std::uint32_t old_key = r.rkey_of(0);
+         ASSERT_TRUE(r.gate.hold());
+         r.slots_taken_behind_gate();  // revoked; its store waits at the gate
          EXPECT_EQ(r.h.transport.live_regions(), 1u);
-         EXPECT_FALSE(r.h.transport.write_remote(r.accept().region_addr, r.rkey_of(0), r.bytes));
+         EXPECT_FALSE(r.h.transport.write_remote(r.accept().region_addr, old_key, r.bytes));
+         r.gate.open_all();
        }},
       {{S::InSession, SR::ChunkStored, "Hello"},
        [](Rig& r) {
@@ -449,9 +453,13 @@ std::vector<Row> session_rows() {
        [](Rig& r) { r.entry_taken(); },
        [](Rig& r) { EXPECT_TRUE(r.file_chunk(0, 0, kSlot, 0)); },
        {S::InSession, {}},
-       [](Rig& r) {  // the slot's key died with its FileChunk
+       [](Rig& r) {  // the slot's key dies on a worker before its store is even queued
+         const std::uint32_t old_key = r.rkey_of(0);
+         ASSERT_TRUE(r.gate.hold());
+         r.slots_taken_behind_gate();  // revoked; its store waits at the gate
          EXPECT_EQ(r.h.transport.live_regions(), 1u);
-         EXPECT_FALSE(r.h.transport.write_remote(r.accept().region_addr, r.rkey_of(0), r.bytes));
+         EXPECT_FALSE(r.h.transport.write_remote(r.accept().region_addr, old_key, r.bytes));
+         r.gate.open_all();
        }},
       {{S::InSession, SR::ChunkStored, ""},
        [](Rig& r) {

@@ -96,9 +96,10 @@ TEST_F(ReceiverDriver, RevokesAChunksKeyBeforeStoringItAndRekeysItsCredit) {
   offer(bytes);
   const std::uint32_t old_key = rkey_of(0);
   ASSERT_TRUE(write_chunk(bytes, 0, 4096, 0));
-  // The slot's key is dead from the Chunk on: a late write with it fails at the writer.
-  EXPECT_FALSE(h.transport.write_remote(accept().region_addr, old_key, std::span(bytes).first(8)));
+  // Revoked on a worker before the chunk is read, and a fresh key registered for its Credit:
+  // a late write with the old one fails at the writer.
   ASSERT_TRUE(h.settle([&] { return h.transport.sent_of<proto::Credit>().size() == 5; }));
+  EXPECT_FALSE(h.transport.write_remote(accept().region_addr, old_key, std::span(bytes).first(8)));
   EXPECT_NE(rkey_of(0), old_key);
 }
 
@@ -118,9 +119,10 @@ TEST_F(ReceiverDriver, ChunkReusingASlotBeforeItsCreditIsAViolation) {
   const auto bytes = random_bytes(8 * 4096);
   offer(bytes);
   ASSERT_TRUE(write_chunk(bytes, 0, 4096, 0));
-  // Slot 0 is being stored and not credited again yet: a Chunk for it breaks 5.4, and the
-  // WRITE before it used a dead key.
-  EXPECT_FALSE(write_chunk(bytes, 4096, 4096, 0));
+  // Slot 0 is being stored and not credited again yet: a Chunk for it breaks 5.4 (whether
+  // the WRITE before it found the key revoked yet depends on the worker; the receiver reads
+  // nothing of the slot before it is).
+  write_chunk(bytes, 4096, 4096, 0);
   EXPECT_EQ(h.state(), ReceiverState::Closing);
   EXPECT_EQ(h.transport.sent_of<proto::Error>().at(0).code, proto::ErrorCode::ProtocolViolation);
 }
