@@ -269,14 +269,13 @@ void IncomingEntries::store_chunk(const proto::FileChunk& c) {
     // once its key is revoked.
     if (!ledger_.discard_chunk(c))
       return violation("chunk of an abandoned file in a slot not credited");
-    proto::FileChunk clear = c;
-    clear.seal.reset();  // nothing of it is read: nothing to open
-    return intake_->take(clear, window_.take_key(c.slot), {}, [this, c](SlotIntake::Taken taken) {
-      hooks_.in_session([&] {
-        if (taken == SlotIntake::Taken::RevokeFailed) throw_revoke_failed(c);
-        grant(c.slot);
-      });
-    });
+    return intake_->take(c, window_.take_key(c.slot), std::nullopt,
+                         [this, c](SlotIntake::Taken taken) {
+                           hooks_.in_session([&] {
+                             if (taken == SlotIntake::Taken::RevokeFailed) throw_revoke_failed(c);
+                             grant(c.slot);
+                           });
+                         });
   }
   if (auto error = ledger_.accept_chunk(c)) {
     spdlog::warn("[{}] bad chunk: entry {} offset {} length {} slot {}: {}", label_, c.entry,
@@ -300,8 +299,7 @@ void IncomingEntries::store_chunk(const proto::FileChunk& c) {
                     spdlog::error(
                         "[{}] a chunk of {} (offset {}, {} bytes) does not open: altered in "
                         "our memory after the sender wrote it; nothing of it was written",
-                        label_, e ? proto::quoted_for_log(e->offer.path) : "?", c.offset,
-                        c.length);
+                        label_, e ? proto::quoted_for_log(e->offer.path) : "?", c.offset, c.length);
                     hooks_.raise(input<Event::LocalFailure>(Input::Abort{
                         proto::ErrorCode::SealBroken,
                         "a chunk of entry " + std::to_string(c.entry) + " at offset " +

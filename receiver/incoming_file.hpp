@@ -10,17 +10,17 @@
 // holds (through a shared mapping where the page cache would serialise them,
 // receiver/mapped_writes.hpp). A chunk arrives only once create() is done, and commit()
 // comes only once every chunk is stored; discard() and keep() wait for the lanes' running
-// writes before they close the file. Hashing is its FileHasher's (common/digest/file_hasher.hpp), by the digest algorithm:
-// a chunk's tree nodes (fs-verity) wait in the chunk's entry and are folded in file order
-// when the chunk is stored. A chunk is stored when both its hash and its write are done;
-// store() results come back in submission order.
+// writes before they close the file. Hashing is its FileHasher's (common/digest/file_hasher.hpp),
+// by the digest algorithm: a chunk's tree nodes (fs-verity) wait in the chunk's entry and are
+// folded in file order when the chunk is stored. A chunk is stored when both its hash and its write
+// are done; store() results come back in submission order.
 //
 // Threads. Every public function and every callback runs on the event loop thread (the
 // callbacks from WorkPool::run_completions()). The OutputFile is touched only by jobs of
 // the disk queue and of the lanes (write_at from several at once; the create before and
-// the commit, discard or keep after them all), the hash only by jobs of the hash queue and by finish_hash() once no
-// store is outstanding: each queue runs one job at a time, and the pool's hand-over
-// orders them. A tree-hashing job touches only its chunk's bytes and its own node list.
+// the commit, discard or keep after them all), the hash only by jobs of the hash queue and by
+// finish_hash() once no store is outstanding: each queue runs one job at a time, and the pool's
+// hand-over orders them. A tree-hashing job touches only its chunk's bytes and its own node list.
 //
 // Lifetime. The owner keeps this object, and the memory a store() reads, alive until
 // idle(): discard() cancels what has not started, then removes the temporary.
@@ -182,7 +182,7 @@ class IncomingFile {
   // Made by create(); fed by store(), folded by finish_stores().
   std::unique_ptr<FileHasher> hasher_;
   WorkQueue disk_;
-  std::deque<WorkQueue> lanes_;  // chunk writes, by slot
+  std::deque<WorkQueue> lanes_;         // chunk writes, by slot
   std::function<void()> after_writes_;  // after_writes()'s work, until the lanes are idle
 };
 

@@ -49,7 +49,7 @@ class MappedWrites {
 
   std::uint8_t* base_ = nullptr;
   std::uint64_t size_ = 0;
-  std::atomic<bool> refused_{false};            // the kernel cannot populate: never again
+  std::atomic<bool> refused_{false};             // the kernel cannot populate: never again
   std::atomic<std::uint64_t> since_release_{0};  // bytes copied since the last release()
 };
 

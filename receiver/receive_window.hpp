@@ -59,7 +59,7 @@ class ReceiveWindow {
   std::uint64_t bytes_ = 0;
   std::span<std::uint8_t> memory_;  // the transport's allocation
   bool registered_ = false;
-  bool closed_ = false;  // revoke_credited(): no byte may come
+  bool closed_ = false;                            // revoke_credited(): no byte may come
   std::vector<std::optional<Registration>> keys_;  // engaged: the slot is registered
 };
 

@@ -16,7 +16,7 @@ SlotIntake::SlotIntake(WorkPool& pool, Transport& transport, std::uint32_t slots
 }
 
 void SlotIntake::take(const proto::FileChunk& chunk, std::optional<Registration> key,
-                      std::span<std::uint8_t> bytes, TakenThen then) {
+                      std::optional<std::span<std::uint8_t>> bytes, TakenThen then) {
   const std::uint64_t sequence = next_sequence_++;
   pending_.push_back({sequence, false, Taken::Ready, std::move(then)});
   auto taken = std::make_shared<Taken>(Taken::Ready);
@@ -29,12 +29,12 @@ void SlotIntake::take(const proto::FileChunk& chunk, std::optional<Registration>
               *taken = Taken::RevokeFailed;
               return;
             }
-            if (!chunk_key_) return;
+            if (!chunk_key_ || !bytes) return;
             try {
               const bool opened =
                   chunk.seal &&
                   open_in_place(*chunk_key_, chunk.seal->counter,
-                                proto::chunk_aad(chunk.entry, chunk.offset, chunk.length), bytes,
+                                proto::chunk_aad(chunk.entry, chunk.offset, chunk.length), *bytes,
                                 chunk.seal->tag);
               *taken = opened ? Taken::Ready : Taken::DoesNotOpen;
             } catch (...) {

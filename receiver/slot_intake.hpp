@@ -34,9 +34,9 @@ namespace rdmax::receiver {
 class SlotIntake {
  public:
   enum class Taken : std::uint8_t {
-    Ready,        // nobody can write the slot any more; its bytes are the chunk's, in clear
-    DoesNotOpen,  // sealed, and its bytes were altered (they are garbage now)
-    RevokeFailed, // the key may still work: nothing of the slot may be read
+    Ready,         // nobody can write the slot any more; its bytes are the chunk's, in clear
+    DoesNotOpen,   // sealed, and its bytes were altered (they are garbage now)
+    RevokeFailed,  // the key may still work: nothing of the slot may be read
   };
   using TakenThen = std::function<void(Taken)>;
   // The new key, or why the slot could not be registered.
@@ -49,9 +49,10 @@ class SlotIntake {
   SlotIntake& operator=(const SlotIntake&) = delete;
 
   // The chunk's slot, the first chunk.length bytes of which are `bytes`: `key` (the slot's,
-  // if it has one) revoked, then the chunk opened if sealed.
+  // if it has one) revoked, then the chunk opened if sealed. Without `bytes` (a chunk of an
+  // abandoned file: nothing of it is read) only revoked.
   void take(const proto::FileChunk& chunk, std::optional<Registration> key,
-            std::span<std::uint8_t> bytes, TakenThen then);
+            std::optional<std::span<std::uint8_t>> bytes, TakenThen then);
   // The slot's memory registered for the peer's WRITEs under a fresh key.
   void grant(std::uint32_t slot, std::span<std::uint8_t> memory, GrantedThen then);
   // Drops the jobs not started, and every answer not given.

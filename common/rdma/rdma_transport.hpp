@@ -67,8 +67,8 @@ class RdmaTransport final : public Transport {
  private:
   // The order below is the reverse of the release order (see above).
   CmId id_;
-  Endpoint endpoint_;                                 // PD, channel, CQ, control buffers
-  std::vector<AlignedBuffer> allocations_;            // outlive the MRs registered on them
+  Endpoint endpoint_;                       // PD, channel, CQ, control buffers
+  std::vector<AlignedBuffer> allocations_;  // outlive the MRs registered on them
   // register_memory and deregister run on workers too (Transport): the table under a lock,
   // the verbs calls outside it.
   std::mutex regions_mutex_;

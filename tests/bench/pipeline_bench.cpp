@@ -509,8 +509,8 @@ int main(int argc, char** argv) {
     std::cout << "# rdmax-pipeline-bench: " << files << " files, " << mib << " MiB, in " << dir
               << ", received into " << out.parent_path().string()
               << (direct_io ? " with --direct-io" : "") << ", digest " << digest
-              << ", a key's revoke and grant " << grant_us << " us, " << runs
-              << " runs (medians), " << cores << " cores, " << slots << " slots\n\n"
+              << ", a key's revoke and grant " << grant_us << " us, " << runs << " runs (medians), "
+              << cores << " cores, " << slots << " slots\n\n"
               << "| threads | side | GiB/s | CPU s/GiB | floor: hash + memcpy | ratio | "
                  "floor of the side: hash + its copy | ratio | cores per 100 Gb/s |\n"
                  "|---|---|---|---|---|---|---|---|---|\n";

@@ -125,9 +125,8 @@ TEST_F(IncomingLanesTest, AFileOnSixteenLanesVerifiesAndCommitsWhole) {
     ASSERT_TRUE(run_pool_until(pool, [&] { return order.size() == chunks; }));
     EXPECT_TRUE(std::is_sorted(order.begin(), order.end()));  // results in file order
     EXPECT_EQ(f->bytes_stored(), bytes.size());
-    const Digest expected = algorithm == proto::DigestAlgorithm::Blake3
-                                ? blake3::digest_of(bytes)
-                                : merkle::digest_of(bytes);
+    const Digest expected = algorithm == proto::DigestAlgorithm::Blake3 ? blake3::digest_of(bytes)
+                                                                        : merkle::digest_of(bytes);
     EXPECT_EQ(f->finish_hash(), expected);
     std::optional<IncomingFile::Outcome> committed;
     f->commit([&](const IncomingFile::Outcome& o) { committed = o; });
