@@ -21,6 +21,9 @@
 #                                         default /var/tmp; prints)
 #   BENCH_ONLY=first-chunk scripts/bench.sh (only how soon a 1 GiB tree's first chunk
 #                                         leaves, scripts/lib/bench-first-chunk-guest.sh)
+#   BENCH_ONLY=direct scripts/bench.sh    (only one 1 GiB file onto ext4 and XFS with direct
+#                                         I/O beside dd oflag=direct,
+#                                         scripts/lib/bench-direct-guest.sh)
 #   BENCH_ONLY=disk scripts/bench.sh      (only what the disk sees: files on an ext4 virtio
 #                                         disk read at BENCH_DISK_BPS, default 8000000 B/s;
 #                                         scripts/lib/bench-disk-guest.sh; prints)
@@ -34,6 +37,11 @@ export BENCH_RESULTS=$results
 if [[ ${BENCH_ONLY:-} == trees || ${BENCH_ONLY:-} == first-chunk ]]; then
   export BENCH_ONLY
   scripts/rxe-run --mem 4096 --timeout 900 -- scripts/lib/bench-guest.sh
+  exit 0
+fi
+if [[ ${BENCH_ONLY:-} == direct ]]; then
+  # One 1 GiB file onto ext4 and XFS with direct I/O, beside dd oflag=direct; a few minutes.
+  scripts/rxe-run --mem 4096 --disk 3072 --timeout 1500 -- scripts/lib/bench-direct-guest.sh
   exit 0
 fi
 if [[ ${BENCH_ONLY:-} == disk ]]; then

@@ -19,6 +19,7 @@ packages=(
   # Soft-RoCE test bed: Debian's kernel under qemu, with a busybox initramfs
   qemu-system-x86 linux-image-amd64 busybox-static kmod cpio gzip iproute2 procps
   e2fsprogs  # scripts/rxe-run --disk: mkfs.ext4 of the guest's disk image
+  xfsprogs   # scripts/lib/bench-direct-guest.sh: the same disk made XFS
   # tests and benchmarks
   socat coreutils iputils-ping tmux
   tcpdump  # tests/e2e/sealing.sh: a capture of the wire holds nothing sealed

@@ -1,5 +1,7 @@
 #include "sender/file_windows.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -22,7 +24,15 @@ FileWindows::FileWindows(Transport& transport, std::span<const std::uint8_t> map
 }
 
 FileWindows::~FileWindows() {
-  for (const Window& w : windows_) transport_.deregister(w.registration);
+  // Our own file's pages, registered for local reads: a refusal leaves them pinned until the
+  // transport goes, nothing more.
+  for (const Window& w : windows_) {
+    try {
+      transport_.deregister(w.registration);
+    } catch (const std::exception& e) {
+      spdlog::warn("cannot deregister a window of the file being sent: {}", e.what());
+    }
+  }
 }
 
 FileWindows::Window& FileWindows::find_or_register(std::uint64_t index) {

@@ -80,7 +80,8 @@ class Transport {
   // Registers memory the caller keeps alive for as long as this transport exists (or uses
   // allocate()). Throws SysError, with the memlock hint where that explains it.
   virtual Registration register_memory(std::span<std::uint8_t> memory, Access access) = 0;
-  // Revokes a registration: from now on its keys fail at the peer's adapter.
+  // Revokes a registration: from now on its keys fail at the peer's adapter. Throws if the
+  // device refused: then the keys may still work, and the memory must not be trusted.
   virtual void deregister(const Registration& registration) = 0;
   // Page-aligned memory that lives exactly as long as this transport.
   virtual std::span<std::uint8_t> allocate(std::size_t bytes) = 0;

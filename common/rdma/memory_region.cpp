@@ -55,6 +55,15 @@ MemoryRegion::MemoryRegion(ibv_pd* pd, void* addr, size_t length, int access) {
   registered_bytes += length;
 }
 
+void MemoryRegion::deregister() {
+  if (!mr_) return;
+  const size_t length = mr_->length;
+  // Returns the errno value directly, not -1.
+  if (int err = ::ibv_dereg_mr(mr_.get()); err != 0) throw SysError("ibv_dereg_mr", err);
+  mr_.release();  // deregistered above
+  registered_bytes -= length;
+}
+
 void MemoryRegion::Deregister::operator()(ibv_mr* mr) const noexcept {
   const size_t length = mr->length;
   // Returns the errno value directly, not -1.

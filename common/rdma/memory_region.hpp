@@ -22,6 +22,10 @@ class MemoryRegion {
   ibv_mr* get() const noexcept { return mr_.get(); }
   uint32_t lkey() const noexcept { return mr_->lkey; }
   uint32_t rkey() const noexcept { return mr_->rkey; }
+  // Deregisters now: from here its keys fail at the peer's adapter. Throws SysError if the
+  // device refused (the region stays registered, and its keys may still work: whoever
+  // revokes a key to protect the memory must not read it then).
+  void deregister();
 
  private:
   struct Deregister {  // and count the bytes unpinned (common/rdma/owned.hpp's shape)

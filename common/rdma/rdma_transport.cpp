@@ -64,12 +64,17 @@ Registration RdmaTransport::register_memory(std::span<std::uint8_t> memory, Acce
 }
 
 void RdmaTransport::deregister(const Registration& registration) {
-  std::optional<MemoryRegion> region;  // deregistered here, once out of the table's lock
-  std::lock_guard lock(regions_mutex_);
-  if (registration.handle >= regions_.size() || !regions_[registration.handle]) return;
-  region = std::move(regions_[registration.handle]);
-  regions_[registration.handle].reset();
-  free_regions_.push_back(registration.handle);
+  std::optional<MemoryRegion> region;
+  {
+    std::lock_guard lock(regions_mutex_);
+    if (registration.handle >= regions_.size() || !regions_[registration.handle]) return;
+    region = std::move(regions_[registration.handle]);
+    regions_[registration.handle].reset();
+    free_regions_.push_back(registration.handle);
+  }
+  // Out of the table's lock. A refusal is the caller's to act on (Transport: the revoked
+  // memory must not be read); the region's destructor tries once more.
+  region->deregister();
 }
 
 std::span<std::uint8_t> RdmaTransport::allocate(std::size_t bytes) {

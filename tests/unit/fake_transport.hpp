@@ -56,9 +56,10 @@ class FakeTransport final : public Transport {
   bool shut = false;
 
   // Knobs.
-  std::uint32_t send_capacity = 128;  // SENDs in flight before send() throws TransportError
-  int fail_registration_after = -1;   // register_memory throws after this many (-1: never)
-  int fail_send_after = -1;           // send throws SysError-like after this many
+  std::uint32_t send_capacity = 128;   // SENDs in flight before send() throws TransportError
+  int fail_registration_after = -1;    // register_memory throws after this many (-1: never)
+  int fail_deregistration_after = -1;  // deregister throws after this many (-1: never)
+  int fail_send_after = -1;            // send throws SysError-like after this many
   // Like fail_send_after, but only that one send fails (a post refused once); later sends
   // go through, so the driver's answer to the failure (an Error) can be seen.
   int fail_one_send_after = -1;
@@ -159,6 +160,9 @@ class FakeTransport final : public Transport {
   }
   void deregister(const Registration& registration) override {
     std::lock_guard lock(regions_mutex);
+    // The device refuses, as ibv_dereg_mr can: the key stays live.
+    if (fail_deregistration_after == 0) throw std::runtime_error("ibv_dereg_mr: injected failure");
+    if (fail_deregistration_after > 0) --fail_deregistration_after;
     auto it = regions.find(registration.handle);
     if (it == regions.end() || !it->second.live) throw std::logic_error("deregistered twice");
     it->second.live = false;

@@ -103,6 +103,20 @@ TEST_F(ReceiverDriver, RevokesAChunksKeyBeforeStoringItAndRekeysItsCredit) {
   EXPECT_NE(rkey_of(0), old_key);
 }
 
+// A slot whose key the device will not revoke may still be written by whoever holds the
+// key: nothing of it is read (not hashed, not stored), and the connection ends.
+TEST_F(ReceiverDriver, AChunkWhoseSlotCannotBeRevokedIsNeverReadAndEndsTheConnection) {
+  const auto bytes = random_bytes(8 * 4096);
+  offer(bytes);
+  h.transport.fail_deregistration_after = 0;
+  ASSERT_TRUE(write_chunk(bytes, 0, 4096, 0));
+  ASSERT_TRUE(
+      h.settle([&] { return h.connection->idle() && h.state() != ReceiverState::InSession; }));
+  EXPECT_EQ(h.transport.sent_of<proto::Error>().at(0).code, proto::ErrorCode::Internal);
+  EXPECT_EQ(h.metrics.written_bytes.load(), 0u);
+  EXPECT_TRUE(std::filesystem::is_empty(h.dir.path()));
+}
+
 TEST_F(ReceiverDriver, ChunkBreakingTheRulesIsAViolationAndLeavesNoFile) {
   const auto bytes = random_bytes(8 * 4096);
   offer(bytes);
