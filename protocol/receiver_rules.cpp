@@ -40,6 +40,8 @@ ExtensionsRead read_extensions(const std::vector<HelloExtension>& extensions,
       read.resume_understood = true;
     } else if (e.type == kExtensionDigestAtEnd && message == "Open") {
       read.digest_at_end = true;
+    } else if (e.type == kExtensionProveHeld && message == "Open") {
+      read.prove_held = true;
     } else if (e.type == kExtensionDigestAtEnd || e.type == kExtensionDigestAlgorithm) {
       // Known, and must be understood, but a session's alone (7.9, 7.10): an Open's own
       // 0x8004 was lifted by the codec, so one here is a Hello's.

@@ -25,6 +25,7 @@ struct Refusal {
 struct ExtensionsRead {
   bool resume_understood = false;
   bool digest_at_end = false;  // 7.9: only in an Open (a Hello's is refused)
+  bool prove_held = false;     // 7.9: only in an Open (a Hello's is ignored)
   std::vector<std::uint16_t> ignored;
   std::optional<Refusal> refusal;
 };

@@ -199,6 +199,11 @@ inline constexpr std::uint16_t kExtensionDigestAlgorithm = 0x8004;
 // 7.11). Not must-understand: a receiver that ignores it answers in clear, and the sender,
 // which asked, refuses to go on.
 inline constexpr std::uint16_t kExtensionSeal = 0x0005;
+// In an Open beside kExtensionResume and kExtensionDigestAtEnd, empty, not must-understand:
+// "tell me only how much you hold at a path (a 12-byte Holds); I send my digest of that much
+// (a 44-byte Continue) and you compare" (docs/PROTOCOL.md 7.9). A receiver of this revision
+// sends a Holds only to such a sender, so it never tells anyone the digest of what it holds.
+inline constexpr std::uint16_t kExtensionProveHeld = 0x0006;
 inline constexpr std::uint8_t kSealSuiteAes256Gcm = 1;
 inline constexpr std::size_t kSealTagBytes = 16;  // AES-GCM's tag
 using SealTag = std::array<std::uint8_t, kSealTagBytes>;
@@ -337,6 +342,9 @@ struct Working {
 // The most entries a sender may have offered and not yet seen settled (by Refuse or
 // FileVerdict): it bounds the receiver's open files and both sides' receive buffers.
 inline constexpr std::uint32_t kMaxEntriesInFlight = 16;
+// How many Continues whose digest is not its own a receiver answers with Take before it
+// holds nothing more out to that session (7.9): each is one guess at a file it holds.
+inline constexpr std::uint32_t kMaxHeldGuesses = 4;
 // Offer.path: a relative path of file names (protocol/paths.hpp), at most this long.
 // PATH_MAX is 4096; half of it leaves the receiver room for its own output directory in
 // front, and no real tree comes close.
@@ -475,25 +483,29 @@ struct Proof {
 };
 
 // receiver -> sender, answering an Offer with digest_at_end (7.9): what the receiver holds at
-// the path: the whole file (length == the offered size) and its digest, or a kept partial's
-// first `length` bytes and their digest as a file of that length. Continue answers it.
+// the path: the whole file (length == the offered size) or a kept partial's first `length`
+// bytes. 12 bytes to a sender whose Open carried kExtensionProveHeld: the sender proves it has
+// the same bytes (its digest in the Continue). 44 bytes, with the receiver's own digest of
+// them, only from a receiver of a revision before that extension (which told any admitted
+// sender a digest: SECURITY.md); a sender still answers it.
 struct Holds {
   std::uint32_t entry = 0;
   std::uint64_t length = 0;
-  Digest digest{};
+  std::optional<Digest> digest{};
   bool operator==(const Holds&) const = default;
-  static constexpr auto layout() {
-    return std::tuple{&Holds::entry, &Holds::length, &Holds::digest};
-  }
 };
 
-// sender -> receiver (7.9), after Holds: where the file continues, once the sender hashed its
-// own first Holds.length bytes: Holds.length (the same: Have, or Resume from there) or 0.
+// sender -> receiver (7.9), after Holds: where the file continues. 12 bytes after a Holds with
+// a digest: Holds.length (the sender hashed its own first Holds.length bytes and found that
+// digest: Have, or Resume from there) or 0. 44 bytes after a Holds without one: `from` =
+// Holds.length and `digest` the sender's digest of its first `from` bytes, which the receiver
+// compares with its own (Have or Resume when they match, else Take); a 12-byte Continue
+// from 0 is still allowed.
 struct Continue {
   std::uint32_t entry = 0;
   std::uint64_t from = 0;
+  std::optional<Digest> digest{};
   bool operator==(const Continue&) const = default;
-  static constexpr auto layout() { return std::tuple{&Continue::entry, &Continue::from}; }
 };
 
 // sender -> receiver (7.9): the sender abandons a taken entry offered with digest_at_end;

@@ -36,6 +36,10 @@ constexpr std::size_t kLengthPrefixBytes = 2;         // a counted string's u16 
 constexpr std::size_t kOpenBytes = 1 + 3 + 4 + 4 + 4 + 8;
 constexpr std::size_t kFileDoneBytes = 4 + 8;
 constexpr std::size_t kFileDoneWithDigestBytes = kFileDoneBytes + kSha256Bytes;  // 7.9
+constexpr std::size_t kHoldsBytes = 4 + 8;  // 7.9: to a sender that proves what it has
+constexpr std::size_t kHoldsWithDigestBytes = kHoldsBytes + kSha256Bytes;  // an older receiver's
+constexpr std::size_t kContinueBytes = 4 + 8;
+constexpr std::size_t kContinueWithDigestBytes = kContinueBytes + kSha256Bytes;
 constexpr std::size_t kFileChunkBytes = 4 + 4 + 8 + 4;
 constexpr std::size_t kFileChunkSealedBytes = kFileChunkBytes + 8 + kSealTagBytes;  // 7.11
 constexpr std::uint32_t kNanosecondsPerSecond = 1'000'000'000;
@@ -139,6 +143,8 @@ inline const char* extensions_problem(const std::vector<HelloExtension>& extensi
       return "sender-key extension not a nonce and an id of 1..256 bytes";
     else if (e.type == kExtensionDigestAtEnd && !e.value.empty())
       return "digest-at-end extension with a value";
+    else if (e.type == kExtensionProveHeld && !e.value.empty())
+      return "prove-held extension with a value";
     else if (e.type == kExtensionSeal &&
              (e.value.size() != 1 || static_cast<std::uint8_t>(e.value[0]) != kSealSuiteAes256Gcm))
       return "seal extension not one byte 1";

@@ -246,6 +246,26 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       if (payload.size() == kFileDoneWithDigestBytes) read_sha(m.digest.emplace());
       return m;
     }
+    case MessageType::Holds: {
+      // 12 bytes, or 44 with the digest of what is held, from an older receiver (7.9).
+      if (payload.size() != kHoldsWithDigestBytes)
+        if (auto f = exact(kHoldsBytes)) return *f;
+      Holds m;
+      m.entry = r.u32();
+      m.length = r.u64();
+      if (payload.size() == kHoldsWithDigestBytes) read_sha(m.digest.emplace());
+      return m;
+    }
+    case MessageType::Continue: {
+      // 12 bytes, or 44 with the sender's digest of its first `from` bytes (7.9).
+      if (payload.size() != kContinueWithDigestBytes)
+        if (auto f = exact(kContinueBytes)) return *f;
+      Continue m;
+      m.entry = r.u32();
+      m.from = r.u64();
+      if (payload.size() == kContinueWithDigestBytes) read_sha(m.digest.emplace());
+      return m;
+    }
     case MessageType::FileChunk: {
       // 20 bytes, or 44 with the seal of the chunk's bytes on a sealed connection (7.11).
       if (payload.size() != kFileChunkSealedBytes)

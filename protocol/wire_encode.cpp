@@ -23,6 +23,8 @@ std::size_t payload_size(const Message& message, std::uint16_t version) {
           [](const Open& m) { return open_size(m); },
           [](const FileDone& m) { return m.digest ? kFileDoneWithDigestBytes : kFileDoneBytes; },
           [](const FileChunk& m) { return m.seal ? kFileChunkSealedBytes : kFileChunkBytes; },
+          [](const Holds& m) { return m.digest ? kHoldsWithDigestBytes : kHoldsBytes; },
+          [](const Continue& m) { return m.digest ? kContinueWithDigestBytes : kContinueBytes; },
           [](const auto& m) { return layout_size(m); },
       },
       message);
@@ -129,6 +131,16 @@ void write_payload(ByteWriter& w, const Message& message, std::uint16_t version)
                  [&](const FileDone& m) {
                    w.u32(m.entry);
                    w.u64(m.total_bytes);
+                   if (m.digest) w.bytes(*m.digest);
+                 },
+                 [&](const Holds& m) {
+                   w.u32(m.entry);
+                   w.u64(m.length);
+                   if (m.digest) w.bytes(*m.digest);
+                 },
+                 [&](const Continue& m) {
+                   w.u32(m.entry);
+                   w.u64(m.from);
                    if (m.digest) w.bytes(*m.digest);
                  },
                  [&](const FileChunk& m) {

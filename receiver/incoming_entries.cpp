@@ -38,6 +38,7 @@ void IncomingEntries::start(const ReceiverInput::AcceptedOpen& accepted, const F
   terms_ = terms;
   subdir_ = std::move(subdir);
   resume_understood_ = accepted.extensions.resume_understood;
+  prove_held_ = accepted.extensions.prove_held;
   if (resume_understood_) {
     fresh_partial_ = {
         context_.partials, {}, context_.options.slot_size, false, PartialStore::Match::Fresh};
@@ -102,10 +103,11 @@ void IncomingEntries::check_offer(const proto::Offer& offer) {
     return create_file(id,
                        IncomingFile::Resume{context_.partials, offer.digest, o.slot_size, true});
   }
-  // Without its digest (PROTOCOL.md 7.9): what is here of it is told first (Holds), for a
-  // sender that understands Resume and Have; else it is a new file, and a partial kept for
-  // the path is not continued (the sender did not check it).
-  if (resume_understood_ && offer.size > 0) return look_for_held(id);
+  // Without its digest (PROTOCOL.md 7.9): how much of it is here is told first (Holds), to a
+  // sender that understands Resume and Have and proves what it has; else it is a new file,
+  // and a partial kept for the path is not continued (the sender did not check it).
+  if (resume_understood_ && prove_held_ && held_guesses_ < proto::kMaxHeldGuesses && offer.size > 0)
+    return look_for_held(id);
   create_file(id, fresh_partial_);
 }
 

@@ -121,6 +121,12 @@ class IncomingEntries {
   FlowTerms terms_;
   std::string subdir_;
   bool resume_understood_ = false;  // the Open carried kExtensionResume
+  // The Open carried kExtensionProveHeld: the sender proves what it has of a file we hold
+  // (7.9), so we may say how much we hold, never its digest. Without it nothing is held out.
+  bool prove_held_ = false;
+  // Continues whose digest was not ours: each is one guess at what we hold. After
+  // kMaxHeldGuesses of them the session is told nothing more (its files are taken whole).
+  std::uint32_t held_guesses_ = 0;
   // A flagged file's partial, if the sender understands Resume: a new one (none continued).
   IncomingFile::Resume fresh_partial_{};
   Clock::time_point started_{};  // the Accept

@@ -1,8 +1,9 @@
 // A session's files offered without their digest (docs/PROTOCOL.md 7.9), the receiver's side:
-// what is here of such a file is looked for off the loop and told (Holds); the sender's
-// Continue is acted on (Have, a Resume of the kept partial checked again, or a new file); a
-// FileAbort discards the file. The digest it is verified against comes with its FileDone
-// (receiver/connection.cpp), and finish() settles an abandoned file.
+// what is here of such a file is looked for off the loop and how much of it is told (Holds,
+// never its digest: SECURITY.md); the sender's Continue, with its digest of as much of its
+// own file, is compared with ours and acted on (Have, a Resume of the kept partial checked
+// again, or a new file); a FileAbort discards the file. The digest it is verified against comes
+// with its FileDone (receiver/connection.cpp), and finish() settles an abandoned file.
 
 #include <spdlog/spdlog.h>
 
@@ -68,7 +69,7 @@ void IncomingEntries::look_for_held(std::uint32_t id) {
           if (this->entry(id) == nullptr) return;
           if (found->held)
             return hooks_.raise(input<proto::WorkResult::EntryHeld>(
-                Input::EntryHeld{id, found->held->length, found->held->digest}));
+                Input::EntryHeld{id, found->held->length, *found->held->digest}));
           create_file(id, fresh_partial_);
         });
       });
@@ -76,12 +77,12 @@ void IncomingEntries::look_for_held(std::uint32_t id) {
 
 void IncomingEntries::hold(const ReceiverInput::EntryHeld& held) {
   IncomingEntry& entry = *this->entry(held.entry);
-  entry.held = proto::Holds{held.entry, held.length, held.digest};
+  entry.held = proto::Holds{held.entry, held.length, held.digest};  // ours, kept here
   ledger_.hold_for_continue(held.entry);
   spdlog::info("[{}] {} ({}): {} of it is here; asking the sender", label_,
                proto::quoted_for_log(entry.offer.path), proto::format_size(entry.offer.size),
                held.length == entry.offer.size ? "all" : proto::format_size(held.length));
-  hooks_.send(*entry.held);
+  hooks_.send(proto::Holds{held.entry, held.length, std::nullopt});
   expect_next();
 }
 
@@ -90,8 +91,24 @@ void IncomingEntries::check_continue(const proto::Continue& next) {
     return violation(std::string("bad Continue: ") + proto::to_string(*error));
   IncomingEntry& entry = *this->entry(next.entry);
   const proto::Holds held = entry.held.value();  // Held implies a Holds went
-  if (next.from == 0) return create_file(next.entry, fresh_partial_);
+  if (next.from == 0) {
+    if (next.digest) return violation("a Continue from 0 with a digest");
+    return create_file(next.entry, fresh_partial_);
+  }
   if (next.from != held.length) return violation("Continue.from is neither 0 nor what we hold");
+  if (!next.digest) return violation("a Continue from what we hold without the sender's digest");
+  if (*next.digest != *held.digest) {
+    // Another file (or a guess at ours): sent whole, and counted, so that a session cannot
+    // ask about what we hold without end.
+    if (++held_guesses_ == proto::kMaxHeldGuesses)
+      spdlog::warn(
+          "[{}] {} files offered differ from what is here: telling this sender no more "
+          "about what is held",
+          label_, held_guesses_);
+    spdlog::info("[{}] {} differs from what is here: taking it whole", label_,
+                 proto::quoted_for_log(entry.offer.path));
+    return create_file(next.entry, fresh_partial_);
+  }
   if (held.length == entry.offer.size) return confirm_whole(next.entry, held);
   // Its prefix is ours: the partial continues, checked again and cut to at most `from`.
   create_file(next.entry, IncomingFile::Resume{context_.partials,
@@ -133,7 +150,7 @@ void IncomingEntries::confirm_whole(std::uint32_t id, const proto::Holds& held) 
                          proto::quoted_for_log(e->offer.path));
             return create_file(id, fresh_partial_);
           }
-          e->offer.digest = held.digest;
+          e->offer.digest = *held.digest;
           hooks_.raise(input<proto::WorkResult::EntryHave>(Input::EntryTaken{id}));
         });
       });

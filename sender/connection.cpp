@@ -255,8 +255,11 @@ void Connection::send_open() {
     open.extensions.push_back(proto::sender_key_extension(fresh_nonce(), settings_.key->id));
     if (settings_.seal) open.extensions.push_back(proto::seal_extension());  // 7.11
   }
-  if (asks_digest_at_end(settings_, version()))
+  if (asks_digest_at_end(settings_, version())) {
     open.extensions.push_back({proto::kExtensionDigestAtEnd, {}});  // 7.9
+    // Told only how much is held, we prove what we have (7.9).
+    open.extensions.push_back({proto::kExtensionProveHeld, {}});
+  }
   keys_.sent(open);
   post(open);
 }

@@ -194,8 +194,22 @@ void OutgoingEntries::continue_from(std::uint32_t entry, const proto::Holds& hol
   if (auto problem = ledger_.continued(entry))
     return hooks_.violation(std::string("cannot continue: ") + proto::to_string(*problem));
   OutgoingEntry& e = offered(entry);  // held until now: offered, not settled
-  const bool same = ours == holds.digest;
   const bool whole = holds.length == e.planned.size;
+  if (!holds.digest) {
+    // The receiver tells only how much it holds: we say what ours is, and it compares
+    // (7.9). Its answer (Have, a Resume, or a Take when they differ) decides; we are ready
+    // for each.
+    if (whole) {
+      e.planned.digest = ours;  // a Have must carry it
+      e.continued_whole = true;
+    } else {
+      e.continued = CheckedPrefix{holds.length, std::move(nodes)};
+    }
+    hooks_.send(proto::Continue{entry, holds.length, ours}, 0);
+    return hooks_.pump();
+  }
+  // A receiver of a revision before kExtensionProveHeld told its digest: we compare.
+  const bool same = ours == *holds.digest;
   if (same && whole) {
     e.planned.digest = ours;  // the Have that follows carries it
     e.continued_whole = true;

@@ -280,7 +280,7 @@ case_receiver_killed() {
   local durable; durable=$(durable_of orphan.bin)
   start_receiver
   # The re-run with the digest at the end (the default): the receiver says what it holds
-  # (Holds), the sender checks that prefix against its file, then continues (7.9).
+  # (Holds), the sender sends its digest of that prefix, the receiver compares (7.9).
   resend_ok orphan.bin
   mark_delivered orphan.bin
   grep -q "checking ours" "$shared/orphan.bin.err" || fail "the sender did not check the receiver's partial (Holds): $(tail -n 3 "$shared/orphan.bin.err")"

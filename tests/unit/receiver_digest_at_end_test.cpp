@@ -98,9 +98,9 @@ TEST(ReceiverDigestAtEnd, AFileOfTheSameSizeHereIsToldAndContinueDecides) {
     r.peer(r.flagged(0));
     ASSERT_TRUE(r.settle_until_sent(T::Holds));
     const proto::Holds holds = r.h.transport.sent_of<proto::Holds>().at(0);
-    EXPECT_EQ(holds, (proto::Holds{0, here.size(), r.digest_of(here)}));
-    // The sender compares with its own file's digest and says where it continues.
-    r.peer(proto::Continue{0, holds.digest == r.digest_of_entry(0) ? holds.length : 0});
+    EXPECT_EQ(holds, (proto::Holds{0, here.size(), std::nullopt})) << "how much, never a digest";
+    // The sender says what its own first bytes are; the receiver compares.
+    r.peer(proto::Continue{0, holds.length, r.digest_of_entry(0)});
     if (same) {
       ASSERT_TRUE(r.settle_until_sent(T::Have));
     } else {
@@ -125,10 +125,11 @@ TEST(ReceiverDigestAtEnd, AKeptPartialIsToldByItsPrefixDigestAndResumed) {
   ASSERT_TRUE(r.settle_until_sent(T::Holds));
   const proto::Holds holds = r.h.transport.sent_of<proto::Holds>().at(0);
   EXPECT_EQ(holds.length, 3u * kSlot);
+  EXPECT_EQ(holds.digest, std::nullopt);
   const std::vector<std::uint8_t> prefix(r.entries[0].bytes.begin(),
                                          r.entries[0].bytes.begin() + 3 * kSlot);
-  EXPECT_EQ(holds.digest, merkle::digest_of(prefix)) << "the digest of the prefix as a file";
-  r.peer(proto::Continue{0, holds.length});
+  // The sender's digest of the prefix as a file: it matches what is kept.
+  r.peer(proto::Continue{0, holds.length, merkle::digest_of(prefix)});
   ASSERT_TRUE(r.settle_until_sent(T::Resume));
   EXPECT_EQ(r.h.transport.sent_of<proto::Resume>().at(0), (proto::Resume{0, 3u * kSlot}));
   send_all(r, 0, 3 * kSlot);
@@ -192,8 +193,67 @@ TEST(ReceiverDigestAtEnd, AContinueFromAnywhereElseIsAViolation) {
   r.peer(r.flagged(0));
   ASSERT_TRUE(r.settle_until_sent(T::Holds));
   const std::size_t sent = r.h.transport.sent.size();
-  r.peer(proto::Continue{0, kSlot});
+  r.peer(proto::Continue{0, kSlot, r.digest_of_entry(0)});
   r.check({S::Closing, {error(ErrorCode::ProtocolViolation)}, File::Any, End::Disconnects}, sent);
+}
+
+// What is held is never told to a sender that does not prove what it has: one of a revision
+// before kExtensionProveHeld gets a Take and sends the file whole; and a Continue must carry
+// the sender's digest exactly when it continues from what is held.
+TEST(ReceiverDigestAtEnd, NothingHeldIsToldToASenderThatDoesNotProveItsOwn) {
+  Rig r;
+  write_bytes(r.h.dir.path() / "a.bin", r.entries[0].bytes);
+  r.prove_held = false;
+  flagged_session(r);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  r.peer(r.flagged(0));
+  // Not told it is here, the sender cannot be answered Have: the file in the way is kept.
+  ASSERT_TRUE(r.settle_until_sent(T::Refuse));
+  EXPECT_EQ(r.h.transport.sent_of<proto::Refuse>().at(0).reason, R::Exists);
+  EXPECT_TRUE(r.h.transport.sent_of<proto::Holds>().empty());
+}
+
+TEST(ReceiverDigestAtEnd, AContinueWithoutTheSendersDigestOrWithOneFromZeroIsAViolation) {
+  for (const bool from_zero : {false, true}) {
+    SCOPED_TRACE(from_zero);
+    Rig r;
+    write_bytes(r.h.dir.path() / "a.bin", r.entries[0].bytes);
+    flagged_session(r);
+    ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    r.peer(r.flagged(0));
+    ASSERT_TRUE(r.settle_until_sent(T::Holds));
+    const std::size_t sent = r.h.transport.sent.size();
+    if (from_zero)
+      r.peer(proto::Continue{0, 0, r.digest_of_entry(0)});
+    else
+      r.peer(proto::Continue{0, r.entries[0].bytes.size()});
+    r.check({S::Closing, {error(ErrorCode::ProtocolViolation)}, File::Any, End::Disconnects}, sent);
+  }
+}
+
+// Each wrong digest in a Continue is one guess at a file held here: after kMaxHeldGuesses the
+// session is told nothing more, and its files are taken whole.
+TEST(ReceiverDigestAtEnd, AfterSoManyWrongGuessesNothingMoreIsHeldOut) {
+  Rig r;
+  r.entries.resize(proto::kMaxHeldGuesses + 1, r.entries[0]);
+  for (std::size_t i = 0; i < r.entries.size(); ++i) {
+    r.entries[i].path = "g" + std::to_string(i);
+    write_bytes(r.h.dir.path() / r.entries[i].path,
+                random_bytes(r.entries[i].bytes.size(), static_cast<unsigned>(40 + i)));
+  }
+  flagged_session(r);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  for (std::uint32_t i = 0; i < proto::kMaxHeldGuesses; ++i) {
+    r.peer(r.flagged(i));
+    ASSERT_TRUE(r.settle_until_sent(T::Holds));
+    r.peer(proto::Continue{i, r.entries[i].bytes.size(), r.digest_of_entry(i)});
+    // A wrong guess: a new file, which may not replace the one here.
+    ASSERT_TRUE(r.settle_until_sent(T::Refuse));
+    r.h.transport.sent.clear();
+  }
+  r.peer(r.flagged(proto::kMaxHeldGuesses));
+  ASSERT_TRUE(r.settle_until_sent(T::Refuse));
+  EXPECT_TRUE(r.h.transport.sent_of<proto::Holds>().empty()) << "a fifth guess was allowed";
 }
 
 TEST(ReceiverDigestAtEnd, AFileAbortInsteadOfAContinueLeavesWhatIsHereAlone) {

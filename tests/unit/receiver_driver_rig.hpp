@@ -96,6 +96,9 @@ struct Rig {
   // The Open carries kExtensionDigestAtEnd, and the entries are offered without their digest
   // (flagged(i)), which their FileDones (file_done) then carry (PROTOCOL.md 7.9).
   bool digest_at_end = false;
+  // With digest_at_end: the Open carries kExtensionProveHeld, as this revision's sender's
+  // does (7.9: a Holds then tells no digest).
+  bool prove_held = true;
   std::uint64_t extra_total_bytes = 0;  // the Open announces this much more than the entries
   proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::WholeFileSha256;
   // A session's entries: a file of two chunks and one of a part of a chunk.
@@ -159,6 +162,7 @@ struct Rig {
     proto::Open o{algorithm, keepalive_ms, 0, static_cast<std::uint32_t>(entries.size()), total};
     if (resume) o.extensions.push_back({proto::kExtensionResume, {}});
     if (digest_at_end) o.extensions.push_back({proto::kExtensionDigestAtEnd, {}});
+    if (digest_at_end && prove_held) o.extensions.push_back({proto::kExtensionProveHeld, {}});
     return o;
   }
   proto::Offer flagged(std::uint32_t i) {

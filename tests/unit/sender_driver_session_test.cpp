@@ -170,7 +170,7 @@ TEST(SenderSession, TheDigestAtEndsAnswersOutOfTurnAreViolations) {
       r.h.receive(proto::Holds{0, kSlot, {}});
       ASSERT_TRUE(
           r.h.settle_hashing([&] { return !r.h.transport.sent_of<proto::Continue>().empty(); }));
-      r.h.receive(proto::Resume{0, 2 * kSlot});  // past the Continue (from 0 here)
+      r.h.receive(proto::Resume{0, 2 * kSlot});  // past the Continue (from kSlot)
     }
     if (which == 3) r.h.receive(proto::Holds{1, 100, {}});
     EXPECT_GT(r.h.transport.sent.size(), sent);

@@ -48,6 +48,38 @@ TEST(WireDigestAtEnd, ContinueLayoutMatchesTheDocument) {
   EXPECT_EQ(round_trip(next), Message{next});
 }
 
+// The forms of 0x0006 (the example of PROTOCOL.md 7.9): how much is held, then the sender's
+// digest of as much of its own file; every other payload length is a LengthMismatch.
+TEST(WireDigestAtEnd, TheHoldsWithoutADigestAndTheProvingContinueMatchTheDocument) {
+  const Bytes three_mib = {0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x30, 0x00, 0, 0, 0, 0};
+  const Holds holds{7, 3 << 20, std::nullopt};
+  EXPECT_EQ(encode(holds, kVersion2), concat(header(0x19, 12), three_mib));
+  EXPECT_EQ(round_trip(holds), Message{holds});
+  const Digest d = a0_to_bf();
+  Bytes expected = concat(header(0x1b, 44), three_mib);
+  expected.insert(expected.end(), d.begin(), d.end());
+  const Continue proving{7, 3 << 20, d};
+  EXPECT_EQ(encode(proving, kVersion2), expected);
+  EXPECT_EQ(round_trip(proving), Message{proving});
+  for (const std::uint8_t type : {std::uint8_t{0x19}, std::uint8_t{0x1b}})
+    for (const int length : {0, 11, 13, 43, 45}) {
+      Bytes b = header(type, static_cast<std::uint8_t>(length));
+      b.resize(b.size() + static_cast<std::size_t>(length), 0);
+      EXPECT_EQ(decode_error(b), DecodeError::LengthMismatch) << int{type} << " " << length;
+    }
+}
+
+TEST(WireDigestAtEnd, TheProveHeldExtensionIsEmpty) {
+  Open open{DigestAlgorithm::FsVeritySha256, 0, 0, 1, 0, {{kExtensionProveHeld, ""}}};
+  const Bytes bytes = encode(open, kVersion2);
+  ASSERT_FALSE(bytes.empty());
+  EXPECT_EQ(Bytes(bytes.end() - 4, bytes.end()), (Bytes{0x06, 0x00, 0x00, 0x00}));
+  EXPECT_EQ(round_trip(open), Message{open});
+  Open with_value = open;
+  with_value.extensions[0].value = "x";
+  EXPECT_TRUE(encode(with_value, kVersion2).empty());
+}
+
 TEST(WireDigestAtEnd, FileAbortLayoutMatchesTheDocument) {
   const Bytes expected = concat(header(0x1a, 8), {0x07, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00});
   EXPECT_EQ(encode(FileAbort{7, AbortReason::Changed}, kVersion2), expected);
