@@ -45,6 +45,21 @@ std::array<std::uint8_t, kHeaderSize> sealed_header(std::size_t box_bytes) {
   return header;
 }
 
+bool ChunkCounters::take(std::uint64_t counter) {
+  if (counter < lowest_unseen_ || ahead_.contains(counter)) return false;
+  if (counter != lowest_unseen_) {
+    if (ahead_.size() >= kMaxAhead) return false;
+    ahead_.insert(counter);
+    return true;
+  }
+  ++lowest_unseen_;
+  while (!ahead_.empty() && *ahead_.begin() == lowest_unseen_) {
+    ahead_.erase(ahead_.begin());
+    ++lowest_unseen_;
+  }
+  return true;
+}
+
 HelloExtension seal_extension() {
   return {kExtensionSeal, std::string(1, static_cast<char>(kSealSuiteAes256Gcm))};
 }

@@ -534,6 +534,7 @@ enum class DecodeError {
   TooLarge,        // the message claims or has more than kMaxMessageSize bytes
   BadReserved,     // a reserved field is not zero
   BadField,        // a field breaks a static rule (range, unknown enum code, empty name...)
+  NotSealed,       // a message in clear where every message is sealed (7.11); never decode's
 };
 
 struct DecodeFailure {
