@@ -124,7 +124,7 @@ enum class RejectReason : std::uint16_t {
   AuthRequired = 9,  // this receiver admits only senders with a key (rdma-recv --senders)
   AuthFailed = 10,   // unknown id or wrong key (the two are not told apart)
   // Version 2 only (7.11): this receiver admits a keyed sender only if it seals
-  // (rdma-recv --require-seal), and the Open did not ask to.
+  // (rdma-recv --senders without --allow-clear), and the Open did not ask to.
   SealRequired = 11,
 };
 

@@ -191,10 +191,11 @@ void Connection::check_open(const proto::Open& open) {
                     "this receiver admits only senders with a key (rdma-send --key-file)");
     }
     if (o.require_seal && !proto::asks_to_seal(open)) {
-      spdlog::warn("[{}] refused a keyed sender that does not seal (--require-seal)", label());
+      spdlog::warn("[{}] refused a keyed sender that does not seal (--allow-clear would serve it)",
+                   label());
       context_.metrics.count(SenderRefusal::SealRequired);
       return reject(proto::RejectReason::SealRequired,
-                    "this receiver requires sealing (rdma-recv --require-seal)");
+                    "this receiver requires sealing: send without --no-seal");
     }
     return dispatch(input<Checked, proto::OpenCheck::NeedsProof>());
   }

@@ -140,10 +140,15 @@ TEST(SessionLinkSeal, FilesHashedAsTheyAreSealedArriveVerified) {
 // same words are on the wire, so that test can fail.
 TEST(SessionLinkSeal, WithoutSealingTheNamesTheBytesAndTheSecretTravelInClear) {
   SealedPair p;
-  p.sender.with_key();  // --no-seal
+  p.sender.with_key();  // --no-seal, to a receiver with --allow-clear (require_seal false)
   p.start();
   ASSERT_TRUE(p.run_to_the_end());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+  // The operator is warned of each keyed connection served so.
+  EXPECT_NE(p.log.since(0).find("warning: [" + p.receiver.connection->label() +
+                                "] sender 'alice' authenticated, but served IN CLEAR"),
+            std::string::npos)
+      << p.log.since(0);
   const std::string wire = wire_bytes(p.sender.transport) + wire_bytes(p.receiver.transport);
   EXPECT_TRUE(contains(wire, "a.bin"));
   EXPECT_TRUE(contains(wire, "s3cret"));
