@@ -1,6 +1,7 @@
 #include "protocol/seal.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include "protocol/byte_order.hpp"
 
@@ -46,17 +47,27 @@ std::array<std::uint8_t, kHeaderSize> sealed_header(std::size_t box_bytes) {
 }
 
 bool ChunkCounters::take(std::uint64_t counter) {
-  if (counter < lowest_unseen_ || ahead_.contains(counter)) return false;
-  if (counter != lowest_unseen_) {
-    if (ahead_.size() >= kMaxAhead) return false;
-    ahead_.insert(counter);
+  auto next = runs_.upper_bound(counter);  // the first run that starts above it
+  if (next != runs_.begin()) {
+    const auto before = std::prev(next);
+    if (counter <= before->second) return false;  // seen
+    if (before->second + 1 == counter) {          // extends the run below, and may join the next
+      before->second = counter;
+      if (next != runs_.end() && next->first == counter + 1) {
+        before->second = next->second;
+        runs_.erase(next);
+      }
+      return true;
+    }
+  }
+  if (next != runs_.end() && next->first == counter + 1) {  // extends the run above downwards
+    const std::uint64_t last = next->second;
+    runs_.erase(next);
+    runs_.emplace(counter, last);
     return true;
   }
-  ++lowest_unseen_;
-  while (!ahead_.empty() && *ahead_.begin() == lowest_unseen_) {
-    ahead_.erase(ahead_.begin());
-    ++lowest_unseen_;
-  }
+  if (runs_.size() >= kMaxRuns) return false;
+  runs_.emplace(counter, counter);
   return true;
 }
 

@@ -12,7 +12,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <set>
+#include <map>
 #include <string_view>
 
 #include "protocol/secure_wipe.hpp"
@@ -72,19 +72,20 @@ using ChunkAad = std::array<std::uint8_t, 16>;
 // The counters of a connection's chunks the receiver has taken: a counter used twice means
 // one key sealed two chunks under one nonce, which breaks GCM's promises (the XOR of the two
 // plaintexts shows, and tags can be forged), so the second is refused (7.11). The sender may
-// use them in any order (the reference: as its reads begin), so what is kept is the lowest
-// counter not yet seen and the ones seen above it; kMaxAhead of those at most, so that the
-// memory stays bounded whatever a sender does.
+// use them in any order (the reference: as its reads begin, which is not the order its
+// FileChunks go) and may skip some for good (a read that failed, a file abandoned), so what
+// is kept is the runs of counters seen: one run for a sender that skips none, one more per
+// gap. At most kMaxRuns of them, so that the memory stays bounded whatever a sender does.
 class ChunkCounters {
  public:
-  static constexpr std::size_t kMaxAhead = 65536;
+  static constexpr std::size_t kMaxRuns = 65536;
 
   // True, and `counter` is taken: never seen on this connection, and within the bound.
   [[nodiscard]] bool take(std::uint64_t counter);
+  std::size_t runs() const { return runs_.size(); }
 
  private:
-  std::uint64_t lowest_unseen_ = 0;
-  std::set<std::uint64_t> ahead_;  // seen, above lowest_unseen_
+  std::map<std::uint64_t, std::uint64_t> runs_;  // first -> last; disjoint, never adjacent
 };
 
 // The Open's extension that asks for sealing, and whether an Open carries it.

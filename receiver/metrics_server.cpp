@@ -13,6 +13,7 @@
 #include <cstring>
 #include <list>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace rdmax::receiver {
@@ -90,7 +91,11 @@ std::string answer(const std::string& request, const ReceiverMetrics& metrics) {
   const std::string target = line.substr(4, line.find(' ', 4) - 4);
   if (target != "/metrics" && target.rfind("/metrics?", 0) != 0)
     return reply("404 Not Found", "text/plain; charset=utf-8", "see /metrics\n");
-  return reply("200 OK", "text/plain; version=0.0.4; charset=utf-8", metrics.render());
+  try {
+    return reply("200 OK", "text/plain; version=0.0.4; charset=utf-8", metrics.render());
+  } catch (const std::exception& e) {
+    return reply("500 Internal Server Error", "text/plain; charset=utf-8", e.what());
+  }
 }
 
 }  // namespace
@@ -136,25 +141,28 @@ void MetricsServer::start() {
 
 void MetricsServer::serve() {
   using Clock = std::chrono::steady_clock;
-  std::list<Client> clients;  // oldest first
+  std::list<Client> clients;  // oldest first, so also by deadline
   std::vector<pollfd> fds;
+  // After an accept that failed for want of descriptors (the daemon's own limit), the
+  // listener rests a while: polled at once, its pending connection would spin this thread.
+  Clock::time_point accept_again{};
   for (;;) {
     const auto now = Clock::now();
     // Past its deadline, a client is dropped, whatever it was doing.
-    clients.remove_if([&](const Client& c) { return c.deadline <= now; });
+    while (!clients.empty() && clients.front().deadline <= now) clients.pop_front();
+    const bool accepting = now >= accept_again;
     fds.clear();
     fds.push_back({wake_.fd(), POLLIN, 0});
-    fds.push_back({listener_.get(), POLLIN, 0});
+    fds.push_back({listener_.get(), static_cast<short>(accepting ? POLLIN : 0), 0});
     for (const Client& c : clients)
       fds.push_back({c.fd.get(), static_cast<short>(c.reply.empty() ? POLLIN : POLLOUT), 0});
+    std::optional<Clock::time_point> wake_at;
+    if (!clients.empty()) wake_at = clients.front().deadline;
+    if (!accepting) wake_at = std::min(wake_at.value_or(accept_again), accept_again);
     int timeout_ms = -1;
-    if (!clients.empty()) {
-      const auto first = std::min_element(clients.begin(), clients.end(), [](auto& a, auto& b) {
-                           return a.deadline < b.deadline;
-                         })->deadline;
+    if (wake_at)
       timeout_ms =
-          static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(first - now).count());
-    }
+          static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(*wake_at - now).count());
     if (::poll(fds.data(), fds.size(), timeout_ms) < 0) {
       if (errno == EINTR) continue;
       throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
@@ -190,7 +198,11 @@ void MetricsServer::serve() {
     if ((fds[1].revents & POLLIN) == 0) continue;
     for (;;) {
       Fd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-      if (!fd) break;  // EAGAIN: none left; anything else: the next poll tries again
+      if (!fd) {
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+          accept_again = Clock::now() + std::chrono::milliseconds(100);
+        break;  // EAGAIN: none left; a connection that went meanwhile: the next poll
+      }
       // At the bound, the oldest goes: a scrape takes a millisecond, so the oldest is the
       // slowest, and a fresh client is always served.
       if (clients.size() >= kMaxClients) clients.pop_front();

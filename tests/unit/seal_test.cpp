@@ -122,6 +122,27 @@ TEST(SealKey, WipesItsBytesWhenTheObjectEnds) {
   for (std::size_t i = 0; i < sizeof storage; ++i) EXPECT_EQ(left[i], 0) << "byte " << i;
 }
 
+// 7.11: the receiver takes each chunk counter once, in any order, whatever gaps a sender
+// leaves for good (a read that failed), in memory bounded by the gaps, not the chunks.
+TEST(ChunkCounters, EachOnceInAnyOrderWithGaps) {
+  ChunkCounters counters;
+  for (std::uint64_t c : {0u, 2u, 1u, 5u, 4u}) EXPECT_TRUE(counters.take(c)) << c;
+  for (std::uint64_t c : {0u, 1u, 2u, 4u, 5u}) EXPECT_FALSE(counters.take(c)) << c;
+  EXPECT_EQ(counters.runs(), 2u);  // 0..2 and 4..5: 3 never came
+  for (std::uint64_t c = 6; c < 300000; ++c) ASSERT_TRUE(counters.take(c)) << c;
+  EXPECT_EQ(counters.runs(), 2u);
+  EXPECT_TRUE(counters.take(3));  // late, but new
+  EXPECT_EQ(counters.runs(), 1u);
+  EXPECT_FALSE(counters.take(299999));
+  EXPECT_TRUE(counters.take(UINT64_MAX));
+  EXPECT_FALSE(counters.take(UINT64_MAX));
+  // A sender that leaves a gap after every counter is refused at the bound.
+  ChunkCounters sparse;
+  for (std::uint64_t c = 0; c < 2 * ChunkCounters::kMaxRuns; c += 2) ASSERT_TRUE(sparse.take(c));
+  EXPECT_FALSE(sparse.take(2 * ChunkCounters::kMaxRuns + 10));
+  EXPECT_TRUE(sparse.take(1));  // it closes a gap: no new run
+}
+
 // Every holder of a connection's keys holds them as SealKey, which wipes itself.
 static_assert(!std::is_trivially_destructible_v<SealKey>);
 static_assert(!std::is_trivially_destructible_v<SealKeys>);
