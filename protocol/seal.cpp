@@ -1,6 +1,7 @@
 #include "protocol/seal.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include "protocol/byte_order.hpp"
 
@@ -43,6 +44,31 @@ std::array<std::uint8_t, kHeaderSize> sealed_header(std::size_t box_bytes) {
   w.u32(static_cast<std::uint32_t>(2 + box_bytes));  // Sealed's payload: u16 length, the box
   w.u32(0);
   return header;
+}
+
+bool ChunkCounters::take(std::uint64_t counter) {
+  auto next = runs_.upper_bound(counter);  // the first run that starts above it
+  if (next != runs_.begin()) {
+    const auto before = std::prev(next);
+    if (counter <= before->second) return false;  // seen
+    if (before->second + 1 == counter) {          // extends the run below, and may join the next
+      before->second = counter;
+      if (next != runs_.end() && next->first == counter + 1) {
+        before->second = next->second;
+        runs_.erase(next);
+      }
+      return true;
+    }
+  }
+  if (next != runs_.end() && next->first == counter + 1) {  // extends the run above downwards
+    const std::uint64_t last = next->second;
+    runs_.erase(next);
+    runs_.emplace(counter, last);
+    return true;
+  }
+  if (runs_.size() >= kMaxRuns) return false;
+  runs_.emplace(counter, counter);
+  return true;
 }
 
 HelloExtension seal_extension() {

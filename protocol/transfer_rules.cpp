@@ -76,6 +76,13 @@ std::string describe(ResumeProblem problem, const ResumeFacts& f) {
   return at;
 }
 
+std::optional<TermRefused> term_refused(const SessionTerms& asked) {
+  if (asked.version != kVersion2) return std::nullopt;
+  if (asked.algorithm == DigestAlgorithm::Blake3) return TermRefused::Algorithm;
+  if (asked.digest_at_end) return TermRefused::DigestAtEnd;
+  return std::nullopt;
+}
+
 std::optional<SessionTerms> fall_back(const SessionTerms& terms, TermRefused refused, bool one_file,
                                       bool keyed) {
   SessionTerms next = terms;

@@ -70,6 +70,13 @@ struct SessionTerms {
 // refusals come in version 2 and name what the Open carried; a version-1 Reject refuses
 // version 2 itself).
 enum class TermRefused : std::uint8_t { Algorithm, DigestAtEnd, Version };
+// Which term a version-2 Reject(UnsupportedVersion) of our first message refused, from what
+// that message asked for alone: a Reject names no extension (its text is for people), so the
+// newest asked is taken to be the one refused: BLAKE3, else the digest at the end; none when
+// it asked for neither (then version 2 itself was refused in its own version: final). So a
+// receiver that knows BLAKE3 but not the digest at the end is asked three times, and serves
+// the fs-verity digest without it (PROTOCOL.md 7.10, "Falling back").
+[[nodiscard]] std::optional<TermRefused> term_refused(const SessionTerms& asked);
 // The one ladder of fall-backs: the terms to connect again with after `refused`, each
 // refusal dropping the term refused (BLAKE3 for the fs-verity digest; the digest at the end
 // for digests first; version 2 for version 1, which carries one file with its whole-file

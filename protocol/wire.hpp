@@ -124,7 +124,7 @@ enum class RejectReason : std::uint16_t {
   AuthRequired = 9,  // this receiver admits only senders with a key (rdma-recv --senders)
   AuthFailed = 10,   // unknown id or wrong key (the two are not told apart)
   // Version 2 only (7.11): this receiver admits a keyed sender only if it seals
-  // (rdma-recv --require-seal), and the Open did not ask to.
+  // (rdma-recv --senders without --allow-clear), and the Open did not ask to.
   SealRequired = 11,
 };
 
@@ -546,6 +546,7 @@ enum class DecodeError {
   TooLarge,        // the message claims or has more than kMaxMessageSize bytes
   BadReserved,     // a reserved field is not zero
   BadField,        // a field breaks a static rule (range, unknown enum code, empty name...)
+  NotSealed,       // a message in clear where every message is sealed (7.11); never decode's
 };
 
 struct DecodeFailure {

@@ -234,7 +234,9 @@ const char* codec::field_problem(const Message& message) {
             return nullptr;
           },
           [](const Refuse& m) -> const char* {
-            if (!is_known(m.reason)) return "Refuse.reason unknown";
+            // SealRequired judges a whole connection, at its Open (7.11): never an entry.
+            if (!is_known(m.reason) || m.reason == RejectReason::SealRequired)
+              return "Refuse.reason not in 1..10";
             return m.text.size() > kMaxTextBytes ? "Refuse.text longer than 512" : nullptr;
           },
           [](const FileVerdict& m) -> const char* {

@@ -191,10 +191,11 @@ void Connection::check_open(const proto::Open& open) {
                     "this receiver admits only senders with a key (rdma-send --key-file)");
     }
     if (o.require_seal && !proto::asks_to_seal(open)) {
-      spdlog::warn("[{}] refused a keyed sender that does not seal (--require-seal)", label());
+      spdlog::warn("[{}] refused a keyed sender that does not seal (--allow-clear would serve it)",
+                   label());
       context_.metrics.count(SenderRefusal::SealRequired);
       return reject(proto::RejectReason::SealRequired,
-                    "this receiver requires sealing (rdma-recv --require-seal)");
+                    "this receiver requires sealing: send without --no-seal");
     }
     return dispatch(input<Checked, proto::OpenCheck::NeedsProof>());
   }
@@ -328,11 +329,15 @@ void Connection::on_message(Inbound inbound) {
     if (std::holds_alternative<proto::FileAbort>(message))
       rule_broken = "a FileAbort, the digest at the end not negotiated";
   }
-  // On a sealed connection every FileChunk carries its chunk's seal, and only there (7.11).
-  if (const auto* chunk = std::get_if<proto::FileChunk>(&message);
-      chunk != nullptr && chunk->seal.has_value() != sealed_.sealing())
-    rule_broken = sealed_.sealing() ? "a FileChunk without its seal on a sealed connection"
-                                    : "a FileChunk with a seal on a connection in clear";
+  // On a sealed connection every FileChunk carries its chunk's seal, and only there (7.11);
+  // and no two chunks of a connection were sealed under one counter.
+  if (const auto* chunk = std::get_if<proto::FileChunk>(&message); chunk != nullptr) {
+    if (chunk->seal.has_value() != sealed_.sealing())
+      rule_broken = sealed_.sealing() ? "a FileChunk without its seal on a sealed connection"
+                                      : "a FileChunk with a seal on a connection in clear";
+    else if (chunk->seal && !chunk_counters_.take(chunk->seal->counter))
+      rule_broken = "a FileChunk sealed under a counter used before (a reused nonce)";
+  }
   if (done != nullptr) {
     const IncomingEntry* e = entries_.entry(done->entry);
     const bool flagged = e != nullptr && e->offer.digest_at_end;

@@ -29,6 +29,7 @@
 #include "common/connection/sealed_transport.hpp"
 #include "common/connection/transport.hpp"
 #include "protocol/receiver_machine.hpp"
+#include "protocol/seal.hpp"
 #include "protocol/wire.hpp"
 #include "receiver/hello_edge.hpp"
 #include "receiver/incoming_entries.hpp"
@@ -104,9 +105,10 @@ class Connection final : public DriverCore {
   void release();
 
   ReceiverContext& context_;
-  SealedTransport sealed_;  // the wire, sealed after the proofs where the Open asked
-  HelloEdge edge_;          // the transport, as the driver sees it
-  FlowTerms terms_;         // what the sender's flow means here, read with its first message
+  SealedTransport sealed_;               // the wire, sealed after the proofs where the Open asked
+  proto::ChunkCounters chunk_counters_;  // a sealed connection's chunks' nonces, each once
+  HelloEdge edge_;                       // the transport, as the driver sees it
+  FlowTerms terms_;  // what the sender's flow means here, read with its first message
   State state_ = State::AwaitOpen;
   Dispatcher<ReceiverInput> dispatcher_;
 

@@ -38,9 +38,19 @@ bool KeyCheck::check(const proto::Proof& proof, const std::string& label) {
   if (proto::asks_to_seal(claimed_open_))
     seal_keys_ = derive_seal_keys(key->key, transcript_hash(claimed_open_, challenge_));
   subdir_ = key->subdir;
-  spdlog::info("[{}] sender '{}' authenticated{}{}", label, proto::escape_for_log(claim_->id),
-               seal_keys_ ? ", sealed" : ", in clear",
-               subdir_.empty() ? "" : "; it writes beneath " + proto::escape_for_log(subdir_));
+  const std::string beneath =
+      subdir_.empty() ? "" : "; it writes beneath " + proto::escape_for_log(subdir_);
+  if (seal_keys_) {
+    spdlog::info("[{}] sender '{}' authenticated, sealed{}", label,
+                 proto::escape_for_log(claim_->id), beneath);
+  } else {
+    // Only --allow-clear lets this through: its names, data and the secret cross the fabric
+    // readable and unauthenticated, which an operator should see for each connection.
+    spdlog::warn(
+        "[{}] sender '{}' authenticated, but served IN CLEAR: it did not ask to seal "
+        "(rdma-send --no-seal, or a release before sealing){}",
+        label, proto::escape_for_log(claim_->id), beneath);
+  }
   return true;
 }
 

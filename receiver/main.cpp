@@ -126,8 +126,11 @@ int main(int argc, char** argv) {
   if (options.senders_file) {
     try {
       sender_keys = receiver::load_sender_keys_file(*options.senders_file);
-      spdlog::info("loaded {} sender key(s) from {}: only senders that prove one get in",
-                   sender_keys->size(), *options.senders_file);
+      spdlog::info("loaded {} sender key(s) from {}: only senders that prove one get in{}",
+                   sender_keys->size(), *options.senders_file,
+                   options.require_seal ? ", sealed"
+                                        : "; --allow-clear: one that does not seal is served "
+                                          "in clear");
     } catch (const std::exception& e) {
       spdlog::error("{}; fix the senders file (docs/SECURITY.md)", e.what());
       return kExitUsage;

@@ -1,24 +1,30 @@
 #pragma once
-// rdma-recv --metrics: serves ReceiverMetrics::render() at http://ADDRESS:PORT/metrics
-// (cpp-httplib). Its threads are its own, never the event loop's: a scrape reads atomics and
-// the directory's free space, so it cannot slow a transfer, and it takes no lock the loop
-// takes.
+// rdma-recv --metrics: serves ReceiverMetrics::render() at http://ADDRESS:PORT/metrics. Its
+// thread is its own, never the event loop's: a scrape reads atomics and the directory's free
+// space, so it cannot slow a transfer, and it takes no lock the loop takes.
+//
+// One thread polls every client, so that no client can hold the server by being slow: a
+// thread per connection (what an HTTP library does) is starved by as many clients as threads
+// that send their request a byte at a time. The resources a client can take are bounded:
+// kMaxClients connections at once (one more evicts the oldest, so a fresh scrape is always
+// taken at once), kMaxRequestBytes of request, and kRequestDeadline from accept to the last
+// byte of the answer, after which the connection is closed whatever it was doing. Each answer
+// closes its connection (no keep-alive: a scrape is one request).
 //
 // Lifecycle: the constructor binds the port (so that a port in use or an address not of this
 // host is a usage error before any device work); start() serves from a thread of its own
-// with every signal blocked (the loop's signalfd takes SIGINT and SIGTERM); the destructor
-// stops it, bounded by the keep-alive timeout.
+// with every signal blocked (the loop's signalfd takes SIGINT and SIGTERM); stop() (and the
+// destructor) wakes it, waits for it and closes every connection.
 
-#include <atomic>
-#include <memory>
+#include <chrono>
+#include <cstddef>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
+#include "common/os/event_fd.hpp"
+#include "common/os/fd.hpp"
 #include "receiver/metrics.hpp"
-
-namespace httplib {
-class Server;
-}
 
 namespace rdmax::receiver {
 
@@ -35,6 +41,10 @@ std::string metrics_port_problem(const MetricsAddress& address);
 
 class MetricsServer {
  public:
+  static constexpr std::size_t kMaxClients = 16;
+  static constexpr std::size_t kMaxRequestBytes = 8192;
+  static constexpr std::chrono::milliseconds kRequestDeadline{2000};
+
   MetricsServer(const MetricsAddress& address, const ReceiverMetrics& metrics);
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
@@ -46,10 +56,14 @@ class MetricsServer {
   std::uint16_t port() const { return port_; }
 
  private:
-  std::unique_ptr<httplib::Server> server_;
+  struct Client;
+  void serve();
+
+  const ReceiverMetrics& metrics_;
+  Fd listener_;
   std::uint16_t port_;
+  EventFd wake_;  // stop()
   std::thread thread_;
-  std::atomic<bool> finished_{false};  // the serving thread returned (a failure, or stop())
 };
 
 }  // namespace rdmax::receiver

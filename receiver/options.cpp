@@ -22,7 +22,8 @@ Senders whose --id is not in the secrets file (or every sender, without one) sti
 deliver files; they only get no secret. With --senders, a sender must first prove
 that it holds a listed key; nothing is granted to one that does not, and what such a
 sender sends after the proofs (names, data, verdicts, the secret) is sealed with
-AES-256-GCM under keys drawn from that key, unless it chose rdma-send --no-seal.
+AES-256-GCM under keys drawn from that key. A keyed sender that will not seal
+(rdma-send --no-seal, a release before sealing) is refused unless --allow-clear.
 
 Exit status:
   0  stopped by SIGINT or SIGTERM, or --list-devices found a device
@@ -128,12 +129,19 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
                  "file of 'ID KEY [SUBDIR]' lines (mode 0600): only senders that prove they "
                  "hold a listed key (rdma-send --key-file) get memory or write files, each "
                  "beneath DIR/SUBDIR when one is given");
-  app.add_flag(
-         "--require-seal", o.require_seal,
-         "with --senders: refuse a sender that will not seal its data and messages (rdma-send "
-         "--no-seal; a release before sealing); without it such a sender is served in "
-         "clear")
-      ->needs("--senders");
+  // Sealing is required with --senders unless --allow-clear; --require-seal, the opt-in of
+  // the release that introduced sealing, stays accepted and says the default.
+  bool allow_clear = false, require_seal = false;
+  auto* require = app.add_flag("--require-seal", require_seal,
+                               "with --senders: refuse a sender that will not seal its data and "
+                               "messages (the default; see --allow-clear)")
+                      ->needs("--senders");
+  app.add_flag("--allow-clear", allow_clear,
+               "with --senders: serve a keyed sender that will not seal (rdma-send --no-seal; a "
+               "release before sealing) in clear, with a warning for each such connection, "
+               "instead of refusing it")
+      ->needs("--senders")
+      ->excludes(require);
   app.add_option(
       "--secrets", o.secrets_file,
       "file of 'ID SECRET' lines ('#' comments): senders presenting a listed --id get its secret");
@@ -188,7 +196,8 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
   std::optional<std::string> metrics;
   app.add_option("--metrics", metrics,
                  "serve Prometheus metrics at http://ADDRESS:PORT/metrics (127.0.0.1:PORT or "
-                 "[::1]:PORT keeps them on this host; 0.0.0.0 or [::] for every address)")
+                 "[::1]:PORT keeps them on this host; 0.0.0.0 or [::] for every address: no "
+                 "authentication, so only behind a firewall)")
       ->option_text("ADDRESS:PORT");
   int verbose = 0;
   bool quiet = false;
@@ -200,6 +209,7 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
     return cli::usage_error(app, e, "rdma-recv", kExitUsage);
   }
   o.verbosity = quiet ? -1 : verbose;
+  o.require_seal = o.senders_file.has_value() && !allow_clear;
   o.timeout = std::chrono::seconds(timeout_s);
   for (auto [texts, rules, name] :
        {std::tuple{&allow, &o.allow, "--allow"}, std::tuple{&deny, &o.deny, "--deny"}}) {

@@ -27,8 +27,9 @@ struct ReceiverOptions {
   // --senders: 'ID KEY [SUBDIR]' lines; when given, only senders proving a listed key get
   // in (docs/PROTOCOL.md 7.8), each beneath its SUBDIR.
   std::optional<std::string> senders_file;
-  // --require-seal: a keyed sender must seal everything after the proofs (7.11); one that
-  // does not is refused (SealRequired). Without it, one that does not is served in clear.
+  // A keyed sender must seal everything after the proofs (7.11); one that does not is
+  // refused (SealRequired). The parser sets it with --senders unless --allow-clear (then one
+  // that does not seal is served in clear, with a warning); false here is --allow-clear.
   bool require_seal = false;
   std::uint64_t max_size = UINT64_MAX;
   bool overwrite = false;

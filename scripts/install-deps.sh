@@ -11,7 +11,6 @@ packages=(
   nlohmann-json3-dev  # rdma-send --json
   librust-blake3-dev  # BLAKE3's official C sources (common/digest/blake3_sources.cmake)
   libsystemd-dev      # rdma-recv's sd_notify (Type=notify)
-  libcpp-httplib-dev  # rdma-recv --metrics (its HTTP server)
   # fuzz build (tests/fuzz): clang, and compiler-rt for libFuzzer and the sanitizers
   clang libclang-rt-dev
   # RDMA userspace and rdma-core's own tools used by the tests and benchmarks

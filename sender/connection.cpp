@@ -330,13 +330,15 @@ void Connection::on_message(Inbound inbound) {
   }
   if (decoded == nullptr) {
     const auto& failure = std::get<proto::DecodeFailure>(inbound.decoded);
-    // A receiver of a release before sealing ignores the Open's ask and answers in clear.
-    const char* hint = sealed_ && sealed_->sealing() && state_ == State::AwaitAccept
-                           ? "; a receiver of a release before sealing answers in clear: "
-                             "upgrade it, or pass --no-seal on a trusted fabric"
-                           : "";
+    // A receiver of a release before sealing ignores the Open's ask and answers in clear;
+    // our Error goes in clear too (SealedTransport), the only form it reads.
+    if (failure.error == proto::DecodeError::NotSealed && state_ == State::AwaitAccept)
+      return hooks_.violation("the receiver answered in clear where we asked to seal (" +
+                              failure.detail +
+                              "); a receiver of a release before sealing answers in clear: "
+                              "upgrade it, or pass --no-seal on a trusted fabric");
     return hooks_.violation(std::string("malformed message from the receiver: ") +
-                            proto::to_string(failure.error) + " (" + failure.detail + ")" + hint);
+                            proto::to_string(failure.error) + " (" + failure.detail + ")");
   }
   if (state_ != State::Closing) expect(waiting_for(), settings_.timeout);
   proto::Message& message = *decoded;
@@ -361,18 +363,18 @@ void Connection::on_message(Inbound inbound) {
     }
     // A receiver that does not know BLAKE3 or the digest at the end refuses the Open as
     // carrying an unknown must-understand extension (7.10, 7.9): the command sends the files
-    // again without BLAKE3 first, then without the digest at the end.
-    if (m->reason == proto::RejectReason::UnsupportedVersion &&
-        message_version == proto::kVersion2 &&
-        keys_.open_sent().digest_algorithm == proto::DigestAlgorithm::Blake3) {
-      spdlog::debug("[{}] the receiver refused BLAKE3 (0x8004)", label());
-      refused_ = proto::TermRefused::Algorithm;
-      return dispatch(input<Event::GotReject>(*m));
-    }
-    if (m->reason == proto::RejectReason::UnsupportedVersion &&
-        message_version == proto::kVersion2 && asks_digest_at_end(settings_, version())) {
-      spdlog::warn("[{}] the receiver does not take the digest at the end: hashing first", label());
-      refused_ = proto::TermRefused::DigestAtEnd;
+    // again without the term refused, the newest asked first.
+    const proto::SessionTerms asked{version(), keys_.open_sent().digest_algorithm,
+                                    asks_digest_at_end(settings_, version())};
+    if (const auto term = proto::term_refused(asked);
+        term && m->reason == proto::RejectReason::UnsupportedVersion &&
+        message_version == proto::kVersion2) {
+      if (*term == proto::TermRefused::Algorithm)
+        spdlog::debug("[{}] the receiver refused BLAKE3 (0x8004)", label());
+      else
+        spdlog::warn("[{}] the receiver does not take the digest at the end: hashing first",
+                     label());
+      refused_ = *term;
       return dispatch(input<Event::GotReject>(*m));
     }
     if (proto::rejects_our_version(*m, message_version, version())) {

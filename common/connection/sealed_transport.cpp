@@ -19,7 +19,8 @@ class SealedTransport::Opening final : public TransportSink {
 
 void SealedTransport::send(const proto::Message& message, std::uint16_t version,
                            std::uint64_t tag) {
-  if (!seal_) return wire().send(message, version, tag);
+  if (!seal_ || (peer_in_clear_ && std::holds_alternative<proto::Error>(message)))
+    return wire().send(message, version, tag);
   wire().send(seal_->seal(message), version, tag);
 }
 
@@ -33,15 +34,22 @@ Inbound SealedTransport::opened(Inbound inbound) {
   if (!seal_ || message == nullptr) return inbound;
   if (const auto* sealed = std::get_if<proto::Sealed>(message)) {
     auto inner = seal_->open(*sealed);
-    if (auto* opened = std::get_if<proto::Message>(&inner))
+    if (auto* opened = std::get_if<proto::Message>(&inner)) {
+      opened_any_ = true;
       inbound.decoded = std::move(*opened);
-    else
+    } else {
       inbound.decoded = std::get<proto::DecodeFailure>(std::move(inner));
+    }
     return inbound;
   }
-  inbound.decoded = proto::DecodeFailure{
-      proto::DecodeError::BadType, std::string("a ") + proto::to_string(proto::type_of(*message)) +
-                                       " in clear on a sealed connection"};
+  if (!opened_any_) {
+    peer_in_clear_ = true;
+    if (std::holds_alternative<proto::Error>(*message)) return inbound;
+  }
+  inbound.decoded =
+      proto::DecodeFailure{proto::DecodeError::NotSealed,
+                           std::string("a ") + proto::to_string(proto::type_of(*message)) +
+                               " in clear on a sealed connection"};
   return inbound;
 }
 

@@ -9,6 +9,13 @@
 // The driver says when: right after the second Proof, on each side (the receiver once it
 // posted its Proof, the sender once it checked it). A Sealed that arrives in the poll() that
 // delivered that Proof is opened, since each delivery asks anew.
+//
+// A peer that sends in clear before anything sealed came from it may not seal at all: a
+// receiver of a release before sealing ignored the ask (its Accept comes in clear), or a
+// sender found our Proof wrong and ends the connection with an Error it has no key for (7.8).
+// Its Error is its last word and reaches the driver as such; anything else in clear is still
+// a NotSealed failure. Either way our own Error to such a peer goes in clear, the only form
+// it can read; every other message stays sealed.
 
 #include <optional>
 #include <string>
@@ -34,6 +41,8 @@ class SealedTransport final : public TransportDecorator {
   Inbound opened(Inbound inbound);
 
   std::optional<MessageSeal> seal_;
+  bool opened_any_ = false;     // a Sealed from the peer opened: it seals
+  bool peer_in_clear_ = false;  // the peer sent in clear before it sealed anything
 };
 
 }  // namespace rdmax

@@ -1,13 +1,12 @@
 #include "common/crypto/seal.hpp"
 
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <vector>
-
-#include "common/crypto/auth_proof.hpp"
 
 namespace rdmax {
 namespace {
@@ -46,17 +45,28 @@ void crypt(EVP_CIPHER_CTX* context, std::span<const std::uint8_t> in, std::span<
   }
 }
 
+// HMAC-SHA256(key, data) written straight into `out`: the PRK and the keys of HKDF never
+// pass through a plain array that nobody wipes.
+void hmac_into(std::span<const std::uint8_t> key, std::span<const std::uint8_t> data,
+               proto::SealKey& out) {
+  unsigned int length = 0;
+  if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), data.data(), data.size(),
+           out.data(), &length) == nullptr ||
+      length != out.size())
+    throw std::runtime_error("HMAC-SHA256 failed (OpenSSL)");
+}
+
 }  // namespace
 
 proto::SealKey hkdf_sha256(std::span<const std::uint8_t> salt, std::span<const std::uint8_t> ikm,
                            std::span<const std::uint8_t> info) {
-  const auto as_key = [](std::span<const std::uint8_t> bytes) {
-    return std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  };
-  const proto::Digest prk = hmac_sha256(as_key(salt), ikm);
+  proto::SealKey prk;
+  hmac_into(salt, ikm, prk);
   std::vector<std::uint8_t> block(info.begin(), info.end());
   block.push_back(0x01);  // T(1) of HKDF-Expand: one block is the whole 32-byte key
-  return hmac_sha256(as_key(prk), block);
+  proto::SealKey key;
+  hmac_into(std::span<const std::uint8_t>(prk.data(), prk.size()), block, key);
+  return key;  // prk wipes itself here
 }
 
 proto::SealKey derive_seal_key(std::string_view key, const proto::Digest& transcript,

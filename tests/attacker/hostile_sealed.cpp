@@ -5,7 +5,8 @@
 //   sealed-altered     an Offer sealed, one byte of its box flipped  -> Error(ProtocolViolation)
 //   sealed-replayed    an Offer sealed and sent, then the same bytes  -> Error(ProtocolViolation)
 //   sealed-reordered   two Offers sealed, the second sent first       -> Error(ProtocolViolation)
-//   sealed-in-clear    an Offer in clear after the proofs             -> Error(ProtocolViolation)
+//   sealed-in-clear    an Offer in clear after the proofs             -> Error(ProtocolViolation),
+//                      in clear: nothing sealed came from us, so we may not seal at all
 //   slot-overwritten   a file taken, its chunk sealed and written into slot 0, then written
 //                      over with the slot's key before its FileChunk  -> Error(SealBroken), and
 //                      nothing of it (nor the file) in --dir
@@ -73,11 +74,18 @@ proto::Offer offer_of(std::uint32_t entry, const std::string& path, std::uint64_
   return offer;
 }
 
-// The receiver's messages from `r`, opened (what does not open is named so).
-std::vector<proto::Message> opened(Sealed& s, const Reaction& r, std::string& unopened) {
+// The receiver's messages from `r`, opened (what does not open is named so); an Error in
+// clear taken as it is where `clear_error` (PROTOCOL.md 7.11: the answer to a peer that sent
+// in clear before it sealed anything).
+std::vector<proto::Message> opened(Sealed& s, const Reaction& r, std::string& unopened,
+                                   bool clear_error) {
   std::vector<proto::Message> out;
   for (const auto& m : r.messages) {
     const auto* sealed = std::get_if<proto::Sealed>(&m);
+    if (sealed == nullptr && clear_error && std::holds_alternative<proto::Error>(m)) {
+      out.push_back(m);
+      continue;
+    }
     if (sealed == nullptr) {
       unopened += " a " + Peer::describe(m) + " in clear;";
       continue;
@@ -91,13 +99,13 @@ std::vector<proto::Message> opened(Sealed& s, const Reaction& r, std::string& un
   return out;
 }
 
-// One attempt's verdict: an Error of `code` among the receiver's opened answers, then a
-// prompt disconnect.
+// One attempt's verdict: an Error of `code` among the receiver's opened answers (or, where
+// `clear_error`, in clear), then a prompt disconnect.
 bool verdict(const Options& o, const std::string& name, Sealed& s, Clock::time_point since,
-             proto::ErrorCode code) {
+             proto::ErrorCode code, bool clear_error = false) {
   const Reaction r = observe(*s.peer, since, o);
   std::string wrong;
-  const auto messages = opened(s, r, wrong);
+  const auto messages = opened(s, r, wrong, clear_error);
   const proto::Error* error = nullptr;
   std::string seen;
   for (const auto& m : messages) {
@@ -105,7 +113,8 @@ bool verdict(const Options& o, const std::string& name, Sealed& s, Clock::time_p
     if (const auto* e = std::get_if<proto::Error>(&m)) error = e;
   }
   if (error == nullptr || error->code != code)
-    wrong += std::string(" expected a sealed Error(") + proto::to_string(code) + ");";
+    wrong += std::string(clear_error ? " expected an Error(" : " expected a sealed Error(") +
+             proto::to_string(code) + ")" + (clear_error ? " in clear;" : ";");
   if (!r.disconnected) wrong += " the receiver did not disconnect;";
   std::printf("keys %s: %s: %s, %s%s\n", name.c_str(), wrong.empty() ? "ok" : "WRONG",
               seen.empty() ? "nothing opened" : seen.c_str(),
@@ -148,7 +157,7 @@ bool reordered(const Options& o, const proto::SenderKey& key) {
 bool in_clear(const Options& o, const proto::SenderKey& key) {
   Sealed s = admit_sealed(o, key, "keys/sealed-in-clear", 1, 0, 0);
   s.peer->send(offer_of(0, "in-clear.bin", 0, kEmptySha256), proto::kVersion2);
-  return verdict(o, "sealed-in-clear", s, Clock::now(), proto::ErrorCode::ProtocolViolation);
+  return verdict(o, "sealed-in-clear", s, Clock::now(), proto::ErrorCode::ProtocolViolation, true);
 }
 
 // The next opened message that is not a Credit or a Working (Credits are kept).

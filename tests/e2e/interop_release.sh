@@ -10,8 +10,8 @@
 #   with sender keys (7.8) and sealing (7.11): a new keyed sender, which seals by default,
 #     refuses the release's keyed receiver (which answers in clear) before sending a name or
 #     a byte, saying why and what --no-seal does, and with --no-seal is served; the release's
-#     keyed sender is served in clear by a new keyed receiver, and refused by one started
-#     with --require-seal
+#     keyed sender is served in clear by a new keyed receiver started with --allow-clear
+#     (with a warning), and refused by one with --senders alone (sealing required by default)
 # Exits 77 (skipped) when the release's programs were not built.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -145,12 +145,12 @@ case_keys_old_to_new() {
   send_with "$old_send" "$new_keyed_port" --key-file "$keyfile" "$in/old-keyed.bin"
   expect_status 0
   cmp -s "$in/old-keyed.bin" "$new_out-keyed/old-keyed.bin" || fail "old-keyed.bin differs"
-  grep -q "sender 'alice' authenticated, in clear" "$new_log.keyed" || fail "the new receiver did not log a sender in clear"
+  grep -q "sender 'alice' authenticated, but served IN CLEAR" "$new_log.keyed" || fail "the new receiver did not warn of a sender in clear"
   send_with "$old_send" "$strict_port" --key-file "$keyfile" "$in/old-keyed.bin"
-  ((rc != 0)) || fail "the release's sender was served by a receiver with --require-seal"
-  [[ ! -e $new_out-strict/old-keyed.bin ]] || fail "old-keyed.bin arrived in clear (--require-seal)"
+  ((rc != 0)) || fail "the release's sender was served by a receiver that requires sealing"
+  [[ ! -e $new_out-strict/old-keyed.bin ]] || fail "old-keyed.bin arrived in clear (sealing required)"
   grep -q "refused a keyed sender that does not seal" "$new_log.strict" || fail "the strict receiver did not say why"
-  pass "release keyed sender -> new keyed receiver: served in clear; with --require-seal: refused (exit $rc)"
+  pass "release keyed sender -> new keyed receiver: with --allow-clear served in clear; by default refused (exit $rc)"
 }
 
 case_receivers_alive() {
@@ -169,11 +169,11 @@ case_receivers_alive() {
 keyfile=$secrets.key
 mkdir -p "$new_out-keyed" "$old_out-keyed" "$new_out-strict"
 start_daemon new-keyed "$new_log.keyed" "$recv" --bind "$RXE_ADDR" --port "$new_keyed_port" \
-  --dir "$new_out-keyed" --senders "$secrets.senders"
+  --dir "$new_out-keyed" --senders "$secrets.senders" --allow-clear
 start_daemon old-keyed "$old_log.keyed" "$old_recv" --bind "$RXE_ADDR" --port "$old_keyed_port" \
   --dir "$old_out-keyed" --senders "$secrets.senders"
 start_daemon strict "$new_log.strict" "$recv" --bind "$RXE_ADDR" --port "$strict_port" \
-  --dir "$new_out-strict" --senders "$secrets.senders" --require-seal
+  --dir "$new_out-strict" --senders "$secrets.senders"
 start_daemon new "$new_log" "$recv" --bind "$RXE_ADDR" --port "$new_port" --dir "$new_out" \
   --secrets "$secrets"
 start_daemon old "$old_log" "$old_recv" --bind "$RXE_ADDR" --port "$old_port" --dir "$old_out" \

@@ -8,8 +8,8 @@
 #   flips a byte of the slot after the seal, as one who wrote into the receiver's window
 #   with the slot's key would) is never written: both sides say so, the receiver serves
 #   the next sender, and the same command again resumes from what was kept and arrives.
-# - required: a receiver with --require-seal refuses a keyed sender with --no-seal (exit 7,
-#   SealRequired) and serves one that seals.
+# - required: a receiver with --senders (sealing required by default) refuses a keyed sender
+#   with --no-seal (exit 7, SealRequired) and serves one that seals.
 source "$(dirname "$0")/lib.sh"
 [[ ${RXE_WIRE:-none} == real ]] || { echo "SKIP: sealing.sh needs the two-host topology with a real wire (rxe-run --hosts 2)"; exit 0; }
 need_programs send recv
@@ -35,11 +35,12 @@ fail_context() {
   return 0
 }
 
-# The receivers on host B: one that seals whoever asks, one that requires it.
+# The receivers on host B: one that seals whoever asks and serves the rest in clear
+# (--allow-clear, for the control case), one that requires sealing (the default).
 start_receivers() {
-  rxe-peer bash -c "mkdir -p $out $out-strict && exec $recv -a \"\$RXE_ADDR\" -p $port -o $out --senders $keys/senders --secrets $keys/secrets -v 2>>$recv_log" &
+  rxe-peer bash -c "mkdir -p $out $out-strict && exec $recv -a \"\$RXE_ADDR\" -p $port -o $out --senders $keys/senders --allow-clear --secrets $keys/secrets -v 2>>$recv_log" &
   bg_pids+=($!)
-  rxe-peer bash -c "exec $recv -a \"\$RXE_ADDR\" -p $strict_port -o $out-strict --senders $keys/senders --require-seal -v 2>>$recv_log.strict" &
+  rxe-peer bash -c "exec $recv -a \"\$RXE_ADDR\" -p $strict_port -o $out-strict --senders $keys/senders -v 2>>$recv_log.strict" &
   bg_pids+=($!)
   wait_for 30 rxe-peer bash -c "[[ \$(grep -c 'listening on' $recv_log 2>/dev/null) -ge 1 && \$(grep -c 'listening on' $recv_log.strict 2>/dev/null) -ge 1 ]]"
 }
@@ -150,7 +151,7 @@ case_required() {
   local rc=0
   "$send" -H "$RXE_PEER_ADDR" -p $strict_port --timeout 20 --key-file "$keys/alice.key" --no-seal \
     "$in/strict.bin" >"$shared/strict.out" 2>"$shared/strict.err" || rc=$?
-  ((rc == 7)) || fail "--no-seal to a receiver with --require-seal: exit $rc, expected 7"
+  ((rc == 7)) || fail "--no-seal to a receiver that requires sealing: exit $rc, expected 7"
   grep -q "SealRequired" "$shared/strict.err" || fail "the sender did not name SealRequired"
   rxe-peer test ! -e "$out-strict/strict.bin" || fail "strict.bin arrived in clear"
   "$send" -H "$RXE_PEER_ADDR" -p $strict_port --timeout 20 --key-file "$keys/alice.key" \

@@ -6,12 +6,15 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/os/fd.hpp"
 #include "common/work/work_pool.hpp"
@@ -41,6 +44,8 @@ std::string http_get(std::uint16_t port, const std::string& path) {
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return {};
+  const timeval patience{5, 0};  // a server that does not answer fails the test, not hangs it
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
   const std::string request =
       "GET " + path + " HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n";
   if (::write(fd.get(), request.data(), request.size()) != static_cast<ssize_t>(request.size()))
@@ -138,6 +143,79 @@ TEST(MetricsServer, ServesTheMetricsAndRefusesAPortInUse) {
   server.stop();
   EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::seconds(3));
   EXPECT_EQ(metrics_port_problem(address), "");  // free again
+}
+
+// Clients that connect and send their request a byte at a time, from a thread of their own,
+// for as long as they live: each byte comes well within any timeout per read, so only a
+// deadline per request (or a server that polls them all) gets rid of them.
+class SlowClients {
+ public:
+  SlowClients(std::uint16_t port, std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) {
+      Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(port);
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      EXPECT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+      fds_.push_back(std::move(fd));
+    }
+    thread_ = std::thread([this] {
+      static const std::string request = "GET /metrics HTTP/1.1\r\nHost: a-very-slow-client";
+      for (std::size_t at = 0; !stop_; at = (at + 1) % request.size()) {
+        for (const Fd& fd : fds_) (void)::send(fd.get(), &request[at], 1, MSG_NOSIGNAL);
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+    });
+  }
+  ~SlowClients() {
+    stop_ = true;
+    thread_.join();
+  }
+  // Whether the server closed the first one (it reads end of file, or a reset).
+  bool first_closed_within(std::chrono::seconds patience) const {
+    const timeval wait{static_cast<time_t>(patience.count()), 0};
+    ::setsockopt(fds_.front().get(), SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+    char byte = 0;
+    const ssize_t n = ::recv(fds_.front().get(), &byte, 1, 0);
+    return n == 0 || (n < 0 && errno == ECONNRESET);
+  }
+
+ private:
+  std::vector<Fd> fds_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// The metrics server answers a scrape at once while slow clients hold connections open:
+// fewer of them than it serves at once, and many more (the oldest makes room). Each slow one
+// is dropped at its request's deadline. (A thread per connection, as an HTTP library serves,
+// is starved by as many slow clients as it has threads.)
+TEST(MetricsServer, SlowClientsDoNotStarveAScrape) {
+  ReceiverMetrics m;
+  m.received_bytes += 9;
+  const MetricsAddress address{"127.0.0.1", free_port()};
+  MetricsServer server(address, m);
+  server.start();
+  const auto answered_at_once = [&] {
+    const auto before = std::chrono::steady_clock::now();
+    const std::string answer = http_get(address.port, "/metrics");
+    EXPECT_NE(answer.find("\nrdmax_received_bytes_total 9\n"), std::string::npos) << answer;
+    return std::chrono::steady_clock::now() - before < std::chrono::milliseconds(500);
+  };
+  {
+    SlowClients few(address.port, 4);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // all of them under way
+    EXPECT_TRUE(answered_at_once());
+    EXPECT_TRUE(few.first_closed_within(std::chrono::seconds(3)))
+        << "a slow client outlived its request's deadline";
+  }
+  {
+    SlowClients many(address.port, 3 * MetricsServer::kMaxClients);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    EXPECT_TRUE(answered_at_once());
+    EXPECT_TRUE(answered_at_once());
+  }
 }
 
 TEST(MetricsServer, NamesAnAddressThatIsNotThisHosts) {

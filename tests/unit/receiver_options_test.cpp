@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <string>
+#include <variant>
+#include <vector>
+
 #include "receiver/options.hpp"
 
 namespace rdmax::receiver {
@@ -18,6 +22,41 @@ TEST(ParseDuration, RejectsWhatIsNotADuration) {
   for (const char* text : {"", "h", "0", "0s", "90", "5", "-5m", "+5m", "1.5h", "5 m", "5mm", "5w",
                            "5H", "99999999999999999999", "36501d"})
     EXPECT_EQ(parse_duration(text), std::nullopt) << text;
+}
+
+// The options parsed from `args` (after the program's name), or the exit status.
+std::variant<ReceiverOptions, int> parsed(std::vector<std::string> args) {
+  args.insert(args.begin(), "rdma-recv");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  ::testing::internal::CaptureStderr();
+  auto result = parse_receiver_options(static_cast<int>(argv.size()), argv.data());
+  (void)::testing::internal::GetCapturedStderr();
+  return result;
+}
+
+bool requires_seal(std::vector<std::string> args) {
+  const auto result = parsed(std::move(args));
+  const auto* o = std::get_if<ReceiverOptions>(&result);
+  EXPECT_NE(o, nullptr);
+  return o != nullptr && o->require_seal;
+}
+
+// docs/SECURITY.md: a receiver with --senders requires the seal unless told otherwise
+// (--allow-clear); --require-seal, the opt-in of the release before, still parses and says the
+// default; without --senders there is no key to seal with, so nothing is required.
+TEST(SealingOption, SendersRequireTheSealUnlessAllowClear) {
+  EXPECT_TRUE(requires_seal({"--senders", "keys"}));
+  EXPECT_TRUE(requires_seal({"--senders", "keys", "--require-seal"}));
+  EXPECT_FALSE(requires_seal({"--senders", "keys", "--allow-clear"}));
+  EXPECT_FALSE(requires_seal({}));
+  for (std::vector<std::string> bad :
+       {std::vector<std::string>{"--allow-clear"},
+        std::vector<std::string>{"--senders", "keys", "--allow-clear", "--require-seal"}}) {
+    const auto result = parsed(bad);
+    ASSERT_TRUE(std::holds_alternative<int>(result)) << bad.front();
+    EXPECT_EQ(std::get<int>(result), 2);
+  }
 }
 
 }  // namespace

@@ -115,6 +115,31 @@ TEST_F(PartialStoreTest, AnotherDigestOrSizeStartsFromZero) {
   EXPECT_EQ(h->durable_bytes(), 0u);
 }
 
+// PROTOCOL.md 7.10: a partial kept in a session of one digest algorithm is never continued in
+// a session of the other. peek() finds nothing (no Holds of it: the flagged offer is taken
+// from 0), nor does open() (no Resume: taken from 0), and the transfer that then takes the
+// path replaces it: a later session of the first algorithm finds nothing either.
+TEST_F(PartialStoreTest, APartialOfTheOtherAlgorithmIsNotContinuedAndIsReplaced) {
+  {
+    auto h = store.open(key, kAlign);
+    store_range(*h, bytes, 0, 4 * kAlign);
+  }
+  PartialStore::Key blake3 = key;
+  blake3.algorithm = proto::DigestAlgorithm::Blake3;
+  EXPECT_FALSE(store.peek(blake3, kAlign, bytes.size()));
+  ASSERT_TRUE(store.peek(key, kAlign, bytes.size()));  // still there for its own algorithm
+  {
+    auto h = store.open(blake3, kAlign, PartialStore::Match::AnyDigest);
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->durable_bytes(), 0u);
+    EXPECT_EQ(fs::file_size(data_file()), 0u);
+  }
+  EXPECT_FALSE(store.peek(key, kAlign, bytes.size()));
+  auto h = store.open(key, kAlign);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->durable_bytes(), 0u);
+}
+
 // peek() says what a flagged offer would be told (PROTOCOL.md 7.9, Holds) and touches nothing:
 // no area made, no partial of another size cut or removed, none held by a transfer read.
 TEST_F(PartialStoreTest, PeekTellsWhatIsKeptAndChangesNothing) {

@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/crypto/auth_proof.hpp"
@@ -91,11 +93,11 @@ TEST(Seal, TheExampleChunk) {
 TEST(Seal, TheExampleMessage) {
   const SealKeys keys = derive_seal_keys(example_key(), example_transcript());
   MessageSeal receiver(keys.messages_to_sender, keys.messages_to_receiver);
-  const Accept accept{0x00007f0012340000, 0x1234, 1 << 20, 16};
+  const Accept accept{0x00007f0012340000, 0, 1 << 20, 16};  // region_rkey 0, as 3.2 says
   const Bytes wire = encode(receiver.seal(accept), kVersion2);
   EXPECT_EQ(wire, hex("524d415802001c003a000000000000003800e297cef863aa4b19894fe389ae6c7bd60eb5c"
-                      "9079ecd381f54a43a350936a1d1296f97e38f534bd940f0ae0307957a39dba54d056814d6"
-                      "8e"));
+                      "9079ecd381f60b63a350936a1d1296f97e38f534bd96158da2ed0916c97101d42d3510ef0"
+                      "73"));
   MessageSeal sender(keys.messages_to_receiver, keys.messages_to_sender);
   const auto decoded = decode(wire);
   ASSERT_TRUE(std::holds_alternative<Message>(decoded));
@@ -103,6 +105,48 @@ TEST(Seal, TheExampleMessage) {
   ASSERT_TRUE(std::holds_alternative<Message>(opened));
   EXPECT_EQ(std::get<Message>(opened), Message{accept});
 }
+
+// SECURITY.md: a peer holds nothing of a connection after it ends, so a key wipes its bytes
+// when the object ends. The key lives in an unsigned char array that provides its storage
+// ([intro.object]); the array outlives the key, and reading its elements afterwards through
+// a volatile glvalue makes the compiler load what memory holds, not what it may assume of an
+// object whose lifetime ended: the bytes the destructor left there.
+TEST(SealKey, WipesItsBytesWhenTheObjectEnds) {
+  alignas(SealKey) unsigned char storage[sizeof(SealKey)];
+  SealKey::Bytes bytes{};
+  bytes.fill(0xa5);
+  SealKey* key = new (storage) SealKey(bytes);
+  ASSERT_EQ(key->data()[0], 0xa5);
+  key->~SealKey();
+  const volatile unsigned char* left = storage;
+  for (std::size_t i = 0; i < sizeof storage; ++i) EXPECT_EQ(left[i], 0) << "byte " << i;
+}
+
+// 7.11: the receiver takes each chunk counter once, in any order, whatever gaps a sender
+// leaves for good (a read that failed), in memory bounded by the gaps, not the chunks.
+TEST(ChunkCounters, EachOnceInAnyOrderWithGaps) {
+  ChunkCounters counters;
+  for (std::uint64_t c : {0u, 2u, 1u, 5u, 4u}) EXPECT_TRUE(counters.take(c)) << c;
+  for (std::uint64_t c : {0u, 1u, 2u, 4u, 5u}) EXPECT_FALSE(counters.take(c)) << c;
+  EXPECT_EQ(counters.runs(), 2u);  // 0..2 and 4..5: 3 never came
+  for (std::uint64_t c = 6; c < 300000; ++c) ASSERT_TRUE(counters.take(c)) << c;
+  EXPECT_EQ(counters.runs(), 2u);
+  EXPECT_TRUE(counters.take(3));  // late, but new
+  EXPECT_EQ(counters.runs(), 1u);
+  EXPECT_FALSE(counters.take(299999));
+  EXPECT_TRUE(counters.take(UINT64_MAX));
+  EXPECT_FALSE(counters.take(UINT64_MAX));
+  // A sender that leaves a gap after every counter is refused at the bound.
+  ChunkCounters sparse;
+  for (std::uint64_t c = 0; c < 2 * ChunkCounters::kMaxRuns; c += 2) ASSERT_TRUE(sparse.take(c));
+  EXPECT_FALSE(sparse.take(2 * ChunkCounters::kMaxRuns + 10));
+  EXPECT_TRUE(sparse.take(1));  // it closes a gap: no new run
+}
+
+// Every holder of a connection's keys holds them as SealKey, which wipes itself.
+static_assert(!std::is_trivially_destructible_v<SealKey>);
+static_assert(!std::is_trivially_destructible_v<SealKeys>);
+static_assert(!std::is_trivially_destructible_v<MessageSeal>);
 
 // A pair of seals as two ends of one connection hold them.
 struct Ends {

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "common/crypto/auth_proof.hpp"
+#include "common/crypto/seal.hpp"
 #include "common/digest/merkle.hpp"
 #include "tests/unit/session_pair.hpp"
 
@@ -27,6 +29,32 @@ struct SealedPair : SessionPair {
     sender.settings.id = "alice";
     sender.add_file("a.bin", random_bytes(3 * kSlot + 5, 81), 0640);
     sender.add_file("d/b.bin", random_bytes(10, 82), 0600);
+  }
+};
+
+// What someone holding alice's key sees of the pair's connection: its keys, once the Open and
+// the Challenge went, and each direction's messages opened (and sealed again) in order.
+struct KeyHolder {
+  const SessionPair& pair;
+  std::optional<SealKeys> keys;
+  std::optional<MessageSeal> to_receiver;  // opens and reseals the sender's messages
+  std::optional<MessageSeal> to_sender;    // opens the receiver's
+
+  explicit KeyHolder(const SessionPair& p) : pair(p) {}
+  void derive() {
+    if (keys) return;
+    std::string alice;
+    for (int i = 0; i < 32; ++i) alice.push_back(static_cast<char>(i));
+    const auto& open = std::get<proto::Open>(pair.sender.transport.sent.at(0).message);
+    const auto& challenge = std::get<proto::Challenge>(pair.receiver.transport.sent.at(0).message);
+    keys = derive_seal_keys(alice, transcript_hash(open, challenge));
+    to_receiver.emplace(keys->messages_to_receiver, keys->messages_to_receiver);
+    to_sender.emplace(keys->messages_to_sender, keys->messages_to_sender);
+  }
+  proto::Message open(MessageSeal& seal, const proto::Sealed& sealed) {
+    auto opened = seal.open(sealed);
+    EXPECT_TRUE(std::holds_alternative<proto::Message>(opened));
+    return std::get<proto::Message>(opened);
   }
 };
 
@@ -112,10 +140,15 @@ TEST(SessionLinkSeal, FilesHashedAsTheyAreSealedArriveVerified) {
 // same words are on the wire, so that test can fail.
 TEST(SessionLinkSeal, WithoutSealingTheNamesTheBytesAndTheSecretTravelInClear) {
   SealedPair p;
-  p.sender.with_key();  // --no-seal
+  p.sender.with_key();  // --no-seal, to a receiver with --allow-clear (require_seal false)
   p.start();
   ASSERT_TRUE(p.run_to_the_end());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
+  // The operator is warned of each keyed connection served so.
+  EXPECT_NE(p.log.since(0).find("warning: [" + p.receiver.connection->label() +
+                                "] sender 'alice' authenticated, but served IN CLEAR"),
+            std::string::npos)
+      << p.log.since(0);
   const std::string wire = wire_bytes(p.sender.transport) + wire_bytes(p.receiver.transport);
   EXPECT_TRUE(contains(wire, "a.bin"));
   EXPECT_TRUE(contains(wire, "s3cret"));
@@ -184,6 +217,88 @@ TEST(SessionLinkSeal, AReplayedOrReorderedMessageIsRefused) {
     ASSERT_TRUE(p.run_to_the_end());
     EXPECT_EQ(p.sender.driver->outcome(), O::ProtocolError);
   }
+}
+
+// A sender that seals two chunks under one counter (a bug: GCM's nonce used twice) is refused
+// at the second FileChunk, as a protocol violation, before anything of its slot is opened;
+// without the check the chunk would merely fail to open (SealBroken), or, sealed so by a
+// buggy sender, be taken.
+TEST(SessionLinkSeal, AChunkCounterUsedTwiceIsRefused) {
+  SealedPair p;
+  KeyHolder spy(p);
+  std::optional<std::uint64_t> first;
+  p.link.tamper_to_receiver = [&](proto::Message& m) {
+    auto* s = std::get_if<proto::Sealed>(&m);
+    if (s == nullptr) return;
+    spy.derive();
+    proto::Message inner = spy.open(*spy.to_receiver, *s);
+    if (auto* chunk = std::get_if<proto::FileChunk>(&inner); chunk != nullptr && chunk->seal) {
+      if (!first)
+        first = chunk->seal->counter;
+      else
+        chunk->seal->counter = *first;
+    }
+    *s = spy.to_receiver->seal(inner);
+  };
+  std::vector<proto::Error> errors;
+  p.link.tamper = [&](proto::Message& m) {
+    const auto* s = std::get_if<proto::Sealed>(&m);
+    if (s == nullptr) return;
+    spy.derive();
+    const proto::Message inner = spy.open(*spy.to_sender, *s);
+    if (const auto* error = std::get_if<proto::Error>(&inner)) errors.push_back(*error);
+  };
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::ProtocolError);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].code, proto::ErrorCode::ProtocolViolation) << errors[0].text;
+  EXPECT_FALSE(std::filesystem::exists(p.receiver.dir.path() / "a.bin"));
+}
+
+// A receiver of a revision before sealing ignores the ask and answers in clear (here: the
+// sealed Accept opened on its way, so it arrives in clear). The sender ends the connection
+// before any Offer, and its Error goes in clear: sealed, that receiver could not read it.
+TEST(SessionLinkSeal, AnAcceptInClearGetsAnErrorInClear) {
+  SealedPair p;
+  KeyHolder spy(p);
+  p.link.tamper = [&](proto::Message& m) {
+    if (const auto* s = std::get_if<proto::Sealed>(&m)) {
+      spy.derive();
+      m = spy.open(*spy.to_sender, *s);
+    }
+  };
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::ProtocolError);
+  const auto& sent = p.sender.transport.sent;
+  ASSERT_FALSE(sent.empty());
+  const auto* error = std::get_if<proto::Error>(&sent.back().message);
+  ASSERT_NE(error, nullptr) << "the Error went as a "
+                            << proto::to_string(proto::type_of(sent.back().message));
+  EXPECT_EQ(error->code, proto::ErrorCode::ProtocolViolation);
+  EXPECT_TRUE(p.sender.transport.sent_of<proto::Offer>().empty());
+  EXPECT_TRUE(p.sender.transport.sent_of<proto::Sealed>().empty()) << "nothing sealed went";
+}
+
+// A sender that finds the receiver's Proof wrong says so with Error(AuthFailed) in clear: it
+// has no keys (7.8). The receiver, sealing since it sent its Proof, takes that Error as the
+// sender's last word, not as a message in clear to answer with a violation of its own.
+TEST(SessionLinkSeal, AWrongReceiverProofEndsWithTheSendersErrorInClear) {
+  SealedPair p;
+  p.link.tamper = [&](proto::Message& m) {
+    if (auto* proof = std::get_if<proto::Proof>(&m)) proof->mac[0] ^= 1;
+  };
+  p.start();
+  ASSERT_TRUE(p.run_to_the_end());
+  EXPECT_EQ(p.sender.driver->outcome(), O::AuthFailed);
+  const auto errors = p.sender.transport.sent_of<proto::Error>();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].code, proto::ErrorCode::AuthFailed);
+  // The receiver: Challenge, Proof, the sealed Accept, and nothing after the sender's Error.
+  using T = proto::MessageType;
+  EXPECT_EQ(types_sent(p.receiver.transport), (std::vector<T>{T::Challenge, T::Proof, T::Sealed}));
+  EXPECT_EQ(p.receiver.connection->state(), proto::ReceiverState::Closed);
 }
 
 TEST(SessionLinkSeal, AReceiverThatRequiresSealingRefusesAKeyedSenderThatDoesNot) {

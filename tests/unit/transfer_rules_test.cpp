@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 namespace rdmax::proto {
 namespace {
 
@@ -103,6 +105,41 @@ TEST(FallBack, EachRefusalDropsItsTermTheNewestFirst) {
   // Nothing is dropped twice: a refusal of a term not asked for ends the ladder.
   EXPECT_EQ(fall_back(*no_blake3, TermRefused::Algorithm, false, false), std::nullopt);
   EXPECT_EQ(fall_back(*digests_first, TermRefused::DigestAtEnd, false, false), std::nullopt);
+}
+
+// PROTOCOL.md 7.10, "Falling back" (finding 8 of issue 50): a Reject names no extension, so
+// the newest term asked is the one taken as refused. A receiver that knows BLAKE3 but not the
+// digest at the end refuses every Open that asks for 0x8003: it is asked three times, and
+// serves the fs-verity digest without the digest at the end. The last release (0x8003
+// without BLAKE3) is asked twice and keeps the digest at the end.
+TEST(FallBack, AReceiverWithBlake3ButNotTheDigestAtTheEndEndsOnFsVerity) {
+  const auto ladder = [](const std::function<bool(const SessionTerms&)>& refuses) {
+    SessionTerms terms{};
+    int connections = 1;
+    while (refuses(terms)) {
+      const auto term = term_refused(terms);
+      if (!term) return std::pair{std::optional<SessionTerms>(), connections};
+      const auto next = fall_back(terms, *term, false, false);
+      if (!next) return std::pair{std::optional<SessionTerms>(), connections};
+      terms = *next;
+      ++connections;
+    }
+    return std::pair{std::optional(terms), connections};
+  };
+  const auto blake3_only = ladder([](const SessionTerms& t) { return t.digest_at_end; });
+  EXPECT_EQ(blake3_only.first, (SessionTerms{kVersion2, kTree, false}));
+  EXPECT_EQ(blake3_only.second, 3);
+  const auto release =
+      ladder([](const SessionTerms& t) { return t.algorithm == DigestAlgorithm::Blake3; });
+  EXPECT_EQ(release.first, (SessionTerms{kVersion2, kTree, true}));
+  EXPECT_EQ(release.second, 2);
+  const auto neither = ladder([](const SessionTerms& t) {
+    return t.digest_at_end || t.algorithm == DigestAlgorithm::Blake3;
+  });
+  EXPECT_EQ(neither.first, (SessionTerms{kVersion2, kTree, false}));
+  EXPECT_EQ(neither.second, 3);
+  // A version-2 refusal of an Open that asked for neither refuses version 2 itself: no term.
+  EXPECT_EQ(term_refused(SessionTerms{kVersion2, kTree, false}), std::nullopt);
 }
 
 TEST(FallBack, VersionOneOnlyForOneFileWithoutAKey) {

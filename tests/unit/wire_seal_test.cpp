@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "protocol/receiver_rules.hpp"
 #include "protocol/seal.hpp"
 #include "protocol/wire.hpp"
 #include "wire_test_helpers.hpp"
@@ -75,6 +76,52 @@ TEST(WireSeal, TheOpensExtensionIsOneByteNamingTheSuite) {
     bad.extensions.push_back({kExtensionSeal, value});
     EXPECT_TRUE(encode(bad, kVersion2).empty()) << value.size();
   }
+}
+
+// A version-2 Hello carrying `extension`, as the bytes a sender would send.
+Bytes hello_with(HelloExtension extension) {
+  Hello hello{1, {}, 0, "a"};
+  hello.extensions.push_back(std::move(extension));
+  return encode(hello, kVersion2);
+}
+
+// PROTOCOL.md 7.11 (finding 9 of issue 50): the seal extension's static rules hold in a
+// version-2 Hello too (a bad value is BadField, step 10); a good one is ignored there, as in
+// an Open without a key: a Hello has no key to seal with.
+TEST(WireSeal, ASealExtensionInAHelloIsCheckedThenIgnored) {
+  const Bytes good = hello_with(seal_extension());
+  ASSERT_FALSE(good.empty());
+  const auto decoded = decode(good);
+  ASSERT_TRUE(std::holds_alternative<Message>(decoded));
+  const ExtensionsRead read =
+      read_extensions(std::get<Hello>(std::get<Message>(decoded)).extensions, "Hello");
+  EXPECT_FALSE(read.refusal);
+  EXPECT_EQ(read.ignored, std::vector<std::uint16_t>{kExtensionSeal});
+  Bytes bad = good;
+  bad.back() = 2;  // suite 2
+  EXPECT_EQ(decode_error(bad), DecodeError::BadField);
+}
+
+// PROTOCOL.md 7.10 (finding 10 of issue 50): a Hello's 0x8004 with a bad length or value is
+// the decoder's BadField before any receiver judges what it means; a good one decodes, and
+// is then refused as a must-understand extension the receiver does not apply in a Hello.
+TEST(WireSeal, ABadDigestAlgorithmExtensionInAHelloIsBadFieldFirst) {
+  const Bytes good = hello_with({kExtensionDigestAlgorithm, std::string(1, '\x03')});
+  ASSERT_FALSE(good.empty());
+  const auto decoded = decode(good);
+  ASSERT_TRUE(std::holds_alternative<Message>(decoded));
+  const ExtensionsRead read =
+      read_extensions(std::get<Hello>(std::get<Message>(decoded)).extensions, "Hello");
+  ASSERT_TRUE(read.refusal);
+  EXPECT_EQ(read.refusal->reason, RejectReason::UnsupportedVersion);
+  Bytes bad_value = good;
+  bad_value.back() = 2;
+  EXPECT_EQ(decode_error(bad_value), DecodeError::BadField);
+  Bytes bad_length = good;  // length 2: the value and one more byte
+  bad_length.push_back(3);
+  bad_length[8] += 1;                     // payload_length
+  bad_length[bad_length.size() - 4] = 2;  // the extension's length
+  EXPECT_EQ(decode_error(bad_length), DecodeError::BadField);
 }
 
 }  // namespace

@@ -159,14 +159,17 @@ TEST(WireSession, StaticRules) {
   EXPECT_EQ(decode_error(take), DecodeError::LengthMismatch);
 }
 
-// PROTOCOL.md 7.5: Refuse.reason is any RejectReason (1..11) and FileVerdict.code any
+// PROTOCOL.md 7.5: Refuse.reason is a RejectReason of 1..10 and FileVerdict.code any
 // VerdictCode (0..3, and 4 Abandoned of 7.9), the ones a receiver never sends included; any
-// other value is BadField.
+// other value is BadField. 11, SealRequired, judges a connection at its Open (7.11), never an
+// entry: it never appears in a Refuse, and the encoder will not write it there.
 TEST(WireSession, RefuseAndFileVerdictTakeEveryKnownCodeAndNoOther) {
+  EXPECT_TRUE(encode(Refuse{1, RejectReason::SealRequired, ""}, kVersion2).empty());
+  EXPECT_FALSE(encode(Reject{RejectReason::SealRequired, ""}, kVersion2).empty());
   for (int reason = 0; reason <= 12; ++reason) {
     Bytes refuse = encode(Refuse{1, RejectReason::Exists, ""}, kVersion2);
     refuse[16 + 4] = static_cast<std::uint8_t>(reason);
-    const bool known = reason >= 1 && reason <= 11;
+    const bool known = reason >= 1 && reason <= 10;
     EXPECT_EQ(decode_error(refuse), known ? std::nullopt : std::optional{DecodeError::BadField})
         << reason;
   }
