@@ -157,7 +157,10 @@ std::vector<Row> hello_rows() {
          EXPECT_NE(credits.back().rkey, credits.front().rkey);
          EXPECT_EQ(r.h.transport.live_regions(), 2u);
        }},
-      // Done: no byte may come any more, so no key works (the slot still credited is revoked).
+      // Done: no byte may come any more, so no key works: the slot still credited is revoked
+      // at once, on the loop; chunk 0's slot was revoked on its own queue, a worker's job
+      // that may still be queued when the Done arrives (it runs before anything reads the
+      // slot), and is not granted again.
       {{S::InSession, E::GotFileDone, "Hello"},
        [](Rig& r) {
          r.receiving();
@@ -165,7 +168,11 @@ std::vector<Row> hello_rows() {
        },
        [](Rig& r) { r.done(); },
        {S::InSession, {}, File::Temp},
-       [](Rig& r) { EXPECT_EQ(r.h.transport.live_regions(), 0u); }},
+       [](Rig& r) {
+         EXPECT_LE(r.h.transport.live_regions(), 1u) << "the credited slot's key outlived Done";
+         ASSERT_TRUE(r.settle_idle());
+         EXPECT_EQ(r.h.transport.live_regions(), 0u);
+       }},
       {{S::InSession, SR::EntrySettled, "HelloWriteFails"},
        [](Rig& r) { r.failed_store(false); },
        [](Rig& r) {
