@@ -37,7 +37,8 @@ for mode in digest-at-end digest-first; do
     2>"$S/$mode.log" >/dev/null || die "$mode: rdma-send failed: $(tail -n 5 "$S/$mode.log")"
   end=$(date -u +%s.%N)
   diff -r "$S/src" "$S/out/src" >/dev/null || die "$mode: the copy differs"
-  first=$(grep -m 1 -o '^[0-9:.]* trace: .*--GotTake-->' "$S/$mode.log" | cut -d' ' -f1) ||
+  # A session's first answer to a fresh tree is a Take (GotAnswer: the session's answers).
+  first=$(grep -m 1 -o '^[0-9:.]* trace: .*InSession --GotAnswer-->' "$S/$mode.log" | cut -d' ' -f1) ||
     die "$mode: no Take in the log"
   # TZ is UTC in the guest: the log's clock and date -u agree.
   took=$(awk -v s="$(of_day "$start")" -v f="$first" 'BEGIN {
