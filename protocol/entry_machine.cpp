@@ -1,5 +1,8 @@
 #include "protocol/entry_machine.hpp"
 
+#include <stdexcept>
+#include <string>
+
 namespace rdmax::proto {
 
 namespace {
@@ -74,6 +77,13 @@ std::optional<EntryFault> advance(EntryKind kind, EntryState& state, EntryEvent 
   if (auto fault = check(kind, state, event, next)) return fault;
   state = next;
   return std::nullopt;
+}
+
+void advance_own(EntryKind kind, EntryState& state, EntryEvent event) {
+  const EntryState from = state;
+  if (advance(kind, state, event))
+    throw std::logic_error(std::string("our own entry step is not in the table: ") +
+                           to_string(from) + " --" + to_string(event) + "-->");
 }
 
 }  // namespace rdmax::proto

@@ -68,5 +68,9 @@ enum class EntryFault : std::uint8_t {
 // Moves `state` on `event` for an entry of `kind`, or leaves it and says why not.
 [[nodiscard]] std::optional<EntryFault> advance(EntryKind kind, EntryState& state,
                                                 EntryEvent event);
+// A step the side takes of its own accord, which its own bookkeeping makes legal (a new entry
+// offered, a Holds or a FileDone it decided to send): the table still decides, and a refusal
+// is a bug of ours, never a peer's (std::logic_error naming the step).
+void advance_own(EntryKind kind, EntryState& state, EntryEvent event);
 
 }  // namespace rdmax::proto

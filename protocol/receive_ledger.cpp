@@ -21,7 +21,7 @@ std::optional<ReceiveError> ReceiveLedger::offer(const Offer& o, std::unique_ptr
   if (!made) made = std::make_unique<Entry>(o);
   Entry& e = *(entries_[o.entry] = std::move(made));
   e.state = EntryState::Waiting;
-  (void)advance(e.kind, e.state, EntryEvent::Offer);  // Waiting: a new entry
+  advance_own(e.kind, e.state, EntryEvent::Offer);  // Waiting: a new entry
   return std::nullopt;
 }
 
@@ -33,7 +33,7 @@ void ReceiveLedger::take(std::uint32_t id, std::uint64_t start) {
 
 void ReceiveLedger::hold_for_continue(std::uint32_t id) {
   if (auto it = entries_.find(id); it != entries_.end())
-    (void)advance(it->second->kind, it->second->state, EntryEvent::Holds);
+    advance_own(it->second->kind, it->second->state, EntryEvent::Holds);
 }
 
 std::optional<ReceiveError> ReceiveLedger::continued(const Continue& c) {

@@ -30,7 +30,7 @@ std::optional<std::uint32_t> SendLedger::next_offer(const MakeEntry& make) {
   const std::uint32_t entry = next_offer_++;
   Entry& e = *(entries_[entry] = make ? make(entry) : std::make_unique<Entry>());
   e.state = EntryState::Waiting;
-  (void)advance(plans_[entry].kind, e.state, EntryEvent::Offer);  // Waiting
+  advance_own(plans_[entry].kind, e.state, EntryEvent::Offer);  // Waiting
   open_entries_.push_back(entry);
   ++in_flight_;
   if (plans_[entry].kind == EntryKind::File) ++files_in_flight_;
@@ -216,7 +216,7 @@ std::optional<std::uint32_t> SendLedger::next_file_done() {
     Entry& p = *entries_.at(entry);
     if (p.state == EntryState::Taken && p.next_offset == plans_[entry].size &&
         p.chunks_in_flight == 0 && p.chunks_held == 0) {
-      (void)advance(plans_[entry].kind, p.state, EntryEvent::FileDone);  // Taken: a file
+      advance_own(plans_[entry].kind, p.state, EntryEvent::FileDone);  // Taken: a file
       return entry;
     }
   }

@@ -174,3 +174,16 @@ TEST(EntryMachine, TheSendersRepliesAreRefusedByIt) {
 }
 
 }  // namespace
+
+namespace {
+// A step a side takes of its own accord still goes by the table: a legal one moves the
+// entry, an illegal one is our bug and throws, never a silent no-op.
+TEST(EntryMachine, OwnStepsGoByTheTableAndThrowWhenItRefuses) {
+  using namespace rdmax::proto;
+  EntryState state = EntryState::Waiting;
+  advance_own(EntryKind::File, state, EntryEvent::Offer);
+  EXPECT_EQ(state, EntryState::Offered);
+  EXPECT_THROW(advance_own(EntryKind::File, state, EntryEvent::FileDone), std::logic_error);
+  EXPECT_EQ(state, EntryState::Offered) << "a refused step leaves the entry where it was";
+}
+}  // namespace
