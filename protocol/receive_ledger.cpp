@@ -134,8 +134,11 @@ std::vector<std::uint32_t> ReceiveLedger::release_slots_of(std::uint32_t id) {
 std::optional<ReceiveError> ReceiveLedger::file_done(const FileDone& d) {
   auto it = entries_.find(d.entry);
   if (it == entries_.end()) return ReceiveError::UnknownEntry;
-  if (advance(it->second->kind, it->second->state, EntryEvent::FileDone))
-    return ReceiveError::EntryNotReceiving;
+  // The machine first (is a FileDone due at all?), then the form the entry's Offer set.
+  EntryState next = it->second->state;
+  if (advance(it->second->kind, next, EntryEvent::FileDone)) return ReceiveError::EntryNotReceiving;
+  if (it->second->digest_at_end != d.digest.has_value()) return ReceiveError::DigestMisplaced;
+  it->second->state = next;
   it->second->done_total = d.total_bytes;
   return std::nullopt;
 }

@@ -46,6 +46,9 @@ enum class ReceiveError : std::uint8_t {
   // The digest at the end (PROTOCOL.md 7.9): a Continue for an entry the receiver did not
   // answer with Holds.
   NotHeld,
+  // A FileDone without the digest of a file offered without it, or with one for a file
+  // offered with its digest (7.9).
+  DigestMisplaced,
 };
 
 class ReceiveLedger {
@@ -56,7 +59,8 @@ class ReceiveLedger {
   // plain one where it is given none (its own tests and fuzzer).
   struct Entry {
     Entry() = default;
-    explicit Entry(const Offer& offer) : kind(offer.kind), size(offer.size) {}
+    explicit Entry(const Offer& offer)
+        : kind(offer.kind), size(offer.size), digest_at_end(offer.digest_at_end) {}
     Entry(const Entry&) = delete;
     Entry& operator=(const Entry&) = delete;
     virtual ~Entry() = default;
@@ -65,6 +69,7 @@ class ReceiveLedger {
     EntryState state = EntryState::Offered;
     bool verifying = false;  // Finished (or Abandoning) and every chunk stored
     std::uint64_t size = 0;
+    bool digest_at_end = false;    // offered without its digest: its FileDone carries it
     std::uint64_t received = 0;    // bytes of accepted FileChunks
     std::uint32_t storing = 0;     // its chunks still being stored
     std::uint64_t done_total = 0;  // FileDone.total_bytes

@@ -314,8 +314,8 @@ void Connection::on_message(Inbound inbound) {
     }
     return check_open<Event::GotProof>(keys_.claimed_open());  // the rest: memory
   }
-  // The digest at the end (PROTOCOL.md 7.9) only where the Open asked for it; a FileDone
-  // carries a digest exactly for a file offered without one.
+  // The digest at the end (PROTOCOL.md 7.9) only where the Open asked for it. (Whether a
+  // FileDone carries a digest is its entry's rule: the ledger's.)
   auto* offer = std::get_if<proto::Offer>(&message);
   auto* done = std::get_if<proto::FileDone>(&message);
   const char* rule_broken = nullptr;
@@ -337,13 +337,6 @@ void Connection::on_message(Inbound inbound) {
                                       : "a FileChunk with a seal on a connection in clear";
     else if (chunk->seal && !chunk_counters_.take(chunk->seal->counter))
       rule_broken = "a FileChunk sealed under a counter used before (a reused nonce)";
-  }
-  if (done != nullptr) {
-    const IncomingEntry* e = entries_.entry(done->entry);
-    const bool flagged = e != nullptr && e->offer.digest_at_end;
-    if (e != nullptr && flagged != done->digest.has_value())
-      rule_broken = flagged ? "a FileDone without the digest of a file offered without it"
-                            : "a FileDone with a digest for a file offered with one";
   }
   if (rule_broken != nullptr) {
     spdlog::warn("[{}] protocol violation: {}", label(), rule_broken);

@@ -142,6 +142,8 @@ class ReceiverCheck {
       expected = ReceiveError::UnknownEntry;
     } else if (e->state != RState::Taken) {
       expected = ReceiveError::EntryNotReceiving;
+    } else if (e->digest_at_end != d.digest.has_value()) {
+      expected = ReceiveError::DigestMisplaced;
     }
     const auto error = ledger_.file_done(d);
     FUZZ_CHECK(error == expected);

@@ -148,4 +148,28 @@ TEST(SessionSendLedgerDigestAtEnd, AChunkThatCannotBeReadGivesItsSlotToTheNextFi
   EXPECT_FALSE(ledger.next_file_done().has_value()) << "none for the abandoned file";
 }
 
+// Whether a FileDone carries the digest is its entry's rule, judged by the ledger with the
+// machine's: 44 bytes exactly for a file offered without its digest (PROTOCOL.md 7.9).
+TEST(SessionReceiveLedgerDigestAtEnd, AFileDoneCarriesTheDigestExactlyWhenItsOfferDidNot) {
+  for (const bool flagged_offer : {true, false}) {
+    SCOPED_TRACE(flagged_offer);
+    ReceiveLedger ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 1, kSlot}, kSlot, 2);
+    Offer offer = flagged(0, kSlot);
+    if (!flagged_offer) {
+      offer.digest_at_end = false;
+      offer.digest[0] = 1;
+    }
+    ASSERT_EQ(ledger.offer(offer), std::nullopt);
+    ledger.take(0);
+    ASSERT_TRUE(ledger.grant(0));
+    ASSERT_EQ(ledger.accept_chunk({0, 0, 0, kSlot}), std::nullopt);
+    const FileDone wrong{0, kSlot, flagged_offer ? std::nullopt : std::optional{Digest{}}};
+    EXPECT_EQ(ledger.file_done(wrong), ReceiveError::DigestMisplaced);
+    EXPECT_EQ(ledger.entry(0)->state, EntryState::Taken) << "a refused FileDone changes nothing";
+    const FileDone right{0, kSlot, flagged_offer ? std::optional{Digest{}} : std::nullopt};
+    EXPECT_EQ(ledger.file_done(right), std::nullopt);
+    EXPECT_EQ(ledger.entry(0)->state, EntryState::Finished);
+  }
+}
+
 }  // namespace digest_at_end_ledger_test
