@@ -179,6 +179,16 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
     auto bytes = r.take(kSha256Bytes);
     for (std::size_t i = 0; i < bytes.size(); ++i) sha[i] = bytes[i];
   };
+  // 12 bytes, or 44 with the digest: FileDone, Holds and Continue share the layout.
+  static_assert(kFileDoneBytes == kHoldsBytes && kHoldsBytes == kContinueBytes);
+  auto entry_and_digest = [&]<class M>(M m, std::uint64_t M::*value) -> DecodeResult {
+    if (payload.size() != kFileDoneWithDigestBytes)
+      if (auto f = exact(kFileDoneBytes)) return *f;
+    m.entry = r.u32();
+    m.*value = r.u64();
+    if (payload.size() == kFileDoneWithDigestBytes) read_sha(m.digest.emplace());
+    return m;
+  };
 
   switch (type) {  // the messages written by hand; the others by their layouts
     case MessageType::Hello: {
@@ -236,36 +246,14 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       lift_digest_algorithm(m);
       return m;
     }
-    case MessageType::FileDone: {
-      // 12 bytes, or 44 with the digest of an entry offered with digest_at_end (7.9).
-      if (payload.size() != kFileDoneWithDigestBytes)
-        if (auto f = exact(kFileDoneBytes)) return *f;
-      FileDone m;
-      m.entry = r.u32();
-      m.total_bytes = r.u64();
-      if (payload.size() == kFileDoneWithDigestBytes) read_sha(m.digest.emplace());
-      return m;
-    }
-    case MessageType::Holds: {
-      // 12 bytes, or 44 with the digest of what is held, from an older receiver (7.9).
-      if (payload.size() != kHoldsWithDigestBytes)
-        if (auto f = exact(kHoldsBytes)) return *f;
-      Holds m;
-      m.entry = r.u32();
-      m.length = r.u64();
-      if (payload.size() == kHoldsWithDigestBytes) read_sha(m.digest.emplace());
-      return m;
-    }
-    case MessageType::Continue: {
-      // 12 bytes, or 44 with the sender's digest of its first `from` bytes (7.9).
-      if (payload.size() != kContinueWithDigestBytes)
-        if (auto f = exact(kContinueBytes)) return *f;
-      Continue m;
-      m.entry = r.u32();
-      m.from = r.u64();
-      if (payload.size() == kContinueWithDigestBytes) read_sha(m.digest.emplace());
-      return m;
-    }
+    // An entry and a u64, and in the longer form a digest (7.9): a FileDone's of an entry
+    // offered with digest_at_end, an older receiver's Holds, a sender's proving Continue.
+    case MessageType::FileDone:
+      return entry_and_digest(FileDone{}, &FileDone::total_bytes);
+    case MessageType::Holds:
+      return entry_and_digest(Holds{}, &Holds::length);
+    case MessageType::Continue:
+      return entry_and_digest(Continue{}, &Continue::from);
     case MessageType::FileChunk: {
       // 20 bytes, or 44 with the seal of the chunk's bytes on a sealed connection (7.11).
       if (payload.size() != kFileChunkSealedBytes)
