@@ -11,7 +11,8 @@ packages=(
   nlohmann-json3-dev  # rdma-send --json
   librust-blake3-dev  # BLAKE3's official C sources (common/digest/blake3_sources.cmake)
   libsystemd-dev      # rdma-recv's sd_notify (Type=notify)
-  # fuzz build (tests/fuzz): clang, and compiler-rt for libFuzzer and the sanitizers
+  # the sanitizer and fuzz builds (scripts/test.sh, tests/fuzz): clang, and compiler-rt for
+  # libFuzzer and the sanitizers
   clang libclang-rt-dev
   # RDMA userspace and rdma-core's own tools used by the tests and benchmarks
   rdma-core ibverbs-utils rdmacm-utils perftest

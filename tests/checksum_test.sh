@@ -41,6 +41,13 @@ compare() {
 $(diff <(cat -A "$2") <(cat -A "$3") | head -20)"
 }
 
+# The reference tools read every byte of the 2 GiB sparse file (6.6 s and 8.1 s on this
+# machine, where rdma-send skips the holes): run at once, in the background, while rdma-send
+# is checked against the first.
+b3sum "${names[@]}" >expected.blake3 &
+b3sum_pid=$!
+sha256sum "${names[@]}" >expected.sha256 &
+sha256sum_pid=$!
 fsverity digest --hash-alg=sha256 --block-size=4096 "${names[@]}" >expected.fsverity
 "$send" --checksum --digest fsverity "${names[@]}" >got.fsverity || fail "--digest fsverity exited $?"
 compare "--checksum --digest fsverity" expected.fsverity got.fsverity
@@ -51,14 +58,14 @@ compare "--checksum --digest fsverity" expected.fsverity got.fsverity
 compare "--checksum --digest fsverity --hash-threads 1" expected.fsverity got.fsverity-1
 
 # The default: BLAKE3, as b3sum prints it.
-b3sum "${names[@]}" >expected.blake3
+wait "$b3sum_pid" || fail "b3sum exited $?"
 "$send" --checksum "${names[@]}" >got.blake3 || fail "--checksum exited $?"
 compare "--checksum (BLAKE3, the default)" expected.blake3 got.blake3
 "$send" --checksum --digest blake3 --hash-threads 1 "${names[@]}" >got.blake3-1 ||
   fail "--digest blake3 --hash-threads 1 exited $?"
 compare "--checksum --digest blake3 --hash-threads 1" expected.blake3 got.blake3-1
 
-sha256sum "${names[@]}" >expected.sha256
+wait "$sha256sum_pid" || fail "sha256sum exited $?"
 "$send" --checksum --digest sha256 "${names[@]}" >got.sha256 || fail "--digest sha256 exited $?"
 compare "--checksum --digest sha256" expected.sha256 got.sha256
 

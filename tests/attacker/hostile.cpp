@@ -215,8 +215,11 @@ bool hostile_names(const Options& o, const Payload& p) {
                                                        {"escape", "esc\x1b[2J"},
                                                        {"reserved", ".rdmax-partial"}};
   bool ok = true;
-  for (const auto& [attempt, name] : names) {
-    ok &= attempt_on_fresh_connection(o, attempt, Expect::BadName, [&](Peer& peer) {
+  for (const auto& entry : names) {
+    // Not a structured binding: a lambda may not capture one before C++20's P1091 fix,
+    // which clang 14 (the sanitizer builds' compiler) lacks.
+    const std::string& name = entry.second;
+    ok &= attempt_on_fresh_connection(o, entry.first, Expect::BadName, [&](Peer& peer) {
       peer.send(hello_for(p, name));
       return Clock::now();
     });

@@ -30,6 +30,8 @@ port=18811 strict_port=18812
 fail_context() {
   echo "--- receiver log (host B), last lines:"
   rxe-peer tail -n 25 "$recv_log" || true
+  echo "--- the strict receiver's log (host B), last lines:"
+  rxe-peer tail -n 10 "$recv_log.strict" || true
   local err
   for err in "$shared"/*.err; do [[ -e $err ]] && { echo "--- $(basename "$err"):"; tail -n 12 "$err"; }; done
   return 0
