@@ -85,7 +85,8 @@ class ReceiveLedger {
   [[nodiscard]] std::optional<ReceiveError> offer(const Offer& offer,
                                                   std::unique_ptr<Entry> made = nullptr);
   // Holds is about to go (7.9): Offered -> Held, until the sender's Continue, which
-  // continued() checks (Offered again: the driver answers it as an Offer).
+  // continued() checks (Held -> Continued: the driver answers it as an Offer, and no second
+  // Holds may go).
   void hold_for_continue(std::uint32_t entry);
   [[nodiscard]] std::optional<ReceiveError> continued(const Continue& next);
   // A FileAbort (7.9): Taken or Held -> Abandoning; the driver discards the file once

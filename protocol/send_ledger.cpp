@@ -10,13 +10,7 @@ SendLedger::SendLedger(std::vector<EntryPlan> entries, const Accept& accept,
       slot_size_(accept.slot_size),
       region_addr_(accept.region_addr),
       active_slots_(std::min(accept.slot_count, std::max(max_active_slots, 1U))),
-      credited_(accept.slot_count, false),
-      busy_(accept.slot_count, false),
-      held_(accept.slot_count, false),
-      rkey_(accept.slot_count, 0),
-      length_(accept.slot_count, 0),
-      owner_(accept.slot_count, 0),
-      out_(accept.slot_count, false) {}
+      slots_(accept.slot_count) {}
 
 bool SendLedger::files_unsettled() const {
   return files_in_flight_ > 0;
@@ -115,21 +109,22 @@ std::optional<ReplyError> SendLedger::settled(std::uint32_t entry, bool good) {
 }
 
 std::optional<CreditError> SendLedger::credit(const Credit& c) {
-  if (c.slot >= credited_.size()) return CreditError::SlotOutOfRange;
-  if (credited_[c.slot]) return CreditError::AlreadyHeld;
-  credited_[c.slot] = true;
-  if (out_[c.slot]) {  // its chunk is stored: the file has one fewer at the receiver
-    out_[c.slot] = false;
-    if (Entry* e = entry(owner_[c.slot])) --e->chunks_out;
+  if (c.slot >= slots_.size()) return CreditError::SlotOutOfRange;
+  Slot& slot = slots_[c.slot];
+  if (slot.credited) return CreditError::AlreadyHeld;
+  slot.credited = true;
+  if (slot.out) {  // its chunk is stored: the file has one fewer at the receiver
+    slot.out = false;
+    if (Entry* e = entry(slot.owner)) --e->chunks_out;
   }
-  rkey_[c.slot] = c.rkey;
+  slot.rkey = c.rkey;
   return std::nullopt;
 }
 
 std::optional<std::uint32_t> SendLedger::next_chunk_slot() const {
   if (taken_order_.empty()) return std::nullopt;
   for (std::uint32_t slot = 0; slot < active_slots_; ++slot)
-    if (credited_[slot] && !busy_[slot] && !held_[slot]) return slot;
+    if (slots_[slot].credited && !slots_[slot].busy && !slots_[slot].held) return slot;
   return std::nullopt;
 }
 
@@ -154,12 +149,13 @@ std::optional<SendLedger::Planned> SendLedger::next_chunk() {
                   p.next_offset,
                   static_cast<std::uint32_t>(std::min<std::uint64_t>(slot_size_, left)),
                   region_addr_ + std::uint64_t{*slot} * slot_size_,
-                  rkey_[*slot]};
-  credited_[*slot] = false;
-  busy_[*slot] = true;
-  out_[*slot] = true;
-  length_[*slot] = planned.length;
-  owner_[*slot] = entry;
+                  slots_[*slot].rkey};
+  Slot& used = slots_[*slot];
+  used.credited = false;
+  used.busy = true;
+  used.out = true;
+  used.length = planned.length;
+  used.owner = entry;
   p.next_offset += planned.length;
   ++p.chunks_in_flight;
   ++p.chunks_out;
@@ -168,12 +164,13 @@ std::optional<SendLedger::Planned> SendLedger::next_chunk() {
 }
 
 void SendLedger::unplan(const Planned& c) {
-  if (c.slot >= busy_.size() || !busy_[c.slot] || owner_[c.slot] != c.entry) return;
-  busy_[c.slot] = false;
-  credited_[c.slot] = true;
-  length_[c.slot] = 0;
-  const bool out = out_[c.slot];  // (a Credit may have come for it already)
-  out_[c.slot] = false;
+  if (c.slot >= slots_.size() || !slots_[c.slot].busy || slots_[c.slot].owner != c.entry) return;
+  Slot& slot = slots_[c.slot];
+  slot.busy = false;
+  slot.credited = true;
+  slot.length = 0;
+  const bool out = slot.out;  // (a Credit may have come for it already)
+  slot.out = false;
   Entry* p = entry(c.entry);
   if (p == nullptr) return;
   if (p->chunks_in_flight > 0) --p->chunks_in_flight;
@@ -189,26 +186,26 @@ std::optional<std::uint32_t> SendLedger::next_chunk_length() const {
 }
 
 std::uint32_t SendLedger::completed(std::uint32_t slot) {
-  if (slot >= busy_.size() || !busy_[slot]) return 0;
-  busy_[slot] = false;
-  const std::uint32_t length = length_[slot];
-  length_[slot] = 0;
+  if (slot >= slots_.size() || !slots_[slot].busy) return 0;
+  slots_[slot].busy = false;
+  const std::uint32_t length = slots_[slot].length;
+  slots_[slot].length = 0;
   bytes_completed_ += length;
-  if (Entry* e = entry(owner_[slot]); e != nullptr && e->chunks_in_flight > 0)
+  if (Entry* e = entry(slots_[slot].owner); e != nullptr && e->chunks_in_flight > 0)
     --e->chunks_in_flight;
   return length;
 }
 
 void SendLedger::hold(std::uint32_t slot) {
-  if (slot >= held_.size() || held_[slot]) return;
-  held_[slot] = true;
-  if (Entry* e = entry(owner_[slot])) ++e->chunks_held;
+  if (slot >= slots_.size() || slots_[slot].held) return;
+  slots_[slot].held = true;
+  if (Entry* e = entry(slots_[slot].owner)) ++e->chunks_held;
 }
 
 void SendLedger::release(std::uint32_t slot) {
-  if (slot >= held_.size() || !held_[slot]) return;
-  held_[slot] = false;
-  if (Entry* e = entry(owner_[slot]); e != nullptr && e->chunks_held > 0) --e->chunks_held;
+  if (slot >= slots_.size() || !slots_[slot].held) return;
+  slots_[slot].held = false;
+  if (Entry* e = entry(slots_[slot].owner); e != nullptr && e->chunks_held > 0) --e->chunks_held;
 }
 
 std::optional<std::uint32_t> SendLedger::next_file_done() {

@@ -106,7 +106,8 @@ class SendLedger {
   // A Have: the file is in place already; it is settled good without any of it sent.
   [[nodiscard]] std::optional<ReplyError> had(std::uint32_t entry);
   // The digest at the end (PROTOCOL.md 7.9). A Holds: the entry waits (Held) for the
-  // driver's Continue, which continued() records (Offered: its answer is awaited again).
+  // driver's Continue, which continued() records (Continued: its answer is awaited again,
+  // and no second Holds may come).
   [[nodiscard]] std::optional<ReplyError> held(std::uint32_t entry);
   [[nodiscard]] std::optional<ReplyError> continued(std::uint32_t entry);
   // The driver abandons a taken (or digest-asked) file (its FileAbort is about to go): no
@@ -163,13 +164,17 @@ class SendLedger {
   std::uint32_t slot_size_ = 0;
   std::uint64_t region_addr_ = 0;
   std::uint32_t active_slots_ = 0;
-  std::vector<bool> credited_;
-  std::vector<bool> busy_;
-  std::vector<bool> held_;
-  std::vector<std::uint32_t> rkey_;
-  std::vector<std::uint32_t> length_;        // of the chunk in flight in a busy slot
-  std::vector<std::uint32_t> owner_;         // and its entry
-  std::vector<bool> out_;                    // its chunk not stored yet (no Credit since)
+  // What the sender knows of each slot of the receiver's window.
+  struct Slot {
+    bool credited = false;    // a Credit came and no chunk has used it yet
+    bool busy = false;        // a chunk is being written into it
+    bool held = false;        // being hashed: not written again until release()
+    bool out = false;         // its chunk is not stored yet (no Credit since)
+    std::uint32_t rkey = 0;   // the last Credit's
+    std::uint32_t length = 0; // of the chunk in flight in a busy slot
+    std::uint32_t owner = 0;  // and its entry
+  };
+  std::vector<Slot> slots_;
   std::vector<std::uint32_t> taken_order_;   // taken files with chunks left, oldest first
   std::vector<std::uint32_t> open_entries_;  // offered, not settled
   std::uint32_t next_offer_ = 0;

@@ -128,17 +128,21 @@ void IncomingFile::set_metadata(std::uint32_t mode, std::int64_t mtime_sec,
 void IncomingFile::store(std::uint32_t slot, std::uint64_t offset,
                          std::span<const std::uint8_t> bytes, StoreDone done) {
   const std::uint64_t sequence = next_sequence_++;
-  stores_.push_back({sequence,
-                     offset,
-                     {slot, static_cast<std::uint32_t>(bytes.size()), {}},
-                     false,
-                     false,
-                     {},
-                     std::move(done)});
+  stores_.emplace(sequence, PendingStore{offset,
+                                         {slot, static_cast<std::uint32_t>(bytes.size()), {}},
+                                         false,
+                                         false,
+                                         {},
+                                         std::move(done)});
   hasher_->hash(offset, bytes,
                 [this, sequence](std::vector<merkle::Node> nodes, const std::string& error) {
-                  if (PendingStore* p = entry(sequence)) p->tree_nodes = std::move(nodes);
-                  on_hashed(sequence, error);
+                  PendingStore* p = entry(sequence);
+                  if (p == nullptr) return;  // discarded meanwhile
+                  p->tree_nodes = std::move(nodes);
+                  p->hashed = true;
+                  if (!error.empty() && p->stored.outcome.ok())
+                    p->stored.outcome = {Outcome::Kind::Failed, error};
+                  finish_store(sequence);
                 });
   auto write_error = std::make_shared<std::string>();
   lanes_[slot % lanes_.size()].post(
@@ -164,48 +168,47 @@ void IncomingFile::store(std::uint32_t slot, std::uint64_t offset,
           space_.release(p->stored.length);  // on the disk: the free space counts it now
         else if (p->stored.outcome.ok())
           p->stored.outcome = {Outcome::Kind::Failed, *write_error};
-        finish_stores();
+        finish_store(sequence);
       });
 }
 
-// Each job finds its entry by sequence number: entries leave only from the front, in
-// order, once both of their jobs are done, or all at once on discard().
 IncomingFile::PendingStore* IncomingFile::entry(std::uint64_t sequence) {
-  if (stores_.empty() || sequence < stores_.front().sequence) return nullptr;
-  const auto index = static_cast<std::size_t>(sequence - stores_.front().sequence);
-  return index < stores_.size() ? &stores_[index] : nullptr;
+  auto it = stores_.find(sequence);
+  return it == stores_.end() ? nullptr : &it->second;
 }
 
-void IncomingFile::on_hashed(std::uint64_t sequence, const std::string& error) {
-  PendingStore* p = entry(sequence);
-  if (p == nullptr) return;  // discarded meanwhile
-  p->hashed = true;
-  if (!error.empty() && p->stored.outcome.ok()) p->stored.outcome = {Outcome::Kind::Failed, error};
-  finish_stores();
+// A chunk is done once both its hash and its write are: its result goes back at once,
+// whatever chunks before it still do (its slot is free again). Its tree nodes wait in
+// `unfolded_` until every byte before it is stored, and are then folded in file order.
+void IncomingFile::finish_store(std::uint64_t sequence) {
+  auto it = stores_.find(sequence);
+  if (it == stores_.end() || !it->second.hashed || !it->second.written) return;
+  PendingStore p = std::move(it->second);
+  stores_.erase(it);
+  if (p.stored.outcome.ok()) {
+    if (!hasher_->has_gap()) unfolded_.emplace(p.offset, Unfolded{p.stored.length, std::move(p.tree_nodes)});
+    fold_stored_prefix();
+  } else {
+    // The tree has a gap and is not folded further (the transfer fails anyway).
+    hasher_->gap();
+    unfolded_.clear();
+  }
+  p.done(p.stored);
 }
 
-void IncomingFile::finish_stores() {
-  while (!stores_.empty() && stores_.front().hashed && stores_.front().written) {
-    PendingStore p = std::move(stores_.front());
-    stores_.pop_front();
-    if (p.stored.outcome.ok()) {
-      bytes_stored_ += p.stored.length;
-      // In file order: stores leave the front in order. After a failed store the tree has
-      // a gap and is not folded further (the transfer fails anyway).
-      if (!hasher_->has_gap()) {
-        hasher_->fold(p.tree_nodes);
-        if (progress_) progress_->stored(p.offset, p.stored.length, p.tree_nodes);
-      }
-    } else {
-      hasher_->gap();
-    }
-    p.done(p.stored);
+void IncomingFile::fold_stored_prefix() {
+  while (!unfolded_.empty() && unfolded_.begin()->first == bytes_stored_) {
+    auto node = unfolded_.extract(unfolded_.begin());
+    hasher_->fold(node.mapped().nodes);
+    if (progress_) progress_->stored(bytes_stored_, node.mapped().length, node.mapped().nodes);
+    bytes_stored_ += node.mapped().length;
   }
   if (progress_ && !hasher_->has_gap()) progress_->checkpoint_if_due();
 }
 
 Digest IncomingFile::finish_hash() {
   if (!stores_.empty()) throw std::logic_error("finish_hash while chunks are being stored");
+  if (!unfolded_.empty()) throw std::logic_error("finish_hash with a hole before a stored chunk");
   final_digest_ = hasher_->finish(bytes_stored_);
   return final_digest_;
 }
@@ -261,6 +264,7 @@ void IncomingFile::stop_jobs() {
   for (WorkQueue& lane : lanes_) lane.cancel();
   if (hasher_) hasher_->cancel();
   stores_.clear();  // their jobs were cancelled, or their results no longer matter
+  unfolded_.clear();
 }
 
 void IncomingFile::discard() {

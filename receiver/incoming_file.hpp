@@ -11,9 +11,11 @@
 // receiver/mapped_writes.hpp). A chunk arrives only once create() is done, and commit()
 // comes only once every chunk is stored; discard() and keep() wait for the lanes' running
 // writes before they close the file. Hashing is its FileHasher's (common/digest/file_hasher.hpp),
-// by the digest algorithm: a chunk's tree nodes (fs-verity) wait in the chunk's entry and are
-// folded in file order when the chunk is stored. A chunk is stored when both its hash and its write
-// are done; store() results come back in submission order.
+// by the digest algorithm. A chunk is stored when both its hash and its write are done, and
+// its result comes back then, whatever chunks before it still do: its slot is free again at
+// once. Its tree nodes (fs-verity's, BLAKE3's) wait until every byte before it is stored and
+// are folded in file order, so chunks may arrive in any order (as they do when one file is
+// striped over several connections, docs/STRIPING.md); bytes_stored() is the stored prefix.
 //
 // Threads. Every public function and every callback runs on the event loop thread (the
 // callbacks from WorkPool::run_completions()). The OutputFile is touched only by jobs of
@@ -37,6 +39,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -117,6 +120,7 @@ class IncomingFile {
   // the fs-verity digest `offset` must be a multiple of 4096 (else the store fails).
   void store(std::uint32_t slot, std::uint64_t offset, std::span<const std::uint8_t> bytes,
              StoreDone done);
+  // The bytes stored from the start of the file with no hole (what a resume may keep).
   std::uint64_t bytes_stored() const { return bytes_stored_; }
   // The digest (by the algorithm given) of every chunk stored, in order; all zero for the
   // fs-verity digest once a store failed. Only when no store is outstanding.
@@ -134,17 +138,21 @@ class IncomingFile {
 
  private:
   struct PendingStore {
-    std::uint64_t sequence = 0;
     std::uint64_t offset = 0;
     Stored stored;
     bool hashed = false;
     bool written = false;
-    std::vector<merkle::Node> tree_nodes;  // fs-verity: this chunk's, folded when stored
+    std::vector<merkle::Node> tree_nodes;  // this chunk's, folded once the bytes before are
     StoreDone done;
   };
+  // A chunk stored whose tree nodes wait for the bytes before it.
+  struct Unfolded {
+    std::uint32_t length = 0;
+    std::vector<merkle::Node> nodes;
+  };
   PendingStore* entry(std::uint64_t sequence);
-  void on_hashed(std::uint64_t sequence, const std::string& error);
-  void finish_stores();
+  void finish_store(std::uint64_t sequence);
+  void fold_stored_prefix();
   struct Metadata;
   void record_digest(const std::optional<Metadata>& metadata);
   void stop_jobs();
@@ -158,7 +166,8 @@ class IncomingFile {
   bool overwrite_;
   proto::DigestAlgorithm algorithm_;
   std::optional<OutputFile> file_;  // the disk queue's
-  std::deque<PendingStore> stores_;
+  std::map<std::uint64_t, PendingStore> stores_;  // by sequence number: each job finds its own
+  std::map<std::uint64_t, Unfolded> unfolded_;     // by offset, all past bytes_stored_
   std::uint64_t next_sequence_ = 0;
   std::uint64_t bytes_stored_ = 0;
   bool committed_ = false;
@@ -179,7 +188,7 @@ class IncomingFile {
   // Last: destroyed first, so no job outlives what it uses (they cancel what has not
   // started; the owner waited for idle() before destroying this).
   WorkPool& pool_;
-  // Made by create(); fed by store(), folded by finish_stores().
+  // Made by create(); fed by store(), folded by fold_stored_prefix().
   std::unique_ptr<FileHasher> hasher_;
   WorkQueue disk_;
   std::deque<WorkQueue> lanes_;         // chunk writes, by slot

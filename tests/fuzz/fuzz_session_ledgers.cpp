@@ -144,7 +144,7 @@ class Conversation {
     }
   }
 
-  // The receiver's side of one message, as receiver/connection_session.cpp handles it.
+  // The receiver's side of one message, as receiver/incoming_entries.cpp handles it.
   std::optional<ReceiveError> receive(const Message& m) {
     if (const auto* o = std::get_if<Offer>(&m)) return receiver_.offer(*o);
     if (const auto* c = std::get_if<FileChunk>(&m)) {

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <thread>
 
 #include "common/digest/blake3_tree.hpp"
@@ -123,7 +124,8 @@ TEST_F(IncomingLanesTest, AFileOnSixteenLanesVerifiesAndCommitsWhole) {
     std::vector<std::uint32_t> order;
     const std::size_t chunks = store_all(*f, 16, &order);
     ASSERT_TRUE(run_pool_until(pool, [&] { return order.size() == chunks; }));
-    EXPECT_TRUE(std::is_sorted(order.begin(), order.end()));  // results in file order
+    std::sort(order.begin(), order.end());  // each chunk's result once, in whatever order
+    EXPECT_EQ(std::adjacent_find(order.begin(), order.end()), order.end());
     EXPECT_EQ(f->bytes_stored(), bytes.size());
     const Digest expected = algorithm == proto::DigestAlgorithm::Blake3 ? blake3::digest_of(bytes)
                                                                         : merkle::digest_of(bytes);
@@ -135,6 +137,98 @@ TEST_F(IncomingLanesTest, AFileOnSixteenLanesVerifiesAndCommitsWhole) {
     EXPECT_EQ(contents(dir.path() / name), std::string(bytes.begin(), bytes.end()));
     EXPECT_TRUE(f->idle());
   }
+}
+
+// Chunks in any order (as the connections of a striped file deliver them): each result comes
+// back once its own chunk is stored, the stored prefix grows only without a hole, and the
+// digest is the whole file's.
+TEST_F(IncomingLanesTest, ChunksInAnyOrderMakeTheWholeFilesDigest) {
+  for (auto algorithm : {proto::DigestAlgorithm::FsVeritySha256, proto::DigestAlgorithm::Blake3}) {
+    SCOPED_TRACE(static_cast<int>(algorithm));
+    const std::string name = "any-" + std::to_string(static_cast<int>(algorithm));
+    auto f = created(name, algorithm, 8);
+    const std::size_t chunks = (bytes.size() + kChunk - 1) / kChunk;
+    std::vector<std::size_t> order(chunks);
+    for (std::size_t i = 0; i < chunks; ++i) order[i] = i;
+    std::mt19937 shuffle(static_cast<unsigned>(algorithm) + 7);
+    std::shuffle(order.begin(), order.end(), shuffle);
+    // The first chunk last: until then nothing is stored from the start.
+    std::iter_swap(std::find(order.begin(), order.end(), 0), order.end() - 1);
+    std::size_t done = 0;
+    for (std::size_t i = 0; i + 1 < chunks; ++i) {
+      const std::size_t at = order[i] * kChunk;
+      f->store(static_cast<std::uint32_t>(i % 8), at,
+               std::span(bytes).subspan(at, std::min(kChunk, bytes.size() - at)),
+               [&](const IncomingFile::Stored& s) {
+                 EXPECT_TRUE(s.outcome.ok()) << s.outcome.error;
+                 ++done;
+               });
+    }
+    ASSERT_TRUE(run_pool_until(pool, [&] { return done == chunks - 1; }));
+    EXPECT_EQ(f->bytes_stored(), 0u);  // every chunk but the first: a hole at the start
+    EXPECT_THROW(f->finish_hash(), std::logic_error);
+    f->store(0, 0, std::span(bytes).first(kChunk), [&](const IncomingFile::Stored& s) {
+      EXPECT_TRUE(s.outcome.ok()) << s.outcome.error;
+      ++done;
+    });
+    ASSERT_TRUE(run_pool_until(pool, [&] { return done == chunks; }));
+    EXPECT_EQ(f->bytes_stored(), bytes.size());
+    const Digest expected = algorithm == proto::DigestAlgorithm::Blake3 ? blake3::digest_of(bytes)
+                                                                        : merkle::digest_of(bytes);
+    EXPECT_EQ(f->finish_hash(), expected);
+    std::optional<IncomingFile::Outcome> committed;
+    f->commit([&](const IncomingFile::Outcome& o) { committed = o; });
+    ASSERT_TRUE(run_pool_until(pool, [&] { return committed.has_value(); }));
+    ASSERT_TRUE(committed->ok()) << committed->error;
+    EXPECT_EQ(contents(dir.path() / name), std::string(bytes.begin(), bytes.end()));
+  }
+}
+
+// Kept with a hole: the partial holds the prefix before it, not the chunks past it.
+TEST_F(IncomingLanesTest, KeptWithAHoleResumesFromTheHole) {
+  receiver::PartialStore partials{dir.fd(), {}};
+  const Digest digest = blake3::digest_of(bytes);
+  auto open = [&] {
+    auto f = std::make_unique<IncomingFile>(pool, dir.fd(), "hole.bin", false,
+                                            proto::DigestAlgorithm::Blake3);
+    f->set_resume({&partials, digest, static_cast<std::uint32_t>(kChunk), true});
+    f->set_write_lanes(4);
+    std::optional<IncomingFile::Outcome> result;
+    f->create(bytes.size(), space, [&](const IncomingFile::Outcome& o) { result = o; });
+    EXPECT_TRUE(run_pool_until(pool, [&] { return result.has_value(); }));
+    EXPECT_TRUE(result && result->ok());
+    return f;
+  };
+  {
+    auto f = open();
+    std::size_t done = 0;
+    // Chunks 0-2 and 4-9: chunk 3 never comes (its connection was lost).
+    for (std::size_t i : {0, 1, 2, 4, 5, 6, 7, 8, 9})
+      f->store(static_cast<std::uint32_t>(i % 4), i * kChunk,
+               std::span(bytes).subspan(i * kChunk, kChunk),
+               [&](const IncomingFile::Stored& s) {
+                 EXPECT_TRUE(s.outcome.ok()) << s.outcome.error;
+                 ++done;
+               });
+    ASSERT_TRUE(run_pool_until(pool, [&] { return done == 9; }));
+    EXPECT_EQ(f->bytes_stored(), 3 * kChunk);
+    f->keep();
+    ASSERT_TRUE(run_pool_until(pool, [&] { return f->idle(); }));
+  }
+  auto f = open();
+  EXPECT_EQ(f->resumed_from(), 3 * kChunk);
+  std::size_t posted = 0, done = 0;
+  for (std::uint64_t at = f->resumed_from(); at < bytes.size(); at += kChunk, ++posted)
+    f->store(static_cast<std::uint32_t>(posted % 4), at,
+             std::span(bytes).subspan(at, std::min<std::size_t>(kChunk, bytes.size() - at)),
+             [&](const IncomingFile::Stored& s) {
+               EXPECT_TRUE(s.outcome.ok()) << s.outcome.error;
+               ++done;
+             });
+  ASSERT_TRUE(run_pool_until(pool, [&] { return done == posted; }));
+  EXPECT_EQ(f->finish_hash(), digest);
+  f->discard();
+  ASSERT_TRUE(run_pool_until(pool, [&] { return f->idle(); }));
 }
 
 // Discarded with writes running on every lane: the temporary goes once they are done (the

@@ -345,7 +345,7 @@ TEST(SenderSession, AVersionOneReceiverEndsASessionWithExitStatus4) {
     EXPECT_EQ(r.h.status(i), Status::NotSent) << i;
     EXPECT_EQ(r.h.plan.results[i].outcome, O::VersionUnsupported) << i;
   }
-  // The command's status is the first failed entry's (sender/session_report.cpp).
+  // The command's status is the first failed entry's (sender/report.cpp).
   EXPECT_EQ(sender::exit_code_for(r.h.plan.results[0].outcome), sender::kExitRejected);
 }
 
