@@ -16,10 +16,12 @@ std::optional<ReceiveError> ReceiveLedger::offer(const Offer& o, std::unique_ptr
   if (entries_.size() >= kMaxEntriesInFlight) return ReceiveError::TooManyInFlight;
   // Computed without overflow: offered_bytes_ <= total_bytes always.
   if (o.size > open_.total_bytes - offered_bytes_) return ReceiveError::TooManyBytes;
+  if (o.striped && stripe_role_ != StripeRole::Lead) return ReceiveError::NotStriping;
   offered_bytes_ += o.size;
   ++offered_;
   if (!made) made = std::make_unique<Entry>(o);
   Entry& e = *(entries_[o.entry] = std::move(made));
+  e.striped = o.striped;
   e.state = EntryState::Waiting;
   advance_own(e.kind, e.state, EntryEvent::Offer);  // Waiting: a new entry
   return std::nullopt;
@@ -27,8 +29,36 @@ std::optional<ReceiveError> ReceiveLedger::offer(const Offer& o, std::unique_ptr
 
 void ReceiveLedger::take(std::uint32_t id, std::uint64_t start) {
   auto it = entries_.find(id);
-  if (it != entries_.end() && !advance(it->second->kind, it->second->state, EntryEvent::Take))
-    it->second->received = std::min(start, it->second->size);
+  if (it == entries_.end() || advance(it->second->kind, it->second->state, EntryEvent::Take))
+    return;
+  Entry& e = *it->second;
+  e.received = std::min(start, e.size);
+  if (e.striped) e.claims = std::make_shared<StripeClaims>(e.size, slot_size_, e.received);
+}
+
+std::optional<ReceiveError> ReceiveLedger::join(const Join& j) {
+  if (stripe_role_ != StripeRole::Member) return ReceiveError::NotStriping;
+  // Numbered after every Offer the Open announced, in order (u64: no overflow).
+  if (std::uint64_t{j.entry} != std::uint64_t{open_.entry_count} + joins_)
+    return ReceiveError::JoinOutOfOrder;
+  if (entries_.size() >= kMaxEntriesInFlight) return ReceiveError::TooManyInFlight;
+  for (const auto& [id, e] : entries_)
+    if (e->joined_to == j.lead_entry) return ReceiveError::AlreadyJoined;
+  ++joins_;
+  return std::nullopt;
+}
+
+void ReceiveLedger::joined(const Join& j, std::uint64_t size, std::shared_ptr<StripeClaims> claims,
+                           std::unique_ptr<Entry> made) {
+  if (!made) made = std::make_unique<Entry>();
+  Entry& e = *(entries_[j.entry] = std::move(made));
+  e.kind = EntryKind::File;
+  e.size = size;
+  e.joined_to = j.lead_entry;
+  e.claims = std::move(claims);
+  e.state = EntryState::Waiting;
+  advance_own(e.kind, e.state, EntryEvent::Offer);
+  advance_own(e.kind, e.state, EntryEvent::Take);
 }
 
 void ReceiveLedger::hold_for_continue(std::uint32_t id) {
@@ -97,14 +127,23 @@ std::optional<ReceiveError> ReceiveLedger::accept_chunk(const FileChunk& c) {
   if (c.slot >= slots_.size()) return ReceiveError::SlotOutOfRange;
   if (e.received == e.size) return ReceiveError::PastEnd;
   if (slots_[c.slot] != SlotState::Credited) return ReceiveError::SlotNotCredited;
-  if (c.offset != e.received) return ReceiveError::WrongOffset;
-  // Never forms offset + length, which could overflow.
-  const std::uint64_t expected = std::min<std::uint64_t>(slot_size_, e.size - e.received);
-  if (c.length == 0 || c.length != expected) return ReceiveError::WrongLength;
+  if (e.claims) {
+    // A striped file's chunk: anywhere on its grid, once in the group (7.12).
+    if (c.offset >= e.size || c.offset % slot_size_ != 0) return ReceiveError::WrongOffset;
+    if (c.length == 0 || c.length != std::min<std::uint64_t>(slot_size_, e.size - c.offset))
+      return ReceiveError::WrongLength;
+    if (!e.claims->claim(c.offset, c.length)) return ReceiveError::ChunkClaimed;
+  } else {
+    if (c.offset != e.received) return ReceiveError::WrongOffset;
+    // Never forms offset + length, which could overflow.
+    const std::uint64_t expected = std::min<std::uint64_t>(slot_size_, e.size - e.received);
+    if (c.length == 0 || c.length != expected) return ReceiveError::WrongLength;
+  }
   slots_[c.slot] = SlotState::Storing;
   slot_owner_[c.slot] = c.entry;
   ++storing_;
   ++e.storing;
+  if (e.claims) e.claims->store_started();
   e.received += c.length;
   return std::nullopt;
 }
@@ -114,8 +153,10 @@ bool ReceiveLedger::stored(std::uint32_t slot, std::uint32_t id) {
     return false;
   slots_[slot] = SlotState::Idle;
   --storing_;
-  if (auto it = entries_.find(id); it != entries_.end() && it->second->storing > 0)
+  if (auto it = entries_.find(id); it != entries_.end() && it->second->storing > 0) {
     --it->second->storing;
+    if (it->second->claims) it->second->claims->store_ended();
+  }
   return !closed_ && wants_data();
 }
 
@@ -127,7 +168,11 @@ std::vector<std::uint32_t> ReceiveLedger::release_slots_of(std::uint32_t id) {
     --storing_;
     released.push_back(slot);
   }
-  if (auto it = entries_.find(id); it != entries_.end()) it->second->storing = 0;
+  if (auto it = entries_.find(id); it != entries_.end()) {
+    if (it->second->claims)
+      for (std::uint32_t i = 0; i < it->second->storing; ++i) it->second->claims->store_ended();
+    it->second->storing = 0;
+  }
   return released;
 }
 
@@ -137,7 +182,10 @@ std::optional<ReceiveError> ReceiveLedger::file_done(const FileDone& d) {
   // The machine first (is a FileDone due at all?), then the form the entry's Offer set.
   EntryState next = it->second->state;
   if (advance(it->second->kind, next, EntryEvent::FileDone)) return ReceiveError::EntryNotReceiving;
-  if (it->second->digest_at_end != d.digest.has_value()) return ReceiveError::DigestMisplaced;
+  const Entry& e = *it->second;
+  const bool digest_due = e.digest_at_end && !e.joined_to;
+  if (digest_due != d.digest.has_value()) return ReceiveError::DigestMisplaced;
+  if (e.striped && e.claims && !e.claims->all_claimed()) return ReceiveError::StripeUnfinished;
   it->second->state = next;
   it->second->done_total = d.total_bytes;
   return std::nullopt;
@@ -151,6 +199,11 @@ bool ReceiveLedger::start_last_job(std::uint32_t id, EntryState when) {
   auto it = entries_.find(id);
   if (it == entries_.end() || it->second->state != when || it->second->verifying ||
       it->second->storing > 0)
+    return false;
+  // A striped file is verified once the chunks every connection of its group carried are
+  // stored (its FileDone came once all were claimed).
+  if (when == EntryState::Finished && it->second->striped && it->second->claims &&
+      it->second->claims->stores_running())
     return false;
   it->second->verifying = true;
   return true;
@@ -170,6 +223,13 @@ bool ReceiveLedger::wants_data() const {
   // (PROTOCOL.md 7.5): once every entry is offered, only what was offered counts.
   if (offered_ < open_.entry_count && offered_bytes_ < open_.total_bytes) return true;
   for (const auto& [id, e] : entries_) {
+    // A striped file wants data until every chunk is claimed, an entry joined to it until
+    // its FileDone (what it carries is the sender's choice).
+    if (e->claims) {
+      if (e->state == EntryState::Taken && (e->joined_to || !e->claims->all_claimed()))
+        return true;
+      continue;
+    }
     if ((e->state == EntryState::Offered || e->state == EntryState::Held ||
          e->state == EntryState::Continued || e->state == EntryState::Taken) &&
         e->received < e->size)

@@ -27,6 +27,7 @@
 
 #include "protocol/entry_machine.hpp"
 #include "protocol/enum_names.hpp"
+#include "protocol/stripes.hpp"
 #include "protocol/wire.hpp"
 
 namespace rdmax::proto {
@@ -47,8 +48,15 @@ enum class ReceiveError : std::uint8_t {
   // answer with Holds.
   NotHeld,
   // A FileDone without the digest of a file offered without it, or with one for a file
-  // offered with its digest (7.9).
+  // offered with its digest (7.9); or with a digest for an entry joined to a striped file.
   DigestMisplaced,
+  // One file over several connections (7.12): a striped Offer or a Join where this
+  // connection was not answered Stripes (or a Join on the lead, a striped Offer on a member).
+  NotStriping,
+  JoinOutOfOrder,   // a Join's entry is not the next number after the Offers and Joins
+  AlreadyJoined,    // a second Join of the same striped entry on this connection
+  ChunkClaimed,     // a chunk of a striped file that a connection of its group sent already
+  StripeUnfinished, // the striped entry's FileDone before every chunk of it was sent
 };
 
 class ReceiveLedger {
@@ -67,6 +75,12 @@ class ReceiveLedger {
 
     EntryKind kind = EntryKind::File;
     EntryState state = EntryState::Offered;
+    // One file over several connections (7.12): offered striped (on the group's lead), or an
+    // entry joined to such a file (on a member; `size` is the file's). Either takes its
+    // chunks at any offset of the file's grid that no connection of the group claimed before.
+    bool striped = false;
+    std::optional<std::uint32_t> joined_to;  // the lead's entry number
+    std::shared_ptr<StripeClaims> claims;    // the file's, shared by the group's entries
     bool verifying = false;  // Finished (or Abandoning) and every chunk stored
     std::uint64_t size = 0;
     bool digest_at_end = false;    // offered without its digest: its FileDone carries it
@@ -77,6 +91,12 @@ class ReceiveLedger {
 
   ReceiveLedger() = default;
   ReceiveLedger(const Open& open, std::uint32_t slot_size, std::uint32_t slot_count);
+
+  // This connection's place in a stripe group (7.12): set when Stripes is about to go (before
+  // the Accept), never otherwise. The lead may offer striped files, a member may Join them.
+  enum class StripeRole : std::uint8_t { None, Lead, Member };
+  void set_stripe_role(StripeRole role) { stripe_role_ = role; }
+  StripeRole stripe_role() const { return stripe_role_; }
 
   using Entries = std::map<std::uint32_t, std::unique_ptr<Entry>>;
 
@@ -97,8 +117,15 @@ class ReceiveLedger {
   bool start_discarding(std::uint32_t entry);
   // The driver took the file (Take is about to go): Offered -> Taken. With `start` (a
   // Resume's offset, PROTOCOL.md 7.6) the bytes before it count as received, and the
-  // first FileChunk must start there.
+  // first FileChunk must start there (a striped file's: any chunk from there on).
   void take(std::uint32_t entry, std::uint64_t start = 0);
+  // A Join on a member (7.12): checked for this connection (its role, the entry's number, the
+  // entries in flight, one Join per striped entry). The driver then looks the lead's entry up
+  // and either joins it (joined(): the entry is Taken, its chunks claimed in `claims`) or
+  // refuses it (Refuse; the number is used either way).
+  [[nodiscard]] std::optional<ReceiveError> join(const Join& join);
+  void joined(const Join& join, std::uint64_t size, std::shared_ptr<StripeClaims> claims,
+              std::unique_ptr<Entry> made = nullptr);
   // Refuse or FileVerdict is about to go: the entry is forgotten (handed back: null if it
   // was not in flight). Its chunks still being
   // stored keep their slots Storing until stored(). A file settled while Receiving (its
@@ -121,7 +148,8 @@ class ReceiveLedger {
   // An entry's stores were cancelled (it was settled early, or the connection ends): its
   // Storing slots become Idle. Returns them (the driver credits them back, if wanted).
   std::vector<std::uint32_t> release_slots_of(std::uint32_t entry);
-  // A FileDone: Taken -> Finished.
+  // A FileDone: Taken -> Finished. A joined entry's carries no digest (its total is what it
+  // sent); a striped entry's comes once every chunk of the file is claimed.
   [[nodiscard]] std::optional<ReceiveError> file_done(const FileDone& done);
   // A Finished entry with no chunk being stored starts verifying: returns true once.
   bool start_verifying(std::uint32_t entry);
@@ -136,6 +164,8 @@ class ReceiveLedger {
   // are below Open.total_bytes, or a file taken or being checked has bytes not received.
   [[nodiscard]] bool wants_data() const;
 
+  // A number past the Offers the Open announced: a Join's (7.12).
+  bool joined_number(std::uint32_t id) const { return id >= open_.entry_count; }
   Entry* entry(std::uint32_t id);
   const Entry* entry(std::uint32_t id) const;
   const Entries& entries() const { return entries_; }
@@ -158,6 +188,8 @@ class ReceiveLedger {
   std::vector<std::uint32_t> abandoned_;   // settled while Receiving
   std::uint32_t offered_ = 0;
   std::uint64_t offered_bytes_ = 0;
+  StripeRole stripe_role_ = StripeRole::None;
+  std::uint32_t joins_ = 0;  // Joins numbered so far (after Open.entry_count's Offers)
   std::uint32_t storing_ = 0;
   bool closed_ = false;
 };

@@ -72,6 +72,7 @@ constexpr ReceiverTransition next(S s, E e, const ReceiverChecks& checks) {
       if (e == E::GotOffer) return {S::InSession, {A::CheckOffer}};
       if (e == E::GotContinue) return {S::InSession, {A::CheckContinue}};
       if (e == E::GotFileAbort) return {S::InSession, {A::AbandonEntry, A::FinishEntries}};
+      if (e == E::GotJoin) return {S::InSession, {A::CheckJoin}};
       if (e == E::GotChunk) return {S::InSession, {A::StoreChunk}};
       if (e == E::GotFileDone) return {S::InSession, {A::TakeFileDone, A::FinishEntries}};
       // The driver lets an Id or a Bye through only once every entry is settled (the

@@ -52,6 +52,7 @@ enum class ReceiverEvent : std::uint8_t {
   GotFileDone,
   GotContinue,   // the digest at the end (7.9): where a held file continues
   GotFileAbort,  // the sender abandons a file offered with the digest at the end
+  GotJoin,       // a member connection carries chunks of a striped file (7.12)
   GotBye,
   GotError,
   GotUnexpected,  // a message the sender may not send (Accept, Credit, a Chunk, ...)
@@ -103,6 +104,8 @@ enum class ReceiverAction : std::uint8_t {
   CheckContinue,    // act on a Continue: Have, a resume or a new file
                     // -> EntryHave / EntryResumed / EntryTaken / EntryRefused
   AbandonEntry,     // a FileAbort: the entry is discarded once its chunks are stored
+  CheckJoin,        // a Join: ProtocolViolation if it breaks the rules, else the lead's
+                    // entry looked up -> EntryTaken (joined) / EntryRefused
   SendRefuse,       // and forget the entry
   StoreChunk,       // check the chunk, revoke its slot, queue it to be hashed + written:
                     // later ChunkStored (EntrySettled if the write fails); at once
@@ -136,6 +139,7 @@ enum class ReceiverData : std::uint8_t {
   FileDone,
   Continue,
   FileAbort,
+  Join,
   Entry,    // an entry taken, resumed or in place already
   Held,     // what is here of an entry offered without its digest (7.9)
   Refusal,  // an entry refused, and why
@@ -154,7 +158,8 @@ constexpr ReceiverData carried_by(ReceiverEvent event, OpenCheck check = OpenChe
   constexpr std::pair<E, D> kCarried[] = {
       {E::GotOffer, D::Offer},         {E::GotChunk, D::Chunk},
       {E::GotFileDone, D::FileDone},   {E::GotContinue, D::Continue},
-      {E::GotFileAbort, D::FileAbort}, {E::ProtocolViolation, D::Abort},
+      {E::GotFileAbort, D::FileAbort}, {E::GotJoin, D::Join},
+      {E::ProtocolViolation, D::Abort},
       {E::LocalFailure, D::Abort},     {E::Timeout, D::Abort},
       {E::ShuttingDown, D::Abort}};
   for (const auto& p : kCarried)
@@ -184,7 +189,8 @@ constexpr ReceiverData needed_by(ReceiverAction action) {
       {A::CheckOffer, D::Offer},       {A::SendTake, D::Entry},
       {A::SendResume, D::Entry},       {A::SendHave, D::Entry},
       {A::SendHolds, D::Held},         {A::CheckContinue, D::Continue},
-      {A::AbandonEntry, D::FileAbort}, {A::SendRefuse, D::Refusal},
+      {A::AbandonEntry, D::FileAbort}, {A::CheckJoin, D::Join},
+      {A::SendRefuse, D::Refusal},
       {A::StoreChunk, D::Chunk},       {A::TakeFileDone, D::FileDone},
       {A::SendCredit, D::Stored},      {A::SendFileVerdict, D::Verdict},
       {A::SendError, D::Abort}};

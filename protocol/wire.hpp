@@ -48,15 +48,17 @@ inline constexpr std::uint32_t kMaxSlotCount = 64;
 // (its layout()): the encoder, the decoder and the payload size read it
 // (protocol/wire_codec.hpp). A field is a member (an integer or enum, little-endian in its
 // own width, or a byte array), N reserved bytes (zero; a message whose are not is refused:
-// BadReserved), a flag bit (Offer's flags: bit 0 is the member, the others reserved), or a
+// BadReserved), flag bits (Offer's flags byte: bit 0 and bit 1 are members, the others
+// reserved), or a
 // counted string (a u16 length, then the bytes: the last field, the rest of the payload).
 // Hello, Open and FileDone, whose layouts depend on the version or on their own fields, are
 // written out by hand.
 template <std::size_t N>
 struct Reserved {};
 template <class M>
-struct FlagBit {
-  bool M::*member;
+struct FlagBits {
+  bool M::*bit0;
+  bool M::*bit1;
 };
 template <class M>
 struct Counted {
@@ -98,6 +100,9 @@ enum class MessageType : std::uint16_t {
   Continue = 27,
   // Version 2 only: any other message, sealed (docs/PROTOCOL.md 7.11).
   Sealed = 28,
+  // Version 2 only: one file over several connections (docs/PROTOCOL.md 7.12).
+  Stripes = 29,
+  Join = 30,
 };
 
 enum class VerdictCode : std::uint8_t {
@@ -108,6 +113,9 @@ enum class VerdictCode : std::uint8_t {
   // Version 2 only, in a FileVerdict answering a FileAbort (docs/PROTOCOL.md 7.9): nothing
   // of the entry was kept.
   Abandoned = 4,
+  // Version 2 only, in the FileVerdict of a striped entry or of one joined to it (7.12): a
+  // connection of its stripe group ended; what was stored in file order is kept for a resume.
+  Interrupted = 5,
 };
 
 enum class RejectReason : std::uint16_t {
@@ -204,6 +212,16 @@ inline constexpr std::uint16_t kExtensionSeal = 0x0005;
 // (a 44-byte Continue) and you compare" (docs/PROTOCOL.md 7.9). A receiver of this revision
 // sends a Holds only to such a sender, so it never tells anyone the digest of what it holds.
 inline constexpr std::uint16_t kExtensionProveHeld = 0x0006;
+// In an Open, 20 bytes, not must-understand: "this connection is member `member` of
+// `members` connections of one command, named by a random 16-byte token; one file may be
+// sent over all of them" (docs/PROTOCOL.md 7.12; protocol/stripes.hpp reads and writes it).
+// A receiver that stripes answers it with Stripes before its Accept; one that does not
+// ignores it.
+inline constexpr std::uint16_t kExtensionStripeGroup = 0x0007;
+inline constexpr std::size_t kStripeTokenBytes = 16;
+inline constexpr std::size_t kStripeGroupValueBytes = kStripeTokenBytes + 2 + 2;
+// The most connections one stripe group may have (Stripes.max_members is at most this).
+inline constexpr std::uint16_t kMaxStripeMembers = 64;
 inline constexpr std::uint8_t kSealSuiteAes256Gcm = 1;
 inline constexpr std::size_t kSealTagBytes = 16;  // AES-GCM's tag
 using SealTag = std::array<std::uint8_t, kSealTagBytes>;
@@ -381,10 +399,14 @@ struct Offer {
   // Offer.flags bit 0 (docs/PROTOCOL.md 7.9): the digest is zero here and comes in the
   // FileDone. Only on a connection whose Open carried kExtensionDigestAtEnd.
   bool digest_at_end = false;
+  // Offer.flags bit 1 (7.12): a file whose chunks the other members of the connection's
+  // stripe group may carry too (Join). Only to a receiver that sent Stripes.
+  bool striped = false;
   bool operator==(const Offer&) const = default;
   static constexpr auto layout() {
     return std::tuple{
-        &Offer::entry,      &Offer::kind,   FlagBit<Offer>{&Offer::digest_at_end},
+        &Offer::entry,      &Offer::kind,
+        FlagBits<Offer>{&Offer::digest_at_end, &Offer::striped},
         &Offer::mode,       &Offer::size,   &Offer::mtime_sec,
         &Offer::mtime_nsec, &Offer::digest, Counted<Offer>{&Offer::path, "Offer.path"}};
   }
@@ -532,10 +554,30 @@ struct Sealed {
 };
 inline constexpr std::size_t kSealedMinBox = kHeaderSize + kSealTagBytes;
 
+// receiver -> sender (7.12), right before the Accept (on a sealed connection, sealed, after
+// the receiver's Proof), only to an Open that carried kExtensionStripeGroup: this connection
+// may carry chunks of a striped file, in a group of at most `max_members` connections.
+struct Stripes {
+  std::uint16_t max_members = 0;  // >= 2
+  bool operator==(const Stripes&) const = default;
+  static constexpr auto layout() { return std::tuple{&Stripes::max_members, Reserved<2>{}}; }
+};
+
+// sender -> receiver (7.12), on a member connection of a stripe group: "entry `entry` of this
+// session carries chunks of the file the group's lead connection offered as `lead_entry`".
+// Answered Take{entry} (joined) or Refuse{entry, reason}.
+struct Join {
+  std::uint32_t entry = 0;
+  std::uint32_t lead_entry = 0;
+  bool operator==(const Join&) const = default;
+  static constexpr auto layout() { return std::tuple{&Join::entry, &Join::lead_entry}; }
+};
+
 using Message =
     std::variant<Hello, Accept, Chunk, Credit, Done, Verdict, Id, Secret, Denied, Reject, Bye,
                  Error, Working, Open, Offer, Take, Refuse, FileChunk, FileDone, FileVerdict,
-                 Resume, Have, Challenge, Proof, Holds, FileAbort, Continue, Sealed>;
+                 Resume, Have, Challenge, Proof, Holds, FileAbort, Continue, Sealed, Stripes,
+                 Join>;
 
 enum class DecodeError {
   Short,           // fewer bytes than a header

@@ -59,7 +59,7 @@ constexpr std::size_t fixed_bytes(Reserved<N>) {
   return N;
 }
 template <class M>
-constexpr std::size_t fixed_bytes(FlagBit<M>) {
+constexpr std::size_t fixed_bytes(FlagBits<M>) {
   return 1;
 }
 template <class M>
@@ -115,7 +115,7 @@ static_assert(kHeaderSize + fixed_size<Sealed>() + kSealedMinBox + fixed_size<Se
               kMaxMessageSize);
 
 // The variant's alternatives are declared in wire-type order, so index + 1 is the type.
-static_assert(std::variant_size_v<Message> == 28);
+static_assert(std::variant_size_v<Message> == 30);
 static_assert(std::is_same_v<std::variant_alternative_t<0, Message>, Hello>);
 static_assert(std::is_same_v<std::variant_alternative_t<11, Message>, Error>);
 static_assert(std::is_same_v<std::variant_alternative_t<12, Message>, Working>);
@@ -126,11 +126,25 @@ static_assert(std::is_same_v<std::variant_alternative_t<23, Message>, Proof>);
 static_assert(std::is_same_v<std::variant_alternative_t<25, Message>, FileAbort>);
 static_assert(std::is_same_v<std::variant_alternative_t<26, Message>, Continue>);
 static_assert(std::is_same_v<std::variant_alternative_t<27, Message>, Sealed>);
+static_assert(std::is_same_v<std::variant_alternative_t<28, Message>, Stripes>);
+static_assert(std::is_same_v<std::variant_alternative_t<29, Message>, Join>);
 
 inline std::size_t extensions_size(const std::vector<HelloExtension>& extensions) {
   std::size_t size = 0;
   for (const auto& e : extensions) size += kExtensionHeaderBytes + e.value.size();
   return size;
+}
+
+// kExtensionStripeGroup's value (7.12): the token, then `member` and `members` (u16 each).
+inline bool stripe_group_value_ok(const std::string& value) {
+  if (value.size() != kStripeGroupValueBytes) return false;
+  auto u16_at = [&](std::size_t at) {
+    return static_cast<std::uint16_t>(static_cast<std::uint8_t>(value[at]) |
+                                      static_cast<std::uint8_t>(value[at + 1]) << 8);
+  };
+  const std::uint16_t member = u16_at(kStripeTokenBytes);
+  const std::uint16_t members = u16_at(kStripeTokenBytes + 2);
+  return members >= 2 && members <= kMaxStripeMembers && member < members;
 }
 
 // Hello's and Open's rule for the extensions they know (docs/PROTOCOL.md 7.6).
@@ -148,6 +162,8 @@ inline const char* extensions_problem(const std::vector<HelloExtension>& extensi
     else if (e.type == kExtensionSeal &&
              (e.value.size() != 1 || static_cast<std::uint8_t>(e.value[0]) != kSealSuiteAes256Gcm))
       return "seal extension not one byte 1";
+    else if (e.type == kExtensionStripeGroup && !stripe_group_value_ok(e.value))
+      return "stripe-group extension not 20 bytes of a token, a member below 2..64 members";
     else if (e.type == kExtensionDigestAlgorithm &&
              (e.value.size() != 1 ||
               static_cast<DigestAlgorithm>(e.value[0]) != DigestAlgorithm::Blake3))
@@ -155,12 +171,12 @@ inline const char* extensions_problem(const std::vector<HelloExtension>& extensi
   return nullptr;
 }
 
-// A Verdict's codes; a FileVerdict may also be Abandoned (7.9).
+// A Verdict's codes; a FileVerdict may also be Abandoned (7.9) or Interrupted (7.12).
 inline bool is_known(VerdictCode code) {
   return static_cast<std::uint8_t>(code) <= 3;
 }
 inline bool is_known_for_entry(VerdictCode code) {
-  return is_known(code) || code == VerdictCode::Abandoned;
+  return is_known(code) || code == VerdictCode::Abandoned || code == VerdictCode::Interrupted;
 }
 inline bool is_known(AbortReason reason) {
   return reason == AbortReason::Changed || reason == AbortReason::Unreadable;

@@ -114,10 +114,11 @@ struct FieldReader {
       if (r.u8() != 0) reserved_problem = "reserved is not zero";
   }
   template <class M>
-  void read(M& m, FlagBit<M> flag) {
+  void read(M& m, FlagBits<M> bits) {
     const std::uint8_t flags = r.u8();
-    if ((flags & ~1U) != 0) reserved_problem = "flags has a reserved bit set";
-    m.*(flag.member) = (flags & 1U) != 0;
+    if ((flags & ~3U) != 0) reserved_problem = "flags has a reserved bit set";
+    m.*(bits.bit0) = (flags & 1U) != 0;
+    m.*(bits.bit1) = (flags & 2U) != 0;
   }
   template <class M>
   void read(M& m, Counted<M> counted) {
@@ -287,7 +288,7 @@ DecodeResult decode_payload(MessageType type, std::uint16_t version,
 }
 
 bool is_known_type(std::uint16_t type, std::uint16_t version) {
-  return type >= 1 && type <= (version == kVersion1 ? 12 : 28);
+  return type >= 1 && type <= (version == kVersion1 ? 12 : 30);
 }
 
 std::uint32_t read_le32(std::span<const std::uint8_t> b, std::size_t at) {

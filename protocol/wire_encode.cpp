@@ -2,6 +2,7 @@
 // to be encoded at all (the decoder's, so that whatever is encoded decodes back to itself),
 // and the bytes.
 
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -98,8 +99,8 @@ void write_field(ByteWriter& w, const M&, Reserved<N>) {
   for (std::size_t i = 0; i < N; ++i) w.u8(0);
 }
 template <class M>
-void write_field(ByteWriter& w, const M& m, FlagBit<M> flag) {
-  w.u8(m.*(flag.member) ? 1 : 0);
+void write_field(ByteWriter& w, const M& m, FlagBits<M> bits) {
+  w.u8(static_cast<std::uint8_t>((m.*(bits.bit0) ? 1U : 0U) | (m.*(bits.bit1) ? 2U : 0U)));
 }
 template <class M>
 void write_field(ByteWriter& w, const M& m, Counted<M> counted) {
@@ -214,7 +215,13 @@ const char* codec::field_problem(const Message& message) {
             if (!is_known_for_session(m.digest_algorithm)) return "Open.digest_algorithm unknown";
             if (m.keepalive_ms != 0 && !in_range(m.keepalive_ms, kMinKeepaliveMs, kMaxKeepaliveMs))
               return "Open.keepalive_ms not 0 or in 100..60000";
-            if (m.entry_count == 0) return "Open.entry_count is 0";
+            // A connection that only joins a striped file offers nothing of its own (7.12).
+            const bool member = std::any_of(m.extensions.begin(), m.extensions.end(),
+                                            [](const HelloExtension& e) {
+                                              return e.type == kExtensionStripeGroup;
+                                            });
+            if (m.entry_count == 0 && !member)
+              return "Open.entry_count is 0 without a stripe group";
             if (open_size(m) > kMaxMessageSize - kHeaderSize)
               return "Open does not fit one message";
             return open_extensions_problem(m);
@@ -231,6 +238,8 @@ const char* codec::field_problem(const Message& message) {
               return "Offer of a directory with digest_at_end";
             if (m.digest_at_end && !is_zero(m.digest))
               return "Offer with digest_at_end and a digest";
+            if (m.striped && m.kind == EntryKind::Directory)
+              return "Offer of a directory striped";
             return nullptr;
           },
           [](const Refuse& m) -> const char* {
@@ -247,6 +256,11 @@ const char* codec::field_problem(const Message& message) {
           },
           [](const Sealed& m) -> const char* {
             return m.box.size() < kSealedMinBox ? "Sealed.box shorter than 32 bytes" : nullptr;
+          },
+          [](const Stripes& m) -> const char* {
+            return m.max_members < 2 || m.max_members > kMaxStripeMembers
+                       ? "Stripes.max_members not in 2..64"
+                       : nullptr;
           },
           [](const auto&) -> const char* { return nullptr; },  // no static rules
       },

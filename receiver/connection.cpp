@@ -128,6 +128,8 @@ void Connection::perform(Action action, const ReceiverInput& cause) {
       return entries_.check_continue(data_for<Action::CheckContinue>(cause));
     case Action::AbandonEntry:
       return entries_.abandon(data_for<Action::AbandonEntry>(cause));
+    case Action::CheckJoin:
+      return entries_.check_join(data_for<Action::CheckJoin>(cause));
     case Action::SendRefuse:
       return entries_.refuse(data_for<Action::SendRefuse>(cause));
     case Action::StoreChunk:
@@ -347,6 +349,8 @@ void Connection::on_message(Inbound inbound) {
     return dispatch(input<Event::GotContinue>(*next));
   if (auto* abort = std::get_if<proto::FileAbort>(&message))
     return dispatch(input<Event::GotFileAbort>(*abort));
+  if (auto* join = std::get_if<proto::Join>(&message))
+    return dispatch(input<Event::GotJoin>(*join));
   if (offer != nullptr) return dispatch(input<Event::GotOffer>(std::move(*offer)));
   if (auto* chunk = std::get_if<proto::FileChunk>(&message))
     return dispatch(input<Event::GotChunk>(*chunk));

@@ -235,6 +235,14 @@ void IncomingEntries::have(std::uint32_t id) {
 }
 
 void IncomingEntries::refuse(const ReceiverInput::EntryRefusal& refusal) {
+  if (ledger_.joined_number(refusal.entry)) {
+    // A Join refused (7.12): the sender sends those chunks on its other connections; no
+    // failure of the session.
+    spdlog::info("[{}] not joining entry {}: {}", label_, refusal.entry, refusal.text);
+    hooks_.send(proto::Refuse{refusal.entry, refusal.reason,
+                              refusal.text.substr(0, proto::kMaxTextBytes)});
+    return settle(refusal.entry);
+  }
   IncomingEntry* entry = this->entry(refusal.entry);
   spdlog::warn("[{}] refused {}: {} {}", label_,
                entry ? proto::quoted_for_log(entry->offer.path) : "?",
@@ -574,6 +582,15 @@ void IncomingEntries::log_file_end(const IncomingEntry& entry, std::uint64_t rec
   }
   spdlog::info("[{}] '{}': {}, {} {}, verdict {}", label_, name, progress,
                proto::to_string(open_.digest_algorithm), to_hex(computed), verdict);
+}
+
+void IncomingEntries::check_join(const proto::Join& join) {
+  // A receiver that did not answer this connection's Open with Stripes (every receiver of
+  // this release: docs/STRIPING.md) refuses any Join as a violation, by the ledger's rules.
+  if (auto error = ledger_.join(join))
+    return violation(std::string("bad Join: ") + proto::to_string(*error));
+  hooks_.raise(input<proto::WorkResult::EntryRefused>(Input::EntryRefusal{
+      join.entry, proto::RejectReason::Internal, "no striped entry of that number in flight"}));
 }
 
 }  // namespace rdmax::receiver

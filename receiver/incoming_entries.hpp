@@ -72,6 +72,9 @@ class IncomingEntries {
   void hold(const ReceiverInput::EntryHeld& held);
   void check_continue(const proto::Continue& next);
   void abandon(const proto::FileAbort& abort);
+  // A Join (7.12): refused as a violation where the ledger's rules forbid it; a connection
+  // of a stripe group otherwise.
+  void check_join(const proto::Join& join);
   void store_chunk(const proto::FileChunk& chunk);
   void credit(const ReceiverInput::StoredSlot& stored);
   void take_file_done(const proto::FileDone& done);

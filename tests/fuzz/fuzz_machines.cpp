@@ -399,6 +399,8 @@ void deliver_to_receiver(ReceiverRun& receiver, std::span<const std::uint8_t> by
       return receiver.step(RE::GotContinue);
     case MessageType::FileAbort:
       return receiver.step(RE::GotFileAbort);
+    case MessageType::Join:
+      return receiver.step(RE::GotJoin);
     case MessageType::Offer:
       return receiver.step(RE::GotOffer);
     case MessageType::FileChunk:

@@ -13,6 +13,7 @@
 
 #include "protocol/auth.hpp"
 #include "protocol/receiver_machine.hpp"
+#include "protocol/stripes.hpp"
 #include "protocol/sender_machine.hpp"
 #include "protocol/wire.hpp"
 #include "tests/fuzz/machine_local_inputs.hpp"
@@ -231,6 +232,23 @@ int main(int argc, char** argv) {
       // Sealing (7.11): a box (any bytes, at least a header and a tag) and a sealed chunk.
       {"sealed", Sealed{std::string(kSealedMinBox + 40, '\x5a')}},
       {"file-chunk-sealed", FileChunk{0, 2, 131072, 65536, ChunkSeal{7, SealTag{}}}},
+      // One file over several connections (7.12): a member's Open, Stripes, a striped Offer,
+      // a Join, the verdict Interrupted.
+      {"open-stripe-member",
+       Open{DigestAlgorithm::FsVeritySha256,
+            1000,
+            0,
+            0,
+            0,
+            {{kExtensionResume, {}},
+             {kExtensionDigestAtEnd, {}},
+             stripe_group_extension({StripeToken{0x11, 0x22, 0x33}, 1, 2})}}},
+      {"stripes", Stripes{kMaxStripeMembers}},
+      {"offer-striped",
+       Offer{0, EntryKind::File, 0644, 1 << 30, 1'700'000'000, 5, Digest{}, "big.bin", true,
+             true}},
+      {"join", Join{0, 0}},
+      {"file-verdict-interrupted", FileVerdict{0, VerdictCode::Interrupted, Digest{}}},
   };
   for (const auto& [name, message] : version2_messages)
     write(root / "fuzz_decode" / name, encode(message, kVersion2));

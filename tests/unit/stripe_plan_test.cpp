@@ -15,7 +15,7 @@
 namespace {
 
 using rdmax::proto::StripePlan;
-using Chunk = StripePlan::Chunk;
+using PlannedChunk = StripePlan::Chunk;
 
 constexpr std::uint32_t kChunk = 4096;
 
@@ -33,7 +33,7 @@ void run_to_the_end(std::uint64_t size, std::uint64_t from, std::uint16_t member
   StripePlan plan(size, kChunk, from, members);
   std::mt19937 random(seed);
   const std::size_t window = 1 + seed % 3;
-  std::vector<std::vector<Chunk>> held(members);
+  std::vector<std::vector<PlannedChunk>> held(members);
   std::vector<std::uint64_t> handed_out;  // offsets, in the order handed out
   std::vector<bool> stored(size / kChunk + 1, false);
   std::uint64_t expected_next = from;
@@ -54,7 +54,7 @@ void run_to_the_end(std::uint64_t size, std::uint64_t from, std::uint16_t member
     }
     if (held[m].empty()) continue;
     const std::size_t pick = random() % held[m].size();
-    const Chunk chunk = held[m][pick];
+    const PlannedChunk chunk = held[m][pick];
     held[m].erase(held[m].begin() + static_cast<std::ptrdiff_t>(pick));
     ASSERT_TRUE(plan.stored(m, chunk.offset));
     ASSERT_FALSE(plan.stored(m, chunk.offset)) << "a chunk is stored once";
@@ -110,10 +110,10 @@ TEST(StripePlan, AnEmptyFileIsStoredWithoutAChunk) {
 TEST(StripePlan, TheFastMemberCarriesMoreAndThePrefixWaitsForTheSlowOne) {
   StripePlan plan(4 * kChunk, kChunk, 0, 2);
   const auto slow = plan.next(1);
-  ASSERT_EQ(slow, (Chunk{0, kChunk}));
+  ASSERT_EQ(slow, (PlannedChunk{0, kChunk}));
   for (std::uint64_t at = kChunk; at < 4 * kChunk; at += kChunk) {
     const auto chunk = plan.next(0);
-    ASSERT_EQ(chunk, (Chunk{at, kChunk}));
+    ASSERT_EQ(chunk, (PlannedChunk{at, kChunk}));
     ASSERT_TRUE(plan.stored(0, at));
   }
   EXPECT_EQ(plan.stored_prefix(), 0u) << "chunk 0 is not stored yet";
@@ -134,7 +134,7 @@ TEST(StripePlan, AMemberLostAtEveryPointInterruptsTheFileAtItsStoredPrefix) {
   for (std::uint32_t lose_after = 0; lose_after <= 7; ++lose_after) {
     SCOPED_TRACE(lose_after);
     StripePlan plan(size, kChunk, 0, 2);
-    std::vector<Chunk> of[2];
+    std::vector<PlannedChunk> of[2];
     // Members take turns; member 0 stores at once, member 1 holds its chunks.
     for (std::uint32_t i = 0; i < lose_after; ++i) {
       const auto m = static_cast<std::uint16_t>(i % 2);
@@ -151,12 +151,12 @@ TEST(StripePlan, AMemberLostAtEveryPointInterruptsTheFileAtItsStoredPrefix) {
     // Member 0's chunks are stored, member 1's are not: the prefix is member 0's chunks from
     // the start of the file up to member 1's first.
     std::uint64_t expected = 0;
-    for (const Chunk& c : of[0])
+    for (const PlannedChunk& c : of[0])
       if (c.offset == expected) expected += c.length;
     EXPECT_EQ(prefix, expected);
     EXPECT_FALSE(plan.next(0).has_value()) << "nothing more after an interruption";
     EXPECT_FALSE(plan.next(1).has_value());
-    for (const Chunk& c : of[1]) EXPECT_FALSE(plan.stored(1, c.offset)) << "lost with it";
+    for (const PlannedChunk& c : of[1]) EXPECT_FALSE(plan.stored(1, c.offset)) << "lost with it";
     EXPECT_TRUE(plan.member_done(0));
     EXPECT_TRUE(plan.member_done(1));
     EXPECT_FALSE(plan.all_stored());

@@ -116,7 +116,8 @@ TEST(WireSession, StaticRules) {
   kind[16 + 4] = 3;
   EXPECT_EQ(decode_error(kind), DecodeError::BadField);
   Bytes offer_reserved = offer;
-  offer_reserved[16 + 5] = 2;  // flags: bit 0 is digest_at_end (7.9), the rest reserved
+  // flags: bit 0 is digest_at_end (7.9), bit 1 striped (7.12), the rest reserved
+  offer_reserved[16 + 5] = 4;
   EXPECT_EQ(decode_error(offer_reserved), DecodeError::BadReserved);
   Bytes offer_flagged = offer;  // digest_at_end with the example's digest set
   offer_flagged[16 + 5] = 1;
@@ -173,11 +174,11 @@ TEST(WireSession, RefuseAndFileVerdictTakeEveryKnownCodeAndNoOther) {
     EXPECT_EQ(decode_error(refuse), known ? std::nullopt : std::optional{DecodeError::BadField})
         << reason;
   }
-  for (int code = 0; code <= 5; ++code) {
+  for (int code = 0; code <= 6; ++code) {
     Bytes verdict = encode(FileVerdict{}, kVersion2);
     verdict[16 + 4] = static_cast<std::uint8_t>(code);
     EXPECT_EQ(decode_error(verdict),
-              code <= 4 ? std::nullopt : std::optional{DecodeError::BadField})
+              code <= 5 ? std::nullopt : std::optional{DecodeError::BadField})
         << code;
   }
 }
