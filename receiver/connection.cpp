@@ -221,10 +221,13 @@ void Connection::send_accept(const ReceiverInput::AcceptedOpen& accepted) {
   window_.allocate(*transport(), accepted.slots, o.slot_size, accepted.window_bytes);
   digest_at_end_ = accepted.extensions.digest_at_end;
   const auto& seal = keys_.seal_keys();
-  entries_.start(accepted, terms_, keys_.subdir(), seal ? &seal->chunks : nullptr);
+  entries_.start(accepted, terms_, keys_.subdir(), seal ? &seal->chunks : nullptr,
+                 keys_.proven_id());
   if (open_.entry_count > 1)
     spdlog::info("[{}] session of {} entries ({}), {}", label(), open_.entry_count,
                  proto::format_size(open_.total_bytes), proto::to_string(open_.digest_algorithm));
+  // One file may come over this and the other connections of the sender's group (7.12).
+  if (entries_.stripes()) post(proto::Stripes{proto::kMaxStripeMembers});
   post(proto::Accept{window_.address(), 0, o.slot_size, accepted.slots});
   entries_.expect_next();
 }

@@ -49,6 +49,7 @@ Daemon::Daemon(const ReceiverOptions& options, Fd dir, std::optional<proto::Secr
     context_.sender_keys = &*sender_keys_;
     context_.penalties = &penalties_;
   }
+  context_.stripe_groups = &stripe_groups_;
   if (options_.partials) {
     partials_.emplace(dir_.get(), PartialStore::Limits{options_.partial_ttl, options_.partial_max});
     context_.partials = &*partials_;

@@ -31,6 +31,7 @@
 #include "receiver/metrics.hpp"
 #include "receiver/options.hpp"
 #include "receiver/service_notify.hpp"
+#include "receiver/stripe_groups.hpp"
 
 namespace rdmax::receiver {
 
@@ -84,6 +85,8 @@ class Daemon {
   std::chrono::steady_clock::time_point next_expiry_{};
   ReceiverMetrics own_metrics_;
   ReceiverMetrics& metrics_;
+  // One file over several connections (PROTOCOL.md 7.12): outlives every connection.
+  StripeGroups stripe_groups_;
   ReceiverContext context_;
   EventLoop loop_;
   EventChannel channel_;

@@ -32,8 +32,13 @@ IncomingEntries::IncomingEntries(ReceiverContext& context, ReceiveWindow& window
                                  const std::string& label, EntryHooks hooks)
     : context_(context), window_(window), label_(label), hooks_(std::move(hooks)) {}
 
+IncomingEntries::~IncomingEntries() {
+  if (group_) context_.stripe_groups->leave(*group_, this);
+}
+
 void IncomingEntries::start(const ReceiverInput::AcceptedOpen& accepted, const FlowTerms& terms,
-                            std::string subdir, const proto::SealKey* chunk_key) {
+                            std::string subdir, const proto::SealKey* chunk_key,
+                            const std::string& proven_id) {
   open_ = accepted.open;
   terms_ = terms;
   subdir_ = std::move(subdir);
@@ -44,6 +49,15 @@ void IncomingEntries::start(const ReceiverInput::AcceptedOpen& accepted, const F
         context_.partials, {}, context_.options.slot_size, false, PartialStore::Match::Fresh};
   }
   ledger_ = proto::ReceiveLedger(open_, context_.options.slot_size, accepted.slots);
+  // One file over several connections (7.12): grouped by the command's token and the key
+  // the sender proved.
+  if (const auto group = proto::stripe_group_of(open_); group && context_.stripe_groups) {
+    group_ = StripeGroups::Key{group->token, proven_id};
+    member_ = group->member;
+    context_.stripe_groups->enter(*group_, member_, this);
+    ledger_.set_stripe_role(member_ == 0 ? proto::ReceiveLedger::StripeRole::Lead
+                                         : proto::ReceiveLedger::StripeRole::Member);
+  }
   directories_.emplace(context_.pool);
   intake_.emplace(context_.pool, window_.transport(), accepted.slots, chunk_key);
   started_ = Clock::now();
@@ -114,8 +128,8 @@ void IncomingEntries::check_offer(const proto::Offer& offer) {
 void IncomingEntries::create_file(std::uint32_t id, std::optional<IncomingFile::Resume> resume) {
   IncomingEntry& entry = *this->entry(id);
   expect_next();
-  entry.file.emplace(context_.pool, context_.dir_fd, entry.offer.path, context_.options.overwrite,
-                     open_.digest_algorithm);
+  entry.file = std::make_shared<IncomingFile>(context_.pool, context_.dir_fd, entry.offer.path,
+                                              context_.options.overwrite, open_.digest_algorithm);
   if (resume) entry.file->set_resume(*resume);
   entry.file->set_direct_io(context_.options.direct_io);
   // As many of its chunks written at once as the window holds: one file alone fills it.
@@ -207,7 +221,11 @@ void IncomingEntries::take(std::uint32_t id, bool resume) {
   }
   entry.taken = Clock::now();
   ledger_.take(id, from);
-  if (from == 0) {
+  if (entry.joined_to) {
+    spdlog::info("[{}] carrying chunks of {} (entry {} of the lead)", label_,
+                 proto::quoted_for_log(entry.offer.path), *entry.joined_to);
+    hooks_.send(proto::Take{id});
+  } else if (from == 0) {
     spdlog::info("[{}] receiving {} ({})", label_, proto::quoted_for_log(entry.offer.path),
                  proto::format_size(entry.offer.size));
     hooks_.send(proto::Take{id});
@@ -331,9 +349,14 @@ void IncomingEntries::store_opened(const proto::FileChunk& c) {
   const std::uint32_t id = c.entry;
   // Settled while its slot was being revoked (another chunk's store failed): its slot went
   // back with it.
-  if (entry(id) == nullptr) return;
-  entry(id)->file->store(c.slot, c.offset, window_.slot(c.slot).first(c.length),
-                         [this, id](const IncomingFile::Stored& stored) {
+  IncomingEntry* e = entry(id);
+  if (e == nullptr) return;
+  // A chunk of another connection's striped file (7.12): its `done` comes back here.
+  const bool joined = e->joined_to.has_value();
+  if (joined) ++joined_stores_;
+  e->file->store(c.slot, c.offset, window_.slot(c.slot).first(c.length),
+                         [this, id, joined](const IncomingFile::Stored& stored) {
+                           if (joined) --joined_stores_;
                            hooks_.in_session([&] { on_stored(id, stored); });
                          });
 }
@@ -341,9 +364,13 @@ void IncomingEntries::store_opened(const proto::FileChunk& c) {
 void IncomingEntries::on_stored(std::uint32_t id, const IncomingFile::Stored& stored) {
   IncomingEntry* entry = this->entry(id);
   if (entry == nullptr) return;
+  IncomingEntries* lead =
+      entry->joined_to && group_ ? context_.stripe_groups->lead(*group_) : nullptr;
   if (!stored.outcome.ok()) {
     spdlog::error("[{}] cannot write {}: {}", label_, proto::quoted_for_log(entry->offer.path),
                   stored.outcome.error);
+    // The striped file it is part of cannot be whole either (7.12).
+    if (lead != nullptr) lead->interrupt_striped(*entry->joined_to, proto::VerdictCode::StorageError);
     // The entry is settled now; its slots are freed once its file's jobs are done.
     return hooks_.raise(input<proto::WorkResult::EntrySettled>(
         Input::EntryVerdict{id, proto::VerdictCode::StorageError}));
@@ -354,9 +381,14 @@ void IncomingEntries::on_stored(std::uint32_t id, const IncomingFile::Stored& st
 }
 
 void IncomingEntries::credit(const ReceiverInput::StoredSlot& stored) {
+  const proto::ReceiveLedger::Entry* e = ledger_.entry(stored.entry);
+  const bool joined = e != nullptr && e->joined_to.has_value();
   // false: nothing more to receive (or the slot did not hold that entry's chunk). Once
   // every byte has arrived no slot is handed back (docs/PROTOCOL.md 5.4).
   if (ledger_.stored(stored.slot, stored.entry)) grant(stored.slot);
+  // A chunk of the lead's striped file is stored (7.12): the lead may verify it now.
+  if (joined && group_)
+    if (IncomingEntries* lead = context_.stripe_groups->lead(*group_)) lead->member_stored();
   expect_next();
 }
 
@@ -396,12 +428,24 @@ void IncomingEntries::finish() {
 
 void IncomingEntries::verify(std::uint32_t id) {
   IncomingEntry& entry = *this->entry(id);
+  using Code = proto::VerdictCode;
+  if (entry.joined_to) {
+    // A member's part of a striped file (7.12): its chunks are stored; the file is the lead's
+    // to verify. `received` is what arrived on this connection.
+    return hooks_.raise(input<proto::WorkResult::EntrySettled>(Input::EntryVerdict{
+        id, entry.done_total == entry.received ? Code::Good : Code::SizeMismatch}));
+  }
   const auto started = Clock::now();
   auto verified = [this, started] { context_.metrics.count_verification(Clock::now() - started); };
-  entry.computed = entry.file->finish_hash();
-  using Code = proto::VerdictCode;
-  // `received` counts the bytes before a Resume offset too (the ledger starts there).
-  if (entry.received != entry.offer.size || entry.done_total != entry.received) {
+  // `received` counts the bytes before a Resume offset too (the ledger starts there); a
+  // striped file's chunks came on several connections: it must be stored whole, with no hole.
+  const bool whole = entry.striped ? entry.file->bytes_stored() == entry.offer.size &&
+                                         entry.done_total == entry.offer.size
+                                   : entry.received == entry.offer.size &&
+                                         entry.done_total == entry.received;
+  // (A striped file with a hole has no digest to finish.)
+  if (whole || !entry.striped) entry.computed = entry.file->finish_hash();
+  if (!whole) {
     verified();
     entry.data_bad = true;
     return hooks_.raise(
@@ -460,6 +504,18 @@ void IncomingEntries::send_verdict(const ReceiverInput::EntryVerdict& verdict) {
   IncomingEntry* entry = this->entry(verdict.entry);
   if (entry == nullptr) return;
   const bool good = verdict.code == proto::VerdictCode::Good;
+  if (entry->joined_to) {
+    // A member's part (7.12): the file's own verdict is the lead's to give.
+    spdlog::debug("[{}] our part of {}: {}", label_, proto::quoted_for_log(entry->offer.path),
+                  proto::to_string(verdict.code));
+    if (!good && group_)
+      if (IncomingEntries* lead = context_.stripe_groups->lead(*group_))
+        lead->interrupt_striped(*entry->joined_to, proto::VerdictCode::Interrupted);
+    hooks_.send(proto::FileVerdict{verdict.entry, verdict.code, {}});
+    return settle(verdict.entry);
+  }
+  // A striped file not verified (7.12): the entries joined to it end once it is settled.
+  const bool striped_failed = entry->striped && !good;
   (good ? good_ : failed_) += 1;
   if (entry->offer.kind == proto::EntryKind::File && !good)
     context_.metrics.count(failed_file(verdict.code));
@@ -471,10 +527,13 @@ void IncomingEntries::send_verdict(const ReceiverInput::EntryVerdict& verdict) {
                  proto::quoted_for_log(entry->offer.path));
   } else {
     const std::uint64_t from = entry->file ? entry->file->resumed_from() : 0;
-    log_file_end(*entry, entry->offer.size - from, entry->computed, proto::to_string(verdict.code));
+    // A striped file cut short (7.12) has only its stored prefix.
+    const std::uint64_t to = entry->striped ? entry->file->bytes_stored() : entry->offer.size;
+    log_file_end(*entry, to - from, entry->computed, proto::to_string(verdict.code));
   }
   hooks_.send(proto::FileVerdict{verdict.entry, verdict.code, entry->computed});
   settle(verdict.entry);
+  if (striped_failed) striped_ended(verdict.entry);
 }
 
 void IncomingEntries::settle(std::uint32_t id) {
@@ -483,7 +542,8 @@ void IncomingEntries::settle(std::uint32_t id) {
   auto& entry = static_cast<IncomingEntry&>(*settled);
   // Settled without a commit: a bad verdict, a refusal or a failed store. Nothing of it is
   // kept for a resume.
-  if (entry.file && !entry.file->committed()) entry.file->discard();
+  // (An entry joined to another connection's striped file leaves the file to that one.)
+  if (entry.file && !entry.joined_to && !entry.file->committed()) entry.file->discard();
   retired_.emplace_back(id, std::move(settled));
   reap_retired(true);
   if (ledger_.all_settled() && open_.entry_count > 1) {
@@ -515,6 +575,12 @@ void IncomingEntries::discard_files(bool keep_nothing) {
   // The session was interrupted: what each file in flight stored is kept for a resume.
   for (auto& [id, held] : ledger_.drop_entries()) {
     auto& entry = static_cast<IncomingEntry&>(*held);
+    if (entry.joined_to) {  // 7.12: the lead keeps the file as far as it is whole
+      joined_cut_short(entry);
+      retired_.emplace_back(id, std::move(held));
+      continue;
+    }
+    if (entry.striped) striped_ended(id);
     if (entry.file && !entry.file->committed()) {
       if (entry.taken != Clock::time_point{}) log_file_end(entry, entry.received, {}, nullptr);
       if (entry.data_bad || keep_nothing)
@@ -544,9 +610,17 @@ bool IncomingEntries::committing() const {
 
 bool IncomingEntries::idle() const {
   auto busy = [](const proto::ReceiveLedger::Entry& e) {
-    const auto& file = static_cast<const IncomingEntry&>(e).file;
-    return file && !file->idle();
+    const auto& entry = static_cast<const IncomingEntry&>(e);
+    // An entry joined to another connection's file: that file's other work is not ours
+    // (below, what we stored into it).
+    return entry.file && !entry.joined_to && !entry.file->idle();
   };
+  // Stores we put into striped files of other connections read our window: while any is
+  // unanswered, and its file not idle (a file kept or discarded drops its stores' answers).
+  if (joined_stores_ > 0 &&
+      std::any_of(joined_files_.begin(), joined_files_.end(),
+                  [](const std::shared_ptr<IncomingFile>& f) { return !f->idle(); }))
+    return false;
   for (const auto& [id, entry] : ledger_.entries())
     if (busy(*entry)) return false;
   for (const auto& [id, entry] : retired_)
@@ -585,12 +659,77 @@ void IncomingEntries::log_file_end(const IncomingEntry& entry, std::uint64_t rec
 }
 
 void IncomingEntries::check_join(const proto::Join& join) {
-  // A receiver that did not answer this connection's Open with Stripes (every receiver of
-  // this release: docs/STRIPING.md) refuses any Join as a violation, by the ledger's rules.
+  // Where this connection was not answered Stripes, or the Join breaks the numbering, it is a
+  // violation by the ledger's rules (PROTOCOL.md 7.12).
   if (auto error = ledger_.join(join))
     return violation(std::string("bad Join: ") + proto::to_string(*error));
-  hooks_.raise(input<proto::WorkResult::EntryRefused>(Input::EntryRefusal{
-      join.entry, proto::RejectReason::Internal, "no striped entry of that number in flight"}));
+  auto refuse = [&](const char* why) {
+    hooks_.raise(input<proto::WorkResult::EntryRefused>(
+        Input::EntryRefusal{join.entry, proto::RejectReason::Internal, why}));
+  };
+  IncomingEntries* lead = context_.stripe_groups->lead(*group_);
+  IncomingEntry* striped = lead != nullptr ? lead->joinable(join.lead_entry) : nullptr;
+  if (striped == nullptr) return refuse("no striped entry of that number is being received");
+  if (lead->ledger_.slot_size() != ledger_.slot_size())
+    return refuse("this connection's slot size differs from the lead's");
+  // Its Open said no byte would come: it was given no window to carry any (7.5).
+  if (open_.total_bytes == 0) return refuse("this connection's Open announced no bytes");
+  auto joined = std::make_unique<IncomingEntry>(striped->offer);
+  joined->file = striped->file;
+  if (std::find(joined_files_.begin(), joined_files_.end(), striped->file) == joined_files_.end())
+    joined_files_.push_back(striped->file);
+  ledger_.joined(join, striped->size, striped->claims, std::move(joined));
+  hooks_.raise(input<proto::WorkResult::EntryTaken>(Input::EntryTaken{join.entry}));
+}
+
+IncomingEntry* IncomingEntries::joinable(std::uint32_t lead_entry) {
+  IncomingEntry* e = entry(lead_entry);
+  if (e == nullptr || !e->striped || !e->claims || e->state != proto::EntryState::Taken)
+    return nullptr;
+  return e;
+}
+
+void IncomingEntries::interrupt_striped(std::uint32_t lead_entry, proto::VerdictCode code) {
+  hooks_.in_session([&] {
+    IncomingEntry* e = entry(lead_entry);
+    if (e == nullptr || !e->striped || e->verifying) return;
+    spdlog::warn("[{}] {}: a connection of its stripe group ended{}", label_,
+                 proto::quoted_for_log(e->offer.path),
+                 code == proto::VerdictCode::StorageError ? " (a chunk could not be written)"
+                                                          : "; kept for a resume");
+    // What is stored in file order stays for the next attempt (7.6); a write that failed
+    // leaves nothing worth keeping.
+    if (code == proto::VerdictCode::StorageError) e->data_bad = true;
+    if (e->file && !e->data_bad) e->file->keep();
+    hooks_.raise(input<proto::WorkResult::EntrySettled>(Input::EntryVerdict{lead_entry, code}));
+  });
+}
+
+void IncomingEntries::interrupt_joined(std::uint32_t lead_entry) {
+  hooks_.in_session([&] {
+    std::vector<std::uint32_t> joined;
+    for (const auto& [id, e] : ledger_.entries())
+      if (e->joined_to == lead_entry) joined.push_back(id);
+    for (std::uint32_t id : joined)
+      hooks_.raise(input<proto::WorkResult::EntrySettled>(
+          Input::EntryVerdict{id, proto::VerdictCode::Interrupted}));
+  });
+}
+
+void IncomingEntries::member_stored() {
+  hooks_.in_session([&] { finish(); });
+}
+
+void IncomingEntries::striped_ended(std::uint32_t id) {
+  if (!group_) return;
+  for (IncomingEntries* member : context_.stripe_groups->others(*group_, this))
+    member->interrupt_joined(id);
+}
+
+void IncomingEntries::joined_cut_short(const IncomingEntry& entry) {
+  if (!group_ || !entry.joined_to) return;
+  if (IncomingEntries* lead = context_.stripe_groups->lead(*group_))
+    lead->interrupt_striped(*entry.joined_to, proto::VerdictCode::Interrupted);
 }
 
 }  // namespace rdmax::receiver

@@ -51,11 +51,19 @@ class IncomingEntries {
 
   IncomingEntries(ReceiverContext& context, ReceiveWindow& window, const std::string& label,
                   EntryHooks hooks);
+  IncomingEntries(const IncomingEntries&) = delete;
+  IncomingEntries& operator=(const IncomingEntries&) = delete;
+  ~IncomingEntries();  // leaves its stripe group
 
   // The Open was accepted: its entries' rules, the flow's terms, the sender key's
-  // subdirectory (empty: none) and, on a sealed connection, the chunks' key (7.11).
+  // subdirectory (empty: none), on a sealed connection the chunks' key (7.11), and the key
+  // id the sender proved (empty: none; it scopes a stripe group, 7.12).
   void start(const ReceiverInput::AcceptedOpen& accepted, const FlowTerms& terms,
-             std::string subdir, const proto::SealKey* chunk_key = nullptr);
+             std::string subdir, const proto::SealKey* chunk_key = nullptr,
+             const std::string& proven_id = {});
+  // The Open asked to join a stripe group and this daemon stripes: Stripes goes before the
+  // Accept (7.12).
+  bool stripes() const { return group_.has_value(); }
   proto::ReceiveLedger& ledger() { return ledger_; }
   IncomingEntry* entry(std::uint32_t id) {
     // Every entry the ledger holds is one of ours (check_offer hands it over).
@@ -72,9 +80,22 @@ class IncomingEntries {
   void hold(const ReceiverInput::EntryHeld& held);
   void check_continue(const proto::Continue& next);
   void abandon(const proto::FileAbort& abort);
-  // A Join (7.12): refused as a violation where the ledger's rules forbid it; a connection
-  // of a stripe group otherwise.
+  // A Join (7.12): a violation where the ledger's rules forbid it; else joined to the lead's
+  // striped entry (EntryTaken) or refused (EntryRefused).
   void check_join(const proto::Join& join);
+
+  // What the other connections of a stripe group ask of this one (on the loop, from their
+  // own steps). On the lead: its striped entry `lead_entry` if it may be joined now.
+  IncomingEntry* joinable(std::uint32_t lead_entry);
+  // On the lead: a member's connection ended while it carried chunks of `lead_entry`, or one
+  // of them could not be stored (`code`): the file is kept as far as it is stored in order
+  // (unless StorageError) and the entry settled with `code`.
+  void interrupt_striped(std::uint32_t lead_entry, proto::VerdictCode code);
+  // On a member: the lead's striped entry `lead_entry` ended without being verified: the
+  // entries joined to it are settled Interrupted.
+  void interrupt_joined(std::uint32_t lead_entry);
+  // On the lead: a member stored a chunk of a striped file: it may be verified now.
+  void member_stored();
   void store_chunk(const proto::FileChunk& chunk);
   void credit(const ReceiverInput::StoredSlot& stored);
   void take_file_done(const proto::FileDone& done);
@@ -95,6 +116,10 @@ class IncomingEntries {
 
  private:
   void check_directory(IncomingEntry& entry);
+  // 7.12: tell the group that a striped entry (`lead_entry` on the lead) ended unverified, or
+  // that an entry joined to one (on a member) was cut short.
+  void striped_ended(std::uint32_t id);
+  void joined_cut_short(const IncomingEntry& entry);
   // Creates the offered file (a new one, a resumed partial, or Have): -> EntryTaken,
   // EntryResumed, EntryHave or EntryRefused.
   void create_file(std::uint32_t id, std::optional<IncomingFile::Resume> resume);
@@ -146,6 +171,13 @@ class IncomingEntries {
   // Each chunk's slot revoked (and, sealed, the chunk opened: 7.11) before it is stored,
   // each slot registered again before it is credited, on workers.
   std::optional<SlotIntake> intake_;
+  // 7.12: this connection's stripe group (none: it stripes nothing), and the stores of
+  // chunks it put into other connections' striped files (their `done` calls back here: this
+  // object lives until those files are idle or the stores are answered).
+  std::optional<StripeGroups::Key> group_;
+  std::uint16_t member_ = 0;
+  std::uint32_t joined_stores_ = 0;
+  std::vector<std::shared_ptr<IncomingFile>> joined_files_;
 };
 
 }  // namespace rdmax::receiver

@@ -6,6 +6,7 @@
 // and hashing work on the pool), the digest computed, and what we said we hold of it (7.9).
 
 #include <chrono>
+#include <memory>
 #include <optional>
 
 #include "common/digest/sha256.hpp"
@@ -18,8 +19,10 @@ namespace rdmax::receiver {
 struct IncomingEntry final : proto::ReceiveLedger::Entry {
   explicit IncomingEntry(const proto::Offer& o) : Entry(o), offer(o) {}
 
-  proto::Offer offer;
-  std::optional<IncomingFile> file;  // files only
+  proto::Offer offer;  // of an entry joined to a striped file (7.12): the lead's
+  // Files only. Shared only by a striped file's entry (its owner: it keeps, discards or
+  // commits it) and the entries joined to it on other connections (they only store chunks).
+  std::shared_ptr<IncomingFile> file;
   Digest computed{};
   std::chrono::steady_clock::time_point taken{};  // its Take or Resume: its data began
   bool committing = false;

@@ -39,6 +39,8 @@ class KeyCheck {
   const std::optional<SealKeys>& seal_keys() const { return seal_keys_; }
   // Non-empty: every path of the session goes beneath DIR/subdir.
   const std::string& subdir() const { return subdir_; }
+  // The id the sender proved its key for (empty: none was proven).
+  std::string proven_id() const { return authenticated_ && claim_ ? claim_->id : std::string(); }
 
  private:
   const proto::SenderKeyStore* keys_;

@@ -17,6 +17,7 @@
 #include "receiver/options.hpp"
 #include "receiver/partial_store.hpp"
 #include "receiver/space_reservations.hpp"
+#include "receiver/stripe_groups.hpp"
 
 namespace rdmax::receiver {
 
@@ -35,6 +36,8 @@ struct ReceiverContext {
   // --senders: null, every sender gets in; else each proves a key first (PROTOCOL.md 7.8).
   const proto::SenderKeyStore* sender_keys = nullptr;
   AuthPenalties* penalties = nullptr;  // where failed authentications are counted
+  // One file over several connections (PROTOCOL.md 7.12): null, no connection stripes.
+  StripeGroups* stripe_groups = nullptr;
 };
 
 // An event and the data it carries (docs/PROTOCOL.md 7.5 names the messages). Made by
