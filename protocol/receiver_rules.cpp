@@ -42,6 +42,9 @@ ExtensionsRead read_extensions(const std::vector<HelloExtension>& extensions,
       read.digest_at_end = true;
     } else if (e.type == kExtensionProveHeld && message == "Open") {
       read.prove_held = true;
+    } else if (e.type == kExtensionStripeGroup && message == "Open") {
+      // Known (7.12): the connection's stripe group, read where it is used
+      // (protocol/stripes.hpp).
     } else if (e.type == kExtensionDigestAtEnd || e.type == kExtensionDigestAlgorithm) {
       // Known, and must be understood, but a session's alone (7.9, 7.10): an Open's own
       // 0x8004 was lifted by the codec, so one here is a Hello's.

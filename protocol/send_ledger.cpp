@@ -10,14 +10,16 @@ SendLedger::SendLedger(std::vector<EntryPlan> entries, const Accept& accept,
       slot_size_(accept.slot_size),
       region_addr_(accept.region_addr),
       active_slots_(std::min(accept.slot_count, std::max(max_active_slots, 1U))),
-      slots_(accept.slot_count) {}
+      slots_(accept.slot_count),
+      offer_count_(static_cast<std::uint32_t>(plans_.size())) {}
 
 bool SendLedger::files_unsettled() const {
   return files_in_flight_ > 0;
 }
 
 std::optional<std::uint32_t> SendLedger::next_offer(const MakeEntry& make) {
-  if (next_offer_ >= plans_.size() || in_flight_ >= kMaxEntriesInFlight) return std::nullopt;
+  if (next_offer_ >= offer_count_ || in_flight_ >= kMaxEntriesInFlight) return std::nullopt;
+  if (held_back_ && held_back_(next_offer_)) return std::nullopt;
   if (plans_[next_offer_].kind == EntryKind::Directory &&
       (!directories_allowed_ || files_unsettled()))
     return std::nullopt;
@@ -75,9 +77,33 @@ void SendLedger::forget(std::uint32_t entry) {
 
 std::optional<ReplyError> SendLedger::taken(std::uint32_t entry, std::uint64_t start) {
   if (auto error = step(entry, EntryEvent::Take, start)) return error;
-  entries_.at(entry)->next_offset = start;
-  if (plans_[entry].size > start) taken_order_.push_back(entry);
+  Entry& e = *entries_.at(entry);
+  e.next_offset = start;
+  if (plans_[entry].size > start || e.stripe) taken_order_.push_back(entry);
   return std::nullopt;
+}
+
+bool SendLedger::stripe(std::uint32_t entry, std::shared_ptr<StripePlan> plan) {
+  Entry* e = this->entry(entry);
+  if (e == nullptr || e->state != EntryState::Taken || e->chunks_out > 0 || e->stripe) return false;
+  e->stripe = std::move(plan);
+  e->member = 0;
+  return true;
+}
+
+std::uint32_t SendLedger::join(std::uint64_t size, std::shared_ptr<StripePlan> plan,
+                               std::uint16_t member, const MakeEntry& make) {
+  const auto entry = static_cast<std::uint32_t>(plans_.size());
+  plans_.push_back({EntryKind::File, size});
+  Entry& e = *(entries_[entry] = make ? make(entry) : std::make_unique<Entry>());
+  e.state = EntryState::Waiting;
+  advance_own(EntryKind::File, e.state, EntryEvent::Offer);
+  e.stripe = std::move(plan);
+  e.member = member;
+  open_entries_.push_back(entry);
+  ++in_flight_;
+  ++files_in_flight_;
+  return entry;
 }
 
 std::optional<ReplyError> SendLedger::had(std::uint32_t entry) {
@@ -115,7 +141,10 @@ std::optional<CreditError> SendLedger::credit(const Credit& c) {
   slot.credited = true;
   if (slot.out) {  // its chunk is stored: the file has one fewer at the receiver
     slot.out = false;
-    if (Entry* e = entry(slot.owner)) --e->chunks_out;
+    if (Entry* e = entry(slot.owner)) {
+      --e->chunks_out;
+      if (e->stripe) (void)e->stripe->stored(e->member, slot.offset);  // false: a lost member's
+    }
   }
   slot.rkey = c.rkey;
   return std::nullopt;
@@ -129,10 +158,14 @@ std::optional<std::uint32_t> SendLedger::next_chunk_slot() const {
 }
 
 std::uint32_t SendLedger::next_chunk_entry() const {
-  const std::size_t candidates = std::min<std::size_t>(taken_order_.size(), kInterleavedFiles);
-  std::uint32_t best = taken_order_.front();
+  return next_chunk_entry(taken_order_);
+}
+
+std::uint32_t SendLedger::next_chunk_entry(const std::vector<std::uint32_t>& order) const {
+  const std::size_t candidates = std::min<std::size_t>(order.size(), kInterleavedFiles);
+  std::uint32_t best = order.front();
   for (std::size_t i = 1; i < candidates; ++i) {
-    const std::uint32_t entry = taken_order_[i];
+    const std::uint32_t entry = order[i];
     if (entries_.at(entry)->chunks_out < entries_.at(best)->chunks_out) best = entry;
   }
   return best;
@@ -141,24 +174,37 @@ std::uint32_t SendLedger::next_chunk_entry() const {
 std::optional<SendLedger::Planned> SendLedger::next_chunk() {
   const auto slot = next_chunk_slot();
   if (!slot) return std::nullopt;
-  const std::uint32_t entry = next_chunk_entry();
+  std::uint32_t entry = next_chunk_entry();
+  // A striped file's next chunk is whatever its plan hands this connection; none left: it
+  // has no more chunks here (7.12).
+  std::optional<StripePlan::Chunk> drawn;
+  while (entries_.at(entry)->stripe &&
+         !(drawn = entries_.at(entry)->stripe->next(entries_.at(entry)->member))) {
+    std::erase(taken_order_, entry);
+    if (taken_order_.empty()) return std::nullopt;
+    entry = next_chunk_entry();
+  }
   Entry& p = *entries_.at(entry);
-  const std::uint64_t left = plans_[entry].size - p.next_offset;
+  const std::uint64_t offset = drawn ? drawn->offset : p.next_offset;
+  const std::uint64_t left = plans_[entry].size - offset;
   Planned planned{entry,
                   *slot,
-                  p.next_offset,
-                  static_cast<std::uint32_t>(std::min<std::uint64_t>(slot_size_, left)),
+                  offset,
+                  drawn ? drawn->length
+                        : static_cast<std::uint32_t>(std::min<std::uint64_t>(slot_size_, left)),
                   region_addr_ + std::uint64_t{*slot} * slot_size_,
                   slots_[*slot].rkey};
   Slot& used = slots_[*slot];
+  used.offset = offset;
   used.credited = false;
   used.busy = true;
   used.out = true;
   used.length = planned.length;
   used.owner = entry;
-  p.next_offset += planned.length;
   ++p.chunks_in_flight;
   ++p.chunks_out;
+  if (drawn) return planned;
+  p.next_offset += planned.length;
   if (p.next_offset == plans_[entry].size) std::erase(taken_order_, entry);
   return planned;
 }
@@ -175,12 +221,26 @@ void SendLedger::unplan(const Planned& c) {
   if (p == nullptr) return;
   if (p->chunks_in_flight > 0) --p->chunks_in_flight;
   if (out) --p->chunks_out;
+  // A striped file's chunk cannot go back to its plan (another connection may be past it):
+  // the file cannot complete, and this connection's part ends (the caller abandons it).
+  if (p->stripe) {
+    (void)p->stripe->lose(p->member);
+    return;
+  }
   p->next_offset = c.offset;
 }
 
 std::optional<std::uint32_t> SendLedger::next_chunk_length() const {
   if (!next_chunk_slot()) return std::nullopt;
-  const std::uint32_t entry = next_chunk_entry();
+  // As next_chunk() chooses: a striped file whose plan has nothing left for us is passed over.
+  std::vector<std::uint32_t> order = taken_order_;
+  std::uint32_t entry = next_chunk_entry(order);
+  while (const auto& stripe = entries_.at(entry)->stripe) {
+    if (const auto length = stripe->peek(entries_.at(entry)->member)) return length;
+    std::erase(order, entry);
+    if (order.empty()) return std::nullopt;
+    entry = next_chunk_entry(order);
+  }
   const std::uint64_t left = plans_[entry].size - entries_.at(entry)->next_offset;
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(slot_size_, left));
 }
@@ -211,8 +271,10 @@ void SendLedger::release(std::uint32_t slot) {
 std::optional<std::uint32_t> SendLedger::next_file_done() {
   for (std::uint32_t entry : open_entries_) {  // at most kMaxEntriesInFlight
     Entry& p = *entries_.at(entry);
-    if (p.state == EntryState::Taken && p.next_offset == plans_[entry].size &&
-        p.chunks_in_flight == 0 && p.chunks_held == 0) {
+    const bool sent = p.stripe ? p.stripe->all_handed() && !p.stripe->interrupted() &&
+                                     p.members_pending == 0
+                               : p.next_offset == plans_[entry].size;
+    if (p.state == EntryState::Taken && sent && p.chunks_in_flight == 0 && p.chunks_held == 0) {
       advance_own(plans_[entry].kind, p.state, EntryEvent::FileDone);  // Taken: a file
       return entry;
     }
@@ -223,7 +285,7 @@ std::optional<std::uint32_t> SendLedger::next_file_done() {
 SendLedger::EntryState SendLedger::state(std::uint32_t entry) const {
   if (const Entry* e = this->entry(entry)) return e->state;
   // Not held: still to be offered, or settled and dropped (or no entry of the session).
-  return entry < plans_.size() && entry >= next_offer_ ? EntryState::Waiting : EntryState::Settled;
+  return entry < offer_count_ && entry >= next_offer_ ? EntryState::Waiting : EntryState::Settled;
 }
 
 SendLedger::Entry* SendLedger::entry(std::uint32_t entry) const {

@@ -30,6 +30,7 @@
 #include "protocol/chunk_plan.hpp"
 #include "protocol/entry_machine.hpp"
 #include "protocol/enum_names.hpp"
+#include "protocol/stripe_plan.hpp"
 #include "protocol/wire.hpp"
 
 namespace rdmax::proto {
@@ -82,6 +83,13 @@ class SendLedger {
     std::uint32_t chunks_in_flight = 0;
     std::uint32_t chunks_held = 0;  // being hashed (hold)
     std::uint32_t chunks_out = 0;   // planned, their slots not credited back yet
+    // One file over several connections (PROTOCOL.md 7.12): a striped entry (the lead's,
+    // member 0) or one joined to it draws its chunks from the file's plan, shared by every
+    // connection of the group, instead of next_offset. The lead's FileDone waits for the
+    // joined entries of the other connections (`members_pending`, the driver's count).
+    std::shared_ptr<StripePlan> stripe;
+    std::uint16_t member = 0;
+    std::uint32_t members_pending = 0;
   };
   using MakeEntry = std::function<std::unique_ptr<Entry>(std::uint32_t entry)>;
   using Entries = std::map<std::uint32_t, std::unique_ptr<Entry>>;
@@ -99,6 +107,19 @@ class SendLedger {
   // While false (default true) no directory is offered: the driver holds them back until
   // the files on other connections are settled too.
   void allow_directories(bool allowed) { directories_allowed_ = allowed; }
+  // While set, the entry `held_back` returns true for is not offered yet (and nothing after
+  // it): a file to stripe waits until every connection of the group was answered.
+  void hold_back(std::function<bool(std::uint32_t)> held_back) { held_back_ = std::move(held_back); }
+
+  // 7.12. A taken (or resumed) entry becomes striped: its chunks come from `plan` as
+  // member 0. False if it is not taken or has chunks planned already.
+  [[nodiscard]] bool stripe(std::uint32_t entry, std::shared_ptr<StripePlan> plan);
+  // A Join (its number: after every entry offered or joined): an entry of `size` bytes that
+  // draws its chunks from `plan` as `member`, Offered until its Take. Counted in flight.
+  std::uint32_t join(std::uint64_t size, std::shared_ptr<StripePlan> plan, std::uint16_t member,
+                     const MakeEntry& make = nullptr);
+  // The number of entries the Open announced (Offers); Joins are numbered from here.
+  std::uint32_t offer_count() const { return offer_count_; }
 
   // Replies. On success the entry's state changes; on failure nothing changes.
   // A Take, or a Resume from `start` (PROTOCOL.md 7.6): the chunks before it are not sent.
@@ -133,7 +154,10 @@ class SendLedger {
   void hold(std::uint32_t slot);
   void release(std::uint32_t slot);
   // A taken file whose every chunk was written and completed: its FileDone goes now (the
-  // entry becomes Finished). An empty file is due as soon as it is taken.
+  // entry becomes Finished). An empty file is due as soon as it is taken. A striped or joined
+  // entry's: once the plan has handed out every chunk, those of this connection completed
+  // (and, for the lead, every joined entry settled); never once the plan is interrupted (the
+  // receiver settles it Interrupted).
   [[nodiscard]] std::optional<std::uint32_t> next_file_done();
 
   EntryState state(std::uint32_t entry) const;
@@ -155,6 +179,7 @@ class SendLedger {
   // has bytes left).
   std::optional<std::uint32_t> next_chunk_slot() const;
   std::uint32_t next_chunk_entry() const;
+  std::uint32_t next_chunk_entry(const std::vector<std::uint32_t>& order) const;
   // Moves the entry's machine, or says why the reply is not allowed (nothing changes).
   std::optional<ReplyError> step(std::uint32_t entry, EntryEvent event, std::uint64_t start = 0);
   void forget(std::uint32_t entry);  // settled: off every list
@@ -173,6 +198,7 @@ class SendLedger {
     std::uint32_t rkey = 0;   // the last Credit's
     std::uint32_t length = 0; // of the chunk in flight in a busy slot
     std::uint32_t owner = 0;  // and its entry
+    std::uint64_t offset = 0; // and where it is in the file (a striped one's plan learns it stored)
   };
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> taken_order_;   // taken files with chunks left, oldest first
@@ -183,6 +209,8 @@ class SendLedger {
   std::size_t settled_ = 0;
   std::uint64_t bytes_completed_ = 0;
   bool directories_allowed_ = true;
+  std::function<bool(std::uint32_t)> held_back_;
+  std::uint32_t offer_count_ = 0;  // plans_ before any Join
 };
 
 }  // namespace rdmax::proto

@@ -69,6 +69,8 @@ constexpr SenderTransition next(S s, E e, const SenderContext& ctx) {
       if (e == E::GotProof && ctx.proof == ReceiverProof::Good) return {S::AwaitAccept, {}};
       if (e == E::GotProof && ctx.proof == ReceiverProof::Wrong)
         return {S::Closing, {A::SendError, A::Disconnect}, O::AuthFailed};
+      // Right before the Accept (7.12): the driver notes it, for the session that follows.
+      if (e == E::GotStripes) return {S::AwaitAccept, {}};
       break;
     case S::InSession:
       if (e == E::GotAnswer) return {S::InSession, {A::TakeAnswer}};

@@ -58,6 +58,9 @@ enum class SenderEvent : std::uint8_t {
   GotChallenge,   // prove our key over the receiver's nonce
   GotRejectAuth,  // Reject(AuthRequired) or Reject(AuthFailed): the receiver refuses us
   GotProof,       // the receiver's Proof; the driver's check of it is SenderContext::proof
+  // One file over several connections (docs/PROTOCOL.md 7.12): this connection may carry a
+  // striped file's chunks. Given only where our Open asked (else the message is unexpected).
+  GotStripes,
 };
 
 enum class SenderAction : std::uint8_t {

@@ -31,6 +31,12 @@ std::optional<StripePlan::Chunk> StripePlan::next(std::uint16_t member) {
   return chunk;
 }
 
+std::optional<std::uint32_t> StripePlan::peek(std::uint16_t member) const {
+  if (interrupted_ || member >= members_.size() || members_[member].lost || next_ >= size_)
+    return std::nullopt;
+  return length_at(next_);
+}
+
 bool StripePlan::stored(std::uint16_t member, std::uint64_t offset) {
   if (member >= members_.size()) return false;
   Member& m = members_[member];

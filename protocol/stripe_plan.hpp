@@ -43,6 +43,10 @@ class StripePlan {
   // interrupted (nothing more is handed out to anyone). Returns the stored prefix.
   std::uint64_t lose(std::uint16_t member);
 
+  // The length of the chunk next() would hand `member` now, without handing it out.
+  [[nodiscard]] std::optional<std::uint32_t> peek(std::uint16_t member) const;
+  // Every chunk of the file has been handed out (none is left for anyone).
+  bool all_handed() const { return next_ >= size_; }
   // Bytes stored from `from` on, in file order without a gap: what a resume may keep at best.
   std::uint64_t stored_prefix() const { return prefix_; }
   // Every chunk of the file is stored (never after an interruption left a gap).

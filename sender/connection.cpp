@@ -8,7 +8,9 @@
 #include "protocol/names.hpp"
 #include "protocol/refusals.hpp"
 #include "protocol/secure_wipe.hpp"
+#include "protocol/stripes.hpp"
 #include "protocol/transfer_rules.hpp"
+#include "sender/stripe_link.hpp"
 
 namespace rdmax::sender {
 
@@ -72,7 +74,10 @@ Connection::Connection(const SenderSettings& settings, TransferPlan& plan,
               },
       },
       entries_(settings, plan, std::move(entries), hooks_),
-      window_(settings, entries_, hooks_) {}
+      window_(settings, entries_, hooks_) {
+  // A member of a stripe group (7.12) may still be asked to join after its own entries.
+  holding_joins_ = settings.stripes != nullptr && settings.stripes->group().member > 0;
+}
 
 Connection::~Connection() {
   // The reading and hashing jobs use our buffers: cancelled, and the running ones waited for.
@@ -260,6 +265,10 @@ void Connection::send_open() {
     // Told only how much is held, we prove what we have (7.9).
     open.extensions.push_back({proto::kExtensionProveHeld, {}});
   }
+  if (settings_.stripes != nullptr) {  // 7.12: our place in the command's group
+    open.extensions.push_back(proto::stripe_group_extension(settings_.stripes->group()));
+    open.total_bytes += settings_.striped_bytes;  // what its Joins may carry
+  }
   keys_.sent(open);
   post(open);
 }
@@ -293,6 +302,7 @@ void Connection::start_session(const proto::Accept& accept) {
     return dispatch(input<Event::LocalFailure>(SenderInput::Abort{
         proto::ErrorCode::Internal, "the sender cannot pin one slot under its RLIMIT_MEMLOCK"}));
   }
+  slot_size_ = accept.slot_size;
   entries_.start(accept, *slots, !holding_);
   const auto& seal = keys_.seal_keys();
   window_.start(*transport(), accept.slot_size, seal ? &seal->chunks : nullptr);
@@ -305,7 +315,9 @@ void Connection::pump() {
   entries_.send_offers();
   window_.send_chunks();
   if (!entries_.send_file_dones()) return;
-  if (entries_.ledger().all_settled() && !holding_ && !settled_signalled_) {
+  // (A member the receiver did not answer with Stripes has nothing to wait for.)
+  const bool joins_may_come = holding_joins_ && stripes_said_;
+  if (entries_.ledger().all_settled() && !holding_ && !joins_may_come && !settled_signalled_) {
     settled_signalled_ = true;
     // The id is presented only when every entry of the command is good.
     const bool good = entries_.all_good() && others_failures_ == 0;
@@ -353,6 +365,12 @@ void Connection::on_message(Inbound inbound) {
   }
   if (const auto* accept = std::get_if<proto::Accept>(&message))
     return dispatch(input<Event::GotAccept>(*accept));
+  // Only to an Open that asked (7.12); the machine finds it out of place anywhere but right
+  // before the Accept.
+  if (std::holds_alternative<proto::Stripes>(message) && settings_.stripes != nullptr) {
+    if (state_ == State::AwaitAccept) stripes_said_ = true;
+    return dispatch(input<Event::GotStripes>());
+  }
   if (const auto* m = std::get_if<proto::Reject>(&message)) {
     if (m->reason == proto::RejectReason::AuthRequired ||
         m->reason == proto::RejectReason::AuthFailed ||

@@ -75,6 +75,19 @@ class Connection final : public DriverCore {
   void others_finished(std::uint32_t failures);
   // --bwlimit: when the next chunk held by the bucket may go (the run wakes then).
   std::optional<Clock::time_point> resume_at() const { return window_.resume_at(); }
+  // One file over several connections (docs/PROTOCOL.md 7.12): the receiver answered our
+  // Open with Stripes and the session runs (its slot size: `slot_size()`).
+  bool striping() const { return stripes_said_ && state_ == proto::SenderState::InSession; }
+  std::uint32_t slot_size() const { return slot_size_; }
+  OutgoingEntries& entries() { return entries_; }
+  // Sends what is due now (the run, when another connection changed what may go).
+  void poke() { pump(); }
+  // A member of a stripe group (7.12) stays after its own entries until the run says no
+  // Join can come any more.
+  void joins_over() {
+    holding_joins_ = false;
+    pump();
+  }
 
   bool finished() const { return state_ == proto::SenderState::Done; }
   // The connection machine's state; during the set-up it is Connecting, where the
@@ -134,6 +147,9 @@ class Connection final : public DriverCore {
   Clock::time_point started_{};
   double connect_seconds_ = 0;
   bool settled_signalled_ = false;
+  bool stripes_said_ = false;     // Stripes before the Accept (7.12)
+  bool holding_joins_ = false;    // a member: until joins_over()
+  std::uint32_t slot_size_ = 0;  // the Accept's
   bool holding_;  // SenderSettings::hold_for_others, until others_finished()
   std::uint32_t others_failures_ = 0;
   KeyProof keys_;

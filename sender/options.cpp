@@ -8,6 +8,7 @@
 
 #include "common/cli/cli_checks.hpp"
 #include "sender/exit_codes.hpp"
+#include "protocol/sizes.hpp"
 #include "sender/rate_limit.hpp"
 #include "version.hpp"
 
@@ -247,6 +248,11 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
                  "send at most RATE bytes per second, e.g. 500M (K/M/G/T: powers of 1024, "
                  "as in every size)")
       ->option_text("RATE");
+  std::optional<std::string> stripe_min;
+  app.add_option("--stripe-min", stripe_min,
+                 "with -P N, send a file of at least SIZE over all N connections at once "
+                 "(default 256M; to a receiver that does not stripe it goes on one)")
+      ->option_text("SIZE");
   app.add_option("PATH", o.files,
                  "files to send (and directories with -r; several with --checksum)");
   try {
@@ -277,6 +283,15 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
                 << "' is not a rate above 0 in bytes per second (e.g. 500M, 1GiB/s)\n";
       return kExitUsage;
     }
+  }
+  if (stripe_min) {
+    const auto size = proto::parse_size(*stripe_min);
+    if (!size) {
+      std::cerr << "rdma-send: --stripe-min: '" << *stripe_min
+                << "' is not a size (e.g. 256M, 1G)\n";
+      return kExitUsage;
+    }
+    o.stripe_min = *size;
   }
   if (o.files.empty() && !o.check && !o.files_from) {
     std::cerr << "rdma-send: PATH is required (or --files-from, --check, or --help)\n";

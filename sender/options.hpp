@@ -51,6 +51,9 @@ struct SenderOptions {
   // (docs/PROTOCOL.md 7.9); --digest-first hashes them all before the connection instead.
   bool digest_at_end = true;
   std::optional<std::uint64_t> bwlimit;  // --bwlimit: bytes per second
+  // --stripe-min: with -P N, a file of at least this many bytes goes over all N connections
+  // at once (docs/PROTOCOL.md 7.12) to a receiver that stripes.
+  std::uint64_t stripe_min = std::uint64_t{256} << 20;
   bool check = false;                    // --check: preflight checks only (sender/preflight.hpp)
   // --shard I/N, auto, auto/N (sender/shard.hpp): this process sends only its share.
   ShardSpec shard;

@@ -6,8 +6,23 @@
 #include "protocol/refusals.hpp"
 #include "protocol/sizes.hpp"
 #include "protocol/transfer_rules.hpp"
+#include "sender/stripe_link.hpp"
 
 namespace rdmax::sender {
+
+namespace {
+// The entry an answer is about (a Credit is about a slot).
+std::optional<std::uint32_t> answered_entry(const SenderInput::Answer& answer) {
+  return std::visit(
+      [](const auto& m) -> std::optional<std::uint32_t> {
+        if constexpr (requires { m.entry; })
+          return m.entry;
+        else
+          return std::nullopt;
+      },
+      answer);
+}
+}  // namespace
 
 OutgoingEntries::OutgoingEntries(const SenderSettings& settings, TransferPlan& plan,
                                  std::vector<std::uint32_t> entries, SenderHooks& hooks)
@@ -28,6 +43,11 @@ void OutgoingEntries::start(const proto::Accept& accept, std::uint32_t slots,
     plans.push_back({plan_.entries[index].kind, plan_.entries[index].size});
   ledger_ = proto::SendLedger(std::move(plans), accept, slots);
   ledger_.allow_directories(directories_allowed);
+  // A file to stripe waits until the group's other connections were answered (7.12).
+  if (settings_.stripes != nullptr)
+    ledger_.hold_back([this](std::uint32_t entry) {
+      return !settings_.stripes->offer_striped(entries_[entry]).has_value();
+    });
 }
 
 OutgoingEntry* OutgoingEntries::open_entry(std::uint32_t entry) {
@@ -37,10 +57,20 @@ OutgoingEntry* OutgoingEntries::open_entry(std::uint32_t entry) {
 
 void OutgoingEntries::send_offers() {
   const auto make = [this](std::uint32_t entry) {
-    return std::make_unique<OutgoingEntry>(entry, planned(entry), result(entry));
+    auto e = std::make_unique<OutgoingEntry>(entry, planned(entry), result(entry));
+    e->plan_index = entries_[entry];
+    e->striped = settings_.stripes != nullptr &&
+                 settings_.stripes->offer_striped(entries_[entry]).value_or(false);
+    return e;
   };
   while (auto entry = ledger_.next_offer(make)) {
-    hooks_.send(offer_of(*entry, planned(*entry)), 0);
+    proto::Offer offer = offer_of(*entry, planned(*entry));
+    offer.striped = offered(*entry).striped;
+    if (offer.striped)
+      spdlog::info("{}: striped over the connections ({})",
+                   proto::quoted_for_log(planned(*entry).local_path),
+                   proto::format_size(planned(*entry).size));
+    hooks_.send(offer, 0);
   }
 }
 
@@ -49,6 +79,12 @@ bool OutgoingEntries::send_file_dones() {
     OutgoingEntry& e = offered(*entry);
     e.close();  // every chunk of it has been read and written
     proto::FileDone done{*entry, e.planned.size};
+    if (e.lead != nullptr) {  // a member's part of a striped file: what it sent (7.12)
+      const proto::SendLedger::Entry& own = *ledger_.entry(*entry);
+      done.total_bytes = own.stripe ? own.stripe->handed(own.member) : 0;
+      hooks_.send(done, 0);
+      continue;
+    }
     if (e.digest_in_flight()) {
       done.digest = digest_at_end(e);
       if (!done.digest) {  // a chunk could not be hashed: nothing to vouch for
@@ -95,9 +131,17 @@ bool OutgoingEntries::take(const SenderInput::Answer& answer) {
   if (const auto* m = std::get_if<proto::Take>(&answer)) {
     if (auto error = ledger_.taken(m->entry))
       return broken(std::string("bad Take: ") + proto::to_string(*error));
+    if (is_joined(m->entry)) return true;  // joined (7.12): its chunks come from the plan
     start_tree_at(offered(m->entry), 0);
+    if (offered(m->entry).striped)
+      settings_.stripes->striped_taken(entries_[m->entry], m->entry, 0, slot_size_);
     return true;
   }
+  // A Join is answered Take or Refuse, nothing else (7.12).
+  if (const auto entry = answered_entry(answer); entry && is_joined(*entry) &&
+      !std::holds_alternative<proto::Refuse>(answer) &&
+      !std::holds_alternative<proto::FileVerdict>(answer))
+    return broken("an answer to a Join other than Take, Refuse or FileVerdict");
   if (const auto* m = std::get_if<proto::Resume>(&answer)) {
     if (m->entry < entries_.size()) {
       const proto::ResumeFacts facts{plan_.algorithm, m->offset, planned(m->entry).size, slot_size_,
@@ -115,6 +159,8 @@ bool OutgoingEntries::take(const SenderInput::Answer& answer) {
       return broken(std::string("bad Resume: ") + proto::to_string(*error));
     start_tree_at(offered(m->entry), m->offset);
     result(m->entry).resumed_from = m->offset;
+    if (offered(m->entry).striped)
+      settings_.stripes->striped_taken(entries_[m->entry], m->entry, m->offset, slot_size_);
     spdlog::info("{}: the receiver has its first {} already: resuming there",
                  proto::quoted_for_log(planned(m->entry).local_path),
                  proto::format_size(m->offset));
@@ -148,6 +194,11 @@ bool OutgoingEntries::take(const SenderInput::Answer& answer) {
   if (const auto* m = std::get_if<proto::Refuse>(&answer)) {
     if (auto error = ledger_.settled(m->entry, false))
       return broken(std::string("bad Refuse: ") + proto::to_string(*error));
+    if (is_joined(m->entry)) {  // the other connections carry its chunks (7.12)
+      spdlog::debug("not joined: {}", proto::escape_for_log(m->text));
+      settle_joined(m->entry, false);
+      return true;
+    }
     const std::string detail = std::string(proto::to_string(m->reason)) +
                                (m->text.empty() ? "" : ": ") + proto::escape_for_log(m->text);
     // --name can rename only the one file of a command line.
@@ -165,17 +216,33 @@ bool OutgoingEntries::take(const SenderInput::Answer& answer) {
 }
 
 bool OutgoingEntries::take_verdict(const proto::FileVerdict& m) {
-  // Abandoned answers our FileAbort (PROTOCOL.md 7.9), and nothing else.
+  // Abandoned answers our FileAbort (PROTOCOL.md 7.9), and nothing else; Interrupted only a
+  // striped or joined entry (7.12).
   const bool abandoned = ledger_.state(m.entry) == proto::EntryState::Abandoning;
   if (m.code == proto::VerdictCode::Abandoned && !abandoned) {
     return broken("FileVerdict(Abandoned) for an entry that was not abandoned");
   }
+  const OutgoingEntry* open = open_entry(m.entry);
+  const bool striped = open != nullptr && (open->striped || open->lead != nullptr);
+  if (m.code == proto::VerdictCode::Interrupted && !striped)
+    return broken("FileVerdict(Interrupted) for an entry that is not striped");
   const bool good = m.code == proto::VerdictCode::Good;
   if (auto error = ledger_.settled(m.entry, good)) {
     return broken(std::string("bad FileVerdict: ") + proto::to_string(*error));
   }
+  if (is_joined(m.entry)) {
+    settle_joined(m.entry, good);
+    return true;
+  }
   const std::string& path = planned(m.entry).local_path;
-  if (abandoned && m.code == proto::VerdictCode::Abandoned) {
+  if (m.code == proto::VerdictCode::Interrupted) {
+    spdlog::error("{}: interrupted (a connection of its stripe group ended); run the command "
+                  "again to resume it",
+                  proto::quoted_for_log(path));
+    settle(m.entry, {.status = EntryResult::Status::Failed,
+                     .outcome = proto::SenderOutcome::ReceiverFailed,
+                     .detail = "interrupted: run again to resume"});
+  } else if (abandoned && m.code == proto::VerdictCode::Abandoned) {
     settle(m.entry, {.status = EntryResult::Status::Failed,
                      .outcome = proto::SenderOutcome::LocalFailure,
                      .detail = "changed while it was being sent: not kept"});
@@ -193,6 +260,42 @@ bool OutgoingEntries::take_verdict(const proto::FileVerdict& m) {
                      .detail = proto::to_string(m.code)});
   }
   return true;
+}
+
+void OutgoingEntries::settle_joined(std::uint32_t entry, bool good) {
+  const std::uint32_t index = index_of(entry);
+  if (OutgoingEntry* e = held(entry)) {
+    // Its part did not arrive: the file cannot complete (the receiver interrupts it too).
+    if (!good && e->stripe) (void)e->stripe->lose(e->member);
+    e->close();
+    if (!e->hashing()) ledger_.drop(entry);
+  }
+  settings_.stripes->joined_settled(index, good);
+}
+
+void OutgoingEntries::join(std::uint32_t index, OutgoingEntries& lead, std::uint32_t lead_entry,
+                           std::shared_ptr<proto::StripePlan> plan, std::uint16_t member) {
+  PlannedEntry& file = plan_.entries[index];
+  const auto make = [&](std::uint32_t entry) {
+    joined_[entry] = index;
+    auto e = std::make_unique<OutgoingEntry>(entry, file, plan_.results[index]);
+    e->lead = &lead;
+    e->lead_entry = lead_entry;
+    e->plan_index = index;
+    return e;
+  };
+  const std::uint32_t entry = ledger_.join(file.size, std::move(plan), member, make);
+  hooks_.send(proto::Join{entry, lead_entry}, 0);
+}
+
+void OutgoingEntries::fold_from_member(std::uint32_t entry, std::uint64_t offset,
+                                       std::uint32_t length, std::vector<merkle::Node> nodes,
+                                       const std::string& error) {
+  OutgoingEntry* e = held(entry);
+  if (e == nullptr || !e->digest_in_flight()) return;
+  digest_of(*e);
+  fold(entry, offset, length, std::move(nodes), error);
+  hooks_.pump();  // its FileDone may be due
 }
 
 bool OutgoingEntries::broken(const std::string& why) {

@@ -49,8 +49,23 @@ class OutgoingEntries {
   void start(const proto::Accept& accept, std::uint32_t slots, bool directories_allowed);
   proto::SendLedger& ledger() { return ledger_; }
   const proto::SendLedger& ledger() const { return ledger_; }
-  PlannedEntry& planned(std::uint32_t entry) { return plan_.entries[entries_[entry]]; }
-  EntryResult& result(std::uint32_t entry) { return plan_.results[entries_[entry]]; }
+  PlannedEntry& planned(std::uint32_t entry) { return plan_.entries[index_of(entry)]; }
+  EntryResult& result(std::uint32_t entry) { return plan_.results[index_of(entry)]; }
+  // The plan's entry of a session entry: an offered one's, or the file a Join carries (7.12).
+  std::uint32_t index_of(std::uint32_t entry) const {
+    if (entry < entries_.size()) return entries_[entry];
+    const auto it = joined_.find(entry);
+    return it != joined_.end() ? it->second : entries_.at(entry);
+  }
+
+  // One file over several connections (PROTOCOL.md 7.12). A member joins the lead's striped
+  // entry `lead_entry` (the plan's `index`) and draws its chunks from `plan` as `member`;
+  // the Join goes now. What it reads is hashed here and folded into the lead's digest.
+  void join(std::uint32_t index, OutgoingEntries& lead, std::uint32_t lead_entry,
+            std::shared_ptr<proto::StripePlan> plan, std::uint16_t member);
+  // The lead: a member's nodes of the striped file's chunk (none: `error`), folded in order.
+  void fold_from_member(std::uint32_t entry, std::uint64_t offset, std::uint32_t length,
+                        std::vector<merkle::Node> nodes, const std::string& error);
   // The entry offered and not settled, or none (a reply for another is refused by the ledger).
   OutgoingEntry* open_entry(std::uint32_t entry);
   OutgoingEntry& offered(std::uint32_t entry) { return *held(entry); }
@@ -91,6 +106,9 @@ class OutgoingEntries {
     return static_cast<OutgoingEntry*>(ledger_.entry(entry));
   }
   bool take_verdict(const proto::FileVerdict& verdict);
+  // A member's joined entry settled (7.12): nothing of the plan's result is its.
+  void settle_joined(std::uint32_t entry, bool good);
+  bool is_joined(std::uint32_t entry) const { return joined_.contains(entry); }
   bool broken(const std::string& why);  // a violation: false
   void abandon(std::uint32_t entry, proto::AbortReason reason, const std::string& why);
   // The digest at the end of a file as its chunks go: made at its first chunk (the file's
@@ -111,6 +129,7 @@ class OutgoingEntries {
   const SenderSettings& settings_;
   TransferPlan& plan_;
   std::vector<std::uint32_t> entries_;  // session entry number -> index into the plan
+  std::map<std::uint32_t, std::uint32_t> joined_;  // a Join's entry number -> index (7.12)
   SenderHooks& hooks_;
   std::uint32_t slot_size_ = 0;  // the Accept's
   std::uint32_t good_ = 0;       // entries settled Good

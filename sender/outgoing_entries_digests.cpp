@@ -61,6 +61,29 @@ void OutgoingEntries::check_last_read(OutgoingEntry& e, const Planned& c) {
 
 void OutgoingEntries::hash_in_flight(OutgoingEntry& e, const Planned& c,
                                      std::span<const std::uint8_t> bytes) {
+  if (e.lead != nullptr) {
+    // A chunk of the lead's striped file (7.12): hashed here, on this connection's own
+    // hasher (its job reads our buffer), and folded into the lead's digest.
+    if (!e.digest) e.digest.emplace();
+    if (!e.digest->hasher)
+      e.digest->hasher = FileHasher::make(*settings_.pool, plan_.algorithm, e.planned.size);
+    ledger_.hold(c.slot);
+    e.digest->hasher->hash(
+        c.offset, bytes,
+        [this, entry = c.entry, slot = c.slot, offset = c.offset, length = c.length,
+         lead = e.lead, lead_entry = e.lead_entry](std::vector<merkle::Node> nodes,
+                                                   const std::string& error) {
+          hooks_.in_session([&] {
+            ledger_.release(slot);
+            lead->fold_from_member(lead_entry, offset, length, std::move(nodes), error);
+            if (OutgoingEntry* j = held(entry);
+                j != nullptr && j->state == proto::EntryState::Settled && !j->hashing())
+              ledger_.drop(entry);
+            hooks_.pump();
+          });
+        });
+    return;
+  }
   DigestInFlight& d = digest_of(e);
   ledger_.hold(c.slot);
   d.hasher->hash(c.offset, bytes,
@@ -77,6 +100,8 @@ void OutgoingEntries::hash_in_flight(OutgoingEntry& e, const Planned& c,
 
 void OutgoingEntries::hashed_in_read(OutgoingEntry& e, const Planned& c,
                                      std::vector<merkle::Node> nodes, const std::string& error) {
+  if (e.lead != nullptr)  // the lead's striped file (7.12)
+    return e.lead->fold_from_member(e.lead_entry, c.offset, c.length, std::move(nodes), error);
   digest_of(e);
   fold(c.entry, c.offset, c.length, std::move(nodes), error);
   check_last_read(e, c);
@@ -130,6 +155,14 @@ void OutgoingEntries::abandon(std::uint32_t entry, proto::AbortReason reason,
 
 void OutgoingEntries::unreadable_chunk(const Planned& chunk, const std::string& error) {
   ledger_.unplan(chunk);  // its slot goes to the next file
+  if (is_joined(chunk.entry)) {
+    // A member cannot abandon the lead's file: its connection ends, and the receiver cuts
+    // the file at its stored prefix (7.12).
+    spdlog::error("{}: cannot read a chunk ({})", proto::quoted_for_log(planned(chunk.entry).local_path),
+                  error);
+    return hooks_.raise(input<proto::SenderEvent::LocalFailure>(
+        SenderInput::Abort{proto::ErrorCode::Internal, "cannot read a striped file"}));
+  }
   abandon(chunk.entry, proto::AbortReason::Unreadable,
           std::string(why_abandoned(proto::AbortReason::Unreadable)) + " (" + error + ")");
   if (OutgoingEntry* e = open_entry(chunk.entry)) e->close();

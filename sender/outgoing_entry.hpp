@@ -78,6 +78,13 @@ struct OutgoingEntry final : proto::SendLedger::Entry {
   bool continued_whole = false;
   // It changed or could not be read: its FileAbort goes after the FileChunk being posted.
   std::optional<proto::AbortReason> abort_due;
+  // One file over several connections (7.12). On the lead: offered striped. On a member:
+  // joined to the lead's striped entry `lead_entry`, whose digest (the lead's entries'
+  // `lead`) folds what this connection reads.
+  bool striped = false;
+  class OutgoingEntries* lead = nullptr;
+  std::uint32_t lead_entry = 0;
+  std::uint32_t plan_index = 0;  // the plan's entry (the file)
 };
 
 }  // namespace rdmax::sender

@@ -251,6 +251,10 @@ Json report_object(const TransferPlan& plan, const RunSummary& summary, int exit
   out["receivers"] = std::move(receivers);
   out["bytes"] = c.size;
   out["bytes_sent"] = summary.bytes;
+  Json connections = Json::array();
+  for (const std::uint64_t bytes : summary.connection_bytes)
+    connections.push_back({{"bytes_sent", bytes}});
+  out["connections"] = std::move(connections);
   out["bytes_not_resent"] = c.not_resent;
   out["seconds"] = {{"hash", summary.hash_seconds},
                     {"connect", summary.connect_seconds},

@@ -16,6 +16,9 @@ namespace rdmax::sender {
 struct RunSummary {
   std::size_t left_out = 0;  // local PATHs not sendable: links, special files, bad names
   std::uint64_t bytes = 0;   // written to the receiver in this run
+  // The same, by connection (-P N), in the order of the connections: one file striped over
+  // them (docs/PROTOCOL.md 7.12) shows each one's share.
+  std::vector<std::uint64_t> connection_bytes;
   double hash_seconds = 0;
   double connect_seconds = 0;
   double data_seconds = 0;

@@ -127,6 +127,7 @@ void SendWindow::send_chunks() {
         bucket.take(*length, now);
       }
       const auto chunk = ledger.next_chunk();
+      if (!chunk) break;  // (next_chunk_length() said one was due: a bug, not a crash)
       try {
         start_chunk(*chunk);
       } catch (const std::exception& e) {

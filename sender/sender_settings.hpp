@@ -17,6 +17,7 @@
 namespace rdmax::sender {
 
 class SharedBwlimit;  // sender/send_window.hpp
+class StripeLink;     // sender/stripe_link.hpp
 
 struct SenderSettings {
   std::optional<std::string> id;
@@ -48,6 +49,11 @@ struct SenderSettings {
   // The run's workers: they read the chunks copied for sending (sender/chunk_reads.hpp) and
   // hash. None: the event loop reads them itself (and there is no digest at the end).
   WorkPool* pool = nullptr;
+  // One file over several connections (docs/PROTOCOL.md 7.12): this connection's place in
+  // the command's stripe group (owned by the run). None: it stripes nothing.
+  StripeLink* stripes = nullptr;
+  // Bytes a member may carry of striped files, besides its own entries (its Open says them).
+  std::uint64_t striped_bytes = 0;
 };
 
 // What the driver needs from rdma_cm.

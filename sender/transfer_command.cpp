@@ -67,17 +67,28 @@ PlannedEntry planned(const SourceEntry& s, proto::EntryKind kind) {
 
 // Files over `connections` connections in plan order (largest first when there are several:
 // sort_largest_first), each to the least loaded one (by bytes); the directories go last on
-// the first (the lead), deepest first.
-std::vector<std::vector<std::uint32_t>> share_out(const TransferPlan& plan, unsigned connections) {
-  std::vector<std::uint32_t> files, directories;
+// the first (the lead), deepest first. A file of at least `stripe_min` bytes (0: none) goes
+// to the lead, which offers it over every connection at once (docs/PROTOCOL.md 7.12): then
+// every connection is kept, with or without a share of its own.
+std::vector<std::vector<std::uint32_t>> share_out(const TransferPlan& plan, unsigned connections,
+                                                  std::uint64_t stripe_min) {
+  std::vector<std::uint32_t> files, directories, striped;
   for (std::uint32_t i = 0; i < plan.entries.size(); ++i) {
     if (plan.results[i].status != EntryResult::Status::NotSent) continue;  // settled before
-    (plan.entries[i].kind == proto::EntryKind::File ? files : directories).push_back(i);
+    const bool file = plan.entries[i].kind == proto::EntryKind::File;
+    if (file && stripe_min > 0 && connections > 1 && plan.entries[i].size >= stripe_min)
+      striped.push_back(i);
+    else
+      (file ? files : directories).push_back(i);
   }
-  const std::size_t n = std::max<std::size_t>(1, std::min<std::size_t>(connections, files.size()));
+  const std::size_t n =
+      striped.empty() ? std::max<std::size_t>(1, std::min<std::size_t>(connections, files.size()))
+                      : connections;
   std::vector<std::vector<std::uint32_t>> shares(n);
+  shares[0] = striped;
   if (n > 1) {
     std::vector<std::uint64_t> load(n, 0);
+    for (std::uint32_t f : striped) load[0] += plan.entries[f].size / n;  // spread over all
     for (std::uint32_t f : files) {
       const auto least =
           static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
@@ -85,7 +96,7 @@ std::vector<std::vector<std::uint32_t>> share_out(const TransferPlan& plan, unsi
       load[least] += plan.entries[f].size + 4096;  // a file costs a round trip of its own
     }
   } else {
-    shares[0] = files;
+    shares[0].insert(shares[0].end(), files.begin(), files.end());
   }
   shares[0].insert(shares[0].end(), directories.begin(), directories.end());
   return shares;
@@ -268,7 +279,15 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
     // -H HOST1,HOST2: a connection to each receiver at least (sender/transfer_run.hpp).
     const auto wanted = std::max<std::uint32_t>(
         options.parallel, static_cast<std::uint32_t>(options.receivers.size()));
-    const std::uint32_t asked = std::max<std::uint32_t>(1, std::min<std::uint32_t>(wanted, files));
+    // A file to stripe (docs/PROTOCOL.md 7.12) keeps every connection asked for.
+    const bool stripes = options.receivers.size() == 1 && options.parallel > 1 &&
+                         std::any_of(sendable.entries.begin(), sendable.entries.end(),
+                                     [&](const PlannedEntry& e) {
+                                       return e.kind == proto::EntryKind::File &&
+                                              e.size >= options.stripe_min && e.size > 0;
+                                     });
+    const std::uint32_t asked =
+        std::max<std::uint32_t>(1, std::min<std::uint32_t>(wanted, stripes ? wanted : files));
     const std::uint32_t fit = proto::connections_that_fit(
         MemlockBudget(limit, 1, kSessionDepths).pins(), asked, kDefaultReceiverSlotSize);
     // Not even one: one connection tries (the receiver's slots may be smaller), and fails at
@@ -287,11 +306,16 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
     for (;;) {
       settings.version = terms.version;
       settings.digest_at_end = terms.digest_at_end;
-      TransferRun run(options, settings, sendable, share_out(sendable, fitting), progress);
+      // Striping needs version 2 and one receiver (7.12); a fall-back to version 1 sends on one.
+      const std::uint64_t stripe_min =
+          stripes && terms.version == proto::kVersion2 ? options.stripe_min : 0;
+      TransferRun run(options, settings, sendable, share_out(sendable, fitting, stripe_min),
+                      progress);
       summary.lead = run.run();
       summary.data_seconds += run.data_seconds();
       summary.connect_seconds = run.connect_seconds();
       summary.bytes += run.bytes();
+      summary.connection_bytes = run.bytes_by_connection();
       secret = run.secret();
       const auto refused = run.refused();
       if (!refused) break;

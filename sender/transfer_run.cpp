@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/cli/error_hints.hpp"
+#include "common/crypto/auth_proof.hpp"
 #include "common/rdma/devices.hpp"
 #include "sender/cm_delivery.hpp"
 #include "sender/memlock.hpp"
@@ -21,6 +22,27 @@ std::chrono::milliseconds ms(std::chrono::seconds s) {
 }
 }  // namespace
 
+// What link `index` asks of the run's stripe group (sender/stripe_link.hpp).
+struct TransferRun::LinkStripes final : StripeLink {
+  TransferRun& run;
+  std::size_t index;
+  LinkStripes(TransferRun& r, std::size_t i) : run(r), index(i) {}
+  proto::StripeGroup group() const override {
+    return {run.stripe_token_, static_cast<std::uint16_t>(index),
+            static_cast<std::uint16_t>(run.link_stripes_.size())};
+  }
+  std::optional<bool> offer_striped(std::uint32_t plan_index) override {
+    return run.offer_striped(plan_index);
+  }
+  void striped_taken(std::uint32_t plan_index, std::uint32_t entry, std::uint64_t from,
+                     std::uint32_t slot_size) override {
+    run.striped_taken(plan_index, entry, from, slot_size);
+  }
+  void joined_settled(std::uint32_t plan_index, bool good) override {
+    run.joined_settled(index, plan_index, good);
+  }
+};
+
 // One connection: its cm_id (until its transport takes it), transport and driver.
 struct TransferRun::Link final : SenderCm {
   TransferRun& run;
@@ -34,6 +56,10 @@ struct TransferRun::Link final : SenderCm {
   // A receiver of protocol version 1: the wire speaks it, the driver a session of one entry.
   std::unique_ptr<Version1Transport> version1;
   std::unique_ptr<Connection> driver;
+  // A member with no share of its own (7.12): it connects only once the lead's receiver said
+  // it stripes, and not at all otherwise.
+  bool deferred = false;
+  bool started = false;
 
   Link(TransferRun& r, std::size_t i, const Receiver& to) : run(r), index(i), receiver(to) {}
   void resolve_route() override { id->resolve_route(ms(run.options_.connect_timeout)); }
@@ -78,6 +104,27 @@ TransferRun::TransferRun(const SenderOptions& options, const SenderSettings& set
     s.shared_bwlimit = bwlimit_ ? &*bwlimit_ : nullptr;
   }
   for (std::size_t i = 1; i < settings_.size(); ++i) settings_[i].id.reset();  // the lead's
+  // One file over several connections (docs/PROTOCOL.md 7.12): the lead's files of at least
+  // --stripe-min, over version 2 to one receiver.
+  if (shares.size() > 1 && options.receivers.size() == 1 && settings.version == proto::kVersion2) {
+    std::uint64_t striped_bytes = 0;
+    for (const std::uint32_t index : shares[0]) {
+      const PlannedEntry& e = plan_.entries[index];
+      if (e.kind == proto::EntryKind::File && e.size >= options.stripe_min && e.size > 0) {
+        stripe_candidates_.insert(index);
+        striped_bytes += e.size;
+      }
+    }
+    if (!stripe_candidates_.empty()) {
+      const proto::Nonce random = fresh_nonce();
+      std::copy_n(random.begin(), stripe_token_.size(), stripe_token_.begin());
+      for (std::size_t i = 0; i < shares.size(); ++i) {
+        link_stripes_.push_back(std::make_unique<LinkStripes>(*this, i));
+        settings_[i].stripes = link_stripes_.back().get();
+        if (i > 0) settings_[i].striped_bytes = striped_bytes;
+      }
+    }
+  }
   // -H HOST1,HOST2: connection i goes to receiver i mod their number (the command's
   // connections were raised to one per receiver at least).
   receivers_ = options.receivers;
@@ -98,6 +145,7 @@ TransferRun::TransferRun(const SenderOptions& options, const SenderSettings& set
     link->driver =
         std::make_unique<Connection>(settings_[i], plan_, std::move(shares[i]), *link,
                                      shares.size() > 1 ? peer + "#" + std::to_string(i + 1) : peer);
+    link->deferred = !link_stripes_.empty() && i > 0 && link->driver->entries().count() == 0;
     links_.push_back(std::move(link));
   }
   if (progress != ProgressMode::Off) {
@@ -108,25 +156,34 @@ TransferRun::TransferRun(const SenderOptions& options, const SenderSettings& set
 
 TransferRun::~TransferRun() = default;
 
-proto::SenderOutcome TransferRun::run() {
-  for (auto& link : links_) {
-    link->driver->start();
-    try {
-      link->id->resolve_addr(link->receiver.host.c_str(), link->receiver.port,
-                             ms(options_.connect_timeout),
-                             link->source ? link->source->c_str() : nullptr);
-    } catch (const std::exception& e) {
-      spdlog::error("{}", e.what());
-      link->driver->on_connect_failed(e.what());
-    }
+void TransferRun::start_link(Link& link) {
+  link.started = true;
+  link.driver->start();
+  try {
+    link.id->resolve_addr(link.receiver.host.c_str(), link.receiver.port,
+                          ms(options_.connect_timeout),
+                          link.source ? link.source->c_str() : nullptr);
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    link.driver->on_connect_failed(e.what());
   }
+}
+
+bool TransferRun::link_done(const Link& link) const {
+  return (link.deferred && !link.started) || link.driver->finished();
+}
+
+proto::SenderOutcome TransferRun::run() {
+  for (auto& link : links_)
+    if (!link->deferred) start_link(*link);
   update_lead();
   loop_.run(
       [this] {
         return std::all_of(links_.begin(), links_.end(),
-                           [](const auto& l) { return l->driver->finished(); });
+                           [this](const auto& l) { return link_done(*l); });
       },
       [this] {
+        update_stripes();
         update_lead();
         wake_for_bwlimit();
       });
@@ -145,7 +202,7 @@ proto::SenderOutcome TransferRun::run() {
 void TransferRun::wake_for_bwlimit() {
   std::optional<EventLoop::Clock::time_point> first;
   for (const auto& link : links_) {
-    if (link->driver->finished()) continue;
+    if (link_done(*link)) continue;
     if (const auto at = link->driver->resume_at(); at && (!first || *at < *first)) first = at;
   }
   if (first) loop_.wake_at(*first);
@@ -155,7 +212,7 @@ void TransferRun::update_lead() {
   // The lead's directories and its end wait for every other connection.
   std::uint32_t failures = 0;
   for (std::size_t i = 1; i < links_.size(); ++i) {
-    if (!links_[i]->driver->finished()) return;
+    if (!link_done(*links_[i])) return;
     failures += links_[i]->driver->figures().failures;
   }
   links_.front()->driver->others_finished(failures);
@@ -203,6 +260,88 @@ void TransferRun::on_cm_events() {
   }
 }
 
+// --- One file over several connections (docs/PROTOCOL.md 7.12) ---
+
+std::optional<bool> TransferRun::offer_striped(std::uint32_t index) {
+  if (!stripe_candidates_.contains(index)) return false;
+  Connection& lead = *links_.front()->driver;
+  if (!lead.striping()) return false;  // the receiver does not stripe: one connection
+  bool waiting = false;
+  bool member = false;
+  for (std::size_t i = 1; i < links_.size(); ++i) {
+    Link& link = *links_[i];
+    if (link.deferred && !link.started) {
+      start_link(link);  // its Open has no entry: only now that the receiver stripes
+      waiting = true;
+      continue;
+    }
+    if (link_done(link)) continue;
+    if (link.driver->state() != proto::SenderState::InSession) {
+      waiting = true;  // its answer to the Open is not in yet
+      continue;
+    }
+    member = member || (link.driver->striping() && link.driver->slot_size() == lead.slot_size());
+  }
+  stripes_waiting_ = waiting;
+  if (waiting) return std::nullopt;
+  return member;
+}
+
+void TransferRun::striped_taken(std::uint32_t index, std::uint32_t entry, std::uint64_t from,
+                                std::uint32_t slot_size) {
+  Connection& lead = *links_.front()->driver;
+  Striped& s = striped_[index];
+  s.plan = std::make_shared<proto::StripePlan>(plan_.entries[index].size, slot_size, from,
+                                                static_cast<std::uint16_t>(links_.size()));
+  s.lead_entry = entry;
+  if (!lead.entries().ledger().stripe(entry, s.plan)) return;
+  for (std::size_t i = 1; i < links_.size(); ++i) {
+    Connection& member = *links_[i]->driver;
+    if (link_done(*links_[i]) || !member.striping() || member.slot_size() != slot_size) continue;
+    member.entries().join(index, lead.entries(), entry, s.plan, static_cast<std::uint16_t>(i));
+    s.joined.insert(i);
+    member.poke();
+  }
+  if (auto* e = lead.entries().ledger().entry(entry))
+    e->members_pending = static_cast<std::uint32_t>(s.joined.size());
+}
+
+void TransferRun::joined_settled(std::size_t member, std::uint32_t index, bool) {
+  auto it = striped_.find(index);
+  if (it == striped_.end() || it->second.joined.erase(member) == 0) return;
+  Connection& lead = *links_.front()->driver;
+  if (auto* e = lead.entries().ledger().entry(it->second.lead_entry); e && e->members_pending > 0)
+    --e->members_pending;
+  lead.poke();  // its FileDone may be due
+}
+
+void TransferRun::member_gone(std::size_t member) {
+  for (auto& [index, s] : striped_) {
+    if (!s.joined.contains(member)) continue;
+    (void)s.plan->lose(static_cast<std::uint16_t>(member));  // the receiver interrupts the file
+    joined_settled(member, index, false);
+  }
+}
+
+void TransferRun::update_stripes() {
+  if (link_stripes_.empty()) return;
+  for (std::size_t i = 1; i < links_.size(); ++i)
+    if (link_done(*links_[i])) member_gone(i);
+  if (stripes_waiting_ && !links_.front()->driver->finished()) links_.front()->driver->poke();
+  // Once every file to stripe is settled (or the lead is gone) no Join can come: the members
+  // may say Bye after their own entries.
+  if (joins_over_) return;
+  const bool over = link_done(*links_.front()) ||
+                    std::all_of(stripe_candidates_.begin(), stripe_candidates_.end(),
+                                [this](std::uint32_t index) {
+                                  return plan_.results[index].status != EntryResult::Status::NotSent;
+                                });
+  if (!over) return;
+  joins_over_ = true;
+  for (std::size_t i = 1; i < links_.size(); ++i)
+    if (!link_done(*links_[i])) links_[i]->driver->joins_over();
+}
+
 std::optional<proto::TermRefused> TransferRun::refused() const {
   // A term any connection was refused (the newer first), or version 2 by the lead's receiver.
   for (const auto term : {proto::TermRefused::Algorithm, proto::TermRefused::DigestAtEnd}) {
@@ -238,6 +377,12 @@ std::uint64_t TransferRun::bytes() const {
   std::uint64_t sum = 0;
   for (const auto& link : links_) sum += link->driver->figures().bytes_completed;
   return sum;
+}
+
+std::vector<std::uint64_t> TransferRun::bytes_by_connection() const {
+  std::vector<std::uint64_t> out;
+  for (const auto& link : links_) out.push_back(link->driver->figures().bytes_completed);
+  return out;
 }
 
 // For the progress bar: what is on the receiver, including what it had before this run

@@ -16,8 +16,10 @@
 // the digest at the end, or version 2, whose run then carries the one file over a transport
 // that speaks version 1).
 
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,8 @@
 #include "sender/options.hpp"
 #include "sender/progress_bar.hpp"
 #include "sender/rate_limit.hpp"
+#include "sender/stripe_link.hpp"
+#include "protocol/stripe_plan.hpp"
 #include "sender/transfer_plan.hpp"
 
 namespace rdmax::sender {
@@ -50,6 +54,7 @@ class TransferRun {
   // data was sent).
   double data_seconds() const;
   std::uint64_t bytes() const;  // written in this run
+  std::vector<std::uint64_t> bytes_by_connection() const;
   // What a receiver refused of the terms the run asked (BLAKE3, 7.10; the digest at the end,
   // 7.9; version 2 itself, 7.1), before any file: the command connects again without it
   // (proto::fall_back). None: the run went as asked, for better or worse.
@@ -58,6 +63,24 @@ class TransferRun {
  private:
   std::uint64_t bytes_there() const;  // and what the receiver had before (resume)
   struct Link;
+  // One file over several connections (docs/PROTOCOL.md 7.12): the files of the lead's share
+  // of at least --stripe-min, each one's plan once the lead's entry is taken, and which
+  // members joined it. Connections with no share of their own connect only once the lead's
+  // receiver said it stripes (their Open has no entry, which only such a receiver takes).
+  struct Striped {
+    std::shared_ptr<proto::StripePlan> plan;
+    std::uint32_t lead_entry = 0;
+    std::set<std::size_t> joined;  // members whose joined entry is not settled
+  };
+  struct LinkStripes;
+  std::optional<bool> offer_striped(std::uint32_t index);
+  void striped_taken(std::uint32_t index, std::uint32_t entry, std::uint64_t from,
+                     std::uint32_t slot_size);
+  void joined_settled(std::size_t member, std::uint32_t index, bool good);
+  void member_gone(std::size_t member);
+  void start_link(Link& link);
+  void update_stripes();
+  bool link_done(const Link& link) const;
   void on_cm_events();
   void on_tick(EventLoop::Clock::time_point now);
   void update_lead();
@@ -76,10 +99,16 @@ class TransferRun {
   // reads and hashers use it.
   std::optional<WorkPool> pool_;
   std::vector<SenderSettings> settings_;  // per link (only the lead has the id)
+  std::vector<std::unique_ptr<LinkStripes>> link_stripes_;  // each link's StripeLink (7.12)
   EventChannel channel_;
   std::vector<std::unique_ptr<Link>> links_;  // after the channel: destroyed before it
   std::optional<ProgressBar> progress_;
   std::optional<SharedBwlimit> bwlimit_;  // --bwlimit, shared by every connection
+  std::set<std::uint32_t> stripe_candidates_;  // plan indices
+  std::map<std::uint32_t, Striped> striped_;   // by plan index
+  proto::StripeToken stripe_token_{};
+  bool stripes_waiting_ = false;  // the lead holds a file back for the members' answers
+  bool joins_over_ = false;       // every file to stripe is settled: members may end
 };
 
 }  // namespace rdmax::sender

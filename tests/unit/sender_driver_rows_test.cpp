@@ -161,6 +161,21 @@ std::vector<Row> protocol_rows() {
        [](Rig& r) { r.receiver_proven(); },
        [](Rig& r) { r.h.receive(r.receiver_proof()); },
        {S::Closing, {error(ErrorCode::ProtocolViolation)}, O::ProtocolError, End::Disconnects}},
+      // One file over several connections (PROTOCOL.md 7.12): our Open named our place in the
+      // group; the receiver's Stripes right before its Accept is noted for the session.
+      {{S::AwaitAccept, E::GotStripes, "BeforeTheAccept"},
+       [](Rig& r) {
+         r.h.with_stripes();
+         r.await_accept();
+       },
+       [](Rig& r) { r.h.receive(proto::Stripes{64}); },
+       {S::AwaitAccept, {}},
+       [](Rig& r) {
+         const auto open = r.h.transport.sent_of<proto::Open>().at(0);
+         EXPECT_EQ(proto::stripe_group_of(open), (proto::StripeGroup{{7}, 1, 2}));
+         r.h.receive(r.accept);
+         EXPECT_TRUE(r.h.driver->striping());
+       }},
   };
 }
 
@@ -385,6 +400,9 @@ std::vector<Misplaced> misplaced_inputs() {
       {"Refuse", E::GotAnswer, proto::Refuse{0, R::Exists, ""}},
       {"FileVerdict", E::GotAnswer, proto::FileVerdict{0, V::Good, {}}},
       {"Holds", E::GotAnswer, proto::Holds{0, 1, {}}},
+      // Expected only right before the Accept, and only where our Open asked (7.12): the
+      // harness asks before it delivers (without, a Stripes is GotUnexpected everywhere).
+      {"Stripes", E::GotStripes, proto::Stripes{2}},
   };
   // AwaitAccept's Proof has rows of its own (good, wrong, not asked for); InSession's answers
   // theirs (session_protocol_rows).
@@ -394,7 +412,8 @@ std::vector<Misplaced> misplaced_inputs() {
       {S::AwaitAccept, E::GotReject},     {S::AwaitAccept, E::GotRejectVersion},
       {S::AwaitAccept, E::GotWorking},    {S::AwaitSecret, E::GotSecret},
       {S::AwaitSecret, E::GotDenied},     {S::AwaitSecret, E::GotWorking},
-      {S::InSession, E::GotAnswer},       {S::InSession, E::GotWorking}};
+      {S::InSession, E::GotAnswer},       {S::InSession, E::GotWorking},
+      {S::AwaitAccept, E::GotStripes}};
   std::vector<Misplaced> out;
   // A receiver's message can arrive once the queue pair exists: from Connecting on.
   for (S s : kOpenStates) {
@@ -402,8 +421,10 @@ std::vector<Misplaced> misplaced_inputs() {
       if (!legal.contains({s, event})) {
         // Only a version-1 refusal means "speaks only version 1" (PROTOCOL 7.1, 7.2).
         const std::uint16_t version = name == "RejectVersion" ? proto::kVersion1 : proto::kVersion2;
-        out.push_back(
-            {s, name, event, [m = message, version](Rig& r) { r.h.receive(m, version); }});
+        out.push_back({s, name, event, [m = message, version](Rig& r) {
+                         if (std::holds_alternative<proto::Stripes>(m)) r.h.with_stripes();
+                         r.h.receive(m, version);
+                       }});
       }
     if (s != S::Connecting)
       out.push_back(
@@ -908,8 +929,8 @@ TEST(SenderDriverCoverage, EveryPairOfAnOpenStateIsDriven) {
   for (S s : kOpenStates)
     for (E e : proto::enum_values<proto::SenderEvent>())
       EXPECT_TRUE(seen.contains({s, e})) << proto::to_string(s) << " + " << proto::to_string(e);
-  // 4 open states, 21 events.
-  EXPECT_EQ(seen.size(), 4u * 21u);
+  // 4 open states, 22 events.
+  EXPECT_EQ(seen.size(), 4u * 22u);
 
   std::set<std::pair<proto::SetupState, proto::SetupEvent>> setup;
   for (const SetupRow& row : setup_rows()) setup.emplace(row.at.state, row.at.event);

@@ -15,12 +15,23 @@
 #include <vector>
 
 #include "common/crypto/auth_proof.hpp"
+#include "protocol/stripes.hpp"
 #include "sender/connection.hpp"
+#include "sender/stripe_link.hpp"
 #include "sender_driver_rig.hpp"
 
 namespace rdmax::test::sender_rig {
 
 using Status = sender::EntryResult::Status;
+
+// A stripe group of one connection that never stripes a file (docs/PROTOCOL.md 7.12): what the
+// driver does with the extension and Stripes alone.
+struct QuietStripeLink final : sender::StripeLink {
+  proto::StripeGroup group() const override { return {{7}, 1, 2}; }
+  std::optional<bool> offer_striped(std::uint32_t) override { return false; }
+  void striped_taken(std::uint32_t, std::uint32_t, std::uint64_t, std::uint32_t) override {}
+  void joined_settled(std::uint32_t, bool) override {}
+};
 
 // A Connection over a fake transport, for a plan of files in a temporary directory.
 struct SessionHarness {
@@ -69,6 +80,9 @@ struct SessionHarness {
     settings.seal = seal;
   }
   void with_sealed_key() { with_key(true); }
+  // Member 1 of a group of 2 (7.12): the Open carries the extension, Stripes is expected.
+  QuietStripeLink stripe_link;
+  void with_stripes() { settings.stripes = &stripe_link; }
 
   void add_file(const std::string& remote, std::vector<std::uint8_t> bytes,
                 std::uint32_t mode = 0644) {
