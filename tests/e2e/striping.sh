@@ -9,11 +9,12 @@
 source "$(dirname "$0")/lib.sh"
 
 need_programs send recv
+command -v jq >/dev/null || fail "jq is needed (scripts/install-deps.sh installs it)"
 port=18930 old_port=18931
 work=$RXE_SCRATCH/striping
 rm -rf "$work" && mkdir -p "$work/in" "$work/out" "$work/old-out"
 recv_log=$work/rdma-recv.log
-head -c 96M /dev/urandom >"$work/in/big.bin"
+head -c 48M /dev/urandom >"$work/in/big.bin"
 size=$(stat -c %s "$work/in/big.bin")
 
 fail_context() {
@@ -34,8 +35,8 @@ start_daemon recv "$recv_log" "$recv" --bind "$RXE_ADDR" --port "$port" --dir "$
   --timeout 20
 wait_for 20 cm_listening "$port"
 
-# json_field EXPR: a field of the last --json (python3 reads it).
-json() { python3 -c "import json,sys; d=json.load(open('$work/send.json')); print($1)"; }
+# json FILTER: a field of the last --json (jq: python3 starts in seconds in the guest).
+json() { jq -r "$1" "$work/send.json"; }
 
 two_connections() {
   rm -f "$work/out/big.bin"
@@ -44,9 +45,9 @@ two_connections() {
     "$work/in/big.bin" >"$work/send.json" 2>"$work/send.err" || rc=$?
   ((rc == 0)) || fail "rdma-send -P 2 exited $rc"
   cmp -s "$work/in/big.bin" "$work/out/big.bin" || fail "the file arrived different"
-  [[ $(json 'len(d["connections"])') == 2 ]] || fail "not two connections in --json"
+  [[ $(json '.connections | length') == 2 ]] || fail "not two connections in --json"
   local a b
-  a=$(json 'd["connections"][0]["bytes_sent"]') b=$(json 'd["connections"][1]["bytes_sent"]')
+  a=$(json '.connections[0].bytes_sent') b=$(json '.connections[1].bytes_sent')
   ((a > 0 && b > 0)) || fail "one connection carried nothing: $a and $b bytes"
   ((a + b == size)) || fail "the connections carried $a + $b bytes of $size"
   grep -q "carrying chunks of 'big.bin'" "$recv_log" || fail "no member joined on the receiver"
@@ -56,7 +57,7 @@ two_connections() {
 killed_halfway() {
   rm -f "$work/out/big.bin"
   : >"$recv_log.mark"
-  "$send" -H "$RXE_ADDR" -p "$port" -P 2 -d "$devices" --stripe-min 1M --bwlimit 24M \
+  "$send" -H "$RXE_ADDR" -p "$port" -P 2 -d "$devices" --stripe-min 1M --bwlimit 12M \
     "$work/in/big.bin" >/dev/null 2>"$work/send.err" &
   local pid=$!
   bg_pids+=("$pid")
@@ -72,7 +73,7 @@ killed_halfway() {
   ((rc == 0)) || fail "the second run exited $rc"
   cmp -s "$work/in/big.bin" "$work/out/big.bin" || fail "the file arrived different"
   local sent resumed
-  sent=$(json 'd["bytes_sent"]') resumed=$(json 'd["entries"][0]["resumed_from"]')
+  sent=$(json '.bytes_sent') resumed=$(json '.entries[0].resumed_from')
   ((resumed > 0)) || fail "the second run did not resume"
   ((sent + resumed == size)) || fail "sent $sent after resuming at $resumed of $size"
   echo "resumed at $resumed, sent $sent of $size"
@@ -92,7 +93,7 @@ release_receiver() {
     >"$work/send.json" 2>"$work/send.err" || rc=$?
   ((rc == 0)) || fail "rdma-send -P 2 to the release's receiver exited $rc"
   cmp -s "$work/in/big.bin" "$work/old-out/big.bin" || fail "the file arrived different"
-  [[ $(json 'd["connections"][0]["bytes_sent"]') == "$size" ]] ||
+  [[ $(json '.connections[0].bytes_sent') == "$size" ]] ||
     fail "the lead did not carry the whole file"
   kill "$daemon_pid"
 }
