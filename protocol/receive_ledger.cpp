@@ -226,8 +226,7 @@ bool ReceiveLedger::wants_data() const {
     // A striped file wants data until every chunk is claimed, an entry joined to it until
     // its FileDone (what it carries is the sender's choice).
     if (e->claims) {
-      if (e->state == EntryState::Taken && (e->joined_to || !e->claims->all_claimed()))
-        return true;
+      if (e->state == EntryState::Taken && (e->joined_to || !e->claims->all_claimed())) return true;
       continue;
     }
     if ((e->state == EntryState::Offered || e->state == EntryState::Held ||

@@ -53,10 +53,10 @@ enum class ReceiveError : std::uint8_t {
   // One file over several connections (7.12): a striped Offer or a Join where this
   // connection was not answered Stripes (or a Join on the lead, a striped Offer on a member).
   NotStriping,
-  JoinOutOfOrder,   // a Join's entry is not the next number after the Offers and Joins
-  AlreadyJoined,    // a second Join of the same striped entry on this connection
-  ChunkClaimed,     // a chunk of a striped file that a connection of its group sent already
-  StripeUnfinished, // the striped entry's FileDone before every chunk of it was sent
+  JoinOutOfOrder,    // a Join's entry is not the next number after the Offers and Joins
+  AlreadyJoined,     // a second Join of the same striped entry on this connection
+  ChunkClaimed,      // a chunk of a striped file that a connection of its group sent already
+  StripeUnfinished,  // the striped entry's FileDone before every chunk of it was sent
 };
 
 class ReceiveLedger {
@@ -81,7 +81,7 @@ class ReceiveLedger {
     bool striped = false;
     std::optional<std::uint32_t> joined_to;  // the lead's entry number
     std::shared_ptr<StripeClaims> claims;    // the file's, shared by the group's entries
-    bool verifying = false;  // Finished (or Abandoning) and every chunk stored
+    bool verifying = false;                  // Finished (or Abandoning) and every chunk stored
     std::uint64_t size = 0;
     bool digest_at_end = false;    // offered without its digest: its FileDone carries it
     std::uint64_t received = 0;    // bytes of accepted FileChunks

@@ -156,12 +156,11 @@ constexpr ReceiverData carried_by(ReceiverEvent event, OpenCheck check = OpenChe
     return check == OpenCheck::Rejected ? D::Rejection : D::None;
   }
   constexpr std::pair<E, D> kCarried[] = {
-      {E::GotOffer, D::Offer},         {E::GotChunk, D::Chunk},
-      {E::GotFileDone, D::FileDone},   {E::GotContinue, D::Continue},
-      {E::GotFileAbort, D::FileAbort}, {E::GotJoin, D::Join},
-      {E::ProtocolViolation, D::Abort},
-      {E::LocalFailure, D::Abort},     {E::Timeout, D::Abort},
-      {E::ShuttingDown, D::Abort}};
+      {E::GotOffer, D::Offer},          {E::GotChunk, D::Chunk},
+      {E::GotFileDone, D::FileDone},    {E::GotContinue, D::Continue},
+      {E::GotFileAbort, D::FileAbort},  {E::GotJoin, D::Join},
+      {E::ProtocolViolation, D::Abort}, {E::LocalFailure, D::Abort},
+      {E::Timeout, D::Abort},           {E::ShuttingDown, D::Abort}};
   for (const auto& p : kCarried)
     if (p.first == event) return p.second;
   return D::None;
@@ -185,15 +184,14 @@ constexpr ReceiverData needed_by(ReceiverAction action) {
   using A = ReceiverAction;
   using D = ReceiverData;
   constexpr std::pair<A, D> kNeeded[] = {
-      {A::SendAccept, D::Admission},   {A::SendReject, D::Rejection},
-      {A::CheckOffer, D::Offer},       {A::SendTake, D::Entry},
-      {A::SendResume, D::Entry},       {A::SendHave, D::Entry},
-      {A::SendHolds, D::Held},         {A::CheckContinue, D::Continue},
-      {A::AbandonEntry, D::FileAbort}, {A::CheckJoin, D::Join},
-      {A::SendRefuse, D::Refusal},
-      {A::StoreChunk, D::Chunk},       {A::TakeFileDone, D::FileDone},
-      {A::SendCredit, D::Stored},      {A::SendFileVerdict, D::Verdict},
-      {A::SendError, D::Abort}};
+      {A::SendAccept, D::Admission},    {A::SendReject, D::Rejection},
+      {A::CheckOffer, D::Offer},        {A::SendTake, D::Entry},
+      {A::SendResume, D::Entry},        {A::SendHave, D::Entry},
+      {A::SendHolds, D::Held},          {A::CheckContinue, D::Continue},
+      {A::AbandonEntry, D::FileAbort},  {A::CheckJoin, D::Join},
+      {A::SendRefuse, D::Refusal},      {A::StoreChunk, D::Chunk},
+      {A::TakeFileDone, D::FileDone},   {A::SendCredit, D::Stored},
+      {A::SendFileVerdict, D::Verdict}, {A::SendError, D::Abort}};
   for (const auto& p : kNeeded)
     if (p.first == action) return p.second;
   return D::None;

@@ -187,13 +187,13 @@ std::optional<SendLedger::Planned> SendLedger::next_chunk() {
   Entry& p = *entries_.at(entry);
   const std::uint64_t offset = drawn ? drawn->offset : p.next_offset;
   const std::uint64_t left = plans_[entry].size - offset;
-  Planned planned{entry,
-                  *slot,
-                  offset,
-                  drawn ? drawn->length
-                        : static_cast<std::uint32_t>(std::min<std::uint64_t>(slot_size_, left)),
-                  region_addr_ + std::uint64_t{*slot} * slot_size_,
-                  slots_[*slot].rkey};
+  Planned planned{
+      entry,
+      *slot,
+      offset,
+      drawn ? drawn->length : static_cast<std::uint32_t>(std::min<std::uint64_t>(slot_size_, left)),
+      region_addr_ + std::uint64_t{*slot} * slot_size_,
+      slots_[*slot].rkey};
   Slot& used = slots_[*slot];
   used.offset = offset;
   used.credited = false;
@@ -271,9 +271,9 @@ void SendLedger::release(std::uint32_t slot) {
 std::optional<std::uint32_t> SendLedger::next_file_done() {
   for (std::uint32_t entry : open_entries_) {  // at most kMaxEntriesInFlight
     Entry& p = *entries_.at(entry);
-    const bool sent = p.stripe ? p.stripe->all_handed() && !p.stripe->interrupted() &&
-                                     p.members_pending == 0
-                               : p.next_offset == plans_[entry].size;
+    const bool sent =
+        p.stripe ? p.stripe->all_handed() && !p.stripe->interrupted() && p.members_pending == 0
+                 : p.next_offset == plans_[entry].size;
     if (p.state == EntryState::Taken && sent && p.chunks_in_flight == 0 && p.chunks_held == 0) {
       advance_own(plans_[entry].kind, p.state, EntryEvent::FileDone);  // Taken: a file
       return entry;

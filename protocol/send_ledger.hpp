@@ -109,7 +109,9 @@ class SendLedger {
   void allow_directories(bool allowed) { directories_allowed_ = allowed; }
   // While set, the entry `held_back` returns true for is not offered yet (and nothing after
   // it): a file to stripe waits until every connection of the group was answered.
-  void hold_back(std::function<bool(std::uint32_t)> held_back) { held_back_ = std::move(held_back); }
+  void hold_back(std::function<bool(std::uint32_t)> held_back) {
+    held_back_ = std::move(held_back);
+  }
 
   // 7.12. A taken (or resumed) entry becomes striped: its chunks come from `plan` as
   // member 0. False if it is not taken or has chunks planned already.
@@ -191,14 +193,15 @@ class SendLedger {
   std::uint32_t active_slots_ = 0;
   // What the sender knows of each slot of the receiver's window.
   struct Slot {
-    bool credited = false;    // a Credit came and no chunk has used it yet
-    bool busy = false;        // a chunk is being written into it
-    bool held = false;        // being hashed: not written again until release()
-    bool out = false;         // its chunk is not stored yet (no Credit since)
-    std::uint32_t rkey = 0;   // the last Credit's
-    std::uint32_t length = 0; // of the chunk in flight in a busy slot
-    std::uint32_t owner = 0;  // and its entry
-    std::uint64_t offset = 0; // and where it is in the file (a striped one's plan learns it stored)
+    bool credited = false;     // a Credit came and no chunk has used it yet
+    bool busy = false;         // a chunk is being written into it
+    bool held = false;         // being hashed: not written again until release()
+    bool out = false;          // its chunk is not stored yet (no Credit since)
+    std::uint32_t rkey = 0;    // the last Credit's
+    std::uint32_t length = 0;  // of the chunk in flight in a busy slot
+    std::uint32_t owner = 0;   // and its entry
+    std::uint64_t offset =
+        0;  // and where it is in the file (a striped one's plan learns it stored)
   };
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> taken_order_;   // taken files with chunks left, oldest first

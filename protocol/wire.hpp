@@ -405,8 +405,7 @@ struct Offer {
   bool operator==(const Offer&) const = default;
   static constexpr auto layout() {
     return std::tuple{
-        &Offer::entry,      &Offer::kind,
-        FlagBits<Offer>{&Offer::digest_at_end, &Offer::striped},
+        &Offer::entry,      &Offer::kind,   FlagBits<Offer>{&Offer::digest_at_end, &Offer::striped},
         &Offer::mode,       &Offer::size,   &Offer::mtime_sec,
         &Offer::mtime_nsec, &Offer::digest, Counted<Offer>{&Offer::path, "Offer.path"}};
   }
@@ -576,8 +575,7 @@ struct Join {
 using Message =
     std::variant<Hello, Accept, Chunk, Credit, Done, Verdict, Id, Secret, Denied, Reject, Bye,
                  Error, Working, Open, Offer, Take, Refuse, FileChunk, FileDone, FileVerdict,
-                 Resume, Have, Challenge, Proof, Holds, FileAbort, Continue, Sealed, Stripes,
-                 Join>;
+                 Resume, Have, Challenge, Proof, Holds, FileAbort, Continue, Sealed, Stripes, Join>;
 
 enum class DecodeError {
   Short,           // fewer bytes than a header

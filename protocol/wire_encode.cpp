@@ -216,10 +216,9 @@ const char* codec::field_problem(const Message& message) {
             if (m.keepalive_ms != 0 && !in_range(m.keepalive_ms, kMinKeepaliveMs, kMaxKeepaliveMs))
               return "Open.keepalive_ms not 0 or in 100..60000";
             // A connection that only joins a striped file offers nothing of its own (7.12).
-            const bool member = std::any_of(m.extensions.begin(), m.extensions.end(),
-                                            [](const HelloExtension& e) {
-                                              return e.type == kExtensionStripeGroup;
-                                            });
+            const bool member = std::any_of(
+                m.extensions.begin(), m.extensions.end(),
+                [](const HelloExtension& e) { return e.type == kExtensionStripeGroup; });
             if (m.entry_count == 0 && !member)
               return "Open.entry_count is 0 without a stripe group";
             if (open_size(m) > kMaxMessageSize - kHeaderSize)
@@ -238,8 +237,7 @@ const char* codec::field_problem(const Message& message) {
               return "Offer of a directory with digest_at_end";
             if (m.digest_at_end && !is_zero(m.digest))
               return "Offer with digest_at_end and a digest";
-            if (m.striped && m.kind == EntryKind::Directory)
-              return "Offer of a directory striped";
+            if (m.striped && m.kind == EntryKind::Directory) return "Offer of a directory striped";
             return nullptr;
           },
           [](const Refuse& m) -> const char* {

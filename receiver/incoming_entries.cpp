@@ -257,8 +257,8 @@ void IncomingEntries::refuse(const ReceiverInput::EntryRefusal& refusal) {
     // A Join refused (7.12): the sender sends those chunks on its other connections; no
     // failure of the session.
     spdlog::info("[{}] not joining entry {}: {}", label_, refusal.entry, refusal.text);
-    hooks_.send(proto::Refuse{refusal.entry, refusal.reason,
-                              refusal.text.substr(0, proto::kMaxTextBytes)});
+    hooks_.send(
+        proto::Refuse{refusal.entry, refusal.reason, refusal.text.substr(0, proto::kMaxTextBytes)});
     return settle(refusal.entry);
   }
   IncomingEntry* entry = this->entry(refusal.entry);
@@ -355,10 +355,10 @@ void IncomingEntries::store_opened(const proto::FileChunk& c) {
   const bool joined = e->joined_to.has_value();
   if (joined) ++joined_stores_;
   e->file->store(c.slot, c.offset, window_.slot(c.slot).first(c.length),
-                         [this, id, joined](const IncomingFile::Stored& stored) {
-                           if (joined) --joined_stores_;
-                           hooks_.in_session([&] { on_stored(id, stored); });
-                         });
+                 [this, id, joined](const IncomingFile::Stored& stored) {
+                   if (joined) --joined_stores_;
+                   hooks_.in_session([&] { on_stored(id, stored); });
+                 });
 }
 
 void IncomingEntries::on_stored(std::uint32_t id, const IncomingFile::Stored& stored) {
@@ -370,7 +370,8 @@ void IncomingEntries::on_stored(std::uint32_t id, const IncomingFile::Stored& st
     spdlog::error("[{}] cannot write {}: {}", label_, proto::quoted_for_log(entry->offer.path),
                   stored.outcome.error);
     // The striped file it is part of cannot be whole either (7.12).
-    if (lead != nullptr) lead->interrupt_striped(*entry->joined_to, proto::VerdictCode::StorageError);
+    if (lead != nullptr)
+      lead->interrupt_striped(*entry->joined_to, proto::VerdictCode::StorageError);
     // The entry is settled now; its slots are freed once its file's jobs are done.
     return hooks_.raise(input<proto::WorkResult::EntrySettled>(
         Input::EntryVerdict{id, proto::VerdictCode::StorageError}));
@@ -439,10 +440,10 @@ void IncomingEntries::verify(std::uint32_t id) {
   auto verified = [this, started] { context_.metrics.count_verification(Clock::now() - started); };
   // `received` counts the bytes before a Resume offset too (the ledger starts there); a
   // striped file's chunks came on several connections: it must be stored whole, with no hole.
-  const bool whole = entry.striped ? entry.file->bytes_stored() == entry.offer.size &&
-                                         entry.done_total == entry.offer.size
-                                   : entry.received == entry.offer.size &&
-                                         entry.done_total == entry.received;
+  const bool whole =
+      entry.striped
+          ? entry.file->bytes_stored() == entry.offer.size && entry.done_total == entry.offer.size
+          : entry.received == entry.offer.size && entry.done_total == entry.received;
   // (A striped file with a hole has no digest to finish.)
   if (whole || !entry.striped) entry.computed = entry.file->finish_hash();
   if (!whole) {

@@ -186,7 +186,8 @@ void IncomingFile::finish_store(std::uint64_t sequence) {
   PendingStore p = std::move(it->second);
   stores_.erase(it);
   if (p.stored.outcome.ok()) {
-    if (!hasher_->has_gap()) unfolded_.emplace(p.offset, Unfolded{p.stored.length, std::move(p.tree_nodes)});
+    if (!hasher_->has_gap())
+      unfolded_.emplace(p.offset, Unfolded{p.stored.length, std::move(p.tree_nodes)});
     fold_stored_prefix();
   } else {
     // The tree has a gap and is not folded further (the transfer fails anyway).

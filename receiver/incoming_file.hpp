@@ -165,9 +165,9 @@ class IncomingFile {
   std::string path_;
   bool overwrite_;
   proto::DigestAlgorithm algorithm_;
-  std::optional<OutputFile> file_;  // the disk queue's
+  std::optional<OutputFile> file_;                // the disk queue's
   std::map<std::uint64_t, PendingStore> stores_;  // by sequence number: each job finds its own
-  std::map<std::uint64_t, Unfolded> unfolded_;     // by offset, all past bytes_stored_
+  std::map<std::uint64_t, Unfolded> unfolded_;    // by offset, all past bytes_stored_
   std::uint64_t next_sequence_ = 0;
   std::uint64_t bytes_stored_ = 0;
   bool committed_ = false;

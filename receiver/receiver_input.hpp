@@ -85,8 +85,7 @@ struct ReceiverInput {
   // In the order of proto::ReceiverData.
   using Data = std::variant<std::monostate, AcceptedOpen, Rejection, proto::Offer, proto::FileChunk,
                             proto::FileDone, proto::Continue, proto::FileAbort, proto::Join,
-                            EntryTaken,
-                            EntryHeld, EntryRefusal, StoredSlot, EntryVerdict, Abort>;
+                            EntryTaken, EntryHeld, EntryRefusal, StoredSlot, EntryVerdict, Abort>;
 
   // An event of the connection's machine, or a result of the entries' work (InSession's:
   // proto::session_result).

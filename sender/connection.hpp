@@ -147,10 +147,10 @@ class Connection final : public DriverCore {
   Clock::time_point started_{};
   double connect_seconds_ = 0;
   bool settled_signalled_ = false;
-  bool stripes_said_ = false;     // Stripes before the Accept (7.12)
-  bool holding_joins_ = false;    // a member: until joins_over()
+  bool stripes_said_ = false;    // Stripes before the Accept (7.12)
+  bool holding_joins_ = false;   // a member: until joins_over()
   std::uint32_t slot_size_ = 0;  // the Accept's
-  bool holding_;  // SenderSettings::hold_for_others, until others_finished()
+  bool holding_;                 // SenderSettings::hold_for_others, until others_finished()
   std::uint32_t others_failures_ = 0;
   KeyProof keys_;
   SenderHooks hooks_;

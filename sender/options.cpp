@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "common/cli/cli_checks.hpp"
-#include "sender/exit_codes.hpp"
 #include "protocol/sizes.hpp"
+#include "sender/exit_codes.hpp"
 #include "sender/rate_limit.hpp"
 #include "version.hpp"
 

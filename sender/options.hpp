@@ -54,7 +54,7 @@ struct SenderOptions {
   // --stripe-min: with -P N, a file of at least this many bytes goes over all N connections
   // at once (docs/PROTOCOL.md 7.12) to a receiver that stripes.
   std::uint64_t stripe_min = std::uint64_t{256} << 20;
-  bool check = false;                    // --check: preflight checks only (sender/preflight.hpp)
+  bool check = false;  // --check: preflight checks only (sender/preflight.hpp)
   // --shard I/N, auto, auto/N (sender/shard.hpp): this process sends only its share.
   ShardSpec shard;
   // --files-from FILE ("-": stdin): the entries, named relative to `base` (sender/file_list.hpp)

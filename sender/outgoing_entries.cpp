@@ -138,8 +138,8 @@ bool OutgoingEntries::take(const SenderInput::Answer& answer) {
     return true;
   }
   // A Join is answered Take or Refuse, nothing else (7.12).
-  if (const auto entry = answered_entry(answer); entry && is_joined(*entry) &&
-      !std::holds_alternative<proto::Refuse>(answer) &&
+  if (const auto entry = answered_entry(answer);
+      entry && is_joined(*entry) && !std::holds_alternative<proto::Refuse>(answer) &&
       !std::holds_alternative<proto::FileVerdict>(answer))
     return broken("an answer to a Join other than Take, Refuse or FileVerdict");
   if (const auto* m = std::get_if<proto::Resume>(&answer)) {
@@ -236,9 +236,10 @@ bool OutgoingEntries::take_verdict(const proto::FileVerdict& m) {
   }
   const std::string& path = planned(m.entry).local_path;
   if (m.code == proto::VerdictCode::Interrupted) {
-    spdlog::error("{}: interrupted (a connection of its stripe group ended); run the command "
-                  "again to resume it",
-                  proto::quoted_for_log(path));
+    spdlog::error(
+        "{}: interrupted (a connection of its stripe group ended); run the command "
+        "again to resume it",
+        proto::quoted_for_log(path));
     settle(m.entry, {.status = EntryResult::Status::Failed,
                      .outcome = proto::SenderOutcome::ReceiverFailed,
                      .detail = "interrupted: run again to resume"});

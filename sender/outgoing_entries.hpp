@@ -128,7 +128,7 @@ class OutgoingEntries {
 
   const SenderSettings& settings_;
   TransferPlan& plan_;
-  std::vector<std::uint32_t> entries_;  // session entry number -> index into the plan
+  std::vector<std::uint32_t> entries_;             // session entry number -> index into the plan
   std::map<std::uint32_t, std::uint32_t> joined_;  // a Join's entry number -> index (7.12)
   SenderHooks& hooks_;
   std::uint32_t slot_size_ = 0;  // the Accept's

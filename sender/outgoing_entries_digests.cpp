@@ -70,9 +70,8 @@ void OutgoingEntries::hash_in_flight(OutgoingEntry& e, const Planned& c,
     ledger_.hold(c.slot);
     e.digest->hasher->hash(
         c.offset, bytes,
-        [this, entry = c.entry, slot = c.slot, offset = c.offset, length = c.length,
-         lead = e.lead, lead_entry = e.lead_entry](std::vector<merkle::Node> nodes,
-                                                   const std::string& error) {
+        [this, entry = c.entry, slot = c.slot, offset = c.offset, length = c.length, lead = e.lead,
+         lead_entry = e.lead_entry](std::vector<merkle::Node> nodes, const std::string& error) {
           hooks_.in_session([&] {
             ledger_.release(slot);
             lead->fold_from_member(lead_entry, offset, length, std::move(nodes), error);
@@ -158,8 +157,8 @@ void OutgoingEntries::unreadable_chunk(const Planned& chunk, const std::string& 
   if (is_joined(chunk.entry)) {
     // A member cannot abandon the lead's file: its connection ends, and the receiver cuts
     // the file at its stored prefix (7.12).
-    spdlog::error("{}: cannot read a chunk ({})", proto::quoted_for_log(planned(chunk.entry).local_path),
-                  error);
+    spdlog::error("{}: cannot read a chunk ({})",
+                  proto::quoted_for_log(planned(chunk.entry).local_path), error);
     return hooks_.raise(input<proto::SenderEvent::LocalFailure>(
         SenderInput::Abort{proto::ErrorCode::Internal, "cannot read a striped file"}));
   }

@@ -280,12 +280,11 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
     const auto wanted = std::max<std::uint32_t>(
         options.parallel, static_cast<std::uint32_t>(options.receivers.size()));
     // A file to stripe (docs/PROTOCOL.md 7.12) keeps every connection asked for.
-    const bool stripes = options.receivers.size() == 1 && options.parallel > 1 &&
-                         std::any_of(sendable.entries.begin(), sendable.entries.end(),
-                                     [&](const PlannedEntry& e) {
-                                       return e.kind == proto::EntryKind::File &&
-                                              e.size >= options.stripe_min && e.size > 0;
-                                     });
+    const bool stripes =
+        options.receivers.size() == 1 && options.parallel > 1 &&
+        std::any_of(sendable.entries.begin(), sendable.entries.end(), [&](const PlannedEntry& e) {
+          return e.kind == proto::EntryKind::File && e.size >= options.stripe_min && e.size > 0;
+        });
     const std::uint32_t asked =
         std::max<std::uint32_t>(1, std::min<std::uint32_t>(wanted, stripes ? wanted : files));
     const std::uint32_t fit = proto::connections_that_fit(

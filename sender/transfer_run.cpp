@@ -292,7 +292,7 @@ void TransferRun::striped_taken(std::uint32_t index, std::uint32_t entry, std::u
   Connection& lead = *links_.front()->driver;
   Striped& s = striped_[index];
   s.plan = std::make_shared<proto::StripePlan>(plan_.entries[index].size, slot_size, from,
-                                                static_cast<std::uint16_t>(links_.size()));
+                                               static_cast<std::uint16_t>(links_.size()));
   s.lead_entry = entry;
   if (!lead.entries().ledger().stripe(entry, s.plan)) return;
   for (std::size_t i = 1; i < links_.size(); ++i) {
@@ -331,11 +331,12 @@ void TransferRun::update_stripes() {
   // Once every file to stripe is settled (or the lead is gone) no Join can come: the members
   // may say Bye after their own entries.
   if (joins_over_) return;
-  const bool over = link_done(*links_.front()) ||
-                    std::all_of(stripe_candidates_.begin(), stripe_candidates_.end(),
-                                [this](std::uint32_t index) {
-                                  return plan_.results[index].status != EntryResult::Status::NotSent;
-                                });
+  const bool over =
+      link_done(*links_.front()) ||
+      std::all_of(stripe_candidates_.begin(), stripe_candidates_.end(),
+                  [this](std::uint32_t index) {
+                    return plan_.results[index].status != EntryResult::Status::NotSent;
+                  });
   if (!over) return;
   joins_over_ = true;
   for (std::size_t i = 1; i < links_.size(); ++i)

@@ -27,13 +27,13 @@
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/event_channel.hpp"
 #include "common/rdma/rdma_transport.hpp"
+#include "protocol/stripe_plan.hpp"
 #include "protocol/transfer_rules.hpp"
 #include "sender/connection.hpp"
 #include "sender/options.hpp"
 #include "sender/progress_bar.hpp"
 #include "sender/rate_limit.hpp"
 #include "sender/stripe_link.hpp"
-#include "protocol/stripe_plan.hpp"
 #include "sender/transfer_plan.hpp"
 
 namespace rdmax::sender {
@@ -98,12 +98,12 @@ class TransferRun {
   // The workers: they read the chunks copied for sending and hash; before the links, whose
   // reads and hashers use it.
   std::optional<WorkPool> pool_;
-  std::vector<SenderSettings> settings_;  // per link (only the lead has the id)
+  std::vector<SenderSettings> settings_;                    // per link (only the lead has the id)
   std::vector<std::unique_ptr<LinkStripes>> link_stripes_;  // each link's StripeLink (7.12)
   EventChannel channel_;
   std::vector<std::unique_ptr<Link>> links_;  // after the channel: destroyed before it
   std::optional<ProgressBar> progress_;
-  std::optional<SharedBwlimit> bwlimit_;  // --bwlimit, shared by every connection
+  std::optional<SharedBwlimit> bwlimit_;       // --bwlimit, shared by every connection
   std::set<std::uint32_t> stripe_candidates_;  // plan indices
   std::map<std::uint32_t, Striped> striped_;   // by plan index
   proto::StripeToken stripe_token_{};

@@ -13,8 +13,8 @@
 
 #include "protocol/auth.hpp"
 #include "protocol/receiver_machine.hpp"
-#include "protocol/stripes.hpp"
 #include "protocol/sender_machine.hpp"
+#include "protocol/stripes.hpp"
 #include "protocol/wire.hpp"
 #include "tests/fuzz/machine_local_inputs.hpp"
 #include "tests/fuzz/session_ledger_ops.hpp"
@@ -234,19 +234,17 @@ int main(int argc, char** argv) {
       {"file-chunk-sealed", FileChunk{0, 2, 131072, 65536, ChunkSeal{7, SealTag{}}}},
       // One file over several connections (7.12): a member's Open, Stripes, a striped Offer,
       // a Join, the verdict Interrupted.
-      {"open-stripe-member",
-       Open{DigestAlgorithm::FsVeritySha256,
-            1000,
-            0,
-            0,
-            0,
-            {{kExtensionResume, {}},
-             {kExtensionDigestAtEnd, {}},
-             stripe_group_extension({StripeToken{0x11, 0x22, 0x33}, 1, 2})}}},
+      {"open-stripe-member", Open{DigestAlgorithm::FsVeritySha256,
+                                  1000,
+                                  0,
+                                  0,
+                                  0,
+                                  {{kExtensionResume, {}},
+                                   {kExtensionDigestAtEnd, {}},
+                                   stripe_group_extension({StripeToken{0x11, 0x22, 0x33}, 1, 2})}}},
       {"stripes", Stripes{kMaxStripeMembers}},
       {"offer-striped",
-       Offer{0, EntryKind::File, 0644, 1 << 30, 1'700'000'000, 5, Digest{}, "big.bin", true,
-             true}},
+       Offer{0, EntryKind::File, 0644, 1 << 30, 1'700'000'000, 5, Digest{}, "big.bin", true, true}},
       {"join", Join{0, 0}},
       {"file-verdict-interrupted", FileVerdict{0, VerdictCode::Interrupted, Digest{}}},
   };

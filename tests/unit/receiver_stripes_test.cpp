@@ -105,8 +105,8 @@ struct StripedRig {
     });
   }
   proto::Offer striped_offer() const {
-    proto::Offer o{0, proto::EntryKind::File, 0640, bytes.size(), 1700000000, 5,
-                   merkle::digest_of(bytes), "big.bin"};
+    proto::Offer o{0, proto::EntryKind::File,   0640,     bytes.size(), 1700000000,
+                   5, merkle::digest_of(bytes), "big.bin"};
     o.striped = true;
     return o;
   }
@@ -114,8 +114,8 @@ struct StripedRig {
   bool chunk(Link& l, std::uint32_t entry, std::uint32_t index, std::uint32_t slot) {
     const auto a = l.sent<proto::Accept>().at(0);
     const std::uint64_t offset = std::uint64_t{index} * kSlot;
-    const auto length = static_cast<std::uint32_t>(
-        std::min<std::uint64_t>(kSlot, bytes.size() - offset));
+    const auto length =
+        static_cast<std::uint32_t>(std::min<std::uint64_t>(kSlot, bytes.size() - offset));
     const bool landed = l.transport.write_remote(
         a.region_addr + std::uint64_t{slot} * a.slot_size, l.rkey_of(slot),
         std::span(bytes).subspan(static_cast<std::size_t>(offset), length));

@@ -205,8 +205,7 @@ TEST_F(IncomingLanesTest, KeptWithAHoleResumesFromTheHole) {
     // Chunks 0-2 and 4-9: chunk 3 never comes (its connection was lost).
     for (std::size_t i : {0, 1, 2, 4, 5, 6, 7, 8, 9})
       f->store(static_cast<std::uint32_t>(i % 4), i * kChunk,
-               std::span(bytes).subspan(i * kChunk, kChunk),
-               [&](const IncomingFile::Stored& s) {
+               std::span(bytes).subspan(i * kChunk, kChunk), [&](const IncomingFile::Stored& s) {
                  EXPECT_TRUE(s.outcome.ok()) << s.outcome.error;
                  ++done;
                });

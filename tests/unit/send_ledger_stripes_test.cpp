@@ -16,7 +16,9 @@ using namespace rdmax::proto;
 
 constexpr std::uint32_t kSlot = 4096;
 
-Accept accept_of(std::uint32_t slots) { return Accept{0x10000, 1, kSlot, slots}; }
+Accept accept_of(std::uint32_t slots) {
+  return Accept{0x10000, 1, kSlot, slots};
+}
 
 struct Pair {
   std::uint64_t size = 5 * kSlot + 7;  // 6 chunks

@@ -37,9 +37,9 @@ TEST(WireStripes, TheOpensExtensionIsATokenAMemberAndTheMembers) {
   const Bytes bytes = encode(open, kVersion2);
   const Bytes tail(bytes.end() - 24, bytes.end());
   EXPECT_EQ(tail, (Bytes{0x07, 0x00, 0x14, 0x00,  // type 0x0007, 20 bytes
-                         0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, 0xa9, 0xaa, 0xab,
-                         0xac, 0xad, 0xae, 0xaf,  // the token
-                         0x01, 0x00, 0x02, 0x00}));  // member 1 of 2
+                         0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7,
+                         0xa8, 0xa9, 0xaa, 0xab, 0xac, 0xad, 0xae, 0xaf,  // the token
+                         0x01, 0x00, 0x02, 0x00}));                       // member 1 of 2
   EXPECT_EQ(round_trip(open), Message{open});
   EXPECT_EQ(stripe_group_of(open), sample_group(1, 2));
   // A member outside the group, fewer than two members or more than 64, or another length:
@@ -52,7 +52,7 @@ TEST(WireStripes, TheOpensExtensionIsATokenAMemberAndTheMembers) {
   }
   Bytes cut = bytes;
   cut.pop_back();
-  cut[8] -= 1;   // the payload's length
+  cut[8] -= 1;                // the payload's length
   cut[cut.size() - 21] -= 1;  // the extension's
   EXPECT_EQ(decode_error(cut), DecodeError::BadField);
 }
@@ -68,9 +68,9 @@ TEST(WireStripes, OnlyAMemberOfAGroupMayOpenWithNoEntries) {
 }
 
 TEST(WireStripes, StripesAndJoinLayouts) {
-  const Bytes stripes = {0x52, 0x4d, 0x41, 0x58, 0x02, 0x00, 0x1d, 0x00, 0x04, 0x00, 0x00, 0x00,
-                         0x00, 0x00, 0x00, 0x00,   // header: type 29, 4 bytes
-                         0x40, 0x00, 0x00, 0x00};  // max_members 64, reserved
+  const Bytes stripes = {0x52, 0x4d, 0x41, 0x58, 0x02, 0x00, 0x1d, 0x00, 0x04,
+                         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // header: type 29, 4 bytes
+                         0x40, 0x00, 0x00, 0x00};                   // max_members 64, reserved
   EXPECT_EQ(encode(Stripes{64}, kVersion2), stripes);
   EXPECT_EQ(round_trip(Stripes{2}), (Message{Stripes{2}}));
   EXPECT_TRUE(encode(Stripes{1}, kVersion2).empty());
@@ -79,10 +79,10 @@ TEST(WireStripes, StripesAndJoinLayouts) {
   reserved[18] = 1;
   EXPECT_EQ(decode_error(reserved), DecodeError::BadReserved);
 
-  const Bytes join = {0x52, 0x4d, 0x41, 0x58, 0x02, 0x00, 0x1e, 0x00, 0x08, 0x00, 0x00, 0x00,
-                      0x00, 0x00, 0x00, 0x00,   // header: type 30, 8 bytes
-                      0x03, 0x00, 0x00, 0x00,   // entry 3
-                      0x00, 0x00, 0x00, 0x00};  // lead_entry 0
+  const Bytes join = {0x52, 0x4d, 0x41, 0x58, 0x02, 0x00, 0x1e, 0x00,
+                      0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // header: type 30, 8 bytes
+                      0x03, 0x00, 0x00, 0x00,                          // entry 3
+                      0x00, 0x00, 0x00, 0x00};                         // lead_entry 0
   EXPECT_EQ(encode(Join{3, 0}, kVersion2), join);
   EXPECT_EQ(round_trip(Join{7, 9}), (Message{Join{7, 9}}));
   // Neither exists in version 1.
@@ -241,8 +241,8 @@ TEST(ReceiverMachineStripes, AJoinIsCheckedInSessionOnly) {
   EXPECT_FALSE(t.illegal);
   EXPECT_EQ(t.next, ReceiverState::InSession);
   EXPECT_EQ(t.actions, ActionList<ReceiverAction>{ReceiverAction::CheckJoin});
-  for (const auto state : {ReceiverState::AwaitOpen, ReceiverState::Authenticating,
-                           ReceiverState::AwaitId})
+  for (const auto state :
+       {ReceiverState::AwaitOpen, ReceiverState::Authenticating, ReceiverState::AwaitId})
     EXPECT_TRUE(receiver_next(state, ReceiverEvent::GotJoin).illegal) << to_string(state);
 }
 
