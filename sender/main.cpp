@@ -119,13 +119,15 @@ int main(int argc, char** argv) {
   }
   // No RDMA device serves loopback: rdma_cm would fail at the route, naming no cause.
   for (const auto& receiver : options.receivers) {
-    if (!resolves_to_loopback(receiver.host)) continue;
-    const std::string text = fmt::format(
-        "-H {}: RDMA does not work over loopback, even to a receiver on this host; {}; then "
-        "`rdma-send --check -H ADDRESS` checks the set-up",
-        receiver.host, loopback_remedy());
-    spdlog::error("{}", text);
-    return json_failure(options, sender::kExitUsage, text);
+    for (std::size_t k = 0; k < receiver.addresses(); ++k) {
+      if (!resolves_to_loopback(receiver.address(k))) continue;
+      const std::string text = fmt::format(
+          "-H {}: RDMA does not work over loopback, even to a receiver on this host; {}; then "
+          "`rdma-send --check -H ADDRESS` checks the set-up",
+          receiver.address(k), loopback_remedy());
+      spdlog::error("{}", text);
+      return json_failure(options, sender::kExitUsage, text);
+    }
   }
   if (options.check) return sender::run_preflight(options, std::cout);
   // The key is local input too: a bad key file is a usage error before anything is sent.

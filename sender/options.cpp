@@ -53,7 +53,10 @@ entry settles (the objects of --json's "entries"), then {"summary":{...}}
 -H HOST1,HOST2,... (each HOST, HOST:PORT or [IPV6]:PORT) spreads the
 connections over several receivers, one each at least, files balanced by
 bytes; a receiver that fails fails only its own files, and the closing lines
-(and --json's "receivers") say what each one got.
+(and --json's "receivers") say what each one got. -H ADDR1+ADDR2 names one
+receiver by two addresses (two ports of one host): with -P 2 -d DEV1,DEV2 a
+connection goes from each device to each address, and one big file is striped
+over both (multi-rail).
 
 Progress (hashing, then sending: bytes, rate, ETA, and the files settled when
 there are several) is drawn on stderr when it is a terminal; --progress prints
@@ -120,8 +123,9 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
   app.set_version_flag("--version", std::string("rdma-send ") + kVersion);
   app.add_option("-H,--host", o.host,
                  "receiver host name or address (IPv4 or IPv6), or several, comma-separated "
-                 "(HOST, HOST:PORT or [IPV6]:PORT), to spread the connections over; required "
-                 "unless --checksum");
+                 "(HOST, HOST:PORT or [IPV6]:PORT), to spread the connections over; "
+                 "HOST1+HOST2: several addresses of one receiver (its ports: multi-rail); "
+                 "required unless --checksum");
   app.add_option("-p,--port", o.port, "receiver port")
       ->capture_default_str()
       ->check(cli::number_in(1, 65535, "port number"));

@@ -98,15 +98,19 @@ int run_preflight(const SenderOptions& o, std::ostream& out) {
   report.add(
       memlock_prediction(preflight::current_memlock_limit(), many ? std::max(1U, o.parallel) : 1));
   // Every receiver of -H, each with its route and its answer: a transfer needs them all.
-  for (const Receiver& r : o.receivers) {
-    const std::string where = host_and_port(r.host, r.port);
-    const auto route = devices_ok ? preflight::route_check(r.host, r.port, o.device, timeout)
-                                  : preflight::failure("route to " + where + ": not tried",
-                                                       "fix the RDMA device first");
-    report.add(route);
-    report.add(route.ok ? receiver_answers_check(o, r)
-                        : preflight::failure("receiver at " + where + ": not tried",
-                                             "fix the route first"));
+  // (Each address of one, HOST+HOST2: every rail must lead to it.)
+  for (const Receiver& receiver : o.receivers) {
+    for (std::size_t k = 0; k < receiver.addresses(); ++k) {
+      const Receiver r{receiver.address(k), receiver.port, {}};
+      const std::string where = host_and_port(r.host, r.port);
+      const auto route = devices_ok ? preflight::route_check(r.host, r.port, o.device, timeout)
+                                    : preflight::failure("route to " + where + ": not tried",
+                                                         "fix the RDMA device first");
+      report.add(route);
+      report.add(route.ok ? receiver_answers_check(o, r)
+                          : preflight::failure("receiver at " + where + ": not tried",
+                                               "fix the route first"));
+    }
   }
   return report.all_ok() ? 0 : 1;
 }

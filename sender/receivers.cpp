@@ -1,6 +1,8 @@
 #include "sender/receivers.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <optional>
 
 namespace rdmax::sender {
 namespace {
@@ -45,7 +47,45 @@ std::variant<Receiver, std::string> parse_item(std::string_view item, std::uint1
   return r;
 }
 
+// ITEM: addresses of one receiver joined by '+'. A port written on any of them is the port
+// of all; two different ones cannot be one daemon's.
+std::variant<Receiver, std::string> parse_railed_item(std::string_view item,
+                                                      std::uint16_t default_port) {
+  std::vector<std::string> hosts;
+  std::optional<std::uint16_t> port;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t plus = std::min(item.find('+', start), item.size());
+    const std::string_view part = item.substr(start, plus - start);
+    auto parsed = parse_item(part, 0);  // port 0: none written (a written 0 is refused)
+    if (auto* error = std::get_if<std::string>(&parsed)) return *error;
+    Receiver& r = std::get<Receiver>(parsed);
+    if (r.port != 0) {
+      if (port && *port != r.port)
+        return "'" + std::string(item) + "': the addresses of one receiver share its port";
+      port = r.port;
+    }
+    hosts.push_back(std::move(r.host));
+    if (plus == item.size()) break;
+    start = plus + 1;
+  }
+  Receiver r{hosts.front(), port.value_or(default_port), {}};
+  r.more_hosts.assign(std::make_move_iterator(hosts.begin() + 1),
+                      std::make_move_iterator(hosts.end()));
+  return r;
+}
+
+std::string bracketed(const std::string& host) {
+  return host.find(':') != std::string::npos && host.front() != '[' ? "[" + host + "]" : host;
+}
+
 }  // namespace
+
+std::string Receiver::name() const {
+  std::string text = bracketed(host);
+  for (const std::string& more : more_hosts) text += "+" + bracketed(more);
+  return text + ":" + std::to_string(port);
+}
 
 std::variant<std::vector<Receiver>, std::string> parse_receivers(std::string_view text,
                                                                  std::uint16_t default_port) {
@@ -53,11 +93,22 @@ std::variant<std::vector<Receiver>, std::string> parse_receivers(std::string_vie
   std::size_t start = 0;
   while (true) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
-    auto item = parse_item(text.substr(start, comma - start), default_port);
+    auto item = parse_railed_item(text.substr(start, comma - start), default_port);
     if (auto* error = std::get_if<std::string>(&item)) return *error;
     Receiver& r = std::get<Receiver>(item);
-    if (std::find(receivers.begin(), receivers.end(), r) != receivers.end())
-      return r.host + " port " + std::to_string(r.port) + " is named twice";
+    for (std::size_t k = 0; k < r.addresses(); ++k) {
+      const std::string& address = r.address(k);
+      const auto named_before = [&](const Receiver& other) {
+        for (std::size_t j = 0; j < other.addresses(); ++j)
+          if (other.address(j) == address && other.port == r.port) return true;
+        return false;
+      };
+      const bool twice_here = std::count(r.more_hosts.begin(), r.more_hosts.end(), address) +
+                                  (address == r.host ? 1 : 0) >
+                              1;
+      if (twice_here || std::any_of(receivers.begin(), receivers.end(), named_before))
+        return address + " port " + std::to_string(r.port) + " is named twice";
+    }
     receivers.push_back(std::move(r));
     if (comma == text.size()) break;
     start = comma + 1;

@@ -252,8 +252,9 @@ Json report_object(const TransferPlan& plan, const RunSummary& summary, int exit
   out["bytes"] = c.size;
   out["bytes_sent"] = summary.bytes;
   Json connections = Json::array();
-  for (const std::uint64_t bytes : summary.connection_bytes)
-    connections.push_back({{"bytes_sent", bytes}});
+  for (const ConnectionShare& share : summary.connections)
+    connections.push_back(
+        {{"receiver", share.receiver}, {"device", share.device}, {"bytes_sent", share.bytes_sent}});
   out["connections"] = std::move(connections);
   out["bytes_not_resent"] = c.not_resent;
   out["seconds"] = {{"hash", summary.hash_seconds},

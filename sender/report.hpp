@@ -13,12 +13,18 @@
 
 namespace rdmax::sender {
 
+// One connection of the run (-P N), for --json: where it went, through which device, and
+// what it carried (one file striped over them, docs/PROTOCOL.md 7.12, shows each one's share).
+struct ConnectionShare {
+  std::string receiver;  // HOST:PORT
+  std::string device;    // the RDMA device its route went through; empty if it never connected
+  std::uint64_t bytes_sent = 0;
+};
+
 struct RunSummary {
   std::size_t left_out = 0;  // local PATHs not sendable: links, special files, bad names
   std::uint64_t bytes = 0;   // written to the receiver in this run
-  // The same, by connection (-P N), in the order of the connections: one file striped over
-  // them (docs/PROTOCOL.md 7.12) shows each one's share.
-  std::vector<std::uint64_t> connection_bytes;
+  std::vector<ConnectionShare> connections;  // in the order of the connections
   double hash_seconds = 0;
   double connect_seconds = 0;
   double data_seconds = 0;

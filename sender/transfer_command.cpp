@@ -276,12 +276,17 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
     const auto limit = preflight::current_memlock_limit();
     std::uint32_t files = 0;
     for (const auto& e : sendable.entries) files += e.kind == proto::EntryKind::File ? 1 : 0;
-    // -H HOST1,HOST2: a connection to each receiver at least (sender/transfer_run.hpp).
+    // -H HOST1,HOST2: a connection to each receiver at least, and to each address of one
+    // (HOST+HOST2, its rails). Connection i goes to receiver i mod R and takes that one's
+    // addresses in turn (sender/transfer_run.hpp): R times the most addresses reach all.
+    std::size_t most_addresses = 1;
+    for (const Receiver& r : options.receivers)
+      most_addresses = std::max(most_addresses, r.addresses());
     const auto wanted = std::max<std::uint32_t>(
-        options.parallel, static_cast<std::uint32_t>(options.receivers.size()));
+        options.parallel, static_cast<std::uint32_t>(options.receivers.size() * most_addresses));
     // A file to stripe (docs/PROTOCOL.md 7.12) keeps every connection asked for.
     const bool stripes =
-        options.receivers.size() == 1 && options.parallel > 1 &&
+        options.receivers.size() == 1 && wanted > 1 &&
         std::any_of(sendable.entries.begin(), sendable.entries.end(), [&](const PlannedEntry& e) {
           return e.kind == proto::EntryKind::File && e.size >= options.stripe_min && e.size > 0;
         });
@@ -314,7 +319,7 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
       summary.data_seconds += run.data_seconds();
       summary.connect_seconds = run.connect_seconds();
       summary.bytes += run.bytes();
-      summary.connection_bytes = run.bytes_by_connection();
+      summary.connections = run.connection_shares();
       secret = run.secret();
       const auto refused = run.refused();
       if (!refused) break;

@@ -48,8 +48,10 @@ struct TransferRun::Link final : SenderCm {
   TransferRun& run;
   std::size_t index;
   const Receiver& receiver;           // the rdma-recv it connects to (-H)
+  std::string address;                // and which of its addresses (HOST+HOST2: rails)
   std::optional<std::string> device;  // -d: the device it must use
   std::optional<std::string> source;  // and the address it connects from
+  std::string used_device;            // the device its route went through, once connected
   std::optional<CmId> id;
   rdma_cm_id* raw = nullptr;
   std::unique_ptr<RdmaTransport> transport;
@@ -61,9 +63,11 @@ struct TransferRun::Link final : SenderCm {
   bool deferred = false;
   bool started = false;
 
-  Link(TransferRun& r, std::size_t i, const Receiver& to) : run(r), index(i), receiver(to) {}
+  Link(TransferRun& r, std::size_t i, const Receiver& to, std::string at)
+      : run(r), index(i), receiver(to), address(std::move(at)) {}
   void resolve_route() override { id->resolve_route(ms(run.options_.connect_timeout)); }
   Transport& connect() override {
+    if (id->verbs() != nullptr) used_device = ibv_get_device_name(id->verbs()->device);
     transport = std::make_unique<RdmaTransport>(
         std::move(*id),
         RdmaTransport::Depths{kSessionDepths.recv, kSessionDepths.send, kSessionDepths.writes});
@@ -125,13 +129,14 @@ TransferRun::TransferRun(const SenderOptions& options, const SenderSettings& set
       }
     }
   }
-  // -H HOST1,HOST2: connection i goes to receiver i mod their number (the command's
-  // connections were raised to one per receiver at least).
+  // -H HOST1,HOST2: connection i goes to receiver i mod their number, and to that receiver's
+  // addresses in turn (HOST+HOST2, its rails); the command's connections were raised to one
+  // per address at least.
   receivers_ = options.receivers;
   for (std::size_t i = 0; i < shares.size(); ++i) {
     const Receiver& to = receivers_[i % receivers_.size()];
-    const std::string peer = host_and_port(to.host, to.port);
-    auto link = std::make_unique<Link>(*this, i, to);
+    const std::string peer = to.name();
+    auto link = std::make_unique<Link>(*this, i, to, to.address(i / receivers_.size()));
     if (!options.devices.empty()) {
       link->device = options.devices[i % options.devices.size()];
       // Connecting from the device's own address makes rdma_cm route through it.
@@ -160,8 +165,7 @@ void TransferRun::start_link(Link& link) {
   link.started = true;
   link.driver->start();
   try {
-    link.id->resolve_addr(link.receiver.host.c_str(), link.receiver.port,
-                          ms(options_.connect_timeout),
+    link.id->resolve_addr(link.address.c_str(), link.receiver.port, ms(options_.connect_timeout),
                           link.source ? link.source->c_str() : nullptr);
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
@@ -255,7 +259,7 @@ void TransferRun::on_cm_events() {
     if (it == links_.end()) continue;
     Link& link = **it;
     deliver_cm_event(*link.driver, type,
-                     {status, link.id ? &*link.id : nullptr, link.device, link.receiver.host,
+                     {status, link.id ? &*link.id : nullptr, link.device, link.address,
                       link.receiver.port, said});
   }
 }
@@ -380,9 +384,11 @@ std::uint64_t TransferRun::bytes() const {
   return sum;
 }
 
-std::vector<std::uint64_t> TransferRun::bytes_by_connection() const {
-  std::vector<std::uint64_t> out;
-  for (const auto& link : links_) out.push_back(link->driver->figures().bytes_completed);
+std::vector<ConnectionShare> TransferRun::connection_shares() const {
+  std::vector<ConnectionShare> out;
+  for (const auto& link : links_)
+    out.push_back({host_and_port(link->address, link->receiver.port), link->used_device,
+                   link->driver->figures().bytes_completed});
   return out;
 }
 

@@ -33,6 +33,7 @@
 #include "sender/options.hpp"
 #include "sender/progress_bar.hpp"
 #include "sender/rate_limit.hpp"
+#include "sender/report.hpp"
 #include "sender/stripe_link.hpp"
 #include "sender/transfer_plan.hpp"
 
@@ -54,7 +55,7 @@ class TransferRun {
   // data was sent).
   double data_seconds() const;
   std::uint64_t bytes() const;  // written in this run
-  std::vector<std::uint64_t> bytes_by_connection() const;
+  std::vector<ConnectionShare> connection_shares() const;
   // What a receiver refused of the terms the run asked (BLAKE3, 7.10; the digest at the end,
   // 7.9; version 2 itself, 7.1), before any file: the command connects again without it
   // (proto::fall_back). None: the run went as asked, for better or worse.

@@ -52,7 +52,27 @@ TEST(Receivers, SeveralWithTheirOwnPortsOrP) {
   EXPECT_EQ(parsed("192.0.2.1:18515,192.0.2.1:18516").size(), 2u);
 }
 
+TEST(Receivers, PlusJoinsTheAddressesOfOneReceiver) {
+  // Multi-rail: one daemon reached over its two ports, the port written once or on each.
+  EXPECT_EQ(parsed("192.0.2.2+198.51.100.2"), (Receivers{{"192.0.2.2", 18515, {"198.51.100.2"}}}));
+  EXPECT_EQ(parsed("a+b:18600,c"), (Receivers{{"a", 18600, {"b"}}, {"c", 18515}}));
+  EXPECT_EQ(parsed("a:18600+b:18600"), (Receivers{{"a", 18600, {"b"}}}));
+  EXPECT_EQ(parsed("[fd00::2]:18700+fd00::3"), (Receivers{{"fd00::2", 18700, {"fd00::3"}}}));
+  // Its connections take its addresses in turn; reports name it once.
+  const Receiver r = parsed("a+b+[fd00::9]:18600").front();
+  EXPECT_EQ(r.addresses(), 3u);
+  EXPECT_EQ(r.address(0), "a");
+  EXPECT_EQ(r.address(2), "fd00::9");
+  EXPECT_EQ(r.address(4), "b");
+  EXPECT_EQ(r.name(), "a+b+[fd00::9]:18600");
+  EXPECT_EQ(parsed("a").front().name(), "a:18515");
+}
+
 TEST(Receivers, MistakesAreRefusedSayingWhy) {
+  EXPECT_NE(refused("a+").find("empty HOST"), std::string::npos);
+  EXPECT_NE(refused("a+b,a").find("named twice"), std::string::npos);
+  EXPECT_NE(refused("a+a").find("named twice"), std::string::npos);
+  EXPECT_NE(refused("a:18600+b:18601").find("share its port"), std::string::npos);
   EXPECT_NE(refused("a,,b").find("empty HOST"), std::string::npos);
   EXPECT_NE(refused("a,").find("empty HOST"), std::string::npos);
   EXPECT_NE(refused(",a").find("empty HOST"), std::string::npos);
