@@ -268,18 +268,24 @@ void SendLedger::release(std::uint32_t slot) {
   if (Entry* e = entry(slots_[slot].owner); e != nullptr && e->chunks_held > 0) --e->chunks_held;
 }
 
-std::optional<std::uint32_t> SendLedger::next_file_done() {
+std::optional<std::uint32_t> SendLedger::file_done_due() const {
   for (std::uint32_t entry : open_entries_) {  // at most kMaxEntriesInFlight
-    Entry& p = *entries_.at(entry);
+    const Entry& p = *entries_.at(entry);
     const bool sent =
         p.stripe ? p.stripe->all_handed() && !p.stripe->interrupted() && p.members_pending == 0
                  : p.next_offset == plans_[entry].size;
-    if (p.state == EntryState::Taken && sent && p.chunks_in_flight == 0 && p.chunks_held == 0) {
-      advance_own(plans_[entry].kind, p.state, EntryEvent::FileDone);  // Taken: a file
+    if (p.state == EntryState::Taken && sent && p.chunks_in_flight == 0 && p.chunks_held == 0)
       return entry;
-    }
   }
   return std::nullopt;
+}
+
+std::optional<std::uint32_t> SendLedger::next_file_done() {
+  const auto entry = file_done_due();
+  if (entry)
+    advance_own(plans_[*entry].kind, entries_.at(*entry)->state,
+                EntryEvent::FileDone);  // Taken: a file
+  return entry;
 }
 
 SendLedger::EntryState SendLedger::state(std::uint32_t entry) const {

@@ -161,6 +161,9 @@ class SendLedger {
   // (and, for the lead, every joined entry settled); never once the plan is interrupted (the
   // receiver settles it Interrupted).
   [[nodiscard]] std::optional<std::uint32_t> next_file_done();
+  // The entry next_file_done() would return, left Taken: its sender may still abandon it
+  // instead (a striped file found changed once every connection read its part).
+  [[nodiscard]] std::optional<std::uint32_t> file_done_due() const;
 
   EntryState state(std::uint32_t entry) const;
   // The entry offered and not dropped yet, or none.

@@ -75,8 +75,16 @@ void OutgoingEntries::send_offers() {
 }
 
 bool OutgoingEntries::send_file_dones() {
-  while (auto entry = ledger_.next_file_done()) {
-    OutgoingEntry& e = offered(*entry);
+  while (const auto due = ledger_.file_done_due()) {
+    OutgoingEntry& e = offered(*due);
+    if (striped_file_changed(e)) {
+      abort_if_due(e);  // its FileAbort instead: nothing of it is kept
+      if (ledger_.state(*due) != proto::SendLedger::EntryState::Taken) {
+        e.close();
+        continue;
+      }
+    }
+    const auto entry = ledger_.next_file_done();
     e.close();  // every chunk of it has been read and written
     proto::FileDone done{*entry, e.planned.size};
     if (e.lead != nullptr) {  // a member's part of a striped file: what it sent (7.12)

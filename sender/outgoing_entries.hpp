@@ -118,6 +118,9 @@ class OutgoingEntries {
   void fold(std::uint32_t entry, std::uint64_t offset, std::uint32_t length,
             std::vector<merkle::Node> nodes, const std::string& error);
   void check_last_read(OutgoingEntry& e, const Planned& chunk);
+  // A striped file (7.12) whose FileDone is due: changed since its first hashed chunk?
+  // (Then it is to be abandoned: `abort_due` is set.)
+  bool striped_file_changed(OutgoingEntry& e);
   std::optional<Digest> digest_at_end(OutgoingEntry& e);
   // Holds: our own first `length` bytes hashed (a local read), then Continue.
   void check_holds(const proto::Holds& holds);

@@ -48,8 +48,11 @@ DigestInFlight& OutgoingEntries::digest_of(OutgoingEntry& e) {
 }
 
 void OutgoingEntries::check_last_read(OutgoingEntry& e, const Planned& c) {
-  // The last read of the file: it must be as it was at the first (as tar checks).
+  // The last read of the file: it must be as it was at the first (as tar checks). Not for a
+  // striped file (7.12): another connection may read its last chunk, or still read others,
+  // and its FileAbort must wait until all are done (striped_file_changed()).
   const DigestInFlight& d = *e.digest;
+  if (e.striped) return;
   if (c.offset + c.length == e.planned.size && d.opened && !e.abort_due) {
     try {
       if (identity_of(e.input().fd()) != *d.opened) e.abort_due = proto::AbortReason::Changed;
@@ -57,6 +60,18 @@ void OutgoingEntries::check_last_read(OutgoingEntry& e, const Planned& c) {
       e.abort_due = proto::AbortReason::Unreadable;
     }
   }
+}
+
+bool OutgoingEntries::striped_file_changed(OutgoingEntry& e) {
+  // Every connection has read its part of the file (its FileDone is due): it must still be
+  // as it was when the first chunk was hashed here.
+  if (!e.striped || !e.digest || !e.digest->opened) return false;
+  try {
+    if (identity_of(e.input().fd()) != *e.digest->opened) e.abort_due = proto::AbortReason::Changed;
+  } catch (const std::exception&) {
+    e.abort_due = proto::AbortReason::Unreadable;
+  }
+  return e.abort_due.has_value();
 }
 
 void OutgoingEntries::hash_in_flight(OutgoingEntry& e, const Planned& c,
