@@ -24,6 +24,9 @@
 #   BENCH_ONLY=direct scripts/bench.sh    (only one 1 GiB file onto ext4 and XFS with direct
 #                                         I/O beside dd oflag=direct,
 #                                         scripts/lib/bench-direct-guest.sh)
+#   BENCH_ONLY=rails scripts/bench.sh     (only one 1 GiB file over one and two devices between
+#                                         two hosts joined by two wires, beside ib_write_bw;
+#                                         scripts/lib/bench-rails-guest.sh; prints)
 #   BENCH_ONLY=disk scripts/bench.sh      (only what the disk sees: files on an ext4 virtio
 #                                         disk read at BENCH_DISK_BPS, default 8000000 B/s;
 #                                         scripts/lib/bench-disk-guest.sh; prints)
@@ -42,6 +45,11 @@ fi
 if [[ ${BENCH_ONLY:-} == direct ]]; then
   # One 1 GiB file onto ext4 and XFS with direct I/O, beside dd oflag=direct; a few minutes.
   scripts/rxe-run --mem 4096 --disk 3072 --timeout 1500 -- scripts/lib/bench-direct-guest.sh
+  exit 0
+fi
+if [[ ${BENCH_ONLY:-} == rails ]]; then
+  # The file lives in memory on both hosts: 3 GiB each. About 8 minutes.
+  scripts/rxe-run --hosts 2 --rails 2 --mem 3072 --timeout 1500 -- scripts/lib/bench-rails-guest.sh
   exit 0
 fi
 if [[ ${BENCH_ONLY:-} == disk ]]; then

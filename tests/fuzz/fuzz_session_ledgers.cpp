@@ -1,5 +1,6 @@
 // Fuzz target for the version-2 session ledgers (protocol/send_ledger.hpp,
-// protocol/receive_ledger.hpp), a session of one entry or many alike:
+// protocol/receive_ledger.hpp), a session of one entry or many alike (and, for an input whose
+// first byte is kStripesWorld, one file striped over two connections: session_stripes.hpp):
 // the input runs both ledgers through any sequence of calls and of decoded session
 // messages, and after each call the checks below compare what the ledger did with what its
 // contract lets an observer predict, and check its invariants: never more than
@@ -36,6 +37,7 @@
 #include "tests/fuzz/session_ledger_ops.hpp"
 #include "tests/fuzz/session_receive_check.hpp"
 #include "tests/fuzz/session_send_check.hpp"
+#include "tests/fuzz/session_stripes.hpp"
 
 namespace {
 
@@ -381,6 +383,12 @@ class Conversation {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  // One file striped over two connections (session_stripes.hpp), or one session.
+  if (size > 0 && data[0] == rdmax::fuzz::kStripesWorld) {
+    Input in(std::span<const std::uint8_t>(data + 1, size - 1));
+    rdmax::fuzz::StripeConversation(in).run(in);
+    return 0;
+  }
   Input in(std::span<const std::uint8_t>(data, size));
   const Setup setup = read_setup(in);
   Conversation(setup).run(in);

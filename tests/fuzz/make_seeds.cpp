@@ -137,6 +137,55 @@ void write_session_seeds(const fs::path& dir) {
   write(dir / "open-lies-about-entries", fewer);
 }
 
+// One round of the striped file's two connections by the protocol (session_stripes.hpp):
+// each op is its tag, a side byte (0 lead, 1 member) and its arguments.
+void stripes_round(Bytes& ops) {
+  const Bytes round = {GrantSlot,  0,          0,
+                       GrantSlot,  1,          0,
+                       GrantSlot,  0,          1,
+                       GrantSlot,  1,          1,
+                       SendAChunk, 0,          SendAChunk,
+                       1,          SendAChunk, 0,
+                       SendAChunk, 1,          CompleteASend,
+                       0,          0,          CompleteASend,
+                       1,          0,          CompleteASend,
+                       0,          0,          CompleteASend,
+                       1,          0,          StoreAChunk,
+                       0,          0,          StoreAChunk,
+                       1,          0,          StoreAChunk,
+                       0,          1,          StoreAChunk,
+                       1,          1,          MemberDone,
+                       1,          LeadDone,   0};
+  ops.insert(ops.end(), round.begin(), round.end());
+}
+
+void write_stripes_seeds(const fs::path& dir) {
+  // kStripesWorld; a file of 1 + 0x0100 bytes (u16); 8-byte slots; RESUME; REFUSED; 3 slots
+  // on the lead, 2 on the member.
+  const auto setup = [](std::uint8_t resume, std::uint8_t refused) {
+    return Bytes{kStripesWorld, 1, 0x00,        0x01, 7, resume, refused, 2, 1,
+                 LeadOffers,    0, MemberJoins, 0};
+  };
+  Bytes honest = setup(0, 1);
+  for (int i = 0; i < 12; ++i) stripes_round(honest);
+  write(dir / "stripes-honest", honest);
+  Bytes resumed = setup(0x0B, 1);  // odd: resumed at chunk 5 (byte 40)
+  for (int i = 0; i < 10; ++i) stripes_round(resumed);
+  write(dir / "stripes-resumed", resumed);
+  Bytes refused = setup(0, 0);  // the member's Open carried total_bytes 0
+  for (int i = 0; i < 40; ++i) stripes_round(refused);
+  write(dir / "stripes-member-refused", refused);
+  Bytes hostile = setup(0, 1);
+  for (int i = 0; i < 4; ++i) stripes_round(hostile);
+  hostile.insert(hostile.end(), {ChunkAnywhere, 1, 1, 0,       3,  0, 0, 0,  // chunk 3 again
+                                 ChunkAnywhere, 0, 1, 0,       30, 0, 0, 0,  // the next unclaimed
+                                 EarlyLeadDone, 0, 1, AnyJoin, 1,  0, 0});
+  for (int i = 0; i < 3; ++i) stripes_round(hostile);
+  hostile.insert(hostile.end(), {MemberLost, 0});
+  for (int i = 0; i < 4; ++i) stripes_round(hostile);
+  write(dir / "stripes-hostile", hostile);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -292,6 +341,7 @@ int main(int argc, char** argv) {
   write(root / "fuzz_machines" / "every-event", every_event);
 
   write_session_seeds(root / "fuzz_session_ledgers");
+  write_stripes_seeds(root / "fuzz_session_ledgers");
 
   write(root / "fuzz_names_secrets" / "name", "report.pdf");
   write(root / "fuzz_names_secrets" / "name-utf8", "données-日本語.txt");
