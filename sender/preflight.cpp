@@ -7,6 +7,7 @@
 #include "common/cli/error_hints.hpp"
 #include "common/error.hpp"
 #include "common/rdma/cm_id.hpp"
+#include "common/rdma/devices.hpp"
 #include "common/rdma/event_channel.hpp"
 #include "common/rdma/rdma_transport.hpp"
 #include "protocol/names.hpp"
@@ -90,7 +91,14 @@ preflight::Check receiver_answers_check(const SenderOptions& o, const Receiver& 
 
 int run_preflight(const SenderOptions& o, std::ostream& out) {
   preflight::Report report(out);
-  const bool devices_ok = report.add_all(preflight::device_checks(o.device));
+  // -d DEV1,DEV2: each device the connections spread over.
+  bool devices_ok = true;
+  if (o.devices.size() > 1) {
+    for (const std::string& device : o.devices)
+      devices_ok = report.add_all(preflight::device_checks(device)) && devices_ok;
+  } else {
+    devices_ok = report.add_all(preflight::device_checks(o.device));
+  }
   const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o.connect_timeout);
   // -r or several PATHs go over the -P connections; a single file over one.
   const bool many = o.recursive || o.files.size() > 1;
@@ -98,14 +106,28 @@ int run_preflight(const SenderOptions& o, std::ostream& out) {
   report.add(
       memlock_prediction(preflight::current_memlock_limit(), many ? std::max(1U, o.parallel) : 1));
   // Every receiver of -H, each with its route and its answer: a transfer needs them all.
-  // (Each address of one, HOST+HOST2: every rail must lead to it.)
-  for (const Receiver& receiver : o.receivers) {
+  // Each address of one (HOST+HOST2: its rails) is checked from the device of the first
+  // connection that goes there: connection i goes to receiver i mod R, its address i / R, from
+  // device i mod D of -d DEV1,DEV2 (and from that device's address, as the transfer does).
+  for (std::size_t ri = 0; ri < o.receivers.size(); ++ri) {
+    const Receiver& receiver = o.receivers[ri];
     for (std::size_t k = 0; k < receiver.addresses(); ++k) {
       const Receiver r{receiver.address(k), receiver.port, {}};
       const std::string where = host_and_port(r.host, r.port);
-      const auto route = devices_ok ? preflight::route_check(r.host, r.port, o.device, timeout)
-                                    : preflight::failure("route to " + where + ": not tried",
-                                                         "fix the RDMA device first");
+      std::optional<std::string> device = o.device;
+      std::optional<std::string> source;
+      if (o.devices.size() > 1) {
+        device = o.devices[(ri + k * o.receivers.size()) % o.devices.size()];
+        source = first_ipv4_address(*device);
+      }
+      const auto route =
+          !devices_ok
+              ? preflight::failure("route to " + where + ": not tried", "fix the RDMA device first")
+          : device && o.devices.size() > 1 && !source
+              ? preflight::failure("route to " + where + " from " + *device +
+                                       ": the device's interface has no IPv4 address",
+                                   "give " + *device + "'s network interface an address")
+              : preflight::route_check(r.host, r.port, device, timeout, source);
       report.add(route);
       report.add(route.ok ? receiver_answers_check(o, r)
                           : preflight::failure("receiver at " + where + ": not tried",

@@ -137,6 +137,8 @@ TransferRun::TransferRun(const SenderOptions& options, const SenderSettings& set
     const Receiver& to = receivers_[i % receivers_.size()];
     const std::string peer = to.name();
     auto link = std::make_unique<Link>(*this, i, to, to.address(i / receivers_.size()));
+    // Logs name the address a connection went to (a receiver of several: its rails).
+    const std::string label = to.addresses() > 1 ? host_and_port(link->address, to.port) : peer;
     if (!options.devices.empty()) {
       link->device = options.devices[i % options.devices.size()];
       // Connecting from the device's own address makes rdma_cm route through it.
@@ -147,9 +149,9 @@ TransferRun::TransferRun(const SenderOptions& options, const SenderSettings& set
     // Which receiver each entry went to, for the report (settled or not).
     for (const std::uint32_t index : shares[i]) plan_.results[index].receiver = peer;
     settings_[i].hold_for_others = i == 0 && shares.size() > 1;
-    link->driver =
-        std::make_unique<Connection>(settings_[i], plan_, std::move(shares[i]), *link,
-                                     shares.size() > 1 ? peer + "#" + std::to_string(i + 1) : peer);
+    link->driver = std::make_unique<Connection>(
+        settings_[i], plan_, std::move(shares[i]), *link,
+        shares.size() > 1 ? label + "#" + std::to_string(i + 1) : label);
     link->deferred = !link_stripes_.empty() && i > 0 && link->driver->entries().count() == 0;
     links_.push_back(std::move(link));
   }

@@ -178,13 +178,15 @@ std::string describe_endpoint(const rdma_cm_id* id) {
 }
 
 Check route_check(const std::string& host, std::uint16_t port,
-                  const std::optional<std::string>& wanted, std::chrono::milliseconds timeout) {
-  const std::string what = "route to " + host_and_port(host, port);
+                  const std::optional<std::string>& wanted, std::chrono::milliseconds timeout,
+                  const std::optional<std::string>& source) {
+  const std::string what =
+      "route to " + host_and_port(host, port) + (source ? " from " + *source : "");
   try {
     EventChannel channel;
     channel.set_nonblocking();
     CmId id(channel);
-    id.resolve_addr(host.c_str(), port, timeout);
+    id.resolve_addr(host.c_str(), port, timeout, source ? source->c_str() : nullptr);
     auto event = wait_cm_event(
         channel, std::chrono::steady_clock::now() + timeout + std::chrono::milliseconds(500));
     if (!event)

@@ -68,12 +68,13 @@ std::string remedy_port_down(const std::vector<std::string>& netdevs);
 // RDMA devices: one exists (or `wanted` does) with an ACTIVE port.
 [[nodiscard]] std::vector<Check> device_checks(const std::optional<std::string>& wanted);
 
-// Where a connection to `host`:`port` would go: rdma_resolve_addr on a throwaway cm_id,
-// then the device, port and source GID it resolved to (and with `wanted`, that it is that
-// device).
+// Where a connection to `host`:`port` would go: rdma_resolve_addr on a throwaway cm_id (from
+// `source`, an address of ours, when given), then the device, port and source GID it
+// resolved to (and with `wanted`, that it is that device).
 [[nodiscard]] Check route_check(const std::string& host, std::uint16_t port,
                                 const std::optional<std::string>& wanted,
-                                std::chrono::milliseconds timeout);
+                                std::chrono::milliseconds timeout,
+                                const std::optional<std::string>& source = std::nullopt);
 
 // A directory the program writes into: exists, is a directory, a temporary file can be
 // created and removed in it, and its free space (FAIL below `min_free` bytes).

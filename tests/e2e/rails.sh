@@ -7,6 +7,8 @@
 #     connection went through its own device and carried a share of the file
 #   - the sender killed halfway: run again, it resumes from what was stored and sends only
 #     the rest, over both devices again
+#   - --check follows each rail: each address from its own device (and that device's
+#     address); a second device that does not exist fails it
 # RDMAX_RAILS_MIB sizes the file (default 32; docs/BENCHMARKS.md has a 1 GiB run, with
 # rxe-run --mem 3072: the file lives in memory on both hosts).
 # shellcheck source=tests/e2e/lib.sh
@@ -105,6 +107,24 @@ killed_halfway() {
   both_rails_carried "$sent"
 }
 
+check_rails() {
+  local rc=0 line
+  "$send" --check -H "$RXE_PEER_ADDR+$RXE_PEER_ADDR2" -p "$port" -d "$RXE_DEV,$RXE_DEV2" \
+    >"$shared/check.out" 2>&1 || rc=$?
+  ((rc == 0)) || fail "--check over both rails exited $rc: $(cat "$shared/check.out")"
+  for line in "route to $RXE_PEER_ADDR:$port from $RXE_ADDR: $RXE_DEV port" \
+    "route to $RXE_PEER_ADDR2:$port from $RXE_ADDR2: $RXE_DEV2 port"; do
+    grep -qF "$line" "$shared/check.out" || fail "--check did not say '$line': $(cat "$shared/check.out")"
+  done
+  rc=0
+  "$send" --check -H "$RXE_PEER_ADDR+$RXE_PEER_ADDR2" -p "$port" -d "$RXE_DEV,nosuch0" \
+    >"$shared/check.out" 2>&1 || rc=$?
+  ((rc == 1)) || fail "--check with a device that does not exist exited $rc, not 1"
+  grep -q "RDMA device nosuch0: no such device" "$shared/check.out" ||
+    fail "--check did not name the missing device: $(cat "$shared/check.out")"
+}
+
 run_case "one file over two devices ($mib MiB)" two_rails
 run_case "killed halfway, then resumed over both devices" killed_halfway
+run_case "--check follows each rail" check_rails
 report_cases rails
