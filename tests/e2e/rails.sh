@@ -13,9 +13,11 @@
 # rxe-run --mem 3072: the file lives in memory on both hosts).
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
+# (A skip is status 0 here, as faults.sh's, whose boot this shares: rxe.faults has no skip
+# status, and in direct mode, on one device, neither suite can run.)
 if [[ -z ${RXE_DEV2:-} ]]; then
   echo "SKIP: rails.sh needs two devices on each of two hosts (rxe-run --hosts 2 --rails 2)"
-  exit 77
+  exit 0
 fi
 need_programs send recv
 command -v jq >/dev/null || fail "jq is needed (scripts/install-deps.sh installs it)"
