@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <iterator>
 #include <optional>
+#include <set>
+#include <utility>
 
 namespace rdmax::sender {
 namespace {
@@ -90,25 +92,16 @@ std::string Receiver::name() const {
 std::variant<std::vector<Receiver>, std::string> parse_receivers(std::string_view text,
                                                                  std::uint16_t default_port) {
   std::vector<Receiver> receivers;
+  std::set<std::pair<std::string, std::uint16_t>> named;  // every address, with its port
   std::size_t start = 0;
   while (true) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
     auto item = parse_railed_item(text.substr(start, comma - start), default_port);
     if (auto* error = std::get_if<std::string>(&item)) return *error;
     Receiver& r = std::get<Receiver>(item);
-    for (std::size_t k = 0; k < r.addresses(); ++k) {
-      const std::string& address = r.address(k);
-      const auto named_before = [&](const Receiver& other) {
-        for (std::size_t j = 0; j < other.addresses(); ++j)
-          if (other.address(j) == address && other.port == r.port) return true;
-        return false;
-      };
-      const bool twice_here = std::count(r.more_hosts.begin(), r.more_hosts.end(), address) +
-                                  (address == r.host ? 1 : 0) >
-                              1;
-      if (twice_here || std::any_of(receivers.begin(), receivers.end(), named_before))
-        return address + " port " + std::to_string(r.port) + " is named twice";
-    }
+    for (std::size_t k = 0; k < r.addresses(); ++k)
+      if (!named.insert({r.address(k), r.port}).second)
+        return r.address(k) + " port " + std::to_string(r.port) + " is named twice";
     receivers.push_back(std::move(r));
     if (comma == text.size()) break;
     start = comma + 1;
