@@ -94,6 +94,11 @@ eventually() {
   done
 }
 
+# logged_since LOG LINES PATTERN: LOG has a line matching PATTERN after its first LINES lines
+# (what a daemon logged since a case began; not by truncating the log, which a daemon on the
+# other host appends to through its own 9p view of the file's size).
+logged_since() { tail -n "+$(($2 + 1))" "$1" | grep -q "$3"; }
+
 # A listening rdma_cm id on PORT, as rdma-core's own resource tracking reports it.
 cm_listening() { rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN.*src-addr [^ ]*:$1\b"; }
 

@@ -79,9 +79,6 @@ two_rails() {
   grep -q "carrying chunks of 'big.bin'" "$recv_log" || fail "no member joined on the receiver"
 }
 
-# logged_since LINES PATTERN: the receiver logged PATTERN after its first LINES lines. (Not
-# by truncating the log: host B appends through its own 9p view of the file's size.)
-logged_since() { tail -n "+$(($1 + 1))" "$recv_log" | grep -q "$2"; }
 
 killed_halfway() {
   rxe-peer rm -f "$out/big.bin"
@@ -90,12 +87,12 @@ killed_halfway() {
   "$send" "${over_both[@]}" --bwlimit 8M "$in/big.bin" >/dev/null 2>"$shared/send.err" &
   local pid=$!
   bg_pids+=("$pid")
-  wait_for 30 logged_since "$lines" "carrying chunks of 'big.bin'"
+  wait_for 30 logged_since "$recv_log" "$lines" "carrying chunks of 'big.bin'"
   sleep 1  # a part of the file at the limit (8 MiB/s)
   alive "$pid" || fail "the sender was done before it could be killed ($((SECONDS - t0)) s)"
   kill -9 "$pid"
   wait "$pid" 2>/dev/null || true
-  wait_for 30 logged_since "$lines" "kept .* of 'big.bin' to resume from"
+  wait_for 30 logged_since "$recv_log" "$lines" "kept .* of 'big.bin' to resume from"
   local rc=0
   "$send" "${over_both[@]}" --json "$in/big.bin" >"$shared/send.json" 2>"$shared/send.err" || rc=$?
   ((rc == 0)) || fail "the second run exited $rc"

@@ -51,8 +51,6 @@ two_connections() {
   echo "connections carried $a and $b bytes"
 }
 
-# logged_since LINES PATTERN: the receiver logged PATTERN after its first LINES lines.
-logged_since() { tail -n "+$(($1 + 1))" "$recv_log" | grep -q "$2"; }
 
 changed_while_sent() {
   rm -rf "$work/out" && mkdir -p "$work/out"
@@ -63,14 +61,14 @@ changed_while_sent() {
     "$work/in/big.bin" >/dev/null 2>"$work/send.err" &
   local pid=$!
   bg_pids+=("$pid")
-  wait_for 20 logged_since "$lines" "carrying chunks of 'big.bin'"
+  wait_for 20 logged_since "$recv_log" "$lines" "carrying chunks of 'big.bin'"
   alive "$pid" || fail "the sender was done before the file could be changed"
   printf 'changed' | dd of="$work/in/big.bin" bs=1 seek=4096 conv=notrunc status=none
   local rc=0
   wait "$pid" || rc=$?
   ((rc == 1)) || fail "rdma-send exited $rc, not 1, for a file changed while it was sent"
   grep -q "changed while it was being sent" "$work/send.err" || fail "the sender did not say why"
-  wait_for 20 logged_since "$lines" "the sender abandoned 'big.bin'"
+  wait_for 20 logged_since "$recv_log" "$lines" "the sender abandoned 'big.bin'"
   [[ -z $(ls -A "$work/out") ]] || fail "something of the changed file was kept: $(ls -A "$work/out")"
 }
 
