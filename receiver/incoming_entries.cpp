@@ -48,15 +48,14 @@ void IncomingEntries::start(const ReceiverInput::AcceptedOpen& accepted, const F
     fresh_partial_ = {
         context_.partials, {}, context_.options.slot_size, false, PartialStore::Match::Fresh};
   }
-  ledger_ = proto::ReceiveLedger(open_, context_.options.slot_size, accepted.slots);
+  ledger_ = Ledger(open_, context_.options.slot_size, accepted.slots);
   // One file over several connections (7.12): grouped by the command's token and the key
   // the sender proved.
   if (const auto group = proto::stripe_group_of(open_); group && context_.stripe_groups) {
     group_ = StripeGroups::Key{group->token, proven_id};
     member_ = group->member;
     context_.stripe_groups->enter(*group_, member_, this);
-    ledger_.set_stripe_role(member_ == 0 ? proto::ReceiveLedger::StripeRole::Lead
-                                         : proto::ReceiveLedger::StripeRole::Member);
+    ledger_.set_stripe_role(member_ == 0 ? proto::StripeRole::Lead : proto::StripeRole::Member);
   }
   directories_.emplace(context_.pool);
   intake_.emplace(context_.pool, window_.transport(), accepted.slots, chunk_key);
@@ -91,7 +90,7 @@ void IncomingEntries::expect_next() {
 
 void IncomingEntries::check_offer(const proto::Offer& offer) {
   const auto& o = context_.options;
-  if (auto error = ledger_.offer(offer, std::make_unique<IncomingEntry>(offer)))
+  if (auto error = ledger_.offer(offer))
     return violation(std::string("bad Offer: ") + proto::to_string(*error));
   IncomingEntry& entry = *this->entry(offer.entry);
   const std::uint32_t id = offer.entry;
@@ -236,7 +235,7 @@ void IncomingEntries::take(std::uint32_t id, bool resume) {
     ++context_.metrics.files_resumed;
   }
   for (std::uint32_t slot = 0; slot < ledger_.slot_count(); ++slot)
-    if (ledger_.slot_state(slot) == proto::ReceiveLedger::SlotState::Idle) grant(slot);
+    if (ledger_.slot_state(slot) == proto::ReceiveSlotState::Idle) grant(slot);
   expect_next();
 }
 
@@ -249,7 +248,7 @@ void IncomingEntries::have(std::uint32_t id) {
   ++had_;
   if (entry.offer.kind == proto::EntryKind::File) context_.metrics.count(FileOutcome::Identical);
   hooks_.send(proto::Have{id, entry.offer.digest});
-  settle(id);
+  settle(id, proto::EntryEvent::Have);
 }
 
 void IncomingEntries::refuse(const ReceiverInput::EntryRefusal& refusal) {
@@ -259,7 +258,7 @@ void IncomingEntries::refuse(const ReceiverInput::EntryRefusal& refusal) {
     spdlog::info("[{}] not joining entry {}: {}", label_, refusal.entry, refusal.text);
     hooks_.send(
         proto::Refuse{refusal.entry, refusal.reason, refusal.text.substr(0, proto::kMaxTextBytes)});
-    return settle(refusal.entry);
+    return settle(refusal.entry, proto::EntryEvent::Bad);
   }
   IncomingEntry* entry = this->entry(refusal.entry);
   spdlog::warn("[{}] refused {}: {} {}", label_,
@@ -270,7 +269,7 @@ void IncomingEntries::refuse(const ReceiverInput::EntryRefusal& refusal) {
     context_.metrics.count_refused(refusal.reason);
   hooks_.send(
       proto::Refuse{refusal.entry, refusal.reason, refusal.text.substr(0, proto::kMaxTextBytes)});
-  settle(refusal.entry);
+  settle(refusal.entry, proto::EntryEvent::Bad);
 }
 
 void IncomingEntries::grant(std::uint32_t slot) {
@@ -382,7 +381,7 @@ void IncomingEntries::on_stored(std::uint32_t id, const IncomingFile::Stored& st
 }
 
 void IncomingEntries::credit(const ReceiverInput::StoredSlot& stored) {
-  const proto::ReceiveLedger::Entry* e = ledger_.entry(stored.entry);
+  const IncomingEntry* e = entry(stored.entry);
   const bool joined = e != nullptr && e->joined_to.has_value();
   // false: nothing more to receive (or the slot did not hold that entry's chunk). Once
   // every byte has arrived no slot is handed back (docs/PROTOCOL.md 5.4).
@@ -406,7 +405,7 @@ void IncomingEntries::take_file_done(const proto::FileDone& done) {
 void IncomingEntries::finish() {
   // No byte may come any more: no key of this window works from here (the slots still
   // credited are revoked; a chunk named in them is refused by the ledger anyway).
-  if (!ledger_.wants_data()) window_.revoke_credited(ledger_);
+  if (!ledger_.wants_data()) window_.revoke_credited(ledger_.slot_states());
   std::vector<std::uint32_t> ready;
   std::vector<std::uint32_t> abandoned;
   for (const auto& [id, entry] : ledger_.entries()) {
@@ -513,7 +512,7 @@ void IncomingEntries::send_verdict(const ReceiverInput::EntryVerdict& verdict) {
       if (IncomingEntries* lead = context_.stripe_groups->lead(*group_))
         lead->interrupt_striped(*entry->joined_to, proto::VerdictCode::Interrupted);
     hooks_.send(proto::FileVerdict{verdict.entry, verdict.code, {}});
-    return settle(verdict.entry);
+    return settle(verdict.entry, good ? proto::EntryEvent::Good : proto::EntryEvent::Bad);
   }
   // A striped file not verified (7.12): the entries joined to it end once it is settled.
   const bool striped_failed = entry->striped && !good;
@@ -533,14 +532,14 @@ void IncomingEntries::send_verdict(const ReceiverInput::EntryVerdict& verdict) {
     log_file_end(*entry, to - from, entry->computed, proto::to_string(verdict.code));
   }
   hooks_.send(proto::FileVerdict{verdict.entry, verdict.code, entry->computed});
-  settle(verdict.entry);
+  settle(verdict.entry, good ? proto::EntryEvent::Good : proto::EntryEvent::Bad);
   if (striped_failed) striped_ended(verdict.entry);
 }
 
-void IncomingEntries::settle(std::uint32_t id) {
-  std::unique_ptr<proto::ReceiveLedger::Entry> settled = ledger_.settle(id);
+void IncomingEntries::settle(std::uint32_t id, proto::EntryEvent answer) {
+  std::unique_ptr<IncomingEntry> settled = ledger_.settle(id, answer);
   if (!settled) return;
-  auto& entry = static_cast<IncomingEntry&>(*settled);
+  IncomingEntry& entry = *settled;
   // Settled without a commit: a bad verdict, a refusal or a failed store. Nothing of it is
   // kept for a resume.
   // (An entry joined to another connection's striped file leaves the file to that one.)
@@ -559,7 +558,7 @@ void IncomingEntries::reap_retired(bool in_session) {
   // A retired file whose jobs are all done no longer uses the window: its slots still
   // marked Storing (stores cancelled by discard()) can be credited again.
   for (auto it = retired_.begin(); it != retired_.end();) {
-    const auto& file = static_cast<IncomingEntry&>(*it->second).file;
+    const auto& file = it->second->file;
     if (file && !file->idle()) {
       ++it;
       continue;
@@ -575,7 +574,7 @@ void IncomingEntries::reap_retired(bool in_session) {
 void IncomingEntries::discard_files(bool keep_nothing) {
   // The session was interrupted: what each file in flight stored is kept for a resume.
   for (auto& [id, held] : ledger_.drop_entries()) {
-    auto& entry = static_cast<IncomingEntry&>(*held);
+    IncomingEntry& entry = *held;
     if (entry.joined_to) {  // 7.12: the lead keeps the file as far as it is whole
       joined_cut_short(entry);
       retired_.emplace_back(id, std::move(held));
@@ -605,13 +604,12 @@ std::optional<std::string> IncomingEntries::end_problem(bool id) const {
 
 bool IncomingEntries::committing() const {
   for (const auto& [id, entry] : ledger_.entries())
-    if (static_cast<const IncomingEntry&>(*entry).committing) return true;
+    if (entry->committing) return true;
   return false;
 }
 
 bool IncomingEntries::idle() const {
-  auto busy = [](const proto::ReceiveLedger::Entry& e) {
-    const auto& entry = static_cast<const IncomingEntry&>(e);
+  auto busy = [](const IncomingEntry& entry) {
     // An entry joined to another connection's file: that file's other work is not ours
     // (below, what we stored into it).
     return entry.file && !entry.joined_to && !entry.file->idle();

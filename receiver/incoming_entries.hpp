@@ -64,11 +64,9 @@ class IncomingEntries {
   // The Open asked to join a stripe group and this daemon stripes: Stripes goes before the
   // Accept (7.12).
   bool stripes() const { return group_.has_value(); }
-  proto::ReceiveLedger& ledger() { return ledger_; }
-  IncomingEntry* entry(std::uint32_t id) {
-    // Every entry the ledger holds is one of ours (check_offer hands it over).
-    return static_cast<IncomingEntry*>(ledger_.entry(id));
-  }
+  using Ledger = proto::BasicReceiveLedger<IncomingEntry>;
+  Ledger& ledger() { return ledger_; }
+  IncomingEntry* entry(std::uint32_t id) { return ledger_.entry(id); }
   // The deadline: our own work (no deadline), the sender's Continue, or its next message.
   void expect_next();
 
@@ -132,7 +130,8 @@ class IncomingEntries {
   void store_opened(const proto::FileChunk& chunk);
   void on_stored(std::uint32_t id, const IncomingFile::Stored& stored);
   void verify(std::uint32_t id);
-  void settle(std::uint32_t id);
+  // Refuse, Have or FileVerdict went (`answer`: the entry's Bad, Have or Good).
+  void settle(std::uint32_t id, proto::EntryEvent answer);
   void grant(std::uint32_t slot);
   [[noreturn]] static void throw_revoke_failed(const proto::FileChunk& chunk);
   void violation(std::string text);
@@ -163,10 +162,10 @@ class IncomingEntries {
   std::uint32_t failed_ = 0;  // refused or not verified: no secret for this session
   std::uint64_t bytes_stored_ = 0;
   // The entries in flight. Their jobs use the window (which outlives them).
-  proto::ReceiveLedger ledger_;
+  Ledger ledger_;
   // Settled or cut short, until no job uses them: then their slots, if their chunks were
   // being stored, go back to the sender.
-  std::vector<std::pair<std::uint32_t, std::unique_ptr<proto::ReceiveLedger::Entry>>> retired_;
+  std::vector<std::pair<std::uint32_t, std::unique_ptr<IncomingEntry>>> retired_;
   std::optional<WorkQueue> directories_;  // directory work, in order
   // Each chunk's slot revoked (and, sealed, the chunk opened: 7.11) before it is stored,
   // each slot registered again before it is credited, on workers.

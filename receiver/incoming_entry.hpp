@@ -1,7 +1,7 @@
 #pragma once
 // One file or directory of a session while the receiver has it in flight, from its Offer to
-// its settlement, as one object: what the rules know of it (the ledger's Entry, which the
-// ledger holds it as: protocol/receive_ledger.hpp), the Offer as it is acted on (its path
+// its settlement, as one object: what the rules know of it (the ledger's ReceiveEntry; the
+// ledger holds it: protocol/receive_ledger.hpp), the Offer as it is acted on (its path
 // beneath a sender's subdirectory, the digest that came with its FileDone), its file (disk
 // and hashing work on the pool), the digest computed, and what we said we hold of it (7.9).
 
@@ -16,8 +16,8 @@
 
 namespace rdmax::receiver {
 
-struct IncomingEntry final : proto::ReceiveLedger::Entry {
-  explicit IncomingEntry(const proto::Offer& o) : Entry(o), offer(o) {}
+struct IncomingEntry final : proto::ReceiveEntry {
+  explicit IncomingEntry(const proto::Offer& o) : ReceiveEntry(o), offer(o) {}
 
   proto::Offer offer;  // of an entry joined to a striped file (7.12): the lead's
   // Files only. Shared only by a striped file's entry (its owner: it keeps, discards or

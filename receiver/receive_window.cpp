@@ -48,10 +48,10 @@ void ReceiveWindow::revoke(std::uint32_t slot) {
   keys_[slot].reset();
 }
 
-void ReceiveWindow::revoke_credited(const proto::ReceiveLedger& ledger) {
+void ReceiveWindow::revoke_credited(std::span<const proto::ReceiveSlotState> slots) {
   closed_ = true;
-  for (std::uint32_t slot = 0; slot < keys_.size(); ++slot)
-    if (ledger.slot_state(slot) == proto::ReceiveLedger::SlotState::Credited) revoke(slot);
+  for (std::uint32_t slot = 0; slot < keys_.size() && slot < slots.size(); ++slot)
+    if (slots[slot] == proto::ReceiveSlotState::Credited) revoke(slot);
 }
 
 std::span<std::uint8_t> ReceiveWindow::slot(std::uint32_t slot) const {

@@ -46,7 +46,7 @@ class ReceiveWindow {
   // No key of the slot works from here.
   void revoke(std::uint32_t slot);
   // Once no byte may come: every slot still credited revoked, and no key set from here on.
-  void revoke_credited(const proto::ReceiveLedger& ledger);
+  void revoke_credited(std::span<const proto::ReceiveSlotState> slots);
   bool closed() const { return closed_; }
   std::span<std::uint8_t> slot(std::uint32_t slot) const;
 

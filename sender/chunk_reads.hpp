@@ -42,7 +42,7 @@ void read_fully(int fd, std::uint8_t* out, std::size_t length, std::uint64_t off
 
 class ChunkReads {
  public:
-  using Planned = proto::SendLedger::Planned;
+  using Planned = proto::PlannedChunk;
   struct Chunk {
     Planned planned;
     Registration source;                   // what the WRITE reads through

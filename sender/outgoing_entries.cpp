@@ -37,11 +37,11 @@ std::uint64_t OutgoingEntries::total_bytes() const {
 void OutgoingEntries::start(const proto::Accept& accept, std::uint32_t slots,
                             bool directories_allowed) {
   slot_size_ = accept.slot_size;
-  std::vector<proto::SendLedger::EntryPlan> plans;
+  std::vector<proto::EntryPlan> plans;
   plans.reserve(entries_.size());
   for (std::uint32_t index : entries_)
     plans.push_back({plan_.entries[index].kind, plan_.entries[index].size});
-  ledger_ = proto::SendLedger(std::move(plans), accept, slots);
+  ledger_ = Ledger(std::move(plans), accept, slots);
   ledger_.allow_directories(directories_allowed);
   // A file to stripe waits until the group's other connections were answered (7.12).
   if (settings_.stripes != nullptr)
@@ -79,7 +79,7 @@ bool OutgoingEntries::send_file_dones() {
     OutgoingEntry& e = offered(*due);
     if (striped_file_changed(e)) {
       abort_if_due(e);  // its FileAbort instead: nothing of it is kept
-      if (ledger_.state(*due) != proto::SendLedger::EntryState::Taken) {
+      if (ledger_.state(*due) != proto::EntryState::Taken) {
         e.close();
         continue;
       }
@@ -88,7 +88,7 @@ bool OutgoingEntries::send_file_dones() {
     e.close();  // every chunk of it has been read and written
     proto::FileDone done{*entry, e.planned.size};
     if (e.lead != nullptr) {  // a member's part of a striped file: what it sent (7.12)
-      const proto::SendLedger::Entry& own = *ledger_.entry(*entry);
+      const OutgoingEntry& own = *ledger_.entry(*entry);
       done.total_bytes = own.stripe ? own.stripe->handed(own.member) : 0;
       hooks_.send(done, 0);
       continue;
@@ -124,11 +124,11 @@ void OutgoingEntries::settle(std::uint32_t entry, EntryResult settled) {
 }
 
 void OutgoingEntries::close_windows() {
-  for (const auto& [entry, e] : ledger_.entries()) static_cast<OutgoingEntry&>(*e).windows.reset();
+  for (const auto& [entry, e] : ledger_.entries()) e->windows.reset();
 }
 
 void OutgoingEntries::end(proto::SenderOutcome outcome) {
-  for (const auto& [entry, e] : ledger_.entries()) static_cast<OutgoingEntry&>(*e).file.reset();
+  for (const auto& [entry, e] : ledger_.entries()) e->file.reset();
   // What this connection did not settle ends as the connection did.
   for (std::uint32_t index : entries_)
     if (plan_.results[index].status == EntryResult::Status::NotSent)

@@ -31,7 +31,7 @@ namespace rdmax::sender {
 
 class OutgoingEntries {
  public:
-  using Planned = proto::SendLedger::Planned;
+  using Planned = proto::PlannedChunk;
 
   // `entries` index into plan.entries: this connection's share, in the order to offer
   // (directories last). The plan outlives the entries.
@@ -47,8 +47,9 @@ class OutgoingEntries {
   std::uint64_t total_bytes() const;
   // The Accept: the session's rules, with `slots` slots written at once.
   void start(const proto::Accept& accept, std::uint32_t slots, bool directories_allowed);
-  proto::SendLedger& ledger() { return ledger_; }
-  const proto::SendLedger& ledger() const { return ledger_; }
+  using Ledger = proto::BasicSendLedger<OutgoingEntry>;
+  Ledger& ledger() { return ledger_; }
+  const Ledger& ledger() const { return ledger_; }
   PlannedEntry& planned(std::uint32_t entry) { return plan_.entries[index_of(entry)]; }
   EntryResult& result(std::uint32_t entry) { return plan_.results[index_of(entry)]; }
   // The plan's entry of a session entry: an offered one's, or the file a Join carries (7.12).
@@ -101,10 +102,8 @@ class OutgoingEntries {
   void end(proto::SenderOutcome outcome);
 
  private:
-  // The entry the ledger holds (offered, and not dropped): every one is ours (send_offers).
-  OutgoingEntry* held(std::uint32_t entry) const {
-    return static_cast<OutgoingEntry*>(ledger_.entry(entry));
-  }
+  // The entry the ledger holds (offered, and not dropped).
+  OutgoingEntry* held(std::uint32_t entry) const { return ledger_.entry(entry); }
   bool take_verdict(const proto::FileVerdict& verdict);
   // A member's joined entry settled (7.12): nothing of the plan's result is its.
   void settle_joined(std::uint32_t entry, bool good);
@@ -138,7 +137,7 @@ class OutgoingEntries {
   std::uint32_t good_ = 0;       // entries settled Good
   std::uint32_t failures_ = 0;   // and otherwise
   // The entries offered, until settled and no hash of theirs runs.
-  proto::SendLedger ledger_;
+  Ledger ledger_;
   std::optional<WorkQueue> checks_;  // Holds: our own prefix hashed
 };
 

@@ -289,7 +289,7 @@ void OutgoingEntries::start_tree_at(OutgoingEntry& e, std::uint64_t offset) {
 
 void OutgoingEntries::stop_jobs() {
   auto hasher = [](const auto& held) -> FileHasher* {
-    const auto& digest = static_cast<const OutgoingEntry&>(*held).digest;
+    const auto& digest = held->digest;
     return digest ? digest->hasher.get() : nullptr;
   };
   for (const auto& [entry, e] : ledger_.entries())

@@ -3,7 +3,7 @@
 // the plan's entry and its result, its open file, its windows registered for --zero-copy,
 // its digest as it is computed while it is sent (docs/PROTOCOL.md 7.9), what our Continue
 // agreed with the receiver, and an abort that is due; and what the rules know of it (the
-// ledger's Entry: its state, where its next chunk starts, its chunks out). The ledger
+// ledger's SendEntry: its state, where its next chunk starts, its chunks out). The ledger
 // (protocol/send_ledger.hpp) holds one per entry offered, made by the connection's entries
 // (sender/outgoing_entries.hpp), which drop it once it is settled and no hash of its bytes
 // still runs.
@@ -44,7 +44,7 @@ struct CheckedPrefix {
   std::vector<merkle::Node> nodes;
 };
 
-struct OutgoingEntry final : proto::SendLedger::Entry {
+struct OutgoingEntry final : proto::SendEntry {
   OutgoingEntry(std::uint32_t number, PlannedEntry& what, EntryResult& outcome)
       : entry(number), planned(what), result(outcome) {}
 

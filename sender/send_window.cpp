@@ -38,7 +38,7 @@ FileWindows* SendWindow::windows_for(OutgoingEntry& e, std::uint64_t offset) {
   }
 }
 
-void SendWindow::start_chunk(const proto::SendLedger::Planned& c) {
+void SendWindow::start_chunk(const proto::PlannedChunk& c) {
   OutgoingEntry& e = entries_.offered(c.entry);
   const bool copying = window_bytes_ == 0 || (e.result.bytes > 0 && !e.result.zero_copy);
   if (FileWindows* w = copying ? nullptr : windows_for(e, c.offset)) {
@@ -109,7 +109,7 @@ bool SendWindow::post_chunks() {
 }
 
 void SendWindow::send_chunks() {
-  proto::SendLedger& ledger = entries_.ledger();
+  auto& ledger = entries_.ledger();
   // --bwlimit: a chunk goes only when the shared bucket holds its length (as for one
   // file, so that the rate is never beaten); the run wakes the connection at resume_at().
   resume_at_.reset();

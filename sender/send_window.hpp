@@ -80,7 +80,7 @@ class SendWindow {
   void use_staging();
   // Where a chunk's bytes come from: the file's registered mapping (--zero-copy), else the
   // staging buffer, read into it by a worker.
-  void start_chunk(const proto::SendLedger::Planned& chunk);
+  void start_chunk(const proto::PlannedChunk& chunk);
   FileWindows* windows_for(OutgoingEntry& e, std::uint64_t offset);
   // The chunks whose bytes are ready: their WRITEs and FileChunks. True when it dropped one
   // instead (its file no longer taken, or unreadable): a slot is free again.

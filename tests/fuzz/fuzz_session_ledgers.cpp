@@ -202,7 +202,10 @@ class Conversation {
   void settle(std::uint32_t entry, const Message& reply) {
     for (std::uint32_t slot : receiver_.release_slots_of(entry)) grant(slot);
     std::erase_if(storing_, [&](const Storing& s) { return s.entry == entry; });
-    receiver_.settle(entry);
+    const auto* verdict = std::get_if<FileVerdict>(&reply);
+    receiver_.settle(entry, std::holds_alternative<Have>(reply)             ? EntryEvent::Have
+                            : verdict && verdict->code == VerdictCode::Good ? EntryEvent::Good
+                                                                            : EntryEvent::Bad);
     to_sender_.push_back(over_the_wire(reply));
   }
 
@@ -289,7 +292,8 @@ class Conversation {
         receiver_.take(id);
         break;
       case 1:
-        receiver_.settle(id);
+        receiver_.settle(
+            id, std::array{EntryEvent::Have, EntryEvent::Good, EntryEvent::Bad}[in.u8() % 3]);
         break;
       case 2:
         (void)receiver_.grant(slot);

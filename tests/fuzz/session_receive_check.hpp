@@ -57,12 +57,28 @@ class ReceiverCheck {
     check();
   }
 
-  void settle(std::uint32_t id) {
+  // Refuse, Have or a FileVerdict goes: an answer the entry's machine refuses is a bug of
+  // the driver's, refused with nothing changed.
+  void settle(std::uint32_t id, EntryEvent answer) {
     const auto* e = ledger_.entry(id);
     const bool in_flight = e != nullptr;
     const bool abandons = in_flight && e->state == RState::Taken;
     const std::size_t count = ledger_.entries().size();
-    ledger_.settle(id);
+    if (in_flight) {
+      RState model = e->state;
+      if (advance(e->kind, model, answer)) {
+        const RState before = e->state;
+        bool refused = false;
+        try {
+          (void)ledger_.settle(id, answer);
+        } catch (const std::logic_error&) {
+          refused = true;
+        }
+        FUZZ_CHECK(refused && ledger_.entry(id) != nullptr && ledger_.entry(id)->state == before);
+        return check();
+      }
+    }
+    (void)ledger_.settle(id, answer);
     FUZZ_CHECK(ledger_.entry(id) == nullptr);
     FUZZ_CHECK(ledger_.entries().size() == count - (in_flight ? 1 : 0));
     if (abandons) FUZZ_CHECK(ledger_.abandoned(id));
@@ -198,7 +214,7 @@ class ReceiverCheck {
     return s;
   }
 
-  // The rules in the order session_receive_ledger.cpp applies them.
+  // The rules in the order the ledger (protocol/receive_ledger.hpp) applies them.
   std::optional<ReceiveError> expected_chunk_error(const FileChunk& c) const {
     const auto* e = ledger_.entry(c.entry);
     if (e == nullptr) return ReceiveError::UnknownEntry;

@@ -242,7 +242,7 @@ class StripeConversation {
     if (!side.receive.start_verifying(side.entry)) return;
     const bool lead = &side == &sides_[0];
     if (lead) FUZZ_CHECK(!claims_->stores_running());
-    (void)side.receive.settle(side.entry);
+    (void)side.receive.settle(side.entry, EntryEvent::Good);
     side.settled = true;
     const auto error = side.send.settled(side.entry, true);
     if (clean_) FUZZ_CHECK(!error);

@@ -149,7 +149,7 @@ TEST(EntryMachine, BothLedgersFollowIt) {
   EXPECT_FALSE(receiver.start_verifying(0)) << "verifying starts once";
 
   ASSERT_EQ(advance(EntryKind::File, model, E::Good), std::nullopt);
-  receiver.settle(0);
+  receiver.settle(0, E::Good);
   ASSERT_EQ(sender.settled(0, true), std::nullopt);
   both_at("Good");
   EXPECT_TRUE(sender.all_settled());

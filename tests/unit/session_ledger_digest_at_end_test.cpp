@@ -59,7 +59,7 @@ TEST(SessionReceiveLedgerDigestAtEnd, AnAbortedFileIsDiscardedOnceItsChunksAreSt
   (void)ledger.stored(0, 0);
   EXPECT_TRUE(ledger.start_discarding(0));
   EXPECT_FALSE(ledger.start_discarding(0)) << "once";
-  ledger.settle(0);
+  ledger.settle(0, EntryEvent::Bad);
   EXPECT_FALSE(ledger.abandoned(0)) << "nothing more of it is on its way";
   EXPECT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}, dropped), ReceiveError::UnknownEntry);
 }
@@ -68,7 +68,7 @@ TEST(SessionReceiveLedgerDigestAtEnd, AnAbortThatCrossesAStorageErrorIsDropped) 
   RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 1, 3 * kSlot}, kSlot, 2);
   ASSERT_EQ(ledger.offer(flagged(0, 3 * kSlot)), std::nullopt);
   ledger.take(0);
-  ledger.settle(0);  // FileVerdict(StorageError) went while it was being received
+  ledger.settle(0, EntryEvent::Bad);  // FileVerdict(StorageError) went while it was received
   bool dropped = false;
   EXPECT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}, dropped), std::nullopt);
   EXPECT_TRUE(dropped);

@@ -30,8 +30,8 @@ TEST(ReceiveLedger, OffersAreNumberedInOrderAndCounted) {
   EXPECT_EQ(ledger.offer(file_offer(1, 40)), std::nullopt);
   EXPECT_EQ(ledger.offer(file_offer(2, 0)), ReceiveError::TooManyEntries);
   EXPECT_FALSE(ledger.all_settled());
-  ledger.settle(0);
-  ledger.settle(1);
+  ledger.settle(0, EntryEvent::Bad);
+  ledger.settle(1, EntryEvent::Have);
   EXPECT_TRUE(ledger.all_settled());
 }
 
@@ -48,8 +48,8 @@ TEST(ReceiveLedger, TotalBytesIsAnUpperBound) {
   ASSERT_EQ(ledger.offer(file_offer(1, 0)), std::nullopt);  // the last entry: 5 bytes in all
   EXPECT_FALSE(ledger.wants_data());
   ledger.take(1);
-  ledger.settle(1);
-  ledger.settle(0);
+  ledger.settle(1, EntryEvent::Bad);
+  ledger.settle(0, EntryEvent::Bad);
   EXPECT_TRUE(ledger.all_settled());
 }
 
@@ -59,7 +59,7 @@ TEST(ReceiveLedger, AnEntrySettledWithoutDataFreesItsPlaceInFlight) {
   RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 100, 0}, kSlot, 1);
   for (std::uint32_t i = 0; i < kMaxEntriesInFlight; ++i)
     ASSERT_EQ(ledger.offer(file_offer(i, 0)), std::nullopt);
-  ledger.settle(0);  // a Have (or a Refuse): no Take, no FileVerdict
+  ledger.settle(0, EntryEvent::Have);  // (or a Refuse): no Take, no FileVerdict
   EXPECT_EQ(ledger.offer(file_offer(kMaxEntriesInFlight, 0)), std::nullopt);
   EXPECT_EQ(ledger.offer(file_offer(kMaxEntriesInFlight + 1, 0)), ReceiveError::TooManyInFlight);
 }
@@ -69,7 +69,7 @@ TEST(ReceiveLedger, AtMostSixteenEntriesInFlight) {
   for (std::uint32_t i = 0; i < kMaxEntriesInFlight; ++i)
     ASSERT_EQ(ledger.offer(file_offer(i, 0)), std::nullopt);
   EXPECT_EQ(ledger.offer(file_offer(kMaxEntriesInFlight, 0)), ReceiveError::TooManyInFlight);
-  ledger.settle(3);
+  ledger.settle(3, EntryEvent::Bad);
   EXPECT_EQ(ledger.offer(file_offer(kMaxEntriesInFlight, 0)), std::nullopt);
 }
 
@@ -116,7 +116,7 @@ TEST(ReceiveLedger, FileDoneDrainsThenVerifies) {
   ledger.stored(0, 0);
   EXPECT_TRUE(ledger.start_verifying(0));
   EXPECT_EQ(ledger.entry(0)->done_total, 10u);
-  ledger.settle(0);
+  ledger.settle(0, EntryEvent::Good);
   EXPECT_TRUE(ledger.all_settled());
 }
 
@@ -128,7 +128,7 @@ TEST(ReceiveLedger, AnAbandonedFilesLateChunksOnlyFreeTheirSlots) {
   ASSERT_TRUE(ledger.grant(1));
   ASSERT_EQ(ledger.accept_chunk({0, 0, 0, kSlot}), std::nullopt);
   // Its write failed: the verdict goes out while the sender still writes.
-  ledger.settle(0);
+  ledger.settle(0, EntryEvent::Bad);
   EXPECT_TRUE(ledger.abandoned(0));
   EXPECT_EQ(ledger.release_slots_of(0), std::vector<std::uint32_t>{0});
   EXPECT_TRUE(ledger.discard_chunk({0, 1, kSlot, kSlot}));
@@ -181,16 +181,16 @@ TEST(SendLedger, RepliesMustMatchTheEntrysState) {
 // Offer until the driver drops it after its settlement; a chunk of it still in flight then
 // completes and is credited back with nothing left to count it against.
 TEST(SendLedger, HoldsEachOfferedEntryUntilTheDriverDropsIt) {
-  struct Tagged : SendLedger::Entry {
+  struct Tagged : SendEntry {
     explicit Tagged(std::uint32_t n) : number(n) {}
     std::uint32_t number;
   };
-  SendLedger ledger({{EntryKind::File, 2 * kSlot}}, Accept{0, 0, kSlot, 1}, 1);
+  BasicSendLedger<Tagged> ledger({{EntryKind::File, 2 * kSlot}}, Accept{0, 0, kSlot, 1}, 1);
   EXPECT_EQ(ledger.entry(0), nullptr) << "not offered yet";
   EXPECT_EQ(ledger.state(0), EntryState::Waiting);
   ASSERT_EQ(ledger.next_offer([](std::uint32_t n) { return std::make_unique<Tagged>(n); }), 0u);
   ASSERT_NE(ledger.entry(0), nullptr);
-  EXPECT_EQ(static_cast<Tagged*>(ledger.entry(0))->number, 0u) << "the maker's object";
+  EXPECT_EQ(ledger.entry(0)->number, 0u) << "the maker's object, typed";
   ASSERT_EQ(ledger.taken(0), std::nullopt);
   ASSERT_EQ(ledger.credit({0, 7}), std::nullopt);
   const auto chunk = ledger.next_chunk();
@@ -286,7 +286,7 @@ TEST(SessionLedgers, AWholeSessionAgainstEachOther) {
       o.kind = plans[*e].kind;
       ASSERT_EQ(receiver.offer(o), std::nullopt);
       if (o.kind == EntryKind::Directory) {
-        receiver.settle(*e);
+        receiver.settle(*e, EntryEvent::Good);
         ASSERT_EQ(sender.settled(*e, true), std::nullopt);
       } else {
         receiver.take(*e);
@@ -317,7 +317,7 @@ TEST(SessionLedgers, AWholeSessionAgainstEachOther) {
     while (auto e = sender.next_file_done()) {
       ASSERT_EQ(receiver.file_done({*e, plans[*e].size}), std::nullopt);
       ASSERT_TRUE(receiver.start_verifying(*e));
-      receiver.settle(*e);
+      receiver.settle(*e, EntryEvent::Good);
       ASSERT_EQ(sender.settled(*e, true), std::nullopt);
     }
   }

@@ -182,7 +182,7 @@ TEST(ReceiveLedgerStripes, JoinsAreNumberedAfterTheOffersOncePerStripedEntry) {
   EXPECT_EQ(g.member.join(Join{1, 5}), std::nullopt);  // another striped entry (refused later)
   EXPECT_EQ(g.member.join(Join{1, 6}), ReceiveError::JoinOutOfOrder) << "numbers are not reused";
   EXPECT_FALSE(g.member.all_settled());
-  g.member.settle(0);
+  g.member.settle(0, EntryEvent::Bad);
   EXPECT_TRUE(g.member.all_settled());
 }
 
