@@ -49,6 +49,14 @@ enum class ReplyError : std::uint8_t {
   AlreadyTaken,  // a second Take, or a Take after the file's FileDone
   TooEarly,      // a FileVerdict(Good) for a file whose FileDone was not sent
   BadOffset,     // a Resume not at a chunk boundary, or leaving no chunk to send
+  // The digest at the end (PROTOCOL.md 7.9): a Holds for a file offered with its digest.
+  NotAsked,
+  // A Have of a file offered without its digest before our Continue from its size, or a
+  // Resume past the prefix our Continue continued from.
+  NotContinued,
+  NotForJoin,    // a Join answered other than Take, Refuse or FileVerdict (7.12)
+  NotAbandoned,  // a FileVerdict(Abandoned) for an entry we did not abandon (7.9)
+  NotStriped,    // a FileVerdict(Interrupted) for an entry neither striped nor joined (7.12)
 };
 
 // How many taken files the chunks are spread over (above): enough stores at once to keep
@@ -82,6 +90,7 @@ inline ReplyError reply_error(EntryFault fault) {
 struct EntryPlan {
   EntryKind kind = EntryKind::File;
   std::uint64_t size = 0;
+  bool digest_at_end = false;  // offered without its digest (PROTOCOL.md 7.9)
 };
 // A chunk to write: into which slot of the receiver's window, with which key.
 struct PlannedChunk {
@@ -112,6 +121,9 @@ struct SendEntry {
   std::shared_ptr<StripePlan> stripe;
   std::uint16_t member = 0;
   std::uint32_t members_pending = 0;
+  // The digest at the end (7.9): where our Continue said the file continues (0: it differs;
+  // its size: it is the receiver's, which may answer Have).
+  std::optional<std::uint64_t> continued_from;
 };
 
 // `E`: the kind of entry the ledger holds (made by the driver's maker when it is offered).
@@ -157,20 +169,23 @@ class BasicSendLedger {
   // The number of entries the Open announced (Offers); Joins are numbered from here.
   std::uint32_t offer_count() const { return offer_count_; }
 
-  // Replies. On success the entry's state changes; on failure nothing changes.
+  // Replies, each judged here alone: by the entry's machine, then by what our Offer, our
+  // Continue or a Join asked. On success the entry's state changes; on failure nothing does.
   // A Take, or a Resume from `start` (PROTOCOL.md 7.6): the chunks before it are not sent.
   [[nodiscard]] std::optional<ReplyError> taken(std::uint32_t entry, std::uint64_t start = 0);
   // A Have: the file is in place already; it is settled good without any of it sent.
   [[nodiscard]] std::optional<ReplyError> had(std::uint32_t entry);
   // The digest at the end (PROTOCOL.md 7.9). A Holds: the entry waits (Held) for the
-  // driver's Continue, which continued() records (Continued: its answer is awaited again,
-  // and no second Holds may come).
+  // driver's Continue from `from`, which continued() records (Continued: its answer is
+  // awaited again, and no second Holds may come).
   [[nodiscard]] std::optional<ReplyError> held(std::uint32_t entry);
-  [[nodiscard]] std::optional<ReplyError> continued(std::uint32_t entry);
+  [[nodiscard]] std::optional<ReplyError> continued(std::uint32_t entry, std::uint64_t from);
   // The driver abandons a taken (or digest-asked) file (its FileAbort is about to go): no
   // more of its chunks are planned; its FileVerdict settles it.
   [[nodiscard]] std::optional<ReplyError> abandon(std::uint32_t entry);
+  // A Refuse (bad) or a verdict: settled.
   [[nodiscard]] std::optional<ReplyError> settled(std::uint32_t entry, bool good);
+  [[nodiscard]] std::optional<ReplyError> verdict(std::uint32_t entry, VerdictCode code);
   [[nodiscard]] std::optional<CreditError> credit(const Credit& credit);
 
   // The next chunk to write, if a taken file has bytes left and an active slot is credited
@@ -221,8 +236,10 @@ class BasicSendLedger {
   std::unique_ptr<E> make_entry(const MakeEntry& make, std::uint32_t entry) const;
   std::uint32_t next_chunk_entry() const;
   std::uint32_t next_chunk_entry(const std::vector<std::uint32_t>& order) const;
-  // Moves the entry's machine, or says why the reply is not allowed (nothing changes).
-  std::optional<ReplyError> step(std::uint32_t entry, EntryEvent event, std::uint64_t start = 0);
+  // Moves the entry's machine on a reply (`start`: a Resume's offset; `code`: a verdict's),
+  // or says why the reply is not allowed (nothing changes).
+  std::optional<ReplyError> step(std::uint32_t entry, EntryEvent event, std::uint64_t start = 0,
+                                 std::optional<VerdictCode> code = std::nullopt);
   void forget(std::uint32_t entry);  // settled: off every list
 
   std::vector<EntryPlan> plans_;
@@ -303,14 +320,33 @@ BasicSendLedger<E>::next_offer(const MakeEntry& make) {
 
 template <class E>
 requires std::derived_from<E, SendEntry> std::optional<ReplyError> BasicSendLedger<E>::step(
-    std::uint32_t entry, EntryEvent event, std::uint64_t start) {
+    std::uint32_t entry, EntryEvent event, std::uint64_t start, std::optional<VerdictCode> code) {
   if (entry >= plans_.size()) return ReplyError::UnknownEntry;
   EntryState next = state(entry);
-  if (auto fault = advance(plans_[entry].kind, next, event)) return detail::reply_error(*fault);
+  const EntryPlan& plan = plans_[entry];
+  if (auto fault = advance(plan.kind, next, event)) return detail::reply_error(*fault);
+  E& e = *entries_.at(entry);  // only an offered entry moves
+  // A Join is answered Take, Refuse or FileVerdict (7.12).
+  if (entry >= offer_count_ &&
+      (event == EntryEvent::Have || event == EntryEvent::Holds || start > 0))
+    return ReplyError::NotForJoin;
+  if (event == EntryEvent::Holds && !plan.digest_at_end) return ReplyError::NotAsked;
+  // Without its digest (7.9) a file is had only once our Continue said it is the receiver's,
+  // and resumed only within the prefix it said is.
+  if (plan.digest_at_end && event == EntryEvent::Have && e.continued_from != plan.size)
+    return ReplyError::NotContinued;
+  if (plan.digest_at_end && start > 0 &&
+      !(e.continued_from && *e.continued_from < plan.size && start <= *e.continued_from))
+    return ReplyError::NotContinued;
   // A Resume leaves at least one chunk, and starts where one does (PROTOCOL.md 7.6).
-  if (start > 0 && (slot_size_ == 0 || start % slot_size_ != 0 || start >= plans_[entry].size))
+  if (start > 0 && (slot_size_ == 0 || start % slot_size_ != 0 || start >= plan.size))
     return ReplyError::BadOffset;
-  entries_.at(entry)->state = next;  // only an offered entry moves
+  // Abandoned answers our FileAbort (7.9), and nothing else; Interrupted only a striped or
+  // joined entry (7.12).
+  if (code == VerdictCode::Abandoned && e.state != EntryState::Abandoning)
+    return ReplyError::NotAbandoned;
+  if (code == VerdictCode::Interrupted && !e.stripe) return ReplyError::NotStriped;
+  e.state = next;
   return std::nullopt;
 }
 
@@ -377,8 +413,10 @@ requires std::derived_from<E, SendEntry> std::optional<ReplyError> BasicSendLedg
 
 template <class E>
 requires std::derived_from<E, SendEntry> std::optional<ReplyError> BasicSendLedger<E>::continued(
-    std::uint32_t entry) {
-  return step(entry, EntryEvent::Continue);
+    std::uint32_t entry, std::uint64_t from) {
+  if (auto error = step(entry, EntryEvent::Continue)) return error;
+  entries_.at(entry)->continued_from = from;
+  return std::nullopt;
 }
 
 template <class E>
@@ -395,6 +433,15 @@ requires std::derived_from<E, SendEntry> std::optional<ReplyError> BasicSendLedg
   // A good verdict answers a FileDone (or is a directory's); a bad one may come at any
   // time (the receiver's write failed mid-file).
   if (auto error = step(entry, good ? EntryEvent::Good : EntryEvent::Bad)) return error;
+  forget(entry);
+  return std::nullopt;
+}
+
+template <class E>
+requires std::derived_from<E, SendEntry> std::optional<ReplyError> BasicSendLedger<E>::verdict(
+    std::uint32_t entry, VerdictCode code) {
+  const bool good = code == VerdictCode::Good;
+  if (auto error = step(entry, good ? EntryEvent::Good : EntryEvent::Bad, 0, code)) return error;
   forget(entry);
   return std::nullopt;
 }

@@ -10,20 +10,6 @@
 
 namespace rdmax::sender {
 
-namespace {
-// The entry an answer is about (a Credit is about a slot).
-std::optional<std::uint32_t> answered_entry(const SenderInput::Answer& answer) {
-  return std::visit(
-      [](const auto& m) -> std::optional<std::uint32_t> {
-        if constexpr (requires { m.entry; })
-          return m.entry;
-        else
-          return std::nullopt;
-      },
-      answer);
-}
-}  // namespace
-
 OutgoingEntries::OutgoingEntries(const SenderSettings& settings, TransferPlan& plan,
                                  std::vector<std::uint32_t> entries, SenderHooks& hooks)
     : settings_(settings), plan_(plan), entries_(std::move(entries)), hooks_(hooks) {}
@@ -40,7 +26,8 @@ void OutgoingEntries::start(const proto::Accept& accept, std::uint32_t slots,
   std::vector<proto::EntryPlan> plans;
   plans.reserve(entries_.size());
   for (std::uint32_t index : entries_)
-    plans.push_back({plan_.entries[index].kind, plan_.entries[index].size});
+    plans.push_back(
+        {plan_.entries[index].kind, plan_.entries[index].size, !plan_.entries[index].digest_known});
   ledger_ = Ledger(std::move(plans), accept, slots);
   ledger_.allow_directories(directories_allowed);
   // A file to stripe waits until the group's other connections were answered (7.12).
@@ -145,23 +132,12 @@ bool OutgoingEntries::take(const SenderInput::Answer& answer) {
       settings_.stripes->striped_taken(entries_[m->entry], m->entry, 0, slot_size_);
     return true;
   }
-  // A Join is answered Take or Refuse, nothing else (7.12).
-  if (const auto entry = answered_entry(answer);
-      entry && is_joined(*entry) && !std::holds_alternative<proto::Refuse>(answer) &&
-      !std::holds_alternative<proto::FileVerdict>(answer))
-    return broken("an answer to a Join other than Take, Refuse or FileVerdict");
   if (const auto* m = std::get_if<proto::Resume>(&answer)) {
     if (m->entry < entries_.size()) {
       const proto::ResumeFacts facts{plan_.algorithm, m->offset, planned(m->entry).size, slot_size_,
                                      result(m->entry).resumed_from > 0};
       if (const auto problem = proto::check_resume(facts))
         return broken("bad Resume: " + proto::describe(*problem, facts));
-      // After our Continue (7.9): at most where it continued, from the prefix we checked.
-      if (!planned(m->entry).digest_known) {
-        const OutgoingEntry* e = open_entry(m->entry);
-        if (e == nullptr || !e->continued || m->offset > e->continued->length)
-          return broken("bad Resume: past what we continued from");
-      }
     }
     if (auto error = ledger_.taken(m->entry, m->offset))
       return broken(std::string("bad Resume: ") + proto::to_string(*error));
@@ -175,15 +151,11 @@ bool OutgoingEntries::take(const SenderInput::Answer& answer) {
     return true;
   }
   if (const auto* m = std::get_if<proto::Have>(&answer)) {
-    if (m->entry < entries_.size()) {
-      if (m->digest != planned(m->entry).digest) return broken("bad Have: another digest");
-      // A file offered without its digest is had only after our Continue from its size (7.9).
-      const OutgoingEntry* e = open_entry(m->entry);
-      if (!planned(m->entry).digest_known && (e == nullptr || !e->continued_whole))
-        return broken("bad Have: for a file offered without its digest, before a Continue");
-    }
     if (auto error = ledger_.had(m->entry))
       return broken(std::string("bad Have: ") + proto::to_string(*error));
+    // (The ledger says whether a Have may come; its digest is ours to compare. A bad one
+    // ends the session, so the entry the ledger settled is never counted good.)
+    if (m->digest != planned(m->entry).digest) return broken("bad Have: another digest");
     spdlog::info("{}: skipped, identical on the receiver",
                  proto::quoted_for_log(planned(m->entry).local_path));
     EntryResult had{.status = EntryResult::Status::Good, .outcome = proto::SenderOutcome::Success};
@@ -192,8 +164,6 @@ bool OutgoingEntries::take(const SenderInput::Answer& answer) {
     return true;
   }
   if (const auto* m = std::get_if<proto::Holds>(&answer)) {
-    if (m->entry >= entries_.size() || planned(m->entry).digest_known)
-      return broken("bad Holds: for a file offered with its digest");
     if (auto error = ledger_.held(m->entry))
       return broken(std::string("bad Holds: ") + proto::to_string(*error));
     check_holds(*m);
@@ -224,20 +194,10 @@ bool OutgoingEntries::take(const SenderInput::Answer& answer) {
 }
 
 bool OutgoingEntries::take_verdict(const proto::FileVerdict& m) {
-  // Abandoned answers our FileAbort (PROTOCOL.md 7.9), and nothing else; Interrupted only a
-  // striped or joined entry (7.12).
   const bool abandoned = ledger_.state(m.entry) == proto::EntryState::Abandoning;
-  if (m.code == proto::VerdictCode::Abandoned && !abandoned) {
-    return broken("FileVerdict(Abandoned) for an entry that was not abandoned");
-  }
-  const OutgoingEntry* open = open_entry(m.entry);
-  const bool striped = open != nullptr && (open->striped || open->lead != nullptr);
-  if (m.code == proto::VerdictCode::Interrupted && !striped)
-    return broken("FileVerdict(Interrupted) for an entry that is not striped");
-  const bool good = m.code == proto::VerdictCode::Good;
-  if (auto error = ledger_.settled(m.entry, good)) {
+  if (auto error = ledger_.verdict(m.entry, m.code))
     return broken(std::string("bad FileVerdict: ") + proto::to_string(*error));
-  }
+  const bool good = m.code == proto::VerdictCode::Good;
   if (is_joined(m.entry)) {
     settle_joined(m.entry, good);
     return true;

@@ -238,30 +238,23 @@ void OutgoingEntries::continue_from(std::uint32_t entry, const proto::Holds& hol
     abandon(entry, proto::AbortReason::Unreadable, std::string("cannot read it: ") + error);
     return hooks_.pump();
   }
-  if (auto problem = ledger_.continued(entry))
+  // The receiver tells only how much it holds: we say what ours is, and it compares (7.9).
+  // A receiver of a revision before kExtensionProveHeld told its digest: we compare.
+  const bool same = !holds.digest || ours == *holds.digest;
+  const std::uint64_t from = same ? holds.length : 0;
+  // (The ledger keeps `from`: a Have may answer it only from the file's size, a Resume only
+  // within a prefix.)
+  if (auto problem = ledger_.continued(entry, from))
     return hooks_.violation(std::string("cannot continue: ") + proto::to_string(*problem));
   OutgoingEntry& e = offered(entry);  // held until now: offered, not settled
   const bool whole = holds.length == e.planned.size;
+  if (same && whole) e.planned.digest = ours;  // a Have must carry it
+  if (same && !whole) e.continued = CheckedPrefix{holds.length, std::move(nodes)};
   if (!holds.digest) {
-    // The receiver tells only how much it holds: we say what ours is, and it compares
-    // (7.9). Its answer (Have, a Resume, or a Take when they differ) decides; we are ready
-    // for each.
-    if (whole) {
-      e.planned.digest = ours;  // a Have must carry it
-      e.continued_whole = true;
-    } else {
-      e.continued = CheckedPrefix{holds.length, std::move(nodes)};
-    }
+    // Its answer (Have, a Resume, or a Take when they differ) decides; we are ready for each.
     hooks_.send(proto::Continue{entry, holds.length, ours}, 0);
     return hooks_.pump();
   }
-  // A receiver of a revision before kExtensionProveHeld told its digest: we compare.
-  const bool same = ours == *holds.digest;
-  if (same && whole) {
-    e.planned.digest = ours;  // the Have that follows carries it
-    e.continued_whole = true;
-  }
-  if (same && !whole) e.continued = CheckedPrefix{holds.length, std::move(nodes)};
   spdlog::debug("{}: {}", proto::quoted_for_log(e.planned.local_path),
                 !same   ? "differs from what the receiver has: sending all of it"
                 : whole ? "identical to the receiver's"

@@ -72,10 +72,9 @@ struct OutgoingEntry final : proto::SendEntry {
   // --zero-copy; after the file, so that they are deregistered before its mapping goes.
   std::optional<FileWindows> windows;
   std::optional<DigestInFlight> digest;
-  // After our Continue from a prefix of it; `continued_whole`: Continue{size}, after which
-  // (and only after which) the receiver may answer Have.
+  // After our Continue from a prefix of it (where it continued is the ledger's:
+  // SendEntry::continued_from).
   std::optional<CheckedPrefix> continued;
-  bool continued_whole = false;
   // It changed or could not be read: its FileAbort goes after the FileChunk being posted.
   std::optional<proto::AbortReason> abort_due;
   // One file over several connections (7.12). On the lead: offered striped. On a member:

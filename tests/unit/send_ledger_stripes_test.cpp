@@ -106,8 +106,20 @@ TEST(SendLedgerStripes, NoFileDoneOnceThePlanIsInterrupted) {
   Pair::complete(p.lead, *a);
   p.lead.entry(0)->members_pending = 0;
   EXPECT_EQ(p.lead.next_file_done(), std::nullopt) << "the receiver settles it Interrupted";
-  EXPECT_EQ(p.lead.settled(0, false), std::nullopt);
+  EXPECT_EQ(p.lead.verdict(0, VerdictCode::Interrupted), std::nullopt);
   EXPECT_TRUE(p.lead.all_settled());
+}
+
+// A Join is answered Take, Refuse or FileVerdict, nothing else (PROTOCOL.md 7.12).
+TEST(SendLedgerStripes, AJoinIsAnsweredTakeRefuseOrVerdict) {
+  SendLedger member{{}, accept_of(2), 2};
+  auto plan = std::make_shared<StripePlan>(4 * kSlot, kSlot, 0, 2);
+  const std::uint32_t joined = member.join(4 * kSlot, plan, 1);
+  EXPECT_EQ(member.had(joined), ReplyError::NotForJoin);
+  EXPECT_EQ(member.held(joined), ReplyError::NotForJoin);
+  EXPECT_EQ(member.taken(joined, kSlot), ReplyError::NotForJoin) << "a Resume";
+  ASSERT_EQ(member.taken(joined), std::nullopt);
+  EXPECT_EQ(member.verdict(joined, VerdictCode::Interrupted), std::nullopt);
 }
 
 TEST(SendLedgerStripes, AnUnreadableChunkOfAStripedFileInterruptsItsPlan) {

@@ -98,14 +98,16 @@ TEST(SessionSendLedgerDigestAtEnd, AHeldSlotIsNotWrittenAgainAndHoldsTheFileDone
 }
 
 TEST(SessionSendLedgerDigestAtEnd, HoldsContinueAndAbandon) {
-  SL ledger({{EntryKind::File, 2 * kSlot}, {EntryKind::File, kSlot}}, Accept{0x1000, 0, kSlot, 2},
-            2);
+  SL ledger({{EntryKind::File, 2 * kSlot, true}, {EntryKind::File, kSlot, true}},
+            Accept{0x1000, 0, kSlot, 2}, 2);
   ASSERT_EQ(ledger.next_offer(), 0u);
   ASSERT_EQ(ledger.next_offer(), 1u);
-  EXPECT_EQ(ledger.continued(0), ReplyError::AlreadyTaken) << "no Holds before it";
+  EXPECT_EQ(ledger.continued(0, kSlot), ReplyError::AlreadyTaken) << "no Holds before it";
   ASSERT_EQ(ledger.held(0), std::nullopt);
   EXPECT_EQ(ledger.taken(0), ReplyError::AlreadyTaken) << "its Continue is awaited";
-  ASSERT_EQ(ledger.continued(0), std::nullopt);
+  ASSERT_EQ(ledger.continued(0, kSlot), std::nullopt);
+  EXPECT_EQ(ledger.had(0), ReplyError::NotContinued) << "continued from a prefix, not whole";
+  EXPECT_EQ(ledger.taken(0, 2 * kSlot), ReplyError::NotContinued) << "past the prefix";
   ASSERT_EQ(ledger.taken(0, kSlot), std::nullopt);  // Resume from what was held
   ASSERT_EQ(ledger.held(1), std::nullopt);
   ASSERT_EQ(ledger.abandon(1), std::nullopt);  // its file could not be read for the check
@@ -120,8 +122,33 @@ TEST(SessionSendLedgerDigestAtEnd, HoldsContinueAndAbandon) {
   ASSERT_EQ(ledger.abandon(0), std::nullopt);  // it changed while it was read
   EXPECT_EQ(ledger.completed(chunk->slot), kSlot);
   EXPECT_FALSE(ledger.next_file_done().has_value()) << "an abandoned file has no FileDone";
-  ASSERT_EQ(ledger.settled(0, false), std::nullopt);
+  EXPECT_EQ(ledger.verdict(0, VerdictCode::Interrupted), ReplyError::NotStriped);
+  ASSERT_EQ(ledger.verdict(0, VerdictCode::Abandoned), std::nullopt);
   EXPECT_TRUE(ledger.all_settled());
+}
+
+// What the receiver may answer is what our Offer and our Continue asked: a Holds only for a
+// file offered without its digest, a Have of it only once our Continue said it is the
+// receiver's whole, a Resume only within the prefix it said is; Abandoned only what we
+// abandoned.
+TEST(SessionSendLedgerDigestAtEnd, AnswersFollowWhatOurOfferAndContinueSaid) {
+  SL ledger({{EntryKind::File, 2 * kSlot},
+             {EntryKind::File, 2 * kSlot, true},
+             {EntryKind::File, 2 * kSlot, true}},
+            Accept{0x1000, 0, kSlot, 2}, 2);
+  for (std::uint32_t e = 0; e < 3; ++e) ASSERT_EQ(ledger.next_offer(), e);
+  EXPECT_EQ(ledger.held(0), ReplyError::NotAsked) << "offered with its digest";
+  EXPECT_EQ(ledger.had(1), ReplyError::NotContinued) << "no Continue yet";
+  ASSERT_EQ(ledger.held(1), std::nullopt);
+  ASSERT_EQ(ledger.continued(1, 0), std::nullopt);  // it differs
+  EXPECT_EQ(ledger.taken(1, kSlot), ReplyError::NotContinued);
+  EXPECT_EQ(ledger.had(1), ReplyError::NotContinued);
+  ASSERT_EQ(ledger.taken(1), std::nullopt);
+  EXPECT_EQ(ledger.verdict(1, VerdictCode::Abandoned), ReplyError::NotAbandoned);
+  ASSERT_EQ(ledger.held(2), std::nullopt);
+  ASSERT_EQ(ledger.continued(2, 2 * kSlot), std::nullopt);  // the receiver's whole
+  ASSERT_EQ(ledger.had(2), std::nullopt);
+  EXPECT_EQ(ledger.state(1), EntryState::Taken) << "a refused answer changes nothing";
 }
 
 TEST(SessionSendLedgerDigestAtEnd, AChunkThatCannotBeReadGivesItsSlotToTheNextFile) {
