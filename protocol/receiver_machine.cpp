@@ -158,7 +158,8 @@ bool receiver_checks(S s, E e) {
   return false;
 }
 
-ReceiverTransition session_result(WorkResult r) {
+ReceiverTransition session_result(S s, WorkResult r) {
+  if (s != S::InSession) return {s, {}};
   return result_next(r);
 }
 

@@ -213,8 +213,10 @@ struct ReceiverTransition {
 // it out of place (or, while closing, ignores it).
 [[nodiscard]] bool receiver_checks(ReceiverState state, ReceiverEvent event);
 
-// What InSession does with a result of its entries' work (it stays InSession).
-[[nodiscard]] ReceiverTransition session_result(WorkResult result);
+// What a result of the entries' work does in `state`: InSession answers the entry (and stays);
+// every other state ignores it (a result queued behind the step that left InSession: that
+// step discarded its entry).
+[[nodiscard]] ReceiverTransition session_result(ReceiverState state, WorkResult result);
 
 // The states in which the sender may wait on the receiver's own work (preparing, storing
 // chunks, committing): there a version-2 receiver keeps the sender informed with Working

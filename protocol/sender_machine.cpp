@@ -131,7 +131,8 @@ SenderTransition sender_next(S s, E e, const SenderContext& ctx) {
   return next(s, e, ctx);
 }
 
-SenderTransition session_settled(bool all_good, const SenderContext& ctx) {
+SenderTransition session_settled(S s, bool all_good, const SenderContext& ctx) {
+  if (s != S::InSession) return {s, {}};
   return settled_next(all_good, ctx);
 }
 

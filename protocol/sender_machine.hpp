@@ -169,7 +169,10 @@ struct SenderTransition {
 // InSession's end: every entry is settled (by an answer, by the other connections of the
 // command finishing, by a file abandoned here). Only InSession has entries to settle, so
 // this is not an event of every state: the driver asks it there, once.
-[[nodiscard]] SenderTransition session_settled(bool all_good, const SenderContext& context);
+// Every entry is settled (`all_good`: and good): how InSession ends. Elsewhere nothing (an input
+// queued ahead of it ended the session: nothing is left to settle).
+[[nodiscard]] SenderTransition session_settled(SenderState state, bool all_good,
+                                               const SenderContext& context);
 
 // The set-up before the connection (rdma_cm's address and route look-ups).
 enum class SetupState : std::uint8_t { ResolvingAddress, ResolvingRoute };

@@ -73,12 +73,8 @@ void Connection::dispatch(ReceiverInput input) {
 }
 
 void Connection::step(const ReceiverInput& input) {
-  if (const auto* result = std::get_if<proto::WorkResult>(&input.event)) {
-    // Only an entry in flight reports, and entries are in flight only InSession; a result
-    // queued behind the step that left it is dropped (that step discarded its entry).
-    if (state_ != State::InSession) return;
-    return apply(proto::session_result(*result), proto::to_string(*result), input);
-  }
+  if (const auto* result = std::get_if<proto::WorkResult>(&input.event))
+    return apply(proto::session_result(state_, *result), proto::to_string(*result), input);
   const Event event = std::get<Event>(input.event);
   // A sender that breaks the rules loses what it stored: nothing of it is kept to resume.
   if (event == Event::ProtocolViolation) data_bad_ = true;

@@ -137,12 +137,8 @@ void Connection::dispatch(SenderInput input) {
 
 void Connection::step(SenderInput& input) {
   const proto::SenderContext context{settings_.id.has_value(), input.proof};
-  if (const auto* settled = std::get_if<SenderInput::Settled>(&input.event)) {
-    // pump() says so only InSession; an input queued ahead of it may have ended the session
-    // (the connection is closing: nothing is left to settle).
-    if (state_ != State::InSession) return;
-    return apply(proto::session_settled(settled->all_good, context), "all settled", input);
-  }
+  if (const auto* settled = std::get_if<SenderInput::Settled>(&input.event))
+    return apply(proto::session_settled(state_, settled->all_good, context), "all settled", input);
   const auto* setup_event = std::get_if<proto::SetupEvent>(&input.event);
   if (setup_event != nullptr && !setup_) {
     // rdma_cm answers each look-up once, before the connection: out of order.

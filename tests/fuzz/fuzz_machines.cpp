@@ -83,7 +83,7 @@ class ReceiverRun {
   void local(std::uint8_t byte) {
     const unsigned n = byte >= kFirstRawEventByte ? byte : byte % kReceiverLocalInputs;
     if (n >= kReceiverEvents && n < kReceiverLocalInputs) {
-      if (state_ == RS::InSession) result(static_cast<WorkResult>(n - kReceiverEvents));
+      result(static_cast<WorkResult>(n - kReceiverEvents));
       return;
     }
     step(static_cast<RE>(n), rdmax::fuzz::checks_of(byte));
@@ -117,9 +117,13 @@ class ReceiverRun {
   }
 
   // A result of the entries' work: InSession's alone, and it stays there, answering the
-  // entry (never an Accept, a secret or the teardown).
+  // entry (never an Accept, a secret or the teardown); elsewhere it changes nothing.
   void result(WorkResult r) {
-    const ReceiverTransition t = session_result(r);
+    const ReceiverTransition t = session_result(state_, r);
+    if (state_ != RS::InSession) {
+      FUZZ_CHECK(t.next == state_ && !t.illegal && t.actions.empty());
+      return;
+    }
     FUZZ_CHECK(t.next == RS::InSession && !t.illegal && !t.actions.empty());
     for (RA a : t.actions)
       FUZZ_CHECK(a == RA::SendTake || a == RA::SendResume || a == RA::SendHave ||
@@ -196,7 +200,7 @@ class SenderRun {
           static_cast<SetupEvent>(byte >= kFirstRawEventByte ? byte : byte % kSetupEvents));
     const unsigned n = byte >= kFirstRawEventByte ? byte : byte % kSenderLocalInputs;
     if (n == rdmax::fuzz::kSettledAllGood || n == rdmax::fuzz::kSettledWithFailures) {
-      if (state_ == SS::InSession) settled(n == rdmax::fuzz::kSettledAllGood);
+      settled(n == rdmax::fuzz::kSettledAllGood);
       return;
     }
     step(static_cast<SE>(n), rdmax::fuzz::proof_of(byte));
@@ -248,7 +252,11 @@ class SenderRun {
   }
 
   void settled(bool all_good) {
-    const SenderTransition t = session_settled(all_good, {has_id_});
+    const SenderTransition t = session_settled(state_, all_good, {has_id_});
+    if (state_ != SS::InSession) {  // only InSession's pump says so: elsewhere, nothing
+      FUZZ_CHECK(t.next == state_ && !t.illegal && t.actions.empty() && !t.outcome);
+      return;
+    }
     FUZZ_CHECK(!t.illegal);
     // The id goes out only if the user gave one, and only once every entry is good.
     FUZZ_CHECK(t.actions.contains(SA::SendId) == (all_good && has_id_));
