@@ -215,7 +215,6 @@ void Connection::send_accept(const ReceiverInput::AcceptedOpen& accepted) {
   // The memory is the process's own until a file is taken: then it is registered, and only
   // then does any key exist.
   window_.allocate(*transport(), accepted.slots, o.slot_size, accepted.window_bytes);
-  digest_at_end_ = accepted.extensions.digest_at_end;
   const auto& seal = keys_.seal_keys();
   entries_.start(accepted, terms_, keys_.subdir(), seal ? &seal->chunks : nullptr,
                  keys_.proven_id());
@@ -315,21 +314,11 @@ void Connection::on_message(Inbound inbound) {
     }
     return check_open<Event::GotProof>(keys_.claimed_open());  // the rest: memory
   }
-  // The digest at the end (PROTOCOL.md 7.9) only where the Open asked for it. (Whether a
-  // FileDone carries a digest is its entry's rule: the ledger's.)
+  // (What the session's terms allow of an Offer, a Continue or a FileAbort, the digest at the
+  // end among them, is the entries' to judge: receiver/incoming_entries.cpp.)
   auto* offer = std::get_if<proto::Offer>(&message);
   auto* done = std::get_if<proto::FileDone>(&message);
   const char* rule_broken = nullptr;
-  if (offer != nullptr && offer->digest_at_end && !digest_at_end_)
-    rule_broken = "an Offer with digest_at_end, never negotiated";
-  // Nor is anything held or abandoned by the sender: a Continue or a FileAbort breaks the
-  // rules before anything is looked at.
-  if (state_ == State::InSession && !digest_at_end_) {
-    if (std::holds_alternative<proto::Continue>(message))
-      rule_broken = "a Continue, the digest at the end not negotiated";
-    if (std::holds_alternative<proto::FileAbort>(message))
-      rule_broken = "a FileAbort, the digest at the end not negotiated";
-  }
   // On a sealed connection every FileChunk carries its chunk's seal, and only there (7.11);
   // and no two chunks of a connection were sealed under one counter.
   if (const auto* chunk = std::get_if<proto::FileChunk>(&message); chunk != nullptr) {

@@ -113,7 +113,6 @@ class Connection final : public DriverCore {
   Dispatcher<ReceiverInput> dispatcher_;
 
   proto::Open open_{};
-  bool digest_at_end_ = false;          // the Open asked for the digest at the end (7.9)
   bool data_bad_ = false;               // the sender broke the rules: nothing is kept
   bool shutdown_after_commit_ = false;  // SIGTERM arrived while a file was committed
   std::string secret_;                  // between lookup_id() and SendSecret; wiped once sent

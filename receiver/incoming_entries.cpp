@@ -42,6 +42,7 @@ void IncomingEntries::start(const ReceiverInput::AcceptedOpen& accepted, const F
   open_ = accepted.open;
   terms_ = terms;
   subdir_ = std::move(subdir);
+  digest_at_end_ = accepted.extensions.digest_at_end;
   resume_understood_ = accepted.extensions.resume_understood;
   prove_held_ = accepted.extensions.prove_held;
   if (resume_understood_) {
@@ -90,6 +91,9 @@ void IncomingEntries::expect_next() {
 
 void IncomingEntries::check_offer(const proto::Offer& offer) {
   const auto& o = context_.options;
+  // The digest at the end (PROTOCOL.md 7.9) only where the Open asked for it.
+  if (offer.digest_at_end && !digest_at_end_)
+    return violation("an Offer with digest_at_end, never negotiated");
   if (auto error = ledger_.offer(offer))
     return violation(std::string("bad Offer: ") + proto::to_string(*error));
   IncomingEntry& entry = *this->entry(offer.entry);

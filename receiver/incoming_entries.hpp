@@ -147,6 +147,7 @@ class IncomingEntries {
   proto::Open open_{};
   FlowTerms terms_;
   std::string subdir_;
+  bool digest_at_end_ = false;      // the Open asked for the digest at the end (7.9)
   bool resume_understood_ = false;  // the Open carried kExtensionResume
   // The Open carried kExtensionProveHeld: the sender proves what it has of a file we hold
   // (7.9), so we may say how much we hold, never its digest. Without it nothing is held out.

@@ -87,6 +87,8 @@ void IncomingEntries::hold(const ReceiverInput::EntryHeld& held) {
 }
 
 void IncomingEntries::check_continue(const proto::Continue& next) {
+  // Nothing is held for the sender where the Open did not ask for the digest at the end.
+  if (!digest_at_end_) return violation("a Continue, the digest at the end not negotiated");
   if (auto error = ledger_.continued(next))
     return violation(std::string("bad Continue: ") + proto::to_string(*error));
   IncomingEntry& entry = *this->entry(next.entry);
@@ -157,6 +159,7 @@ void IncomingEntries::confirm_whole(std::uint32_t id, const proto::Holds& held) 
 }
 
 void IncomingEntries::abandon(const proto::FileAbort& abort) {
+  if (!digest_at_end_) return violation("a FileAbort, the digest at the end not negotiated");
   if (const IncomingEntry* e = entry(abort.entry); e != nullptr && !e->offer.digest_at_end)
     return violation("FileAbort of a file offered with its digest");
   bool dropped = false;

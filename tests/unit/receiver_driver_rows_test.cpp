@@ -667,6 +667,13 @@ std::vector<Row> abort_rows() {
                     r.peer(proto::Continue{0, 0});
                   },
                   violation});
+  rows.push_back({{S::InSession, E::ProtocolViolation, "OfferWithDigestAtEndNeverNegotiated"},
+                  [](Rig& r) {
+                    r.version = proto::kVersion2;
+                    r.in_session();
+                  },
+                  [](Rig& r) { r.peer(r.flagged(0)); },
+                  violation});
   rows.push_back({{S::InSession, E::ProtocolViolation, "FileAbortNeverNegotiated"},
                   [](Rig& r) {
                     r.version = proto::kVersion2;
