@@ -464,12 +464,10 @@ void IncomingEntries::verify(std::uint32_t id) {
   // A Hello says nothing of its file's mode and time: the file keeps ours (PROTOCOL.md 4.2).
   if (terms_.offers_metadata)
     entry.file->set_metadata(entry.offer.mode, entry.offer.mtime_sec, entry.offer.mtime_nsec);
-  entry.committing = true;
   entry.file->commit([this, id, verified](const IncomingFile::Outcome& outcome) {
     verified();
     if (outcome.ok()) context_.metrics.count(FileOutcome::Good);
     IncomingEntry* e = this->entry(id);
-    if (e != nullptr) e->committing = false;
     bool answered = false;
     hooks_.in_session([&] {
       if (e == nullptr) return;
@@ -608,7 +606,8 @@ std::optional<std::string> IncomingEntries::end_problem(bool id) const {
 
 bool IncomingEntries::committing() const {
   for (const auto& [id, entry] : ledger_.entries())
-    if (entry->committing) return true;
+    // (A joined entry's file is the lead's, which commits it.)
+    if (!entry->joined_to && entry->file && entry->file->committing()) return true;
   return false;
 }
 

@@ -25,9 +25,8 @@ struct IncomingEntry final : proto::ReceiveEntry {
   std::shared_ptr<IncomingFile> file;
   Digest computed{};
   std::chrono::steady_clock::time_point taken{};  // its Take or Resume: its data began
-  bool committing = false;
-  bool data_bad = false;             // a bad verdict: nothing is kept for a resume
-  std::optional<proto::Holds> held;  // 7.9: what we said we hold of it
+  bool data_bad = false;                          // a bad verdict: nothing is kept for a resume
+  std::optional<proto::Holds> held;               // 7.9: what we said we hold of it
 };
 
 }  // namespace rdmax::receiver

@@ -215,6 +215,7 @@ Digest IncomingFile::finish_hash() {
 }
 
 void IncomingFile::commit(Done done) {
+  committing_ = true;
   auto outcome = std::make_shared<Outcome>();
   disk_.post(
       [this, outcome, metadata = metadata_] {
@@ -237,6 +238,7 @@ void IncomingFile::commit(Done done) {
       },
       [this, outcome, done = std::move(done)] {
         committed_ = outcome->ok();
+        committing_ = false;
         done(*outcome);
       });
 }

@@ -135,6 +135,7 @@ class IncomingFile {
   void keep();
   bool idle() const;
   bool committed() const { return committed_; }
+  bool committing() const { return committing_; }  // commit() called, its done not yet
 
  private:
   struct PendingStore {
@@ -171,6 +172,7 @@ class IncomingFile {
   std::uint64_t next_sequence_ = 0;
   std::uint64_t bytes_stored_ = 0;
   bool committed_ = false;
+  bool committing_ = false;
   bool discarded_ = false;
   bool preallocated_ = false;  // written by the create job, read after its completion
   bool direct_io_ = false;
