@@ -50,6 +50,9 @@ enum class ReceiveError : std::uint8_t {
   // The digest at the end (PROTOCOL.md 7.9): a Continue for an entry the receiver did not
   // answer with Holds.
   NotHeld,
+  // A FileAbort of a file offered with its digest (only one offered without it is read
+  // before its digest is known, and may be abandoned: 7.9).
+  OfferedWithDigest,
   // A FileDone without the digest of a file offered without it, or with one for a file
   // offered with its digest (7.9); or with a digest for an entry joined to a striped file.
   DigestMisplaced,
@@ -142,16 +145,16 @@ class BasicReceiveLedger {
     return std::nullopt;
   }
   // A FileAbort (7.9): Taken or Held -> Abandoning; the driver discards the file once
-  // its chunks are stored (start_discarding) and settles it with FileVerdict(Abandoned).
-  // `dropped`: the entry was settled already (its write failed): nothing to do.
-  [[nodiscard]] std::optional<ReceiveError> abort(const FileAbort& a, bool& dropped) {
-    dropped = false;
+  // its chunks are stored (start_discarding) and settles it with FileVerdict(Abandoned). One
+  // for an entry settled while it was received (its write failed: the sender has that
+  // verdict) changes nothing.
+  [[nodiscard]] std::optional<ReceiveError> abort(const FileAbort& a) {
     E* e = entry(a.entry);
     if (e == nullptr) {
-      if (!abandoned(a.entry)) return ReceiveError::UnknownEntry;
-      dropped = true;  // settled by a failed write; the sender has that verdict
-      return std::nullopt;
+      if (abandoned(a.entry)) return std::nullopt;
+      return ReceiveError::UnknownEntry;
     }
+    if (!e->digest_at_end) return ReceiveError::OfferedWithDigest;
     if (advance(e->kind, e->state, EntryEvent::Abort)) return ReceiveError::EntryNotReceiving;
     return std::nullopt;
   }
@@ -291,10 +294,15 @@ class BasicReceiveLedger {
     return released;
   }
   // A FileDone: Taken -> Finished. A joined entry's carries no digest (its total is what it
-  // sent); a striped entry's comes once every chunk of the file is claimed.
+  // sent); a striped entry's comes once every chunk of the file is claimed. One for an entry
+  // settled while it was received (its write failed: the sender sent it before it saw that
+  // FileVerdict) changes nothing.
   [[nodiscard]] std::optional<ReceiveError> file_done(const FileDone& d) {
     E* e = entry(d.entry);
-    if (e == nullptr) return ReceiveError::UnknownEntry;
+    if (e == nullptr) {
+      if (abandoned(d.entry)) return std::nullopt;
+      return ReceiveError::UnknownEntry;
+    }
     // The machine first (is a FileDone due at all?), then the form the entry's Offer set.
     EntryState next = e->state;
     if (advance(e->kind, next, EntryEvent::FileDone)) return ReceiveError::EntryNotReceiving;

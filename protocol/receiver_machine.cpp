@@ -75,11 +75,14 @@ constexpr ReceiverTransition next(S s, E e, const ReceiverChecks& checks) {
       if (e == E::GotJoin) return {S::InSession, {A::CheckJoin}};
       if (e == E::GotChunk) return {S::InSession, {A::StoreChunk}};
       if (e == E::GotFileDone) return {S::InSession, {A::TakeFileDone, A::FinishEntries}};
-      // The driver lets an Id or a Bye through only once every entry is settled (the
-      // ledger's all_settled); earlier they are a ProtocolViolation.
-      if (e == E::GotId)
+      // An Id or a Bye ends the session once every entry is offered and settled, an Id only
+      // after a session of good entries (it asks for the secret); earlier, a protocol
+      // violation (below).
+      if (e == E::GotId && checks.entries == SessionEnd::Settled)
         if (auto t = id_answer()) return *t;
-      if (e == E::GotBye) return {S::Closing, {A::DiscardFile, A::Disconnect}};
+      if (e == E::GotBye &&
+          (checks.entries == SessionEnd::Settled || checks.entries == SessionEnd::Failed))
+        return {S::Closing, {A::DiscardFile, A::Disconnect}};
       break;
     case S::AwaitId:
       if (e == E::GotId)
@@ -130,9 +133,11 @@ constexpr bool every_action_finds_its_data() {
       if (e == E::GotOpen || e == E::GotProof) {
         for (OpenCheck open : enum_values<OpenCheck>())
           if (!actions_find_their_data(next(s, e, {open, {}}), carried_by(e, open))) return false;
-      } else if (e == E::GotId) {
+      } else if (e == E::GotId || e == E::GotBye) {
         for (IdLookup id : enum_values<IdLookup>())
-          if (!actions_find_their_data(next(s, e, {{}, id}), carried_by(e))) return false;
+          for (SessionEnd entries : enum_values<SessionEnd>())
+            if (!actions_find_their_data(next(s, e, {{}, id, entries}), carried_by(e)))
+              return false;
       } else if (!actions_find_their_data(next(s, e, {}), carried_by(e))) {
         return false;
       }
@@ -150,11 +155,11 @@ ReceiverTransition receiver_next(S s, E e, const ReceiverChecks& checks) {
   return next(s, e, checks);
 }
 
-bool receiver_checks(S s, E e) {
-  const ReceiverTransition unchecked = next(s, e, {});
+bool receiver_checks(S s, E e, const ReceiverChecks& known) {
+  const ReceiverTransition unchecked = next(s, e, known);
   for (OpenCheck open : enum_values<OpenCheck>())
     for (IdLookup id : enum_values<IdLookup>())
-      if (next(s, e, {open, id}) != unchecked) return true;
+      if (next(s, e, {open, id, known.entries}) != unchecked) return true;
   return false;
 }
 

@@ -72,9 +72,15 @@ enum class OpenCheck : std::uint8_t { NotChecked, Accepted, Rejected, NeedsProof
 // What looking an Id up found, given with GotId (3 attempts per connection).
 enum class IdLookup : std::uint8_t { NotLookedUp, Known, Unknown, AttemptsExhausted };
 
+// Where the session's entries stand when an Id or a Bye comes (the ledger's): every entry
+// offered and settled, and whether every one was good. An Id or a Bye ends a session only once
+// all are settled; an Id, which asks for the secret, only after a session of good entries.
+enum class SessionEnd : std::uint8_t { NotChecked, Settled, Unsettled, Failed };
+
 struct ReceiverChecks {
   OpenCheck open = OpenCheck::NotChecked;
   IdLookup id = IdLookup::NotLookedUp;
+  SessionEnd entries = SessionEnd::NotChecked;
 };
 
 // The results of the driver's own work for the entries in flight (InSession's alone).
@@ -208,10 +214,12 @@ struct ReceiverTransition {
 [[nodiscard]] ReceiverTransition receiver_next(ReceiverState state, ReceiverEvent event,
                                                const ReceiverChecks& checks = {});
 
-// Whether the driver checks an Open, a Proof or an Id that arrives in `state`: where what
-// the check finds changes the step. Elsewhere the message goes unchecked, and the table finds
-// it out of place (or, while closing, ignores it).
-[[nodiscard]] bool receiver_checks(ReceiverState state, ReceiverEvent event);
+// Whether the driver checks an Open, a Proof or an Id that arrives in `state` (with what is
+// `known` already: an Id's entries): where what the check finds changes the step. Elsewhere
+// the message goes unchecked, and the table finds it out of place (or, while closing,
+// ignores it).
+[[nodiscard]] bool receiver_checks(ReceiverState state, ReceiverEvent event,
+                                   const ReceiverChecks& known = {});
 
 // What a result of the entries' work does in `state`: InSession answers the entry (and stays);
 // every other state ignores it (a result queued behind the step that left InSession: that

@@ -233,17 +233,18 @@ void Connection::send_reject(const ReceiverInput::Rejection& rejection) {
   post(proto::Reject{rejection.reason, rejection.text});
 }
 
-void Connection::lookup_id(const proto::Id& id) {
+void Connection::lookup_id(const proto::Id& id, proto::SessionEnd entries) {
   ++id_attempts_;
   spdlog::info("[{}] id '{}' offered", label(), proto::escape_for_log(id.id));
   if (context_.secrets != nullptr) {
     if (auto secret = context_.secrets->lookup(id.id)) {
       secret_ = std::move(*secret);
-      return dispatch(input<Event::GotId>(proto::IdLookup::Known));
+      return dispatch(input<Event::GotId>(proto::IdLookup::Known, entries));
     }
   }
   dispatch(input<Event::GotId>(id_attempts_ >= kMaxIdAttempts ? proto::IdLookup::AttemptsExhausted
-                                                              : proto::IdLookup::Unknown));
+                                                              : proto::IdLookup::Unknown,
+                               entries));
 }
 
 void Connection::send_secret() {
@@ -343,19 +344,16 @@ void Connection::on_message(Inbound inbound) {
   if (auto* chunk = std::get_if<proto::FileChunk>(&message))
     return dispatch(input<Event::GotChunk>(*chunk));
   if (done != nullptr) return dispatch(input<Event::GotFileDone>(*done));
-  const bool id = std::holds_alternative<proto::Id>(message);
-  if (state_ == State::InSession && (id || std::holds_alternative<proto::Bye>(message))) {
-    if (auto problem = entries_.end_problem(id)) {
-      spdlog::warn("[{}] protocol violation: {}", label(), *problem);
-      return dispatch(input<Event::ProtocolViolation>(
-          Input::Abort{proto::ErrorCode::ProtocolViolation, *problem}));
-    }
-  }
+  // An Id or a Bye comes with where the entries stand: the table says whether it may end the
+  // session now.
   if (auto* id_message = std::get_if<proto::Id>(&message)) {
-    if (!proto::receiver_checks(state_, Event::GotId)) return dispatch(input<Event::GotId>());
-    return lookup_id(*id_message);
+    const proto::SessionEnd entries = entries_.session_end();
+    if (!proto::receiver_checks(state_, Event::GotId, {.entries = entries}))
+      return dispatch(input<Event::GotId>(proto::IdLookup::NotLookedUp, entries));
+    return lookup_id(*id_message, entries);
   }
-  if (std::holds_alternative<proto::Bye>(message)) return dispatch(input<Event::GotBye>());
+  if (std::holds_alternative<proto::Bye>(message))
+    return dispatch(input<Event::GotBye>(proto::IdLookup::NotLookedUp, entries_.session_end()));
   if (auto* error = std::get_if<proto::Error>(&message)) {
     spdlog::warn("[{}] sender aborted: {} {}", label(), proto::to_string(error->code),
                  proto::escape_for_log(error->text));

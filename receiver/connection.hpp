@@ -100,7 +100,7 @@ class Connection final : public DriverCore {
   void check_open(const proto::Open& open);
   void send_accept(const ReceiverInput::AcceptedOpen& accepted);
   void send_reject(const ReceiverInput::Rejection& rejection);
-  void lookup_id(const proto::Id& id);
+  void lookup_id(const proto::Id& id, proto::SessionEnd entries);
   void send_secret();
   void release();
 

@@ -397,8 +397,6 @@ void IncomingEntries::credit(const ReceiverInput::StoredSlot& stored) {
 }
 
 void IncomingEntries::take_file_done(const proto::FileDone& done) {
-  // Sent before the sender saw the FileVerdict that abandoned its file: nothing to do.
-  if (ledger_.abandoned(done.entry)) return;
   if (auto error = ledger_.file_done(done))
     return violation(std::string("bad FileDone: ") + proto::to_string(*error));
   // The digest the file is verified against came at its end (7.9).
@@ -596,12 +594,9 @@ void IncomingEntries::discard_files(bool keep_nothing) {
   if (intake_) intake_->cancel();
 }
 
-std::optional<std::string> IncomingEntries::end_problem(bool id) const {
-  if (!ledger_.all_settled())
-    return std::string(id ? "Id" : "Bye") + " before every entry was offered and settled";
-  // The secret is earned by a session whose every entry is verified.
-  if (id && failed_ > 0) return std::string("Id after a session with failed entries");
-  return std::nullopt;
+proto::SessionEnd IncomingEntries::session_end() const {
+  if (!ledger_.all_settled()) return proto::SessionEnd::Unsettled;
+  return failed_ > 0 ? proto::SessionEnd::Failed : proto::SessionEnd::Settled;
 }
 
 bool IncomingEntries::committing() const {

@@ -105,8 +105,8 @@ class IncomingEntries {
   // Settled entries whose jobs are done free what they held.
   void reap_retired(bool in_session);
 
-  // Why an Id or a Bye may not end the session now, if it may not.
-  std::optional<std::string> end_problem(bool id) const;
+  // Where the entries stand for an Id or a Bye (the table judges it).
+  proto::SessionEnd session_end() const;
   bool committing() const;  // a commit job of an entry is queued or running
   bool idle() const;        // no job on the pool uses an entry's file or the window
   // The Working that keeps a waiting sender informed: what we are doing, the bytes stored.

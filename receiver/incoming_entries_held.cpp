@@ -160,15 +160,11 @@ void IncomingEntries::confirm_whole(std::uint32_t id, const proto::Holds& held) 
 
 void IncomingEntries::abandon(const proto::FileAbort& abort) {
   if (!digest_at_end_) return violation("a FileAbort, the digest at the end not negotiated");
-  if (const IncomingEntry* e = entry(abort.entry); e != nullptr && !e->offer.digest_at_end)
-    return violation("FileAbort of a file offered with its digest");
-  bool dropped = false;
-  if (auto error = ledger_.abort(abort, dropped))
+  if (auto error = ledger_.abort(abort))
     return violation(std::string("bad FileAbort: ") + proto::to_string(*error));
-  if (dropped) return;  // its write had failed: the sender has that verdict
   const IncomingEntry* entry = this->entry(abort.entry);
-  spdlog::warn("[{}] the sender abandoned {}: {}", label_,
-               entry ? proto::quoted_for_log(entry->offer.path) : "?",
+  if (entry == nullptr) return;  // its write had failed: the sender has that verdict
+  spdlog::warn("[{}] the sender abandoned {}: {}", label_, proto::quoted_for_log(entry->offer.path),
                abort.reason == proto::AbortReason::Changed ? "it changed while it was read"
                                                            : "it could not be read");
 }

@@ -99,11 +99,13 @@ using ReceiverDataOf =
     std::variant_alternative_t<static_cast<std::size_t>(Kind), ReceiverInput::Data>;
 
 // `What`: a proto::ReceiverEvent or a proto::WorkResult; `Check`: what the check of an Open
-// or a Proof found; `id`: what looking an Id up found.
+// or a Proof found; `id`, `entries`: what looking an Id up found, and where the entries stood
+// (with an Id or a Bye).
 template <auto What, proto::OpenCheck Check = proto::OpenCheck::NotChecked>
 requires(proto::carried_by(What, Check) == proto::ReceiverData::None) ReceiverInput
-    input(proto::IdLookup id = proto::IdLookup::NotLookedUp) {
-  return {What, {}, {Check, id}};
+    input(proto::IdLookup id = proto::IdLookup::NotLookedUp,
+          proto::SessionEnd entries = proto::SessionEnd::NotChecked) {
+  return {What, {}, {Check, id, entries}};
 }
 template <auto What, proto::OpenCheck Check = proto::OpenCheck::NotChecked>
 requires(proto::carried_by(What, Check) != proto::ReceiverData::None) ReceiverInput

@@ -90,9 +90,10 @@ class ReceiverRun {
   }
 
   void step(RE e, ReceiverChecks c = {}) {
-    // A session reaches the id only with every entry settled (the driver lets an Id through
-    // only then; docs 7.5): what it delivered is stored.
-    if (state_ == RS::InSession && e == RE::GotId && c.id != IdLookup::NotLookedUp)
+    // A session reaches the id only with every entry settled and good (docs 7.5): what it
+    // delivered is stored.
+    if (state_ == RS::InSession && e == RE::GotId && c.id != IdLookup::NotLookedUp &&
+        c.entries == SessionEnd::Settled)
       committed_ = true;
     const ReceiverTransition t = receiver_next(state_, e, c);
     FUZZ_CHECK(valid(t.next));
@@ -148,8 +149,8 @@ class ReceiverRun {
     // Every way out while entries may be in flight removes their temporaries (GotError
     // included); only a way out does (it never touches a committed file).
     // (An id's answer comes after every entry is settled: nothing is in flight then.)
-    const bool id_answer =
-        e == RE::GotId && (c.id == IdLookup::Known || c.id == IdLookup::AttemptsExhausted);
+    const bool id_answer = e == RE::GotId && c.entries == SessionEnd::Settled &&
+                           (c.id == IdLookup::Known || c.id == IdLookup::AttemptsExhausted);
     if (leaving && entries_in_flight(state_) && !id_answer)
       FUZZ_CHECK(t.actions.contains(RA::DiscardFile));
     if (t.actions.contains(RA::DiscardFile)) FUZZ_CHECK(leaving);
@@ -387,9 +388,9 @@ void deliver_to_receiver(ReceiverRun& receiver, std::span<const std::uint8_t> by
     case MessageType::Id:  // looked up as it arrives, where an Id may come
       if (receiver.state() != RS::InSession && receiver.state() != RS::AwaitId)
         return receiver.step(RE::GotId);
-      return receiver.step(RE::GotId, {.id = IdLookup::Unknown});
+      return receiver.step(RE::GotId, {.id = IdLookup::Unknown, .entries = SessionEnd::Settled});
     case MessageType::Bye:
-      return receiver.step(RE::GotBye);
+      return receiver.step(RE::GotBye, {.entries = SessionEnd::Settled});
     case MessageType::Error:
       return receiver.step(RE::GotError);
     case MessageType::Open:  // checked as it arrives, where an Open may come; a claimed

@@ -28,10 +28,13 @@ constexpr std::uint8_t result_byte(proto::WorkResult r) {
 }
 // A receiver event's findings come from how many times the inputs' count goes into the byte
 // (0 to 3 in every record tag, which is below 0x80): the Open's check for GotOpen and GotProof,
-// the Id's look-up for GotId (the other events ignore them).
+// the Id's look-up for GotId, and where the entries stand for GotId and GotBye, one value
+// further round (so that a known Id meets unsettled entries, and so on; the other events
+// ignore them).
 constexpr proto::ReceiverChecks checks_of(std::uint8_t byte) {
   const unsigned finding = (byte / kReceiverLocalInputs) % 4;
-  return {static_cast<proto::OpenCheck>(finding), static_cast<proto::IdLookup>(finding)};
+  return {static_cast<proto::OpenCheck>(finding), static_cast<proto::IdLookup>(finding),
+          static_cast<proto::SessionEnd>((finding + 1) % 4)};
 }
 // The byte that reads as `event` with what was found (an OpenCheck or IdLookup value).
 template <typename Finding>

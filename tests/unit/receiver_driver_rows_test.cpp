@@ -648,11 +648,11 @@ std::vector<Row> abort_rows() {
                   [](Rig& r) { r.entry_taken(); },
                   [](Rig& r) { r.file_chunk(0, kSlot, kSlot, 0); },
                   violation});
-  rows.push_back({{S::InSession, E::ProtocolViolation, "IdBeforeEveryEntryIsSettled"},
+  rows.push_back({{S::InSession, E::GotId, "BeforeEveryEntryIsSettled"},
                   [](Rig& r) { r.session_resting(); },
                   [](Rig& r) { r.peer(proto::Id{"alice"}); },
                   violation});
-  rows.push_back({{S::InSession, E::ProtocolViolation, "ByeBeforeEveryEntryIsSettled"},
+  rows.push_back({{S::InSession, E::GotBye, "BeforeEveryEntryIsSettled"},
                   [](Rig& r) { r.session_resting(); },
                   [](Rig& r) { r.peer(proto::Bye{}); },
                   violation});

@@ -44,15 +44,12 @@ TEST(SessionReceiveLedgerDigestAtEnd, HoldsThenContinueAnswersTheEntryAgain) {
 TEST(SessionReceiveLedgerDigestAtEnd, AnAbortedFileIsDiscardedOnceItsChunksAreStored) {
   RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 2, 4 * kSlot}, kSlot, 2);
   ASSERT_EQ(ledger.offer(flagged(0, 3 * kSlot)), std::nullopt);
-  bool dropped = true;
-  EXPECT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}, dropped),
-            ReceiveError::EntryNotReceiving)
+  EXPECT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}), ReceiveError::EntryNotReceiving)
       << "not before its answer";
   ledger.take(0);
   ASSERT_TRUE(ledger.grant(0));
   ASSERT_EQ(ledger.accept_chunk({0, 0, 0, kSlot}), std::nullopt);
-  ASSERT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}, dropped), std::nullopt);
-  EXPECT_FALSE(dropped);
+  ASSERT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}), std::nullopt);
   EXPECT_EQ(ledger.entry(0)->state, EntryState::Abandoning);
   EXPECT_FALSE(ledger.start_discarding(0)) << "a chunk of it is still being stored";
   EXPECT_EQ(ledger.file_done({0, 3 * kSlot}), ReceiveError::EntryNotReceiving);
@@ -61,7 +58,17 @@ TEST(SessionReceiveLedgerDigestAtEnd, AnAbortedFileIsDiscardedOnceItsChunksAreSt
   EXPECT_FALSE(ledger.start_discarding(0)) << "once";
   ledger.settle(0, EntryEvent::Bad);
   EXPECT_FALSE(ledger.abandoned(0)) << "nothing more of it is on its way";
-  EXPECT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}, dropped), ReceiveError::UnknownEntry);
+  EXPECT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}), ReceiveError::UnknownEntry);
+}
+
+TEST(SessionReceiveLedgerDigestAtEnd, OnlyAFileOfferedWithoutItsDigestIsAbandoned) {
+  RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 1, kSlot}, kSlot, 1);
+  Offer with_digest = flagged(0, kSlot);
+  with_digest.digest_at_end = false;
+  ASSERT_EQ(ledger.offer(with_digest), std::nullopt);
+  ledger.take(0);
+  EXPECT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}), ReceiveError::OfferedWithDigest);
+  EXPECT_EQ(ledger.entry(0)->state, EntryState::Taken);
 }
 
 TEST(SessionReceiveLedgerDigestAtEnd, AnAbortThatCrossesAStorageErrorIsDropped) {
@@ -69,9 +76,9 @@ TEST(SessionReceiveLedgerDigestAtEnd, AnAbortThatCrossesAStorageErrorIsDropped) 
   ASSERT_EQ(ledger.offer(flagged(0, 3 * kSlot)), std::nullopt);
   ledger.take(0);
   ledger.settle(0, EntryEvent::Bad);  // FileVerdict(StorageError) went while it was received
-  bool dropped = false;
-  EXPECT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}, dropped), std::nullopt);
-  EXPECT_TRUE(dropped);
+  EXPECT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}), std::nullopt)
+      << "changes nothing: the sender has the verdict";
+  EXPECT_EQ(ledger.entry(0), nullptr);
 }
 
 TEST(SessionSendLedgerDigestAtEnd, AHeldSlotIsNotWrittenAgainAndHoldsTheFileDone) {
