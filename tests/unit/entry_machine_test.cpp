@@ -156,23 +156,6 @@ TEST(EntryMachine, BothLedgersFollowIt) {
   EXPECT_TRUE(receiver.all_settled());
 }
 
-// The sender's ledger names a refused reply by the machine's fault.
-TEST(EntryMachine, TheSendersRepliesAreRefusedByIt) {
-  SendLedger sender({{EntryKind::File, 10}, {EntryKind::Directory, 0}}, Accept{0, 0, 4096, 1}, 1);
-  EXPECT_EQ(sender.taken(0), ReplyError::UnknownEntry) << "NotOffered";
-  ASSERT_EQ(sender.next_offer(), 0U);
-  EXPECT_EQ(sender.settled(0, true), ReplyError::TooEarly);
-  ASSERT_EQ(sender.taken(0), std::nullopt);
-  EXPECT_EQ(sender.had(0), ReplyError::AlreadyTaken);
-  EXPECT_EQ(sender.state(0), S::Taken) << "a refused reply changes nothing";
-  ASSERT_EQ(sender.settled(0, false), std::nullopt);
-  EXPECT_EQ(sender.settled(0, false), ReplyError::UnknownEntry) << "Settled";
-  ASSERT_EQ(sender.next_offer(), 1U);
-  EXPECT_EQ(sender.taken(1), ReplyError::NotAFile);
-  ASSERT_EQ(sender.settled(1, true), std::nullopt);
-  EXPECT_TRUE(sender.all_settled());
-}
-
 }  // namespace
 
 namespace {

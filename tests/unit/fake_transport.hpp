@@ -114,10 +114,6 @@ class FakeTransport final : public Transport {
       if (const auto* m = std::get_if<T>(&s.message)) out.push_back(*m);
     return out;
   }
-  template <typename T>
-  bool last_is() const {
-    return !sent.empty() && std::holds_alternative<T>(sent.back().message);
-  }
 
   // Transport.
   void send(const proto::Message& message, std::uint16_t version, std::uint64_t tag) override {

@@ -140,20 +140,6 @@ TEST(ReceiverDriverLedger, CreditsAreFreshAndNeverDuplicated) {
 
 // ---- Failures of the actions of a transition into Closing ----
 
-// PROTOCOL.md 4.4: if even the Error cannot be posted, the queue pair is stopped and the
-// connection released without another word. A sender that stops acknowledging (RNR retry
-// is infinite) fills the send queue, so the Error that reports its timeout cannot be posted.
-TEST(ReceiverDriverFailures, TimeoutWhoseErrorCannotBePostedStillEnds) {
-  Rig r;
-  r.receiving();
-  r.h.transport.send_capacity = r.h.transport.sends_in_flight();
-  r.tick_late();
-  r.tick_late();  // past any close grace too
-  ASSERT_TRUE(r.settle_idle());
-  EXPECT_EQ(r.h.state(), S::Closed);
-  r.expect_file(File::None);
-}
-
 // 4.5: every way out before the verdict removes the temporary; a bad verdict that cannot be
 // posted is still a way out.
 TEST(ReceiverDriverFailures, BadVerdictThatCannotBePostedStillDiscardsAndDisconnects) {

@@ -292,12 +292,6 @@ struct Rig {
   proto::Proof proof() const {
     return {auth_proof(proto::ProofRole::Sender, sender_key, open_sent, challenge())};
   }
-  // Proven, and in session: the receiver's Proof and the Accept sent.
-  void authenticated() {
-    authenticating();
-    peer(proof());
-    ASSERT_EQ(h.state(), S::InSession);
-  }
   void checking_hello() {  // entry 0 being checked, its file being created
     h.start();
     peer(hello());
@@ -339,14 +333,6 @@ struct Rig {
     done();
     gate.open_next();
     ASSERT_TRUE(gate.reached(3));
-  }
-  // ... and chunk 0's result taken; barrier 4 holds the pool after chunk 1's jobs.
-  void draining_last_store() {
-    draining_two_stores();
-    run_pool_once(h.pool);
-    gate.add();
-    gate.open_next();
-    ASSERT_TRUE(gate.reached(4));
   }
   // With the pool held at the gate's last barrier and chunks just arrived: their slots'
   // keys revoked on the one thread (up to a new barrier), and the answers taken, so that

@@ -98,21 +98,6 @@ TEST(SenderSession, EveryEntrysResultIsRecordedAndFailuresEndInSomeFailed) {
   EXPECT_EQ(r.h.driver->outcome(), O::SomeFailed);
 }
 
-// FileVerdict(Abandoned) answers a FileAbort (PROTOCOL.md 7.9), which this sender never
-// sends: from a receiver it is a protocol violation, and the entry is not counted good.
-TEST(SenderSession, AnAbandonedVerdictForAnEntryNeverAbandonedIsAViolation) {
-  SessionRig r;
-  r.credited();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
-  r.h.receive(proto::Take{0});
-  r.h.complete_sends();
-  const std::size_t sent = r.h.transport.sent.size();
-  r.h.receive(proto::FileVerdict{0, VerdictCode::Abandoned, {}});
-  EXPECT_EQ(describe_sent(r.h.transport, sent, {error(ErrorCode::ProtocolViolation)}),
-            describe({error(ErrorCode::ProtocolViolation)}));
-  EXPECT_NE(r.h.status(0), Status::Good);
-}
-
 // --digest-at-end (PROTOCOL.md 7.9): the Open asks for it; a receiver that does not know it
 // refuses it like any must-understand extension, and the command (sender/transfer_command.cpp)
 // then sends its files again with their digests first: the connection says so, and settles
@@ -317,17 +302,6 @@ TEST(SenderSession, DirectoriesAreOfferedAfterTheFiles) {
   EXPECT_EQ(r.h.state(), S::Closing);
 }
 
-// PROTOCOL.md 7.5: the first Offer waits for the Accept.
-TEST(SenderSession, NoOfferGoesBeforeTheAccept) {
-  SessionRig r;
-  r.await_accept();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
-  r.h.receive(proto::Working{proto::WorkPhase::Preparing, 0});
-  EXPECT_TRUE(r.offers().empty());
-  r.h.receive(r.accept);
-  EXPECT_EQ(r.offers().size(), 2u);
-}
-
 // PROTOCOL.md 7.5, 4.7: a session has no version-1 form. A receiver that speaks only version
 // 1 ends it before anything is offered, and the command's exit status is 4.
 TEST(SenderSession, AVersionOneReceiverEndsASessionWithExitStatus4) {
@@ -529,27 +503,6 @@ TEST(SenderSession, ARunCutShortHasADataPhaseUpToItsLastChunk) {
 }
 
 // ---- What the one-file driver's tests held it to, held to the one driver ----
-
-TEST(SenderSession, AVersion1RefusalOfTheOpenEndsWithVersionUnsupported) {
-  SessionRig r;
-  r.await_accept();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
-  // A version-1 receiver answers the version-2 Open with a version-1 Reject.
-  r.h.receive(proto::Reject{proto::RejectReason::UnsupportedVersion, "speaks 1"}, proto::kVersion1);
-  EXPECT_EQ(r.h.state(), S::Closing);
-  EXPECT_EQ(r.h.driver->outcome(), O::VersionUnsupported);
-  EXPECT_EQ(r.h.transport.sent.size(), 1u);  // the Open; no Error to a peer that said why
-}
-
-TEST(SenderSession, AVersion2RefusalIsAnOrdinaryRejectNotAFallback) {
-  SessionRig r;
-  r.await_accept();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
-  // A version-2 receiver that does not understand something in our Open (PROTOCOL 7.2).
-  r.h.receive(proto::Reject{proto::RejectReason::UnsupportedVersion, "extension 0x8001"});
-  EXPECT_EQ(r.h.state(), S::Closing);
-  EXPECT_EQ(r.h.driver->outcome(), O::Rejected);
-}
 
 TEST(SenderSession, TheSecretIsKeptWhenTheReceiversDisconnectRacesIt) {
   SessionRig r;

@@ -64,15 +64,6 @@ TEST(ReceiveLedger, AnEntrySettledWithoutDataFreesItsPlaceInFlight) {
   EXPECT_EQ(ledger.offer(file_offer(kMaxEntriesInFlight + 1, 0)), ReceiveError::TooManyInFlight);
 }
 
-TEST(ReceiveLedger, AtMostSixteenEntriesInFlight) {
-  RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 100, 0}, kSlot, 1);
-  for (std::uint32_t i = 0; i < kMaxEntriesInFlight; ++i)
-    ASSERT_EQ(ledger.offer(file_offer(i, 0)), std::nullopt);
-  EXPECT_EQ(ledger.offer(file_offer(kMaxEntriesInFlight, 0)), ReceiveError::TooManyInFlight);
-  ledger.settle(3, EntryEvent::Bad);
-  EXPECT_EQ(ledger.offer(file_offer(kMaxEntriesInFlight, 0)), std::nullopt);
-}
-
 TEST(ReceiveLedger, ChunksFollowEachFilesRules) {
   RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 2, kSlot + 10}, kSlot, 2);
   ASSERT_EQ(ledger.offer(file_offer(0, kSlot + 5)), std::nullopt);
@@ -134,6 +125,9 @@ TEST(ReceiveLedger, AnAbandonedFilesLateChunksOnlyFreeTheirSlots) {
   EXPECT_TRUE(ledger.discard_chunk({0, 1, kSlot, kSlot}));
   EXPECT_FALSE(ledger.discard_chunk({0, 1, kSlot, kSlot})) << "slot 1 is no longer credited";
   EXPECT_FALSE(ledger.discard_chunk({1, 0, 0, 1})) << "entry 1 was never abandoned";
+  EXPECT_EQ(ledger.file_done({0, 2 * kSlot}), std::nullopt)
+      << "sent before the sender saw the verdict: nothing changes";
+  EXPECT_EQ(ledger.file_done({1, 2 * kSlot}), ReceiveError::UnknownEntry);
   // The session goes on with the next entry.
   EXPECT_TRUE(ledger.wants_data());
   ASSERT_EQ(ledger.offer(file_offer(1, kSlot)), std::nullopt);

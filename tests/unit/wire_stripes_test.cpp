@@ -8,7 +8,6 @@
 #include <memory>
 
 #include "protocol/receive_ledger.hpp"
-#include "protocol/receiver_machine.hpp"
 #include "protocol/stripes.hpp"
 #include "protocol/wire.hpp"
 #include "wire_test_helpers.hpp"
@@ -234,16 +233,6 @@ TEST(ReceiveLedgerStripes, AResumedStripedFileClaimsFromItsPrefix) {
   ASSERT_TRUE(g.lead.grant(0));
   EXPECT_EQ(g.lead.accept_chunk({0, 0, kSlot, kSlot}), ReceiveError::ChunkClaimed);
   EXPECT_EQ(g.lead.accept_chunk({0, 0, 3 * kSlot, kSlot}), std::nullopt);
-}
-
-TEST(ReceiverMachineStripes, AJoinIsCheckedInSessionOnly) {
-  const auto t = receiver_next(ReceiverState::InSession, ReceiverEvent::GotJoin);
-  EXPECT_FALSE(t.illegal);
-  EXPECT_EQ(t.next, ReceiverState::InSession);
-  EXPECT_EQ(t.actions, ActionList<ReceiverAction>{ReceiverAction::CheckJoin});
-  for (const auto state :
-       {ReceiverState::AwaitOpen, ReceiverState::Authenticating, ReceiverState::AwaitId})
-    EXPECT_TRUE(receiver_next(state, ReceiverEvent::GotJoin).illegal) << to_string(state);
 }
 
 }  // namespace wire_stripes_test
