@@ -41,16 +41,9 @@
 
 namespace {
 
+// (RState, SState, SlotState, Input and the checks: tests/fuzz/session_ledger_input.hpp.)
 using namespace rdmax::proto;
 using namespace rdmax::fuzz;
-using RState = ReceiveLedger::EntryState;
-using SState = SendLedger::EntryState;
-using SlotState = ReceiveLedger::SlotState;
-using rdmax::fuzz::Input;
-using rdmax::fuzz::read_setup;
-using rdmax::fuzz::ReceiverCheck;
-using rdmax::fuzz::SenderCheck;
-using rdmax::fuzz::Setup;
 
 // Every message crosses the wire encoded and decoded: it must come back as itself.
 Message over_the_wire(const Message& m) {
