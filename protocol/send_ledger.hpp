@@ -128,8 +128,9 @@ struct SendEntry {
 
 // `E`: the kind of entry the ledger holds (made by the driver's maker when it is offered).
 template <class E>
-requires std::derived_from<E, SendEntry>
 class BasicSendLedger {
+  static_assert(std::derived_from<E, SendEntry>, "a send ledger holds SendEntry objects");
+
  public:
   using Entry = E;
   using EntryState = proto::EntryState;
@@ -276,17 +277,16 @@ class BasicSendLedger {
 using SendLedger = BasicSendLedger<SendEntry>;
 
 template <class E>
-requires std::derived_from<E, SendEntry> std::unique_ptr<E> BasicSendLedger<E>::make_entry(
-    const MakeEntry& make, std::uint32_t entry)
-const {
+std::unique_ptr<E> BasicSendLedger<E>::make_entry(const MakeEntry& make,
+                                                  std::uint32_t entry) const {
   if constexpr (std::default_initializable<E>)
     if (!make) return std::make_unique<E>();
   return make(entry);
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> BasicSendLedger<E>::BasicSendLedger(
-    std::vector<EntryPlan> entries, const Accept& accept, std::uint32_t max_active_slots)
+BasicSendLedger<E>::BasicSendLedger(std::vector<EntryPlan> entries, const Accept& accept,
+                                    std::uint32_t max_active_slots)
     : plans_(std::move(entries)),
       slot_size_(accept.slot_size),
       region_addr_(accept.region_addr),
@@ -295,14 +295,12 @@ requires std::derived_from<E, SendEntry> BasicSendLedger<E>::BasicSendLedger(
       offer_count_(static_cast<std::uint32_t>(plans_.size())) {}
 
 template <class E>
-requires std::derived_from<E, SendEntry>
 bool BasicSendLedger<E>::files_unsettled() const {
   return files_in_flight_ > 0;
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> std::optional<std::uint32_t>
-BasicSendLedger<E>::next_offer(const MakeEntry& make) {
+std::optional<std::uint32_t> BasicSendLedger<E>::next_offer(const MakeEntry& make) {
   if (next_offer_ >= offer_count_ || in_flight_ >= kMaxEntriesInFlight) return std::nullopt;
   if (held_back_ && held_back_(next_offer_)) return std::nullopt;
   if (plans_[next_offer_].kind == EntryKind::Directory &&
@@ -319,8 +317,9 @@ BasicSendLedger<E>::next_offer(const MakeEntry& make) {
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> std::optional<ReplyError> BasicSendLedger<E>::step(
-    std::uint32_t entry, EntryEvent event, std::uint64_t start, std::optional<VerdictCode> code) {
+std::optional<ReplyError> BasicSendLedger<E>::step(std::uint32_t entry, EntryEvent event,
+                                                   std::uint64_t start,
+                                                   std::optional<VerdictCode> code) {
   if (entry >= plans_.size()) return ReplyError::UnknownEntry;
   EntryState next = state(entry);
   const EntryPlan& plan = plans_[entry];
@@ -351,7 +350,6 @@ requires std::derived_from<E, SendEntry> std::optional<ReplyError> BasicSendLedg
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry>
 void BasicSendLedger<E>::forget(std::uint32_t entry) {
   std::erase(taken_order_, entry);  // no more of its chunks
   std::erase(open_entries_, entry);
@@ -361,8 +359,7 @@ void BasicSendLedger<E>::forget(std::uint32_t entry) {
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> std::optional<ReplyError> BasicSendLedger<E>::taken(
-    std::uint32_t entry, std::uint64_t start) {
+std::optional<ReplyError> BasicSendLedger<E>::taken(std::uint32_t entry, std::uint64_t start) {
   if (auto error = step(entry, EntryEvent::Take, start)) return error;
   E& e = *entries_.at(entry);
   e.next_offset = start;
@@ -371,7 +368,6 @@ requires std::derived_from<E, SendEntry> std::optional<ReplyError> BasicSendLedg
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry>
 bool BasicSendLedger<E>::stripe(std::uint32_t entry, std::shared_ptr<StripePlan> plan) {
   E* e = this->entry(entry);
   if (e == nullptr || e->state != EntryState::Taken || e->chunks_out > 0 || e->stripe) return false;
@@ -381,9 +377,8 @@ bool BasicSendLedger<E>::stripe(std::uint32_t entry, std::shared_ptr<StripePlan>
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> std::uint32_t BasicSendLedger<E>::join(
-    std::uint64_t size, std::shared_ptr<StripePlan> plan, std::uint16_t member,
-    const MakeEntry& make) {
+std::uint32_t BasicSendLedger<E>::join(std::uint64_t size, std::shared_ptr<StripePlan> plan,
+                                       std::uint16_t member, const MakeEntry& make) {
   const auto entry = static_cast<std::uint32_t>(plans_.size());
   plans_.push_back({EntryKind::File, size});
   E& e = *(entries_[entry] = make_entry(make, entry));
@@ -398,38 +393,33 @@ requires std::derived_from<E, SendEntry> std::uint32_t BasicSendLedger<E>::join(
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> std::optional<ReplyError> BasicSendLedger<E>::had(
-    std::uint32_t entry) {
+std::optional<ReplyError> BasicSendLedger<E>::had(std::uint32_t entry) {
   if (auto error = step(entry, EntryEvent::Have)) return error;
   forget(entry);
   return std::nullopt;
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> std::optional<ReplyError> BasicSendLedger<E>::held(
-    std::uint32_t entry) {
+std::optional<ReplyError> BasicSendLedger<E>::held(std::uint32_t entry) {
   return step(entry, EntryEvent::Holds);
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> std::optional<ReplyError> BasicSendLedger<E>::continued(
-    std::uint32_t entry, std::uint64_t from) {
+std::optional<ReplyError> BasicSendLedger<E>::continued(std::uint32_t entry, std::uint64_t from) {
   if (auto error = step(entry, EntryEvent::Continue)) return error;
   entries_.at(entry)->continued_from = from;
   return std::nullopt;
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> std::optional<ReplyError> BasicSendLedger<E>::abandon(
-    std::uint32_t entry) {
+std::optional<ReplyError> BasicSendLedger<E>::abandon(std::uint32_t entry) {
   if (auto error = step(entry, EntryEvent::Abort)) return error;
   std::erase(taken_order_, entry);  // no more of its chunks
   return std::nullopt;
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> std::optional<ReplyError> BasicSendLedger<E>::settled(
-    std::uint32_t entry, bool good) {
+std::optional<ReplyError> BasicSendLedger<E>::settled(std::uint32_t entry, bool good) {
   // A good verdict answers a FileDone (or is a directory's); a bad one may come at any
   // time (the receiver's write failed mid-file).
   if (auto error = step(entry, good ? EntryEvent::Good : EntryEvent::Bad)) return error;
@@ -438,8 +428,7 @@ requires std::derived_from<E, SendEntry> std::optional<ReplyError> BasicSendLedg
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> std::optional<ReplyError> BasicSendLedger<E>::verdict(
-    std::uint32_t entry, VerdictCode code) {
+std::optional<ReplyError> BasicSendLedger<E>::verdict(std::uint32_t entry, VerdictCode code) {
   const bool good = code == VerdictCode::Good;
   if (auto error = step(entry, good ? EntryEvent::Good : EntryEvent::Bad, 0, code)) return error;
   forget(entry);
@@ -447,8 +436,7 @@ requires std::derived_from<E, SendEntry> std::optional<ReplyError> BasicSendLedg
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> std::optional<CreditError> BasicSendLedger<E>::credit(
-    const Credit& c) {
+std::optional<CreditError> BasicSendLedger<E>::credit(const Credit& c) {
   if (c.slot >= slots_.size()) return CreditError::SlotOutOfRange;
   Slot& slot = slots_[c.slot];
   if (slot.credited) return CreditError::AlreadyHeld;
@@ -465,9 +453,7 @@ requires std::derived_from<E, SendEntry> std::optional<CreditError> BasicSendLed
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> std::optional<std::uint32_t>
-BasicSendLedger<E>::next_chunk_slot()
-const {
+std::optional<std::uint32_t> BasicSendLedger<E>::next_chunk_slot() const {
   if (taken_order_.empty()) return std::nullopt;
   for (std::uint32_t slot = 0; slot < active_slots_; ++slot)
     if (slots_[slot].credited && !slots_[slot].busy && !slots_[slot].held) return slot;
@@ -475,15 +461,12 @@ const {
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> std::uint32_t BasicSendLedger<E>::next_chunk_entry()
-const {
+std::uint32_t BasicSendLedger<E>::next_chunk_entry() const {
   return next_chunk_entry(taken_order_);
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> std::uint32_t BasicSendLedger<E>::next_chunk_entry(
-    const std::vector<std::uint32_t>& order)
-const {
+std::uint32_t BasicSendLedger<E>::next_chunk_entry(const std::vector<std::uint32_t>& order) const {
   const std::size_t candidates = std::min<std::size_t>(order.size(), kInterleavedFiles);
   std::uint32_t best = order.front();
   for (std::size_t i = 1; i < candidates; ++i) {
@@ -494,8 +477,7 @@ const {
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> std::optional<PlannedChunk>
-BasicSendLedger<E>::next_chunk() {
+std::optional<PlannedChunk> BasicSendLedger<E>::next_chunk() {
   const auto slot = next_chunk_slot();
   if (!slot) return std::nullopt;
   std::uint32_t entry = next_chunk_entry();
@@ -534,7 +516,6 @@ BasicSendLedger<E>::next_chunk() {
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry>
 void BasicSendLedger<E>::unplan(const Planned& c) {
   if (c.slot >= slots_.size() || !slots_[c.slot].busy || slots_[c.slot].owner != c.entry) return;
   Slot& slot = slots_[c.slot];
@@ -557,9 +538,7 @@ void BasicSendLedger<E>::unplan(const Planned& c) {
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> std::optional<std::uint32_t>
-BasicSendLedger<E>::next_chunk_length()
-const {
+std::optional<std::uint32_t> BasicSendLedger<E>::next_chunk_length() const {
   if (!next_chunk_slot()) return std::nullopt;
   // As next_chunk() chooses: a striped file whose plan has nothing left for us is passed over.
   std::vector<std::uint32_t> order = taken_order_;
@@ -575,8 +554,7 @@ const {
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> std::uint32_t BasicSendLedger<E>::completed(
-    std::uint32_t slot) {
+std::uint32_t BasicSendLedger<E>::completed(std::uint32_t slot) {
   if (slot >= slots_.size() || !slots_[slot].busy) return 0;
   slots_[slot].busy = false;
   const std::uint32_t length = slots_[slot].length;
@@ -588,7 +566,6 @@ requires std::derived_from<E, SendEntry> std::uint32_t BasicSendLedger<E>::compl
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry>
 void BasicSendLedger<E>::hold(std::uint32_t slot) {
   if (slot >= slots_.size() || slots_[slot].held) return;
   slots_[slot].held = true;
@@ -596,7 +573,6 @@ void BasicSendLedger<E>::hold(std::uint32_t slot) {
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry>
 void BasicSendLedger<E>::release(std::uint32_t slot) {
   if (slot >= slots_.size() || !slots_[slot].held) return;
   slots_[slot].held = false;
@@ -604,9 +580,7 @@ void BasicSendLedger<E>::release(std::uint32_t slot) {
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> std::optional<std::uint32_t>
-BasicSendLedger<E>::file_done_due()
-const {
+std::optional<std::uint32_t> BasicSendLedger<E>::file_done_due() const {
   for (std::uint32_t entry : open_entries_) {  // at most kMaxEntriesInFlight
     const E& p = *entries_.at(entry);
     const bool sent =
@@ -619,8 +593,7 @@ const {
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> std::optional<std::uint32_t>
-BasicSendLedger<E>::next_file_done() {
+std::optional<std::uint32_t> BasicSendLedger<E>::next_file_done() {
   const auto entry = file_done_due();
   if (entry)
     advance_own(plans_[*entry].kind, entries_.at(*entry)->state,
@@ -629,21 +602,19 @@ BasicSendLedger<E>::next_file_done() {
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> EntryState BasicSendLedger<E>::state(std::uint32_t entry)
-const {
+EntryState BasicSendLedger<E>::state(std::uint32_t entry) const {
   if (const E* e = this->entry(entry)) return e->state;
   // Not held: still to be offered, or settled and dropped (or no entry of the session).
   return entry < offer_count_ && entry >= next_offer_ ? EntryState::Waiting : EntryState::Settled;
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry> E* BasicSendLedger<E>::entry(std::uint32_t entry) const {
+E* BasicSendLedger<E>::entry(std::uint32_t entry) const {
   const auto it = entries_.find(entry);
   return it == entries_.end() ? nullptr : it->second.get();
 }
 
 template <class E>
-requires std::derived_from<E, SendEntry>
 void BasicSendLedger<E>::drop(std::uint32_t entry) {
   if (state(entry) == EntryState::Settled) entries_.erase(entry);
 }
