@@ -48,7 +48,7 @@ enum class ReplyError : std::uint8_t {
   NotAFile,      // a Take for a directory
   AlreadyTaken,  // a second Take, or a Take after the file's FileDone
   TooEarly,      // a FileVerdict(Good) for a file whose FileDone was not sent
-  BadOffset,     // a Resume not at a chunk boundary, or leaving no chunk to send
+  BadOffset,     // a Resume from 0, not at a chunk boundary, or leaving no chunk to send
   // The digest at the end (PROTOCOL.md 7.9): a Holds for a file offered with its digest.
   NotAsked,
   // A Have of a file offered without its digest before our Continue from its size, or a
@@ -172,8 +172,12 @@ class BasicSendLedger {
 
   // Replies, each judged here alone: by the entry's machine, then by what our Offer, our
   // Continue or a Join asked. On success the entry's state changes; on failure nothing does.
-  // A Take, or a Resume from `start` (PROTOCOL.md 7.6): the chunks before it are not sent.
+  // A Take; with `start`, the step a Resume from there makes (resumed() judges its offset
+  // first, and is what a driver calls for one).
   [[nodiscard]] std::optional<ReplyError> taken(std::uint32_t entry, std::uint64_t start = 0);
+  // A Resume from `offset` (PROTOCOL.md 7.6): the chunks before it are not sent. Never from 0
+  // (that is a Take), never of a Join.
+  [[nodiscard]] std::optional<ReplyError> resumed(std::uint32_t entry, std::uint64_t offset);
   // A Have: the file is in place already; it is settled good without any of it sent.
   [[nodiscard]] std::optional<ReplyError> had(std::uint32_t entry);
   // The digest at the end (PROTOCOL.md 7.9). A Holds: the entry waits (Held) for the
@@ -365,6 +369,12 @@ std::optional<ReplyError> BasicSendLedger<E>::taken(std::uint32_t entry, std::ui
   e.next_offset = start;
   if (plans_[entry].size > start || e.stripe) taken_order_.push_back(entry);
   return std::nullopt;
+}
+
+template <class E>
+std::optional<ReplyError> BasicSendLedger<E>::resumed(std::uint32_t entry, std::uint64_t offset) {
+  if (offset == 0) return entry >= offer_count_ ? ReplyError::NotForJoin : ReplyError::BadOffset;
+  return taken(entry, offset);
 }
 
 template <class E>

@@ -139,7 +139,7 @@ bool OutgoingEntries::take(const SenderInput::Answer& answer) {
       if (const auto problem = proto::check_resume(facts))
         return broken("bad Resume: " + proto::describe(*problem, facts));
     }
-    if (auto error = ledger_.taken(m->entry, m->offset))
+    if (auto error = ledger_.resumed(m->entry, m->offset))
       return broken(std::string("bad Resume: ") + proto::to_string(*error));
     start_tree_at(offered(m->entry), m->offset);
     result(m->entry).resumed_from = m->offset;

@@ -117,7 +117,8 @@ TEST(SendLedgerStripes, AJoinIsAnsweredTakeRefuseOrVerdict) {
   const std::uint32_t joined = member.join(4 * kSlot, plan, 1);
   EXPECT_EQ(member.had(joined), ReplyError::NotForJoin);
   EXPECT_EQ(member.held(joined), ReplyError::NotForJoin);
-  EXPECT_EQ(member.taken(joined, kSlot), ReplyError::NotForJoin) << "a Resume";
+  EXPECT_EQ(member.resumed(joined, kSlot), ReplyError::NotForJoin);
+  EXPECT_EQ(member.resumed(joined, 0), ReplyError::NotForJoin) << "a Resume is never a Take";
   ASSERT_EQ(member.taken(joined), std::nullopt);
   EXPECT_EQ(member.verdict(joined, VerdictCode::Interrupted), std::nullopt);
 }

@@ -114,8 +114,9 @@ TEST(SessionSendLedgerDigestAtEnd, HoldsContinueAndAbandon) {
   EXPECT_EQ(ledger.taken(0), ReplyError::AlreadyTaken) << "its Continue is awaited";
   ASSERT_EQ(ledger.continued(0, kSlot), std::nullopt);
   EXPECT_EQ(ledger.had(0), ReplyError::NotContinued) << "continued from a prefix, not whole";
-  EXPECT_EQ(ledger.taken(0, 2 * kSlot), ReplyError::NotContinued) << "past the prefix";
-  ASSERT_EQ(ledger.taken(0, kSlot), std::nullopt);  // Resume from what was held
+  EXPECT_EQ(ledger.resumed(0, 2 * kSlot), ReplyError::NotContinued) << "past the prefix";
+  EXPECT_EQ(ledger.resumed(0, 0), ReplyError::BadOffset) << "a Resume is never a Take";
+  ASSERT_EQ(ledger.resumed(0, kSlot), std::nullopt);  // from what was held
   ASSERT_EQ(ledger.held(1), std::nullopt);
   ASSERT_EQ(ledger.abandon(1), std::nullopt);  // its file could not be read for the check
   EXPECT_EQ(ledger.state(1), EntryState::Abandoning);
@@ -148,7 +149,7 @@ TEST(SessionSendLedgerDigestAtEnd, AnswersFollowWhatOurOfferAndContinueSaid) {
   EXPECT_EQ(ledger.had(1), ReplyError::NotContinued) << "no Continue yet";
   ASSERT_EQ(ledger.held(1), std::nullopt);
   ASSERT_EQ(ledger.continued(1, 0), std::nullopt);  // it differs
-  EXPECT_EQ(ledger.taken(1, kSlot), ReplyError::NotContinued);
+  EXPECT_EQ(ledger.resumed(1, kSlot), ReplyError::NotContinued);
   EXPECT_EQ(ledger.had(1), ReplyError::NotContinued);
   ASSERT_EQ(ledger.taken(1), std::nullopt);
   EXPECT_EQ(ledger.verdict(1, VerdictCode::Abandoned), ReplyError::NotAbandoned);
