@@ -167,10 +167,9 @@ struct SenderTransition {
                                            const SenderContext& context);
 
 // InSession's end: every entry is settled (by an answer, by the other connections of the
-// command finishing, by a file abandoned here). Only InSession has entries to settle, so
-// this is not an event of every state: the driver asks it there, once.
-// Every entry is settled (`all_good`: and good): how InSession ends. Elsewhere nothing (an input
-// queued ahead of it ended the session: nothing is left to settle).
+// command finishing, by a file abandoned here), `all_good` if each is good. Only InSession
+// has entries to settle: in any other state this changes nothing (an input queued ahead of
+// it ended the session).
 [[nodiscard]] SenderTransition session_settled(SenderState state, bool all_good,
                                                const SenderContext& context);
 
