@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -162,10 +163,14 @@ class BasicReceiveLedger {
   bool start_discarding(std::uint32_t id) { return start_last_job(id, EntryState::Abandoning); }
   // The driver took the file (Take is about to go): Offered -> Taken. With `start` (a
   // Resume's offset, PROTOCOL.md 7.6) the bytes before it count as received, and the
-  // first FileChunk must start there (a striped file's: any chunk from there on).
+  // first FileChunk must start there (a striped file's: any chunk from there on). A step of
+  // our own, like settle(): one the entry's machine refuses (an entry not in flight, a
+  // directory, one taken already) is a bug of the driver's, std::logic_error, and nothing
+  // changes.
   void take(std::uint32_t id, std::uint64_t start = 0) {
     E* e = entry(id);
-    if (e == nullptr || advance(e->kind, e->state, EntryEvent::Take)) return;
+    if (e == nullptr) throw std::logic_error("the receiver took an entry that is not in flight");
+    advance_own(e->kind, e->state, EntryEvent::Take);
     e->received = std::min(start, e->size);
     if (e->striped) e->claims = std::make_shared<StripeClaims>(e->size, slot_size_, e->received);
   }

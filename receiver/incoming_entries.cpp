@@ -223,7 +223,8 @@ void IncomingEntries::take(std::uint32_t id, bool resume) {
         Input::EntryRefusal{id, proto::RejectReason::NoMemory, "cannot register memory"}));
   }
   entry.taken = Clock::now();
-  ledger_.take(id, from);
+  // A joined entry is Taken already (joined(): its chunks are the striped file's).
+  if (!entry.joined_to) ledger_.take(id, from);
   if (entry.joined_to) {
     spdlog::info("[{}] carrying chunks of {} (entry {} of the lead)", label_,
                  proto::quoted_for_log(entry.offer.path), *entry.joined_to);

@@ -64,6 +64,24 @@ TEST(ReceiveLedger, AnEntrySettledWithoutDataFreesItsPlaceInFlight) {
   EXPECT_EQ(ledger.offer(file_offer(kMaxEntriesInFlight + 1, 0)), ReceiveError::TooManyInFlight);
 }
 
+// Taking is the receiver's own step: only an offered file is taken, and only once. Anything
+// else is a bug of the driver's (a joined entry is Taken by joined() already), refused with
+// nothing changed.
+TEST(ReceiveLedger, OnlyAnOfferedFileIsTakenAndOnlyOnce) {
+  RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 2, kSlot}, kSlot, 1);
+  ASSERT_EQ(ledger.offer(file_offer(0, 5)), std::nullopt);
+  Offer dir = file_offer(1, 0);
+  dir.kind = EntryKind::Directory;
+  ASSERT_EQ(ledger.offer(dir), std::nullopt);
+  EXPECT_THROW(ledger.take(7), std::logic_error) << "not in flight";
+  EXPECT_THROW(ledger.take(1), std::logic_error) << "a directory";
+  EXPECT_EQ(ledger.entry(1)->state, EntryState::Offered);
+  ledger.take(0, 3);
+  EXPECT_THROW(ledger.take(0), std::logic_error) << "taken already";
+  EXPECT_EQ(ledger.entry(0)->state, EntryState::Taken);
+  EXPECT_EQ(ledger.entry(0)->received, 3u) << "the second Take changed nothing";
+}
+
 TEST(ReceiveLedger, ChunksFollowEachFilesRules) {
   RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 2, kSlot + 10}, kSlot, 2);
   ASSERT_EQ(ledger.offer(file_offer(0, kSlot + 5)), std::nullopt);
