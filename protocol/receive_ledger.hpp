@@ -31,26 +31,25 @@
 
 #include "protocol/entry_machine.hpp"
 #include "protocol/enum_names.hpp"
+#include "protocol/step_refusal.hpp"
 #include "protocol/stripes.hpp"
 #include "protocol/wire.hpp"
 
 namespace rdmax::proto {
 
-enum class ReceiveError : std::uint8_t {
-  EntryOutOfOrder,    // an Offer's entry is not the next number
-  TooManyEntries,     // more Offers than Open.entry_count
-  TooManyInFlight,    // more than kMaxEntriesInFlight entries unsettled
-  TooManyBytes,       // the offered files' sizes exceed Open.total_bytes
-  UnknownEntry,       // a FileChunk or FileDone for an entry not in flight
-  EntryNotReceiving,  // a FileChunk or FileDone for an entry not taken, or already done
+// The receive ledger's own rules (a step its entry's machine refuses, a FileChunk of an
+// entry not taken or a second FileDone, is an EntryFault: protocol/step_refusal.hpp).
+enum class ReceiveRule : std::uint8_t {
+  EntryOutOfOrder,  // an Offer's entry is not the next number
+  TooManyEntries,   // more Offers than Open.entry_count
+  TooManyInFlight,  // more than kMaxEntriesInFlight entries unsettled
+  TooManyBytes,     // the offered files' sizes exceed Open.total_bytes
+  UnknownEntry,     // a message about an entry not in flight (never offered, or settled)
   SlotOutOfRange,
   SlotNotCredited,
   WrongOffset,
   WrongLength,
   PastEnd,
-  // The digest at the end (PROTOCOL.md 7.9): a Continue for an entry the receiver did not
-  // answer with Holds.
-  NotHeld,
   // A FileAbort of a file offered with its digest (only one offered without it is read
   // before its digest is known, and may be abandoned: 7.9).
   OfferedWithDigest,
@@ -65,6 +64,7 @@ enum class ReceiveError : std::uint8_t {
   ChunkClaimed,      // a chunk of a striped file that a connection of its group sent already
   StripeUnfinished,  // the striped entry's FileDone before every chunk of it was sent
 };
+using ReceiveError = StepRefusal<ReceiveRule>;
 
 enum class ReceiveSlotState : std::uint8_t { Idle, Credited, Storing };
 // This connection's place in a stripe group (7.12): set when Stripes is about to go (before
@@ -119,12 +119,12 @@ class BasicReceiveLedger {
   // An Offer arrived: on success the entry is Offered, made from that Offer, and the
   // ledger's until it is settled.
   [[nodiscard]] std::optional<ReceiveError> offer(const Offer& o) {
-    if (offered_ >= open_.entry_count) return ReceiveError::TooManyEntries;
-    if (o.entry != offered_) return ReceiveError::EntryOutOfOrder;
-    if (entries_.size() >= kMaxEntriesInFlight) return ReceiveError::TooManyInFlight;
+    if (offered_ >= open_.entry_count) return ReceiveRule::TooManyEntries;
+    if (o.entry != offered_) return ReceiveRule::EntryOutOfOrder;
+    if (entries_.size() >= kMaxEntriesInFlight) return ReceiveRule::TooManyInFlight;
     // Computed without overflow: offered_bytes_ <= total_bytes always.
-    if (o.size > open_.total_bytes - offered_bytes_) return ReceiveError::TooManyBytes;
-    if (o.striped && stripe_role_ != StripeRole::Lead) return ReceiveError::NotStriping;
+    if (o.size > open_.total_bytes - offered_bytes_) return ReceiveRule::TooManyBytes;
+    if (o.striped && stripe_role_ != StripeRole::Lead) return ReceiveRule::NotStriping;
     offered_bytes_ += o.size;
     ++offered_;
     E& e = *(entries_[o.entry] = std::make_unique<E>(o));
@@ -141,8 +141,8 @@ class BasicReceiveLedger {
   }
   [[nodiscard]] std::optional<ReceiveError> continued(const Continue& c) {
     E* e = entry(c.entry);
-    if (e == nullptr) return ReceiveError::UnknownEntry;
-    if (advance(e->kind, e->state, EntryEvent::Continue)) return ReceiveError::NotHeld;
+    if (e == nullptr) return ReceiveRule::UnknownEntry;
+    if (auto fault = advance(e->kind, e->state, EntryEvent::Continue)) return *fault;
     return std::nullopt;
   }
   // A FileAbort (7.9): Taken or Held -> Abandoning; the driver discards the file once
@@ -153,10 +153,10 @@ class BasicReceiveLedger {
     E* e = entry(a.entry);
     if (e == nullptr) {
       if (abandoned(a.entry)) return std::nullopt;
-      return ReceiveError::UnknownEntry;
+      return ReceiveRule::UnknownEntry;
     }
-    if (!e->digest_at_end) return ReceiveError::OfferedWithDigest;
-    if (advance(e->kind, e->state, EntryEvent::Abort)) return ReceiveError::EntryNotReceiving;
+    if (!e->digest_at_end) return ReceiveRule::OfferedWithDigest;
+    if (auto fault = advance(e->kind, e->state, EntryEvent::Abort)) return *fault;
     return std::nullopt;
   }
   // An Abandoning entry with no chunk being stored is discarded: returns true once.
@@ -179,13 +179,13 @@ class BasicReceiveLedger {
   // and either joins it (joined(): the entry is Taken, its chunks claimed in `claims`) or
   // refuses it (Refuse; the number is used either way).
   [[nodiscard]] std::optional<ReceiveError> join(const Join& j) {
-    if (stripe_role_ != StripeRole::Member) return ReceiveError::NotStriping;
+    if (stripe_role_ != StripeRole::Member) return ReceiveRule::NotStriping;
     // Numbered after every Offer the Open announced, in order (u64: no overflow).
     if (std::uint64_t{j.entry} != std::uint64_t{open_.entry_count} + joins_)
-      return ReceiveError::JoinOutOfOrder;
-    if (entries_.size() >= kMaxEntriesInFlight) return ReceiveError::TooManyInFlight;
+      return ReceiveRule::JoinOutOfOrder;
+    if (entries_.size() >= kMaxEntriesInFlight) return ReceiveRule::TooManyInFlight;
     for (const auto& [id, e] : entries_)
-      if (e->joined_to == j.lead_entry) return ReceiveError::AlreadyJoined;
+      if (e->joined_to == j.lead_entry) return ReceiveRule::AlreadyJoined;
     ++joins_;
     return std::nullopt;
   }
@@ -241,24 +241,24 @@ class BasicReceiveLedger {
   // A FileChunk: on success the slot is Storing and the entry's received() advances.
   [[nodiscard]] std::optional<ReceiveError> accept_chunk(const FileChunk& c) {
     E* found = entry(c.entry);
-    if (found == nullptr) return ReceiveError::UnknownEntry;
+    if (found == nullptr) return ReceiveRule::UnknownEntry;
     E& e = *found;
     EntryState next = e.state;
-    if (advance(e.kind, next, EntryEvent::Chunk)) return ReceiveError::EntryNotReceiving;
-    if (c.slot >= slots_.size()) return ReceiveError::SlotOutOfRange;
-    if (e.received == e.size) return ReceiveError::PastEnd;
-    if (slots_[c.slot] != SlotState::Credited) return ReceiveError::SlotNotCredited;
+    if (auto fault = advance(e.kind, next, EntryEvent::Chunk)) return *fault;
+    if (c.slot >= slots_.size()) return ReceiveRule::SlotOutOfRange;
+    if (e.received == e.size) return ReceiveRule::PastEnd;
+    if (slots_[c.slot] != SlotState::Credited) return ReceiveRule::SlotNotCredited;
     if (e.claims) {
       // A striped file's chunk: anywhere on its grid, once in the group (7.12).
-      if (c.offset >= e.size || c.offset % slot_size_ != 0) return ReceiveError::WrongOffset;
+      if (c.offset >= e.size || c.offset % slot_size_ != 0) return ReceiveRule::WrongOffset;
       if (c.length == 0 || c.length != std::min<std::uint64_t>(slot_size_, e.size - c.offset))
-        return ReceiveError::WrongLength;
-      if (!e.claims->claim(c.offset, c.length)) return ReceiveError::ChunkClaimed;
+        return ReceiveRule::WrongLength;
+      if (!e.claims->claim(c.offset, c.length)) return ReceiveRule::ChunkClaimed;
     } else {
-      if (c.offset != e.received) return ReceiveError::WrongOffset;
+      if (c.offset != e.received) return ReceiveRule::WrongOffset;
       // Never forms offset + length, which could overflow.
       const std::uint64_t expected = std::min<std::uint64_t>(slot_size_, e.size - e.received);
-      if (c.length == 0 || c.length != expected) return ReceiveError::WrongLength;
+      if (c.length == 0 || c.length != expected) return ReceiveRule::WrongLength;
     }
     slots_[c.slot] = SlotState::Storing;
     slot_owner_[c.slot] = c.entry;
@@ -306,14 +306,14 @@ class BasicReceiveLedger {
     E* e = entry(d.entry);
     if (e == nullptr) {
       if (abandoned(d.entry)) return std::nullopt;
-      return ReceiveError::UnknownEntry;
+      return ReceiveRule::UnknownEntry;
     }
     // The machine first (is a FileDone due at all?), then the form the entry's Offer set.
     EntryState next = e->state;
-    if (advance(e->kind, next, EntryEvent::FileDone)) return ReceiveError::EntryNotReceiving;
+    if (auto fault = advance(e->kind, next, EntryEvent::FileDone)) return *fault;
     const bool digest_due = e->digest_at_end && !e->joined_to;
-    if (digest_due != d.digest.has_value()) return ReceiveError::DigestMisplaced;
-    if (e->striped && e->claims && !e->claims->all_claimed()) return ReceiveError::StripeUnfinished;
+    if (digest_due != d.digest.has_value()) return ReceiveRule::DigestMisplaced;
+    if (e->striped && e->claims && !e->claims->all_claimed()) return ReceiveRule::StripeUnfinished;
     e->state = next;
     e->done_total = d.total_bytes;
     return std::nullopt;

@@ -33,6 +33,7 @@
 #include "protocol/chunk_plan.hpp"
 #include "protocol/entry_machine.hpp"
 #include "protocol/enum_names.hpp"
+#include "protocol/step_refusal.hpp"
 #include "protocol/stripe_plan.hpp"
 #include "protocol/wire.hpp"
 
@@ -43,11 +44,10 @@ enum class CreditError : std::uint8_t {
   AlreadyHeld,     // the sender already holds that slot's credit
 };
 
-enum class ReplyError : std::uint8_t {
-  UnknownEntry,  // a Take, Refuse or FileVerdict for an entry not offered, or settled
-  NotAFile,      // a Take for a directory
-  AlreadyTaken,  // a second Take, or a Take after the file's FileDone
-  TooEarly,      // a FileVerdict(Good) for a file whose FileDone was not sent
+// The send ledger's own rules for a reply (a step its entry's machine refuses is an
+// EntryFault: protocol/step_refusal.hpp).
+enum class ReplyRule : std::uint8_t {
+  UnknownEntry,  // a reply for an entry number that was never offered or joined
   BadOffset,     // a Resume from 0, not at a chunk boundary, or leaving no chunk to send
   // The digest at the end (PROTOCOL.md 7.9): a Holds for a file offered with its digest.
   NotAsked,
@@ -58,34 +58,12 @@ enum class ReplyError : std::uint8_t {
   NotAbandoned,  // a FileVerdict(Abandoned) for an entry we did not abandon (7.9)
   NotStriped,    // a FileVerdict(Interrupted) for an entry neither striped nor joined (7.12)
 };
+using ReplyError = StepRefusal<ReplyRule>;
 
 // How many taken files the chunks are spread over (above): enough stores at once to keep
 // a many-core receiver busy (docs/BENCHMARKS.md), few enough that an interrupted tree leaves
 // few partial files.
 inline constexpr std::size_t kInterleavedFiles = 8;
-
-namespace detail {
-// The reply a refused step of the entry machine is.
-inline ReplyError reply_error(EntryFault fault) {
-  switch (fault) {
-    case EntryFault::NotAFile:
-      return ReplyError::NotAFile;
-    case EntryFault::AlreadyTaken:
-    case EntryFault::NotTaken:
-    case EntryFault::Held:
-    case EntryFault::NotHeld:
-      return ReplyError::AlreadyTaken;
-    case EntryFault::TooEarly:
-    case EntryFault::Abandoned:
-      return ReplyError::TooEarly;
-    case EntryFault::NotOffered:
-    case EntryFault::AlreadyOffered:
-    case EntryFault::Settled:
-      break;
-  }
-  return ReplyError::UnknownEntry;
-}
-}  // namespace detail
 
 struct EntryPlan {
   EntryKind kind = EntryKind::File;
@@ -324,31 +302,31 @@ template <class E>
 std::optional<ReplyError> BasicSendLedger<E>::step(std::uint32_t entry, EntryEvent event,
                                                    std::uint64_t start,
                                                    std::optional<VerdictCode> code) {
-  if (entry >= plans_.size()) return ReplyError::UnknownEntry;
+  if (entry >= plans_.size()) return ReplyRule::UnknownEntry;
   EntryState next = state(entry);
   const EntryPlan& plan = plans_[entry];
-  if (auto fault = advance(plan.kind, next, event)) return detail::reply_error(*fault);
+  if (auto fault = advance(plan.kind, next, event)) return *fault;
   E& e = *entries_.at(entry);  // only an offered entry moves
   // A Join is answered Take, Refuse or FileVerdict (7.12).
   if (entry >= offer_count_ &&
       (event == EntryEvent::Have || event == EntryEvent::Holds || start > 0))
-    return ReplyError::NotForJoin;
-  if (event == EntryEvent::Holds && !plan.digest_at_end) return ReplyError::NotAsked;
+    return ReplyRule::NotForJoin;
+  if (event == EntryEvent::Holds && !plan.digest_at_end) return ReplyRule::NotAsked;
   // Without its digest (7.9) a file is had only once our Continue said it is the receiver's,
   // and resumed only within the prefix it said is.
   if (plan.digest_at_end && event == EntryEvent::Have && e.continued_from != plan.size)
-    return ReplyError::NotContinued;
+    return ReplyRule::NotContinued;
   if (plan.digest_at_end && start > 0 &&
       !(e.continued_from && *e.continued_from < plan.size && start <= *e.continued_from))
-    return ReplyError::NotContinued;
+    return ReplyRule::NotContinued;
   // A Resume leaves at least one chunk, and starts where one does (PROTOCOL.md 7.6).
   if (start > 0 && (slot_size_ == 0 || start % slot_size_ != 0 || start >= plan.size))
-    return ReplyError::BadOffset;
+    return ReplyRule::BadOffset;
   // Abandoned answers our FileAbort (7.9), and nothing else; Interrupted only a striped or
   // joined entry (7.12).
   if (code == VerdictCode::Abandoned && e.state != EntryState::Abandoning)
-    return ReplyError::NotAbandoned;
-  if (code == VerdictCode::Interrupted && !e.stripe) return ReplyError::NotStriped;
+    return ReplyRule::NotAbandoned;
+  if (code == VerdictCode::Interrupted && !e.stripe) return ReplyRule::NotStriped;
   e.state = next;
   return std::nullopt;
 }
@@ -373,7 +351,7 @@ std::optional<ReplyError> BasicSendLedger<E>::taken(std::uint32_t entry, std::ui
 
 template <class E>
 std::optional<ReplyError> BasicSendLedger<E>::resumed(std::uint32_t entry, std::uint64_t offset) {
-  if (offset == 0) return entry >= offer_count_ ? ReplyError::NotForJoin : ReplyError::BadOffset;
+  if (offset == 0) return entry >= offer_count_ ? ReplyRule::NotForJoin : ReplyRule::BadOffset;
   return taken(entry, offset);
 }
 

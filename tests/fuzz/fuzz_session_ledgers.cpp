@@ -144,7 +144,7 @@ class Conversation {
     if (const auto* o = std::get_if<Offer>(&m)) return receiver_.offer(*o);
     if (const auto* c = std::get_if<FileChunk>(&m)) {
       if (receiver_.ledger().abandoned(c->entry)) {
-        if (!receiver_.discard_chunk(*c)) return ReceiveError::SlotNotCredited;
+        if (!receiver_.discard_chunk(*c)) return ReceiveRule::SlotNotCredited;
         grant(c->slot);
         return std::nullopt;
       }

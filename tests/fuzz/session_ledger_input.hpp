@@ -29,6 +29,16 @@ using RState = ReceiveLedger::EntryState;
 using SState = SendLedger::EntryState;
 using SlotState = ReceiveLedger::SlotState;
 
+// The entry machine's refusal of `event` in `state` (protocol/entry_machine.hpp; its table is
+// checked whole by entry_machine_test): the reason a ledger gives where the model expects a
+// refusal by the entry's state. The model decides whether a step is refused; a refusal the
+// machine would not give fails here.
+inline EntryFault machine_refusal(EntryKind kind, EntryState state, EntryEvent event) {
+  const auto fault = advance(kind, state, event);
+  FUZZ_CHECK(fault.has_value());
+  return fault.value_or(EntryFault::NotOffered);
+}
+
 class Input : public FuzzInput {
  public:
   using FuzzInput::FuzzInput;

@@ -22,13 +22,13 @@ class ReceiverCheck {
     const Snapshot before = snapshot();
     std::optional<ReceiveError> expected;
     if (ledger_.offered() >= setup_.open.entry_count) {
-      expected = ReceiveError::TooManyEntries;
+      expected = ReceiveRule::TooManyEntries;
     } else if (o.entry != ledger_.offered()) {
-      expected = ReceiveError::EntryOutOfOrder;
+      expected = ReceiveRule::EntryOutOfOrder;
     } else if (ledger_.entries().size() >= kMaxEntriesInFlight) {
-      expected = ReceiveError::TooManyInFlight;
+      expected = ReceiveRule::TooManyInFlight;
     } else if (o.size > setup_.open.total_bytes - offered_bytes_) {
-      expected = ReceiveError::TooManyBytes;
+      expected = ReceiveRule::TooManyBytes;
     }
     const auto error = ledger_.offer(o);
     FUZZ_CHECK(error == expected);
@@ -164,11 +164,11 @@ class ReceiverCheck {
     // (One for an entry settled while it was received changes nothing.)
     const bool late = e == nullptr && ledger_.abandoned(d.entry);
     if (e == nullptr) {
-      if (!late) expected = ReceiveError::UnknownEntry;
+      if (!late) expected = ReceiveRule::UnknownEntry;
     } else if (e->state != RState::Taken) {
-      expected = ReceiveError::EntryNotReceiving;
+      expected = machine_refusal(e->kind, e->state, EntryEvent::FileDone);
     } else if (e->digest_at_end != d.digest.has_value()) {
-      expected = ReceiveError::DigestMisplaced;
+      expected = ReceiveRule::DigestMisplaced;
     }
     const auto error = ledger_.file_done(d);
     FUZZ_CHECK(error == expected);
@@ -224,15 +224,15 @@ class ReceiverCheck {
   // The rules in the order the ledger (protocol/receive_ledger.hpp) applies them.
   std::optional<ReceiveError> expected_chunk_error(const FileChunk& c) const {
     const auto* e = ledger_.entry(c.entry);
-    if (e == nullptr) return ReceiveError::UnknownEntry;
-    if (e->state != RState::Taken) return ReceiveError::EntryNotReceiving;
-    if (c.slot >= setup_.accept.slot_count) return ReceiveError::SlotOutOfRange;
-    if (e->received == e->size) return ReceiveError::PastEnd;
-    if (ledger_.slot_state(c.slot) != SlotState::Credited) return ReceiveError::SlotNotCredited;
-    if (c.offset != e->received) return ReceiveError::WrongOffset;
+    if (e == nullptr) return ReceiveRule::UnknownEntry;
+    if (e->state != RState::Taken) return machine_refusal(e->kind, e->state, EntryEvent::Chunk);
+    if (c.slot >= setup_.accept.slot_count) return ReceiveRule::SlotOutOfRange;
+    if (e->received == e->size) return ReceiveRule::PastEnd;
+    if (ledger_.slot_state(c.slot) != SlotState::Credited) return ReceiveRule::SlotNotCredited;
+    if (c.offset != e->received) return ReceiveRule::WrongOffset;
     const std::uint64_t expected =
         std::min<std::uint64_t>(setup_.accept.slot_size, e->size - e->received);
-    if (c.length == 0 || c.length != expected) return ReceiveError::WrongLength;
+    if (c.length == 0 || c.length != expected) return ReceiveRule::WrongLength;
     return std::nullopt;
   }
 

@@ -49,12 +49,10 @@ class SenderCheck {
   std::optional<ReplyError> taken(std::uint32_t entry) {
     std::optional<ReplyError> expected;
     const SState s = state_of(entry);
-    if (s == SState::Waiting || s == SState::Settled) {
-      expected = ReplyError::UnknownEntry;
-    } else if (setup_.entries[entry].kind != EntryKind::File) {
-      expected = ReplyError::NotAFile;
-    } else if (s != SState::Offered) {
-      expected = ReplyError::AlreadyTaken;
+    if (entry >= model_.size()) {
+      expected = ReplyRule::UnknownEntry;
+    } else if (s != SState::Offered || setup_.entries[entry].kind != EntryKind::File) {
+      expected = machine_refusal(setup_.entries[entry].kind, s, EntryEvent::Take);
     }
     const auto error = ledger_.taken(entry);
     FUZZ_CHECK(error == expected);
@@ -69,10 +67,12 @@ class SenderCheck {
   std::optional<ReplyError> settled(std::uint32_t entry, bool good) {
     std::optional<ReplyError> expected;
     const SState s = state_of(entry);
-    if (s == SState::Waiting || s == SState::Settled) {
-      expected = ReplyError::UnknownEntry;
-    } else if (good && setup_.entries[entry].kind == EntryKind::File && s != SState::Finished) {
-      expected = ReplyError::TooEarly;
+    if (entry >= model_.size()) {
+      expected = ReplyRule::UnknownEntry;
+    } else if (s == SState::Waiting || s == SState::Settled ||
+               (good && setup_.entries[entry].kind == EntryKind::File && s != SState::Finished)) {
+      expected =
+          machine_refusal(setup_.entries[entry].kind, s, good ? EntryEvent::Good : EntryEvent::Bad);
     }
     const auto error = ledger_.settled(entry, good);
     FUZZ_CHECK(error == expected);

@@ -115,10 +115,10 @@ TEST(SendLedgerStripes, AJoinIsAnsweredTakeRefuseOrVerdict) {
   SendLedger member{{}, accept_of(2), 2};
   auto plan = std::make_shared<StripePlan>(4 * kSlot, kSlot, 0, 2);
   const std::uint32_t joined = member.join(4 * kSlot, plan, 1);
-  EXPECT_EQ(member.had(joined), ReplyError::NotForJoin);
-  EXPECT_EQ(member.held(joined), ReplyError::NotForJoin);
-  EXPECT_EQ(member.resumed(joined, kSlot), ReplyError::NotForJoin);
-  EXPECT_EQ(member.resumed(joined, 0), ReplyError::NotForJoin) << "a Resume is never a Take";
+  EXPECT_EQ(member.had(joined), ReplyRule::NotForJoin);
+  EXPECT_EQ(member.held(joined), ReplyRule::NotForJoin);
+  EXPECT_EQ(member.resumed(joined, kSlot), ReplyRule::NotForJoin);
+  EXPECT_EQ(member.resumed(joined, 0), ReplyRule::NotForJoin) << "a Resume is never a Take";
   ASSERT_EQ(member.taken(joined), std::nullopt);
   EXPECT_EQ(member.verdict(joined, VerdictCode::Interrupted), std::nullopt);
 }

@@ -27,16 +27,16 @@ Offer flagged(std::uint32_t entry, std::uint64_t size) {
 TEST(SessionReceiveLedgerDigestAtEnd, HoldsThenContinueAnswersTheEntryAgain) {
   RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 1, 3 * kSlot}, kSlot, 2);
   ASSERT_EQ(ledger.offer(flagged(0, 3 * kSlot)), std::nullopt);
-  EXPECT_EQ(ledger.continued(Continue{0, 0}), ReceiveError::NotHeld) << "no Holds before it";
+  EXPECT_EQ(ledger.continued(Continue{0, 0}), EntryFault::NotHeld) << "no Holds before it";
   ledger.hold_for_continue(0);
   EXPECT_EQ(ledger.entry(0)->state, EntryState::Held);
   EXPECT_TRUE(ledger.wants_data()) << "a held file may still be sent";
   EXPECT_TRUE(ledger.grant(0));
-  EXPECT_EQ(ledger.accept_chunk({0, 0, 0, kSlot}), ReceiveError::EntryNotReceiving);
-  EXPECT_EQ(ledger.continued(Continue{1, 0}), ReceiveError::UnknownEntry);
+  EXPECT_EQ(ledger.accept_chunk({0, 0, 0, kSlot}), EntryFault::NotTaken);
+  EXPECT_EQ(ledger.continued(Continue{1, 0}), ReceiveRule::UnknownEntry);
   ASSERT_EQ(ledger.continued(Continue{0, 2 * kSlot}), std::nullopt);
   EXPECT_EQ(ledger.entry(0)->state, EntryState::Continued);
-  EXPECT_EQ(ledger.continued(Continue{0, 0}), ReceiveError::NotHeld) << "one Continue per Holds";
+  EXPECT_EQ(ledger.continued(Continue{0, 0}), EntryFault::NotHeld) << "one Continue per Holds";
   ledger.take(0, 2 * kSlot);  // its answer: Resume from what was held
   EXPECT_EQ(ledger.accept_chunk({0, 0, 2 * kSlot, kSlot}), std::nullopt);
 }
@@ -44,7 +44,7 @@ TEST(SessionReceiveLedgerDigestAtEnd, HoldsThenContinueAnswersTheEntryAgain) {
 TEST(SessionReceiveLedgerDigestAtEnd, AnAbortedFileIsDiscardedOnceItsChunksAreStored) {
   RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 2, 4 * kSlot}, kSlot, 2);
   ASSERT_EQ(ledger.offer(flagged(0, 3 * kSlot)), std::nullopt);
-  EXPECT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}), ReceiveError::EntryNotReceiving)
+  EXPECT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}), EntryFault::NotTaken)
       << "not before its answer";
   ledger.take(0);
   ASSERT_TRUE(ledger.grant(0));
@@ -52,13 +52,13 @@ TEST(SessionReceiveLedgerDigestAtEnd, AnAbortedFileIsDiscardedOnceItsChunksAreSt
   ASSERT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}), std::nullopt);
   EXPECT_EQ(ledger.entry(0)->state, EntryState::Abandoning);
   EXPECT_FALSE(ledger.start_discarding(0)) << "a chunk of it is still being stored";
-  EXPECT_EQ(ledger.file_done({0, 3 * kSlot}), ReceiveError::EntryNotReceiving);
+  EXPECT_EQ(ledger.file_done({0, 3 * kSlot}), EntryFault::NotTaken);
   (void)ledger.stored(0, 0);
   EXPECT_TRUE(ledger.start_discarding(0));
   EXPECT_FALSE(ledger.start_discarding(0)) << "once";
   ledger.settle(0, EntryEvent::Bad);
   EXPECT_FALSE(ledger.abandoned(0)) << "nothing more of it is on its way";
-  EXPECT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}), ReceiveError::UnknownEntry);
+  EXPECT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}), ReceiveRule::UnknownEntry);
 }
 
 TEST(SessionReceiveLedgerDigestAtEnd, OnlyAFileOfferedWithoutItsDigestIsAbandoned) {
@@ -67,7 +67,7 @@ TEST(SessionReceiveLedgerDigestAtEnd, OnlyAFileOfferedWithoutItsDigestIsAbandone
   with_digest.digest_at_end = false;
   ASSERT_EQ(ledger.offer(with_digest), std::nullopt);
   ledger.take(0);
-  EXPECT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}), ReceiveError::OfferedWithDigest);
+  EXPECT_EQ(ledger.abort(FileAbort{0, AbortReason::Changed}), ReceiveRule::OfferedWithDigest);
   EXPECT_EQ(ledger.entry(0)->state, EntryState::Taken);
 }
 
@@ -109,18 +109,18 @@ TEST(SessionSendLedgerDigestAtEnd, HoldsContinueAndAbandon) {
             Accept{0x1000, 0, kSlot, 2}, 2);
   ASSERT_EQ(ledger.next_offer(), 0u);
   ASSERT_EQ(ledger.next_offer(), 1u);
-  EXPECT_EQ(ledger.continued(0, kSlot), ReplyError::AlreadyTaken) << "no Holds before it";
+  EXPECT_EQ(ledger.continued(0, kSlot), EntryFault::NotHeld) << "no Holds before it";
   ASSERT_EQ(ledger.held(0), std::nullopt);
-  EXPECT_EQ(ledger.taken(0), ReplyError::AlreadyTaken) << "its Continue is awaited";
+  EXPECT_EQ(ledger.taken(0), EntryFault::Held) << "its Continue is awaited";
   ASSERT_EQ(ledger.continued(0, kSlot), std::nullopt);
-  EXPECT_EQ(ledger.had(0), ReplyError::NotContinued) << "continued from a prefix, not whole";
-  EXPECT_EQ(ledger.resumed(0, 2 * kSlot), ReplyError::NotContinued) << "past the prefix";
-  EXPECT_EQ(ledger.resumed(0, 0), ReplyError::BadOffset) << "a Resume is never a Take";
+  EXPECT_EQ(ledger.had(0), ReplyRule::NotContinued) << "continued from a prefix, not whole";
+  EXPECT_EQ(ledger.resumed(0, 2 * kSlot), ReplyRule::NotContinued) << "past the prefix";
+  EXPECT_EQ(ledger.resumed(0, 0), ReplyRule::BadOffset) << "a Resume is never a Take";
   ASSERT_EQ(ledger.resumed(0, kSlot), std::nullopt);  // from what was held
   ASSERT_EQ(ledger.held(1), std::nullopt);
   ASSERT_EQ(ledger.abandon(1), std::nullopt);  // its file could not be read for the check
   EXPECT_EQ(ledger.state(1), EntryState::Abandoning);
-  EXPECT_EQ(ledger.settled(1, true), ReplyError::TooEarly) << "never Good";
+  EXPECT_EQ(ledger.settled(1, true), EntryFault::Abandoned) << "never Good";
   ASSERT_EQ(ledger.settled(1, false), std::nullopt);
   ASSERT_EQ(ledger.credit({0, 7}), std::nullopt);
   const auto chunk = ledger.next_chunk();
@@ -130,7 +130,7 @@ TEST(SessionSendLedgerDigestAtEnd, HoldsContinueAndAbandon) {
   ASSERT_EQ(ledger.abandon(0), std::nullopt);  // it changed while it was read
   EXPECT_EQ(ledger.completed(chunk->slot), kSlot);
   EXPECT_FALSE(ledger.next_file_done().has_value()) << "an abandoned file has no FileDone";
-  EXPECT_EQ(ledger.verdict(0, VerdictCode::Interrupted), ReplyError::NotStriped);
+  EXPECT_EQ(ledger.verdict(0, VerdictCode::Interrupted), ReplyRule::NotStriped);
   ASSERT_EQ(ledger.verdict(0, VerdictCode::Abandoned), std::nullopt);
   EXPECT_TRUE(ledger.all_settled());
 }
@@ -145,14 +145,14 @@ TEST(SessionSendLedgerDigestAtEnd, AnswersFollowWhatOurOfferAndContinueSaid) {
              {EntryKind::File, 2 * kSlot, true}},
             Accept{0x1000, 0, kSlot, 2}, 2);
   for (std::uint32_t e = 0; e < 3; ++e) ASSERT_EQ(ledger.next_offer(), e);
-  EXPECT_EQ(ledger.held(0), ReplyError::NotAsked) << "offered with its digest";
-  EXPECT_EQ(ledger.had(1), ReplyError::NotContinued) << "no Continue yet";
+  EXPECT_EQ(ledger.held(0), ReplyRule::NotAsked) << "offered with its digest";
+  EXPECT_EQ(ledger.had(1), ReplyRule::NotContinued) << "no Continue yet";
   ASSERT_EQ(ledger.held(1), std::nullopt);
   ASSERT_EQ(ledger.continued(1, 0), std::nullopt);  // it differs
-  EXPECT_EQ(ledger.resumed(1, kSlot), ReplyError::NotContinued);
-  EXPECT_EQ(ledger.had(1), ReplyError::NotContinued);
+  EXPECT_EQ(ledger.resumed(1, kSlot), ReplyRule::NotContinued);
+  EXPECT_EQ(ledger.had(1), ReplyRule::NotContinued);
   ASSERT_EQ(ledger.taken(1), std::nullopt);
-  EXPECT_EQ(ledger.verdict(1, VerdictCode::Abandoned), ReplyError::NotAbandoned);
+  EXPECT_EQ(ledger.verdict(1, VerdictCode::Abandoned), ReplyRule::NotAbandoned);
   ASSERT_EQ(ledger.held(2), std::nullopt);
   ASSERT_EQ(ledger.continued(2, 2 * kSlot), std::nullopt);  // the receiver's whole
   ASSERT_EQ(ledger.had(2), std::nullopt);
@@ -199,7 +199,7 @@ TEST(SessionReceiveLedgerDigestAtEnd, AFileDoneCarriesTheDigestExactlyWhenItsOff
     ASSERT_TRUE(ledger.grant(0));
     ASSERT_EQ(ledger.accept_chunk({0, 0, 0, kSlot}), std::nullopt);
     const FileDone wrong{0, kSlot, flagged_offer ? std::nullopt : std::optional{Digest{}}};
-    EXPECT_EQ(ledger.file_done(wrong), ReceiveError::DigestMisplaced);
+    EXPECT_EQ(ledger.file_done(wrong), ReceiveRule::DigestMisplaced);
     EXPECT_EQ(ledger.entry(0)->state, EntryState::Taken) << "a refused FileDone changes nothing";
     const FileDone right{0, kSlot, flagged_offer ? std::optional{Digest{}} : std::nullopt};
     EXPECT_EQ(ledger.file_done(right), std::nullopt);

@@ -23,12 +23,12 @@ Offer file_offer(std::uint32_t entry, std::uint64_t size) {
 
 TEST(ReceiveLedger, OffersAreNumberedInOrderAndCounted) {
   RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 2, 100}, kSlot, 2);
-  EXPECT_EQ(ledger.offer(file_offer(1, 10)), ReceiveError::EntryOutOfOrder);
-  EXPECT_EQ(ledger.offer(file_offer(0, 101)), ReceiveError::TooManyBytes);
+  EXPECT_EQ(ledger.offer(file_offer(1, 10)), ReceiveRule::EntryOutOfOrder);
+  EXPECT_EQ(ledger.offer(file_offer(0, 101)), ReceiveRule::TooManyBytes);
   EXPECT_EQ(ledger.offer(file_offer(0, 60)), std::nullopt);
-  EXPECT_EQ(ledger.offer(file_offer(1, 41)), ReceiveError::TooManyBytes);
+  EXPECT_EQ(ledger.offer(file_offer(1, 41)), ReceiveRule::TooManyBytes);
   EXPECT_EQ(ledger.offer(file_offer(1, 40)), std::nullopt);
-  EXPECT_EQ(ledger.offer(file_offer(2, 0)), ReceiveError::TooManyEntries);
+  EXPECT_EQ(ledger.offer(file_offer(2, 0)), ReceiveRule::TooManyEntries);
   EXPECT_FALSE(ledger.all_settled());
   ledger.settle(0, EntryEvent::Bad);
   ledger.settle(1, EntryEvent::Have);
@@ -61,7 +61,7 @@ TEST(ReceiveLedger, AnEntrySettledWithoutDataFreesItsPlaceInFlight) {
     ASSERT_EQ(ledger.offer(file_offer(i, 0)), std::nullopt);
   ledger.settle(0, EntryEvent::Have);  // (or a Refuse): no Take, no FileVerdict
   EXPECT_EQ(ledger.offer(file_offer(kMaxEntriesInFlight, 0)), std::nullopt);
-  EXPECT_EQ(ledger.offer(file_offer(kMaxEntriesInFlight + 1, 0)), ReceiveError::TooManyInFlight);
+  EXPECT_EQ(ledger.offer(file_offer(kMaxEntriesInFlight + 1, 0)), ReceiveRule::TooManyInFlight);
 }
 
 // Taking is the receiver's own step: only an offered file is taken, and only once. Anything
@@ -89,15 +89,15 @@ TEST(ReceiveLedger, ChunksFollowEachFilesRules) {
   ASSERT_TRUE(ledger.grant(0));
   ASSERT_TRUE(ledger.grant(1));
   // Not taken yet.
-  EXPECT_EQ(ledger.accept_chunk({0, 0, 0, kSlot}), ReceiveError::EntryNotReceiving);
+  EXPECT_EQ(ledger.accept_chunk({0, 0, 0, kSlot}), EntryFault::NotTaken);
   ledger.take(0);
   ledger.take(1);
-  EXPECT_EQ(ledger.accept_chunk({7, 0, 0, kSlot}), ReceiveError::UnknownEntry);
-  EXPECT_EQ(ledger.accept_chunk({0, 2, 0, kSlot}), ReceiveError::SlotOutOfRange);
-  EXPECT_EQ(ledger.accept_chunk({0, 0, 1, kSlot}), ReceiveError::WrongOffset);
-  EXPECT_EQ(ledger.accept_chunk({0, 0, 0, 5}), ReceiveError::WrongLength);
+  EXPECT_EQ(ledger.accept_chunk({7, 0, 0, kSlot}), ReceiveRule::UnknownEntry);
+  EXPECT_EQ(ledger.accept_chunk({0, 2, 0, kSlot}), ReceiveRule::SlotOutOfRange);
+  EXPECT_EQ(ledger.accept_chunk({0, 0, 1, kSlot}), ReceiveRule::WrongOffset);
+  EXPECT_EQ(ledger.accept_chunk({0, 0, 0, 5}), ReceiveRule::WrongLength);
   EXPECT_EQ(ledger.accept_chunk({0, 0, 0, kSlot}), std::nullopt);
-  EXPECT_EQ(ledger.accept_chunk({0, 0, kSlot, 5}), ReceiveError::SlotNotCredited);
+  EXPECT_EQ(ledger.accept_chunk({0, 0, kSlot, 5}), ReceiveRule::SlotNotCredited);
   EXPECT_EQ(ledger.accept_chunk({1, 1, 0, 5}), std::nullopt);  // files interleave
   EXPECT_EQ(ledger.slot_state(1), RL::SlotState::Storing);
   // A slot freed while bytes are still due is credited back; it held entry 1's chunk.
@@ -105,7 +105,7 @@ TEST(ReceiveLedger, ChunksFollowEachFilesRules) {
   EXPECT_TRUE(ledger.stored(1, 1));
   ASSERT_TRUE(ledger.grant(1));
   EXPECT_EQ(ledger.accept_chunk({0, 1, kSlot, 5}), std::nullopt);
-  EXPECT_EQ(ledger.accept_chunk({0, 1, kSlot + 5, 1}), ReceiveError::PastEnd);
+  EXPECT_EQ(ledger.accept_chunk({0, 1, kSlot + 5, 1}), ReceiveRule::PastEnd);
   // Every byte is here: no more credits.
   EXPECT_FALSE(ledger.stored(0, 0));
   EXPECT_FALSE(ledger.grant(0));
@@ -115,12 +115,12 @@ TEST(ReceiveLedger, ChunksFollowEachFilesRules) {
 TEST(ReceiveLedger, FileDoneDrainsThenVerifies) {
   RL ledger(Open{DigestAlgorithm::FsVeritySha256, 0, 0, 1, 10}, kSlot, 1);
   ASSERT_EQ(ledger.offer(file_offer(0, 10)), std::nullopt);
-  EXPECT_EQ(ledger.file_done({0, 10}), ReceiveError::EntryNotReceiving);
+  EXPECT_EQ(ledger.file_done({0, 10}), EntryFault::NotTaken);
   ledger.take(0);
   ASSERT_TRUE(ledger.grant(0));
   ASSERT_EQ(ledger.accept_chunk({0, 0, 0, 10}), std::nullopt);
   EXPECT_EQ(ledger.file_done({0, 10}), std::nullopt);
-  EXPECT_EQ(ledger.file_done({0, 10}), ReceiveError::EntryNotReceiving) << "a second FileDone";
+  EXPECT_EQ(ledger.file_done({0, 10}), EntryFault::NotTaken) << "a second FileDone";
   EXPECT_FALSE(ledger.start_verifying(0)) << "its chunk is still being stored";
   ledger.stored(0, 0);
   EXPECT_TRUE(ledger.start_verifying(0));
@@ -145,7 +145,7 @@ TEST(ReceiveLedger, AnAbandonedFilesLateChunksOnlyFreeTheirSlots) {
   EXPECT_FALSE(ledger.discard_chunk({1, 0, 0, 1})) << "entry 1 was never abandoned";
   EXPECT_EQ(ledger.file_done({0, 2 * kSlot}), std::nullopt)
       << "sent before the sender saw the verdict: nothing changes";
-  EXPECT_EQ(ledger.file_done({1, 2 * kSlot}), ReceiveError::UnknownEntry);
+  EXPECT_EQ(ledger.file_done({1, 2 * kSlot}), ReceiveRule::UnknownEntry);
   // The session goes on with the next entry.
   EXPECT_TRUE(ledger.wants_data());
   ASSERT_EQ(ledger.offer(file_offer(1, kSlot)), std::nullopt);
@@ -168,25 +168,25 @@ TEST(SendLedger, OffersAtMostSixteenAndDirectoriesAfterFiles) {
   EXPECT_EQ(ledger.next_offer(), std::nullopt) << "held for other connections";
   ledger.allow_directories(true);
   EXPECT_EQ(ledger.next_offer(), 20u);
-  EXPECT_EQ(ledger.taken(20), ReplyError::NotAFile);
+  EXPECT_EQ(ledger.taken(20), EntryFault::NotAFile);
   EXPECT_EQ(ledger.settled(20, true), std::nullopt);
   EXPECT_TRUE(ledger.all_settled());
 }
 
 TEST(SendLedger, RepliesMustMatchTheEntrysState) {
   SendLedger ledger({{EntryKind::File, 10}, {EntryKind::File, 0}}, Accept{0, 0, kSlot, 1}, 1);
-  EXPECT_EQ(ledger.taken(0), ReplyError::UnknownEntry) << "not offered";
+  EXPECT_EQ(ledger.taken(0), EntryFault::NotOffered);
   ASSERT_EQ(ledger.next_offer(), 0u);
-  EXPECT_EQ(ledger.settled(0, true), ReplyError::TooEarly);
+  EXPECT_EQ(ledger.settled(0, true), EntryFault::TooEarly);
   EXPECT_EQ(ledger.taken(0), std::nullopt);
-  EXPECT_EQ(ledger.taken(0), ReplyError::AlreadyTaken);
-  EXPECT_EQ(ledger.taken(5), ReplyError::UnknownEntry);
+  EXPECT_EQ(ledger.taken(0), EntryFault::AlreadyTaken);
+  EXPECT_EQ(ledger.taken(5), ReplyRule::UnknownEntry) << "no such entry";
   // An empty file's FileDone is due as soon as it is taken.
   ASSERT_EQ(ledger.next_offer(), 1u);
   EXPECT_EQ(ledger.taken(1), std::nullopt);
   EXPECT_EQ(ledger.next_file_done(), 1u);
   EXPECT_EQ(ledger.settled(1, true), std::nullopt);
-  EXPECT_EQ(ledger.settled(1, true), ReplyError::UnknownEntry) << "settled twice";
+  EXPECT_EQ(ledger.settled(1, true), EntryFault::Settled) << "settled twice";
 }
 
 // An offered entry is one object the ledger holds, made by the driver's maker, from its

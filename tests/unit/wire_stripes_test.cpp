@@ -162,24 +162,24 @@ struct Group {
 
 TEST(ReceiveLedgerStripes, AStripedOfferOnlyOnTheLeadAJoinOnlyOnAMember) {
   ReceiveLedger plain(Open{DigestAlgorithm::Blake3, 0, 0, 1, 10 * kSlot}, kSlot, 2);
-  EXPECT_EQ(plain.offer(striped_offer(0, kSlot)), ReceiveError::NotStriping);
-  EXPECT_EQ(plain.join(Join{1, 0}), ReceiveError::NotStriping);
+  EXPECT_EQ(plain.offer(striped_offer(0, kSlot)), ReceiveRule::NotStriping);
+  EXPECT_EQ(plain.join(Join{1, 0}), ReceiveRule::NotStriping);
   Group g;
-  EXPECT_EQ(g.member.offer(striped_offer(0, kSlot)), ReceiveError::TooManyEntries);
-  EXPECT_EQ(g.lead.join(Join{1, 0}), ReceiveError::NotStriping);
+  EXPECT_EQ(g.member.offer(striped_offer(0, kSlot)), ReceiveRule::TooManyEntries);
+  EXPECT_EQ(g.lead.join(Join{1, 0}), ReceiveRule::NotStriping);
   EXPECT_EQ(g.lead.offer(striped_offer(0, kSlot)), std::nullopt);
 }
 
 TEST(ReceiveLedgerStripes, JoinsAreNumberedAfterTheOffersOncePerStripedEntry) {
   Group g;
-  EXPECT_EQ(g.member.join(Join{1, 0}), ReceiveError::JoinOutOfOrder);
+  EXPECT_EQ(g.member.join(Join{1, 0}), ReceiveRule::JoinOutOfOrder);
   ASSERT_EQ(g.member.join(Join{0, 0}), std::nullopt);  // entry_count 0: joins from 0
   auto claims = std::make_shared<StripeClaims>(4 * kSlot, kSlot, 0);
   g.member.joined(Join{0, 0}, 4 * kSlot, claims);
   EXPECT_EQ(g.member.entry(0)->state, EntryState::Taken);
-  EXPECT_EQ(g.member.join(Join{1, 0}), ReceiveError::AlreadyJoined);
+  EXPECT_EQ(g.member.join(Join{1, 0}), ReceiveRule::AlreadyJoined);
   EXPECT_EQ(g.member.join(Join{1, 5}), std::nullopt);  // another striped entry (refused later)
-  EXPECT_EQ(g.member.join(Join{1, 6}), ReceiveError::JoinOutOfOrder) << "numbers are not reused";
+  EXPECT_EQ(g.member.join(Join{1, 6}), ReceiveRule::JoinOutOfOrder) << "numbers are not reused";
   EXPECT_FALSE(g.member.all_settled());
   g.member.settle(0, EntryEvent::Bad);
   EXPECT_TRUE(g.member.all_settled());
@@ -202,20 +202,20 @@ TEST(ReceiveLedgerStripes, ChunksInAnyOrderOnceInTheGroupThenTheLeadsFileDone) {
     ASSERT_TRUE(g.member.grant(slot));
   }
   EXPECT_EQ(g.member.accept_chunk({0, 0, 3 * kSlot, 10}), std::nullopt) << "the last chunk first";
-  EXPECT_EQ(g.lead.accept_chunk({0, 0, 3 * kSlot, 10}), ReceiveError::ChunkClaimed);
-  EXPECT_EQ(g.lead.accept_chunk({0, 0, kSlot + 8, kSlot}), ReceiveError::WrongOffset);
-  EXPECT_EQ(g.lead.accept_chunk({0, 0, kSlot, 10}), ReceiveError::WrongLength);
+  EXPECT_EQ(g.lead.accept_chunk({0, 0, 3 * kSlot, 10}), ReceiveRule::ChunkClaimed);
+  EXPECT_EQ(g.lead.accept_chunk({0, 0, kSlot + 8, kSlot}), ReceiveRule::WrongOffset);
+  EXPECT_EQ(g.lead.accept_chunk({0, 0, kSlot, 10}), ReceiveRule::WrongLength);
   EXPECT_EQ(g.lead.accept_chunk({0, 0, kSlot, kSlot}), std::nullopt);
   EXPECT_TRUE(g.lead.wants_data()) << "chunks 0 and 2 are not claimed yet";
-  EXPECT_EQ(g.lead.file_done({0, size, Digest{}}), ReceiveError::StripeUnfinished);
+  EXPECT_EQ(g.lead.file_done({0, size, Digest{}}), ReceiveRule::StripeUnfinished);
   EXPECT_EQ(g.member.accept_chunk({0, 1, 0, kSlot}), std::nullopt);
   EXPECT_EQ(g.lead.accept_chunk({0, 1, 2 * kSlot, kSlot}), std::nullopt);
   EXPECT_FALSE(g.lead.wants_data()) << "every chunk is claimed";
   EXPECT_TRUE(g.member.wants_data()) << "the joined entry until its FileDone";
   // The member's part: no digest, whatever it sent.
-  EXPECT_EQ(g.member.file_done({0, kSlot + 10, Digest{}}), ReceiveError::DigestMisplaced);
+  EXPECT_EQ(g.member.file_done({0, kSlot + 10, Digest{}}), ReceiveRule::DigestMisplaced);
   EXPECT_EQ(g.member.file_done({0, kSlot + 10}), std::nullopt);
-  EXPECT_EQ(g.lead.file_done({0, size}), ReceiveError::DigestMisplaced);
+  EXPECT_EQ(g.lead.file_done({0, size}), ReceiveRule::DigestMisplaced);
   EXPECT_EQ(g.lead.file_done({0, size, Digest{}}), std::nullopt);
   g.lead.stored(0, 0);
   g.lead.stored(1, 0);
@@ -231,7 +231,7 @@ TEST(ReceiveLedgerStripes, AResumedStripedFileClaimsFromItsPrefix) {
   ASSERT_EQ(g.lead.offer(striped_offer(0, 4 * kSlot)), std::nullopt);
   g.lead.take(0, 2 * kSlot);
   ASSERT_TRUE(g.lead.grant(0));
-  EXPECT_EQ(g.lead.accept_chunk({0, 0, kSlot, kSlot}), ReceiveError::ChunkClaimed);
+  EXPECT_EQ(g.lead.accept_chunk({0, 0, kSlot, kSlot}), ReceiveRule::ChunkClaimed);
   EXPECT_EQ(g.lead.accept_chunk({0, 0, 3 * kSlot, kSlot}), std::nullopt);
 }
 
