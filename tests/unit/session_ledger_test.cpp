@@ -1,5 +1,6 @@
-// The session ledgers (protocol/session_*_ledger.hpp): every rule of docs/PROTOCOL.md 7.5 on
-// its own, and the two halves run against each other over a whole session.
+// The session ledgers (protocol/send_ledger.hpp, protocol/receive_ledger.hpp): every rule
+// of docs/PROTOCOL.md 7.5 on its own, and the two halves run against each other over a whole
+// session.
 
 #include <gtest/gtest.h>
 
