@@ -421,7 +421,7 @@ void IncomingEntries::finish() {
     if (ledger_.start_verifying(id)) verify(id);
   for (std::uint32_t id : abandoned) {
     if (ledger_.start_discarding(id)) {
-      if (IncomingEntry* e = entry(id)) e->data_bad = true;  // nothing kept
+      if (IncomingEntry* e = entry(id); e != nullptr && e->file) e->file->keep_nothing();
       hooks_.raise(input<proto::WorkResult::EntrySettled>(
           Input::EntryVerdict{id, proto::VerdictCode::Abandoned}));
     }
@@ -450,13 +450,13 @@ void IncomingEntries::verify(std::uint32_t id) {
   if (whole || !entry.striped) entry.computed = entry.file->finish_hash();
   if (!whole) {
     verified();
-    entry.data_bad = true;
+    entry.file->keep_nothing();
     return hooks_.raise(
         input<proto::WorkResult::EntrySettled>(Input::EntryVerdict{id, Code::SizeMismatch}));
   }
   if (entry.computed != entry.offer.digest) {
     verified();
-    entry.data_bad = true;
+    entry.file->keep_nothing();
     return hooks_.raise(
         input<proto::WorkResult::EntrySettled>(Input::EntryVerdict{id, Code::HashMismatch}));
   }
@@ -584,10 +584,10 @@ void IncomingEntries::discard_files(bool keep_nothing) {
     if (entry.striped) striped_ended(id);
     if (entry.file && !entry.file->committed()) {
       if (entry.taken != Clock::time_point{}) log_file_end(entry, entry.received, {}, nullptr);
-      if (entry.data_bad || keep_nothing)
+      if (keep_nothing)
         entry.file->discard();
       else
-        entry.file->keep();
+        entry.file->keep();  // (which discards a file whose data is bad)
     }
     retired_.emplace_back(id, std::move(held));
   }
@@ -697,8 +697,10 @@ void IncomingEntries::interrupt_striped(std::uint32_t lead_entry, proto::Verdict
                                                           : "; kept for a resume");
     // What is stored in file order stays for the next attempt (7.6); a write that failed
     // leaves nothing worth keeping.
-    if (code == proto::VerdictCode::StorageError) e->data_bad = true;
-    if (e->file && !e->data_bad) e->file->keep();
+    if (e->file && code == proto::VerdictCode::StorageError)
+      e->file->keep_nothing();  // discarded when it is settled
+    else if (e->file)
+      e->file->keep();
     hooks_.raise(input<proto::WorkResult::EntrySettled>(Input::EntryVerdict{lead_entry, code}));
   });
 }

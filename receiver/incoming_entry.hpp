@@ -25,7 +25,6 @@ struct IncomingEntry final : proto::ReceiveEntry {
   std::shared_ptr<IncomingFile> file;
   Digest computed{};
   std::chrono::steady_clock::time_point taken{};  // its Take or Resume: its data began
-  bool data_bad = false;                          // a bad verdict: nothing is kept for a resume
   std::optional<proto::Holds> held;               // 7.9: what we said we hold of it
 };
 

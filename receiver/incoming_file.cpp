@@ -283,8 +283,9 @@ void IncomingFile::discard() {
 
 void IncomingFile::keep() {
   if (discarded_) return;
-  // Nothing stored, nothing resumed: nothing worth keeping.
-  if (!progress_ || !progress_->worth_keeping() || !hasher_ || hasher_->has_gap()) return discard();
+  // Nothing stored, nothing resumed, or nothing good: nothing worth keeping.
+  if (bad_ || !progress_ || !progress_->worth_keeping() || !hasher_ || hasher_->has_gap())
+    return discard();
   stop_jobs();
   auto undurable = std::make_shared<ResumeProgress::Undurable>(progress_->keep());
   after_writes([this, undurable] {

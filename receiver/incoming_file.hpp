@@ -131,8 +131,12 @@ class IncomingFile {
   // partial with it.
   void discard();
   // The transfer was interrupted: drops every job not started, makes every stored byte
-  // durable in the partial (with its tree nodes) and keeps it. Without a partial, discard().
+  // durable in the partial (with its tree nodes) and keeps it. Without a partial, or once
+  // its data is known bad, discard().
   void keep();
+  // Its data is bad (a verdict other than Good, a write that failed, a file its sender
+  // abandoned): nothing of it is worth a resume, and keep() discards it.
+  void keep_nothing() { bad_ = true; }
   bool idle() const;
   bool committed() const { return committed_; }
   bool committing() const { return committing_; }  // commit() called, its done not yet
@@ -174,6 +178,7 @@ class IncomingFile {
   bool committed_ = false;
   bool committing_ = false;
   bool discarded_ = false;
+  bool bad_ = false;           // keep_nothing()
   bool preallocated_ = false;  // written by the create job, read after its completion
   bool direct_io_ = false;
   SpaceReservations::Hold space_;  // the create job's, then the loop's
