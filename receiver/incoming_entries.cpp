@@ -132,7 +132,8 @@ void IncomingEntries::create_file(std::uint32_t id, std::optional<IncomingFile::
   IncomingEntry& entry = *this->entry(id);
   expect_next();
   entry.file = std::make_shared<IncomingFile>(context_.pool, context_.dir_fd, entry.offer.path,
-                                              context_.options.overwrite, open_.digest_algorithm);
+                                              context_.options.overwrite, open_.digest_algorithm,
+                                              context_.work);
   if (resume) entry.file->set_resume(*resume);
   entry.file->set_direct_io(context_.options.direct_io);
   // As many of its chunks written at once as the window holds: one file alone fills it.

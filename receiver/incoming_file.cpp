@@ -10,7 +10,6 @@
 #include <utility>
 
 #include "common/error.hpp"
-#include "common/work/work_emulation.hpp"
 #include "protocol/names.hpp"
 #include "protocol/sizes.hpp"
 #include "receiver/file_record.hpp"
@@ -19,11 +18,12 @@
 namespace rdmax::receiver {
 
 IncomingFile::IncomingFile(WorkPool& pool, int dir_fd, std::string path, bool overwrite,
-                           proto::DigestAlgorithm algorithm)
+                           proto::DigestAlgorithm algorithm, StoreWork work)
     : dir_fd_(dir_fd),
       path_(std::move(path)),
       overwrite_(overwrite),
       algorithm_(algorithm),
+      work_(std::move(work)),
       pool_(pool),
       disk_(pool, "receiver: a file's disk work") {
   lanes_.emplace_back(pool, "receiver: a file's chunk writes");
@@ -49,7 +49,7 @@ void IncomingFile::after_writes(std::function<void()> work) {
 
 void IncomingFile::create(std::uint64_t size, SpaceReservations& space, Done done) {
   // Here, where the size is known: BLAKE3 hashes a chunk by where the file ends.
-  hasher_ = FileHasher::make(pool_, algorithm_, size);
+  hasher_ = work_.hashing.make(pool_, algorithm_, size);
   // A partial pays off only for a file of more than one chunk.
   // A tree's nodes can be kept (fs-verity's, BLAKE3's); SHA-256's stream cannot.
   if (resume_.partials != nullptr && algorithm_ != proto::DigestAlgorithm::WholeFileSha256 &&
@@ -149,7 +149,9 @@ void IncomingFile::store(std::uint32_t slot, std::uint64_t offset,
       [this, offset, bytes, write_error] {
         try {
           if (!file_) throw std::runtime_error("the file was not created");
-          if (!emulation::instead(emulation::Work::Write, bytes.size()))
+          if (work_.write)
+            work_.write(*file_, offset, bytes);
+          else
             file_->write_at(offset, bytes);
         } catch (const std::exception& e) {
           *write_error = e.what();

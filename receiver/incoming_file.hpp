@@ -11,11 +11,13 @@
 // receiver/mapped_writes.hpp). A chunk arrives only once create() is done, and commit()
 // comes only once every chunk is stored; discard() and keep() wait for the lanes' running
 // writes before they close the file. Hashing is its FileHasher's (common/digest/file_hasher.hpp),
-// by the digest algorithm. A chunk is stored when both its hash and its write are done, and
-// its result comes back then, whatever chunks before it still do: its slot is free again at
-// once. Its tree nodes (fs-verity's, BLAKE3's) wait until every byte before it is stored and
-// are folded in file order, so chunks may arrive in any order (as they do when one file is
-// striped over several connections, docs/STRIPING.md); bytes_stored() is the stored prefix.
+// by the digest algorithm. What a chunk's write and hash do is the StoreWork it is given
+// (receiver/store_work.hpp: the real ones, or a benchmark's stand-ins). A chunk is stored when both
+// its hash and its write are done, and its result comes back then, whatever chunks before it still
+// do: its slot is free again at once. Its tree nodes (fs-verity's, BLAKE3's) wait until every byte
+// before it is stored and are folded in file order, so chunks may arrive in any order (as they do
+// when one file is striped over several connections, docs/STRIPING.md); bytes_stored() is the
+// stored prefix.
 //
 // Threads. Every public function and every callback runs on the event loop thread (the
 // callbacks from WorkPool::run_completions()). The OutputFile is touched only by jobs of
@@ -55,6 +57,7 @@
 #include "receiver/partial_store.hpp"
 #include "receiver/resume_progress.hpp"
 #include "receiver/space_reservations.hpp"
+#include "receiver/store_work.hpp"
 
 namespace rdmax::receiver {
 
@@ -83,9 +86,10 @@ class IncomingFile {
 
   // `path` is relative to dir_fd and checked (protocol/paths.hpp): one file name, or
   // directories and a name; missing directories are created (receiver/output_tree.hpp),
-  // none through a symbolic link.
+  // none through a symbolic link. `work`: how each chunk is written and the file hashed
+  // (empty: the real write and digest).
   IncomingFile(WorkPool& pool, int dir_fd, std::string path, bool overwrite,
-               proto::DigestAlgorithm algorithm);
+               proto::DigestAlgorithm algorithm, StoreWork work = {});
   IncomingFile(const IncomingFile&) = delete;
   IncomingFile& operator=(const IncomingFile&) = delete;
 
@@ -170,6 +174,7 @@ class IncomingFile {
   std::string path_;
   bool overwrite_;
   proto::DigestAlgorithm algorithm_;
+  StoreWork work_;
   std::optional<OutputFile> file_;                // the disk queue's
   std::map<std::uint64_t, PendingStore> stores_;  // by sequence number: each job finds its own
   std::map<std::uint64_t, Unfolded> unfolded_;    // by offset, all past bytes_stored_

@@ -17,6 +17,7 @@
 #include "receiver/options.hpp"
 #include "receiver/partial_store.hpp"
 #include "receiver/space_reservations.hpp"
+#include "receiver/store_work.hpp"
 #include "receiver/stripe_groups.hpp"
 
 namespace rdmax::receiver {
@@ -38,6 +39,9 @@ struct ReceiverContext {
   AuthPenalties* penalties = nullptr;  // where failed authentications are counted
   // One file over several connections (PROTOCOL.md 7.12): null, no connection stripes.
   StripeGroups* stripe_groups = nullptr;
+  // How each file's chunks are written and hashed (receiver/store_work.hpp). Empty: the real
+  // write and digest, rdma-recv's; the pipeline benchmark gives stand-ins.
+  StoreWork work{};
 };
 
 // An event and the data it carries (docs/PROTOCOL.md 7.5 names the messages). Made by

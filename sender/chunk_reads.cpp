@@ -10,7 +10,6 @@
 
 #include "common/crypto/seal.hpp"
 #include "common/error.hpp"
-#include "common/work/work_emulation.hpp"
 
 namespace rdmax::sender {
 
@@ -27,12 +26,11 @@ void read_fully(int fd, std::uint8_t* out, std::size_t length, std::uint64_t off
 }
 
 ChunkReads::ChunkReads(WorkPool* pool, std::uint32_t slots, std::function<void()> ready,
-                       ReadFn read, std::optional<proto::SealKey> seal_key)
+                       ChunkRead read, std::optional<proto::SealKey> seal_key)
     : pool_(pool), ready_(std::move(ready)), read_(std::move(read)), seal_key_(seal_key) {
   if (!read_) {
     read_ = [](int fd, std::span<std::uint8_t> into, std::uint64_t offset) {
-      if (!emulation::instead(emulation::Work::Read, into.size()))
-        read_fully(fd, into.data(), into.size(), offset);
+      read_fully(fd, into.data(), into.size(), offset);
     };
   }
   if (pool_ != nullptr) {

@@ -40,6 +40,11 @@ namespace rdmax::sender {
 // file ends first ("the file shrank while it was being sent").
 void read_fully(int fd, std::uint8_t* out, std::size_t length, std::uint64_t offset);
 
+// How a chunk is read, on a worker: `into.size()` bytes at `offset` of `fd` into `into`; it
+// throws to say the read failed. Empty: read_fully (the programs'); a test or the pipeline
+// benchmark gives its own (SenderSettings::read).
+using ChunkRead = std::function<void(int fd, std::span<std::uint8_t> into, std::uint64_t offset)>;
+
 class ChunkReads {
  public:
   using Planned = proto::PlannedChunk;
@@ -54,13 +59,10 @@ class ChunkReads {
     std::string hash_error;
   };
 
-  // How a chunk is read (on a worker): read_fully, unless a test or the benchmark's
-  // emulation says otherwise. It throws to say the read failed.
-  using ReadFn = std::function<void(int fd, std::span<std::uint8_t> into, std::uint64_t offset)>;
-
-  // `ready` is called (on the loop) when a read finished: next() may have a chunk.
-  // With `seal_key`, every chunk read is sealed in place under it.
-  ChunkReads(WorkPool* pool, std::uint32_t slots, std::function<void()> ready, ReadFn read = {},
+  // `ready` is called (on the loop) when a read finished: next() may have a chunk. Each
+  // chunk is read by `read` (empty: read_fully). With `seal_key`, every chunk read is sealed
+  // in place under it.
+  ChunkReads(WorkPool* pool, std::uint32_t slots, std::function<void()> ready, ChunkRead read = {},
              std::optional<proto::SealKey> seal_key = std::nullopt);
   ChunkReads(const ChunkReads&) = delete;
   ChunkReads& operator=(const ChunkReads&) = delete;
@@ -91,7 +93,7 @@ class ChunkReads {
 
   WorkPool* pool_;
   std::function<void()> ready_;
-  ReadFn read_;
+  ChunkRead read_;
   std::deque<Pending> chunks_;  // in the order planned
   std::uint64_t next_sequence_ = 0;
   std::optional<proto::SealKey> seal_key_;

@@ -32,7 +32,8 @@ const char* why_abandoned(proto::AbortReason reason) {
 DigestInFlight& OutgoingEntries::digest_of(OutgoingEntry& e) {
   if (!e.digest) e.digest.emplace();  // made by start_tree_at() for a resumed file
   DigestInFlight& d = *e.digest;
-  if (!d.hasher) d.hasher = FileHasher::make(*settings_.pool, plan_.algorithm, e.planned.size);
+  if (!d.hasher)
+    d.hasher = settings_.hashing.make(*settings_.pool, plan_.algorithm, e.planned.size);
   if (!d.opened && d.failure.empty()) {
     try {
       d.opened = identity_of(e.input().fd());
@@ -81,7 +82,7 @@ void OutgoingEntries::hash_in_flight(OutgoingEntry& e, const Planned& c,
     // hasher (its job reads our buffer), and folded into the lead's digest.
     if (!e.digest) e.digest.emplace();
     if (!e.digest->hasher)
-      e.digest->hasher = FileHasher::make(*settings_.pool, plan_.algorithm, e.planned.size);
+      e.digest->hasher = settings_.hashing.make(*settings_.pool, plan_.algorithm, e.planned.size);
     ledger_.hold(c.slot);
     e.digest->hasher->hash(
         c.offset, bytes,
@@ -141,7 +142,7 @@ void OutgoingEntries::fold(std::uint32_t entry, std::uint64_t offset, std::uint3
 std::optional<Digest> OutgoingEntries::digest_at_end(OutgoingEntry& e) {
   if (!e.digest) {  // an empty file has no chunk
     if (e.planned.size != 0) return std::nullopt;
-    e.planned.digest = FileHasher::make(*settings_.pool, plan_.algorithm, 0)->finish(0);
+    e.planned.digest = settings_.hashing.make(*settings_.pool, plan_.algorithm, 0)->finish(0);
     return e.planned.digest;
   }
   DigestInFlight& d = *e.digest;
@@ -270,7 +271,7 @@ void OutgoingEntries::start_tree_at(OutgoingEntry& e, std::uint64_t offset) {
   if (offset == 0) return;  // a Take: the tree starts from nothing
   if (!e.digest) e.digest.emplace();
   DigestInFlight& d = *e.digest;
-  d.hasher = FileHasher::make(*settings_.pool, plan_.algorithm, e.planned.size);
+  d.hasher = settings_.hashing.make(*settings_.pool, plan_.algorithm, e.planned.size);
   // The receiver may resume below what it held (it checked its partial again): our nodes
   // are cut there, at a chunk boundary.
   const std::uint64_t cut =

@@ -63,7 +63,7 @@ void SendWindow::start_chunk(const proto::PlannedChunk& c) {
   // there.
   FileHasher::ChunkNodes nodes;
   if (reads_->seals() && e.digest_in_flight()) {
-    nodes = FileHasher::chunk_nodes(entries_.algorithm(), e.planned.size);
+    nodes = settings_.hashing.chunk_nodes(entries_.algorithm(), e.planned.size);
     if (!nodes) throw std::logic_error("a sealed chunk's digest at the end needs a tree digest");
   }
   reads_->read(c, e.shared_input(), {buffer, c.length}, *staging_key_, std::move(nodes));
@@ -215,8 +215,7 @@ void SendWindow::start(Transport& transport, std::uint32_t slot_size,
     seal_key = *chunk_key;
   }
   reads_.emplace(
-      settings_.pool, slots, [this] { hooks_.in_session(hooks_.pump); }, ChunkReads::ReadFn{},
-      seal_key);
+      settings_.pool, slots, [this] { hooks_.in_session(hooks_.pump); }, settings_.read, seal_key);
   if (window_bytes_ == 0) use_staging();
   spdlog::debug(
       "data phase: chunks of {}, {} slots in flight, {}", proto::format_size(slot_size), slots,

@@ -8,9 +8,11 @@
 #include <string>
 
 #include "common/connection/transport.hpp"
+#include "common/digest/file_hasher.hpp"
 #include "common/work/work_pool.hpp"
 #include "protocol/sender_keys.hpp"
 #include "protocol/wire.hpp"
+#include "sender/chunk_reads.hpp"
 #include "sender/memlock.hpp"
 #include "sender/progress_bar.hpp"
 
@@ -49,6 +51,11 @@ struct SenderSettings {
   // The run's workers: they read the chunks copied for sending (sender/chunk_reads.hpp) and
   // hash. None: the event loop reads them itself (and there is no digest at the end).
   WorkPool* pool = nullptr;
+  // The work on a chunk, as the workers do it: its read (sender/chunk_reads.hpp) and the
+  // hashing of a file whose digest comes at the end. Empty: the real ones (read_fully, the
+  // plan's digest); the pipeline benchmark gives stand-ins (tests/bench/work_emulation.hpp).
+  ChunkRead read{};
+  FileHashing hashing{};
   // One file over several connections (docs/PROTOCOL.md 7.12): this connection's place in
   // the command's stripe group (owned by the run). None: it stripes nothing.
   StripeLink* stripes = nullptr;

@@ -1,7 +1,6 @@
 #include "common/digest/file_hasher.hpp"
 
 #include "common/digest/blake3_tree.hpp"
-#include "common/work/work_emulation.hpp"
 
 namespace rdmax {
 
@@ -83,21 +82,18 @@ class TreeHasher : public FileHasher {
   std::size_t next_ = 0;
 };
 
-// BLAKE3's, fs-verity's and the benchmark's emulated tree: each chunk's nodes by
-// FileHasher::chunk_nodes, folded by its own rules.
+// BLAKE3's and fs-verity's tree: each chunk's nodes by FileHasher::chunk_nodes, folded by its
+// own rules.
 class Tree final : public TreeHasher {
  public:
   Tree(WorkPool& pool, proto::DigestAlgorithm algorithm, std::uint64_t file_size)
-      : TreeHasher(pool),
-        algorithm_(algorithm),
-        emulated_(emulation::active()),
-        nodes_of_(chunk_nodes(algorithm, file_size)) {}
+      : TreeHasher(pool), algorithm_(algorithm), nodes_of_(chunk_nodes(algorithm, file_size)) {}
 
   void hash(std::uint64_t offset, std::span<const std::uint8_t> bytes, Hashed done) override {
     post(offset, bytes, nodes_of_, std::move(done));
   }
   void fold(std::span<const merkle::Node> nodes) override {
-    if (gap_ || emulated_) return;
+    if (gap_) return;
     if (algorithm_ == proto::DigestAlgorithm::Blake3)
       blake3_.add(nodes);
     else
@@ -105,12 +101,6 @@ class Tree final : public TreeHasher {
   }
   Digest finish(std::uint64_t bytes) override {
     if (gap_) return Digest{};
-    if (emulated_) {
-      // The benchmark's emulation: a stand-in of the file's size that both sides compute.
-      Sha256 hash;
-      hash.update({reinterpret_cast<const std::uint8_t*>(&bytes), sizeof bytes});
-      return hash.finish();
-    }
     if (algorithm_ != proto::DigestAlgorithm::Blake3)
       return merkle::file_digest(bytes, tree_.root());
     try {
@@ -122,7 +112,6 @@ class Tree final : public TreeHasher {
 
  private:
   proto::DigestAlgorithm algorithm_;
-  bool emulated_;  // the benchmark's emulation, as at construction
   ChunkNodes nodes_of_;
   blake3::Folder blake3_;    // the loop's
   merkle::TreeFolder tree_;  // the loop's
@@ -132,19 +121,13 @@ class Tree final : public TreeHasher {
 
 std::unique_ptr<FileHasher> FileHasher::make(WorkPool& pool, proto::DigestAlgorithm algorithm,
                                              std::uint64_t file_size) {
-  if (emulation::active() || algorithm != proto::DigestAlgorithm::WholeFileSha256)
+  if (algorithm != proto::DigestAlgorithm::WholeFileSha256)
     return std::make_unique<Tree>(pool, algorithm, file_size);
   return std::make_unique<SequentialSha256>(pool);
 }
 
 FileHasher::ChunkNodes FileHasher::chunk_nodes(proto::DigestAlgorithm algorithm,
                                                std::uint64_t file_size) {
-  if (emulation::active()) {
-    // The benchmark's emulation (common/work/work_emulation.hpp): each chunk's hash a wait.
-    return [](std::uint64_t, std::span<const std::uint8_t> data, std::vector<merkle::Node>&) {
-      (void)emulation::instead(emulation::Work::Hash, data.size());
-    };
-  }
   if (algorithm == proto::DigestAlgorithm::Blake3) {
     return [file_size](std::uint64_t at, std::span<const std::uint8_t> data,
                        std::vector<merkle::Node>& out) {
@@ -159,6 +142,18 @@ FileHasher::ChunkNodes FileHasher::chunk_nodes(proto::DigestAlgorithm algorithm,
         };
   }
   return {};
+}
+
+std::unique_ptr<FileHasher> FileHashing::make(WorkPool& pool, proto::DigestAlgorithm algorithm,
+                                              std::uint64_t file_size) const {
+  return make_hasher ? make_hasher(pool, algorithm, file_size)
+                     : FileHasher::make(pool, algorithm, file_size);
+}
+
+FileHasher::ChunkNodes FileHashing::chunk_nodes(proto::DigestAlgorithm algorithm,
+                                                std::uint64_t file_size) const {
+  return make_chunk_nodes ? make_chunk_nodes(algorithm, file_size)
+                          : FileHasher::chunk_nodes(algorithm, file_size);
 }
 
 }  // namespace rdmax

@@ -18,6 +18,9 @@
 // and by finish() once no hash is outstanding; a tree job touches only its chunk's bytes
 // and its own node list. Lifetime: the owner keeps the hasher, and the bytes a hash() reads,
 // alive until idle(); cancel() drops the jobs not started.
+//
+// Who hashes is given, not chosen here: an owner makes its files' hashers through the
+// FileHashing it was handed (below), so that a benchmark can put stand-ins in their place.
 
 #include <cstdint>
 #include <functional>
@@ -67,6 +70,25 @@ class FileHasher {
 
  protected:
   bool gap_ = false;
+};
+
+// How an owner's files are hashed: the sender's connection (SenderSettings::hashing) and the
+// receiver's files (receiver/store_work.hpp) make each FileHasher, and a tree's work on one
+// chunk, through it. The programs leave it empty: the real digest (FileHasher::make,
+// FileHasher::chunk_nodes). rdmax-pipeline-bench --emulate-cores gives stand-ins
+// (tests/bench/work_emulation.hpp).
+struct FileHashing {
+  using MakeHasher = std::function<std::unique_ptr<FileHasher>(
+      WorkPool& pool, proto::DigestAlgorithm algorithm, std::uint64_t file_size)>;
+  using MakeChunkNodes = std::function<FileHasher::ChunkNodes(proto::DigestAlgorithm algorithm,
+                                                              std::uint64_t file_size)>;
+  MakeHasher make_hasher;           // empty: FileHasher::make
+  MakeChunkNodes make_chunk_nodes;  // empty: FileHasher::chunk_nodes
+
+  std::unique_ptr<FileHasher> make(WorkPool& pool, proto::DigestAlgorithm algorithm,
+                                   std::uint64_t file_size) const;
+  FileHasher::ChunkNodes chunk_nodes(proto::DigestAlgorithm algorithm,
+                                     std::uint64_t file_size) const;
 };
 
 }  // namespace rdmax

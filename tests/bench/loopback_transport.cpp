@@ -1,13 +1,12 @@
 #include "loopback_transport.hpp"
 
-#include "common/work/work_emulation.hpp"
-
 #include <time.h>
 
 #include <cstring>
 #include <stdexcept>
 
 #include "protocol/wire.hpp"
+#include "work_emulation.hpp"
 
 namespace rdmax::bench {
 
@@ -74,7 +73,8 @@ void LoopbackLink::End::write(const Registration& source, std::span<const std::u
 // What a NIC's driver spends pinning pages and programming its translation table, on the
 // calling thread's CPU, outside the link's mutex (the other end does not wait for it).
 void LoopbackLink::End::charge_registration() const {
-  if (registration_cost_.count() == 0 || emulation::spend(registration_cost_)) return;
+  if (registration_cost_.count() == 0) return;
+  if (emulated_ != nullptr) return emulated_->spend(registration_cost_);
   const auto until = thread_cpu() + registration_cost_;
   while (thread_cpu() < until) {
   }

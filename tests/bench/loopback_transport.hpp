@@ -27,6 +27,8 @@
 
 namespace rdmax::bench {
 
+class EmulatedCores;  // work_emulation.hpp
+
 // CPU time the calling thread has used so far (CLOCK_THREAD_CPUTIME_ID).
 std::chrono::nanoseconds thread_cpu();
 
@@ -54,12 +56,16 @@ class LoopbackLink::End final : public Transport {
   int wake_fd() const { return wake_.fd(); }
   bool disconnected() const;  // this end called disconnect()
   std::chrono::nanoseconds copy_cpu() const { return copy_cpu_; }
-  // The benchmark's emulation (common/work/work_emulation.hpp): a WRITE is checked but not copied
-  // (the NIC's work, on no core).
+  // The benchmark's emulation (work_emulation.hpp): a WRITE is checked but not copied (the
+  // NIC's work, on no core).
   void skip_copies() { skip_copies_ = true; }
   // rdmax-pipeline-bench --grant-us: each register_memory() and each deregister() burns this
-  // much of the calling thread's CPU, as a NIC's driver would (half a revoke-and-grant cycle).
-  void charge_registrations(std::chrono::nanoseconds each) { registration_cost_ = each; }
+  // much of the calling thread's CPU, as a NIC's driver would (half a revoke-and-grant cycle);
+  // with `emulated`, waits that long on one of its cores instead.
+  void charge_registrations(std::chrono::nanoseconds each, EmulatedCores* emulated = nullptr) {
+    registration_cost_ = each;
+    emulated_ = emulated;
+  }
 
   void send(const proto::Message& message, std::uint16_t version, std::uint64_t tag) override;
   std::uint32_t sends_in_flight() const override;
@@ -102,6 +108,7 @@ class LoopbackLink::End final : public Transport {
   std::chrono::nanoseconds copy_cpu_{0};
   bool skip_copies_ = false;
   std::chrono::nanoseconds registration_cost_{0};
+  EmulatedCores* emulated_ = nullptr;
 };
 
 }  // namespace rdmax::bench

@@ -19,7 +19,8 @@
 // ceiling of this machine's cores (cores / both sides' CPU s/GiB, as the two sides share
 // them here) with the share of it reached. --emulate-cores N replaces each worker job's
 // work by a wait as long as it took in the measured runs, on N emulated cores
-// (common/work/work_emulation.hpp), so that two cores show the curve of N.
+// (work_emulation.hpp: stand-ins given to the drivers for their read, hash and write), so
+// that two cores show the curve of N.
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -48,7 +49,6 @@
 
 #include "common/digest/file_digest.hpp"
 #include "common/os/fd.hpp"
-#include "common/work/work_emulation.hpp"
 #include "common/work/work_pool.hpp"
 #include "loopback_transport.hpp"
 #include "protocol/secrets.hpp"
@@ -56,6 +56,7 @@
 #include "receiver/metrics_server.hpp"
 #include "receiver/partial_store.hpp"
 #include "sender/connection.hpp"
+#include "work_emulation.hpp"
 
 namespace rdmax::bench {
 namespace {
@@ -200,6 +201,9 @@ struct Setup {
   std::chrono::milliseconds scrape{0};
   // --grant-us: what one revoke-and-grant cycle of a slot's key costs the thread that does it.
   std::chrono::nanoseconds grant_cycle{0};
+  // --emulate-cores: the workers' jobs are these cores' waits (work_emulation.hpp), the
+  // WRITEs are not copied. None: everything runs for real.
+  EmulatedCores* emulated = nullptr;
 };
 
 // GET /metrics from 127.0.0.1:port, as a scraper does: true when the answer came whole.
@@ -257,8 +261,8 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
   fs::remove_all(out);
   fs::create_directories(out);
   LoopbackLink link;
-  if (emulation::active()) link.sender().skip_copies();
-  link.receiver().charge_registrations(setup.grant_cycle / 2);
+  if (setup.emulated != nullptr) link.sender().skip_copies();
+  link.receiver().charge_registrations(setup.grant_cycle / 2, setup.emulated);
   reset_peak_rss();
   PipelineCost result;
   const auto start = Clock::now();
@@ -279,7 +283,10 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
         proto::SenderKeyStore::parse(std::string("bench ") + kBenchKeyHex + "\n"));
     if (setup.seal) context.sender_keys = &keys;
     // Emulated, a chunk's tree nodes are none: no partial can be kept of them.
-    if (!emulation::active()) context.partials = &partials;
+    if (setup.emulated != nullptr)
+      context.work = setup.emulated->store_work();
+    else
+      context.partials = &partials;
     std::optional<Scraping> scraping;
     if (setup.scrape.count() > 0) scraping.emplace(metrics, setup.scrape);
     {
@@ -308,6 +315,10 @@ PipelineCost run_pipeline(const std::vector<sender::PlannedEntry>& entries, cons
     settings.version = proto::kVersion2;
     settings.digest_at_end = true;
     settings.pool = &pool;
+    if (setup.emulated != nullptr) {
+      settings.read = setup.emulated->read();
+      settings.hashing = setup.emulated->hashing();
+    }
     proto::SenderKey key;
     if (setup.seal) {
       key.id = "bench";
@@ -645,8 +656,7 @@ int main(int argc, char** argv) {
         read.push_back(stage_cpu(r.sender, kReads, gib));
         write.push_back(stage_cpu(r.receiver, kWrites, gib));
       }
-      const rdmax::emulation::Costs costs{median(hash) / kGiB, median(read) / kGiB,
-                                          median(write) / kGiB};
+      const Costs costs{median(hash) / kGiB, median(read) / kGiB, median(write) / kGiB};
       std::printf(
           "\nEmulated (each job a wait of its measured length: hashing %.3f, a read %.3f, a "
           "write %.3f CPU s/GiB; the WRITEs not copied; the loops real, on this machine's cores, "
@@ -659,16 +669,17 @@ int main(int argc, char** argv) {
       for (unsigned n : emulated_cores) {
         const double ceiling = n / (send_cpu_last + recv_cpu_last);
         const auto loop_cores = static_cast<unsigned>(std::lround(median(loops) * ceiling));
-        rdmax::emulation::start(n > loop_cores ? n - loop_cores : 1, costs);
+        EmulatedCores emulated(n > loop_cores ? n - loop_cores : 1, costs);
+        Setup emulated_setup = setup;
+        emulated_setup.emulated = &emulated;
         std::vector<double> rate;
         emulated_runs.emplace_back();
         for (unsigned run = 0; run < runs; ++run) {
-          const auto cost = run_pipeline(entries, out, n, setup);
+          const auto cost = run_pipeline(entries, out, n, emulated_setup);
           check(cost);
           rate.push_back(gib / cost.receiver.wall.count());
           emulated_runs.back().push_back(cost);
         }
-        rdmax::emulation::stop();
         const std::string what = "emulated, " + std::to_string(n) + " threads";
         print_ceiling(n, send_cpu_last, recv_cpu_last, median(rate), what.c_str());
       }

@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "common/digest/merkle.hpp"
 #include "driver_harness.hpp"
@@ -61,6 +63,58 @@ TEST_F(IncomingFileTest, StoresChunksInOrderAndCommitsTheVerifiedFile) {
   EXPECT_TRUE(f.committed());
   EXPECT_EQ(read_file(dir.path() / "out.bin"), std::string(bytes.begin(), bytes.end()));
   EXPECT_TRUE(f.idle());
+}
+
+// The work given (receiver/store_work.hpp) is the work done: each chunk goes to the write
+// given, not to the file, and the file is hashed by the hashers the hashing given makes; a
+// write given that throws fails its chunk as a write of the file would.
+TEST_F(IncomingFileTest, TheStoreWorkGivenWritesAndHashesEachChunk) {
+  const auto bytes = random_bytes(3 * 4096, 21);
+  struct Written {
+    std::uint64_t offset;
+    std::vector<std::uint8_t> bytes;
+  };
+  std::mutex mutex;  // the lanes' jobs write at once
+  std::vector<Written> written;
+  unsigned hashers = 0;
+  receiver::StoreWork work;
+  work.write = [&](OutputFile&, std::uint64_t offset, std::span<const std::uint8_t> chunk) {
+    if (offset == 2 * 4096) throw std::runtime_error("no room on the emulated disk");
+    std::lock_guard lock(mutex);
+    written.push_back({offset, {chunk.begin(), chunk.end()}});
+  };
+  work.hashing.make_hasher = [&](WorkPool& p, proto::DigestAlgorithm algorithm,
+                                 std::uint64_t size) {
+    ++hashers;
+    return FileHasher::make(p, algorithm, size);
+  };
+  IncomingFile f(pool, dir.fd(), "given.bin", false, proto::DigestAlgorithm::WholeFileSha256, work);
+  f.set_write_lanes(3);
+  ASSERT_TRUE(create(f, bytes.size()).ok());
+  EXPECT_EQ(hashers, 1u);
+  std::map<std::uint32_t, IncomingFile::Outcome> stored;  // by slot
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    f.store(i, std::uint64_t{i} * 4096, std::span(bytes).subspan(i * 4096, 4096),
+            [&](const IncomingFile::Stored& s) { stored[s.slot] = s.outcome; });
+  }
+  ASSERT_TRUE(run_pool_until(pool, [&] { return stored.size() == 2; }));
+  EXPECT_TRUE(stored[0].ok() && stored[1].ok());
+  EXPECT_EQ(f.finish_hash(), sha256_of(std::span(bytes).first(2 * 4096)));
+  std::sort(written.begin(), written.end(),
+            [](const Written& a, const Written& b) { return a.offset < b.offset; });
+  ASSERT_EQ(written.size(), 2u);
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(written[i].offset, i * 4096u);
+    EXPECT_TRUE(
+        std::equal(written[i].bytes.begin(), written[i].bytes.end(), bytes.begin() + i * 4096));
+  }
+  f.store(2, 2 * 4096, std::span(bytes).subspan(2 * 4096),
+          [&](const IncomingFile::Stored& s) { stored[s.slot] = s.outcome; });
+  ASSERT_TRUE(run_pool_until(pool, [&] { return stored.size() == 3; }));
+  EXPECT_EQ(stored[2].kind, Kind::Failed);
+  EXPECT_EQ(stored[2].error, "no room on the emulated disk");
+  f.discard();
+  ASSERT_TRUE(run_pool_until(pool, [&] { return f.idle(); }));
 }
 
 // The fs-verity digest: chunks hashed on every pool thread, finishing in whatever order the

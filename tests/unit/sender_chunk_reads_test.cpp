@@ -2,7 +2,7 @@
 // were planned however their reads finish, a read that fails comes back with its error in
 // its turn, a chunk needing no read waits its turn, and stop() waits for a read that runs.
 // A read that must finish last is held on a gate in the read function the class takes
-// (what the benchmark's emulation replaces too); every wait is bounded.
+// (the seam through which the benchmark's emulation gives its own); every wait is bounded.
 #include "sender/chunk_reads.hpp"
 
 #include <gtest/gtest.h>
