@@ -194,7 +194,12 @@ void Connection::perform(Action action, SenderInput& cause) {
     case Action::Connect:
       expect("the connection to be accepted", settings_.connect_timeout);
       sealed_.emplace(cm_.connect());
-      attach(*sealed_);
+      if (settings_.inject_corruption) {
+        corrupting_.emplace(*sealed_, settings_);
+        attach(*corrupting_);
+      } else {
+        attach(*sealed_);
+      }
       set_version(proto::kVersion2);
       break;
     case Action::SendOpen:

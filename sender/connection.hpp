@@ -15,7 +15,9 @@
 // Closing -> Done. The owner (sender/transfer_run.hpp) feeds it CM events, completions, ticks and
 // signals until finished(). The Transport it gets from SenderCm::connect() outlives it; for
 // a version-1 receiver it is wrapped in sender/version1_transport.hpp, and this driver
-// does not know the difference.
+// does not know the difference. The driver puts its own decorators above it: the seal
+// (common/connection/sealed_transport.hpp) and, for --inject-corruption, the corruption
+// (sender/corrupting_transport.hpp).
 
 #include <chrono>
 #include <cstdint>
@@ -31,6 +33,7 @@
 #include "protocol/sender_machine.hpp"
 #include "protocol/transfer_rules.hpp"
 #include "protocol/wire.hpp"
+#include "sender/corrupting_transport.hpp"
 #include "sender/key_proof.hpp"
 #include "sender/outgoing_entries.hpp"
 #include "sender/send_window.hpp"
@@ -138,6 +141,8 @@ class Connection final : public DriverCore {
   // The wire as the driver sees it once connected: sealed after the proofs where our Open
   // asked (docs/PROTOCOL.md 7.11). Before the parts that deregister through it.
   std::optional<SealedTransport> sealed_;
+  // --inject-corruption (testing): above the seal, where the FileChunks are in clear.
+  std::optional<CorruptingTransport> corrupting_;
   std::optional<proto::SetupState> setup_ = proto::SetupState::ResolvingAddress;
   State state_ = State::Connecting;
   Dispatcher<SenderInput> dispatcher_;

@@ -89,13 +89,6 @@ bool SendWindow::post_chunks() {
       freed = true;
       continue;
     }
-    // (Never zero-copy: fit() copies when asked to corrupt.)
-    if (const auto at = settings_.inject_corruption;
-        at && *at >= c.offset && *at < c.offset + c.length) {
-      staging_[std::size_t{c.slot} * slot_size_ + (*at - c.offset)] ^= 0xFF;
-      spdlog::warn("testing: corrupted the byte at offset {} of {}", *at,
-                   proto::quoted_for_log(e.planned.local_path));
-    }
     if (chunk->nodes)
       entries_.hashed_in_read(e, c, std::move(*chunk->nodes), chunk->hash_error);
     else if (e.digest_in_flight())
@@ -177,7 +170,8 @@ std::optional<std::uint32_t> SendWindow::fit(const proto::Accept& accept) {
   // Copying is the default: pinning page-cache pages cost more than copying them where it
   // was measured (docs/BENCHMARKS.md). --zero-copy asks for it.
   // A sealed connection copies: each chunk is sealed into its slot (rdma-send refuses
-  // --zero-copy with a key unless --no-seal).
+  // --zero-copy with a key unless --no-seal). So does --inject-corruption: its byte is flipped
+  // in our copy (sender/corrupting_transport.hpp), never in the file's pages.
   const bool seals = settings_.key != nullptr && settings_.seal;
   if (settings_.zero_copy && !settings_.inject_corruption && !seals && wanted > 0) {
     const std::uint64_t preferred = preferred_window_chunks(accept.slot_size, wanted);

@@ -29,7 +29,9 @@ struct SenderSettings {
   std::chrono::seconds connect_timeout{10};
   std::chrono::seconds timeout{30};  // no word from the receiver for this long ends it
   bool zero_copy = false;
-  std::optional<std::uint64_t> inject_corruption;  // testing: flip the byte at this offset
+  // Testing: flip the byte at this offset of every file that long, on its way to the wire
+  // (sender/corrupting_transport.hpp; not with the digest at end, nor zero-copy).
+  std::optional<std::uint64_t> inject_corruption;
   ProgressMode progress = ProgressMode::Off;
   std::optional<std::uint64_t> bwlimit;  // --bwlimit: bytes per second (sender/rate_limit.hpp)
   // --bwlimit's one bucket, shared by the command's connections (owned by the run).
