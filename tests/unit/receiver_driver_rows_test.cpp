@@ -637,79 +637,67 @@ std::vector<Row> abort_rows() {
                   },
                   [](Rig& r) { r.settle_out_of(S::InSession); },
                   {S::Closing, {error(ErrorCode::Internal)}, File::None, End::Disconnects}});
-  // The session's rules, checked before anything is done (PROTOCOL.md 7.5).
+  // The session's rules, checked before anything is done (PROTOCOL.md 7.5): each of these
+  // InSession rows ends in a ProtocolViolation Error.
+  struct Violation {
+    E event;
+    const char* variant;
+    Step reach;
+    Step inject;
+  };
+  const Step entry_taken_v2 = [](Rig& r) {
+    r.version = proto::kVersion2;
+    r.entry_taken();
+  };
+  const std::vector<Violation> violations{
+      {E::ProtocolViolation, "OfferOutOfOrder", [](Rig& r) { r.in_session(); },
+       [](Rig& r) { r.peer(r.offer(1)); }},
+      {E::ProtocolViolation, "ChunkAtWrongOffset", [](Rig& r) { r.entry_taken(); },
+       [](Rig& r) { r.file_chunk(0, kSlot, kSlot, 0); }},
+      {E::GotId, "BeforeEveryEntryIsSettled", [](Rig& r) { r.session_resting(); },
+       [](Rig& r) { r.peer(proto::Id{"alice"}); }},
+      {E::GotBye, "BeforeEveryEntryIsSettled", [](Rig& r) { r.session_resting(); },
+       [](Rig& r) { r.peer(proto::Bye{}); }},
+      // The digest at the end never negotiated: nothing is held or flagged, so a Continue or
+      // a FileAbort names an entry the ledger cannot take it for.
+      {E::ProtocolViolation, "ContinueNeverNegotiated", entry_taken_v2,
+       [](Rig& r) {
+         r.peer(proto::Continue{0, 0});
+       }},
+      {E::ProtocolViolation, "OfferWithDigestAtEndNeverNegotiated",
+       [](Rig& r) {
+         r.version = proto::kVersion2;
+         r.in_session();
+       },
+       [](Rig& r) { r.peer(r.flagged(0)); }},
+      {E::ProtocolViolation, "FileAbortNeverNegotiated", entry_taken_v2,
+       [](Rig& r) {
+         r.peer(proto::FileAbort{0, proto::AbortReason::Changed});
+       }},
+      // One file over several connections (7.12) never negotiated: this connection was not
+      // answered Stripes, so the ledger takes no Join.
+      {E::GotJoin, "NeverNegotiated", entry_taken_v2,
+       [](Rig& r) {
+         r.peer(proto::Join{2, 0});
+       }},
+      // The Hello flow's own: a session message after a Hello, a Chunk before the Accept.
+      {E::ProtocolViolation, "HelloThenFileChunk",
+       [](Rig& r) {
+         r.version = proto::kVersion2;
+         r.receiving();
+       },
+       [](Rig& r) {
+         r.peer(proto::FileChunk{0, 0, 0, kSlot});
+       }},
+      {E::ProtocolViolation, "HelloChunkBeforeAccept", [](Rig& r) { r.checking_hello_created(); },
+       [](Rig& r) {
+         r.peer(proto::Chunk{0, kSlot, 0});
+       }},
+  };
   const Want violation{
       S::Closing, {error(ErrorCode::ProtocolViolation)}, File::None, End::Disconnects};
-  rows.push_back({{S::InSession, E::ProtocolViolation, "OfferOutOfOrder"},
-                  [](Rig& r) { r.in_session(); },
-                  [](Rig& r) { r.peer(r.offer(1)); },
-                  violation});
-  rows.push_back({{S::InSession, E::ProtocolViolation, "ChunkAtWrongOffset"},
-                  [](Rig& r) { r.entry_taken(); },
-                  [](Rig& r) { r.file_chunk(0, kSlot, kSlot, 0); },
-                  violation});
-  rows.push_back({{S::InSession, E::GotId, "BeforeEveryEntryIsSettled"},
-                  [](Rig& r) { r.session_resting(); },
-                  [](Rig& r) { r.peer(proto::Id{"alice"}); },
-                  violation});
-  rows.push_back({{S::InSession, E::GotBye, "BeforeEveryEntryIsSettled"},
-                  [](Rig& r) { r.session_resting(); },
-                  [](Rig& r) { r.peer(proto::Bye{}); },
-                  violation});
-  // The digest at the end never negotiated: nothing is held or flagged, so a Continue or a
-  // FileAbort names an entry the ledger cannot take it for.
-  rows.push_back({{S::InSession, E::ProtocolViolation, "ContinueNeverNegotiated"},
-                  [](Rig& r) {
-                    r.version = proto::kVersion2;
-                    r.entry_taken();
-                  },
-                  [](Rig& r) {
-                    r.peer(proto::Continue{0, 0});
-                  },
-                  violation});
-  rows.push_back({{S::InSession, E::ProtocolViolation, "OfferWithDigestAtEndNeverNegotiated"},
-                  [](Rig& r) {
-                    r.version = proto::kVersion2;
-                    r.in_session();
-                  },
-                  [](Rig& r) { r.peer(r.flagged(0)); },
-                  violation});
-  rows.push_back({{S::InSession, E::ProtocolViolation, "FileAbortNeverNegotiated"},
-                  [](Rig& r) {
-                    r.version = proto::kVersion2;
-                    r.entry_taken();
-                  },
-                  [](Rig& r) {
-                    r.peer(proto::FileAbort{0, proto::AbortReason::Changed});
-                  },
-                  violation});
-  // One file over several connections (7.12) never negotiated: this connection was not
-  // answered Stripes, so the ledger takes no Join.
-  rows.push_back({{S::InSession, E::GotJoin, "NeverNegotiated"},
-                  [](Rig& r) {
-                    r.version = proto::kVersion2;
-                    r.entry_taken();
-                  },
-                  [](Rig& r) {
-                    r.peer(proto::Join{2, 0});
-                  },
-                  violation});
-  // The Hello flow's own: a session message after a Hello, a Chunk before the Accept.
-  rows.push_back({{S::InSession, E::ProtocolViolation, "HelloThenFileChunk"},
-                  [](Rig& r) {
-                    r.version = proto::kVersion2;
-                    r.receiving();
-                  },
-                  [](Rig& r) {
-                    r.peer(proto::FileChunk{0, 0, 0, kSlot});
-                  },
-                  violation});
-  rows.push_back({{S::InSession, E::ProtocolViolation, "HelloChunkBeforeAccept"},
-                  [](Rig& r) { r.checking_hello_created(); },
-                  [](Rig& r) {
-                    r.peer(proto::Chunk{0, kSlot, 0});
-                  },
-                  violation});
+  for (const Violation& v : violations)
+    rows.push_back({{S::InSession, v.event, v.variant}, v.reach, v.inject, violation});
   // The connection is over in rdma_cm itself: nothing is left to disconnect.
   rows.push_back({{S::InSession, E::Disconnected, "CmEvent"},
                   [](Rig& r) { r.receiving(); },
