@@ -41,8 +41,7 @@ void send_all(Rig& r, std::uint32_t i, std::uint64_t from = 0) {
 
 TEST(ReceiverDigestAtEnd, AFileOfferedWithoutItsDigestIsVerifiedByTheOneThatEndsIt) {
   Rig r;
-  flagged_session(r, false);
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(flagged_session(r, false));
   r.peer(r.flagged(0));
   ASSERT_TRUE(r.settle_until_sent(T::Take));
   send_all(r, 0);
@@ -54,8 +53,7 @@ TEST(ReceiverDigestAtEnd, AFileOfferedWithoutItsDigestIsVerifiedByTheOneThatEnds
 
 TEST(ReceiverDigestAtEnd, AWrongDigestAtTheEndIsAHashMismatchAndNothingIsKept) {
   Rig r;
-  flagged_session(r);
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(flagged_session(r));
   r.digest = proto::Digest{};  // what the FileDone will say
   r.peer(r.flagged(0));
   ASSERT_TRUE(r.settle_until_sent(T::Take));
@@ -71,8 +69,7 @@ TEST(ReceiverDigestAtEnd, TheFileDoneMustCarryTheDigestExactlyForAFlaggedFile) {
   for (const bool flagged : {true, false}) {
     SCOPED_TRACE(flagged);
     Rig r;
-    flagged_session(r, false);
-    ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    ASSERT_NO_FATAL_FAILURE(flagged_session(r, false));
     r.peer(flagged ? r.flagged(0) : r.offer(0));
     ASSERT_TRUE(r.settle_until_sent(T::Take));
     ASSERT_TRUE(r.file_chunk(0, 0, kSlot, 0));
@@ -93,8 +90,7 @@ TEST(ReceiverDigestAtEnd, AFileOfTheSameSizeHereIsToldAndContinueDecides) {
     Rig r;
     const auto here = same ? r.entries[0].bytes : random_bytes(r.entries[0].bytes.size(), 99);
     write_bytes(r.h.dir.path() / "a.bin", here);
-    flagged_session(r);
-    ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    ASSERT_NO_FATAL_FAILURE(flagged_session(r));
     r.peer(r.flagged(0));
     ASSERT_TRUE(r.settle_until_sent(T::Holds));
     const proto::Holds holds = r.h.transport.sent_of<proto::Holds>().at(0);
@@ -117,10 +113,8 @@ TEST(ReceiverDigestAtEnd, AKeptPartialIsToldByItsPrefixDigestAndResumed) {
   Rig r;
   r.entries[0].bytes = random_bytes(4 * kSlot, 5);
   // An earlier transfer (with or without its digest) kept three chunks of it.
-  keep_partial(r, "a.bin", r.entries[0].bytes, 3 * kSlot, proto::Digest{});
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
-  flagged_session(r);
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(keep_partial(r, "a.bin", r.entries[0].bytes, 3 * kSlot, proto::Digest{}));
+  ASSERT_NO_FATAL_FAILURE(flagged_session(r));
   r.peer(r.flagged(0));
   ASSERT_TRUE(r.settle_until_sent(T::Holds));
   const proto::Holds holds = r.h.transport.sent_of<proto::Holds>().at(0);
@@ -141,10 +135,9 @@ TEST(ReceiverDigestAtEnd, AKeptPartialIsToldByItsPrefixDigestAndResumed) {
 TEST(ReceiverDigestAtEnd, AContinueFromZeroStartsAFreshFileAndDropsThePartial) {
   Rig r;
   r.entries[0].bytes = random_bytes(4 * kSlot, 6);
-  keep_partial(r, "a.bin", random_bytes(4 * kSlot, 7), 2 * kSlot, proto::Digest{});
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
-  flagged_session(r);
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(
+      keep_partial(r, "a.bin", random_bytes(4 * kSlot, 7), 2 * kSlot, proto::Digest{}));
+  ASSERT_NO_FATAL_FAILURE(flagged_session(r));
   r.peer(r.flagged(0));
   ASSERT_TRUE(r.settle_until_sent(T::Holds));
   r.peer(proto::Continue{0, 0});  // another file's prefix: sent whole
@@ -163,8 +156,8 @@ TEST(ReceiverDigestAtEnd, LookingForWhatIsHeldLeavesThePartialAreaAsItWas) {
   const auto here = random_bytes(r.entries[0].bytes.size() + 1, 13);
   write_bytes(r.h.dir.path() / "a.bin", here);
   r.entries[1].bytes = random_bytes(4 * kSlot, 14);
-  keep_partial(r, "b.bin", random_bytes(4 * kSlot + 1, 15), 2 * kSlot, proto::Digest{});
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(
+      keep_partial(r, "b.bin", random_bytes(4 * kSlot + 1, 15), 2 * kSlot, proto::Digest{}));
   const auto area = r.h.dir.path() / ".rdmax-partial";
   auto sizes = [&] {
     std::map<std::string, std::uintmax_t> out;
@@ -173,8 +166,7 @@ TEST(ReceiverDigestAtEnd, LookingForWhatIsHeldLeavesThePartialAreaAsItWas) {
     return out;
   };
   const auto before = sizes();
-  flagged_session(r);
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(flagged_session(r));
   r.peer(r.flagged(0));
   ASSERT_TRUE(r.settle_until_sent(T::Refuse));
   EXPECT_EQ(r.h.transport.sent_of<proto::Refuse>().at(0).reason, R::Exists);
@@ -188,8 +180,7 @@ TEST(ReceiverDigestAtEnd, LookingForWhatIsHeldLeavesThePartialAreaAsItWas) {
 TEST(ReceiverDigestAtEnd, AContinueFromAnywhereElseIsAViolation) {
   Rig r;
   write_bytes(r.h.dir.path() / "a.bin", r.entries[0].bytes);
-  flagged_session(r);
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(flagged_session(r));
   r.peer(r.flagged(0));
   ASSERT_TRUE(r.settle_until_sent(T::Holds));
   const std::size_t sent = r.h.transport.sent.size();
@@ -204,8 +195,7 @@ TEST(ReceiverDigestAtEnd, NothingHeldIsToldToASenderThatDoesNotProveItsOwn) {
   Rig r;
   write_bytes(r.h.dir.path() / "a.bin", r.entries[0].bytes);
   r.prove_held = false;
-  flagged_session(r);
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(flagged_session(r));
   r.peer(r.flagged(0));
   // Not told it is here, the sender cannot be answered Have: the file in the way is kept.
   ASSERT_TRUE(r.settle_until_sent(T::Refuse));
@@ -218,8 +208,7 @@ TEST(ReceiverDigestAtEnd, AContinueWithoutTheSendersDigestOrWithOneFromZeroIsAVi
     SCOPED_TRACE(from_zero);
     Rig r;
     write_bytes(r.h.dir.path() / "a.bin", r.entries[0].bytes);
-    flagged_session(r);
-    ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    ASSERT_NO_FATAL_FAILURE(flagged_session(r));
     r.peer(r.flagged(0));
     ASSERT_TRUE(r.settle_until_sent(T::Holds));
     const std::size_t sent = r.h.transport.sent.size();
@@ -241,8 +230,7 @@ TEST(ReceiverDigestAtEnd, AfterSoManyWrongGuessesNothingMoreIsHeldOut) {
     write_bytes(r.h.dir.path() / r.entries[i].path,
                 random_bytes(r.entries[i].bytes.size(), static_cast<unsigned>(40 + i)));
   }
-  flagged_session(r);
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(flagged_session(r));
   for (std::uint32_t i = 0; i < proto::kMaxHeldGuesses; ++i) {
     r.peer(r.flagged(i));
     ASSERT_TRUE(r.settle_until_sent(T::Holds));
@@ -260,8 +248,7 @@ TEST(ReceiverDigestAtEnd, AFileAbortInsteadOfAContinueLeavesWhatIsHereAlone) {
   Rig r;
   const auto here = random_bytes(r.entries[0].bytes.size(), 12);
   write_bytes(r.h.dir.path() / "a.bin", here);
-  flagged_session(r);
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(flagged_session(r));
   r.peer(r.flagged(0));
   ASSERT_TRUE(r.settle_until_sent(T::Holds));
   r.peer(proto::FileAbort{0, proto::AbortReason::Unreadable});
@@ -277,8 +264,7 @@ TEST(ReceiverDigestAtEnd, AFileAbortInsteadOfAContinueLeavesWhatIsHereAlone) {
 
 TEST(ReceiverDigestAtEnd, OnlyAFlaggedFileMayBeAbandoned) {
   Rig r;
-  flagged_session(r, false);
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(flagged_session(r, false));
   r.peer(r.offer(0));  // with its digest
   ASSERT_TRUE(r.settle_until_sent(T::Take));
   const std::size_t sent = r.h.transport.sent.size();

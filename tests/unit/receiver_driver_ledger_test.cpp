@@ -36,8 +36,7 @@ class ReceiverDriverChunkRules : public ::testing::TestWithParam<BadChunk> {
 
 TEST_P(ReceiverDriverChunkRules, BreachIsAViolationAndLeavesNoFile) {
   const BadChunk& bad = GetParam();
-  r.receiving();
-  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.receiving());
   if (bad.before != nullptr) bad.before(r);
   const std::size_t sent = r.h.transport.sent.size();
   const std::size_t stepped = r.steps().size();

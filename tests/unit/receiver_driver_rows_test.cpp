@@ -953,8 +953,7 @@ TEST_P(ReceiverDriverIllegal, IsAProtocolViolation) {
   const Misplaced& m = GetParam();
   r.version = proto::kVersion2;  // Working exists only in version 2
   r.digest_at_end = m.digest_at_end;
-  r.reach(m.state);
-  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.reach(m.state));
   const std::size_t sent = r.h.transport.sent.size();
   const std::size_t stepped = r.steps().size();
   r.peer(m.message);
@@ -1043,8 +1042,7 @@ TEST(ReceiverDriverCoverage, NoDeadlineWhileTheDiskWorks) {
     if (!at.own_work) continue;
     SCOPED_TRACE(at.variant);
     Rig r;
-    at.reach(r);
-    ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    ASSERT_NO_FATAL_FAILURE(at.reach(r));
     const std::size_t sent = r.h.transport.sent.size();
     r.tick_late();
     EXPECT_EQ(r.h.state(), at.state);

@@ -25,8 +25,7 @@ std::size_t entries_in(const std::filesystem::path& dir) {
 TEST(ReceiverSession, TwoFilesAreTakenStoredAndCommittedWithTheirModeAndTime) {
   Rig r;
   r.entries[1].path = "d/b.bin";  // its directory is made on the way
-  r.in_session();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.in_session());
   EXPECT_EQ(r.accept().slot_count, 2u);
   r.peer(r.offer(0));
   r.peer(r.offer(1));
@@ -76,8 +75,7 @@ TEST(ReceiverSession, BadPathsAreRefusedNothingIsWrittenOutsideAndTheSessionGoes
   for (const auto& path : bad) entries.push_back({path, random_bytes(10, 3), 0644, 0, 0});
   entries.push_back({"ok.bin", random_bytes(10, 4), 0644, 1600000000, 0});
   r.entries = entries;
-  r.in_session();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.in_session());
   for (std::uint32_t i = 0; i < bad.size(); ++i) {
     SCOPED_TRACE(bad[i]);
     const std::size_t sent = r.h.transport.sent.size();
@@ -112,8 +110,7 @@ TEST(ReceiverSession, ByeAfterARefusalEndsTheSessionCleanly) {
   Rig r;
   r.entries.resize(1);
   std::ofstream(r.h.dir.path() / "a.bin") << "taken";
-  r.in_session();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.in_session());
   r.peer(r.offer(0));
   ASSERT_TRUE(r.settle_until_sent(T::Refuse));
   EXPECT_EQ(r.h.transport.sent_of<proto::Refuse>().at(0).reason, R::Exists);
@@ -134,8 +131,7 @@ TEST(ReceiverSession, AnOversizedOfferDoesNotMakeTheOffersBehindItFail) {
                {"s2.bin", random_bytes(kSlot, 3), 0644, 0, 0}};
   constexpr std::uint64_t kHuge = std::uint64_t{1} << 62;
   r.extra_total_bytes = kHuge - 10;
-  r.in_session();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.in_session());
   proto::Offer huge = r.offer(0);
   huge.size = kHuge;
   r.peer(huge);
@@ -173,8 +169,7 @@ TEST(ReceiverSession, AnOversizedOfferDoesNotMakeTheOffersBehindItFail) {
 // ShuttingDown, and the file is in place.
 TEST(ReceiverSession, ShutdownDuringAnEntrysCommitWaitsForItsVerdict) {
   Rig r;
-  r.entry_stored();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.entry_stored());
   ASSERT_TRUE(r.gate.hold());  // the commit job waits at the gate
   r.file_done(0);
   r.h.connection->shut_down();
@@ -227,8 +222,7 @@ TEST(ReceiverSession, AnOpenIsNotJudgedByItsSizesOnlyEachFileIs) {
 TEST(ReceiverSession, TotalBytesAboveTheOfferedSizesIsAnUpperBound) {
   Rig r;
   r.extra_total_bytes = 10 * kSlot;
-  r.in_session();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.in_session());
   r.peer(r.offer(0));
   r.peer(r.offer(1));
   ASSERT_TRUE(r.settle_until_sent(T::Take, 2));
@@ -261,8 +255,7 @@ TEST(ReceiverSession, EmptyFilesInPlaceAreAnsweredHaveAndFreeTheirPlaceInFlight)
     r.entries.push_back({"e" + std::to_string(i), {}, 0644, 0, 0});
     std::ofstream(r.h.dir.path() / r.entries.back().path);  // there already, empty
   }
-  r.in_session();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.in_session());
   for (std::uint32_t i = 0; i < proto::kMaxEntriesInFlight; ++i) r.peer(r.offer(i));
   ASSERT_TRUE(r.settle_until_sent(T::Have, proto::kMaxEntriesInFlight));
   for (std::uint32_t i = proto::kMaxEntriesInFlight; i < kCount; ++i) r.peer(r.offer(i));
@@ -280,8 +273,7 @@ TEST(ReceiverSession, EmptyFilesInPlaceAreAnsweredHaveAndFreeTheirPlaceInFlight)
 TEST(ReceiverSession, WorkingInASessionSaysStoring) {
   Rig r;
   r.keepalive_ms = 100;
-  r.entry_offered();  // its file is being created
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.entry_offered());  // its file is being created
   r.tick_late();
   ASSERT_EQ(r.sent_count<proto::Working>(), 1u);
   EXPECT_EQ(r.h.transport.sent_of<proto::Working>()[0].phase, proto::WorkPhase::Storing);
@@ -293,8 +285,7 @@ TEST(ReceiverSession, MoreThanSixteenUnsettledEntriesIsAViolation) {
   r.entries.clear();
   for (int i = 0; i <= 16; ++i)
     r.entries.push_back({"f" + std::to_string(i), random_bytes(1, 5), 0644, 0, 0});
-  r.in_session();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.in_session());
   ASSERT_TRUE(r.gate.hold());  // the files stay unsettled: their creation waits at the gate
   for (std::uint32_t i = 0; i < proto::kMaxEntriesInFlight; ++i) r.peer(r.offer(i));
   EXPECT_EQ(r.h.state(), S::InSession);
@@ -315,8 +306,7 @@ TEST(ReceiverSession, MoreThanSixteenUnsettledEntriesIsAViolation) {
 TEST(ReceiverSession, AFileWhoseWriteFailsIsSettledAtOnceAndTheSessionGoesOn) {
   Rig r;
   r.entries[0].bytes = random_bytes(3 * kSlot, 31);
-  r.in_session();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.in_session());
   r.peer(r.offer(0));
   ASSERT_TRUE(r.settle_until_sent(T::Take));
   ASSERT_TRUE(r.file_chunk(0, 0, kSlot, 0));

@@ -144,8 +144,7 @@ struct StripedRig {
 
 TEST(ReceiverStripes, AFileOverTwoConnectionsIsStoredInAnyOrderAndVerifiedOnce) {
   StripedRig r;
-  r.joined();
-  ASSERT_FALSE(testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.joined());
   EXPECT_EQ(r.member.sent<proto::Take>().at(0).entry, 0u);
   // The member carries chunks 5, 1 and 3 (the last first), the lead 0, 2 and 4.
   ASSERT_TRUE(r.chunk(r.member, 0, 5, 0));
@@ -174,8 +173,7 @@ TEST(ReceiverStripes, AFileOverTwoConnectionsIsStoredInAnyOrderAndVerifiedOnce) 
 
 TEST(ReceiverStripes, AChunkSentTwiceInTheGroupIsAViolation) {
   StripedRig r;
-  r.joined();
-  ASSERT_FALSE(testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.joined());
   ASSERT_TRUE(r.chunk(r.lead, 0, 1, 0));
   r.chunk(r.member, 0, 1, 0);
   ASSERT_TRUE(r.settle([&] { return r.member.connection->state() != S::InSession; }));
@@ -187,8 +185,7 @@ TEST(ReceiverStripes, AChunkSentTwiceInTheGroupIsAViolation) {
 
 TEST(ReceiverStripes, TheLeadsFileDoneBeforeEveryChunkIsAViolation) {
   StripedRig r;
-  r.joined();
-  ASSERT_FALSE(testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.joined());
   ASSERT_TRUE(r.chunk(r.lead, 0, 0, 0));
   r.send(r.lead, proto::FileDone{0, r.bytes.size()});
   ASSERT_TRUE(r.settle([&] { return r.lead.connection->state() != S::InSession; }));
@@ -202,8 +199,7 @@ TEST(ReceiverStripes, TheLeadsFileDoneBeforeEveryChunkIsAViolation) {
 // kept; offered again (here on one connection), the file resumes from that prefix.
 TEST(ReceiverStripes, AMemberLostInterruptsTheFileAndItsPrefixResumes) {
   StripedRig r;
-  r.joined();
-  ASSERT_FALSE(testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.joined());
   ASSERT_TRUE(r.chunk(r.lead, 0, 0, 0));
   ASSERT_TRUE(r.chunk(r.member, 0, 1, 0));
   ASSERT_TRUE(r.chunk(r.lead, 0, 3, 1));  // past a hole (chunk 2): not kept

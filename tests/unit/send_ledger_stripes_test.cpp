@@ -50,8 +50,7 @@ struct Pair {
 
 TEST(SendLedgerStripes, BothConnectionsDrawTheFilesChunksInFileOrder) {
   Pair p;
-  p.start();
-  ASSERT_FALSE(testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(p.start());
   EXPECT_EQ(p.lead.offer_count(), 1u);
   EXPECT_EQ(p.lead.next_offer(), std::nullopt);
   const auto a = p.lead.next_chunk();
@@ -96,8 +95,7 @@ TEST(SendLedgerStripes, BothConnectionsDrawTheFilesChunksInFileOrder) {
 
 TEST(SendLedgerStripes, NoFileDoneOnceThePlanIsInterrupted) {
   Pair p;
-  p.start();
-  ASSERT_FALSE(testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(p.start());
   const auto a = p.lead.next_chunk();
   const auto b = p.member.next_chunk();
   ASSERT_TRUE(a && b);
@@ -125,8 +123,7 @@ TEST(SendLedgerStripes, AJoinIsAnsweredTakeRefuseOrVerdict) {
 
 TEST(SendLedgerStripes, AnUnreadableChunkOfAStripedFileInterruptsItsPlan) {
   Pair p;
-  p.start();
-  ASSERT_FALSE(testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(p.start());
   const auto b = p.member.next_chunk();
   ASSERT_TRUE(b);
   p.member.unplan(*b);

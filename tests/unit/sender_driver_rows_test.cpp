@@ -452,8 +452,7 @@ class SenderDriverIllegal : public ::testing::TestWithParam<Misplaced> {
 // A protocol error either way.
 TEST_P(SenderDriverIllegal, IsAProtocolError) {
   const Misplaced& m = GetParam();
-  r.reach(m.state);
-  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.reach(m.state));
   const std::size_t sent = r.h.transport.sent.size();
   const std::size_t stepped = r.steps().size();
   m.inject(r);
@@ -871,8 +870,7 @@ INSTANTIATE_TEST_SUITE_P(Setup, SenderDriverSetup, ::testing::ValuesIn(setup_row
 TEST(SenderDriverCoverage, NoTransportBeforeConnect) {
   for (proto::SetupState s : proto::enum_values<proto::SetupState>()) {
     Rig r;
-    r.reach(s);
-    ASSERT_FALSE(HasFatalFailure());
+    ASSERT_NO_FATAL_FAILURE(r.reach(s));
     EXPECT_FALSE(r.has_transport()) << proto::to_string(s);
     EXPECT_TRUE(r.h.transport.sent.empty()) << proto::to_string(s) << ": something was posted";
     // A message waiting in the fake transport is not read: no step is taken.
@@ -882,8 +880,7 @@ TEST(SenderDriverCoverage, NoTransportBeforeConnect) {
     EXPECT_EQ(r.steps().size(), stepped) << steps_since(r.steps(), stepped);
   }
   Rig r;
-  r.reach(S::Connecting);
-  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.reach(S::Connecting));
   EXPECT_TRUE(r.has_transport()) << "Connecting: the connection was asked for";
 }
 

@@ -31,8 +31,7 @@ TEST(SenderSession, NeverMoreThanSixteenEntriesAreOutstanding) {
   r.h.contents.clear();
   constexpr std::uint32_t kFiles = 40;
   for (std::uint32_t i = 0; i < kFiles; ++i) r.h.add_file("f" + std::to_string(i), {});
-  r.in_session();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.in_session());
   ASSERT_EQ(r.offers().size(), proto::kMaxEntriesInFlight);
   // Settle them one by one, the ways they can be: each settled entry lets one more out, and
   // never more than 16 are outstanding.
@@ -62,8 +61,7 @@ TEST(SenderSession, EveryEntrysResultIsRecordedAndFailuresEndInSomeFailed) {
   SessionRig r;
   r.h.settings.id = "alice";
   r.h.add_file("c.bin", random_bytes(10, 23));
-  r.credited();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.credited());
   ASSERT_EQ(r.offers().size(), 3u);
   r.h.receive(proto::Refuse{0, proto::RejectReason::TooLarge, "larger than 1 KiB"});
   r.h.receive(proto::Take{1});
@@ -105,8 +103,7 @@ TEST(SenderSession, EveryEntrysResultIsRecordedAndFailuresEndInSomeFailed) {
 TEST(SenderSession, AReceiverThatRefusesTheDigestAtTheEndIsToldApart) {
   SessionRig r;
   r.h.with_digest_at_end();
-  r.await_accept();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.await_accept());
   const auto& extensions = r.open_sent().extensions;
   EXPECT_TRUE(std::any_of(extensions.begin(), extensions.end(), [](const auto& e) {
     return e.type == proto::kExtensionDigestAtEnd && e.value.empty();
@@ -127,8 +124,7 @@ TEST(SenderSession, AReceiverThatRefusesBlake3IsToldApart) {
   SessionRig r;
   r.h.with_digest_at_end();
   r.h.plan.algorithm = proto::DigestAlgorithm::Blake3;
-  r.await_accept();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.await_accept());
   EXPECT_EQ(r.open_sent().digest_algorithm, proto::DigestAlgorithm::Blake3);
   r.h.receive(proto::Reject{proto::RejectReason::UnsupportedVersion,
                             "this receiver does not know Open extension 0x8004"});
@@ -146,8 +142,7 @@ TEST(SenderSession, TheDigestAtEndsAnswersOutOfTurnAreViolations) {
     SessionRig r;
     r.h.with_digest_at_end();
     if (which == 3) r.h.plan.entries[1].digest_known = true;
-    r.credited();
-    ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    ASSERT_NO_FATAL_FAILURE(r.credited());
     const std::size_t sent = r.h.transport.sent.size();
     if (which == 0) r.h.receive(proto::Have{0, r.h.plan.entries[0].digest});
     if (which == 1) r.h.receive(proto::Resume{0, kSlot});
@@ -170,8 +165,7 @@ TEST(SenderSession, TheDigestAtEndsAnswersOutOfTurnAreViolations) {
 TEST(SenderSession, ASecondHoldsForAnEntryIsAViolation) {
   SessionRig r;
   r.h.with_digest_at_end();
-  r.credited();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.credited());
   const auto size = r.h.plan.entries[0].size;
   const proto::Holds holds{0, size, Digest{}};  // not ours: Continue from 0
   r.h.receive(holds);
@@ -191,8 +185,7 @@ TEST(SenderSession, ASecondHoldsForAnEntryIsAViolation) {
 TEST(SenderSession, AHoldsCheckThatEndsAfterTheConnectionClosedPostsNothing) {
   SessionRig r;
   r.h.with_digest_at_end();
-  r.credited();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.credited());
   r.h.receive(proto::Holds{0, kSlot, {}});
   r.h.receive(proto::Error{ErrorCode::Internal, "gave up"});
   ASSERT_EQ(r.h.state(), S::Closing);
@@ -212,8 +205,7 @@ TEST(SenderSession, AHoldsCheckThatEndsAfterTheConnectionClosedPostsNothing) {
 TEST(SenderSession, AChunkDroppedAfterItsReadGivesItsSlotToTheNextFile) {
   SessionRig r;
   r.h.with_digest_at_end();
-  r.in_session();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.in_session());
   r.h.receive(proto::Take{0});
   r.h.receive(proto::Take{1});
   r.h.receive(proto::Credit{0, 100});  // one slot: entry 0's first chunk, being read
@@ -233,8 +225,7 @@ TEST(SenderSession, AChunkDroppedAfterItsReadGivesItsSlotToTheNextFile) {
 TEST(SenderSession, ASendFailingInAReadsCompletionEndsWithTheOtherCompletionPending) {
   SessionRig r;
   r.h.with_digest_at_end();
-  r.credited();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.credited());
   r.h.receive(proto::Take{0});
   r.h.receive(proto::Take{1});  // two reads: each entry's first chunk, one per slot
   // Both reads end (a few microseconds each) before any completion runs.
@@ -251,8 +242,7 @@ TEST(SenderSession, ASendFailingInAReadsCompletionEndsWithTheOtherCompletionPend
 
 TEST(SenderSession, WithoutTheDigestAtEndTheOpenDoesNotAskForIt) {
   SessionRig r;
-  r.await_accept();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.await_accept());
   for (const auto& e : r.open_sent().extensions) EXPECT_NE(e.type, proto::kExtensionDigestAtEnd);
   r.h.receive(proto::Reject{proto::RejectReason::UnsupportedVersion, ""});
   EXPECT_NE(r.h.driver->refused(), proto::TermRefused::DigestAtEnd);
@@ -265,8 +255,7 @@ TEST(SenderSession, BwlimitHoldsEachChunkUntilTheBucketHoldsItAndSaysWhen) {
   SessionRig r;
   constexpr std::uint64_t kRate = 20 * kSlot;  // one chunk every 50 ms
   sender::SharedBwlimit bwlimit(kRate);
-  r.credited();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.credited());
   r.h.settings.shared_bwlimit = &bwlimit;
   const auto before = std::chrono::steady_clock::now();
   r.h.receive(proto::Take{0});
@@ -285,8 +274,7 @@ TEST(SenderSession, BwlimitHoldsEachChunkUntilTheBucketHoldsItAndSaysWhen) {
 TEST(SenderSession, DirectoriesAreOfferedAfterTheFiles) {
   SessionRig r;
   r.h.add_directory("d");
-  r.credited();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.credited());
   ASSERT_EQ(r.offers().size(), 2u);  // the files only
   r.h.receive(proto::Refuse{0, proto::RejectReason::Exists, ""});
   EXPECT_EQ(r.offers().size(), 2u);  // entry 1 is still a file in flight
@@ -306,8 +294,7 @@ TEST(SenderSession, DirectoriesAreOfferedAfterTheFiles) {
 // 1 ends it before anything is offered, and the command's exit status is 4.
 TEST(SenderSession, AVersionOneReceiverEndsASessionWithExitStatus4) {
   SessionRig r;
-  r.await_accept();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.await_accept());
   r.h.receive(proto::Reject{proto::RejectReason::UnsupportedVersion, ""}, proto::kVersion1);
   EXPECT_EQ(r.h.state(), S::Closing);
   EXPECT_TRUE(r.offers().empty());
@@ -329,8 +316,7 @@ TEST(SenderSession, AVersionOneReceiverEndsASessionWithExitStatus4) {
 TEST(SenderSession, AnswersInAnyOrderStillDeliverEveryFile) {
   SessionRig r;
   r.h.add_file("c.bin", random_bytes(10, 23));
-  r.credited();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.credited());
   ASSERT_EQ(r.offers().size(), 3u);
   r.h.receive(proto::Have{2, r.offers()[2].digest});
   r.h.receive(proto::Take{1});
@@ -378,8 +364,7 @@ TEST(SenderSession, AnswersInAnyOrderStillDeliverEveryFile) {
 // An abandoned session: what was not settled is reported as the connection ended.
 TEST(SenderSession, EntriesNotSettledEndAsTheConnectionDid) {
   SessionRig r;
-  r.second_done();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.second_done());
   r.h.receive(proto::FileVerdict{1, VerdictCode::Good, {}});
   r.tick_late();
   EXPECT_EQ(r.h.state(), S::Closing);
@@ -401,8 +386,7 @@ TEST(SenderSession, StagingFitsTheMemlockLimit) {
       sender::control_pins(sender::kSessionDepths, sender::system_page_size());
   sender::MemlockBudget memlock({control + kSlot + kSlot / 2, false}, 1, sender::kSessionDepths);
   r.h.settings.memlock = &memlock;
-  r.credited();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.credited());
   std::size_t staged = 0;
   for (const auto& [handle, region] : r.h.transport.regions)
     if (region.live && region.access == Access::LocalRead) staged += region.memory.size();
@@ -418,8 +402,7 @@ TEST(SenderSession, NoSlotUnderTheMemlockLimitIsALocalFailure) {
   SessionRig r;
   sender::MemlockBudget memlock({64u << 10, false}, 1, sender::kSessionDepths);
   r.h.settings.memlock = &memlock;
-  r.await_accept();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.await_accept());
   r.h.receive(r.accept);
   EXPECT_EQ(r.h.state(), S::Closing);
   EXPECT_EQ(r.h.transport.sent_of<proto::Error>().at(0).code, ErrorCode::Internal);
@@ -433,8 +416,7 @@ TEST(SenderSession, NoSlotUnderTheMemlockLimitIsALocalFailure) {
 TEST(SenderSession, ZeroCopyWritesFromEachFilesMappingAndReleasesItAfterItsFileDone) {
   SessionRig r;
   r.h.settings.zero_copy = true;
-  r.credited();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.credited());
   r.h.receive(proto::Take{0});
   r.h.receive(proto::Take{1});
   ASSERT_EQ(r.chunks().size(), 2u);  // both slots: entry 0's first chunk, then ...
@@ -473,8 +455,7 @@ TEST(SenderSession, ZeroCopyWithTheCorruptionHookCopies) {
   SessionRig r;
   r.h.settings.zero_copy = true;
   r.h.settings.inject_corruption = 5;
-  r.credited();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.credited());
   r.h.receive(proto::Take{1});
   ASSERT_EQ(r.chunks().size(), 1u);
   auto expected = r.h.contents[1];
@@ -487,8 +468,7 @@ TEST(SenderSession, ZeroCopyWithTheCorruptionHookCopies) {
 // moved are reported with the time they took, not with a data phase of 0 s (issue 22).
 TEST(SenderSession, ARunCutShortHasADataPhaseUpToItsLastChunk) {
   SessionRig r;
-  r.credited();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.credited());
   EXPECT_FALSE(r.h.driver->figures().data_span);  // nothing written yet
   r.h.receive(proto::Take{0});
   ASSERT_EQ(r.chunks().size(), 2u);
@@ -506,8 +486,7 @@ TEST(SenderSession, ARunCutShortHasADataPhaseUpToItsLastChunk) {
 
 TEST(SenderSession, TheSecretIsKeptWhenTheReceiversDisconnectRacesIt) {
   SessionRig r;
-  r.await_secret();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.await_secret());
   // The Secret is in the CQ when DISCONNECTED arrives: it is taken first.
   r.h.transport.deliver(proto::Secret{"s3cret"}, proto::kVersion2);
   r.h.driver->on_disconnected();
@@ -518,8 +497,7 @@ TEST(SenderSession, TheSecretIsKeptWhenTheReceiversDisconnectRacesIt) {
 
 TEST(SenderSession, ASendQueueFullWhileFailingEndsWithoutAnotherWord) {
   SessionRig r;
-  r.await_accept();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.await_accept());
   r.h.transport.fail_registration_after = 0;
   r.h.transport.send_capacity = 1;  // the Open fills it: the Error cannot be posted
   r.h.receive(r.accept);
@@ -534,8 +512,7 @@ TEST(SenderSession, SlotsOffTheBlockGridAreAViolationWithTheFsVerityDigestOnly) 
     SessionRig r;
     r.h.plan.algorithm = algorithm;
     r.accept.slot_size = 6000;
-    r.await_accept();
-    ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    ASSERT_NO_FATAL_FAILURE(r.await_accept());
     r.h.receive(r.accept);
     const bool fsverity = algorithm == proto::DigestAlgorithm::FsVeritySha256;
     EXPECT_EQ(r.h.transport.sent_of<proto::Error>().size(), fsverity ? 1u : 0u);
@@ -546,8 +523,7 @@ TEST(SenderSession, SlotsOffTheBlockGridAreAViolationWithTheFsVerityDigestOnly) 
 TEST(SenderSession, AReceiverThatGaveUpIsAConnectionLostNotAProtocolError) {
   for (auto code : {ErrorCode::Timeout, ErrorCode::ShuttingDown}) {
     SessionRig r;
-    r.credited();
-    ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    ASSERT_NO_FATAL_FAILURE(r.credited());
     r.h.receive(proto::Error{code, "gave up"});
     EXPECT_EQ(r.h.state(), S::Closing);
     EXPECT_EQ(r.h.driver->outcome(), O::ConnectionLost) << proto::to_string(code);
@@ -555,8 +531,7 @@ TEST(SenderSession, AReceiverThatGaveUpIsAConnectionLostNotAProtocolError) {
   }
   // Before the Open was seen, the receiver writes version 1 (PROTOCOL.md 7.1).
   SessionRig r;
-  r.await_accept();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.await_accept());
   r.h.receive(proto::Error{ErrorCode::Timeout, "no Open"}, proto::kVersion1);
   EXPECT_EQ(r.h.driver->outcome(), O::ConnectionLost);
 }
@@ -565,8 +540,7 @@ TEST(SenderSession, AReceiverThatGaveUpIsAConnectionLostNotAProtocolError) {
 // still ends the connection: a timeout finishes, an interrupt shuts down at once.
 TEST(SenderSession, ATimeoutWhoseErrorCannotBePostedStillFinishes) {
   SessionRig r;
-  r.credited();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.credited());
   r.h.transport.send_capacity = r.h.transport.sends_in_flight();
   r.tick_late();
   r.tick_late();  // past any close grace too
@@ -576,8 +550,7 @@ TEST(SenderSession, ATimeoutWhoseErrorCannotBePostedStillFinishes) {
 
 TEST(SenderSession, AnInterruptWhoseErrorCannotBePostedStillDisconnects) {
   SessionRig r;
-  r.credited();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.credited());
   r.h.transport.send_capacity = r.h.transport.sends_in_flight();
   r.h.driver->interrupt(SIGINT);
   EXPECT_TRUE(r.h.transport.shut || r.h.transport.disconnected);

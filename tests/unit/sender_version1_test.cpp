@@ -78,8 +78,7 @@ TEST(SenderVersion1, OneFileGoesAsHelloChunksAndDoneAllInVersion1) {
   EXPECT_EQ(hello.name, "a.bin");
   EXPECT_EQ(hello.file_size, r.bytes.size());
   EXPECT_EQ(hello.digest, sha256_of(r.bytes));
-  r.send_the_file();
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(r.send_the_file());
   EXPECT_EQ(r.driver->state(), S::InSession) << r.log.since(0);
   // What was written is the file, chunk by chunk, each followed by its version-1 Chunk.
   const auto chunks = r.wire.sent_of<proto::Chunk>();

@@ -376,8 +376,7 @@ TEST(SessionLinkDigestAtEnd, AnotherFileOfTheSameSizeIsNotOverwritten) {
 
 TEST(SessionLinkDigestAtEnd, AKeptPartialIsCheckedAndResumedAndTheWholeFileVerified) {
   DigestAtEndPair p;
-  p.keep_partial("a.bin", 0, 3 * kSlot);
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(p.keep_partial("a.bin", 0, 3 * kSlot));
   p.start_at_end();
   ASSERT_TRUE(p.run_to_the_end());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
@@ -386,8 +385,7 @@ TEST(SessionLinkDigestAtEnd, AKeptPartialIsCheckedAndResumedAndTheWholeFileVerif
 
 TEST(SessionLinkDigestAtEnd, APartialOfAnotherFileIsNotResumed) {
   DigestAtEndPair p;
-  p.keep_partial("a.bin", 0, 3 * kSlot);
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(p.keep_partial("a.bin", 0, 3 * kSlot));
   p.sender.contents[0][10] ^= 0xFF;  // ours differs in its first chunk
   std::ofstream(p.sender.plan.entries[0].local_path, std::ios::binary)
       .write(reinterpret_cast<const char*>(p.sender.contents[0].data()),
@@ -517,9 +515,8 @@ TEST(SessionLinkBlake3, AKeptPartialIsHeldResumedAndTheWholeFileVerified) {
   Blake3Pair p;
   p.partials.emplace(p.receiver.dir.fd(), receiver::PartialStore::Limits{});
   p.receiver.context.partials = &*p.partials;
-  keep_partial_in(*p.partials, "a.bin", p.sender.contents.at(0), 3 * kSlot, proto::Digest{},
-                  proto::DigestAlgorithm::Blake3);
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(keep_partial_in(*p.partials, "a.bin", p.sender.contents.at(0), 3 * kSlot,
+                                          proto::Digest{}, proto::DigestAlgorithm::Blake3));
   p.start_at_end();
   ASSERT_TRUE(p.run_to_the_end());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
@@ -539,9 +536,8 @@ TEST(SessionLinkBlake3, ADigestFirstOfferResumesAKeptPartial) {
   Blake3Pair p;
   p.partials.emplace(p.receiver.dir.fd(), receiver::PartialStore::Limits{});
   p.receiver.context.partials = &*p.partials;
-  keep_partial_in(*p.partials, "a.bin", p.sender.contents.at(0), 2 * kSlot, p.digest_of(0),
-                  proto::DigestAlgorithm::Blake3);
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(keep_partial_in(*p.partials, "a.bin", p.sender.contents.at(0), 2 * kSlot,
+                                          p.digest_of(0), proto::DigestAlgorithm::Blake3));
   p.start();
   ASSERT_TRUE(p.run_to_the_end());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
@@ -555,8 +551,8 @@ TEST(SessionLinkBlake3, AnFsVerityPartialIsNotResumedByBlake3) {
   Blake3Pair p;
   p.partials.emplace(p.receiver.dir.fd(), receiver::PartialStore::Limits{});
   p.receiver.context.partials = &*p.partials;
-  keep_partial_in(*p.partials, "a.bin", p.sender.contents.at(0), 3 * kSlot, proto::Digest{});
-  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  ASSERT_NO_FATAL_FAILURE(
+      keep_partial_in(*p.partials, "a.bin", p.sender.contents.at(0), 3 * kSlot, proto::Digest{}));
   p.start_at_end();
   ASSERT_TRUE(p.run_to_the_end());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
