@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/crypto/auth_proof.hpp"
@@ -88,8 +89,7 @@ std::vector<proto::MessageType> types_sent(const FakeTransport& t) {
 
 TEST(SessionLinkSeal, ATreeGoesSealedAndOnlyTheHandshakeTravelsInClear) {
   SealedPair p;
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
   EXPECT_EQ(p.sender.driver->secret(), "s3cret");
   EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
@@ -124,9 +124,7 @@ TEST(SessionLinkSeal, ATreeGoesSealedAndOnlyTheHandshakeTravelsInClear) {
 TEST(SessionLinkSeal, FilesHashedAsTheyAreSealedArriveVerified) {
   SealedPair p;
   p.sender.add_file("c.bin", random_bytes(5 * kSlot + 17, 83), 0600);
-  p.sender.with_digest_at_end(&p.receiver.pool);
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run_at_end());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
   for (std::uint32_t i = 0; i < 3; ++i) {
     EXPECT_EQ(p.sender.status(i), Status::Good) << i;
@@ -141,8 +139,7 @@ TEST(SessionLinkSeal, FilesHashedAsTheyAreSealedArriveVerified) {
 TEST(SessionLinkSeal, WithoutSealingTheNamesTheBytesAndTheSecretTravelInClear) {
   SealedPair p;
   p.sender.with_key();  // --no-seal, to a receiver with --allow-clear (require_seal false)
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
   // The operator is warned of each keyed connection served so.
   EXPECT_NE(p.log.since(0).find("warning: [" + p.receiver.connection->label() +
@@ -168,8 +165,7 @@ TEST(SessionLinkSeal, AChunkOverwrittenInTheWindowIsNeverWritten) {
     std::vector<std::uint8_t> forged(w.bytes.size(), 0x41);
     ASSERT_TRUE(p.receiver.transport.write_remote(w.remote_addr, w.rkey, forged));
   };
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run());
   EXPECT_EQ(p.sender.driver->outcome(), O::ProtocolError);  // GotError: the receiver aborted
   EXPECT_EQ(p.receiver.connection->state(), proto::ReceiverState::Closed);
   EXPECT_FALSE(std::filesystem::exists(p.receiver.dir.path() / "a.bin"));
@@ -177,44 +173,37 @@ TEST(SessionLinkSeal, AChunkOverwrittenInTheWindowIsNeverWritten) {
       << "a byte of the forged chunk was written";
 }
 
-// A message altered on its way, either way, does not open: a protocol violation.
-TEST(SessionLinkSeal, AnAlteredMessageIsRefused) {
-  for (bool to_receiver : {false, true}) {
-    SCOPED_TRACE(to_receiver ? "to the receiver" : "to the sender");
-    SealedPair p;
-    int sealed = 0;
-    auto alter = [&](proto::Message& m) {
-      if (auto* s = std::get_if<proto::Sealed>(&m); s != nullptr && ++sealed == 3)
-        s->box[s->box.size() / 2] ^= 1;
-    };
-    (to_receiver ? p.link.tamper_to_receiver : p.link.tamper) = alter;
-    p.start();
-    ASSERT_TRUE(p.run_to_the_end());
-    EXPECT_EQ(p.sender.driver->outcome(), O::ProtocolError);
-  }
-}
-
-// A message replayed (the one before it again) or two swapped: neither opens.
-TEST(SessionLinkSeal, AReplayedOrReorderedMessageIsRefused) {
-  for (bool swap : {false, true}) {
-    SCOPED_TRACE(swap ? "swapped" : "replayed");
+// A message altered on its way (either way), replayed (the one before it again) or two
+// swapped: none opens, a protocol violation.
+TEST(SessionLinkSeal, AnAlteredReplayedOrReorderedMessageIsRefused) {
+  // What befalls the n-th sealed message one way; `kept`: one seen before.
+  using Tamper = void (*)(int n, proto::Sealed& s, std::optional<proto::Sealed>& kept);
+  const Tamper alter = [](int n, proto::Sealed& s, std::optional<proto::Sealed>&) {
+    if (n == 3) s.box[s.box.size() / 2] ^= 1;
+  };
+  const std::vector<std::tuple<const char*, bool, Tamper>> cases{
+      {"altered, to the sender", false, alter},
+      {"altered, to the receiver", true, alter},
+      {"replayed", false,
+       [](int n, proto::Sealed& s, std::optional<proto::Sealed>& kept) {
+         if (n == 2) kept = s;
+         if (n == 3) s = *kept;  // the second again
+       }},
+      {"swapped", false,
+       [](int n, proto::Sealed& s, std::optional<proto::Sealed>& kept) {
+         if (n == 2) kept = s;
+         if (n == 3) std::swap(s, *kept);  // the third goes as the second was
+       }},
+  };
+  for (const auto& [name, to_receiver, tamper] : cases) {
+    SCOPED_TRACE(name);
     SealedPair p;
     int sealed = 0;
     std::optional<proto::Sealed> kept;
-    p.link.tamper = [&](proto::Message& m) {
-      auto* s = std::get_if<proto::Sealed>(&m);
-      if (s == nullptr) return;
-      ++sealed;
-      if (sealed == 2) kept = *s;
-      if (sealed == 3) {
-        if (swap)
-          std::swap(*s, *kept);  // the third goes as the second was
-        else
-          *s = *kept;  // the second again
-      }
+    (to_receiver ? p.link.tamper_to_receiver : p.link.tamper) = [&, t = tamper](proto::Message& m) {
+      if (auto* s = std::get_if<proto::Sealed>(&m)) t(++sealed, *s, kept);
     };
-    p.start();
-    ASSERT_TRUE(p.run_to_the_end());
+    ASSERT_TRUE(p.run());
     EXPECT_EQ(p.sender.driver->outcome(), O::ProtocolError);
   }
 }
@@ -248,8 +237,7 @@ TEST(SessionLinkSeal, AChunkCounterUsedTwiceIsRefused) {
     const proto::Message inner = spy.open(*spy.to_sender, *s);
     if (const auto* error = std::get_if<proto::Error>(&inner)) errors.push_back(*error);
   };
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run());
   EXPECT_EQ(p.sender.driver->outcome(), O::ProtocolError);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].code, proto::ErrorCode::ProtocolViolation) << errors[0].text;
@@ -268,8 +256,7 @@ TEST(SessionLinkSeal, AnAcceptInClearGetsAnErrorInClear) {
       m = spy.open(*spy.to_sender, *s);
     }
   };
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run());
   EXPECT_EQ(p.sender.driver->outcome(), O::ProtocolError);
   const auto& sent = p.sender.transport.sent;
   ASSERT_FALSE(sent.empty());
@@ -289,8 +276,7 @@ TEST(SessionLinkSeal, AWrongReceiverProofEndsWithTheSendersErrorInClear) {
   p.link.tamper = [&](proto::Message& m) {
     if (auto* proof = std::get_if<proto::Proof>(&m)) proof->mac[0] ^= 1;
   };
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run());
   EXPECT_EQ(p.sender.driver->outcome(), O::AuthFailed);
   const auto errors = p.sender.transport.sent_of<proto::Error>();
   ASSERT_EQ(errors.size(), 1u);
@@ -305,8 +291,7 @@ TEST(SessionLinkSeal, AReceiverThatRequiresSealingRefusesAKeyedSenderThatDoesNot
   SealedPair p;
   p.receiver.options.require_seal = true;
   p.sender.with_key();  // --no-seal
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run());
   EXPECT_EQ(p.sender.driver->outcome(), O::AuthFailed);
   const auto rejects = p.receiver.transport.sent_of<proto::Reject>();
   ASSERT_EQ(rejects.size(), 1u);
@@ -318,8 +303,7 @@ TEST(SessionLinkSeal, AReceiverThatRequiresSealingRefusesAKeyedSenderThatDoesNot
 TEST(SessionLinkSeal, AReceiverThatRequiresSealingServesASealingSender) {
   SealedPair p;
   p.receiver.options.require_seal = true;
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
   EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
 }

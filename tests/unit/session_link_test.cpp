@@ -25,8 +25,7 @@ TEST(SessionLink, ATreeArrivesWithItsModesAndEarnsTheSecret) {
   p.sender.add_file("a.bin", random_bytes(5 * kSlot + 1, 41), 0640);
   p.sender.add_file("d/b.bin", random_bytes(100, 42), 0600);
   p.sender.add_file("empty.bin", {}, 0644);
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
   EXPECT_EQ(p.sender.driver->secret(), "s3cret");
   for (std::uint32_t i = 0; i < 3; ++i) EXPECT_EQ(p.sender.status(i), Status::Good) << i;
@@ -49,8 +48,7 @@ TEST(SessionLink, OneFileIsASessionOfOneEntryVerifiedByTheFsVerityDigest) {
     p.sender.plan.algorithm = proto::DigestAlgorithm::FsVeritySha256;
     p.sender.add_file("one.bin", random_bytes(3 * 192 * kSlot + 77, 43));
     p.sender.plan.entries[0].digest = merkle::digest_of(p.sender.contents[0]);
-    p.start();
-    ASSERT_TRUE(p.run_to_the_end());
+    ASSERT_TRUE(p.run());
     EXPECT_EQ(p.sender.driver->outcome(), O::Success);
     EXPECT_EQ(p.sender.status(0), Status::Good);
     EXPECT_EQ(p.arrived("one.bin"), p.sent(0));
@@ -74,8 +72,7 @@ TEST(SessionLink, WithDirectIoTheSlotsGoToTheFileBypassingTheCache) {
   p.sender.plan.algorithm = proto::DigestAlgorithm::FsVeritySha256;  // hashed from the slots
   p.sender.add_file("direct.bin", random_bytes(9 * kSlot + 10, 44));
   p.sender.plan.entries[0].digest = merkle::digest_of(p.sender.contents[0]);
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run());
   EXPECT_EQ(p.sender.status(0), Status::Good);
   // The residency first: reading the file brings its pages into the cache.
   const auto cached = cached_pages((p.receiver.dir.path() / "direct.bin").string());
@@ -92,8 +89,7 @@ TEST(SessionLink, AFlippedByteFailsItsFileOnly) {
   p.sender.settings.inject_corruption = 3 * kSlot + 5;  // in every file that long: a.bin
   p.sender.add_file("a.bin", random_bytes(6 * kSlot, 44));
   p.sender.add_file("b.bin", random_bytes(kSlot, 45));
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run());
   EXPECT_EQ(p.sender.status(0), Status::Failed);
   EXPECT_EQ(p.sender.plan.results[0].outcome, O::HashMismatch);
   EXPECT_EQ(p.sender.status(1), Status::Good);
@@ -112,8 +108,7 @@ TEST(SessionLink, TheVersion1EdgeReachesTheHelloFlow) {
   p.sender.add_file("v1.bin", random_bytes(4 * kSlot + 9, 46));
   sender::Version1Transport edge(p.sender.transport, sender::offer_of(0, p.sender.plan.entries[0]));
   p.sender.cm.instead = &edge;
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
   EXPECT_EQ(p.sender.status(0), Status::Good);
   EXPECT_EQ(p.sender.driver->secret(), "s3cret");
@@ -161,8 +156,7 @@ TEST(SessionLinkKeys, AKeyedSenderAndReceiverProveItToEachOtherThenSendATree) {
   p.sender.settings.id = "alice";
   p.sender.add_file("a.bin", random_bytes(3 * kSlot + 5, 51), 0640);
   p.sender.add_file("d/b.bin", random_bytes(10, 52), 0600);
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
   EXPECT_EQ(p.sender.driver->secret(), "s3cret");  // the id/secret exchange is unchanged
   EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
@@ -179,8 +173,7 @@ TEST(SessionLinkKeys, AnIdWithASubdirectoryWritesOnlyBeneathIt) {
   p.sender.key.id = "bob";
   p.sender.add_file("a.bin", random_bytes(kSlot, 53), 0640);
   p.sender.add_file("d/b.bin", random_bytes(10, 54), 0600);
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
   EXPECT_EQ(p.arrived("bob-dir/a.bin"), p.sent(0));
   EXPECT_EQ(p.arrived("bob-dir/d/b.bin"), p.sent(1));
@@ -203,9 +196,7 @@ TEST(SessionLinkKeys, AKeyedSenderLearnsOfItsOwnSubdirectoryOnly) {
   const std::string his(p.sent(1).size(), 'h');
   p.place_at_receiver("a.bin", others);
   p.place_at_receiver("bob-dir/d/b.bin", his);
-  p.sender.with_digest_at_end(&p.receiver.pool);
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run_at_end());
   const auto holds = p.receiver.transport.sent_of<proto::Holds>();
   ASSERT_EQ(holds.size(), 1u) << "one Holds, of bob's own file";
   EXPECT_EQ(holds[0].entry, 1u);
@@ -223,8 +214,7 @@ TEST(SessionLinkKeys, AWrongKeyIsRefusedBeforeAnyMemoryAndCostsTheAddressAWait) 
   p.sender.with_key();
   p.sender.key.key[0] ^= 1;
   p.sender.add_file("a.bin", random_bytes(kSlot, 55), 0640);
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run());
   EXPECT_EQ(p.sender.driver->outcome(), O::AuthFailed);
   EXPECT_EQ(p.receiver.transport.sent_of<proto::Accept>().size(), 0u);
   EXPECT_EQ(p.receiver.transport.live_regions(), 0u);
@@ -238,8 +228,7 @@ TEST(SessionLinkKeys, ASenderWithoutAKeyIsToldOneIsRequired) {
   SessionPair p;
   p.receiver.require_keys(kSenders);
   p.sender.add_file("a.bin", random_bytes(kSlot, 56), 0640);
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run());
   EXPECT_EQ(p.sender.driver->outcome(), O::AuthFailed);
   ASSERT_EQ(p.receiver.transport.sent_of<proto::Reject>().size(), 1u);
   EXPECT_EQ(p.receiver.transport.sent_of<proto::Reject>()[0].reason,
@@ -253,8 +242,7 @@ TEST(SessionLinkKeys, AKeyedSenderSendsNothingToAReceiverThatDoesNotProveTheKey)
   SessionPair p;
   p.sender.with_key();
   p.sender.add_file("a.bin", random_bytes(kSlot, 57), 0640);
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run());
   EXPECT_EQ(p.sender.driver->outcome(), O::AuthFailed);
   EXPECT_TRUE(p.sender.transport.sent_of<proto::Offer>().empty());
   ASSERT_EQ(p.sender.transport.sent_of<proto::Error>().size(), 1u);
@@ -265,28 +253,17 @@ TEST(SessionLinkKeys, AKeyedSenderSendsNothingToAReceiverThatDoesNotProveTheKey)
 // ---- The digest at the end (PROTOCOL.md 7.9): both drivers, linked ----
 
 struct DigestAtEndPair : SessionPair {
-  std::optional<receiver::PartialStore> partials;
   DigestAtEndPair() {
     sender.add_file("a.bin", random_bytes(5 * kSlot + 1, 61), 0640);
     sender.add_file("d/b.bin", random_bytes(100, 62), 0600);
     sender.add_file("empty.bin", {}, 0644);
-  }
-  void start_at_end() {
-    sender.with_digest_at_end(&receiver.pool);
-    start();
-  }
-  void keep_partial(const std::string& path, std::size_t entry, std::uint32_t kept) {
-    partials.emplace(receiver.dir.fd(), receiver::PartialStore::Limits{});
-    receiver.context.partials = &*partials;
-    keep_partial_in(*partials, path, sender.contents.at(entry), kept, proto::Digest{});
   }
   Digest digest_of(std::size_t entry) const { return merkle::digest_of(sender.contents.at(entry)); }
 };
 
 TEST(SessionLinkDigestAtEnd, ATreeGoesWithoutItsDigestsAndArrivesVerified) {
   DigestAtEndPair p;
-  p.start_at_end();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run_at_end());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
   for (std::uint32_t i = 0; i < 3; ++i) {
     EXPECT_EQ(p.sender.status(i), Status::Good) << i;
@@ -308,8 +285,7 @@ TEST(SessionLinkDigestAtEnd, AFileAlreadyThereIsCheckedHereAndNotSent) {
   DigestAtEndPair p;
   p.receiver.options.overwrite = false;
   p.place_at_receiver("a.bin", p.sent(0));
-  p.start_at_end();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run_at_end());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
   EXPECT_TRUE(p.sender.plan.results[0].identical);
   EXPECT_EQ(p.sender.transport.sent_of<proto::Continue>().at(0),
@@ -328,8 +304,7 @@ TEST(SessionLinkDigestAtEnd, AHeldFileGoneBeforeTheContinueIsTakenWhole) {
   p.link.tamper = [&](proto::Message& m) {
     if (std::holds_alternative<proto::Holds>(m)) std::filesystem::remove(held);
   };
-  p.start_at_end();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run_at_end());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
   EXPECT_EQ(p.sender.status(0), Status::Good);
   EXPECT_FALSE(p.sender.plan.results[0].identical);
@@ -352,8 +327,7 @@ TEST(SessionLinkDigestAtEnd, AHeldFileChangedBeforeTheContinueIsNotHadNorOverwri
       std::ofstream(held, std::ios::binary) << other;
     }
   };
-  p.start_at_end();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run_at_end());
   EXPECT_EQ(p.sender.status(0), Status::Refused);
   EXPECT_EQ(p.arrived("a.bin"), other);
   EXPECT_TRUE(p.receiver.transport.sent_of<proto::Have>().empty());
@@ -364,8 +338,7 @@ TEST(SessionLinkDigestAtEnd, AnotherFileOfTheSameSizeIsNotOverwritten) {
   DigestAtEndPair p;
   const std::string other(p.sent(0).size(), 'x');
   std::ofstream(p.receiver.dir.path() / "a.bin", std::ios::binary) << other;
-  p.start_at_end();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run_at_end());
   // Our digest goes, not the receiver's: it compares, and the file here is not ours.
   EXPECT_EQ(p.sender.transport.sent_of<proto::Continue>().at(0),
             (proto::Continue{0, p.sent(0).size(), p.digest_of(0)}));
@@ -377,8 +350,7 @@ TEST(SessionLinkDigestAtEnd, AnotherFileOfTheSameSizeIsNotOverwritten) {
 TEST(SessionLinkDigestAtEnd, AKeptPartialIsCheckedAndResumedAndTheWholeFileVerified) {
   DigestAtEndPair p;
   ASSERT_NO_FATAL_FAILURE(p.keep_partial("a.bin", 0, 3 * kSlot));
-  p.start_at_end();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run_at_end());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
   p.expect_resumed(0, "a.bin", 3u * kSlot, p.digest_of(0));
 }
@@ -390,8 +362,7 @@ TEST(SessionLinkDigestAtEnd, APartialOfAnotherFileIsNotResumed) {
   std::ofstream(p.sender.plan.entries[0].local_path, std::ios::binary)
       .write(reinterpret_cast<const char*>(p.sender.contents[0].data()),
              static_cast<std::streamsize>(p.sender.contents[0].size()));
-  p.start_at_end();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run_at_end());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
   EXPECT_EQ(p.sender.plan.results[0].resumed_from, 0u);
   EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
@@ -411,8 +382,7 @@ TEST(SessionLinkDigestAtEnd, AFileChangedWhileItIsSentIsAbandonedAndNotKept) {
           .write("changed", 7);
     }
   };
-  p.start_at_end();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run_at_end());
   EXPECT_TRUE(touched);
   ASSERT_EQ(p.sender.transport.sent_of<proto::FileAbort>().size(), 1u);
   EXPECT_EQ(p.sender.transport.sent_of<proto::FileAbort>()[0].reason, proto::AbortReason::Changed);
@@ -434,8 +404,7 @@ TEST(SessionLinkDigestAtEnd, AFileThatCannotBeReadIsAbandonedAndTheSessionGoesOn
       std::filesystem::resize_file(p.sender.plan.entries[0].local_path, 100);
     }
   };
-  p.start_at_end();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run_at_end());
   EXPECT_TRUE(cut);
   ASSERT_EQ(p.sender.transport.sent_of<proto::FileAbort>().size(), 1u);
   EXPECT_EQ(p.sender.transport.sent_of<proto::FileAbort>()[0],
@@ -450,7 +419,6 @@ TEST(SessionLinkDigestAtEnd, AFileThatCannotBeReadIsAbandonedAndTheSessionGoesOn
 // ---- BLAKE3 (PROTOCOL.md 7.10): both drivers, linked, every message through the codec ----
 
 struct Blake3Pair : SessionPair {
-  std::optional<receiver::PartialStore> partials;
   Blake3Pair() {
     // One file of several slots and a short last chunk, one of a single chunk (hashed whole
     // as BLAKE3's root), one of exactly one BLAKE3 chunk, an empty one.
@@ -462,18 +430,13 @@ struct Blake3Pair : SessionPair {
     for (std::size_t i = 0; i < sender.contents.size(); ++i)
       sender.plan.entries[i].digest = digest_of(i);
   }
-  void start_at_end() {
-    sender.with_digest_at_end(&receiver.pool);
-    sender.plan.algorithm = proto::DigestAlgorithm::Blake3;
-    start();
-  }
+  bool run_at_end() { return SessionPair::run_at_end(proto::DigestAlgorithm::Blake3); }
   Digest digest_of(std::size_t entry) const { return blake3::digest_of(sender.contents.at(entry)); }
 };
 
 TEST(SessionLinkBlake3, ATreeArrivesVerifiedByBlake3) {
   Blake3Pair p;
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
   EXPECT_EQ(p.sender.transport.sent_of<proto::Open>().at(0).digest_algorithm,
             proto::DigestAlgorithm::Blake3);
@@ -489,16 +452,14 @@ TEST(SessionLinkBlake3, ATreeArrivesVerifiedByBlake3) {
 TEST(SessionLinkBlake3, AnotherAlgorithmsDigestFailsTheFile) {
   Blake3Pair p;
   p.sender.plan.entries[0].digest = merkle::digest_of(p.sender.contents[0]);
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run());
   EXPECT_EQ(p.sender.status(0), Status::Failed);
   EXPECT_EQ(p.sender.status(1), Status::Good);
 }
 
 TEST(SessionLinkBlake3, TheDigestAtTheEndIsBlake3AsItIsSent) {
   Blake3Pair p;
-  p.start_at_end();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run_at_end());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
   for (std::uint32_t i = 0; i < 4; ++i) {
     EXPECT_EQ(p.sender.status(i), Status::Good) << i;
@@ -513,12 +474,9 @@ TEST(SessionLinkBlake3, TheDigestAtTheEndIsBlake3AsItIsSent) {
 // without its digest, held, checked by the sender, resumed, and the whole file verified.
 TEST(SessionLinkBlake3, AKeptPartialIsHeldResumedAndTheWholeFileVerified) {
   Blake3Pair p;
-  p.partials.emplace(p.receiver.dir.fd(), receiver::PartialStore::Limits{});
-  p.receiver.context.partials = &*p.partials;
-  ASSERT_NO_FATAL_FAILURE(keep_partial_in(*p.partials, "a.bin", p.sender.contents.at(0), 3 * kSlot,
-                                          proto::Digest{}, proto::DigestAlgorithm::Blake3));
-  p.start_at_end();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_NO_FATAL_FAILURE(
+      p.keep_partial("a.bin", 0, 3 * kSlot, proto::Digest{}, proto::DigestAlgorithm::Blake3));
+  ASSERT_TRUE(p.run_at_end());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
   const auto holds = p.receiver.transport.sent_of<proto::Holds>();
   ASSERT_FALSE(holds.empty());
@@ -534,12 +492,9 @@ TEST(SessionLinkBlake3, AKeptPartialIsHeldResumedAndTheWholeFileVerified) {
 // partial's, which is resumed.
 TEST(SessionLinkBlake3, ADigestFirstOfferResumesAKeptPartial) {
   Blake3Pair p;
-  p.partials.emplace(p.receiver.dir.fd(), receiver::PartialStore::Limits{});
-  p.receiver.context.partials = &*p.partials;
-  ASSERT_NO_FATAL_FAILURE(keep_partial_in(*p.partials, "a.bin", p.sender.contents.at(0), 2 * kSlot,
-                                          p.digest_of(0), proto::DigestAlgorithm::Blake3));
-  p.start();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_NO_FATAL_FAILURE(
+      p.keep_partial("a.bin", 0, 2 * kSlot, p.digest_of(0), proto::DigestAlgorithm::Blake3));
+  ASSERT_TRUE(p.run());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
   EXPECT_EQ(p.sender.plan.results[0].resumed_from, 2u * kSlot);
   EXPECT_EQ(p.arrived("a.bin"), p.sent(0));
@@ -549,12 +504,8 @@ TEST(SessionLinkBlake3, ADigestFirstOfferResumesAKeptPartial) {
 // path (its nodes are another tree's): the file goes whole, and verifies.
 TEST(SessionLinkBlake3, AnFsVerityPartialIsNotResumedByBlake3) {
   Blake3Pair p;
-  p.partials.emplace(p.receiver.dir.fd(), receiver::PartialStore::Limits{});
-  p.receiver.context.partials = &*p.partials;
-  ASSERT_NO_FATAL_FAILURE(
-      keep_partial_in(*p.partials, "a.bin", p.sender.contents.at(0), 3 * kSlot, proto::Digest{}));
-  p.start_at_end();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_NO_FATAL_FAILURE(p.keep_partial("a.bin", 0, 3 * kSlot));
+  ASSERT_TRUE(p.run_at_end());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
   EXPECT_TRUE(p.receiver.transport.sent_of<proto::Holds>().empty());
   EXPECT_EQ(p.sender.plan.results[0].resumed_from, 0u);
@@ -565,8 +516,7 @@ TEST(SessionLinkBlake3, AFileAlreadyThereIsCheckedByItsBlake3AndNotSent) {
   Blake3Pair p;
   p.receiver.options.overwrite = false;
   p.place_at_receiver("a.bin", p.sent(0));
-  p.start_at_end();
-  ASSERT_TRUE(p.run_to_the_end());
+  ASSERT_TRUE(p.run_at_end());
   EXPECT_EQ(p.sender.driver->outcome(), O::Success);
   EXPECT_TRUE(p.sender.plan.results[0].identical);
   const auto holds = p.receiver.transport.sent_of<proto::Holds>();

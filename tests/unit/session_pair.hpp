@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "sender_session_rig.hpp"
@@ -17,6 +18,7 @@ struct SessionPair {
   ReceiverHarness receiver;
   SessionHarness sender;
   LinkOf<SessionHarness> link{receiver, sender};
+  std::optional<receiver::PartialStore> partials;  // keep_partial()'s
 
   SessionPair() {
     receiver.options.slots = 3;
@@ -46,6 +48,25 @@ struct SessionPair {
       pass_disconnects();
       return sender.driver->finished() && receiver.connection->closed();
     });
+  }
+  bool run() {  // false: it did not end in time
+    start();
+    return run_to_the_end();
+  }
+  // run() with the digest at the end (PROTOCOL.md 7.9), hashed on the receiver's pool.
+  bool run_at_end(proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::FsVeritySha256) {
+    sender.with_digest_at_end(&receiver.pool);
+    sender.plan.algorithm = algorithm;
+    return run();
+  }
+  // A partial of `path` kept at the receiver, holding the first `kept` bytes of entry
+  // `entry`'s contents, as an interrupted transfer leaves it (keep_partial_in()).
+  void keep_partial(const std::string& path, std::size_t entry, std::uint32_t kept,
+                    const proto::Digest& digest = {},
+                    proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::FsVeritySha256) {
+    partials.emplace(receiver.dir.fd(), receiver::PartialStore::Limits{});
+    receiver.context.partials = &*partials;
+    keep_partial_in(*partials, path, sender.contents.at(entry), kept, digest, algorithm);
   }
   std::string arrived(const std::string& name) const {
     return read_file(receiver.dir.path() / name);
