@@ -99,6 +99,20 @@ class FakeTransport final : public Transport {
     }
     return false;
   }
+  // The key this side last Credited for `slot` of its window (0: none yet).
+  std::uint32_t latest_rkey(std::uint32_t slot) const {
+    std::uint32_t key = 0;
+    for (const auto& c : sent_of<proto::Credit>())
+      if (c.slot == slot) key = c.rkey;
+    return key;
+  }
+  // The peer's WRITE of `bytes` into `slot` of the window this side Accepted, with the key
+  // last Credited for it.
+  bool write_slot(std::uint32_t slot, std::span<const std::uint8_t> bytes) {
+    const auto a = sent_of<proto::Accept>().at(0);
+    return write_remote(a.region_addr + std::uint64_t{slot} * a.slot_size, latest_rkey(slot),
+                        bytes);
+  }
   bool pending() const { return !queue_.empty(); }
   std::size_t live_regions() const {
     std::lock_guard lock(regions_mutex);

@@ -84,10 +84,10 @@ TEST(ReceiverDriverLedger, StaleKeyFailsAtTheWriterAndTheFreshOneWorks) {
   Rig r;
   r.bytes = random_bytes(3 * kSlot);
   r.receiving();
-  const std::uint32_t stale = r.rkey_of(0);
+  const std::uint32_t stale = r.h.transport.latest_rkey(0);
   ASSERT_TRUE(r.chunk(0));
   ASSERT_TRUE(r.settle_idle());  // stored, and slot 0 credited again
-  const std::uint32_t fresh = r.rkey_of(0);
+  const std::uint32_t fresh = r.h.transport.latest_rkey(0);
   ASSERT_NE(fresh, stale);
   const auto slot0 = r.accept().region_addr;
   EXPECT_FALSE(r.h.transport.write_remote(slot0, stale, std::span(r.bytes).first(8)));
@@ -102,11 +102,11 @@ TEST(ReceiverDriverLedger, WriteOutsideItsSlotFails) {
   r.receiving();
   const auto a = r.accept();
   // Slot 0's key does not reach into slot 1, nor does any key beyond the window.
-  EXPECT_FALSE(r.h.transport.write_remote(a.region_addr + kSlot - 8, r.rkey_of(0),
+  EXPECT_FALSE(r.h.transport.write_remote(a.region_addr + kSlot - 8, r.h.transport.latest_rkey(0),
                                           std::span(r.bytes).first(16)));
-  EXPECT_FALSE(
-      r.h.transport.write_remote(a.region_addr + kSlot, r.rkey_of(0), std::span(r.bytes).first(8)));
-  EXPECT_FALSE(r.h.transport.write_remote(a.region_addr + 2 * kSlot, r.rkey_of(1),
+  EXPECT_FALSE(r.h.transport.write_remote(a.region_addr + kSlot, r.h.transport.latest_rkey(0),
+                                          std::span(r.bytes).first(8)));
+  EXPECT_FALSE(r.h.transport.write_remote(a.region_addr + 2 * kSlot, r.h.transport.latest_rkey(1),
                                           std::span(r.bytes).first(8)));
 }
 
@@ -116,7 +116,7 @@ TEST(ReceiverDriverLedger, CreditsAreFreshAndNeverDuplicated) {
   Rig r;
   r.bytes = random_bytes(6 * kSlot + 10);  // 7 chunks through 2 slots
   r.receiving();
-  std::set<std::uint32_t> keys{r.rkey_of(0), r.rkey_of(1)};
+  std::set<std::uint32_t> keys{r.h.transport.latest_rkey(0), r.h.transport.latest_rkey(1)};
   ASSERT_EQ(keys.size(), 2u);
   for (std::uint32_t i = 0; i < 7; ++i) {
     const std::size_t before = r.h.transport.sent_of<proto::Credit>().size();

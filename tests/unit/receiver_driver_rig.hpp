@@ -122,23 +122,14 @@ struct Rig {
   void peer(const proto::Message& m) { h.send(m, version); }
   void done() { peer(proto::Done{bytes.size()}); }
   proto::Accept accept() const { return h.transport.sent_of<proto::Accept>().at(0); }
-  std::uint32_t rkey_of(std::uint32_t slot) const {  // the latest credited, 0 if none
-    std::uint32_t key = 0;
-    for (const auto& c : h.transport.sent_of<proto::Credit>())
-      if (c.slot == slot) key = c.rkey;
-    return key;
-  }
   // The sender WRITEs bytes [offset, offset + length) into `slot` with its latest key and
   // announces them; returns whether the WRITE landed.
   bool write(std::uint64_t offset, std::uint32_t length, std::uint32_t slot) {
-    const auto a = accept();
     std::vector<std::uint8_t> data(length);
     if (offset + length <= bytes.size())
       std::copy_n(bytes.begin() + static_cast<std::ptrdiff_t>(offset), length, data.begin());
     // A zero-length WRITE carries nothing: only its Chunk arrives.
-    const bool landed =
-        length == 0 || h.transport.write_remote(a.region_addr + std::uint64_t{slot} * a.slot_size,
-                                                rkey_of(slot), data);
+    const bool landed = length == 0 || h.transport.write_slot(slot, data);
     peer(proto::Chunk{offset, length, slot});
     return landed;
   }
@@ -196,12 +187,10 @@ struct Rig {
   // The sender WRITEs bytes [offset, offset + length) of entry i into `slot` and announces
   // them in a FileChunk; returns whether the WRITE landed.
   bool file_chunk(std::uint32_t i, std::uint64_t offset, std::uint32_t length, std::uint32_t slot) {
-    const auto a = accept();
     const auto& data = entries.at(i).bytes;
     const bool landed =
-        length == 0 ||
-        h.transport.write_remote(a.region_addr + std::uint64_t{slot} * a.slot_size, rkey_of(slot),
-                                 std::span(data).subspan(static_cast<std::size_t>(offset), length));
+        length == 0 || h.transport.write_slot(
+                           slot, std::span(data).subspan(static_cast<std::size_t>(offset), length));
     peer(proto::FileChunk{i, slot, offset, length});
     return landed;
   }

@@ -138,7 +138,7 @@ std::vector<Row> hello_rows() {
        [](Rig& r) { EXPECT_TRUE(r.chunk(0)); },
        {S::InSession, {}, File::Temp},
        [](Rig& r) {  // the slot's key dies on a worker before its store is even queued
-         const std::uint32_t old_key = r.rkey_of(0);
+         const std::uint32_t old_key = r.h.transport.latest_rkey(0);
          ASSERT_TRUE(r.gate.hold());
          r.slots_taken_behind_gate();  // revoked; its store waits at the gate
          EXPECT_EQ(r.h.transport.live_regions(), 1u);
@@ -460,7 +460,7 @@ std::vector<Row> session_rows() {
        [](Rig& r) { EXPECT_TRUE(r.file_chunk(0, 0, kSlot, 0)); },
        {S::InSession, {}},
        [](Rig& r) {  // the slot's key dies on a worker before its store is even queued
-         const std::uint32_t old_key = r.rkey_of(0);
+         const std::uint32_t old_key = r.h.transport.latest_rkey(0);
          ASSERT_TRUE(r.gate.hold());
          r.slots_taken_behind_gate();  // revoked; its store waits at the gate
          EXPECT_EQ(r.h.transport.live_regions(), 1u);

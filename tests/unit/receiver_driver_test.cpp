@@ -38,21 +38,12 @@ class ReceiverDriver : public ::testing::Test {
   }
   bool verdict_sent() const { return !h.transport.sent_of<proto::Verdict>().empty(); }
   proto::Accept accept() const { return h.transport.sent_of<proto::Accept>().at(0); }
-  // The latest rkey credited for `slot`.
-  std::uint32_t rkey_of(std::uint32_t slot) const {
-    std::optional<std::uint32_t> key;
-    for (const auto& c : h.transport.sent_of<proto::Credit>())
-      if (c.slot == slot) key = c.rkey;
-    EXPECT_TRUE(key.has_value());
-    return key.value_or(0);
-  }
   // The peer WRITEs chunk [offset, offset+length) into `slot` and announces it.
   bool write_chunk(const std::vector<std::uint8_t>& bytes, std::uint64_t offset,
                    std::uint32_t length, std::uint32_t slot, std::uint16_t version = 1) {
-    const auto a = accept();
-    const bool landed = h.transport.write_remote(
-        a.region_addr + std::uint64_t{slot} * a.slot_size, rkey_of(slot),
-        std::span(bytes).subspan(static_cast<std::size_t>(offset), length));
+    EXPECT_NE(h.transport.latest_rkey(slot), 0u) << "slot " << slot << " was never credited";
+    const bool landed = h.transport.write_slot(
+        slot, std::span(bytes).subspan(static_cast<std::size_t>(offset), length));
     h.send(proto::Chunk{offset, length, slot}, version);
     return landed;
   }

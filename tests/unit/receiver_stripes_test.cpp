@@ -34,12 +34,6 @@ struct Link {
   std::vector<T> sent() const {
     return transport.sent_of<T>();
   }
-  std::uint32_t rkey_of(std::uint32_t slot) const {
-    std::uint32_t key = 0;
-    for (const auto& c : transport.sent_of<proto::Credit>())
-      if (c.slot == slot) key = c.rkey;
-    return key;
-  }
 };
 
 struct StripedRig {
@@ -112,13 +106,11 @@ struct StripedRig {
   }
   // Chunk `index` of the file, written into `slot` of `l`'s window and announced as `entry`.
   bool chunk(Link& l, std::uint32_t entry, std::uint32_t index, std::uint32_t slot) {
-    const auto a = l.sent<proto::Accept>().at(0);
     const std::uint64_t offset = std::uint64_t{index} * kSlot;
     const auto length =
         static_cast<std::uint32_t>(std::min<std::uint64_t>(kSlot, bytes.size() - offset));
-    const bool landed = l.transport.write_remote(
-        a.region_addr + std::uint64_t{slot} * a.slot_size, l.rkey_of(slot),
-        std::span(bytes).subspan(static_cast<std::size_t>(offset), length));
+    const bool landed = l.transport.write_slot(
+        slot, std::span(bytes).subspan(static_cast<std::size_t>(offset), length));
     send(l, proto::FileChunk{entry, slot, offset, length});
     return landed;
   }
