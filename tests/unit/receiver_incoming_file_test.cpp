@@ -55,10 +55,10 @@ TEST_F(IncomingFileTest, TheStoreWorkGivenWritesAndHashesEachChunk) {
   std::vector<Written> written;
   unsigned hashers = 0;
   receiver::StoreWork work;
-  work.write = [&](OutputFile&, std::uint64_t offset, std::span<const std::uint8_t> chunk) {
+  work.write = [&](OutputFile&, std::uint64_t offset, std::span<const std::uint8_t> data) {
     if (offset == 2 * 4096) throw std::runtime_error("no room on the emulated disk");
     std::lock_guard lock(mutex);
-    written.push_back({offset, {chunk.begin(), chunk.end()}});
+    written.push_back({offset, {data.begin(), data.end()}});
   };
   work.hashing.make_hasher = [&](WorkPool& p, proto::DigestAlgorithm algorithm,
                                  std::uint64_t size) {
@@ -235,6 +235,26 @@ TEST_F(IncomingFileResumeTest, DiscardKeepsNothingAndAnotherDigestStartsFromZero
   }
   digest[0] ^= 1;  // another file under the same path
   auto f = open("d.bin");
+  ASSERT_TRUE(succeeded(create(*f)));
+  EXPECT_EQ(f->resumed_from(), 0u);
+  f->discard();
+  ASSERT_TRUE(until_idle(*f));
+}
+
+// A file whose data is known bad (a verdict other than Good, a write that failed, a file its
+// sender abandoned) is worth no resume: an interruption after it keeps nothing of it.
+TEST_F(IncomingFileResumeTest, AFileThatKeepsNothingIsDiscardedWhenKept) {
+  {
+    auto f = open("bad.bin");
+    ASSERT_TRUE(succeeded(create(*f)));
+    ASSERT_TRUE(store(*f, range(0, 3)));
+    f->keep_nothing();
+    f->keep();  // the session interrupted
+    ASSERT_TRUE(until_idle(*f));
+  }
+  EXPECT_EQ(partials.bytes(), 0u);
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "a bad file left something behind";
+  auto f = open("bad.bin");
   ASSERT_TRUE(succeeded(create(*f)));
   EXPECT_EQ(f->resumed_from(), 0u);
   f->discard();
