@@ -20,6 +20,9 @@ std::optional<EntryFault> check(EntryKind kind, EntryState state, EntryEvent eve
   if (state == EntryState::Settled) return EntryFault::Settled;
   const bool file = kind == EntryKind::File;
   const bool asked = state == EntryState::Held;
+  // Verifying and Discarding are Finished and Abandoning with the receiver's last job running.
+  const bool finished = state == EntryState::Finished || state == EntryState::Verifying;
+  const bool abandoning = state == EntryState::Abandoning || state == EntryState::Discarding;
   // Offered, or Continued: the receiver's answer is due (never a second Holds).
   const bool answerable = state == EntryState::Offered ||
                           (state == EntryState::Continued && event != EntryEvent::Holds);
@@ -53,9 +56,9 @@ std::optional<EntryFault> check(EntryKind kind, EntryState state, EntryEvent eve
       return std::nullopt;
     case EntryEvent::Good:
       // A file is good once all of it was written; a directory as soon as it is made.
-      if (file && state == EntryState::Abandoning) return EntryFault::Abandoned;
+      if (file && abandoning) return EntryFault::Abandoned;
       if (file && asked) return EntryFault::Held;
-      if (file && state != EntryState::Finished) return EntryFault::TooEarly;
+      if (file && !finished) return EntryFault::TooEarly;
       next = EntryState::Settled;
       return std::nullopt;
     case EntryEvent::Bad:
@@ -63,6 +66,16 @@ std::optional<EntryFault> check(EntryKind kind, EntryState state, EntryEvent eve
       // abandoned file.
       if (file && asked) return EntryFault::Held;
       next = EntryState::Settled;
+      return std::nullopt;
+    case EntryEvent::Stored:
+      // Once: a file's last job starts when its FileDone or FileAbort came and every chunk
+      // of it is stored.
+      if (!file) return EntryFault::NotAFile;
+      if (asked) return EntryFault::Held;
+      if (state == EntryState::Verifying || state == EntryState::Discarding)
+        return EntryFault::AlreadyStored;
+      if (!finished && !abandoning) return EntryFault::TooEarly;
+      next = finished ? EntryState::Verifying : EntryState::Discarding;
       return std::nullopt;
     case EntryEvent::Offer:
       break;

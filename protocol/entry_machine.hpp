@@ -15,6 +15,10 @@
 //                                            \--Bad (Refuse)----------------> Settled
 //   (Continued is Offered without a second Holds: one Holds, one Continue per entry.)
 //   Taken and Held --Abort (FileAbort)--> Abandoning --Bad (Abandoned)--> Settled
+// The receiver's last job, once every chunk of a file is stored (no message: its own step):
+//   Finished --Stored--> Verifying --Good/Bad--> Settled
+//   Abandoning --Stored--> Discarding --Bad (Abandoned)--> Settled
+// (the sender never sees Stored: its entries go from Finished and Abandoning to Settled).
 //
 // Every other (state, event) pair is refused with the reason below: the one way either
 // side says "illegal here" for an entry. Slots and credits are not the entry's: they live
@@ -36,6 +40,8 @@ enum class EntryState : std::uint8_t {
   Taken,
   Finished,
   Abandoning,  // FileAbort: its FileVerdict(Abandoned) (or StorageError) settles it
+  Verifying,   // the receiver's: Finished, every chunk stored, its digest checked and committed
+  Discarding,  // the receiver's: Abandoning, every chunk stored, what it stored thrown away
   Settled,
 };
 
@@ -50,6 +56,7 @@ enum class EntryEvent : std::uint8_t {
   Abort,     // the sender abandons it (FileAbort)
   Good,      // FileVerdict(Good), or a directory's settling
   Bad,       // Refuse, or a FileVerdict other than Good
+  Stored,    // the receiver stored every chunk of it: its last job starts (verify or discard)
 };
 
 enum class EntryFault : std::uint8_t {
@@ -63,6 +70,7 @@ enum class EntryFault : std::uint8_t {
   Held,            // anything but Continue or Abort while the sender's Continue is awaited
   NotHeld,         // a Continue without a Holds before it
   Abandoned,       // a Good for an abandoned file
+  AlreadyStored,   // a second Stored: its last job runs already
 };
 
 // Moves `state` on `event` for an entry of `kind`, or leaves it and says why not.

@@ -6,10 +6,9 @@
 //
 // Each entry moves through the machine both sides share (protocol/entry_machine.hpp):
 // Offered (the driver checks it and creates the file), Taken (Take sent; its chunks
-// arrive), Finished (FileDone arrived; its chunks still being stored, then `verifying`:
-// every chunk stored, the driver verifies and commits), and then settled: Refuse or
-// FileVerdict sent, and the entry forgotten. A directory goes from Offered straight to
-// settled.
+// arrive), Finished (FileDone arrived; its chunks still being stored), Verifying (every chunk
+// stored: the driver verifies and commits), and then settled: Refuse or FileVerdict sent, and
+// the entry forgotten. A directory goes from Offered straight to settled.
 //
 // Slots are shared by every file of the session: Idle, Credited (the sender holds it) or
 // Storing (a chunk of some entry is being hashed and written from it).
@@ -87,12 +86,16 @@ struct ReceiveEntry {
   bool striped = false;
   std::optional<std::uint32_t> joined_to;  // the lead's entry number
   std::shared_ptr<StripeClaims> claims;    // the file's, shared by the group's entries
-  bool verifying = false;                  // Finished (or Abandoning) and every chunk stored
   std::uint64_t size = 0;
   bool digest_at_end = false;    // offered without its digest: its FileDone carries it
   std::uint64_t received = 0;    // bytes of accepted FileChunks
   std::uint32_t storing = 0;     // its chunks still being stored
   std::uint64_t done_total = 0;  // FileDone.total_bytes
+
+  // Its last job runs: verifying and committing it, or discarding what it stored.
+  bool last_job() const {
+    return state == EntryState::Verifying || state == EntryState::Discarding;
+  }
 };
 
 // `E`: the kind of entry the ledger holds (made from an Offer).
@@ -159,7 +162,7 @@ class BasicReceiveLedger {
     if (auto fault = advance(e->kind, e->state, EntryEvent::Abort)) return *fault;
     return std::nullopt;
   }
-  // An Abandoning entry with no chunk being stored is discarded: returns true once.
+  // An Abandoning entry with no chunk being stored is discarded (-> Discarding): true once.
   bool start_discarding(std::uint32_t id) { return start_last_job(id, EntryState::Abandoning); }
   // The driver took the file (Take is about to go): Offered -> Taken. With `start` (a
   // Resume's offset, PROTOCOL.md 7.6) the bytes before it count as received, and the
@@ -318,7 +321,7 @@ class BasicReceiveLedger {
     e->done_total = d.total_bytes;
     return std::nullopt;
   }
-  // A Finished entry with no chunk being stored starts verifying: returns true once.
+  // A Finished entry with no chunk being stored starts verifying (-> Verifying): true once.
   bool start_verifying(std::uint32_t id) { return start_last_job(id, EntryState::Finished); }
   // The connection ends: no slot is credited from now on.
   void close() {
@@ -376,15 +379,15 @@ class BasicReceiveLedger {
 
  private:
   // An entry in state `when` with no chunk being stored starts its last job (verifying, or
-  // discarding what it stored): true once.
+  // discarding what it stored): the machine's Stored, once.
   bool start_last_job(std::uint32_t id, EntryState when) {
     E* e = entry(id);
-    if (e == nullptr || e->state != when || e->verifying || e->storing > 0) return false;
+    if (e == nullptr || e->state != when || e->storing > 0) return false;
     // A striped file is verified once the chunks every connection of its group carried are
     // stored (its FileDone came once all were claimed).
     if (when == EntryState::Finished && e->striped && e->claims && e->claims->stores_running())
       return false;
-    e->verifying = true;
+    advance_own(e->kind, e->state, EntryEvent::Stored);
     return true;
   }
 

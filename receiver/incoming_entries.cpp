@@ -75,7 +75,7 @@ void IncomingEntries::expect_next() {
   bool held = false;
   for (const auto& [id, entry] : ledger_.entries()) {
     if (entry->state == proto::EntryState::Offered ||
-        entry->state == proto::EntryState::Continued || entry->verifying)
+        entry->state == proto::EntryState::Continued || entry->last_job())
       own_work = true;
     if (entry->state == proto::EntryState::Held) held = true;
   }
@@ -413,7 +413,7 @@ void IncomingEntries::finish() {
   std::vector<std::uint32_t> ready;
   std::vector<std::uint32_t> abandoned;
   for (const auto& [id, entry] : ledger_.entries()) {
-    if (entry->storing > 0 || entry->verifying) continue;
+    if (entry->storing > 0) continue;
     if (entry->state == proto::EntryState::Finished) ready.push_back(id);
     // Abandoned by the sender (7.9): discarded once none of its chunks is being stored.
     if (entry->state == proto::EntryState::Abandoning) abandoned.push_back(id);
@@ -635,7 +635,7 @@ proto::Working IncomingEntries::working() const {
   const auto* entry = ledger_.entry(0);
   if (!terms_.working_names_phase || entry == nullptr) return working;
   if (entry->state == proto::EntryState::Offered) working.phase = proto::WorkPhase::Preparing;
-  if (entry->verifying) working.phase = proto::WorkPhase::Committing;
+  if (entry->last_job()) working.phase = proto::WorkPhase::Committing;
   return working;
 }
 
@@ -691,7 +691,7 @@ IncomingEntry* IncomingEntries::joinable(std::uint32_t lead_entry) {
 void IncomingEntries::interrupt_striped(std::uint32_t lead_entry, proto::VerdictCode code) {
   hooks_.in_session([&] {
     IncomingEntry* e = entry(lead_entry);
-    if (e == nullptr || !e->striped || e->verifying) return;
+    if (e == nullptr || !e->striped || e->last_job()) return;
     spdlog::warn("[{}] {}: a connection of its stripe group ended{}", label_,
                  proto::quoted_for_log(e->offer.path),
                  code == proto::VerdictCode::StorageError ? " (a chunk could not be written)"

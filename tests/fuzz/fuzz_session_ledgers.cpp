@@ -202,10 +202,10 @@ class Conversation {
     to_sender_.push_back(over_the_wire(reply));
   }
 
-  std::vector<std::uint32_t> entries_in(RState state, bool verifying = false) const {
+  std::vector<std::uint32_t> entries_in(RState state) const {
     std::vector<std::uint32_t> ids;
     for (const auto& [id, e] : receiver_.ledger().entries())
-      if (e->state == state && e->verifying == verifying) ids.push_back(id);
+      if (e->state == state) ids.push_back(id);
     return ids;
   }
 
@@ -237,7 +237,7 @@ class Conversation {
   }
 
   void verify(std::uint8_t n) {
-    const auto verifying = entries_in(RState::Finished, true);
+    const auto verifying = entries_in(RState::Verifying);
     if (verifying.empty()) return;
     const std::uint32_t id = verifying[n % verifying.size()];
     const VerdictCode code = n & 0x80 ? VerdictCode::HashMismatch : VerdictCode::Good;

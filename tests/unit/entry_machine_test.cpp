@@ -38,29 +38,33 @@ using Row = std::array<Cell, kEvents.size()>;
 using Table = std::array<Row, kStates.size()>;
 
 // clang-format off
-// Columns: Offer, Holds, Continue, Take, Have, Chunk, FileDone, Abort, Good, Bad.
+// Columns: Offer, Holds, Continue, Take, Have, Chunk, FileDone, Abort, Good, Bad, Stored.
 constexpr Table kFile{{
-    /* Waiting    */ Row{to(S::Offered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered)},
-    /* Offered    */ Row{no(F::AlreadyOffered), to(S::Held), no(F::NotHeld), to(S::Taken), to(S::Settled), no(F::NotTaken), no(F::NotTaken), no(F::NotTaken), no(F::TooEarly), to(S::Settled)},
-    /* Held       */ Row{no(F::AlreadyOffered), no(F::Held), to(S::Continued), no(F::Held), no(F::Held), no(F::NotTaken), no(F::NotTaken), to(S::Abandoning), no(F::Held), no(F::Held)},
-    /* Continued  */ Row{no(F::AlreadyOffered), no(F::AlreadyTaken), no(F::NotHeld), to(S::Taken), to(S::Settled), no(F::NotTaken), no(F::NotTaken), no(F::NotTaken), no(F::TooEarly), to(S::Settled)},
-    /* Taken      */ Row{no(F::AlreadyOffered), no(F::AlreadyTaken), no(F::NotHeld), no(F::AlreadyTaken), no(F::AlreadyTaken), to(S::Taken), to(S::Finished), to(S::Abandoning), no(F::TooEarly), to(S::Settled)},
-    /* Finished   */ Row{no(F::AlreadyOffered), no(F::AlreadyTaken), no(F::NotHeld), no(F::AlreadyTaken), no(F::AlreadyTaken), no(F::NotTaken), no(F::NotTaken), no(F::NotTaken), to(S::Settled), to(S::Settled)},
-    /* Abandoning */ Row{no(F::AlreadyOffered), no(F::AlreadyTaken), no(F::NotHeld), no(F::AlreadyTaken), no(F::AlreadyTaken), no(F::NotTaken), no(F::NotTaken), no(F::NotTaken), no(F::Abandoned), to(S::Settled)},
-    /* Settled    */ Row{no(F::AlreadyOffered), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled)},
+    /* Waiting    */ Row{to(S::Offered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered)},
+    /* Offered    */ Row{no(F::AlreadyOffered), to(S::Held), no(F::NotHeld), to(S::Taken), to(S::Settled), no(F::NotTaken), no(F::NotTaken), no(F::NotTaken), no(F::TooEarly), to(S::Settled), no(F::TooEarly)},
+    /* Held       */ Row{no(F::AlreadyOffered), no(F::Held), to(S::Continued), no(F::Held), no(F::Held), no(F::NotTaken), no(F::NotTaken), to(S::Abandoning), no(F::Held), no(F::Held), no(F::Held)},
+    /* Continued  */ Row{no(F::AlreadyOffered), no(F::AlreadyTaken), no(F::NotHeld), to(S::Taken), to(S::Settled), no(F::NotTaken), no(F::NotTaken), no(F::NotTaken), no(F::TooEarly), to(S::Settled), no(F::TooEarly)},
+    /* Taken      */ Row{no(F::AlreadyOffered), no(F::AlreadyTaken), no(F::NotHeld), no(F::AlreadyTaken), no(F::AlreadyTaken), to(S::Taken), to(S::Finished), to(S::Abandoning), no(F::TooEarly), to(S::Settled), no(F::TooEarly)},
+    /* Finished   */ Row{no(F::AlreadyOffered), no(F::AlreadyTaken), no(F::NotHeld), no(F::AlreadyTaken), no(F::AlreadyTaken), no(F::NotTaken), no(F::NotTaken), no(F::NotTaken), to(S::Settled), to(S::Settled), to(S::Verifying)},
+    /* Abandoning */ Row{no(F::AlreadyOffered), no(F::AlreadyTaken), no(F::NotHeld), no(F::AlreadyTaken), no(F::AlreadyTaken), no(F::NotTaken), no(F::NotTaken), no(F::NotTaken), no(F::Abandoned), to(S::Settled), to(S::Discarding)},
+    /* Verifying  */ Row{no(F::AlreadyOffered), no(F::AlreadyTaken), no(F::NotHeld), no(F::AlreadyTaken), no(F::AlreadyTaken), no(F::NotTaken), no(F::NotTaken), no(F::NotTaken), to(S::Settled), to(S::Settled), no(F::AlreadyStored)},
+    /* Discarding */ Row{no(F::AlreadyOffered), no(F::AlreadyTaken), no(F::NotHeld), no(F::AlreadyTaken), no(F::AlreadyTaken), no(F::NotTaken), no(F::NotTaken), no(F::NotTaken), no(F::Abandoned), to(S::Settled), no(F::AlreadyStored)},
+    /* Settled    */ Row{no(F::AlreadyOffered), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled)},
 }};
 // A directory is made when it is offered: nothing of it moves, and it is settled good or bad.
-// Held, Continued, Taken, Finished and Abandoning cannot be reached by a directory; the machine still
-// answers there.
+// Held, Continued, Taken, Finished, Abandoning, Verifying and Discarding cannot be reached by a
+// directory; the machine still answers there.
 constexpr Table kDirectory{{
-    /* Waiting    */ Row{to(S::Offered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered)},
-    /* Offered    */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
-    /* Held       */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
-    /* Continued  */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
-    /* Taken      */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
-    /* Finished   */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
-    /* Abandoning */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled)},
-    /* Settled    */ Row{no(F::AlreadyOffered), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled)},
+    /* Waiting    */ Row{to(S::Offered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered), no(F::NotOffered)},
+    /* Offered    */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled), no(F::NotAFile)},
+    /* Held       */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled), no(F::NotAFile)},
+    /* Continued  */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled), no(F::NotAFile)},
+    /* Taken      */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled), no(F::NotAFile)},
+    /* Finished   */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled), no(F::NotAFile)},
+    /* Abandoning */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled), no(F::NotAFile)},
+    /* Verifying  */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled), no(F::NotAFile)},
+    /* Discarding */ Row{no(F::AlreadyOffered), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), no(F::NotAFile), to(S::Settled), to(S::Settled), no(F::NotAFile)},
+    /* Settled    */ Row{no(F::AlreadyOffered), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled), no(F::Settled)},
 }};
 // clang-format on
 
@@ -146,6 +150,7 @@ TEST(EntryMachine, BothLedgersFollowIt) {
   ASSERT_EQ(receiver.file_done({0, 2 * kSlot}), std::nullopt);
   both_at("FileDone");
   EXPECT_TRUE(receiver.start_verifying(0));
+  EXPECT_EQ(receiver.entry(0)->state, S::Verifying) << "the receiver's own step, Stored";
   EXPECT_FALSE(receiver.start_verifying(0)) << "verifying starts once";
 
   ASSERT_EQ(advance(EntryKind::File, model, E::Good), std::nullopt);
