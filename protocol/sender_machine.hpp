@@ -173,6 +173,12 @@ struct SenderTransition {
 [[nodiscard]] SenderTransition session_settled(SenderState state, bool all_good,
                                                const SenderContext& context);
 
+// Where the receiver's first answer is awaited: there, and only there, a version-1 Error (a
+// receiver of an older version), a reply in clear where we asked to seal (a receiver before
+// sealing), a Stripes, and the key proofs (7.8) are judged as the first answer; anywhere else
+// the driver passes them to the table unjudged, which finds them out of place.
+[[nodiscard]] bool sender_awaits_first_answer(SenderState state);
+
 // The set-up before the connection (rdma_cm's address and route look-ups).
 enum class SetupState : std::uint8_t { ResolvingAddress, ResolvingRoute };
 

@@ -335,8 +335,9 @@ void Connection::on_sent(std::uint64_t tag) {
 void Connection::on_message(Inbound inbound) {
   if (finished()) return;
   auto* decoded = std::get_if<proto::Message>(&inbound.decoded);
-  if (!proto::sender_accepts_version(version(), inbound.version, decoded,
-                                     state_ == State::AwaitAccept)) {
+  // The first answer is judged as such where the table says it is awaited.
+  const bool first_answer = proto::sender_awaits_first_answer(state_);
+  if (!proto::sender_accepts_version(version(), inbound.version, decoded, first_answer)) {
     return hooks_.violation("a version-" + std::to_string(inbound.version) +
                             " message from the receiver on a version-" + std::to_string(version()) +
                             " connection");
@@ -345,7 +346,7 @@ void Connection::on_message(Inbound inbound) {
     const auto& failure = std::get<proto::DecodeFailure>(inbound.decoded);
     // A receiver of a release before sealing ignores the Open's ask and answers in clear;
     // our Error goes in clear too (SealedTransport), the only form it reads.
-    if (failure.error == proto::DecodeError::NotSealed && state_ == State::AwaitAccept)
+    if (failure.error == proto::DecodeError::NotSealed && first_answer)
       return hooks_.violation("the receiver answered in clear where we asked to seal (" +
                               failure.detail +
                               "); a receiver of a release before sealing answers in clear: "
@@ -358,7 +359,7 @@ void Connection::on_message(Inbound inbound) {
   const std::uint16_t message_version = inbound.version;
   // Sender keys (docs/PROTOCOL.md 7.8): not a byte of data goes to a receiver that did not
   // prove it holds our key.
-  if (auto input = keys_.judge(message, state_ == State::AwaitAccept, label())) {
+  if (auto input = keys_.judge(message, first_answer, label())) {
     // From the receiver's good Proof on, everything is sealed where we asked (7.11).
     if (const auto& seal = keys_.seal_keys(); seal && sealed_ && !sealed_->sealing())
       sealed_->seal_from_now(MessageSeal(seal->messages_to_receiver, seal->messages_to_sender));
@@ -369,7 +370,7 @@ void Connection::on_message(Inbound inbound) {
   // Only to an Open that asked (7.12); the machine finds it out of place anywhere but right
   // before the Accept.
   if (std::holds_alternative<proto::Stripes>(message) && settings_.stripes != nullptr) {
-    if (state_ == State::AwaitAccept) stripes_said_ = true;
+    if (first_answer) stripes_said_ = true;
     return dispatch(input<Event::GotStripes>());
   }
   if (const auto* m = std::get_if<proto::Reject>(&message)) {
