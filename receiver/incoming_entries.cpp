@@ -1,16 +1,13 @@
 #include "receiver/incoming_entries.hpp"
 
 #include <spdlog/spdlog.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 
-#include "common/error.hpp"
 #include "protocol/names.hpp"
 #include "protocol/paths.hpp"
 #include "protocol/receiver_rules.hpp"
 #include "protocol/sizes.hpp"
-#include "receiver/output_tree.hpp"
 
 namespace rdmax::receiver {
 
@@ -60,6 +57,9 @@ void IncomingEntries::start(const ReceiverInput::AcceptedOpen& accepted, const F
   }
   directories_.emplace(context_.pool);
   intake_.emplace(context_.pool, window_.transport(), accepted.slots, chunk_key);
+  port_.emplace(EntryPort{context_, label_, hooks_, open_.digest_algorithm, terms_.offers_metadata,
+                          ledger_.slot_count(), &*directories_,
+                          [this](std::uint32_t id) { return entry(id); }});
   started_ = Clock::now();
 }
 
@@ -114,103 +114,94 @@ void IncomingEntries::check_offer(const proto::Offer& offer) {
       return refuse(proto::RejectReason::BadName,
                     "path too long beneath the sender's subdirectory");
   }
-  if (offer.kind == proto::EntryKind::Directory) return check_directory(entry);
+  if (offer.kind == proto::EntryKind::Directory) {
+    entry.make_directory(*port_);
+    return expect_next();
+  }
   if (!offer.digest_at_end) {
-    if (!resume_understood_) return create_file(id, std::nullopt);
-    return create_file(id,
+    if (!resume_understood_) return create_file(entry, std::nullopt);
+    return create_file(entry,
                        IncomingFile::Resume{context_.partials, offer.digest, o.slot_size, true});
   }
   // Without its digest (PROTOCOL.md 7.9): how much of it is here is told first (Holds), to a
   // sender that understands Resume and Have and proves what it has; else it is a new file,
   // and a partial kept for the path is not continued (the sender did not check it).
-  if (resume_understood_ && prove_held_ && held_guesses_ < proto::kMaxHeldGuesses && offer.size > 0)
-    return look_for_held(id);
-  create_file(id, fresh_partial_);
+  if (resume_understood_ && prove_held_ && held_guesses_ < proto::kMaxHeldGuesses &&
+      offer.size > 0) {
+    entry.look_for_held(*port_, fresh_partial_);
+    return expect_next();
+  }
+  create_file(entry, fresh_partial_);
 }
 
-void IncomingEntries::create_file(std::uint32_t id, std::optional<IncomingFile::Resume> resume) {
-  IncomingEntry& entry = *this->entry(id);
+void IncomingEntries::create_file(IncomingEntry& entry,
+                                  std::optional<IncomingFile::Resume> resume) {
+  entry.create(*port_, std::move(resume));
   expect_next();
-  entry.file = std::make_shared<IncomingFile>(context_.pool, context_.dir_fd, entry.offer.path,
-                                              context_.options.overwrite, open_.digest_algorithm,
-                                              context_.work);
-  if (resume) entry.file->set_resume(*resume);
-  entry.file->set_direct_io(context_.options.direct_io);
-  // As many of its chunks written at once as the window holds: one file alone fills it.
-  entry.file->set_write_lanes(ledger_.slot_count());
-  entry.file->create(
-      entry.offer.size, context_.space, [this, id](const IncomingFile::Outcome& outcome) {
-        hooks_.in_session([&] {
-          IncomingEntry* e = this->entry(id);
-          if (e == nullptr) return;
-          using Kind = IncomingFile::Outcome::Kind;
-          using R = proto::RejectReason;
-          auto refused = [&](R reason, std::string text) {
-            hooks_.raise(input<proto::WorkResult::EntryRefused>(
-                Input::EntryRefusal{id, reason, std::move(text)}));
-          };
-          switch (outcome.kind) {
-            case Kind::Ok:
-              if (e->file->resumed_from() > 0)
-                return hooks_.raise(input<proto::WorkResult::EntryResumed>(Input::EntryTaken{id}));
-              return hooks_.raise(input<proto::WorkResult::EntryTaken>(Input::EntryTaken{id}));
-            case Kind::Have:
-              return hooks_.raise(input<proto::WorkResult::EntryHave>(Input::EntryTaken{id}));
-            case Kind::Exists:
-              return refused(R::Exists, "a file of that name exists");
-            case Kind::NoSpace:
-              return refused(R::NoSpace, "not enough free space");
-            case Kind::BadPath:
-              return refused(R::BadName, outcome.error);
-            case Kind::Failed:
-              spdlog::error("[{}] cannot create {}: {}", label_,
-                            proto::quoted_for_log(e->offer.path), outcome.error);
-              return refused(R::Internal, "cannot create the file");
-          }
-        });
-      });
 }
 
-void IncomingEntries::check_directory(IncomingEntry& entry) {
+// The digest at the end (PROTOCOL.md 7.9): what is here of a file offered without its digest
+// is told (Holds, never its digest: SECURITY.md); the sender's Continue, with its digest of as
+// much of its own file, is compared with ours and acted on (Have, a Resume of the kept partial
+// checked again, or a new file); a FileAbort discards the file (finish()).
+void IncomingEntries::hold(const ReceiverInput::EntryHeld& held) {
+  IncomingEntry& entry = *this->entry(held.entry);
+  entry.held = proto::Holds{held.entry, held.length, held.digest};  // ours, kept here
+  ledger_.hold_for_continue(held.entry);
+  spdlog::info("[{}] {} ({}): {} of it is here; asking the sender", label_,
+               proto::quoted_for_log(entry.offer.path), proto::format_size(entry.offer.size),
+               held.length == entry.offer.size ? "all" : proto::format_size(held.length));
+  hooks_.send(proto::Holds{held.entry, held.length, std::nullopt});
   expect_next();
-  struct Result {
-    bool ok = true;
-    bool bad_path = false;
-    std::string error;
-  };
-  auto result = std::make_shared<Result>();
-  const proto::Offer offer = entry.offer;
-  const int dir_fd = context_.dir_fd;
-  directories_->post(
-      [offer, dir_fd, result] {
-        try {
-          make_directory_beneath(dir_fd, offer.path);
-          set_directory_attributes(
-              dir_fd, offer.path, static_cast<mode_t>(offer.mode),
-              timespec{static_cast<time_t>(offer.mtime_sec), static_cast<long>(offer.mtime_nsec)});
-        } catch (const SysError& e) {
-          result->ok = false;
-          // A symbolic link or a non-directory on the way (receiver/output_tree.hpp).
-          result->bad_path = e.error() == ELOOP || e.error() == ENOTDIR;
-          result->error = e.what();
-        } catch (const std::exception& e) {
-          result->ok = false;
-          result->error = e.what();
-        }
-      },
-      [this, id = offer.entry, result] {
-        hooks_.in_session([&] {
-          if (this->entry(id) == nullptr) return;
-          if (result->ok)
-            return hooks_.raise(input<proto::WorkResult::EntrySettled>(
-                Input::EntryVerdict{id, proto::VerdictCode::Good}));
-          if (!result->bad_path)
-            spdlog::error("[{}] cannot make directory: {}", label_, result->error);
-          hooks_.raise(input<proto::WorkResult::EntryRefused>(Input::EntryRefusal{
-              id, result->bad_path ? proto::RejectReason::BadName : proto::RejectReason::Internal,
-              result->bad_path ? result->error : "cannot make the directory"}));
-        });
-      });
+}
+
+void IncomingEntries::check_continue(const proto::Continue& next) {
+  // Nothing is held for the sender where the Open did not ask for the digest at the end.
+  if (!digest_at_end_) return violation("a Continue, the digest at the end not negotiated");
+  if (auto error = ledger_.continued(next))
+    return violation(std::string("bad Continue: ") + proto::to_string(*error));
+  IncomingEntry& entry = *this->entry(next.entry);
+  const proto::Holds held = entry.held.value();  // Held implies a Holds went
+  if (next.from == 0) {
+    if (next.digest) return violation("a Continue from 0 with a digest");
+    return create_file(entry, fresh_partial_);
+  }
+  if (next.from != held.length) return violation("Continue.from is neither 0 nor what we hold");
+  if (!next.digest) return violation("a Continue from what we hold without the sender's digest");
+  if (*next.digest != *held.digest) {
+    // Another file (or a guess at ours): sent whole, and counted, so that a session cannot
+    // ask about what we hold without end.
+    if (++held_guesses_ == proto::kMaxHeldGuesses)
+      spdlog::warn(
+          "[{}] {} files offered differ from what is here: telling this sender no more "
+          "about what is held",
+          label_, held_guesses_);
+    spdlog::info("[{}] {} differs from what is here: taking it whole", label_,
+                 proto::quoted_for_log(entry.offer.path));
+    return create_file(entry, fresh_partial_);
+  }
+  if (held.length == entry.offer.size) {
+    entry.confirm_whole(*port_, held, fresh_partial_);
+    return expect_next();
+  }
+  // Its prefix is ours: the partial continues, checked again and cut to at most `from`.
+  create_file(entry, IncomingFile::Resume{context_.partials,
+                                          {},
+                                          context_.options.slot_size,
+                                          false,
+                                          PartialStore::Match::AnyDigest,
+                                          next.from});
+}
+
+void IncomingEntries::abandon(const proto::FileAbort& abort) {
+  if (!digest_at_end_) return violation("a FileAbort, the digest at the end not negotiated");
+  if (auto error = ledger_.abort(abort))
+    return violation(std::string("bad FileAbort: ") + proto::to_string(*error));
+  const IncomingEntry* entry = this->entry(abort.entry);
+  if (entry == nullptr) return;  // its write had failed: the sender has that verdict
+  spdlog::warn("[{}] the sender abandoned {}: {}", label_, proto::quoted_for_log(entry->offer.path),
+               abort.reason == proto::AbortReason::Changed ? "it changed while it was read"
+                                                           : "it could not be read");
 }
 
 // A Take is a Resume from 0 (PROTOCOL.md 7.6): the entry's data begins at `from`.
@@ -359,11 +350,11 @@ void IncomingEntries::store_opened(const proto::FileChunk& c) {
   // A chunk of another connection's striped file (7.12): its `done` comes back here.
   const bool joined = e->joined_to.has_value();
   if (joined) ++joined_stores_;
-  e->file->store(c.slot, c.offset, window_.slot(c.slot).first(c.length),
-                 [this, id, joined](const IncomingFile::Stored& stored) {
-                   if (joined) --joined_stores_;
-                   hooks_.in_session([&] { on_stored(id, stored); });
-                 });
+  e->store(c, window_.slot(c.slot).first(c.length),
+           [this, id, joined](const IncomingFile::Stored& stored) {
+             if (joined) --joined_stores_;
+             hooks_.in_session([&] { on_stored(id, stored); });
+           });
 }
 
 void IncomingEntries::on_stored(std::uint32_t id, const IncomingFile::Stored& stored) {
@@ -419,7 +410,7 @@ void IncomingEntries::finish() {
     if (entry->state == proto::EntryState::Abandoning) abandoned.push_back(id);
   }
   for (std::uint32_t id : ready)
-    if (ledger_.start_verifying(id)) verify(id);
+    if (ledger_.start_verifying(id)) entry(id)->verify(*port_);
   for (std::uint32_t id : abandoned) {
     if (ledger_.start_discarding(id)) {
       if (IncomingEntry* e = entry(id); e != nullptr && e->file) e->file->keep_nothing();
@@ -430,122 +421,34 @@ void IncomingEntries::finish() {
   expect_next();
 }
 
-void IncomingEntries::verify(std::uint32_t id) {
-  IncomingEntry& entry = *this->entry(id);
-  using Code = proto::VerdictCode;
-  if (entry.joined_to) {
-    // A member's part of a striped file (7.12): its chunks are stored; the file is the lead's
-    // to verify. `received` is what arrived on this connection.
-    return hooks_.raise(input<proto::WorkResult::EntrySettled>(Input::EntryVerdict{
-        id, entry.done_total == entry.received ? Code::Good : Code::SizeMismatch}));
-  }
-  const auto started = Clock::now();
-  auto verified = [this, started] { context_.metrics.count_verification(Clock::now() - started); };
-  // `received` counts the bytes before a Resume offset too (the ledger starts there); a
-  // striped file's chunks came on several connections: it must be stored whole, with no hole.
-  const bool whole =
-      entry.striped
-          ? entry.file->bytes_stored() == entry.offer.size && entry.done_total == entry.offer.size
-          : entry.received == entry.offer.size && entry.done_total == entry.received;
-  // (A striped file with a hole has no digest to finish.)
-  if (whole || !entry.striped) entry.computed = entry.file->finish_hash();
-  if (!whole) {
-    verified();
-    entry.file->keep_nothing();
-    return hooks_.raise(
-        input<proto::WorkResult::EntrySettled>(Input::EntryVerdict{id, Code::SizeMismatch}));
-  }
-  if (entry.computed != entry.offer.digest) {
-    verified();
-    entry.file->keep_nothing();
-    return hooks_.raise(
-        input<proto::WorkResult::EntrySettled>(Input::EntryVerdict{id, Code::HashMismatch}));
-  }
-  // A Hello says nothing of its file's mode and time: the file keeps ours (PROTOCOL.md 4.2).
-  if (terms_.offers_metadata)
-    entry.file->set_metadata(entry.offer.mode, entry.offer.mtime_sec, entry.offer.mtime_nsec);
-  entry.file->commit([this, id, verified](const IncomingFile::Outcome& outcome) {
-    verified();
-    if (outcome.ok()) context_.metrics.count(FileOutcome::Good);
-    IncomingEntry* e = this->entry(id);
-    bool answered = false;
-    hooks_.in_session([&] {
-      if (e == nullptr) return;
-      answered = true;
-      if (!outcome.ok())
-        spdlog::error("[{}] cannot store {}: {}", label_, proto::quoted_for_log(e->offer.path),
-                      outcome.error);
-      hooks_.raise(input<proto::WorkResult::EntrySettled>(
-          Input::EntryVerdict{id, outcome.ok() ? Code::Good : Code::StorageError}));
-      // A shutdown asked for during the commits: their senders have their verdicts first.
-      hooks_.committed();
-    });
-    if (!answered && outcome.ok())
-      spdlog::warn("[{}] entry {} was committed, but the sender was gone before its verdict",
-                   label_, id);
-  });
-}
-
-namespace {
-// How a file that is not good ended, by its verdict.
-FileOutcome failed_file(proto::VerdictCode code) {
-  switch (code) {
-    case proto::VerdictCode::HashMismatch:
-      return FileOutcome::BadDigest;
-    case proto::VerdictCode::SizeMismatch:
-      return FileOutcome::BadSize;
-    case proto::VerdictCode::Abandoned:
-      return FileOutcome::Abandoned;
-    default:
-      return FileOutcome::StorageError;
-  }
-}
-}  // namespace
-
 void IncomingEntries::send_verdict(const ReceiverInput::EntryVerdict& verdict) {
   IncomingEntry* entry = this->entry(verdict.entry);
   if (entry == nullptr) return;
   const bool good = verdict.code == proto::VerdictCode::Good;
+  entry->record_verdict(*port_, verdict.code);
+  const proto::EntryEvent answer = good ? proto::EntryEvent::Good : proto::EntryEvent::Bad;
   if (entry->joined_to) {
     // A member's part (7.12): the file's own verdict is the lead's to give.
-    spdlog::debug("[{}] our part of {}: {}", label_, proto::quoted_for_log(entry->offer.path),
-                  proto::to_string(verdict.code));
     if (!good && group_)
       if (IncomingEntries* lead = context_.stripe_groups->lead(*group_))
         lead->interrupt_striped(*entry->joined_to, proto::VerdictCode::Interrupted);
     hooks_.send(proto::FileVerdict{verdict.entry, verdict.code, {}});
-    return settle(verdict.entry, good ? proto::EntryEvent::Good : proto::EntryEvent::Bad);
+    return settle(verdict.entry, answer);
   }
   // A striped file not verified (7.12): the entries joined to it end once it is settled.
   const bool striped_failed = entry->striped && !good;
   (good ? good_ : failed_) += 1;
-  if (entry->offer.kind == proto::EntryKind::File && !good)
-    context_.metrics.count(failed_file(verdict.code));
-  if (entry->offer.kind != proto::EntryKind::File) {
-    spdlog::debug("[{}] directory {}: {}", label_, proto::quoted_for_log(entry->offer.path),
-                  proto::to_string(verdict.code));
-  } else if (verdict.code == proto::VerdictCode::Abandoned) {
-    spdlog::info("[{}] {}: abandoned by the sender, nothing kept", label_,
-                 proto::quoted_for_log(entry->offer.path));
-  } else {
-    const std::uint64_t from = entry->file ? entry->file->resumed_from() : 0;
-    // A striped file cut short (7.12) has only its stored prefix.
-    const std::uint64_t to = entry->striped ? entry->file->bytes_stored() : entry->offer.size;
-    log_file_end(*entry, to - from, entry->computed, proto::to_string(verdict.code));
-  }
   hooks_.send(proto::FileVerdict{verdict.entry, verdict.code, entry->computed});
-  settle(verdict.entry, good ? proto::EntryEvent::Good : proto::EntryEvent::Bad);
+  settle(verdict.entry, answer);
   if (striped_failed) striped_ended(verdict.entry);
 }
 
 void IncomingEntries::settle(std::uint32_t id, proto::EntryEvent answer) {
   std::unique_ptr<IncomingEntry> settled = ledger_.settle(id, answer);
   if (!settled) return;
-  IncomingEntry& entry = *settled;
   // Settled without a commit: a bad verdict, a refusal or a failed store. Nothing of it is
   // kept for a resume.
-  // (An entry joined to another connection's striped file leaves the file to that one.)
-  if (entry.file && !entry.joined_to && !entry.file->committed()) entry.file->discard();
+  settled->settled();
   retired_.emplace_back(id, std::move(settled));
   reap_retired(true);
   if (ledger_.all_settled() && open_.entry_count > 1) {
@@ -583,13 +486,7 @@ void IncomingEntries::discard_files(bool keep_nothing) {
       continue;
     }
     if (entry.striped) striped_ended(id);
-    if (entry.file && !entry.file->committed()) {
-      if (entry.taken != Clock::time_point{}) log_file_end(entry, entry.received, {}, nullptr);
-      if (keep_nothing)
-        entry.file->discard();
-      else
-        entry.file->keep();  // (which discards a file whose data is bad)
-    }
+    entry.cut_short(*port_, keep_nothing);
     retired_.emplace_back(id, std::move(held));
   }
   if (directories_) directories_->cancel();
@@ -602,18 +499,14 @@ proto::SessionEnd IncomingEntries::session_end() const {
 }
 
 bool IncomingEntries::committing() const {
-  for (const auto& [id, entry] : ledger_.entries())
-    // (A joined entry's file is the lead's, which commits it.)
-    if (!entry->joined_to && entry->file && entry->file->committing()) return true;
-  return false;
+  return std::any_of(ledger_.entries().begin(), ledger_.entries().end(),
+                     [](const auto& held) { return held.second->committing(); });
 }
 
 bool IncomingEntries::idle() const {
-  auto busy = [](const IncomingEntry& entry) {
-    // An entry joined to another connection's file: that file's other work is not ours
-    // (below, what we stored into it).
-    return entry.file && !entry.joined_to && !entry.file->idle();
-  };
+  // (An entry joined to another connection's file: that file's other work is not ours;
+  // below, what we stored into it.)
+  auto busy = [](const IncomingEntry& entry) { return !entry.idle(); };
   // Stores we put into striped files of other connections read our window: while any is
   // unanswered, and its file not idle (a file kept or discarded drops its stores' answers).
   if (joined_stores_ > 0 &&
@@ -637,24 +530,6 @@ proto::Working IncomingEntries::working() const {
   if (entry->state == proto::EntryState::Offered) working.phase = proto::WorkPhase::Preparing;
   if (entry->last_job()) working.phase = proto::WorkPhase::Committing;
   return working;
-}
-
-void IncomingEntries::log_file_end(const IncomingEntry& entry, std::uint64_t received,
-                                   const Digest& computed, const char* verdict) const {
-  const double seconds = std::chrono::duration<double>(Clock::now() - entry.taken).count();
-  const double rate = seconds > 0 ? static_cast<double>(received) / seconds : 0;
-  const std::uint64_t size = entry.offer.size;
-  const std::string progress = fmt::format(
-      "{} of {} in {:.2f}s ({}/s)", proto::format_size(received), proto::format_size(size), seconds,
-      proto::format_size(static_cast<std::uint64_t>(rate)));
-  const std::string name = proto::escape_for_log(entry.offer.path);
-  // Abandoned: no digest was computed, and there is no verdict to name.
-  if (verdict == nullptr) {
-    spdlog::info("[{}] '{}': abandoned after {}", label_, name, progress);
-    return;
-  }
-  spdlog::info("[{}] '{}': {}, {} {}, verdict {}", label_, name, progress,
-               proto::to_string(open_.digest_algorithm), to_hex(computed), verdict);
 }
 
 void IncomingEntries::check_join(const proto::Join& join) {

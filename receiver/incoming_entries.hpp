@@ -6,12 +6,14 @@
 // is checked and its file created (or its directory made, or what is here of it told: 7.9),
 // taken, its chunks stored and credited back, verified and committed, and settled with its
 // verdict. The connection's machine (receiver/connection.hpp) decides which of these may
-// happen now; this carries them out, and raises what the entries' work found (a file
-// created, a chunk stored, a verdict) as the machine's next input.
+// happen now; this holds what the session's entries share (the ledger and its slots, the
+// window's keys, the session's terms and counts, its stripe group) and carries them out, each
+// entry its own file's work (receiver/incoming_entry.hpp) through the port it is given
+// (receiver/entry_port.hpp).
 //
 // Disk and hashing work runs on the daemon's pool; its completions come back on the loop
 // through the connection's hooks, and find their entry by number (one settled meanwhile is
-// gone, and its completion does nothing).
+// gone, and its completion does nothing): what each entry raises is the machine's next input.
 
 #include <chrono>
 #include <cstdint>
@@ -25,6 +27,7 @@
 #include "common/work/work_pool.hpp"
 #include "protocol/receive_ledger.hpp"
 #include "protocol/wire.hpp"
+#include "receiver/entry_port.hpp"
 #include "receiver/hello_edge.hpp"
 #include "receiver/incoming_entry.hpp"
 #include "receiver/receive_window.hpp"
@@ -32,18 +35,6 @@
 #include "receiver/slot_intake.hpp"
 
 namespace rdmax::receiver {
-
-// What the entries need of their connection.
-struct EntryHooks {
-  std::function<void(ReceiverInput)> raise;         // the machine's next input
-  std::function<void(const proto::Message&)> send;  // a message to the sender
-  std::function<void(const char*, std::chrono::steady_clock::duration)> expect;
-  std::function<void(const char*)> expect_own_work;  // no deadline while we work
-  // Runs a job's completion on the loop under the connection's failure policy, if the
-  // session is still on.
-  std::function<void(const std::function<void()>&)> in_session;
-  std::function<void()> committed;  // a commit finished (a shutdown may wait for it)
-};
 
 class IncomingEntries {
  public:
@@ -113,19 +104,12 @@ class IncomingEntries {
   proto::Working working() const;
 
  private:
-  void check_directory(IncomingEntry& entry);
   // 7.12: tell the group that a striped entry (`lead_entry` on the lead) ended unverified, or
   // that an entry joined to one (on a member) was cut short.
   void striped_ended(std::uint32_t id);
   void joined_cut_short(const IncomingEntry& entry);
-  // Creates the offered file (a new one, a resumed partial, or Have): -> EntryTaken,
-  // EntryResumed, EntryHave or EntryRefused.
-  void create_file(std::uint32_t id, std::optional<IncomingFile::Resume> resume);
-  // The digest at the end (PROTOCOL.md 7.9; receiver/incoming_entries_held.cpp): what is
-  // here of a flagged file (-> EntryHeld, or on to create_file), and the whole file
-  // confirmed after a Continue from its size.
-  void look_for_held(std::uint32_t id);
-  void confirm_whole(std::uint32_t id, const proto::Holds& held);
+  // The entry's file created (receiver/incoming_entry.hpp), and the deadline set: ours.
+  void create_file(IncomingEntry& entry, std::optional<IncomingFile::Resume> resume);
   // Hashes and writes a chunk checked (and opened, on a sealed connection).
   void store_opened(const proto::FileChunk& chunk);
   void on_stored(std::uint32_t id, const IncomingFile::Stored& stored);
@@ -135,15 +119,12 @@ class IncomingEntries {
   void grant(std::uint32_t slot);
   [[noreturn]] static void throw_revoke_failed(const proto::FileChunk& chunk);
   void violation(std::string text);
-  // One file's closing line: what arrived, when, the digest computed and the verdict
-  // (none: abandoned, with no digest to name).
-  void log_file_end(const IncomingEntry& entry, std::uint64_t received, const Digest& computed,
-                    const char* verdict) const;
 
   ReceiverContext& context_;
   ReceiveWindow& window_;
   const std::string& label_;
   EntryHooks hooks_;
+  std::optional<EntryPort> port_;  // what each entry is given of this session (start())
   proto::Open open_{};
   FlowTerms terms_;
   std::string subdir_;
