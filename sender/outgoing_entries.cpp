@@ -64,7 +64,7 @@ void OutgoingEntries::send_offers() {
 bool OutgoingEntries::send_file_dones() {
   while (const auto due = ledger_.file_done_due()) {
     OutgoingEntry& e = offered(*due);
-    if (striped_file_changed(e)) {
+    if (e.striped_file_changed()) {
       abort_if_due(e);  // its FileAbort instead: nothing of it is kept
       if (ledger_.state(*due) != proto::EntryState::Taken) {
         e.close();
@@ -81,7 +81,7 @@ bool OutgoingEntries::send_file_dones() {
       continue;
     }
     if (e.digest_in_flight()) {
-      done.digest = digest_at_end(e);
+      done.digest = e.digest_at_end(digest_terms(), plan_.learned);
       if (!done.digest) {  // a chunk could not be hashed: nothing to vouch for
         spdlog::error("{}: cannot compute its digest", proto::quoted_for_log(e.planned.local_path));
         hooks_.raise(input<proto::SenderEvent::LocalFailure>(
@@ -127,7 +127,7 @@ bool OutgoingEntries::take(const SenderInput::Answer& answer) {
     if (auto error = ledger_.taken(m->entry))
       return broken(std::string("bad Take: ") + proto::to_string(*error));
     if (is_joined(m->entry)) return true;  // joined (7.12): its chunks come from the plan
-    start_tree_at(offered(m->entry), 0);
+    offered(m->entry).start_tree_at(digest_terms(), 0);
     if (offered(m->entry).striped)
       settings_.stripes->striped_taken(entries_[m->entry], m->entry, 0, slot_size_);
     return true;
@@ -141,7 +141,7 @@ bool OutgoingEntries::take(const SenderInput::Answer& answer) {
     }
     if (auto error = ledger_.resumed(m->entry, m->offset))
       return broken(std::string("bad Resume: ") + proto::to_string(*error));
-    start_tree_at(offered(m->entry), m->offset);
+    offered(m->entry).start_tree_at(digest_terms(), m->offset);
     result(m->entry).resumed_from = m->offset;
     if (offered(m->entry).striped)
       settings_.stripes->striped_taken(entries_[m->entry], m->entry, m->offset, slot_size_);
@@ -262,7 +262,7 @@ void OutgoingEntries::fold_from_member(std::uint32_t entry, std::uint64_t offset
                                        const std::string& error) {
   OutgoingEntry* e = held(entry);
   if (e == nullptr || !e->digest_in_flight()) return;
-  digest_of(*e);
+  e->digest_made(digest_terms());
   fold(entry, offset, length, std::move(nodes), error);
   hooks_.pump();  // its FileDone may be due
 }

@@ -6,7 +6,8 @@
 // receiver's answers about an entry are held against it (the ledger, the resume rules,
 // what our Continue said: one that does not fit is a violation), each settled entry's result
 // goes back into the plan, and a file offered without its digest is hashed as it is sent
-// (the digest at the end, 7.9: sender/outgoing_entries_digests.cpp).
+// (the digest at the end, 7.9: sender/outgoing_entries_digests.cpp; each entry folds and
+// checks its own, sender/outgoing_entry.hpp).
 //
 // The connection's machine decides when the entries are acted on (InSession); its window
 // (sender/send_window.hpp) moves their chunks.
@@ -110,23 +111,18 @@ class OutgoingEntries {
   bool is_joined(std::uint32_t entry) const { return joined_.contains(entry); }
   bool broken(const std::string& why);  // a violation: false
   void abandon(std::uint32_t entry, proto::AbortReason reason, const std::string& why);
-  // The digest at the end of a file as its chunks go: made at its first chunk (the file's
-  // identity noted), each chunk's nodes folded in file order, the file checked unchanged at
-  // its last read.
-  DigestInFlight& digest_of(OutgoingEntry& e);
+  // A chunk's nodes folded into its entry's digest (OutgoingEntry::fold), if the entry is
+  // still held; one settled meanwhile is dropped once no hash of it runs.
   void fold(std::uint32_t entry, std::uint64_t offset, std::uint32_t length,
             std::vector<merkle::Node> nodes, const std::string& error);
-  void check_last_read(OutgoingEntry& e, const Planned& chunk);
-  // A striped file (7.12) whose FileDone is due: changed since its first hashed chunk?
-  // (Then it is to be abandoned: `abort_due` is set.)
-  bool striped_file_changed(OutgoingEntry& e);
-  std::optional<Digest> digest_at_end(OutgoingEntry& e);
+  // What each entry's digest needs of this session (the Accept's slot size: start()).
+  DigestTerms digest_terms() const {
+    return {settings_.hashing, settings_.pool, plan_.algorithm, slot_size_};
+  }
   // Holds: our own first `length` bytes hashed (a local read), then Continue.
   void check_holds(const proto::Holds& holds);
   void continue_from(std::uint32_t entry, const proto::Holds& holds, const Digest& ours,
                      std::vector<merkle::Node> nodes, const std::string& error);
-  // A Take or Resume answering our Continue: the tree starts from the prefix we checked.
-  void start_tree_at(OutgoingEntry& e, std::uint64_t offset);
 
   const SenderSettings& settings_;
   TransferPlan& plan_;

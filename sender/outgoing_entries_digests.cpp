@@ -1,10 +1,10 @@
-// The digest at the end (docs/PROTOCOL.md 7.9), the sender's side: a file whose digest is not
-// known when it is offered is hashed as its chunks are read for sending (each byte is read
-// once), on the run's hashing threads; its FileDone carries the digest, folded in file order.
-// A file that changed while it was read is abandoned (FileAbort): nothing of it is kept and
-// nothing goes into the digest cache. When the receiver holds something at the path (Holds),
-// our own first bytes are hashed (a local read, nothing is sent) and Continue says where the
-// file goes on: from what is held, or from 0.
+// The digest at the end (docs/PROTOCOL.md 7.9), the session's part on the sender: a file
+// whose digest is not known when it is offered is hashed as its chunks are read for sending,
+// on the run's hashing threads (each entry's own digest: sender/outgoing_entry.cpp); its
+// FileDone carries the digest. A file that changed while it was read is abandoned (FileAbort):
+// nothing of it is kept and nothing goes into the digest cache. When the receiver holds
+// something at the path (Holds), our own first bytes are hashed (a local read, nothing is
+// sent) and Continue says where the file goes on: from what is held, or from 0.
 
 #include <spdlog/spdlog.h>
 
@@ -29,60 +29,13 @@ const char* why_abandoned(proto::AbortReason reason) {
 }
 }  // namespace
 
-DigestInFlight& OutgoingEntries::digest_of(OutgoingEntry& e) {
-  if (!e.digest) e.digest.emplace();  // made by start_tree_at() for a resumed file
-  DigestInFlight& d = *e.digest;
-  if (!d.hasher)
-    d.hasher = settings_.hashing.make(*settings_.pool, plan_.algorithm, e.planned.size);
-  if (!d.opened && d.failure.empty()) {
-    try {
-      d.opened = identity_of(e.input().fd());
-    } catch (const std::exception& error) {
-      d.failure = error.what();
-    }
-    // The file read must have the size offered (the walk's); from here on it must not
-    // change at all (checked after its last read).
-    if (d.opened && d.opened->size != e.planned.size && !e.abort_due)
-      e.abort_due = proto::AbortReason::Changed;
-  }
-  return d;
-}
-
-void OutgoingEntries::check_last_read(OutgoingEntry& e, const Planned& c) {
-  // The last read of the file: it must be as it was at the first (as tar checks). Not for a
-  // striped file (7.12): another connection may read its last chunk, or still read others,
-  // and its FileAbort must wait until all are done (striped_file_changed()).
-  const DigestInFlight& d = *e.digest;
-  if (e.striped) return;
-  if (c.offset + c.length == e.planned.size && d.opened && !e.abort_due) {
-    try {
-      if (identity_of(e.input().fd()) != *d.opened) e.abort_due = proto::AbortReason::Changed;
-    } catch (const std::exception&) {
-      e.abort_due = proto::AbortReason::Unreadable;
-    }
-  }
-}
-
-bool OutgoingEntries::striped_file_changed(OutgoingEntry& e) {
-  // Every connection has read its part of the file (its FileDone is due): it must still be
-  // as it was when the first chunk was hashed here.
-  if (!e.striped || !e.digest || !e.digest->opened) return false;
-  try {
-    if (identity_of(e.input().fd()) != *e.digest->opened) e.abort_due = proto::AbortReason::Changed;
-  } catch (const std::exception&) {
-    e.abort_due = proto::AbortReason::Unreadable;
-  }
-  return e.abort_due.has_value();
-}
-
 void OutgoingEntries::hash_in_flight(OutgoingEntry& e, const Planned& c,
                                      std::span<const std::uint8_t> bytes) {
   if (e.lead != nullptr) {
     // A chunk of the lead's striped file (7.12): hashed here, on this connection's own
     // hasher (its job reads our buffer), and folded into the lead's digest.
     if (!e.digest) e.digest.emplace();
-    if (!e.digest->hasher)
-      e.digest->hasher = settings_.hashing.make(*settings_.pool, plan_.algorithm, e.planned.size);
+    if (!e.digest->hasher) e.digest->hasher = digest_terms().hasher(e.planned.size);
     ledger_.hold(c.slot);
     e.digest->hasher->hash(
         c.offset, bytes,
@@ -99,7 +52,7 @@ void OutgoingEntries::hash_in_flight(OutgoingEntry& e, const Planned& c,
         });
     return;
   }
-  DigestInFlight& d = digest_of(e);
+  DigestInFlight& d = e.digest_made(digest_terms());
   ledger_.hold(c.slot);
   d.hasher->hash(c.offset, bytes,
                  [this, entry = c.entry, slot = c.slot, offset = c.offset, length = c.length](
@@ -110,49 +63,25 @@ void OutgoingEntries::hash_in_flight(OutgoingEntry& e, const Planned& c,
                      hooks_.pump();
                    });
                  });
-  check_last_read(e, c);
+  e.check_last_read(c);
 }
 
 void OutgoingEntries::hashed_in_read(OutgoingEntry& e, const Planned& c,
                                      std::vector<merkle::Node> nodes, const std::string& error) {
   if (e.lead != nullptr)  // the lead's striped file (7.12)
     return e.lead->fold_from_member(e.lead_entry, c.offset, c.length, std::move(nodes), error);
-  digest_of(e);
+  e.digest_made(digest_terms());
   fold(c.entry, c.offset, c.length, std::move(nodes), error);
-  check_last_read(e, c);
+  e.check_last_read(c);
 }
 
 void OutgoingEntries::fold(std::uint32_t entry, std::uint64_t offset, std::uint32_t length,
                            std::vector<merkle::Node> nodes, const std::string& error) {
   OutgoingEntry* e = held(entry);
   if (e == nullptr || !e->digest) return;
-  DigestInFlight& d = *e->digest;
-  if (!error.empty() && d.failure.empty()) d.failure = error;
-  d.pending[offset] = {length, std::move(nodes)};
-  // Folded in file order, however the chunks' hashes finished.
-  for (auto p = d.pending.begin(); p != d.pending.end() && p->first == d.folded;
-       p = d.pending.erase(p)) {
-    d.hasher->fold(p->second.second);
-    d.folded += p->second.first;
-  }
+  e->fold(offset, length, std::move(nodes), error);
   // Settled while it was hashed (a bad verdict): its hasher was kept for this.
   if (e->state == proto::EntryState::Settled && !e->hashing()) ledger_.drop(entry);
-}
-
-std::optional<Digest> OutgoingEntries::digest_at_end(OutgoingEntry& e) {
-  if (!e.digest) {  // an empty file has no chunk
-    if (e.planned.size != 0) return std::nullopt;
-    e.planned.digest = settings_.hashing.make(*settings_.pool, plan_.algorithm, 0)->finish(0);
-    return e.planned.digest;
-  }
-  DigestInFlight& d = *e.digest;
-  if (!d.failure.empty() || d.folded != e.planned.size || !d.hasher->idle()) return std::nullopt;
-  const Digest digest = d.hasher->finish(d.folded);
-  // Known now: a later Have is checked against it, and the digest cache learns it.
-  e.planned.digest = digest;
-  if (d.opened) plan_.learned.push_back({plan_.algorithm, *d.opened, digest});
-  e.digest.reset();
-  return digest;
 }
 
 void OutgoingEntries::abandon(std::uint32_t entry, proto::AbortReason reason,
@@ -184,8 +113,7 @@ void OutgoingEntries::unreadable_chunk(const Planned& chunk, const std::string& 
 }
 
 void OutgoingEntries::abort_if_due(OutgoingEntry& e) {
-  if (const auto reason = std::exchange(e.abort_due, std::nullopt))
-    abandon(e.entry, *reason, why_abandoned(*reason));
+  if (const auto reason = e.take_abort_due()) abandon(e.entry, *reason, why_abandoned(*reason));
 }
 
 void OutgoingEntries::check_holds(const proto::Holds& holds) {
@@ -262,23 +190,6 @@ void OutgoingEntries::continue_from(std::uint32_t entry, const proto::Holds& hol
                         : "its first part is the receiver's");
   hooks_.send(proto::Continue{entry, same ? holds.length : 0}, 0);
   hooks_.pump();
-}
-
-void OutgoingEntries::start_tree_at(OutgoingEntry& e, std::uint64_t offset) {
-  if (!e.continued) return;
-  CheckedPrefix prefix = std::move(*e.continued);
-  e.continued.reset();
-  if (offset == 0) return;  // a Take: the tree starts from nothing
-  if (!e.digest) e.digest.emplace();
-  DigestInFlight& d = *e.digest;
-  d.hasher = settings_.hashing.make(*settings_.pool, plan_.algorithm, e.planned.size);
-  // The receiver may resume below what it held (it checked its partial again): our nodes
-  // are cut there, at a chunk boundary.
-  const std::uint64_t cut =
-      merkle::cut_nodes(prefix.nodes, offset, slot_size_, node_bytes_of(plan_.algorithm));
-  if (cut != offset) d.failure = "the resumed prefix does not end on a tree node";
-  d.hasher->fold(prefix.nodes);
-  d.folded = cut;
 }
 
 void OutgoingEntries::stop_jobs() {

@@ -1,9 +1,10 @@
 #pragma once
 // One entry of a session while the sender has it offered, with all that is kept for it:
 // the plan's entry and its result, its open file, its windows registered for --zero-copy,
-// its digest as it is computed while it is sent (docs/PROTOCOL.md 7.9), what our Continue
-// agreed with the receiver, and an abort that is due; and what the rules know of it (the
-// ledger's SendEntry: its state, where its next chunk starts, its chunks out). The ledger
+// its digest as it is computed while it is sent (docs/PROTOCOL.md 7.9) and the checks that
+// the file did not change meanwhile, what our Continue agreed with the receiver, and an abort
+// that is due; and what the rules know of it (the ledger's SendEntry: its state, where its
+// next chunk starts, its chunks out). The ledger
 // (protocol/send_ledger.hpp) holds one per entry offered, made by the connection's entries
 // (sender/outgoing_entries.hpp), which drop it once it is settled and no hash of its bytes
 // still runs.
@@ -44,7 +45,21 @@ struct CheckedPrefix {
   std::vector<merkle::Node> nodes;
 };
 
-struct OutgoingEntry final : proto::SendEntry {
+// What an entry's digest needs of its session: how a file is hashed, with which algorithm
+// and on which pool, and the Accept's slot size (where a resumed tree is cut).
+struct DigestTerms {
+  const FileHashing& hashing;
+  WorkPool* pool = nullptr;  // (set wherever a file's digest comes at its end)
+  proto::DigestAlgorithm algorithm{};
+  std::uint32_t slot_size = 0;
+
+  std::unique_ptr<FileHasher> hasher(std::uint64_t file_size) const {
+    return hashing.make(*pool, algorithm, file_size);
+  }
+};
+
+class OutgoingEntry final : public proto::SendEntry {
+ public:
   OutgoingEntry(std::uint32_t number, PlannedEntry& what, EntryResult& outcome)
       : entry(number), planned(what), result(outcome) {}
 
@@ -65,6 +80,27 @@ struct OutgoingEntry final : proto::SendEntry {
   // A hash of its bytes runs or waits on the pool (the hasher must outlive it).
   bool hashing() const { return digest && digest->hasher && !digest->hasher->idle(); }
 
+  // The digest at the end as its chunks go (sender/outgoing_entry.cpp): made at its first
+  // chunk (the file's identity noted: a size other than the one offered is a change), each
+  // chunk's nodes folded in file order, the file checked unchanged at its last read.
+  DigestInFlight& digest_made(const DigestTerms& terms);
+  void fold(std::uint64_t offset, std::uint32_t length, std::vector<merkle::Node> nodes,
+            const std::string& error);
+  void check_last_read(const proto::PlannedChunk& chunk);
+  // A striped file (7.12) whose FileDone is due: changed since its first hashed chunk? (Then
+  // its FileAbort is due.)
+  bool striped_file_changed();
+  // Every chunk folded: the digest (none: a chunk could not be hashed or read), known from
+  // now on (a later Have is checked against it) and, with the file's identity, `learned`.
+  std::optional<Digest> digest_at_end(const DigestTerms& terms,
+                                      std::vector<DigestCacheEntry>& learned);
+  // A Take or Resume answering our Continue from a prefix (`continued`): the tree starts from
+  // the nodes we checked, cut at `offset` (from nothing: a Take).
+  void start_tree_at(const DigestTerms& terms, std::uint64_t offset);
+  // It changed or could not be read: its FileAbort goes after the FileChunk being posted.
+  // Once: the reason, or none.
+  std::optional<proto::AbortReason> take_abort_due() { return std::exchange(abort_due_, {}); }
+
   const std::uint32_t entry;  // its number in the session
   PlannedEntry& planned;
   EntryResult& result;
@@ -75,8 +111,6 @@ struct OutgoingEntry final : proto::SendEntry {
   // After our Continue from a prefix of it (where it continued is the ledger's:
   // SendEntry::continued_from).
   std::optional<CheckedPrefix> continued;
-  // It changed or could not be read: its FileAbort goes after the FileChunk being posted.
-  std::optional<proto::AbortReason> abort_due;
   // One file over several connections (7.12). On the lead: offered striped. On a member:
   // joined to the lead's striped entry `lead_entry`, whose digest (the lead's entries'
   // `lead`) folds what this connection reads.
@@ -84,6 +118,12 @@ struct OutgoingEntry final : proto::SendEntry {
   class OutgoingEntries* lead = nullptr;
   std::uint32_t lead_entry = 0;
   std::uint32_t plan_index = 0;  // the plan's entry (the file)
+
+ private:
+  // The file as it is now differs from the one first read (or cannot be looked at).
+  void check_unchanged();
+
+  std::optional<proto::AbortReason> abort_due_;
 };
 
 }  // namespace rdmax::sender
