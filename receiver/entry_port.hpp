@@ -48,7 +48,15 @@ struct EntryPort {
       if (IncomingEntry* entry = find(id)) then(*entry);
     });
   }
-  void raise(ReceiverInput input) const { hooks.raise(std::move(input)); }
+  void raise(ReceiverInput next) const { hooks.raise(std::move(next)); }
+  // What an entry's work found, as the machine's next input: its verdict, or its refusal.
+  void settle(std::uint32_t id, proto::VerdictCode code) const {
+    raise(input<proto::WorkResult::EntrySettled>(ReceiverInput::EntryVerdict{id, code}));
+  }
+  void refuse(std::uint32_t id, proto::RejectReason reason, std::string text) const {
+    raise(input<proto::WorkResult::EntryRefused>(
+        ReceiverInput::EntryRefusal{id, reason, std::move(text)}));
+  }
 };
 
 }  // namespace rdmax::receiver

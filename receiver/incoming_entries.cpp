@@ -99,8 +99,7 @@ void IncomingEntries::check_offer(const proto::Offer& offer) {
   IncomingEntry& entry = *this->entry(offer.entry);
   const std::uint32_t id = offer.entry;
   auto refuse = [&](proto::RejectReason reason, std::string text) {
-    hooks_.raise(
-        input<proto::WorkResult::EntryRefused>(Input::EntryRefusal{id, reason, std::move(text)}));
+    port_->refuse(id, reason, std::move(text));
   };
   // Cheap checks first (protocol/receiver_rules.hpp): nothing is created for an entry that
   // fails them.
@@ -211,8 +210,7 @@ void IncomingEntries::take(std::uint32_t id, bool resume) {
   // The first file taken is the first that needs the window's keys.
   if (auto error = window_.register_slots()) {
     spdlog::error("[{}] cannot register the receive window: {}", label_, *error);
-    return hooks_.raise(input<proto::WorkResult::EntryRefused>(
-        Input::EntryRefusal{id, proto::RejectReason::NoMemory, "cannot register memory"}));
+    return port_->refuse(id, proto::RejectReason::NoMemory, "cannot register memory");
   }
   entry.taken = Clock::now();
   // A joined entry is Taken already (joined(): its chunks are the striped file's).
@@ -369,8 +367,7 @@ void IncomingEntries::on_stored(std::uint32_t id, const IncomingFile::Stored& st
     if (lead != nullptr)
       lead->interrupt_striped(*entry->joined_to, proto::VerdictCode::StorageError);
     // The entry is settled now; its slots are freed once its file's jobs are done.
-    return hooks_.raise(input<proto::WorkResult::EntrySettled>(
-        Input::EntryVerdict{id, proto::VerdictCode::StorageError}));
+    return port_->settle(id, proto::VerdictCode::StorageError);
   }
   bytes_stored_ += stored.length;
   context_.metrics.written_bytes += stored.length;
@@ -414,8 +411,7 @@ void IncomingEntries::finish() {
   for (std::uint32_t id : abandoned) {
     if (ledger_.start_discarding(id)) {
       if (IncomingEntry* e = entry(id); e != nullptr && e->file) e->file->keep_nothing();
-      hooks_.raise(input<proto::WorkResult::EntrySettled>(
-          Input::EntryVerdict{id, proto::VerdictCode::Abandoned}));
+      port_->settle(id, proto::VerdictCode::Abandoned);
     }
   }
   expect_next();
@@ -538,8 +534,7 @@ void IncomingEntries::check_join(const proto::Join& join) {
   if (auto error = ledger_.join(join))
     return violation(std::string("bad Join: ") + proto::to_string(*error));
   auto refuse = [&](const char* why) {
-    hooks_.raise(input<proto::WorkResult::EntryRefused>(
-        Input::EntryRefusal{join.entry, proto::RejectReason::Internal, why}));
+    port_->refuse(join.entry, proto::RejectReason::Internal, why);
   };
   IncomingEntries* lead = context_.stripe_groups->lead(*group_);
   IncomingEntry* striped = lead != nullptr ? lead->joinable(join.lead_entry) : nullptr;
@@ -577,7 +572,7 @@ void IncomingEntries::interrupt_striped(std::uint32_t lead_entry, proto::Verdict
       e->file->keep_nothing();  // discarded when it is settled
     else if (e->file)
       e->file->keep();
-    hooks_.raise(input<proto::WorkResult::EntrySettled>(Input::EntryVerdict{lead_entry, code}));
+    port_->settle(lead_entry, code);
   });
 }
 
@@ -586,9 +581,7 @@ void IncomingEntries::interrupt_joined(std::uint32_t lead_entry) {
     std::vector<std::uint32_t> joined;
     for (const auto& [id, e] : ledger_.entries())
       if (e->joined_to == lead_entry) joined.push_back(id);
-    for (std::uint32_t id : joined)
-      hooks_.raise(input<proto::WorkResult::EntrySettled>(
-          Input::EntryVerdict{id, proto::VerdictCode::Interrupted}));
+    for (std::uint32_t id : joined) port_->settle(id, proto::VerdictCode::Interrupted);
   });
 }
 

@@ -65,14 +65,11 @@ void IncomingEntry::make_directory(const EntryPort& port) {
       },
       [&port, id = o.entry, outcome] {
         port.after_job(id, [&](IncomingEntry&) {
-          if (outcome->ok)
-            return port.raise(
-                input<Result::EntrySettled>(Input::EntryVerdict{id, proto::VerdictCode::Good}));
-          if (!outcome->bad_path)
-            spdlog::error("[{}] cannot make directory: {}", port.label, outcome->error);
-          port.raise(input<Result::EntryRefused>(Input::EntryRefusal{
-              id, outcome->bad_path ? proto::RejectReason::BadName : proto::RejectReason::Internal,
-              outcome->bad_path ? outcome->error : "cannot make the directory"}));
+          if (outcome->ok) return port.settle(id, proto::VerdictCode::Good);
+          if (outcome->bad_path)
+            return port.refuse(id, proto::RejectReason::BadName, outcome->error);
+          spdlog::error("[{}] cannot make directory: {}", port.label, outcome->error);
+          port.refuse(id, proto::RejectReason::Internal, "cannot make the directory");
         });
       });
 }
@@ -90,10 +87,6 @@ void IncomingEntry::create(const EntryPort& port, std::optional<IncomingFile::Re
                  port.after_job(id, [&](IncomingEntry& e) {
                    using Kind = IncomingFile::Outcome::Kind;
                    using R = proto::RejectReason;
-                   auto refused = [&](R reason, std::string text) {
-                     port.raise(input<Result::EntryRefused>(
-                         Input::EntryRefusal{id, reason, std::move(text)}));
-                   };
                    switch (outcome.kind) {
                      case Kind::Ok:
                        if (e.file->resumed_from() > 0)
@@ -102,15 +95,15 @@ void IncomingEntry::create(const EntryPort& port, std::optional<IncomingFile::Re
                      case Kind::Have:
                        return port.raise(input<Result::EntryHave>(Input::EntryTaken{id}));
                      case Kind::Exists:
-                       return refused(R::Exists, "a file of that name exists");
+                       return port.refuse(id, R::Exists, "a file of that name exists");
                      case Kind::NoSpace:
-                       return refused(R::NoSpace, "not enough free space");
+                       return port.refuse(id, R::NoSpace, "not enough free space");
                      case Kind::BadPath:
-                       return refused(R::BadName, outcome.error);
+                       return port.refuse(id, R::BadName, outcome.error);
                      case Kind::Failed:
                        spdlog::error("[{}] cannot create {}: {}", port.label,
                                      proto::quoted_for_log(e.offer.path), outcome.error);
-                       return refused(R::Internal, "cannot create the file");
+                       return port.refuse(id, R::Internal, "cannot create the file");
                    }
                  });
                });
@@ -201,13 +194,10 @@ void IncomingEntry::confirm_whole(const EntryPort& port, const proto::Holds& who
 void IncomingEntry::verify(const EntryPort& port) {
   using Code = proto::VerdictCode;
   const std::uint32_t id = offer.entry;
-  auto settle = [&](Code code) {
-    port.raise(input<Result::EntrySettled>(Input::EntryVerdict{id, code}));
-  };
   if (joined_to) {
     // A member's part of a striped file (7.12): its chunks are stored; the file is the lead's
     // to verify. `received` is what arrived on this connection.
-    return settle(done_total == received ? Code::Good : Code::SizeMismatch);
+    return port.settle(id, done_total == received ? Code::Good : Code::SizeMismatch);
   }
   const auto started = Clock::now();
   ReceiverMetrics& metrics = port.context.metrics;
@@ -221,7 +211,7 @@ void IncomingEntry::verify(const EntryPort& port) {
   if (!whole || computed != offer.digest) {
     verified();
     file->keep_nothing();
-    return settle(whole ? Code::HashMismatch : Code::SizeMismatch);
+    return port.settle(id, whole ? Code::HashMismatch : Code::SizeMismatch);
   }
   // A Hello says nothing of its file's mode and time: the file keeps ours (PROTOCOL.md 4.2).
   if (port.offers_metadata) file->set_metadata(offer.mode, offer.mtime_sec, offer.mtime_nsec);
@@ -234,8 +224,7 @@ void IncomingEntry::verify(const EntryPort& port) {
       if (!outcome.ok())
         spdlog::error("[{}] cannot store {}: {}", port.label, proto::quoted_for_log(e.offer.path),
                       outcome.error);
-      port.raise(input<Result::EntrySettled>(
-          Input::EntryVerdict{id, outcome.ok() ? Code::Good : Code::StorageError}));
+      port.settle(id, outcome.ok() ? Code::Good : Code::StorageError);
       // A shutdown asked for during the commits: their senders have their verdicts first.
       port.hooks.committed();
     });
