@@ -111,10 +111,7 @@ class BasicReceiveLedger {
 
   BasicReceiveLedger() = default;
   BasicReceiveLedger(const Open& open, std::uint32_t slot_size, std::uint32_t slot_count)
-      : open_(open),
-        slot_size_(slot_size),
-        slots_(slot_count, SlotState::Idle),
-        slot_owner_(slot_count, 0) {}
+      : open_(open), slot_size_(slot_size), slots_(slot_count) {}
 
   void set_stripe_role(StripeRole role) { stripe_role_ = role; }
   StripeRole stripe_role() const { return stripe_role_; }
@@ -227,18 +224,19 @@ class BasicReceiveLedger {
   // A FileChunk for an abandoned entry: its slot must be Credited, and becomes Idle (the
   // driver credits it back). False: the slot rules are broken.
   [[nodiscard]] bool discard_chunk(const FileChunk& c) {
-    if (!abandoned(c.entry) || c.slot >= slots_.size() || slots_[c.slot] != SlotState::Credited)
+    if (!abandoned(c.entry) || c.slot >= slots_.size() ||
+        slots_[c.slot].state != SlotState::Credited)
       return false;
-    slots_[c.slot] = SlotState::Idle;
+    slots_[c.slot].state = SlotState::Idle;
     return true;
   }
 
   // Marks the slot Credited (its Credit is about to go). Only from Idle, and only while
   // a byte may still come (wants_data()).
   [[nodiscard]] bool grant(std::uint32_t slot) {
-    if (closed_ || slot >= slots_.size() || slots_[slot] != SlotState::Idle || !wants_data())
+    if (closed_ || slot >= slots_.size() || slots_[slot].state != SlotState::Idle || !wants_data())
       return false;
-    slots_[slot] = SlotState::Credited;
+    slots_[slot].state = SlotState::Credited;
     return true;
   }
   // A FileChunk: on success the slot is Storing and the entry's received() advances.
@@ -250,7 +248,7 @@ class BasicReceiveLedger {
     if (auto fault = advance(e.kind, next, EntryEvent::Chunk)) return *fault;
     if (c.slot >= slots_.size()) return ReceiveRule::SlotOutOfRange;
     if (e.received == e.size) return ReceiveRule::PastEnd;
-    if (slots_[c.slot] != SlotState::Credited) return ReceiveRule::SlotNotCredited;
+    if (slots_[c.slot].state != SlotState::Credited) return ReceiveRule::SlotNotCredited;
     if (e.claims) {
       // A striped file's chunk: anywhere on its grid, once in the group (7.12).
       if (c.offset >= e.size || c.offset % slot_size_ != 0) return ReceiveRule::WrongOffset;
@@ -263,8 +261,7 @@ class BasicReceiveLedger {
       const std::uint64_t expected = std::min<std::uint64_t>(slot_size_, e.size - e.received);
       if (c.length == 0 || c.length != expected) return ReceiveRule::WrongLength;
     }
-    slots_[c.slot] = SlotState::Storing;
-    slot_owner_[c.slot] = c.entry;
+    slots_[c.slot] = {SlotState::Storing, c.entry};
     ++storing_;
     ++e.storing;
     if (e.claims) e.claims->store_started();
@@ -274,9 +271,8 @@ class BasicReceiveLedger {
   // The chunk in `slot` is stored: the slot becomes Idle. Returns true when it should be
   // credited back (wants_data()); the driver then calls grant().
   bool stored(std::uint32_t slot, std::uint32_t id) {
-    if (slot >= slots_.size() || slots_[slot] != SlotState::Storing || slot_owner_[slot] != id)
-      return false;
-    slots_[slot] = SlotState::Idle;
+    if (slot >= slots_.size() || !slots_[slot].storing(id)) return false;
+    slots_[slot].state = SlotState::Idle;
     --storing_;
     if (E* e = entry(id); e != nullptr && e->storing > 0) {
       --e->storing;
@@ -289,8 +285,8 @@ class BasicReceiveLedger {
   std::vector<std::uint32_t> release_slots_of(std::uint32_t id) {
     std::vector<std::uint32_t> released;
     for (std::uint32_t slot = 0; slot < slots_.size(); ++slot) {
-      if (slots_[slot] != SlotState::Storing || slot_owner_[slot] != id) continue;
-      slots_[slot] = SlotState::Idle;
+      if (!slots_[slot].storing(id)) continue;
+      slots_[slot].state = SlotState::Idle;
       --storing_;
       released.push_back(slot);
     }
@@ -326,7 +322,8 @@ class BasicReceiveLedger {
   // The connection ends: no slot is credited from now on.
   void close() {
     closed_ = true;
-    std::replace(slots_.begin(), slots_.end(), SlotState::Credited, SlotState::Idle);
+    for (Slot& slot : slots_)
+      if (slot.state == SlotState::Credited) slot.state = SlotState::Idle;
   }
   // The session was cut short: every entry in flight is handed back, none is settled.
   Entries drop_entries() { return std::exchange(entries_, {}); }
@@ -369,9 +366,13 @@ class BasicReceiveLedger {
   }
   const Entries& entries() const { return entries_; }
   SlotState slot_state(std::uint32_t slot) const {
-    return slot < slots_.size() ? slots_[slot] : SlotState::Idle;
+    return slot < slots_.size() ? slots_[slot].state : SlotState::Idle;
   }
-  const std::vector<SlotState>& slot_states() const { return slots_; }
+  std::vector<SlotState> slot_states() const {
+    std::vector<SlotState> states;
+    for (const Slot& slot : slots_) states.push_back(slot.state);
+    return states;
+  }
   std::uint32_t slot_count() const { return static_cast<std::uint32_t>(slots_.size()); }
   std::uint32_t slot_size() const { return slot_size_; }
   std::uint32_t offered() const { return offered_; }
@@ -393,10 +394,15 @@ class BasicReceiveLedger {
 
   Open open_{};
   std::uint32_t slot_size_ = 0;
-  std::vector<SlotState> slots_;
-  std::vector<std::uint32_t> slot_owner_;  // the entry of a Storing slot's chunk
-  Entries entries_;                        // in flight
-  std::vector<std::uint32_t> abandoned_;   // settled while Receiving
+  // One slot: where it stands, and whose chunk it holds while Storing.
+  struct Slot {
+    SlotState state = SlotState::Idle;
+    std::uint32_t entry = 0;
+    bool storing(std::uint32_t id) const { return state == SlotState::Storing && entry == id; }
+  };
+  std::vector<Slot> slots_;
+  Entries entries_;                       // in flight
+  std::vector<std::uint32_t> abandoned_;  // settled while Receiving
   std::uint32_t offered_ = 0;
   std::uint64_t offered_bytes_ = 0;
   StripeRole stripe_role_ = StripeRole::None;
