@@ -212,23 +212,9 @@ void IncomingEntries::take(std::uint32_t id, bool resume) {
     spdlog::error("[{}] cannot register the receive window: {}", label_, *error);
     return port_->refuse(id, proto::RejectReason::NoMemory, "cannot register memory");
   }
-  entry.taken = Clock::now();
   // A joined entry is Taken already (joined(): its chunks are the striped file's).
   if (!entry.joined_to) ledger_.take(id, from);
-  if (entry.joined_to) {
-    spdlog::info("[{}] carrying chunks of {} (entry {} of the lead)", label_,
-                 proto::quoted_for_log(entry.offer.path), *entry.joined_to);
-    hooks_.send(proto::Take{id});
-  } else if (from == 0) {
-    spdlog::info("[{}] receiving {} ({})", label_, proto::quoted_for_log(entry.offer.path),
-                 proto::format_size(entry.offer.size));
-    hooks_.send(proto::Take{id});
-  } else {
-    spdlog::info("[{}] resuming {} ({}) at {}", label_, proto::quoted_for_log(entry.offer.path),
-                 proto::format_size(entry.offer.size), proto::format_size(from));
-    hooks_.send(proto::Resume{id, from});
-    ++context_.metrics.files_resumed;
-  }
+  entry.send_take(*port_, from);
   for (std::uint32_t slot = 0; slot < ledger_.slot_count(); ++slot)
     if (ledger_.slot_state(slot) == proto::ReceiveSlotState::Idle) grant(slot);
   expect_next();
@@ -236,13 +222,9 @@ void IncomingEntries::take(std::uint32_t id, bool resume) {
 
 // The file is in place already: settled Good, and nothing of it moves.
 void IncomingEntries::have(std::uint32_t id) {
-  IncomingEntry& entry = *this->entry(id);
-  spdlog::info("[{}] {} ({}) is here already: nothing to receive", label_,
-               proto::quoted_for_log(entry.offer.path), proto::format_size(entry.offer.size));
   ++good_;
   ++had_;
-  if (entry.offer.kind == proto::EntryKind::File) context_.metrics.count(FileOutcome::Identical);
-  hooks_.send(proto::Have{id, entry.offer.digest});
+  entry(id)->send_have(*port_);
   settle(id, proto::EntryEvent::Have);
 }
 
@@ -543,7 +525,7 @@ void IncomingEntries::check_join(const proto::Join& join) {
     return refuse("this connection's slot size differs from the lead's");
   // Its Open said no byte would come: it was given no window to carry any (7.5).
   if (open_.total_bytes == 0) return refuse("this connection's Open announced no bytes");
-  auto joined = std::make_unique<IncomingEntry>(striped->offer);
+  auto joined = std::make_unique<IncomingEntry>(striped->offer, join.entry);
   joined->file = striped->file;
   if (std::find(joined_files_.begin(), joined_files_.end(), striped->file) == joined_files_.end())
     joined_files_.push_back(striped->file);

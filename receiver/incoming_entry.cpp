@@ -44,7 +44,7 @@ void IncomingEntry::make_directory(const EntryPort& port) {
     std::string error;
   };
   auto outcome = std::make_shared<Outcome>();
-  const proto::Offer o = offer;
+  const proto::Offer o = offer;  // (a directory: never joined)
   const int dir_fd = port.context.dir_fd;
   port.directories->post(
       [o, dir_fd, outcome] {
@@ -63,13 +63,13 @@ void IncomingEntry::make_directory(const EntryPort& port) {
           outcome->error = e.what();
         }
       },
-      [&port, id = o.entry, outcome] {
-        port.after_job(id, [&](IncomingEntry&) {
-          if (outcome->ok) return port.settle(id, proto::VerdictCode::Good);
+      [&port, number = id, outcome] {
+        port.after_job(number, [&](IncomingEntry&) {
+          if (outcome->ok) return port.settle(number, proto::VerdictCode::Good);
           if (outcome->bad_path)
-            return port.refuse(id, proto::RejectReason::BadName, outcome->error);
+            return port.refuse(number, proto::RejectReason::BadName, outcome->error);
           spdlog::error("[{}] cannot make directory: {}", port.label, outcome->error);
-          port.refuse(id, proto::RejectReason::Internal, "cannot make the directory");
+          port.refuse(number, proto::RejectReason::Internal, "cannot make the directory");
         });
       });
 }
@@ -83,27 +83,27 @@ void IncomingEntry::create(const EntryPort& port, std::optional<IncomingFile::Re
   // As many of its chunks written at once as the window holds: one file alone fills it.
   file->set_write_lanes(port.write_lanes);
   file->create(offer.size, port.context.space,
-               [&port, id = offer.entry](const IncomingFile::Outcome& outcome) {
-                 port.after_job(id, [&](IncomingEntry& e) {
+               [&port, number = id](const IncomingFile::Outcome& outcome) {
+                 port.after_job(number, [&](IncomingEntry& e) {
                    using Kind = IncomingFile::Outcome::Kind;
                    using R = proto::RejectReason;
                    switch (outcome.kind) {
                      case Kind::Ok:
                        if (e.file->resumed_from() > 0)
-                         return port.raise(input<Result::EntryResumed>(Input::EntryTaken{id}));
-                       return port.raise(input<Result::EntryTaken>(Input::EntryTaken{id}));
+                         return port.raise(input<Result::EntryResumed>(Input::EntryTaken{number}));
+                       return port.raise(input<Result::EntryTaken>(Input::EntryTaken{number}));
                      case Kind::Have:
-                       return port.raise(input<Result::EntryHave>(Input::EntryTaken{id}));
+                       return port.raise(input<Result::EntryHave>(Input::EntryTaken{number}));
                      case Kind::Exists:
-                       return port.refuse(id, R::Exists, "a file of that name exists");
+                       return port.refuse(number, R::Exists, "a file of that name exists");
                      case Kind::NoSpace:
-                       return port.refuse(id, R::NoSpace, "not enough free space");
+                       return port.refuse(number, R::NoSpace, "not enough free space");
                      case Kind::BadPath:
-                       return port.refuse(id, R::BadName, outcome.error);
+                       return port.refuse(number, R::BadName, outcome.error);
                      case Kind::Failed:
                        spdlog::error("[{}] cannot create {}: {}", port.label,
                                      proto::quoted_for_log(e.offer.path), outcome.error);
-                       return port.refuse(id, R::Internal, "cannot create the file");
+                       return port.refuse(number, R::Internal, "cannot create the file");
                    }
                  });
                });
@@ -118,7 +118,7 @@ void IncomingEntry::look_for_held(const EntryPort& port, IncomingFile::Resume fr
     std::optional<proto::Holds> held;
   };
   auto found = std::make_shared<Found>();
-  const std::uint32_t id = offer.entry;
+  const std::uint32_t number = id;  // (the jobs hold copies, never the entry)
   const std::string path = offer.path;
   const std::uint64_t file_size = offer.size;
   const int dir_fd = port.context.dir_fd;
@@ -133,7 +133,7 @@ void IncomingEntry::look_for_held(const EntryPort& port, IncomingFile::Resume fr
             const Fd parent = open_parent_beneath(dir_fd, path, false);
             if (auto digest =
                     current_digest(parent.get(), name_in_parent(path), file_size, algorithm)) {
-              found->held = proto::Holds{id, file_size, *digest};
+              found->held = proto::Holds{number, file_size, *digest};
               return;
             }
           }
@@ -141,18 +141,18 @@ void IncomingEntry::look_for_held(const EntryPort& port, IncomingFile::Resume fr
               file_size <= align)
             return;
           if (auto kept = partials->peek({path, file_size, {}, algorithm}, align, file_size - 1))
-            found->held = proto::Holds{id, kept->bytes, kept->digest};
+            found->held = proto::Holds{number, kept->bytes, kept->digest};
         } catch (const std::exception& e) {
           // Nothing usable is here (a missing directory, a link on the way, an unreadable
           // file): the file is sent whole; creating it says what is wrong, if anything.
           spdlog::debug("nothing held for '{}': {}", proto::escape_for_log(path), e.what());
         }
       },
-      [&port, id, found, fresh] {
-        port.after_job(id, [&](IncomingEntry& e) {
+      [&port, number, found, fresh] {
+        port.after_job(number, [&](IncomingEntry& e) {
           if (found->held)
             return port.raise(input<Result::EntryHeld>(
-                Input::EntryHeld{id, found->held->length, *found->held->digest}));
+                Input::EntryHeld{number, found->held->length, *found->held->digest}));
           e.create(port, fresh);
         });
       });
@@ -178,22 +178,46 @@ void IncomingEntry::confirm_whole(const EntryPort& port, const proto::Holds& who
           spdlog::debug("'{}' is no longer here: {}", proto::escape_for_log(path), e.what());
         }
       },
-      [&port, id = offer.entry, same, whole, fresh] {
-        port.after_job(id, [&](IncomingEntry& e) {
+      [&port, number = id, same, whole, fresh] {
+        port.after_job(number, [&](IncomingEntry& e) {
           if (!*same) {
             spdlog::info("[{}] {} changed after we said we held it: taking it whole", port.label,
                          proto::quoted_for_log(e.offer.path));
             return e.create(port, fresh);
           }
           e.offer.digest = *whole.digest;
-          port.raise(input<Result::EntryHave>(Input::EntryTaken{id}));
+          port.raise(input<Result::EntryHave>(Input::EntryTaken{number}));
         });
       });
 }
 
+void IncomingEntry::send_take(const EntryPort& port, std::uint64_t from) {
+  taken = Clock::now();
+  if (joined_to) {
+    spdlog::info("[{}] carrying chunks of {} (entry {} of the lead)", port.label,
+                 proto::quoted_for_log(offer.path), *joined_to);
+    return port.hooks.send(proto::Take{id});
+  }
+  if (from == 0) {
+    spdlog::info("[{}] receiving {} ({})", port.label, proto::quoted_for_log(offer.path),
+                 proto::format_size(offer.size));
+    return port.hooks.send(proto::Take{id});
+  }
+  spdlog::info("[{}] resuming {} ({}) at {}", port.label, proto::quoted_for_log(offer.path),
+               proto::format_size(offer.size), proto::format_size(from));
+  port.hooks.send(proto::Resume{id, from});
+  ++port.context.metrics.files_resumed;
+}
+
+void IncomingEntry::send_have(const EntryPort& port) const {
+  spdlog::info("[{}] {} ({}) is here already: nothing to receive", port.label,
+               proto::quoted_for_log(offer.path), proto::format_size(offer.size));
+  if (offer.kind == proto::EntryKind::File) port.context.metrics.count(FileOutcome::Identical);
+  port.hooks.send(proto::Have{id, offer.digest});
+}
+
 void IncomingEntry::verify(const EntryPort& port) {
   using Code = proto::VerdictCode;
-  const std::uint32_t id = offer.entry;
   if (joined_to) {
     // A member's part of a striped file (7.12): its chunks are stored; the file is the lead's
     // to verify. `received` is what arrived on this connection.
@@ -215,22 +239,22 @@ void IncomingEntry::verify(const EntryPort& port) {
   }
   // A Hello says nothing of its file's mode and time: the file keeps ours (PROTOCOL.md 4.2).
   if (port.offers_metadata) file->set_metadata(offer.mode, offer.mtime_sec, offer.mtime_nsec);
-  file->commit([&port, id, verified](const IncomingFile::Outcome& outcome) {
+  file->commit([&port, number = id, verified](const IncomingFile::Outcome& outcome) {
     verified();
     if (outcome.ok()) port.context.metrics.count(FileOutcome::Good);
     bool answered = false;
-    port.after_job(id, [&](IncomingEntry& e) {
+    port.after_job(number, [&](IncomingEntry& e) {
       answered = true;
       if (!outcome.ok())
         spdlog::error("[{}] cannot store {}: {}", port.label, proto::quoted_for_log(e.offer.path),
                       outcome.error);
-      port.settle(id, outcome.ok() ? Code::Good : Code::StorageError);
+      port.settle(number, outcome.ok() ? Code::Good : Code::StorageError);
       // A shutdown asked for during the commits: their senders have their verdicts first.
       port.hooks.committed();
     });
     if (!answered && outcome.ok())
       spdlog::warn("[{}] entry {} was committed, but the sender was gone before its verdict",
-                   port.label, id);
+                   port.label, number);
   });
 }
 

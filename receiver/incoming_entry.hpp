@@ -28,7 +28,10 @@ class IncomingEntry final : public proto::ReceiveEntry {
  public:
   using Clock = std::chrono::steady_clock;
 
-  explicit IncomingEntry(const proto::Offer& o) : ReceiveEntry(o), offer(o) {}
+  explicit IncomingEntry(const proto::Offer& o) : ReceiveEntry(o), id(o.entry), offer(o) {}
+  // Joined to a striped file (7.12) as entry `number` of this connection: the lead's Offer.
+  IncomingEntry(const proto::Offer& lead_offer, std::uint32_t number)
+      : ReceiveEntry(lead_offer), id(number), offer(lead_offer) {}
 
   // Its directory is made (-> EntrySettled Good, or EntryRefused).
   void make_directory(const EntryPort& port);
@@ -46,6 +49,10 @@ class IncomingEntry final : public proto::ReceiveEntry {
              std::function<void(const IncomingFile::Stored&)> done) {
     file->store(chunk.slot, chunk.offset, bytes, std::move(done));
   }
+  // Taken (its data begins `from`, a Resume's offset): Take or Resume goes.
+  void send_take(const EntryPort& port, std::uint64_t from);
+  // In place already: Have goes, with its digest; nothing of it moves.
+  void send_have(const EntryPort& port) const;
   // Every chunk stored after its FileDone: verified, and committed if good (-> EntrySettled).
   void verify(const EntryPort& port);
   // Its verdict is about to go: counted (a file's failure) and told in its closing line.
@@ -62,7 +69,8 @@ class IncomingEntry final : public proto::ReceiveEntry {
   // Its file is being committed (a shutdown waits for it).
   bool committing() const { return file && !joined_to && file->committing(); }
 
-  proto::Offer offer;  // of an entry joined to a striped file (7.12): the lead's
+  const std::uint32_t id;  // its number in this session (a joined entry's: its Join's)
+  proto::Offer offer;      // of an entry joined to a striped file (7.12): the lead's
   // Files only. Shared only by a striped file's entry (its owner: it keeps, discards or
   // commits it) and the entries joined to it on other connections (they only store chunks).
   std::shared_ptr<IncomingFile> file;

@@ -115,10 +115,11 @@ struct StripedRig {
     return landed;
   }
   std::size_t credits(const Link& l) const { return l.sent<proto::Credit>().size(); }
-  // Both connections in session, the file taken on the lead, joined on the member.
-  void joined() {
+  // Both connections in session, the file taken on the lead, joined on the member (after
+  // `member_entries` Offers of its own that its Open announces: its Join is numbered next).
+  void joined(std::uint32_t member_entries = 0) {
     connect(lead, open(0, 1));
-    connect(member, open(1, 0));
+    connect(member, open(1, member_entries));
     for (Link* l : {&lead, &member}) {
       ASSERT_EQ(l->connection->state(), S::InSession);
       // Stripes right before the Accept.
@@ -128,7 +129,7 @@ struct StripedRig {
     }
     send(lead, striped_offer());
     ASSERT_TRUE(settle([&] { return !lead.sent<proto::Take>().empty(); }));
-    send(member, proto::Join{0, 0});
+    send(member, proto::Join{member_entries, 0});
     ASSERT_TRUE(settle([&] { return !member.sent<proto::Take>().empty(); }));
     ASSERT_TRUE(settle([&] { return credits(lead) >= 4 && credits(member) >= 4; }));
   }
@@ -161,6 +162,26 @@ TEST(ReceiverStripes, AFileOverTwoConnectionsIsStoredInAnyOrderAndVerifiedOnce) 
   r.send(r.lead, proto::Bye{});
   EXPECT_EQ(r.member.connection->state(), S::Closing);
   EXPECT_EQ(r.lead.connection->state(), S::Closing);
+}
+
+// The member's entry has a number of its own, not the lead's: its Take, its chunks and its
+// verdict all name it.
+TEST(ReceiverStripes, AJoinedEntryIsAnsweredUnderItsOwnNumber) {
+  StripedRig r;
+  ASSERT_NO_FATAL_FAILURE(r.joined(1));
+  EXPECT_EQ(r.member.sent<proto::Take>().at(0).entry, 1u);
+  for (std::uint32_t index : {1u, 3u, 5u}) ASSERT_TRUE(r.chunk(r.member, 1, index, index / 2));
+  for (std::uint32_t index : {0u, 2u, 4u}) ASSERT_TRUE(r.chunk(r.lead, 0, index, index / 2));
+  ASSERT_TRUE(r.settle([&] { return r.lead.connection->idle(); }));
+  r.send(r.member, proto::FileDone{1, 2 * kSlot + 100});
+  ASSERT_TRUE(r.settle([&] { return !r.member.sent<proto::FileVerdict>().empty(); }));
+  const auto part = r.member.sent<proto::FileVerdict>().at(0);
+  EXPECT_EQ(part.entry, 1u);
+  EXPECT_EQ(part.code, proto::VerdictCode::Good);
+  r.send(r.lead, proto::FileDone{0, r.bytes.size()});
+  ASSERT_TRUE(r.settle([&] { return !r.lead.sent<proto::FileVerdict>().empty(); }));
+  EXPECT_EQ(r.lead.sent<proto::FileVerdict>().at(0).code, proto::VerdictCode::Good);
+  EXPECT_EQ(read_file(r.dir.path() / "big.bin"), std::string(r.bytes.begin(), r.bytes.end()));
 }
 
 TEST(ReceiverStripes, AChunkSentTwiceInTheGroupIsAViolation) {
