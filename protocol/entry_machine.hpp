@@ -62,10 +62,10 @@ enum class EntryEvent : std::uint8_t {
 enum class EntryFault : std::uint8_t {
   NotOffered,      // the event answers an Offer that was never made
   AlreadyOffered,  // a second Offer
-  NotAFile,        // Take, Have, Chunk or FileDone for a directory
+  NotAFile,        // Take, Have, Chunk, FileDone or Stored for a directory
   NotTaken,        // a Chunk, FileDone or Abort before the Take, or after the FileDone
   AlreadyTaken,    // Take, Have or Holds when it was answered already (a second Holds too)
-  TooEarly,        // a file's Good before its FileDone
+  TooEarly,        // a file's Good (or Stored) before its FileDone
   Settled,         // anything once it is settled
   Held,            // anything but Continue or Abort while the sender's Continue is awaited
   NotHeld,         // a Continue without a Holds before it

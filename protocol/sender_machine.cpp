@@ -154,12 +154,12 @@ SetupTransition setup_next(SetupState s, SetupEvent e) {
   return {std::nullopt, S::Done, {A::Finish}, O::ConnectFailed, true};
 }
 
-// Stable identifiers: rdma-send --json reports them as `outcome` (rdma-send(1)), so a value
-// never changes once released; common/cli/error_hints.cpp words each for people.
 bool sender_awaits_first_answer(SenderState state) {
   return state == SenderState::AwaitAccept;
 }
 
+// Stable identifiers: rdma-send --json reports them as `outcome` (rdma-send(1)), so a value
+// never changes once released; common/cli/error_hints.cpp words each for people.
 const char* to_string(SenderOutcome o) {
   switch (o) {
     case O::Success:

@@ -175,8 +175,10 @@ struct SenderTransition {
 
 // Where the receiver's first answer is awaited: there, and only there, a version-1 Error (a
 // receiver of an older version), a reply in clear where we asked to seal (a receiver before
-// sealing), a Stripes, and the key proofs (7.8) are judged as the first answer; anywhere else
-// the driver passes them to the table unjudged, which finds them out of place.
+// sealing), a Stripes, and the key proofs (7.8) are judged as the first answer. Anywhere else
+// a Stripes or a key proof goes to the table unjudged, which finds it out of place, and a
+// reply in another version (but a version-1 Reject, which the table judges) or in clear is a
+// violation as every malformed message is.
 [[nodiscard]] bool sender_awaits_first_answer(SenderState state);
 
 // The set-up before the connection (rdma_cm's address and route look-ups).

@@ -113,7 +113,6 @@ class IncomingEntries {
   // Hashes and writes a chunk checked (and opened, on a sealed connection).
   void store_opened(const proto::FileChunk& chunk);
   void on_stored(std::uint32_t id, const IncomingFile::Stored& stored);
-  void verify(std::uint32_t id);
   // Refuse, Have or FileVerdict went (`answer`: the entry's Bad, Have or Good).
   void settle(std::uint32_t id, proto::EntryEvent answer);
   void grant(std::uint32_t slot);
