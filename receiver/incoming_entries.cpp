@@ -97,21 +97,17 @@ void IncomingEntries::check_offer(const proto::Offer& offer) {
   if (auto error = ledger_.offer(offer))
     return violation(std::string("bad Offer: ") + proto::to_string(*error));
   IncomingEntry& entry = *this->entry(offer.entry);
-  const std::uint32_t id = offer.entry;
-  auto refuse = [&](proto::RejectReason reason, std::string text) {
-    port_->refuse(id, reason, std::move(text));
-  };
   // Cheap checks first (protocol/receiver_rules.hpp): nothing is created for an entry that
   // fails them.
   if (auto refusal = proto::check_offer(offer, o.max_size, terms_.names))
-    return refuse(refusal->reason, std::move(refusal->text));
+    return port_->refuse(offer.entry, refusal->reason, std::move(refusal->text));
   // A sender key's SUBDIR (--senders): the checked relative path goes beneath it, so no
   // path the sender names can leave it (check_offer refused "..", "/" and empty parts).
   if (!subdir_.empty()) {
     entry.offer.path = subdir_ + "/" + offer.path;
     if (entry.offer.path.size() > kMaxPathBeneathDir)
-      return refuse(proto::RejectReason::BadName,
-                    "path too long beneath the sender's subdirectory");
+      return port_->refuse(offer.entry, proto::RejectReason::BadName,
+                           "path too long beneath the sender's subdirectory");
   }
   if (offer.kind == proto::EntryKind::Directory) {
     entry.make_directory(*port_);

@@ -30,11 +30,6 @@ FileOutcome failed_file(proto::VerdictCode code) {
       return FileOutcome::StorageError;
   }
 }
-
-std::string name_in_parent(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 }  // namespace
 
 void IncomingEntry::make_directory(const EntryPort& port) {

@@ -62,8 +62,7 @@ void IncomingFile::create(std::uint64_t size, SpaceReservations& space, Done don
         using Kind = Outcome::Kind;
         try {
           const Fd parent = open_parent_beneath(dir_fd_, path_, true);
-          const auto slash = path_.rfind('/');
-          const std::string name = slash == std::string::npos ? path_ : path_.substr(slash + 1);
+          const std::string name = name_in_parent(path_);
           // --overwrite asks for every file to be written again: no Have then.
           if (resume_.may_have && !overwrite_ &&
               is_identical_file(parent.get(), name, size, algorithm_, resume_.digest)) {

@@ -96,6 +96,10 @@ Fd open_parent_beneath(int root_fd, std::string_view checked_path, bool create_m
   return fd;
 }
 
+std::string name_in_parent(std::string_view checked_path) {
+  return std::string(checked_path.substr(checked_path.rfind('/') + 1));  // npos + 1: all of it
+}
+
 void make_directory_beneath(int root_fd, std::string_view checked_path) {
   (void)open_directory_beneath(root_fd, checked_path, true);
 }

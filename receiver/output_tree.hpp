@@ -17,6 +17,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include <string>
 #include <string_view>
 
 #include "common/os/fd.hpp"
@@ -33,6 +34,8 @@ namespace rdmax::receiver {
 // root_fd for a one-component path, else as open_directory_beneath for the path's parent.
 [[nodiscard]] Fd open_parent_beneath(int root_fd, std::string_view checked_path,
                                      bool create_missing);
+// The last component of `checked_path`: its name in the directory open_parent_beneath opens.
+[[nodiscard]] std::string name_in_parent(std::string_view checked_path);
 
 // Creates the directory `checked_path` (and missing parents), mode 0700, unless it already
 // exists as a directory. A symbolic link there is an error (ELOOP) even if it points to a

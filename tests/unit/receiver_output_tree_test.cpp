@@ -66,6 +66,11 @@ TEST_F(OutputTreeTest, OneComponentPathGivesTheRootItself) {
   expect_same_directory(fd, root_.path());
 }
 
+TEST(OutputTreeNames, TheNameInTheParentIsTheLastComponent) {
+  EXPECT_EQ(name_in_parent("file.bin"), "file.bin");
+  EXPECT_EQ(name_in_parent("a/b/file.bin"), "file.bin");
+}
+
 TEST_F(OutputTreeTest, CreatesMissingParentsPrivately) {
   const Fd fd = open_parent_beneath(root_.fd(), "a/b/c/file.bin", true);
   expect_same_directory(fd, at("a/b/c"));
