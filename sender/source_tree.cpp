@@ -1,6 +1,5 @@
 #include "sender/source_tree.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -11,21 +10,15 @@
 #include <map>
 #include <memory>
 #include <string_view>
-#include <system_error>
 
 #include "common/cli/error_hints.hpp"
 #include "common/os/fd.hpp"
 #include "protocol/names.hpp"
 #include "protocol/paths.hpp"
+#include "sender/tree_walker.hpp"
 
 namespace rdmax::sender {
 namespace {
-
-using Kind = SourceEntry::Kind;
-
-std::string error_text(int err) {
-  return std::system_category().message(err);
-}
 
 // Names from the disk may hold control bytes: a message quotes them escaped.
 // A PATH given on the command line cannot be read: the cause, and what to do about it.
@@ -33,87 +26,6 @@ SourceError unreadable(std::string_view path, int err) {
   const std::string hint = input_file_hint(err);
   return SourceError("cannot read " + proto::quoted_for_log(path) + ": " + error_text(err) +
                      (hint.empty() ? "" : "; " + hint));
-}
-
-SourceEntry entry_of(Kind kind, std::string local, std::string remote, const struct stat& st) {
-  return SourceEntry{kind,
-                     std::move(local),
-                     std::move(remote),
-                     kind == Kind::File ? static_cast<std::uint64_t>(st.st_size) : 0,
-                     st.st_mode & 07777,
-                     st.st_mtim};
-}
-
-struct DirCloser {
-  void operator()(DIR* dir) const noexcept { ::closedir(dir); }
-};
-using DirStream = std::unique_ptr<DIR, DirCloser>;
-
-class Walker {
- public:
-  explicit Walker(SourceTree& tree) : tree_(tree) {}
-
-  void add_file(std::string local, std::string remote, const struct stat& st) {
-    tree_.total_bytes += static_cast<std::uint64_t>(st.st_size);
-    tree_.files.push_back(entry_of(Kind::File, std::move(local), std::move(remote), st));
-  }
-
-  // `dir` is open on the directory; its entries are added, then the directory itself (so
-  // a directory follows its children), unless it cannot be listed.
-  void add_directory(Fd dir, const std::string& local, const std::string& remote) {
-    struct stat st {};
-    if (::fstat(dir.get(), &st) != 0) return skip(local, "unreadable: " + error_text(errno));
-    DirStream stream(::fdopendir(dir.get()));
-    if (!stream) return skip(local, "unreadable: " + error_text(errno));
-    (void)dir.release();  // the stream owns it now
-
-    std::vector<std::string> names;
-    while (true) {
-      errno = 0;
-      const dirent* entry = ::readdir(stream.get());
-      if (entry == nullptr) break;
-      const std::string_view name = entry->d_name;
-      if (name != "." && name != "..") names.emplace_back(name);
-    }
-    if (errno != 0) return skip(local, "unreadable: " + error_text(errno));
-    std::sort(names.begin(), names.end());  // char_traits compare: bytewise, unsigned
-
-    for (const std::string& name : names) {
-      add_child(::dirfd(stream.get()), name, local + "/" + name, remote + "/" + name);
-    }
-    tree_.directories.push_back(entry_of(Kind::Directory, local, remote, st));
-  }
-
- private:
-  void skip(std::string local, std::string reason) {
-    tree_.skipped.push_back(Skipped{std::move(local), std::move(reason)});
-  }
-
-  void add_child(int parent_fd, const std::string& name, std::string local, std::string remote) {
-    // Also what bounds the recursion: a path too deep or too long is not descended into.
-    if (const auto problem = proto::check_relative_path(remote)) {
-      return skip(std::move(local), "name cannot be sent: " + proto::describe(*problem));
-    }
-    struct stat st {};
-    if (::fstatat(parent_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      return skip(std::move(local), "unreadable: " + error_text(errno));
-    }
-    if (S_ISREG(st.st_mode)) return add_file(std::move(local), std::move(remote), st);
-    if (S_ISLNK(st.st_mode)) return skip(std::move(local), "symbolic link");
-    if (!S_ISDIR(st.st_mode)) return skip(std::move(local), "special file (fifo/socket/device)");
-    // O_NOFOLLOW: the directory may have been replaced by a symbolic link since fstatat.
-    Fd dir(::openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!dir) return skip(std::move(local), "unreadable: " + error_text(errno));
-    add_directory(std::move(dir), local, remote);
-  }
-
-  SourceTree& tree_;
-};
-
-// The PATH without trailing slashes ("dir/" and "dir" are the same source); "/" stays.
-std::string without_trailing_slashes(std::string path) {
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  return path;
 }
 
 std::string base_name(const std::string& path) {
@@ -166,7 +78,7 @@ SourceTree walk_sources(const std::vector<std::string>& paths, bool recursive,
   if (rename && paths.size() != 1) throw SourceError("--name needs exactly one PATH");
   if (rename) check_rename(*rename);
   SourceTree tree;
-  Walker walker(tree);
+  TreeWalker walker(tree);
   std::map<std::string, std::string> local_by_remote;  // to refuse two PATHs for one name
   for (const std::string& given : paths) {
     const std::string local = without_trailing_slashes(given);
@@ -210,13 +122,7 @@ SourceTree walk_sources(const std::vector<std::string>& paths, bool recursive,
     if (!dir) throw unreadable(given, errno);
     walker.add_directory(std::move(dir), local, remote);
   }
-  // Children come before parents already; deepest first over the whole list also orders
-  // directories of separate branches and separate PATHs.
-  std::stable_sort(tree.directories.begin(), tree.directories.end(),
-                   [](const SourceEntry& a, const SourceEntry& b) {
-                     return std::count(a.remote_path.begin(), a.remote_path.end(), '/') >
-                            std::count(b.remote_path.begin(), b.remote_path.end(), '/');
-                   });
+  sort_directories_deepest_first(tree);
   return tree;
 }
 
