@@ -103,6 +103,9 @@ enum class MessageType : std::uint16_t {
   // Version 2 only: one file over several connections (docs/PROTOCOL.md 7.12).
   Stripes = 29,
   Join = 30,
+  // Version 2 only: fetching from a server that sends (docs/PROTOCOL.md 7.13).
+  Fetch = 31,
+  Want = 32,
 };
 
 enum class VerdictCode : std::uint8_t {
@@ -572,10 +575,46 @@ struct Join {
   static constexpr auto layout() { return std::tuple{&Join::entry, &Join::lead_entry}; }
 };
 
+// --- Fetching (docs/PROTOCOL.md 7.13): the peer that connects asks for files, and the one it
+// connects to sends them in the session of 7.5, as a sender. ---
+
+// The most shards a Fetch may name (rdma-send --shard takes as many).
+inline constexpr std::uint32_t kMaxShards = 1'000'000;
+// The most Wants one fetch may send: each names a path (with --files-from, a file each).
+inline constexpr std::uint32_t kMaxWants = 1'000'000;
+
+// fetcher -> server, the first message of a fetch: which share of what the Wants name
+// (shard_index of shard_count, as rdma-send --shard partitions a tree), the keepalives the
+// fetcher asks for while the server walks and sends (as an Open's), and extensions as an
+// Open carries them (a key claim, the ask to seal, a group of connections).
+struct Fetch {
+  std::uint32_t keepalive_ms = 0;
+  std::uint32_t shard_index = 0;  // < shard_count
+  std::uint32_t shard_count = 1;  // 1..kMaxShards; 1: all of it
+  std::vector<HelloExtension> extensions{};
+  bool operator==(const Fetch&) const = default;
+};
+
+// fetcher -> server, after its Fetch (and, with a key, the proofs): one path within the
+// server's export ("." for all of it), by the rule of an Offer's path. `last`: no Want
+// follows, and the server answers with its Open (or a Reject). `recursive`: a directory is
+// sent with its tree; without it, naming one is refused.
+struct Want {
+  bool last = true;
+  bool recursive = false;
+  std::string path;  // 1..kMaxPathBytes bytes
+  bool operator==(const Want&) const = default;
+  static constexpr auto layout() {
+    return std::tuple{FlagBits<Want>{&Want::last, &Want::recursive}, Reserved<1>{},
+                      Counted<Want>{&Want::path, "Want.path"}};
+  }
+};
+
 using Message =
     std::variant<Hello, Accept, Chunk, Credit, Done, Verdict, Id, Secret, Denied, Reject, Bye,
                  Error, Working, Open, Offer, Take, Refuse, FileChunk, FileDone, FileVerdict,
-                 Resume, Have, Challenge, Proof, Holds, FileAbort, Continue, Sealed, Stripes, Join>;
+                 Resume, Have, Challenge, Proof, Holds, FileAbort, Continue, Sealed, Stripes, Join,
+                 Fetch, Want>;
 
 enum class DecodeError {
   Short,           // fewer bytes than a header

@@ -34,6 +34,7 @@ constexpr std::size_t kHello2FixedBytes = 8 + 1 + 3 + kSha256Bytes + 4 + 4 + 2;
 constexpr std::size_t kExtensionHeaderBytes = 2 + 2;  // type, length, then the value
 constexpr std::size_t kLengthPrefixBytes = 2;         // a counted string's u16 length
 constexpr std::size_t kOpenBytes = 1 + 3 + 4 + 4 + 4 + 8;
+constexpr std::size_t kFetchBytes = 4 + 4 + 4;  // then extensions (7.13)
 constexpr std::size_t kFileDoneBytes = 4 + 8;
 constexpr std::size_t kFileDoneWithDigestBytes = kFileDoneBytes + kSha256Bytes;  // 7.9
 constexpr std::size_t kHoldsBytes = 4 + 8;  // 7.9: to a sender that proves what it has
@@ -115,7 +116,7 @@ static_assert(kHeaderSize + fixed_size<Sealed>() + kSealedMinBox + fixed_size<Se
               kMaxMessageSize);
 
 // The variant's alternatives are declared in wire-type order, so index + 1 is the type.
-static_assert(std::variant_size_v<Message> == 30);
+static_assert(std::variant_size_v<Message> == 32);
 static_assert(std::is_same_v<std::variant_alternative_t<0, Message>, Hello>);
 static_assert(std::is_same_v<std::variant_alternative_t<11, Message>, Error>);
 static_assert(std::is_same_v<std::variant_alternative_t<12, Message>, Working>);
@@ -128,6 +129,11 @@ static_assert(std::is_same_v<std::variant_alternative_t<26, Message>, Continue>)
 static_assert(std::is_same_v<std::variant_alternative_t<27, Message>, Sealed>);
 static_assert(std::is_same_v<std::variant_alternative_t<28, Message>, Stripes>);
 static_assert(std::is_same_v<std::variant_alternative_t<29, Message>, Join>);
+static_assert(std::is_same_v<std::variant_alternative_t<30, Message>, Fetch>);
+static_assert(std::is_same_v<std::variant_alternative_t<31, Message>, Want>);
+// The last type of each version: 12 in version 1, Want's in version 2.
+inline constexpr std::uint16_t kLastType1 = 12;
+inline constexpr std::uint16_t kLastType2 = std::variant_size_v<Message>;
 
 inline std::size_t extensions_size(const std::vector<HelloExtension>& extensions) {
   std::size_t size = 0;
@@ -147,7 +153,7 @@ inline bool stripe_group_value_ok(const std::string& value) {
   return members >= 2 && members <= kMaxStripeMembers && member < members;
 }
 
-// Hello's and Open's rule for the extensions they know (docs/PROTOCOL.md 7.6).
+// Hello's, Open's and Fetch's rule for the extensions they know (docs/PROTOCOL.md 7.6).
 inline const char* extensions_problem(const std::vector<HelloExtension>& extensions) {
   for (const auto& e : extensions)
     if (e.type == kExtensionResume && !e.value.empty())

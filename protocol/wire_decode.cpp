@@ -44,7 +44,8 @@ std::optional<DecodeFailure> read_counted(ByteReader& r, const char* field, std:
   return std::nullopt;
 }
 
-// Extensions (type, length, value) up to the end of the payload: a Hello's or an Open's.
+// Extensions (type, length, value) up to the end of the payload: a Hello's, an Open's or a
+// Fetch's.
 std::optional<DecodeFailure> read_extensions(ByteReader& r, const char* message,
                                              std::vector<HelloExtension>& out) {
   while (r.remaining() > 0) {
@@ -247,6 +248,15 @@ DecodeResult parse_payload(MessageType type, std::uint16_t version, ByteReader& 
       lift_digest_algorithm(m);
       return m;
     }
+    case MessageType::Fetch: {
+      if (auto f = at_least(kFetchBytes)) return *f;
+      Fetch m;
+      m.keepalive_ms = r.u32();
+      m.shard_index = r.u32();
+      m.shard_count = r.u32();
+      if (auto f = read_extensions(r, "Fetch", m.extensions)) return *f;
+      return m;
+    }
     // An entry and a u64, and in the longer form a digest (7.9): a FileDone's of an entry
     // offered with digest_at_end, an older receiver's Holds, a sender's proving Continue.
     case MessageType::FileDone:
@@ -288,7 +298,7 @@ DecodeResult decode_payload(MessageType type, std::uint16_t version,
 }
 
 bool is_known_type(std::uint16_t type, std::uint16_t version) {
-  return type >= 1 && type <= (version == kVersion1 ? 12 : 30);
+  return type >= 1 && type <= (version == kVersion1 ? kLastType1 : kLastType2);
 }
 
 std::uint32_t read_le32(std::span<const std::uint8_t> b, std::size_t at) {

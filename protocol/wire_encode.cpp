@@ -22,6 +22,7 @@ std::size_t payload_size(const Message& message, std::uint16_t version) {
                    extensions_size(m.extensions);
           },
           [](const Open& m) { return open_size(m); },
+          [](const Fetch& m) { return kFetchBytes + extensions_size(m.extensions); },
           [](const FileDone& m) { return m.digest ? kFileDoneWithDigestBytes : kFileDoneBytes; },
           [](const FileChunk& m) { return m.seal ? kFileChunkSealedBytes : kFileChunkBytes; },
           [](const Holds& m) { return m.digest ? kHoldsWithDigestBytes : kHoldsBytes; },
@@ -129,6 +130,12 @@ void write_payload(ByteWriter& w, const Message& message, std::uint16_t version)
                    write_extensions(w, m.extensions);  // version 2 only (expressible)
                  },
                  [&](const Open& m) { write_open(w, m); },
+                 [&](const Fetch& m) {
+                   w.u32(m.keepalive_ms);
+                   w.u32(m.shard_index);
+                   w.u32(m.shard_count);
+                   write_extensions(w, m.extensions);
+                 },
                  [&](const FileDone& m) {
                    w.u32(m.entry);
                    w.u64(m.total_bytes);
@@ -254,6 +261,19 @@ const char* codec::field_problem(const Message& message) {
           },
           [](const Sealed& m) -> const char* {
             return m.box.size() < kSealedMinBox ? "Sealed.box shorter than 32 bytes" : nullptr;
+          },
+          [](const Fetch& m) -> const char* {
+            if (m.keepalive_ms != 0 && !in_range(m.keepalive_ms, kMinKeepaliveMs, kMaxKeepaliveMs))
+              return "Fetch.keepalive_ms not 0 or in 100..60000";
+            if (!in_range(m.shard_count, 1, kMaxShards) || m.shard_index >= m.shard_count)
+              return "Fetch.shard_count not in 1..1000000, or shard_index not below it";
+            if (kFetchBytes + extensions_size(m.extensions) > kMaxMessageSize - kHeaderSize)
+              return "Fetch does not fit one message";
+            return extensions_problem(m.extensions);
+          },
+          [](const Want& m) -> const char* {
+            return in_range(m.path.size(), 1, kMaxPathBytes) ? nullptr
+                                                             : "Want.path length not in 1..2048";
           },
           [](const Stripes& m) -> const char* {
             return m.max_members < 2 || m.max_members > kMaxStripeMembers

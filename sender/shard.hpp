@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "protocol/wire.hpp"
 #include "sender/source_tree.hpp"
 
 namespace rdmax::sender {
@@ -23,8 +24,8 @@ struct ShardSpec {
   bool operator==(const ShardSpec&) const = default;
 };
 
-// The largest N accepted: more processes than this is surely a typo.
-inline constexpr std::uint32_t kMaxShards = 1'000'000;
+// The largest N accepted: more processes than this is surely a typo (a fetch names as many).
+inline constexpr std::uint32_t kMaxShards = proto::kMaxShards;
 
 // An environment variable's value, or nullopt when it is not set (tests pass a map).
 using EnvironmentLookup = std::function<std::optional<std::string>(const std::string& name)>;

@@ -296,6 +296,13 @@ int main(int argc, char** argv) {
        Offer{0, EntryKind::File, 0644, 1 << 30, 1'700'000'000, 5, Digest{}, "big.bin", true, true}},
       {"join", Join{0, 0}},
       {"file-verdict-interrupted", FileVerdict{0, VerdictCode::Interrupted, Digest{}}},
+      // Fetching (7.13): a keyed Fetch asking to seal, of one shard; a Want of a tree.
+      {"fetch", Fetch{1000,
+                      3,
+                      8,
+                      {{kExtensionSenderKey, std::string(kNonceBytes, '\x4e') + "alice"},
+                       {kExtensionSeal, std::string(1, '\x01')}}}},
+      {"want", Want{true, true, "data/set1"}},
   };
   for (const auto& [name, message] : version2_messages)
     write(root / "fuzz_decode" / name, encode(message, kVersion2));

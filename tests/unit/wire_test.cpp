@@ -447,7 +447,7 @@ TEST(Wire, EveryCodeHasADistinctName) {
     }
     EXPECT_EQ(names.size(), count);
   };
-  expect_distinct(enum_values<MessageType>(), 30U);
+  expect_distinct(enum_values<MessageType>(), 32U);
   expect_distinct(enum_values<RejectReason>(), 11U);
   expect_distinct(enum_values<ErrorCode>(), 7U);
   expect_distinct(enum_values<VerdictCode>(), 6U);
