@@ -610,11 +610,10 @@ struct Want {
   }
 };
 
-using Message =
-    std::variant<Hello, Accept, Chunk, Credit, Done, Verdict, Id, Secret, Denied, Reject, Bye,
-                 Error, Working, Open, Offer, Take, Refuse, FileChunk, FileDone, FileVerdict,
-                 Resume, Have, Challenge, Proof, Holds, FileAbort, Continue, Sealed, Stripes, Join,
-                 Fetch, Want>;
+using Message = std::variant<Hello, Accept, Chunk, Credit, Done, Verdict, Id, Secret, Denied,
+                             Reject, Bye, Error, Working, Open, Offer, Take, Refuse, FileChunk,
+                             FileDone, FileVerdict, Resume, Have, Challenge, Proof, Holds,
+                             FileAbort, Continue, Sealed, Stripes, Join, Fetch, Want>;
 
 enum class DecodeError {
   Short,           // fewer bytes than a header
