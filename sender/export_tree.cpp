@@ -32,10 +32,16 @@ SourceError not_served(const std::string& given, int err) {
 }  // namespace
 
 SourceTree walk_export(int export_fd, const std::vector<std::string>& wanted, bool recursive) {
+  std::vector<WantedPath> paths;
+  for (const std::string& path : wanted) paths.push_back({path, recursive});
+  return walk_export(export_fd, paths);
+}
+
+SourceTree walk_export(int export_fd, const std::vector<WantedPath>& wanted) {
   SourceTree tree;
   TreeWalker walker(tree);
   std::map<std::string, std::string> wanted_by_arrival;  // to refuse two paths for one name
-  for (const std::string& given : wanted) {
+  for (const auto& [given, recursive] : wanted) {
     const std::string path = without_trailing_slashes(given);
     if (path == ".") {
       if (wanted.size() > 1)

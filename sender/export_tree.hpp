@@ -19,10 +19,18 @@
 
 namespace rdmax::sender {
 
+// A path a fetcher wants (a Want's), and whether a directory comes with its tree.
+struct WantedPath {
+  std::string path;
+  bool recursive = false;
+};
+
 // Throws SourceError, whose message is for the fetcher as it stands (its paths quoted and
 // escaped), for: a path that is not a name within the export; one that does not exist there
 // or cannot be read; a symbolic link or a special file named; a directory without
 // `recursive`; "." beside other paths; two paths that would arrive under the same name.
+[[nodiscard]] SourceTree walk_export(int export_fd, const std::vector<WantedPath>& wanted);
+// Every path alike.
 [[nodiscard]] SourceTree walk_export(int export_fd, const std::vector<std::string>& wanted,
                                      bool recursive);
 

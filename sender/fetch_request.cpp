@@ -1,0 +1,73 @@
+#include "sender/fetch_request.hpp"
+
+#include <fcntl.h>
+
+#include <utility>
+
+#include "common/error.hpp"
+#include "common/os/beneath.hpp"
+#include "protocol/names.hpp"
+#include "sender/tree_walker.hpp"
+
+namespace rdmax::sender {
+namespace {
+
+proto::Reject rejected(proto::RejectReason reason, std::string text) {
+  return proto::Reject{reason, text.substr(0, proto::kMaxTextBytes)};
+}
+
+// Whether `path` (trailing slashes gone) names `subdir` or something beneath it. A string
+// test is enough: the walk then refuses "..", and follows no link, at any component.
+bool beneath(const std::string& path, const std::string& subdir) {
+  return path == subdir || path.starts_with(subdir + "/");
+}
+
+}  // namespace
+
+std::optional<proto::Reject> check_fetch(const proto::Fetch& fetch) {
+  for (const proto::HelloExtension& e : fetch.extensions)
+    if ((e.type & proto::kExtensionMustUnderstand) != 0)
+      return rejected(proto::RejectReason::UnsupportedVersion,
+                      "a Fetch with the must-understand extension " + std::to_string(e.type) +
+                          ", which this server does not apply there");
+  return std::nullopt;
+}
+
+FetchRequest::FetchRequest(const proto::Fetch& fetch, std::string subdir)
+    : share_{fetch.shard_index, fetch.shard_count}, subdir_(std::move(subdir)) {}
+
+std::optional<proto::Reject> FetchRequest::add(const proto::Want& want) {
+  if (want.last) whole_ = true;
+  if (wanted_.size() >= proto::kMaxWants)
+    return rejected(proto::RejectReason::TooLarge,
+                    "more than " + std::to_string(proto::kMaxWants) + " paths in one request");
+  const std::string path = without_trailing_slashes(want.path);
+  // Where a key has a subdirectory, the fetcher names nothing outside it; the answer does not
+  // say whether what it named exists (PROTOCOL.md 7.13).
+  if (!subdir_.empty() && path != "." && !beneath(path, subdir_))
+    return rejected(proto::RejectReason::AuthFailed,
+                    proto::quoted_for_log(want.path) + " is outside what this key may fetch");
+  wanted_.push_back({path, want.recursive});
+  return std::nullopt;
+}
+
+std::variant<ServedTree, proto::Reject> FetchRequest::resolve(int export_fd) const {
+  try {
+    ServedTree served;
+    // "." is the key's subdirectory where it has one: its entries arrive as their own names.
+    const bool whole_subdir = !subdir_.empty() && wanted_.size() == 1 && wanted_[0].path == ".";
+    served.root = whole_subdir ? open_directory_beneath(export_fd, subdir_, false)
+                               : Fd(::fcntl(export_fd, F_DUPFD_CLOEXEC, 0));
+    if (!served.root) throw_sys("fcntl(F_DUPFD_CLOEXEC)");
+    served.tree = select_shard(walk_export(served.root.get(), wanted_), share_);
+    return served;
+  } catch (const SourceError& e) {
+    return rejected(proto::RejectReason::BadName, e.what());
+  } catch (const SysError&) {
+    // The key's subdirectory itself is missing or not a directory (the server's doing).
+    return rejected(proto::RejectReason::BadName,
+                    "\".\": this key's directory is not in the export");
+  }
+}
+
+}  // namespace rdmax::sender
