@@ -44,7 +44,7 @@ enum class ReceiverState : std::uint8_t {
 enum class ReceiverEvent : std::uint8_t {
   // Messages from the sender. An Open, a Proof and an Id come with what the driver's check
   // of them found (ReceiverChecks).
-  GotOpen,   // an Open, checked (a first message of another version, or a Fetch: refused)
+  GotOpen,   // an Open, checked (a first message of another version: an Open refused)
   GotProof,  // a sender's Proof (7.8)
   GotId,
   GotOffer,

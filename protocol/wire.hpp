@@ -580,8 +580,10 @@ struct Join {
 
 // The most shards a Fetch may name (rdma-send --shard takes as many).
 inline constexpr std::uint32_t kMaxShards = 1'000'000;
-// The most Wants one fetch may send: each names a path (with --files-from, a file each).
+// The most Wants one fetch may send: each names a path (with --files-from, a file each); and
+// the most bytes their paths may hold together, which a server keeps until the last came.
 inline constexpr std::uint32_t kMaxWants = 1'000'000;
+inline constexpr std::uint64_t kMaxWantBytes = 64ULL << 20;
 
 // fetcher -> server, the first message of a fetch: which share of what the Wants name
 // (shard_index of shard_count, as rdma-send --shard partitions a tree), the keepalives the

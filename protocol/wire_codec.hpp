@@ -106,6 +106,7 @@ static_assert(kHeaderSize + fixed_size<Refuse>() + kMaxTextBytes <= kMaxMessageS
 static_assert(kHeaderSize + fixed_size<Offer>() + kMaxPathBytes <= kMaxMessageSize);
 static_assert(fixed_size<Offer>() == 4 + 1 + 1 + 2 + 8 + 8 + 4 + kSha256Bytes + 2);
 static_assert(fixed_size<Accept>() == 24);
+static_assert(fixed_size<Want>() == 4);
 // A sealed message (7.11) holds any message that may be sealed at its largest: a session's
 // (an Offer of the longest path) or an answer (a Secret, a Refuse's text).
 static_assert(kHeaderSize + fixed_size<Sealed>() + kSealedMinBox + fixed_size<Offer>() +

@@ -302,12 +302,13 @@ void Connection::on_message(Inbound inbound) {
   // An Open, a Proof and an Id are checked as they arrive, where they may come: the machine
   // gets what was found with the event. Elsewhere they go unchecked, and the machine finds
   // them out of place.
-  // A fetcher's first message (PROTOCOL.md 7.13): this side takes pushes. It is refused where
-  // an Open would be checked, as an Open of another version is, with a word for the user.
+  // A fetcher's first message (PROTOCOL.md 7.13): this side takes pushes. Where an Open
+  // would be checked, the Error that refuses it says so in words (as a receiver of a release
+  // before fetching refuses the unknown type, with no words).
   if (std::holds_alternative<proto::Fetch>(message) &&
       proto::receiver_checks(state_, Event::GotOpen))
-    return dispatch(input<Event::GotOpen, proto::OpenCheck::Rejected>(Input::Rejection{
-        proto::RejectReason::UnsupportedVersion,
+    return dispatch(input<Event::ProtocolViolation>(Input::Abort{
+        proto::ErrorCode::ProtocolViolation,
         "this is a receiver (rdma-recv): it takes what rdma-send pushes; to fetch, connect to "
         "rdma-send --serve"}));
   if (auto* open = std::get_if<proto::Open>(&message)) {

@@ -76,12 +76,17 @@ SourceTree walk_export(int export_fd, const std::vector<WantedPath>& wanted) {
                         " would both arrive as " + proto::quoted_for_log(name));
     }
     // Opened now, so that what cannot be read is the fetcher's error before anything is sent;
-    // O_NONBLOCK: a fifo swapped in since the fstatat does not hold the open.
+    // O_NONBLOCK: a fifo swapped in since the fstatat does not hold the open. What is listed is
+    // what was opened: the same file, still of its kind.
     const int flags = S_ISDIR(st.st_mode) ? O_RDONLY | O_DIRECTORY : O_RDONLY | O_NONBLOCK;
-    Fd opened(::openat(parent.get(), name.c_str(), flags | O_NOFOLLOW | O_CLOEXEC));
+    Fd opened(::openat(parent.get(), name.c_str(), flags | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC));
     if (!opened) throw not_served(given, errno);
-    if (S_ISREG(st.st_mode))
-      walker.add_file(path, name, st);
+    struct stat now {};
+    if (::fstat(opened.get(), &now) != 0) throw not_served(given, errno);
+    if (now.st_dev != st.st_dev || now.st_ino != st.st_ino || (now.st_mode ^ st.st_mode) & S_IFMT)
+      throw cannot_serve(given, "replaced while it was looked at; ask again");
+    if (S_ISREG(now.st_mode))
+      walker.add_file(path, name, now);
     else
       walker.add_directory(std::move(opened), path, name);
   }

@@ -2,11 +2,14 @@
 
 #include <fcntl.h>
 
+#include <cerrno>
+
 #include <utility>
 
 #include "common/error.hpp"
 #include "common/os/beneath.hpp"
 #include "protocol/names.hpp"
+#include "protocol/paths.hpp"
 #include "sender/tree_walker.hpp"
 
 namespace rdmax::sender {
@@ -38,10 +41,18 @@ FetchRequest::FetchRequest(const proto::Fetch& fetch, std::string subdir)
 
 std::optional<proto::Reject> FetchRequest::add(const proto::Want& want) {
   if (want.last) whole_ = true;
-  if (wanted_.size() >= proto::kMaxWants)
-    return rejected(proto::RejectReason::TooLarge,
-                    "more than " + std::to_string(proto::kMaxWants) + " paths in one request");
+  if (wanted_.size() >= proto::kMaxWants || wanted_bytes_ + want.path.size() > proto::kMaxWantBytes)
+    return rejected(proto::RejectReason::TooLarge, "more than " + std::to_string(proto::kMaxWants) +
+                                                       " paths, or " +
+                                                       std::to_string(proto::kMaxWantBytes >> 20) +
+                                                       " MiB of them, in one request");
+  wanted_bytes_ += want.path.size();
   const std::string path = without_trailing_slashes(want.path);
+  if (path != ".")
+    if (const auto problem = proto::check_relative_path(path))
+      return rejected(proto::RejectReason::BadName,
+                      proto::quoted_for_log(want.path) +
+                          ": not a name within the export: " + proto::describe(*problem));
   // Where a key has a subdirectory, the fetcher names nothing outside it; the answer does not
   // say whether what it named exists (PROTOCOL.md 7.13).
   if (!subdir_.empty() && path != "." && !beneath(path, subdir_))
@@ -63,10 +74,13 @@ std::variant<ServedTree, proto::Reject> FetchRequest::resolve(int export_fd) con
     return served;
   } catch (const SourceError& e) {
     return rejected(proto::RejectReason::BadName, e.what());
-  } catch (const SysError&) {
-    // The key's subdirectory itself is missing or not a directory (the server's doing).
-    return rejected(proto::RejectReason::BadName,
-                    "\".\": this key's directory is not in the export");
+  } catch (const SysError& e) {
+    // The key's subdirectory itself is missing or not a directory (the server's doing), or
+    // the server ran out of descriptors.
+    if (e.error() == ENOENT || e.error() == ENOTDIR || e.error() == ELOOP)
+      return rejected(proto::RejectReason::BadName,
+                      "\".\": this key's directory is not in the export");
+    return rejected(proto::RejectReason::Internal, e.what());
   }
 }
 

@@ -36,7 +36,8 @@ class FetchRequest {
   FetchRequest(const proto::Fetch& fetch, std::string subdir);
 
   // One Want, while !whole() (the server's machine takes no other): a Reject if the request
-  // is refused already (a path outside the key's subdirectory, more than kMaxWants paths).
+  // is refused already (a path that is no name within the export or lies outside the key's
+  // subdirectory; more than kMaxWants paths or kMaxWantBytes of them).
   [[nodiscard]] std::optional<proto::Reject> add(const proto::Want& want);
   // The last Want came.
   bool whole() const { return whole_; }
@@ -50,6 +51,7 @@ class FetchRequest {
   ShardSpec share_;
   std::string subdir_;
   std::vector<WantedPath> wanted_;
+  std::uint64_t wanted_bytes_ = 0;  // of their paths, against kMaxWantBytes
   bool whole_ = false;
 };
 

@@ -71,6 +71,13 @@ Fd walk(int root_fd, std::string_view path, bool create_missing) {
   return dir;
 }
 
+// Every caller's path passed check_relative_path; should one not have, no component may stay
+// in place or climb (openat2's RESOLVE_BENEATH would allow an inner "..").
+void refuse_odd_components(std::string_view path) {
+  for (const std::string_view name : proto::path_components(path))
+    if (name.empty() || name == "." || name == "..") throw_beneath("open", path, EINVAL);
+}
+
 }  // namespace
 
 // A path from a peer may hold any UTF-8 (bidirectional controls included): escape it before
@@ -83,6 +90,7 @@ void throw_beneath(const char* call, std::string_view path, int err) {
 }
 
 Fd open_directory_beneath(int root_fd, std::string_view checked_path, bool create_missing) {
+  refuse_odd_components(checked_path);
   if (Fd fd = open_whole_path(root_fd, checked_path)) return fd;
   return walk(root_fd, checked_path, create_missing);
 }
@@ -102,13 +110,21 @@ std::string name_in_parent(std::string_view checked_path) {
 }
 
 Fd open_file_beneath(int root_fd, std::string_view checked_path, int flags) {
-  if (Fd fd = open_whole_path(root_fd, checked_path, flags | O_NOFOLLOW)) return fd;
-  // Where openat2 is missing, or to name the component at fault: the parent by the walk,
-  // then the last component without following it.
-  const Fd parent = open_parent_beneath(root_fd, checked_path, false);
-  Fd fd(
-      ::openat(parent.get(), name_in_parent(checked_path).c_str(), flags | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd) throw_beneath("openat", checked_path, errno);
+  // O_NONBLOCK: a fifo put where a file was does not hold the open (it is refused below).
+  flags |= O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
+  refuse_odd_components(checked_path);
+  Fd fd = open_whole_path(root_fd, checked_path, flags);
+  if (!fd) {
+    // Where openat2 is missing, or to name the component at fault: the parent by the walk,
+    // then the last component without following it.
+    const Fd parent = open_parent_beneath(root_fd, checked_path, false);
+    fd.reset(::openat(parent.get(), name_in_parent(checked_path).c_str(), flags | O_CLOEXEC));
+    if (!fd) throw_beneath("openat", checked_path, errno);
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw_beneath("fstat", checked_path, errno);
+  if (!S_ISREG(st.st_mode))
+    throw SysError("open " + proto::escape_for_log(checked_path), EINVAL, "not a regular file");
   return fd;
 }
 

@@ -34,9 +34,10 @@ namespace rdmax {
 // The last component of `checked_path`: its name in the directory open_parent_beneath opens.
 [[nodiscard]] std::string name_in_parent(std::string_view checked_path);
 
-// `checked_path` beneath `root_fd` opened with `flags` (O_CLOEXEC and O_NOFOLLOW added): a
-// symbolic link at any component, the last one too, is ELOOP. What may be a fifo is opened
-// with O_NONBLOCK, or the open waits for a writer.
+// The regular file `checked_path` beneath `root_fd`, opened with `flags` (O_NOFOLLOW,
+// O_NONBLOCK, O_NOCTTY and O_CLOEXEC added): a symbolic link at any component, the last one
+// too, is ELOOP; anything but a regular file there (a fifo, a device) is EINVAL, and the
+// open never waits for it.
 [[nodiscard]] Fd open_file_beneath(int root_fd, std::string_view checked_path, int flags);
 
 // The SysError of a failed `call` on `path`, with a hint for ELOOP and ENOTDIR.

@@ -394,8 +394,7 @@ void deliver_to_receiver(ReceiverRun& receiver, std::span<const std::uint8_t> by
     case MessageType::Error:
       return receiver.step(RE::GotError);
     case MessageType::Fetch:  // where an Open may come: refused, this side takes pushes (7.13)
-      if (!first) return receiver.step(RE::GotUnexpected);
-      return receiver.step(RE::GotOpen, {OpenCheck::Rejected});
+      return receiver.step(first ? RE::ProtocolViolation : RE::GotUnexpected);
     case MessageType::Open:  // checked as it arrives, where an Open may come; a claimed
                              // key is challenged (as with --senders)
       if (!first) return receiver.step(RE::GotOpen);

@@ -109,16 +109,16 @@ TEST_F(ReceiverDriver, ForeignVersionGetsRejectInVersion1) {
   EXPECT_EQ(h.state(), ReceiverState::Closing);
 }
 
-// PROTOCOL.md 7.13: a fetcher that connects to a receiver is refused as an Open of another
-// version is, and told in words where to fetch from; nothing is created.
+// PROTOCOL.md 7.13: a fetcher that connects to a receiver is refused with an Error that says
+// in words where to fetch from; nothing is created.
 TEST_F(ReceiverDriver, AFetchIsRefusedNamingWhereToFetchFrom) {
   h.start();
   h.transport.deliver(proto::Fetch{0, 0, 1, {}}, proto::kVersion2);
   h.poll();
   ASSERT_EQ(h.transport.sent.size(), 1u);
-  const auto reject = h.transport.sent_of<proto::Reject>().at(0);
-  EXPECT_EQ(reject.reason, proto::RejectReason::UnsupportedVersion);
-  EXPECT_NE(reject.text.find("rdma-send --serve"), std::string::npos) << reject.text;
+  const auto error = h.transport.sent_of<proto::Error>().at(0);
+  EXPECT_EQ(error.code, proto::ErrorCode::ProtocolViolation);
+  EXPECT_NE(error.text.find("rdma-send --serve"), std::string::npos) << error.text;
   EXPECT_EQ(h.transport.sent[0].version, proto::kVersion2);
   EXPECT_EQ(h.state(), ReceiverState::Closing);
   EXPECT_TRUE(std::filesystem::is_empty(h.dir.path()));

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -67,6 +68,20 @@ class FetchRequestTest : public ::testing::Test {
     ADD_FAILURE() << "served";
     return {};
   }
+  // The refusal of `paths` under `subdir`, whether at a Want (a name's form, the key) or at
+  // the walk.
+  proto::Reject refused(const std::vector<std::string>& paths, const std::string& subdir = "") {
+    FetchRequest request(proto::Fetch{}, subdir);
+    if (auto at_want = ask(request, paths)) return *at_want;
+    return refusal(request);
+  }
+  // Reads the file `path` beneath `root`: its bytes.
+  static std::string read_beneath(int root, const std::string& path) {
+    const Fd fd = open_file_beneath(root, path, O_RDONLY);
+    char bytes[16] = {};
+    const ssize_t got = ::read(fd.get(), bytes, sizeof bytes);
+    return std::string(bytes, got > 0 ? static_cast<std::size_t>(got) : 0);
+  }
 
   TempDir export_{"rdmax-export"};
 };
@@ -83,7 +98,7 @@ TEST_F(FetchRequestTest, TheWantsAreGatheredUntilTheLastAndWalked) {
   EXPECT_EQ(arrivals_of(got.tree.directories), (std::vector<std::string>{"data"}));
   EXPECT_EQ(got.tree.total_bytes, 11U);
   // The entries are read beneath the root the answer names.
-  EXPECT_TRUE(open_file_beneath(got.root.get(), got.tree.files[1].local_path, O_RDONLY));
+  EXPECT_EQ(read_beneath(got.root.get(), got.tree.files[1].local_path), "abc");
 }
 
 TEST_F(FetchRequestTest, SharesCutTheRequestSoThatEachFileGoesOnce) {
@@ -103,9 +118,9 @@ TEST_F(FetchRequestTest, SharesCutTheRequestSoThatEachFileGoesOnce) {
 
 TEST_F(FetchRequestTest, AKeysSubdirectoryIsAllItMayFetch) {
   FetchRequest outside(proto::Fetch{}, "alice");
-  const auto refused = outside.add(proto::Want{true, true, "bob/x.bin"});
-  ASSERT_TRUE(refused.has_value());
-  EXPECT_EQ(refused->reason, RejectReason::AuthFailed);
+  const auto at_want = outside.add(proto::Want{true, true, "bob/x.bin"});
+  ASSERT_TRUE(at_want.has_value());
+  EXPECT_EQ(at_want->reason, RejectReason::AuthFailed);
   // The same answer whether or not the path exists, and for a name that only starts alike.
   FetchRequest absent(proto::Fetch{}, "alice");
   EXPECT_EQ(absent.add(proto::Want{true, true, "nobody/none"})->reason, RejectReason::AuthFailed);
@@ -123,32 +138,32 @@ TEST_F(FetchRequestTest, AKeysSubdirectoryIsAllItMayFetch) {
   const ServedTree got = served(all);
   EXPECT_EQ(arrivals_of(got.tree.files),
             (std::vector<std::string>{"data/a.bin", "data/b.bin", "notes.txt"}));
-  EXPECT_TRUE(open_file_beneath(got.root.get(), "notes.txt", O_RDONLY));
+  EXPECT_EQ(read_beneath(got.root.get(), "notes.txt"), "n");
 
-  // ".." cannot climb out of it either: the walk refuses the name.
-  FetchRequest climbing(proto::Fetch{}, "alice");
-  ASSERT_EQ(ask(climbing, {"alice/../bob/x.bin"}), std::nullopt);
-  EXPECT_EQ(refusal(climbing).reason, RejectReason::BadName);
+  // The subdirectory itself, with or without its slash, arrives under its own name.
+  for (const std::string path : {"alice", "alice/"}) {
+    FetchRequest itself(proto::Fetch{}, "alice");
+    ASSERT_EQ(ask(itself, {path}), std::nullopt) << path;
+    EXPECT_EQ(served(itself).tree.files.size(), 3U) << path;
+  }
 
-  FetchRequest missing(proto::Fetch{}, "carol");
-  ASSERT_EQ(ask(missing, {"."}), std::nullopt);
-  EXPECT_EQ(refusal(missing).reason, RejectReason::BadName);
+  // No name climbs out of it or stays in place, and "." stands alone there too.
+  EXPECT_EQ(refused({"alice/../bob/x.bin"}, "alice").reason, RejectReason::BadName);
+  EXPECT_EQ(refused({"alice/./notes.txt"}, "alice").reason, RejectReason::BadName);
+  EXPECT_EQ(refused({".", "alice/notes.txt"}, "alice").reason, RejectReason::BadName);
+  EXPECT_EQ(refused({"."}, "carol").reason, RejectReason::BadName);  // not in the export
 }
 
 TEST_F(FetchRequestTest, WhatCannotBeServedIsRefusedByName) {
-  const auto refused_for = [&](const std::vector<std::string>& paths) {
-    FetchRequest request(proto::Fetch{}, "");
-    EXPECT_EQ(ask(request, paths), std::nullopt);
-    return refusal(request);
-  };
   for (const auto& [paths, text] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"none.bin"}, "no such file or directory in the export"},
            {{"fifo"}, "not a regular file or a directory"},
            {{"../etc/passwd"}, "not a name within the export"},
            {{"/etc/passwd"}, "not a name within the export"},
+           {{"top.txt", "a//b"}, "not a name within the export"},
            {{".", "top.txt"}, "name it alone"},
        }) {
-    const proto::Reject reject = refused_for(paths);
+    const proto::Reject reject = refused(paths);
     EXPECT_EQ(reject.reason, RejectReason::BadName) << paths[0];
     EXPECT_NE(reject.text.find(text), std::string::npos) << reject.text;
   }
@@ -156,7 +171,7 @@ TEST_F(FetchRequestTest, WhatCannotBeServedIsRefusedByName) {
   ASSERT_EQ(flat.add(proto::Want{true, false, "bob"}), std::nullopt);
   EXPECT_NE(refusal(flat).text.find("fetch directories with -r"), std::string::npos);
   // A text never outgrows a Reject.
-  const proto::Reject long_name = refused_for({std::string(2000, 'n')});
+  const proto::Reject long_name = refused({std::string(2000, 'n')});
   EXPECT_EQ(long_name.text.size(), proto::kMaxTextBytes);
   EXPECT_FALSE(proto::encode(long_name, proto::kVersion2).empty());
 }
@@ -165,9 +180,18 @@ TEST_F(FetchRequestTest, MoreWantsThanTheLimitAreRefused) {
   FetchRequest request(proto::Fetch{}, "");
   for (std::uint32_t i = 0; i < proto::kMaxWants; ++i)
     ASSERT_EQ(request.add(proto::Want{false, false, "f"}), std::nullopt);
-  const auto refused = request.add(proto::Want{true, false, "f"});
-  ASSERT_TRUE(refused.has_value());
-  EXPECT_EQ(refused->reason, RejectReason::TooLarge);
+  const auto too_many = request.add(proto::Want{true, false, "f"});
+  ASSERT_TRUE(too_many.has_value());
+  EXPECT_EQ(too_many->reason, RejectReason::TooLarge);
+  // And their bytes: what the server holds until the last Want stays bounded.
+  FetchRequest long_paths(proto::Fetch{}, "");
+  std::string path(200, 'p');  // ten names of 200 bytes: 2009, a long path by the rules
+  for (int i = 1; i < 10; ++i) path += "/" + std::string(200, 'p');
+  for (std::uint64_t held = 0; held + path.size() <= proto::kMaxWantBytes; held += path.size())
+    ASSERT_EQ(long_paths.add(proto::Want{false, false, path}), std::nullopt);
+  const auto too_big = long_paths.add(proto::Want{true, false, path});
+  ASSERT_TRUE(too_big.has_value());
+  EXPECT_EQ(too_big->reason, RejectReason::TooLarge);
 }
 
 TEST(FetchChecks, AMustUnderstandExtensionInAFetchIsRefused) {

@@ -84,6 +84,10 @@ TEST(WireFetch, AWantBreakingItsRulesDoesNotDecode) {
   EXPECT_EQ(with(16, 0x07), DecodeError::BadReserved);     // flags bit 2
   EXPECT_EQ(with(17, 0x01), DecodeError::BadReserved);     // the reserved byte
   EXPECT_EQ(with(18, 0x08), DecodeError::LengthMismatch);  // path_len 8, 9 bytes follow
+  Bytes both = kWantExample;  // every length is checked before any reserved field
+  both[17] = 0x01;
+  both[18] = 0x08;
+  EXPECT_EQ(decode_error(both), DecodeError::LengthMismatch);
   Bytes empty(kWantExample.begin(), kWantExample.begin() + kHeaderSize + 4);
   empty[8] = 4;
   empty[18] = 0;
