@@ -31,12 +31,6 @@ SourceError not_served(const std::string& given, int err) {
 
 }  // namespace
 
-SourceTree walk_export(int export_fd, const std::vector<std::string>& wanted, bool recursive) {
-  std::vector<WantedPath> paths;
-  for (const std::string& path : wanted) paths.push_back({path, recursive});
-  return walk_export(export_fd, paths);
-}
-
 SourceTree walk_export(int export_fd, const std::vector<WantedPath>& wanted) {
   SourceTree tree;
   TreeWalker walker(tree);

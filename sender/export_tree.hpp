@@ -30,8 +30,5 @@ struct WantedPath {
 // or cannot be read; a symbolic link or a special file named; a directory without
 // `recursive`; "." beside other paths; two paths that would arrive under the same name.
 [[nodiscard]] SourceTree walk_export(int export_fd, const std::vector<WantedPath>& wanted);
-// Every path alike.
-[[nodiscard]] SourceTree walk_export(int export_fd, const std::vector<std::string>& wanted,
-                                     bool recursive);
 
 }  // namespace rdmax::sender

@@ -3,7 +3,7 @@
 #include <fcntl.h>
 
 #include <cerrno>
-
+#include <cstdio>
 #include <utility>
 
 #include "common/error.hpp"
@@ -29,10 +29,12 @@ bool beneath(const std::string& path, const std::string& subdir) {
 
 std::optional<proto::Reject> check_fetch(const proto::Fetch& fetch) {
   for (const proto::HelloExtension& e : fetch.extensions)
-    if ((e.type & proto::kExtensionMustUnderstand) != 0)
+    if ((e.type & proto::kExtensionMustUnderstand) != 0) {
+      char type[8];
+      std::snprintf(type, sizeof type, "0x%04x", e.type);  // as the receiver names one
       return rejected(proto::RejectReason::UnsupportedVersion,
-                      "a Fetch with the must-understand extension " + std::to_string(e.type) +
-                          ", which this server does not apply there");
+                      std::string("this server does not apply Fetch extension ") + type);
+    }
   return std::nullopt;
 }
 

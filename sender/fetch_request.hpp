@@ -41,7 +41,6 @@ class FetchRequest {
   [[nodiscard]] std::optional<proto::Reject> add(const proto::Want& want);
   // The last Want came.
   bool whole() const { return whole_; }
-  const std::vector<WantedPath>& wanted() const { return wanted_; }
 
   // The walk (disk work): the Fetch's share of what the Wants name beneath `export_fd`, or
   // the Reject that tells the fetcher why not.

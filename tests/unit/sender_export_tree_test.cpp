@@ -55,7 +55,9 @@ class ExportTreeTest : public ::testing::Test {
   }
 
   SourceTree walk(const std::vector<std::string>& wanted, bool recursive = true) {
-    return walk_export(export_.fd(), wanted, recursive);
+    std::vector<WantedPath> paths;
+    for (const std::string& path : wanted) paths.push_back({path, recursive});
+    return walk_export(export_.fd(), paths);
   }
   // The walk refuses `wanted` with a message holding `text`.
   void expect_refused(const std::vector<std::string>& wanted, const std::string& text,
