@@ -84,11 +84,11 @@ killed_halfway() {
   rxe-peer rm -f "$out/big.bin"
   local lines t0=$SECONDS
   lines=$(wc -l <"$recv_log")
-  "$send" "${over_both[@]}" --bwlimit 8M "$in/big.bin" >/dev/null 2>"$shared/send.err" &
+  "$send" "${over_both[@]}" --bwlimit 2M "$in/big.bin" >/dev/null 2>"$shared/send.err" &
   local pid=$!
   bg_pids+=("$pid")
   wait_for 30 logged_since "$recv_log" "$lines" "carrying chunks of 'big.bin'"
-  sleep 1  # a part of the file at the limit (8 MiB/s)
+  sleep 2  # a part of the file at the limit (2 MiB/s): kept, with more than a window left
   alive "$pid" || fail "the sender was done before it could be killed ($((SECONDS - t0)) s)"
   kill -9 "$pid"
   wait "$pid" 2>/dev/null || true
