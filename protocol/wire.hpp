@@ -175,6 +175,14 @@ inline constexpr std::uint32_t kBlake3ChunkBytes = 1024;
 // Hello.keepalive_ms: 0 (no keepalives) or within these bounds.
 inline constexpr std::uint32_t kMinKeepaliveMs = 100;
 inline constexpr std::uint32_t kMaxKeepaliveMs = 60000;
+// The keepalive a side asks for when it gives up after `timeout_s` seconds of silence: three
+// chances to hear from the peer in that time, within the bounds.
+[[nodiscard]] constexpr std::uint32_t keepalive_ms_for(std::uint64_t timeout_s) {
+  const std::uint64_t ms = timeout_s * 1000 / 3;
+  return static_cast<std::uint32_t>(ms < kMinKeepaliveMs   ? kMinKeepaliveMs
+                                    : ms > kMaxKeepaliveMs ? kMaxKeepaliveMs
+                                                           : ms);
+}
 
 // Version 2: an optional field a later revision adds to a Hello or an Open without a new
 // layout (docs/PROTOCOL.md 7.2); the types defined so far follow. A receiver ignores a type

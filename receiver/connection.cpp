@@ -78,7 +78,9 @@ void Connection::step(const ReceiverInput& input) {
   const Event event = std::get<Event>(input.event);
   // A sender that breaks the rules loses what it stored: nothing of it is kept to resume.
   if (event == Event::ProtocolViolation) data_bad_ = true;
-  apply(proto::receiver_next(state_, event, input.checks), proto::to_string(event), input);
+  const auto t = proto::receiver_next(state_, event, input.checks);
+  if (event == Event::GotBye && !t.illegal) session_end_ = input.checks.entries;
+  apply(t, proto::to_string(event), input);
 }
 
 void Connection::apply(const proto::ReceiverTransition& t, const char* event,

@@ -22,6 +22,7 @@
 // pool, and they touch only revoked slots, the hash and the file.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/connection/dispatcher.hpp"
@@ -71,6 +72,9 @@ class Connection final : public DriverCore {
   bool idle() const;
   // Closed and idle: the daemon may destroy it (and then its transport).
   bool reapable() const { return closed() && idle(); }
+  // Where the session's entries stood when the sender said Bye (a fetcher's summary, for
+  // the server ends its session so: docs/PROTOCOL.md 7.13); none: it ended otherwise.
+  std::optional<proto::SessionEnd> session_end() const { return session_end_; }
   // The daemon is exiting without waiting for this connection to close: stop the queue
   // pair and drop the file's pending work (the temporary is removed).
   void abandon();
@@ -118,6 +122,7 @@ class Connection final : public DriverCore {
   std::string secret_;                  // between lookup_id() and SendSecret; wiped once sent
   KeyCheck keys_;
   unsigned id_attempts_ = 0;
+  std::optional<proto::SessionEnd> session_end_;
   ReceiveWindow window_;
   // Last: their jobs use the window (which the transport owns and outlives them).
   IncomingEntries entries_;

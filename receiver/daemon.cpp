@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 
+#include "common/rdma/connection_requests.hpp"
 #include "protocol/refusals.hpp"
 #include "protocol/sizes.hpp"
 
@@ -19,17 +20,6 @@ constexpr auto kShutdownGrace = std::chrono::seconds(5);
 // regardless (a hung file system must not make SIGTERM useless).
 constexpr auto kDiskGrace = std::chrono::seconds(10);
 constexpr auto kTick = std::chrono::milliseconds(100);  // also the keepalive resolution
-// Receives a connection keeps posted: a Chunk per slot, plus the few other messages that
-// can accompany them (docs/PROTOCOL.md 4.2).
-constexpr std::uint32_t kSpareMessages = 8;
-
-void* context_for(std::uint64_t number) {
-  return reinterpret_cast<void*>(static_cast<std::uintptr_t>(number));
-}
-std::uint64_t number_of(rdma_cm_id* id) {
-  return id != nullptr ? static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(id->context))
-                       : 0;
-}
 }  // namespace
 
 Daemon::Daemon(const ReceiverOptions& options, Fd dir, std::optional<proto::SecretStore> secrets,
@@ -149,13 +139,13 @@ void Daemon::on_cm_events() {
     if (type == RDMA_CM_EVENT_DEVICE_REMOVAL) {
       // Every connection on it is gone, and so is the listener: nothing left to serve.
       spdlog::error("the RDMA device was removed; stopping (restart rdma-recv once it is back)");
-      if (Peer* p = id != listener_.get() ? peer_of(number_of(id)) : nullptr)
+      if (Peer* p = id != listener_.get() ? peer_of(cm_number_of(id)) : nullptr)
         p->connection->on_cm_failure("the RDMA device was removed");
       stop(1);
       continue;
     }
     if (id == listener_.get()) continue;
-    Peer* p = peer_of(number_of(id));
+    Peer* p = peer_of(cm_number_of(id));
     if (p == nullptr) continue;  // a connection already reaped
     switch (type) {
       case RDMA_CM_EVENT_ESTABLISHED:
@@ -177,17 +167,6 @@ void Daemon::on_cm_events() {
   }
 }
 
-// Refuses a connection request in the CM itself, with a few words for the sender in the
-// REJ's private data (PROTOCOL.md 4.1): no queue pair, no memory, nothing else.
-void Daemon::reject(CmId& cm_id, std::string_view why) {
-  const std::string text = proto::encode_cm_reject(why);
-  try {
-    cm_id.reject(text.data(), static_cast<std::uint8_t>(text.size()));
-  } catch (const std::exception& e) {
-    spdlog::warn("{}", e.what());
-  }
-}
-
 void Daemon::on_connect_request(rdma_cm_id* id) {
   CmId cm_id = CmId::adopt(id);  // destroyed on any early return
   // --allow / --deny first: a stranger gets no queue pair, no memory, no file, only the
@@ -202,7 +181,7 @@ void Daemon::on_connect_request(rdma_cm_id* id) {
                                  : std::string());
     }
     metrics_.count(SenderRefusal::Address);
-    reject(cm_id, "this address may not connect (rdma-recv --allow/--deny)");
+    reject_request(cm_id, "this address may not connect (rdma-recv --allow/--deny)");
     return;
   }
   // An address that just failed to authenticate waits (receiver/auth_penalties.hpp): key
@@ -214,26 +193,24 @@ void Daemon::on_connect_request(rdma_cm_id* id) {
           "in {}s",
           address, wait->count());
     metrics_.count(SenderRefusal::SlowedDown);
-    reject(cm_id, "too many failed authentications from this address; try again in " +
-                      std::to_string(wait->count()) + "s");
+    reject_request(cm_id, "too many failed authentications from this address; try again in " +
+                              std::to_string(wait->count()) + "s");
     return;
   }
   if (stopping_ || peers_.size() >= options_.max_connections) {
     spdlog::warn("refusing a connection: {}", stopping_ ? "shutting down" : "too many connections");
-    reject(cm_id, stopping_ ? "shutting down; try another receiver or later"
-                            : "too many connections; try again later");
+    reject_request(cm_id, stopping_ ? "shutting down; try another receiver or later"
+                                    : "too many connections; try again later");
     return;
   }
   const std::uint64_t number = next_number_++;
-  cm_id.set_context(context_for(number));
+  cm_id.set_context(cm_context_for(number));
   const std::string peer = cm_id.peer_address();
   try {
     Peer p;
     // Receives are posted here, before rdma_accept: the sender may send as soon as the
     // connection is established.
-    // A session adds a Take (or Refuse) and a FileVerdict per entry in flight towards the
-    // sender, and an Offer and a FileDone per entry towards us (docs/PROTOCOL.md 7.5).
-    const std::uint32_t depth = options_.slots + 2 * proto::kMaxEntriesInFlight + kSpareMessages;
+    const std::uint32_t depth = control_depth(options_.slots);
     p.transport =
         std::make_unique<RdmaTransport>(std::move(cm_id), RdmaTransport::Depths{depth, depth, 0});
     p.connection = std::make_unique<Connection>(*p.transport, peer, context_, address);

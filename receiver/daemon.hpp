@@ -59,7 +59,6 @@ class Daemon {
   using Clock = EventLoop::Clock;
   void on_cm_events();
   void on_connect_request(rdma_cm_id* id);
-  void reject(CmId& cm_id, std::string_view why);
   void on_signal(int sig);
   void on_tick(Clock::time_point now);
   void expire_partials(Clock::time_point now);

@@ -75,6 +75,7 @@ void IncomingEntry::create(const EntryPort& port, std::optional<IncomingFile::Re
                                         context.options.overwrite, port.algorithm, context.work);
   if (resume) file->set_resume(*resume);
   file->set_direct_io(context.options.direct_io);
+  file->set_keep_identical(context.options.keep_identical);
   // As many of its chunks written at once as the window holds: one file alone fills it.
   file->set_write_lanes(port.write_lanes);
   file->create(offer.size, port.context.space,
@@ -105,9 +106,9 @@ void IncomingEntry::create(const EntryPort& port, std::optional<IncomingFile::Re
 }
 
 // Looked for on the directories' queue (in order with them, never on the loop): a regular
-// file of the offered size (unless --overwrite, as for Have), else a kept partial of the
-// path and size, whatever digest it was kept for. The partial's prefix is checked again, and
-// cut below the whole size, when it is opened for the Resume.
+// file of the offered size (unless --overwrite without keep_identical, as for Have), else a kept
+// partial of the path and size, whatever digest it was kept for. The partial's prefix is checked
+// again, and cut below the whole size, when it is opened for the Resume.
 void IncomingEntry::look_for_held(const EntryPort& port, IncomingFile::Resume fresh) {
   struct Found {
     std::optional<proto::Holds> held;
@@ -117,7 +118,7 @@ void IncomingEntry::look_for_held(const EntryPort& port, IncomingFile::Resume fr
   const std::string path = offer.path;
   const std::uint64_t file_size = offer.size;
   const int dir_fd = port.context.dir_fd;
-  const bool overwrite = port.context.options.overwrite;
+  const bool overwrite = port.context.options.overwrite && !port.context.options.keep_identical;
   const proto::DigestAlgorithm algorithm = port.algorithm;
   PartialStore* partials = port.context.partials;
   const std::uint32_t align = port.context.options.slot_size;

@@ -63,8 +63,9 @@ void IncomingFile::create(std::uint64_t size, SpaceReservations& space, Done don
         try {
           const Fd parent = open_parent_beneath(dir_fd_, path_, true);
           const std::string name = name_in_parent(path_);
-          // --overwrite asks for every file to be written again: no Have then.
-          if (resume_.may_have && !overwrite_ &&
+          // --overwrite asks for every file to be written again: no Have then (but for a
+          // fetch, which replaces only what differs).
+          if (resume_.may_have && (!overwrite_ || keep_identical_) &&
               is_identical_file(parent.get(), name, size, algorithm_, resume_.digest)) {
             *outcome = {Kind::Have, ""};
             return;

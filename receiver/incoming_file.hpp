@@ -106,6 +106,9 @@ class IncomingFile {
   void set_resume(const Resume& resume) { resume_ = resume; }
   // Before create(): rdma-recv --direct-io (receiver/output_file.hpp use_direct_io()).
   void set_direct_io(bool on) { direct_io_ = on; }
+  // With overwrite: a file in place that is identical is still kept (Have), and only a
+  // different one replaced (a fetch, ReceiverOptions::keep_identical).
+  void set_keep_identical(bool on) { keep_identical_ = on; }
   // Before create(): how many of its chunks may be written at once (the window's slots; a
   // chunk is written on the lane of its slot). Default 1.
   void set_write_lanes(std::uint32_t lanes);
@@ -186,6 +189,7 @@ class IncomingFile {
   bool bad_ = false;           // keep_nothing()
   bool preallocated_ = false;  // written by the create job, read after its completion
   bool direct_io_ = false;
+  bool keep_identical_ = false;
   SpaceReservations::Hold space_;  // the create job's, then the loop's
   struct Metadata {
     std::uint32_t mode = 0;

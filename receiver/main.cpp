@@ -19,11 +19,13 @@
 #include "common/rdma/memory_region.hpp"
 #include "protocol/sizes.hpp"
 #include "receiver/daemon.hpp"
+#include "receiver/fetch_command.hpp"
 #include "receiver/metrics_server.hpp"
 #include "receiver/options.hpp"
 #include "receiver/preflight.hpp"
 #include "receiver/secrets_file.hpp"
 #include "receiver/sender_keys_file.hpp"
+#include "sender/exit_codes.hpp"
 
 using namespace rdmax;
 using receiver::kExitFailure;
@@ -111,6 +113,23 @@ int main(int argc, char** argv) {
     spdlog::error("output directory {} is not writable: {}; {}", options.dir, std::strerror(err),
                   output_dir_hint(err));
     return kExitUsage;
+  }
+  if (options.fetch) {
+    // rdma-recv --from: one fetch, then exit with its status (receiver/fetch_command.hpp).
+    if (!any_rdma_device()) {
+      spdlog::error("{}", no_rdma_device_message());
+      return sender::kExitConnection;
+    }
+    try {
+      return receiver::run_fetch(options, std::move(dir));
+    } catch (const SysError& e) {
+      const std::string hint = rdma_setup_hint(e.error());
+      spdlog::error("{}{}{}", e.what(), hint.empty() ? "" : "; ", hint);
+      return hint.empty() ? sender::kExitOther : sender::kExitConnection;
+    } catch (const std::exception& e) {
+      spdlog::error("{}", e.what());
+      return sender::kExitOther;
+    }
   }
   std::optional<proto::SecretStore> secrets;
   if (options.secrets_file) {

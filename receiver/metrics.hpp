@@ -55,6 +55,12 @@ class ReceiverMetrics {
   void count(SenderRefusal refusal) { add(senders_refused_[index(refusal)]); }
   void count_verification(std::chrono::steady_clock::duration took);
   std::uint64_t files(FileOutcome outcome) const { return load(files_[index(outcome)]); }
+  // Files refused, for every reason together.
+  std::uint64_t files_refused() const {
+    std::uint64_t n = 0;
+    for (const Counter& c : files_refused_) n += load(c);
+    return n;
+  }
 
   // Published by the loop on its tick: what only the loop may read.
   Counter connections_open{0};

@@ -40,7 +40,47 @@ Examples:
   rdma-recv -o /srv/incoming --senders /etc/rdmax/senders --allow 192.0.2.0/24
   rdma-recv -d mlx5_0 -p 18515 --max-size 10G --overwrite
   rdma-recv -o /srv/incoming --metrics 127.0.0.1:9464
-  rdma-recv -a 192.0.2.1 -o /srv/incoming)";
+  rdma-recv -a 192.0.2.1 -o /srv/incoming
+  rdma-recv --from storage1 -r datasets/set1 -o /scratch    (from rdma-send --serve)
+
+--from HOST[:PORT] PATH... fetches PATHs from an rdma-send --serve on HOST (port
+18516 unless given) into DIR, and exits: 0 when every file is here and verified,
+3 the connection failed or was lost (run the same command again: it continues),
+4 refused (a PATH the server does not export, a file refused here), 5 a digest
+mismatch, 7 keys, 1 anything else, 2 usage. A file already here and identical
+is not sent again; a different one is replaced once the new one is verified.)";
+
+// --from's HOST[:PORT], [IPV6]:PORT or a bare IPv6 address; nullopt: not one.
+std::optional<FetchOptions> parse_fetch_source(const std::string& text) {
+  FetchOptions f;
+  std::string port;
+  if (!text.empty() && text.front() == '[') {
+    const auto close = text.find(']');
+    if (close == std::string::npos) return std::nullopt;
+    f.host = text.substr(1, close - 1);
+    if (close + 1 < text.size()) {
+      if (text[close + 1] != ':') return std::nullopt;
+      port = text.substr(close + 2);
+      if (port.empty()) return std::nullopt;
+    }
+  } else if (const auto colon = text.find(':');
+             colon != std::string::npos && text.find(':', colon + 1) == std::string::npos) {
+    f.host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+    if (port.empty()) return std::nullopt;
+  } else {
+    f.host = text;  // a name, an IPv4 address, or an IPv6 one without a port
+  }
+  if (f.host.empty()) return std::nullopt;
+  if (!port.empty()) {
+    if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos)
+      return std::nullopt;
+    const unsigned long value = std::stoul(port);
+    if (value == 0 || value > 65535) return std::nullopt;
+    f.port = static_cast<std::uint16_t>(value);
+  }
+  return f;
+}
 
 // A CLI11 validator for sizes such as 64K, 16MiB, 2G.
 std::optional<std::uint64_t> size_option(const std::string& text, const char* what) {
@@ -199,6 +239,17 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
                  "[::1]:PORT keeps them on this host; 0.0.0.0 or [::] for every address: no "
                  "authentication, so only behind a firewall)")
       ->option_text("ADDRESS:PORT");
+  std::optional<std::string> from;
+  std::vector<std::string> paths;
+  bool recursive = false;
+  app.add_option("--from", from,
+                 "fetch PATHs from the rdma-send --serve at HOST (port 18516 unless given) into "
+                 "DIR, then exit")
+      ->option_text("HOST[:PORT]");
+  app.add_option("PATH", paths,
+                 "with --from: what to fetch, as named within the server's export ('.' for all "
+                 "of it)");
+  app.add_flag("-r,--recursive", recursive, "with --from: a directory comes with its tree");
   int verbose = 0;
   bool quiet = false;
   app.add_flag("-v,--verbose", verbose, "more logging (repeat for trace)");
@@ -209,6 +260,38 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
     return cli::usage_error(app, e, "rdma-recv", kExitUsage);
   }
   o.verbosity = quiet ? -1 : verbose;
+  if (from) {
+    // A fetch, not the daemon: what only the daemon does does not apply.
+    for (const char* name : {"--port", "--bind", "--list-devices", "--check", "--allow", "--deny",
+                             "--senders", "--secrets", "--max-connections", "--grace", "--metrics",
+                             "--require-seal", "--allow-clear"}) {
+      if (app.get_option(name)->count() > 0) {
+        std::cerr << "rdma-recv: " << name << " applies to the daemon, not to --from\n";
+        return kExitUsage;
+      }
+    }
+    auto source = parse_fetch_source(*from);
+    if (!source) {
+      std::cerr << "rdma-recv: --from: '" << *from
+                << "' is not HOST, HOST:PORT or [IPV6]:PORT (port 1 to 65535)\n";
+      return kExitUsage;
+    }
+    if (paths.empty()) {
+      std::cerr << "rdma-recv: --from: name at least one PATH to fetch ('.' for all the server "
+                   "exports, with -r)\n";
+      return kExitUsage;
+    }
+    source->paths = std::move(paths);
+    source->recursive = recursive;
+    o.fetch = std::move(*source);
+    // A file that differs from the server's is replaced (once the new one is verified): the
+    // command's promise is that DIR ends up holding what the server has.
+    o.overwrite = true;
+    o.keep_identical = true;
+  } else if (!paths.empty() || recursive) {
+    std::cerr << "rdma-recv: PATH and -r name what to fetch: give --from HOST too\n";
+    return kExitUsage;
+  }
   o.require_seal = o.senders_file.has_value() && !allow_clear;
   o.timeout = std::chrono::seconds(timeout_s);
   for (auto [texts, rules, name] :

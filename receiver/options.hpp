@@ -16,6 +16,16 @@ namespace rdmax::receiver {
 
 unsigned default_workers();
 
+// rdma-recv --from (receiver/fetch_command.hpp): what to fetch, from where.
+struct FetchOptions {
+  std::string host;
+  std::uint16_t port = 18516;      // rdma-send --serve's (sender/options.hpp, kServePort)
+  std::vector<std::string> paths;  // within the server's export ("." for all of it)
+  bool recursive = false;          // -r: directories with their trees
+  std::uint32_t shard_index = 0;
+  std::uint32_t shard_count = 1;
+};
+
 struct ReceiverOptions {
   std::uint16_t port = 18515;
   std::optional<std::string> bind_address;  // default: every IPv4 address
@@ -33,6 +43,10 @@ struct ReceiverOptions {
   bool require_seal = false;
   std::uint64_t max_size = UINT64_MAX;
   bool overwrite = false;
+  // With overwrite, a file in place that is identical to the one offered is still kept
+  // (Have) and only a different one replaced: a fetch's way (--from), where DIR is to end up
+  // holding what the server has without moving what it holds already.
+  bool keep_identical = false;
   // Files written with O_DIRECT where the file system allows it (no copy into the page
   // cache; receiver/output_file.hpp): the default since it cost a third less CPU and ran 38%
   // faster into ext4 (docs/BENCHMARKS.md); --no-direct-io writes through the cache.
@@ -61,6 +75,8 @@ struct ReceiverOptions {
   // --allow / --deny (receiver/address_filter.hpp): names resolved at start.
   std::vector<IpPrefix> allow;
   std::vector<IpPrefix> deny;
+  // --from HOST[:PORT] PATH...: fetch them into --dir instead of serving (none: the daemon).
+  std::optional<FetchOptions> fetch;
 };
 
 // A duration as people type it: digits and one unit, s, m, h or d (no bare digits).

@@ -20,6 +20,14 @@
 
 namespace rdmax::receiver {
 
+// The receives a connection keeps posted (and the sends it may have in flight) for a window of
+// `slots`: a Chunk per slot, an Offer and a FileDone per entry in flight towards us and a Take
+// (or Refuse) and a FileVerdict towards the sender (docs/PROTOCOL.md 4.2, 7.5), and a few
+// other messages that can accompany them.
+[[nodiscard]] constexpr std::uint32_t control_depth(std::uint32_t slots) {
+  return slots + 2 * proto::kMaxEntriesInFlight + 8;
+}
+
 class ReceiveWindow {
  public:
   // `in_use`: the bytes the windows of every connection hold (the daemon's count).

@@ -17,12 +17,6 @@ namespace rdmax::sender {
 namespace {
 using Input = SenderInput;
 
-std::uint32_t keepalive_for(std::chrono::seconds timeout) {
-  const auto ms = static_cast<std::uint64_t>(timeout.count()) * 1000 / 3;
-  return static_cast<std::uint32_t>(
-      std::clamp<std::uint64_t>(ms, proto::kMinKeepaliveMs, proto::kMaxKeepaliveMs));
-}
-
 // The digest at the end (docs/PROTOCOL.md 7.9), where the receiver may take it.
 bool asks_digest_at_end(const SenderSettings& settings, std::uint16_t version) {
   return settings.digest_at_end && settings.pool != nullptr && version == proto::kVersion2;
@@ -89,6 +83,16 @@ Connection::~Connection() {
 void Connection::start() {
   started_ = Clock::now();
   expect("address resolution", settings_.connect_timeout);
+}
+
+void Connection::start_accepted() {
+  started_ = Clock::now();
+  setup_.reset();
+  guarded([&] {
+    SenderInput established = input<Event::Established>();
+    perform(Action::Connect, established);  // the connection's transport, as a connect's
+    dispatch(std::move(established));
+  });
 }
 
 void Connection::on_setup(proto::SetupEvent event) {
@@ -254,8 +258,9 @@ void Connection::send_open() {
   connect_seconds_ = std::chrono::duration<double>(Clock::now() - started_).count();
   spdlog::info("connected to {}", label());
   expect("the receiver's answer to Open", settings_.timeout);
-  proto::Open open{entries_.algorithm(), keepalive_for(settings_.timeout), 0, entries_.count(),
-                   entries_.total_bytes()};
+  proto::Open open{entries_.algorithm(),
+                   proto::keepalive_ms_for(static_cast<std::uint64_t>(settings_.timeout.count())),
+                   0, entries_.count(), entries_.total_bytes()};
   open.extensions.push_back({proto::kExtensionResume, {}});  // we understand Resume and Have
   if (settings_.key != nullptr) {
     open.extensions.push_back(proto::sender_key_extension(fresh_nonce(), settings_.key->id));

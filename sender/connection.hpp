@@ -66,6 +66,10 @@ class Connection final : public DriverCore {
   ~Connection();
 
   void start();
+  // Instead of start(), on a connection already made (rdma-send --serve: the fetcher
+  // connected, docs/PROTOCOL.md 7.13): no set-up, the transport from cm.connect(), the Open
+  // sent at once.
+  void start_accepted();
   // rdma_cm's look-ups (AddressResolved, RouteResolved) for the set-up machine.
   void on_setup(proto::SetupEvent event);
   void on_established();

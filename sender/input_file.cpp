@@ -8,16 +8,23 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "common/os/beneath.hpp"
 
 namespace rdmax {
 
-InputFile::InputFile(const std::string& path) : path_(path) {
-  // O_NONBLOCK so that naming a FIFO fails below instead of hanging in open() until a
-  // writer appears; it has no effect on reads from a regular file.
-  fd_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-  if (!fd_) {
-    const int err = errno;
-    throw_sys("open " + path, err);
+InputFile::InputFile(const std::string& path) : InputFile(-1, path) {}
+
+InputFile::InputFile(int dir_fd, const std::string& path) : path_(path) {
+  if (dir_fd >= 0) {
+    fd_ = open_file_beneath(dir_fd, path, O_RDONLY | O_CLOEXEC);
+  } else {
+    // O_NONBLOCK so that naming a FIFO fails below instead of hanging in open() until a
+    // writer appears; it has no effect on reads from a regular file.
+    fd_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+    if (!fd_) {
+      const int err = errno;
+      throw_sys("open " + path, err);
+    }
   }
   struct stat st {};
   if (::fstat(fd_.get(), &st) != 0) {

@@ -13,6 +13,9 @@ namespace rdmax {
 class InputFile {
  public:
   explicit InputFile(const std::string& path);
+  // `path` beneath the directory `dir_fd` (a server's export, docs/PROTOCOL.md 7.13): no
+  // symbolic link followed, no way out of it (common/os/beneath.hpp); -1: `path` as given.
+  InputFile(int dir_fd, const std::string& path);
   InputFile(InputFile&& other) noexcept;
   InputFile& operator=(InputFile&& other) noexcept;
   InputFile(const InputFile&) = delete;

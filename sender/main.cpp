@@ -1,8 +1,13 @@
 // rdma-send: sends files (and with -r directories) to an rdma-recv daemon and reports the
 // verdicts, or (--checksum) prints files' digests. When sending, the secret (if an --id was given
-// and accepted) is the only thing written to stdout.
+// and accepted) is the only thing written to stdout. With --serve DIR, a daemon that serves
+// DIR to fetchers (sender/serve_daemon.hpp).
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <chrono>
 #include <cstdio>
@@ -16,7 +21,9 @@
 #include "common/cli/logging.hpp"
 #include "common/cli/loopback.hpp"
 #include "common/error.hpp"
+#include "common/os/fd.hpp"
 #include "common/rdma/devices.hpp"
+#include "protocol/names.hpp"
 #include "sender/checksum_line.hpp"
 #include "sender/digest_cache.hpp"
 #include "sender/exit_codes.hpp"
@@ -28,6 +35,7 @@
 #include "sender/preflight.hpp"
 #include "sender/progress_bar.hpp"
 #include "sender/report.hpp"
+#include "sender/serve_daemon.hpp"
 #include "sender/transfer_command.hpp"
 
 using namespace rdmax;
@@ -99,6 +107,32 @@ int print_checksums(const sender::SenderOptions& options) {
   return rc;
 }
 
+// --serve DIR: the daemon, until a signal stops it (0), or it cannot serve (1; 2: DIR).
+int serve(const sender::SenderOptions& options) {
+  const std::string& dir = *options.serve;
+  Fd exported(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!exported) {
+    spdlog::error("--serve {}: {}", proto::escape_for_log(dir), std::strerror(errno));
+    return sender::kExitUsage;
+  }
+  if (!any_rdma_device()) {
+    spdlog::error("{}", no_rdma_device_message());
+    return sender::kExitOther;
+  }
+  try {
+    sender::ServeDaemon daemon(options, std::move(exported));
+    return daemon.run();
+  } catch (const SysError& e) {
+    const std::string hint = rdma_setup_hint(e.error());
+    spdlog::error("cannot serve on port {}: {}{}{}", options.port, e.what(),
+                  hint.empty() ? "" : "; ", hint);
+    return sender::kExitOther;
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return sender::kExitOther;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -107,6 +141,7 @@ int main(int argc, char** argv) {
   const auto& options = std::get<sender::SenderOptions>(parsed);
   init_logging(options.verbosity, "rdma-send");
   if (options.checksum) return print_checksums(options);
+  if (options.serve) return serve(options);
 
   // Local input first (rdma-send(1), EXIT STATUS 2): every PATH and --name is checked
   // before any device, route or connection work, so that a wrong PATH is reported as such

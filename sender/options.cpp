@@ -107,6 +107,37 @@ std::optional<std::string> check_list_options(const SenderOptions& o, bool base_
   if (o.files_from->empty()) return "--files-from: an empty file name ('-' is standard input)";
   return std::nullopt;
 }
+// --serve DIR: a daemon; what names files to send, or a receiver, does not apply.
+std::variant<SenderOptions, int> checked_serve_options(SenderOptions o, bool port_given,
+                                                       bool shard_given, bool device_given) {
+  const std::pair<bool, const char*> not_with_serve[] = {
+      {!o.files.empty(), "a PATH (a fetcher names what it wants: rdma-recv --from HOST PATH)"},
+      {!o.host.empty(), "-H (the server listens; fetchers connect to it)"},
+      {o.files_from.has_value(), "--files-from"},
+      {o.recursive, "-r (a fetcher asks for a tree with rdma-recv --from -r)"},
+      {o.rename.has_value(), "--name"},
+      {o.checksum, "--checksum"},
+      {o.check, "--check"},
+      {o.json || o.json_lines, "--json and --json-lines"},
+      {o.id.has_value(), "--id"},
+      {o.key_file.has_value(), "--key-file (fetch keys are not served yet)"},
+      {o.parallel > 1, "-P"},
+      {shard_given, "--shard (a fetcher asks for its share: rdma-recv --from --shard)"},
+      {device_given, "-d (--bind names the address, and so the device, to listen on)"},
+  };
+  for (const auto& [given, what] : not_with_serve) {
+    if (given) {
+      std::cerr << "rdma-send: --serve DIR: " << what << " does not apply\n";
+      return kExitUsage;
+    }
+  }
+  if (o.serve->empty()) {
+    std::cerr << "rdma-send: --serve: an empty directory name\n";
+    return kExitUsage;
+  }
+  if (!port_given) o.port = kServePort;
+  return o;
+}
 }  // namespace
 
 std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv) {
@@ -126,9 +157,11 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
                  "(HOST, HOST:PORT or [IPV6]:PORT), to spread the connections over; "
                  "HOST1+HOST2: several addresses of one receiver (its ports: multi-rail); "
                  "required unless --checksum");
-  app.add_option("-p,--port", o.port, "receiver port")
-      ->capture_default_str()
-      ->check(cli::number_in(1, 65535, "port number"));
+  auto* port_option =
+      app.add_option("-p,--port", o.port,
+                     "receiver port (with --serve: the port to listen on, default 18516)")
+          ->capture_default_str()
+          ->check(cli::number_in(1, 65535, "port number"));
   std::string devices;
   app.add_option("-d,--device", devices,
                  "RDMA device the connection must go through (exit 3 if the route to HOST "
@@ -257,6 +290,16 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
                  "with -P N, send a file of at least SIZE over all N connections at once "
                  "(default 256M; to a receiver that does not stripe it goes on one)")
       ->option_text("SIZE");
+  app.add_option("--serve", o.serve,
+                 "serve DIR, read only, to fetchers (rdma-recv --from HOST PATH...) instead of "
+                 "sending: a daemon on port -p (default 18516) until SIGINT or SIGTERM")
+      ->option_text("DIR");
+  auto* bind_option = app.add_option(
+      "-a,--bind", o.bind_address,
+      "with --serve: the address to listen on (default: every IPv4 address; :: for IPv6 too)");
+  auto* max_connections = app.add_option("--max-connections", o.max_connections,
+                                         "with --serve: concurrent fetchers (default 64)")
+                              ->check(cli::number_in(1, 4096));
   app.add_option("PATH", o.files,
                  "files to send (and directories with -r; several with --checksum)");
   try {
@@ -265,6 +308,9 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
     return cli::usage_error(app, e, "rdma-send", kExitUsage);
   }
   o.verbosity = quiet ? -1 : verbose;
+  const bool port_given = port_option->count() > 0;
+  o.connect_timeout = std::chrono::seconds(connect_s);
+  o.timeout = std::chrono::seconds(timeout_s);
   if (!o.key_file) {
     if (auto path = env("RDMAX_KEY_FILE"); path && !path->empty()) o.key_file = std::move(*path);
   }
@@ -296,6 +342,12 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
       return kExitUsage;
     }
     o.stripe_min = *size;
+  }
+  if (o.serve)
+    return checked_serve_options(std::move(o), port_given, shard.has_value(), !devices.empty());
+  if (bind_option->count() > 0 || max_connections->count() > 0) {
+    std::cerr << "rdma-send: --bind and --max-connections apply to --serve DIR\n";
+    return kExitUsage;
   }
   if (o.files.empty() && !o.check && !o.files_from) {
     std::cerr << "rdma-send: PATH is required (or --files-from, --check, or --help)\n";
@@ -343,8 +395,6 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
     start = comma + 1;
   }
   if (o.devices.size() == 1) o.device = o.devices.front();
-  o.connect_timeout = std::chrono::seconds(connect_s);
-  o.timeout = std::chrono::seconds(timeout_s);
   if (o.id && (o.id->empty() || o.id->size() > 256)) {
     std::cerr << "rdma-send: --id must be 1 to 256 bytes\n";
     return kExitUsage;

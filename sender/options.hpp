@@ -62,7 +62,16 @@ struct SenderOptions {
   std::string base = ".";   // --base DIR
   bool from0 = false;       // -0/--from0: the list is NUL-separated
   bool json_lines = false;  // --json-lines: one JSON line per entry as it settles, then totals
+  // --serve DIR (sender/serve_daemon.hpp): serve DIR, read only, to fetchers (rdma-recv
+  // --from, docs/PROTOCOL.md 7.13) on -p (kServePort unless given), instead of sending PATHs.
+  std::optional<std::string> serve;
+  std::optional<std::string> bind_address;  // -a/--bind with --serve: default every IPv4 one
+  unsigned max_connections = 64;            // --max-connections with --serve
 };
+
+// The port rdma-send --serve listens on unless -p says another (rdma-recv's is 18515: both
+// daemons may run on one host).
+inline constexpr std::uint16_t kServePort = 18516;
 
 // Either options, or the exit status to leave with (0 after --help/--version).
 [[nodiscard]] std::variant<SenderOptions, int> parse_sender_options(int argc, char** argv);

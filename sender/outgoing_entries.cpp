@@ -44,7 +44,8 @@ OutgoingEntry* OutgoingEntries::open_entry(std::uint32_t entry) {
 
 void OutgoingEntries::send_offers() {
   const auto make = [this](std::uint32_t entry) {
-    auto e = std::make_unique<OutgoingEntry>(entry, planned(entry), result(entry));
+    auto e =
+        std::make_unique<OutgoingEntry>(entry, planned(entry), result(entry), plan_.source_dir);
     e->plan_index = entries_[entry];
     e->striped = settings_.stripes != nullptr &&
                  settings_.stripes->offer_striped(entries_[entry]).value_or(false);
@@ -247,7 +248,7 @@ void OutgoingEntries::join(std::uint32_t index, OutgoingEntries& lead, std::uint
   PlannedEntry& file = plan_.entries[index];
   const auto make = [&](std::uint32_t entry) {
     joined_[entry] = index;
-    auto e = std::make_unique<OutgoingEntry>(entry, file, plan_.results[index]);
+    auto e = std::make_unique<OutgoingEntry>(entry, file, plan_.results[index], plan_.source_dir);
     e->lead = &lead;
     e->lead_entry = lead_entry;
     e->plan_index = index;

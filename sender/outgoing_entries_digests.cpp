@@ -139,9 +139,9 @@ void OutgoingEntries::check_holds(const proto::Holds& holds) {
   const auto algorithm = plan_.algorithm;
   const unsigned threads = settings_.pool->threads();
   checks_->post(
-      [result, path, algorithm, threads, length = holds.length, size] {
+      [result, path, algorithm, threads, length = holds.length, size, dir = plan_.source_dir] {
         try {
-          InputFile file(path);
+          InputFile file(dir, path);
           // A tree's prefix: its nodes too, to continue the tree from (a SHA-256 Holds is of
           // the whole file, checked above).
           if (algorithm != proto::DigestAlgorithm::WholeFileSha256)

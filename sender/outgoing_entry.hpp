@@ -60,12 +60,13 @@ struct DigestTerms {
 
 class OutgoingEntry final : public proto::SendEntry {
  public:
-  OutgoingEntry(std::uint32_t number, PlannedEntry& what, EntryResult& outcome)
-      : entry(number), planned(what), result(outcome) {}
+  // `source_dir`: TransferPlan::source_dir.
+  OutgoingEntry(std::uint32_t number, PlannedEntry& what, EntryResult& outcome, int source_dir)
+      : entry(number), planned(what), result(outcome), source_dir_(source_dir) {}
 
   // The file, opened at its first use; a read job holds it until the job is over.
   const std::shared_ptr<InputFile>& shared_input() {
-    if (!file) file = std::make_shared<InputFile>(planned.local_path);
+    if (!file) file = std::make_shared<InputFile>(source_dir_, planned.local_path);
     return file;
   }
   InputFile& input() { return *shared_input(); }
@@ -124,6 +125,7 @@ class OutgoingEntry final : public proto::SendEntry {
   void check_unchanged();
 
   std::optional<proto::AbortReason> abort_due_;
+  int source_dir_;
 };
 
 }  // namespace rdmax::sender

@@ -210,6 +210,16 @@ std::optional<SourceTree> walk_local_input(const SenderOptions& options, std::st
   return tree;
 }
 
+TransferPlan plan_of(const SourceTree& tree, proto::DigestAlgorithm algorithm) {
+  TransferPlan plan;
+  plan.algorithm = algorithm;
+  for (const auto& f : tree.files) plan.entries.push_back(planned(f, proto::EntryKind::File));
+  for (const auto& d : tree.directories)
+    plan.entries.push_back(planned(d, proto::EntryKind::Directory));
+  plan.results.resize(plan.entries.size());
+  return plan;
+}
+
 int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode progress,
                  const proto::SenderKey* key) {
   const auto t0 = Clock::now();
@@ -217,12 +227,7 @@ int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode pro
   // that no big file starts last.
   if (options.parallel > 1 || options.receivers.size() > 1) sort_largest_first(tree.files);
 
-  TransferPlan plan;
-  plan.algorithm = options.digest;
-  for (const auto& f : tree.files) plan.entries.push_back(planned(f, proto::EntryKind::File));
-  for (const auto& d : tree.directories)
-    plan.entries.push_back(planned(d, proto::EntryKind::Directory));
-  plan.results.resize(plan.entries.size());
+  TransferPlan plan = plan_of(tree, options.digest);
   fail_unreadable(tree, plan);  // the plan's first entries are tree.files, in order
   std::optional<JsonLines> lines;
   if (options.json_lines) lines.emplace(std::cout);

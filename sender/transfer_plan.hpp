@@ -74,6 +74,9 @@ struct TransferPlan {
   proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::FsVeritySha256;
   std::vector<PlannedEntry> entries;
   std::vector<EntryResult> results;  // one per entry
+  // The directory the entries' local paths lie beneath, each opened without a symbolic link
+  // and without a way out (a server's export, docs/PROTOCOL.md 7.13); -1: the paths as given.
+  int source_dir = -1;
   // Called with an entry's index when a connection settles it (its result is final, but for
   // a run cut short): --json-lines prints it then (sender/report.hpp).
   std::function<void(std::size_t)> on_settled{};

@@ -6,8 +6,8 @@
 
 #include "common/cli/error_hints.hpp"
 #include "common/crypto/auth_proof.hpp"
+#include "common/rdma/cm_delivery.hpp"
 #include "common/rdma/devices.hpp"
-#include "sender/cm_delivery.hpp"
 #include "sender/memlock.hpp"
 #include "sender/report.hpp"
 #include "sender/version1_transport.hpp"

@@ -1,6 +1,6 @@
 #pragma once
-// What rdma_cm tells one of the sender's connections, as calls on its driver
-// (sender/connection.hpp): the mapping, written once.
+// What rdma_cm tells a connection that connects, as calls on its driver (the sender's,
+// sender/connection.hpp; a fetcher's, receiver/fetch_intake.hpp): the mapping, written once.
 
 #include <rdma/rdma_cma.h>
 
@@ -11,8 +11,9 @@
 #include "common/cli/error_hints.hpp"
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/devices.hpp"
+#include "protocol/sender_machine.hpp"
 
-namespace rdmax::sender {
+namespace rdmax {
 
 // The event's status and what the messages and the -d check need.
 struct CmDelivery {
@@ -54,4 +55,4 @@ void deliver_cm_event(Driver& driver, rdma_cm_event_type type, const CmDelivery&
   }
 }
 
-}  // namespace rdmax::sender
+}  // namespace rdmax

@@ -1,0 +1,237 @@
+#include "receiver/fetch_command.hpp"
+
+#include <poll.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include "common/cli/error_hints.hpp"
+#include "common/os/event_loop.hpp"
+#include "common/rdma/cm_delivery.hpp"
+#include "common/rdma/cm_id.hpp"
+#include "common/rdma/event_channel.hpp"
+#include "common/rdma/rdma_transport.hpp"
+#include "common/work/work_pool.hpp"
+#include "protocol/sizes.hpp"
+#include "receiver/connection.hpp"
+#include "receiver/fetch_intake.hpp"
+#include "receiver/metrics.hpp"
+#include "receiver/partial_store.hpp"
+#include "receiver/receiver_input.hpp"
+// A fetch exits as a push would (the wish, and one table for scripts to read).
+#include "sender/exit_codes.hpp"
+
+namespace rdmax::receiver {
+
+namespace {
+constexpr auto kFetchTick = std::chrono::milliseconds(100);
+// How long disk work still running at the end may take before the command exits regardless.
+constexpr auto kFetchDiskGrace = std::chrono::seconds(10);
+
+std::chrono::milliseconds ms(std::chrono::seconds s) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(s);
+}
+
+FetchAsk ask_of(const ReceiverOptions& options) {
+  const FetchOptions& f = *options.fetch;
+  FetchAsk ask;
+  for (const std::string& path : f.paths) ask.wants.push_back({false, f.recursive, path});
+  ask.wants.back().last = true;
+  ask.shard_index = f.shard_index;
+  ask.shard_count = f.shard_count;
+  ask.timeout = options.timeout;
+  return ask;
+}
+
+class FetchRun final : public FetchCm {
+ public:
+  FetchRun(const ReceiverOptions& options, Fd dest)
+      : options_(options),
+        fetch_(*options.fetch),
+        dest_(std::move(dest)),
+        ask_(ask_of(options)),
+        pool_(options.workers),
+        context_{options_, dest_.get(), nullptr, pool_, metrics_, 0},
+        loop_(kFetchTick) {
+    if (options_.partials) {
+      partials_.emplace(dest_.get(),
+                        PartialStore::Limits{options_.partial_ttl, options_.partial_max});
+      context_.partials = &*partials_;
+    }
+    channel_.set_nonblocking();
+    loop_.watch(channel_.fd(), [this] { on_cm_events(); });
+    loop_.watch(pool_.ready_fd(), [this] { pool_.run_completions(); });
+    loop_.on_signal([this](int sig) {
+      spdlog::warn("signal {}: stopping (what arrived is kept: the same command continues)", sig);
+      interrupted_ = true;
+      if (session_)
+        session_->shut_down();
+      else
+        intake_->interrupt(sig);
+    });
+    loop_.on_tick([this](EventLoop::Clock::time_point now) {
+      if (session_)
+        session_->tick(now);
+      else
+        intake_->tick(now);
+    });
+    intake_ = std::make_unique<FetchIntake>(ask_, static_cast<FetchCm&>(*this),
+                                            host_and_port(fetch_.host, fetch_.port),
+                                            [this] { receive(); });
+  }
+
+  ~FetchRun() {
+    session_.reset();
+    intake_.reset();
+  }
+
+  int run() {
+    id_.emplace(channel_);
+    raw_ = id_->get();
+    intake_->start();
+    try {
+      id_->resolve_addr(fetch_.host.c_str(), fetch_.port, ms(options_.timeout));
+    } catch (const std::exception& e) {
+      intake_->on_connect_failed(e.what());
+    }
+    loop_.run([this] { return finished(); },
+              [this] {
+                // The session's first poll, out of the intake's: the Open waits in its wire.
+                if (first_poll_due_ && session_) {
+                  first_poll_due_ = false;
+                  session_->poll();
+                }
+              });
+    if (!wait_for_disk_work()) return sender::kExitOther;
+    return report();
+  }
+
+ private:
+  void resolve_route() override { id_->resolve_route(ms(options_.timeout)); }
+  Transport& connect() override {
+    // Posted before rdma_connect (docs/PROTOCOL.md 7.13: slot_count + 4 at least).
+    const std::uint32_t depth = control_depth(options_.slots);
+    transport_ =
+        std::make_unique<RdmaTransport>(std::move(*id_), RdmaTransport::Depths{depth, depth, 0});
+    id_.reset();
+    loop_.watch(transport_->completion_fd(), [this] {
+      if (session_)
+        session_->poll();
+      else
+        intake_->poll();
+    });
+    transport_->connect();
+    return *transport_;
+  }
+
+  // The server's Open came: the receiver's driver takes the connection.
+  void receive() {
+    session_ = std::make_unique<Connection>(intake_->wire(), intake_->label(), context_);
+    session_->on_established();
+    first_poll_due_ = true;
+  }
+
+  bool finished() const {
+    if (session_) return session_->closed();
+    return intake_->finished();
+  }
+
+  void on_cm_events() {
+    while (auto event = channel_.try_get()) {
+      const rdma_cm_event_type type = event->type();
+      const int status = event->status();
+      rdma_cm_id* const id = event->id();
+      const std::string said = cm_reject_words(event->get());
+      event->ack();
+      spdlog::debug("cm event {} (status {})", rdma_event_str(type), status);
+      if (id != raw_) continue;
+      if (!session_) {
+        deliver_cm_event(
+            *intake_, type,
+            {status, id_ ? &*id_ : nullptr, std::nullopt, fetch_.host, fetch_.port, said});
+        continue;
+      }
+      if (type == RDMA_CM_EVENT_DISCONNECTED) session_->on_disconnected();
+      if (type == RDMA_CM_EVENT_DEVICE_REMOVAL)
+        session_->on_cm_failure("the RDMA device was removed");
+    }
+  }
+
+  bool wait_for_disk_work() {
+    if (!session_ || session_->idle()) return true;
+    session_->abandon();
+    const auto give_up = std::chrono::steady_clock::now() + kFetchDiskGrace;
+    while (!session_->idle()) {
+      if (std::chrono::steady_clock::now() > give_up) {
+        spdlog::error("a disk operation has not finished after {}s; exiting without it",
+                      kFetchDiskGrace.count());
+        return false;
+      }
+      pollfd fd{pool_.ready_fd(), POLLIN, 0};
+      ::poll(&fd, 1, 1000);
+      pool_.run_completions();
+    }
+    return true;
+  }
+
+  // The summary line, and the exit status.
+  int report() const {
+    if (!session_) {
+      if (intake_->outcome() == proto::SenderOutcome::Success) {
+        spdlog::info("nothing to fetch");
+        return sender::kExitSuccess;
+      }
+      return sender::exit_code_for(intake_->outcome());
+    }
+    const auto good = metrics_.files(FileOutcome::Good);
+    const auto identical = metrics_.files(FileOutcome::Identical);
+    const auto bad = metrics_.files(FileOutcome::BadDigest) + metrics_.files(FileOutcome::BadSize);
+    const auto failed =
+        bad + metrics_.files(FileOutcome::StorageError) + metrics_.files(FileOutcome::Abandoned);
+    const auto refused = metrics_.files_refused();
+    spdlog::info("fetched {} file(s), {}; {} already here; {} failed, {} refused", good,
+                 proto::format_size(metrics_.written_bytes.load()), identical, failed, refused);
+    const auto end = session_->session_end();
+    if (end == proto::SessionEnd::Settled && failed == 0 && refused == 0)
+      return sender::kExitSuccess;
+    if (bad > 0) return sender::kExitHashMismatch;
+    if (refused > 0) return sender::kExitRejected;
+    if (!end) {
+      if (interrupted_) return sender::kExitOther;
+      spdlog::error(
+          "the fetch did not finish: run the same command again to fetch the rest (what arrived "
+          "is kept)");
+      return sender::kExitConnection;
+    }
+    return sender::kExitOther;
+  }
+
+  const ReceiverOptions& options_;
+  const FetchOptions& fetch_;
+  Fd dest_;
+  FetchAsk ask_;
+  WorkPool pool_;  // outlives the session (its files' queues)
+  std::optional<PartialStore> partials_;
+  ReceiverMetrics metrics_;
+  ReceiverContext context_;
+  EventLoop loop_;
+  EventChannel channel_;
+  std::optional<CmId> id_;  // until the transport takes it
+  rdma_cm_id* raw_ = nullptr;
+  std::unique_ptr<RdmaTransport> transport_;
+  std::unique_ptr<FetchIntake> intake_;
+  std::unique_ptr<Connection> session_;
+  bool first_poll_due_ = false;
+  bool interrupted_ = false;
+};
+
+}  // namespace
+
+int run_fetch(const ReceiverOptions& options, Fd dest) {
+  FetchRun run(options, std::move(dest));
+  return run.run();
+}
+
+}  // namespace rdmax::receiver

@@ -1,0 +1,240 @@
+#include "sender/serve_daemon.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/rdma/connection_requests.hpp"
+#include "protocol/names.hpp"
+#include "protocol/refusals.hpp"
+#include "protocol/sizes.hpp"
+#include "sender/memlock.hpp"
+#include "sender/transfer_command.hpp"
+
+namespace rdmax::sender {
+
+namespace {
+constexpr auto kServeTick = std::chrono::milliseconds(100);
+// After a signal: how long connections told to stop may take to close.
+constexpr auto kServeStopGrace = std::chrono::seconds(5);
+// Receives posted before rdma_accept (docs/PROTOCOL.md 7.13: at least 80, so that a fetcher
+// may send its Wants without waiting), and what a sender's session needs after them.
+constexpr std::uint32_t kServerReceives = std::max<std::uint32_t>(80, kSessionDepths.recv);
+}  // namespace
+
+// The session of a request served: the sender's driver over the intake's wire, which the
+// connection was accepted on (its "connect" hands over that wire).
+struct ServeDaemon::Session final : SenderCm {
+  ServedTree share;
+  TransferPlan plan;
+  SenderSettings settings;
+  Transport& wire;
+  std::unique_ptr<Connection> connection;
+
+  Session(ServedTree walked, Transport& w) : share(std::move(walked)), wire(w) {}
+  void resolve_route() override {}
+  Transport& connect() override { return wire; }
+};
+
+ServeDaemon::ServeDaemon(const SenderOptions& options, Fd export_dir)
+    : options_(options),
+      export_(std::move(export_dir)),
+      pool_(std::max(4u, options.hash_threads)),
+      context_{export_.get(), pool_, options.timeout},
+      loop_(kServeTick),
+      listener_(channel_) {
+  channel_.set_nonblocking();
+  const char* bind = options_.bind_address ? options_.bind_address->c_str() : nullptr;
+  listener_.bind_and_listen(bind, options_.port, 64);
+  loop_.watch(channel_.fd(), [this] { on_cm_events(); });
+  loop_.watch(pool_.ready_fd(), [this] { pool_.run_completions(); });
+  loop_.on_signal([this](int sig) { on_signal(sig); });
+  loop_.on_tick([this](Clock::time_point now) { on_tick(now); });
+}
+
+ServeDaemon::~ServeDaemon() {
+  peers_.clear();
+}
+
+int ServeDaemon::run() {
+  spdlog::info("serving {} read only on {} ({} worker threads)", *options_.serve,
+               listener_.local_address(), pool_.threads());
+  spdlog::warn("no keys: any fetcher that reaches this port may fetch everything beneath {}",
+               *options_.serve);
+  loop_.run([this] { return finished(); }, [this] { reap_closed(); });
+  peers_.clear();
+  spdlog::info("stopped");
+  return status_;
+}
+
+ServeDaemon::Peer* ServeDaemon::peer_of(std::uint64_t number) {
+  auto it = peers_.find(number);
+  return it != peers_.end() ? &it->second : nullptr;
+}
+
+bool ServeDaemon::Peer::reapable() const {
+  if (session) return session->connection->finished();
+  return intake->reapable();
+}
+
+void ServeDaemon::on_signal(int sig) {
+  if (stopping_) return;
+  spdlog::info("signal {}: stopping ({} connection(s) told to end)", sig, peers_.size());
+  stopping_ = true;
+  give_up_ = Clock::now() + kServeStopGrace;
+  for (auto& [number, p] : peers_) {
+    if (p.session)
+      p.session->connection->interrupt(sig);
+    else
+      p.intake->shut_down();
+  }
+}
+
+bool ServeDaemon::finished() {
+  if (!stopping_) return false;
+  if (peers_.empty()) return true;
+  if (Clock::now() > *give_up_) {
+    spdlog::warn("{} connection(s) did not close in time; releasing them", peers_.size());
+    return true;
+  }
+  return false;
+}
+
+void ServeDaemon::on_cm_events() {
+  while (auto event = channel_.try_get()) {
+    const rdma_cm_event_type type = event->type();
+    rdma_cm_id* id = event->id();
+    spdlog::debug("cm event {} (status {})", rdma_event_str(type), event->status());
+    event->ack();  // before handling: handling may destroy the id
+    if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+      on_connect_request(id);
+      continue;
+    }
+    if (type == RDMA_CM_EVENT_DEVICE_REMOVAL && id == listener_.get()) {
+      spdlog::error("the RDMA device was removed; stopping (restart the server once it is back)");
+      status_ = 1;
+      on_signal(SIGTERM);
+      continue;
+    }
+    if (id == listener_.get()) continue;
+    Peer* p = peer_of(cm_number_of(id));
+    if (p == nullptr) continue;  // a connection already reaped
+    switch (type) {
+      case RDMA_CM_EVENT_ESTABLISHED:
+        p->transport->on_established();  // a disconnect asked for before goes now
+        if (!p->session) p->intake->on_established();
+        break;
+      case RDMA_CM_EVENT_DISCONNECTED:
+        if (p->session)
+          p->session->connection->on_disconnected();
+        else
+          p->intake->on_disconnected();
+        break;
+      case RDMA_CM_EVENT_CONNECT_ERROR:
+      case RDMA_CM_EVENT_UNREACHABLE:
+      case RDMA_CM_EVENT_REJECTED:
+      case RDMA_CM_EVENT_DEVICE_REMOVAL:
+        if (p->session)
+          p->session->connection->on_cm_failure(rdma_event_str(type));
+        else
+          p->intake->on_cm_failure(rdma_event_str(type));
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+void ServeDaemon::on_connect_request(rdma_cm_id* id) {
+  CmId cm_id = CmId::adopt(id);  // destroyed on any early return
+  if (stopping_ || peers_.size() >= options_.max_connections) {
+    spdlog::warn("refusing a connection: {}", stopping_ ? "shutting down" : "too many connections");
+    reject_request(cm_id, stopping_ ? "shutting down; try another server or later"
+                                    : "too many connections; try again later");
+    return;
+  }
+  const std::uint64_t number = next_number_++;
+  cm_id.set_context(cm_context_for(number));
+  const std::string peer = cm_id.peer_address();
+  try {
+    Peer p;
+    p.transport = std::make_unique<RdmaTransport>(
+        std::move(cm_id),
+        RdmaTransport::Depths{kServerReceives, kSessionDepths.send, kSessionDepths.writes});
+    p.intake = std::make_unique<ServeIntake>(
+        *p.transport, peer, context_,
+        [this, number](ServedTree share) { serve(number, std::move(share)); });
+    loop_.watch(p.transport->completion_fd(), [this, number] {
+      Peer* found = peer_of(number);
+      if (found == nullptr) return;
+      if (found->session)
+        found->session->connection->poll();
+      else
+        found->intake->poll();
+    });
+    peers_.emplace(number, std::move(p));
+    peers_.at(number).transport->accept();
+  } catch (const std::exception& e) {
+    spdlog::error("[{}] cannot set up a connection: {}", peer, e.what());
+    if (Peer* p = peer_of(number)) {
+      loop_.forget(p->transport->completion_fd());
+      peers_.erase(number);
+    }
+  }
+}
+
+// The request is walked: the session goes as a push's does, this side sending.
+void ServeDaemon::serve(std::uint64_t number, ServedTree share) {
+  Peer* p = peer_of(number);
+  if (p == nullptr) return;
+  auto session = std::make_unique<Session>(std::move(share), p->intake->wire());
+  TransferPlan& plan = session->plan;
+  plan = plan_of(session->share.tree, options_.digest);
+  plan.source_dir = session->share.root.get();
+  // Nothing is read twice: each file is offered without its digest and hashed as it is sent
+  // (7.9), the fetcher's partials and files in place checked against it as a push's are.
+  for (PlannedEntry& e : plan.entries) e.digest_known = e.kind != proto::EntryKind::File;
+  SenderSettings& settings = session->settings;
+  settings.timeout = options_.timeout;
+  settings.bwlimit = options_.bwlimit;
+  settings.seal = false;  // sealed below the session where the fetch's proofs asked (7.13)
+  settings.digest_at_end = true;
+  settings.pool = &pool_;
+  std::vector<std::uint32_t> entries(plan.entries.size());
+  for (std::uint32_t i = 0; i < entries.size(); ++i) entries[i] = i;  // directories last
+  session->connection = std::make_unique<Connection>(settings, plan, std::move(entries), *session,
+                                                     p->intake->label());
+  p->session = std::move(session);
+  p->session->connection->start_accepted();
+}
+
+void ServeDaemon::on_tick(Clock::time_point now) {
+  for (auto& [number, p] : peers_) {
+    if (p.session)
+      p.session->connection->tick(now);
+    else
+      p.intake->tick(now);
+  }
+}
+
+void ServeDaemon::reap_closed() {
+  for (auto it = peers_.begin(); it != peers_.end();) {
+    Peer& p = it->second;
+    if (!p.reapable()) {
+      ++it;
+      continue;
+    }
+    if (p.session) {
+      const auto& results = p.session->plan.results;
+      const auto good = std::count_if(results.begin(), results.end(), [](const EntryResult& r) {
+        return r.status == EntryResult::Status::Good;
+      });
+      spdlog::info("[{}] served: {} of {} entries good", p.intake->label(), good, results.size());
+    }
+    loop_.forget(p.transport->completion_fd());
+    it = peers_.erase(it);
+  }
+}
+
+}  // namespace rdmax::sender

@@ -1,0 +1,76 @@
+#pragma once
+// rdma-send --serve DIR: a daemon that exports DIR, read only, to fetchers (rdma-recv --from,
+// docs/PROTOCOL.md 7.13). One epoll loop serves every connection: it owns the listening
+// cm_id, makes each connection's transport on CONNECT_REQUEST, lets the connection's intake
+// (sender/serve_intake.hpp) take the request and walk it, then runs the sender's own driver
+// (sender/connection.hpp) over the same wire for the session, exactly as a push sends. Disk
+// and hashing work runs on the worker pool.
+//
+// Stopping: SIGINT/SIGTERM stop accepting; requests not yet served are told the server stops,
+// sessions are ended as a push's SIGINT ends them (the fetcher keeps what it stored, and a
+// fetch run again continues), and the daemon exits once every connection closed (bounded).
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/os/event_loop.hpp"
+#include "common/os/fd.hpp"
+#include "common/rdma/cm_id.hpp"
+#include "common/rdma/event_channel.hpp"
+#include "common/rdma/rdma_transport.hpp"
+#include "common/work/work_pool.hpp"
+#include "sender/connection.hpp"
+#include "sender/options.hpp"
+#include "sender/serve_intake.hpp"
+#include "sender/transfer_plan.hpp"
+
+namespace rdmax::sender {
+
+class ServeDaemon {
+ public:
+  // `export_dir`: DIR, opened as a directory.
+  ServeDaemon(const SenderOptions& options, Fd export_dir);
+  ~ServeDaemon();
+  // Runs until a signal asks it to stop (0) or the device goes away (1), and every
+  // connection has closed (bounded).
+  int run();
+
+ private:
+  using Clock = EventLoop::Clock;
+  struct Session;  // a request served: its plan, settings and sender driver
+  // A connection: its transport, its intake, then its session; destroyed in reverse.
+  struct Peer {
+    std::unique_ptr<RdmaTransport> transport;
+    std::unique_ptr<ServeIntake> intake;
+    std::unique_ptr<Session> session;
+    bool reapable() const;
+  };
+
+  void on_cm_events();
+  void on_connect_request(rdma_cm_id* id);
+  void serve(std::uint64_t number, ServedTree share);
+  void on_signal(int sig);
+  void on_tick(Clock::time_point now);
+  void reap_closed();
+  bool finished();
+  Peer* peer_of(std::uint64_t number);
+
+  const SenderOptions& options_;
+  Fd export_;
+  WorkPool pool_;  // outlives every connection
+  ServeContext context_;
+  EventLoop loop_;
+  EventChannel channel_;
+  CmId listener_;
+  // After the channel: connections (and their cm_ids) go before it.
+  std::map<std::uint64_t, Peer> peers_;
+  std::uint64_t next_number_ = 1;
+  bool stopping_ = false;
+  std::optional<Clock::time_point> give_up_;  // while stopping: until connections must close
+  int status_ = 0;
+};
+
+}  // namespace rdmax::sender

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Fetching (issue 52, docs/PROTOCOL.md 7.13): rdma-send --serve DIR exports a tree, and
+# rdma-recv --from fetches from it: a tree with nested and empty directories, modes, times,
+# a non-UTF-8 name, an empty file and a sparse file, identical to the source; fetched again,
+# nothing moves; the hostile and mistaken requests refused, with the server still serving.
+source "$(dirname "$0")/lib.sh"
+need_programs send recv
+
+port=18771
+recv_port=18772
+work=$(mktemp -d "${RXE_SCRATCH:-/tmp}/rdmax-fetch.XXXXXX")
+export_dir=$work/export
+dest=$work/dest
+mkdir -p "$export_dir" "$dest"
+trap 'rm -rf "$work"; _cleanup' EXIT
+log=$shared/serve.log
+fail_context() {
+  echo "--- server log:"
+  tail -n 40 "$log"
+  echo "--- fetcher:"
+  tail -n 40 "$shared/fetch.log" 2>/dev/null
+}
+
+# Not UTF-8: the protocol carries names as UTF-8 (docs/PROTOCOL.md 7.5), so the server
+# leaves it out as a push does, and says so.
+odd=caf$(printf '\xe9')
+
+make_export() {
+  local t=$export_dir/data
+  mkdir -p "$t/nested/deeper" "$t/empty dir" "$t/many"
+  head -c $((3 << 20)) /dev/urandom >"$t/nested/three.bin"
+  : >"$t/empty file"
+  echo "deep" >"$t/nested/deeper/leaf"
+  printf 'latin-1\n' >"$t/$odd"
+  truncate -s 96M "$t/sparse.img"
+  printf 'middle' | dd of="$t/sparse.img" bs=1 seek=$((50 << 20)) conv=notrunc status=none
+  random_files "$t/many" f%03d 40 1 65536
+  chmod 0600 "$t/nested/three.bin"
+  chmod 0750 "$t/nested/deeper"
+  touch -d '2001-02-03 04:05:06.123456789' "$t/empty file" "$t/nested/deeper/leaf"
+  touch -d '1999-12-31 23:59:59' "$t/nested" "$t/empty dir"
+  ln -s /etc/passwd "$t/a link"
+  mkfifo "$t/a fifo"
+  echo "not exported" >"$work/outside"
+}
+
+# compare SRC DST: same names, kinds, contents, permission bits and modification times.
+compare() {
+  local a=$1 b=$2
+  (cd "$a" && find . ! -type l ! -type p ! -name "$odd" -printf '%y %m %T@ %p\n' | sort) >"$shared/a.list"
+  (cd "$b" && find . -printf '%y %m %T@ %p\n' | sort) >"$shared/b.list"
+  diff "$shared/a.list" "$shared/b.list" >&2 || return 1
+  diff -r --no-dereference -x 'a link' -x 'a fifo' -x "$odd" "$a" "$b" >&2
+}
+
+# fetch EXPECTED_STATUS ARGS...: rdma-recv --from with ARGS into $dest, its log in fetch.log.
+fetch() {
+  local want=$1 rc=0
+  shift
+  "$recv" --from "$RXE_ADDR:$port" -o "$dest" "$@" >"$shared/fetch.log" 2>&1 || rc=$?
+  ((rc == want)) || fail "rdma-recv --from $* exited $rc, not $want: $(tail -3 "$shared/fetch.log")"
+}
+
+make_export
+start_daemon serve "$log" "$send" --serve "$export_dir" -p "$port" -v
+wait_for 20 cm_listening "$port"
+grep -q "no keys: any fetcher" "$log" || fail "the server did not say it serves without keys"
+
+case_tree() {
+  fetch 0 -r data
+  compare "$export_dir/data" "$dest/data" || fail "the tree differs"
+  grep -Eq "fetched 44 file\(s\)" "$shared/fetch.log" || fail "summary: $(grep fetched "$shared/fetch.log")"
+  [[ ! -e "$dest/data/a link" && ! -e "$dest/data/a fifo" ]] || fail "a link or a fifo arrived"
+  grep -aq "left out '.*caf.*': name cannot be sent" "$log" || fail "the odd name was not reported"
+  # The sparse file's holes stay holes where the file system allows it.
+  local used
+  used=$(du -k "$dest/data/sparse.img" | cut -f1)
+  ((used < 96 * 1024)) || echo "note: sparse.img takes ${used} KiB here"
+}
+run_case tree case_tree
+
+case_again() {
+  fetch 0 -r data
+  # Not a byte moves: every file is here already (the empty one is made again: it has no
+  # bytes to compare).
+  grep -Eq "fetched 1 file\(s\), 0 B; 43 already here" "$shared/fetch.log" ||
+    fail "fetched again: $(grep fetched "$shared/fetch.log")"
+  compare "$export_dir/data" "$dest/data" || fail "the tree differs after the second fetch"
+  # A file that changed at the server is fetched again, and only it.
+  echo "changed" >"$export_dir/data/nested/deeper/leaf"
+  fetch 0 -r data
+  grep -Eq "fetched 2 file\(s\), 8 B; 42 already here" "$shared/fetch.log" ||
+    fail "one change: $(grep fetched "$shared/fetch.log")"
+  compare "$export_dir/data" "$dest/data" || fail "the change did not arrive"
+}
+run_case again case_again
+
+case_one_file() {
+  rm -rf "$dest"/*
+  fetch 0 data/nested/three.bin
+  cmp "$export_dir/data/nested/three.bin" "$dest/three.bin" || fail "the file differs"
+  [[ $(stat -c %a "$dest/three.bin") == 600 ]] || fail "mode $(stat -c %a "$dest/three.bin")"
+}
+run_case one_file case_one_file
+
+# Each refused before anything is written, and the server serves the next fetcher.
+case_refused() {
+  rm -rf "$dest"/*
+  fetch 4 -r no/such/thing
+  grep -q "refused the fetch: .*no/such/thing" "$shared/fetch.log" || fail "missing: $(tail -2 "$shared/fetch.log")"
+  fetch 4 ../outside
+  fetch 4 /etc/passwd
+  fetch 4 "data/a link"
+  grep -q "refused" "$shared/fetch.log" || fail "a link: $(tail -2 "$shared/fetch.log")"
+  fetch 4 "data/a fifo"
+  fetch 4 data/nested
+  grep -q "recursive\|-r" "$shared/fetch.log" || fail "a directory without -r: $(tail -2 "$shared/fetch.log")"
+  [[ -z $(ls -A "$dest") ]] || fail "something was written: $(ls -A "$dest")"
+  fetch 0 data/nested/deeper/leaf
+  [[ -s $dest/leaf ]] || fail "the server did not serve after the refusals"
+}
+run_case refused case_refused
+
+# Each program tells the other role where to go: a push to the server, a fetch from a
+# receiver.
+case_roles() {
+  local rc=0
+  "$send" -H "$RXE_ADDR" -p "$port" "$work/outside" >"$shared/push.log" 2>&1 || rc=$?
+  ((rc != 0)) || fail "a push to the server succeeded"
+  grep -q "fetch server" "$shared/push.log" || fail "the push was not told: $(tail -3 "$shared/push.log")"
+  mkdir -p "$work/pushed"
+  start_daemon recv "$shared/recv.log" "$recv" --port "$recv_port" --dir "$work/pushed"
+  wait_for 20 cm_listening "$recv_port"
+  rc=0
+  "$recv" --from "$RXE_ADDR:$recv_port" -o "$dest" data >"$shared/fetch.log" 2>&1 || rc=$?
+  ((rc == 1)) || fail "a fetch from a receiver exited $rc"
+  grep -q "not a fetch server" "$shared/fetch.log" || fail "not told: $(tail -3 "$shared/fetch.log")"
+  kill "$daemon_pid"
+  wait_for 10 daemon_exited recv
+}
+run_case roles case_roles
+
+case_stop() {
+  kill -TERM "$(cat "$shared/daemon.serve/pid")"
+  wait_for 10 daemon_exited serve
+  [[ $(daemon_status serve) == 0 ]] || fail "the server exited $(daemon_status serve) on SIGTERM"
+}
+run_case stop case_stop
+
+report_cases fetch
