@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "protocol/names.hpp"
-#include "protocol/refusals.hpp"
 
 namespace rdmax::receiver {
 
@@ -170,7 +169,8 @@ void FetchIntake::on_message(Inbound inbound) {
   }
   if (std::holds_alternative<proto::Working>(message)) return dispatch({Event::GotWorking});
   if (const auto* m = std::get_if<proto::Reject>(&message)) {
-    server_said_ = proto::describe_refusal(m->reason, m->text, proto::RefusalScope::Session);
+    server_said_ = std::string(proto::to_string(m->reason)) + (m->text.empty() ? "" : ": ") +
+                   proto::escape_for_log(m->text);
     spdlog::error("[{}] the server refused the fetch: {}", label(), server_said_);
     const bool auth = m->reason == proto::RejectReason::AuthRequired ||
                       m->reason == proto::RejectReason::AuthFailed ||

@@ -10,7 +10,7 @@
 #include "protocol/refusals.hpp"
 #include "protocol/sizes.hpp"
 #include "sender/memlock.hpp"
-#include "sender/transfer_command.hpp"
+#include "sender/served_session.hpp"
 
 namespace rdmax::sender {
 
@@ -23,25 +23,12 @@ constexpr auto kServeStopGrace = std::chrono::seconds(5);
 constexpr std::uint32_t kServerReceives = std::max<std::uint32_t>(80, kSessionDepths.recv);
 }  // namespace
 
-// The session of a request served: the sender's driver over the intake's wire, which the
-// connection was accepted on (its "connect" hands over that wire).
-struct ServeDaemon::Session final : SenderCm {
-  ServedTree share;
-  TransferPlan plan;
-  SenderSettings settings;
-  Transport& wire;
-  std::unique_ptr<Connection> connection;
-
-  Session(ServedTree walked, Transport& w) : share(std::move(walked)), wire(w) {}
-  void resolve_route() override {}
-  Transport& connect() override { return wire; }
-};
-
 ServeDaemon::ServeDaemon(const SenderOptions& options, Fd export_dir)
     : options_(options),
       export_(std::move(export_dir)),
       pool_(std::max(4u, options.hash_threads)),
       context_{export_.get(), pool_, options.timeout},
+      settings_{options.digest, options.timeout, options.bwlimit, &pool_},
       loop_(kServeTick),
       listener_(channel_) {
   channel_.set_nonblocking();
@@ -74,7 +61,7 @@ ServeDaemon::Peer* ServeDaemon::peer_of(std::uint64_t number) {
 }
 
 bool ServeDaemon::Peer::reapable() const {
-  if (session) return session->connection->finished();
+  if (session) return session->connection().finished();
   return intake->reapable();
 }
 
@@ -85,7 +72,7 @@ void ServeDaemon::on_signal(int sig) {
   give_up_ = Clock::now() + kServeStopGrace;
   for (auto& [number, p] : peers_) {
     if (p.session)
-      p.session->connection->interrupt(sig);
+      p.session->connection().interrupt(sig);
     else
       p.intake->shut_down();
   }
@@ -127,7 +114,7 @@ void ServeDaemon::on_cm_events() {
         break;
       case RDMA_CM_EVENT_DISCONNECTED:
         if (p->session)
-          p->session->connection->on_disconnected();
+          p->session->connection().on_disconnected();
         else
           p->intake->on_disconnected();
         break;
@@ -136,7 +123,7 @@ void ServeDaemon::on_cm_events() {
       case RDMA_CM_EVENT_REJECTED:
       case RDMA_CM_EVENT_DEVICE_REMOVAL:
         if (p->session)
-          p->session->connection->on_cm_failure(rdma_event_str(type));
+          p->session->connection().on_cm_failure(rdma_event_str(type));
         else
           p->intake->on_cm_failure(rdma_event_str(type));
         break;
@@ -169,7 +156,7 @@ void ServeDaemon::on_connect_request(rdma_cm_id* id) {
       Peer* found = peer_of(number);
       if (found == nullptr) return;
       if (found->session)
-        found->session->connection->poll();
+        found->session->connection().poll();
       else
         found->intake->poll();
     });
@@ -188,31 +175,15 @@ void ServeDaemon::on_connect_request(rdma_cm_id* id) {
 void ServeDaemon::serve(std::uint64_t number, ServedTree share) {
   Peer* p = peer_of(number);
   if (p == nullptr) return;
-  auto session = std::make_unique<Session>(std::move(share), p->intake->wire());
-  TransferPlan& plan = session->plan;
-  plan = plan_of(session->share.tree, options_.digest);
-  plan.source_dir = session->share.root.get();
-  // Nothing is read twice: each file is offered without its digest and hashed as it is sent
-  // (7.9), the fetcher's partials and files in place checked against it as a push's are.
-  for (PlannedEntry& e : plan.entries) e.digest_known = e.kind != proto::EntryKind::File;
-  SenderSettings& settings = session->settings;
-  settings.timeout = options_.timeout;
-  settings.bwlimit = options_.bwlimit;
-  settings.seal = false;  // sealed below the session where the fetch's proofs asked (7.13)
-  settings.digest_at_end = true;
-  settings.pool = &pool_;
-  std::vector<std::uint32_t> entries(plan.entries.size());
-  for (std::uint32_t i = 0; i < entries.size(); ++i) entries[i] = i;  // directories last
-  session->connection = std::make_unique<Connection>(settings, plan, std::move(entries), *session,
-                                                     p->intake->label());
-  p->session = std::move(session);
-  p->session->connection->start_accepted();
+  p->session = std::make_unique<ServedSession>(std::move(share), p->intake->wire(), settings_,
+                                               p->intake->label());
+  p->session->start();
 }
 
 void ServeDaemon::on_tick(Clock::time_point now) {
   for (auto& [number, p] : peers_) {
     if (p.session)
-      p.session->connection->tick(now);
+      p.session->connection().tick(now);
     else
       p.intake->tick(now);
   }
@@ -226,11 +197,8 @@ void ServeDaemon::reap_closed() {
       continue;
     }
     if (p.session) {
-      const auto& results = p.session->plan.results;
-      const auto good = std::count_if(results.begin(), results.end(), [](const EntryResult& r) {
-        return r.status == EntryResult::Status::Good;
-      });
-      spdlog::info("[{}] served: {} of {} entries good", p.intake->label(), good, results.size());
+      spdlog::info("[{}] served: {} of {} entries good", p.intake->label(), p.session->good(),
+                   p.session->plan().entries.size());
     }
     loop_.forget(p.transport->completion_fd());
     it = peers_.erase(it);

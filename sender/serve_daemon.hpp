@@ -25,6 +25,7 @@
 #include "sender/connection.hpp"
 #include "sender/options.hpp"
 #include "sender/serve_intake.hpp"
+#include "sender/served_session.hpp"
 #include "sender/transfer_plan.hpp"
 
 namespace rdmax::sender {
@@ -40,12 +41,11 @@ class ServeDaemon {
 
  private:
   using Clock = EventLoop::Clock;
-  struct Session;  // a request served: its plan, settings and sender driver
   // A connection: its transport, its intake, then its session; destroyed in reverse.
   struct Peer {
     std::unique_ptr<RdmaTransport> transport;
     std::unique_ptr<ServeIntake> intake;
-    std::unique_ptr<Session> session;
+    std::unique_ptr<ServedSession> session;
     bool reapable() const;
   };
 
@@ -62,6 +62,7 @@ class ServeDaemon {
   Fd export_;
   WorkPool pool_;  // outlives every connection
   ServeContext context_;
+  ServeSettings settings_;
   EventLoop loop_;
   EventChannel channel_;
   CmId listener_;

@@ -6,7 +6,6 @@
 #include <memory>
 
 #include "protocol/names.hpp"
-#include "protocol/refusals.hpp"
 #include "protocol/sizes.hpp"
 
 namespace rdmax::sender {
@@ -95,9 +94,8 @@ void ServeIntake::perform(Action action, const Input& cause) {
       // a proof, so the machine never asks for these.
       throw std::logic_error("fetch keys are not served yet");
     case Action::SendReject:
-      spdlog::warn("[{}] refused the request: {}", label(),
-                   proto::describe_refusal(cause.reject.reason, cause.reject.text,
-                                           proto::RefusalScope::Session));
+      spdlog::warn("[{}] refused the request: {}: {}", label(),
+                   proto::to_string(cause.reject.reason), proto::escape_for_log(cause.reject.text));
       post(proto::Reject{cause.reject.reason, cause.reject.text.substr(0, proto::kMaxTextBytes)});
       return;
     case Action::Walk:

@@ -53,18 +53,6 @@ void say_falling_back(const proto::SessionTerms& from, const proto::SessionTerms
   }
 }
 
-PlannedEntry planned(const SourceEntry& s, proto::EntryKind kind) {
-  PlannedEntry p;
-  p.kind = kind;
-  p.local_path = s.local_path;
-  p.remote_path = s.remote_path;
-  p.size = kind == proto::EntryKind::File ? s.size : 0;
-  p.mode = s.mode;
-  p.mtime_sec = static_cast<std::int64_t>(s.mtime.tv_sec);
-  p.mtime_nsec = static_cast<std::uint32_t>(s.mtime.tv_nsec);
-  return p;
-}
-
 // Files over `connections` connections in plan order (largest first when there are several:
 // sort_largest_first), each to the least loaded one (by bytes); the directories go last on
 // the first (the lead), deepest first. A file of at least `stripe_min` bytes (0: none) goes
@@ -208,16 +196,6 @@ std::optional<SourceTree> walk_local_input(const SenderOptions& options, std::st
   for (const auto& s : tree.skipped)
     spdlog::warn("skipping '{}': {}", proto::escape_for_log(s.local_path), s.reason);
   return tree;
-}
-
-TransferPlan plan_of(const SourceTree& tree, proto::DigestAlgorithm algorithm) {
-  TransferPlan plan;
-  plan.algorithm = algorithm;
-  for (const auto& f : tree.files) plan.entries.push_back(planned(f, proto::EntryKind::File));
-  for (const auto& d : tree.directories)
-    plan.entries.push_back(planned(d, proto::EntryKind::Directory));
-  plan.results.resize(plan.entries.size());
-  return plan;
 }
 
 int run_transfer(const SenderOptions& options, SourceTree tree, ProgressMode progress,

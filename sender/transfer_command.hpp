@@ -14,7 +14,6 @@
 #include "sender/options.hpp"
 #include "sender/progress_bar.hpp"
 #include "sender/source_tree.hpp"
-#include "sender/transfer_plan.hpp"
 
 namespace rdmax::sender {
 
@@ -24,10 +23,6 @@ namespace rdmax::sender {
 // it before any device, route or connection work, so that a wrong PATH is reported as such.
 [[nodiscard]] std::optional<SourceTree> walk_local_input(const SenderOptions& options,
                                                          std::string& error);
-
-// What is sent of `tree`: its files in its order, then its directories (deepest first), each
-// not sent yet, with `algorithm`'s digests to come.
-[[nodiscard]] TransferPlan plan_of(const SourceTree& tree, proto::DigestAlgorithm algorithm);
 
 // Sends `tree` (from walk_local_input). The exit status: 0 when every entry was verified,
 // else that of the first failure.

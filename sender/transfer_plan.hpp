@@ -13,6 +13,7 @@
 #include "protocol/sender_machine.hpp"
 #include "protocol/wire.hpp"
 #include "sender/digest_cache.hpp"
+#include "sender/source_tree.hpp"
 
 namespace rdmax::sender {
 
@@ -84,5 +85,9 @@ struct TransferPlan {
   // a file that did not change while it was read: for the digest cache.
   std::vector<DigestCacheEntry> learned{};
 };
+
+// What is sent of `tree`: its files in its order, then its directories (deepest first), each
+// not sent yet, with `algorithm`'s digests to come.
+[[nodiscard]] TransferPlan plan_of(const SourceTree& tree, proto::DigestAlgorithm algorithm);
 
 }  // namespace rdmax::sender

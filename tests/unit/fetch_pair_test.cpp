@@ -1,0 +1,316 @@
+// A fetch through the transport seam (docs/PROTOCOL.md 7.13): the server's intake and its
+// sender driver on one fake transport, the fetcher's intake and its receiver driver on
+// another, linked message by message and WRITE by WRITE. The role swap: who connects asks,
+// and the session that follows is a push's with the server sending.
+
+#include <gtest/gtest.h>
+#include <poll.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fake_transport.hpp"
+#include "protocol/auth.hpp"
+#include "receiver/connection.hpp"
+#include "receiver/fetch_intake.hpp"
+#include "sender/serve_intake.hpp"
+#include "sender/served_session.hpp"
+#include "temp_dir.hpp"
+#include "text_contains.hpp"
+
+namespace rdmax::test {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+class FetchCmStandIn final : public receiver::FetchCm {
+ public:
+  explicit FetchCmStandIn(FakeTransport& wire) : wire_(wire) {}
+  void resolve_route() override {}
+  Transport& connect() override { return wire_; }
+
+ private:
+  FakeTransport& wire_;
+};
+
+void write_file(const fs::path& path, const std::string& bytes) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+std::string read_back(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+std::string pattern(std::size_t n, char seed) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>(seed + static_cast<char>(i * 7));
+  return s;
+}
+
+// The export, the destination and the pools, which outlive every fetch over them.
+struct FetchBench {
+  TempDir exported{"rdmax-export"};
+  TempDir dest{"rdmax-fetched"};
+  WorkPool server_pool{2};
+  WorkPool pool{2};
+  sender::ServeContext serve_context{exported.fd(), server_pool, std::chrono::seconds(5)};
+  sender::ServeSettings serve_settings{proto::DigestAlgorithm::Blake3, std::chrono::seconds(5),
+                                       std::nullopt, &server_pool};
+  receiver::ReceiverOptions options = [] {
+    receiver::ReceiverOptions o;
+    o.slot_size = 4096;
+    o.slots = 4;
+    o.direct_io = false;
+    o.timeout = std::chrono::seconds(5);
+    o.overwrite = true;  // as --from sets them
+    o.keep_identical = true;
+    return o;
+  }();
+  receiver::ReceiverMetrics metrics{dest.fd()};
+  receiver::ReceiverContext context{options, dest.fd(), nullptr, pool, metrics, 0};
+
+  FetchBench() {
+    write_file(exported.path() / "data/a.bin", pattern(10000, 'a'));
+    write_file(exported.path() / "data/sub/b.txt", "bee\n");
+    write_file(exported.path() / "data/empty", "");
+    fs::create_directories(exported.path() / "data/hollow");
+  }
+  // Runs both pools' finished jobs until `done` (bounded).
+  bool run_until(const std::function<bool()>& done) {
+    const auto give_up = std::chrono::steady_clock::now() + 10s;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > give_up) return false;
+      pollfd fds[2] = {{server_pool.ready_fd(), POLLIN, 0}, {pool.ready_fd(), POLLIN, 0}};
+      ::poll(fds, 2, 5);
+      server_pool.run_completions();
+      pool.run_completions();
+    }
+    return true;
+  }
+};
+
+// One fetch: both sides' drivers over their fakes, linked.
+struct FetchLink {
+  FetchBench& bench;
+  FakeTransport server_wire;
+  FakeTransport fetcher_wire;
+  FetchCmStandIn cm{fetcher_wire};
+  receiver::FetchAsk ask;
+  std::optional<sender::ServeIntake> intake;
+  std::unique_ptr<sender::ServedSession> served;
+  std::optional<receiver::FetchIntake> fetching;
+  std::optional<receiver::Connection> receiving;
+  std::size_t from_server = 0, writes = 0, from_fetcher = 0;
+
+  explicit FetchLink(FetchBench& b) : bench(b) {
+    intake.emplace(server_wire, "fetcher", bench.serve_context, [this](sender::ServedTree share) {
+      served = std::make_unique<sender::ServedSession>(std::move(share), intake->wire(),
+                                                       bench.serve_settings, "fetcher");
+      served->start();
+    });
+    intake->on_established();
+  }
+  ~FetchLink() {
+    if (receiving) {
+      receiving->abandon();
+      bench.run_until([&] { return receiving->idle(); });
+    }
+    receiving.reset();
+    served.reset();
+  }
+  FetchLink(const FetchLink&) = delete;
+  FetchLink& operator=(const FetchLink&) = delete;
+
+  // The fetcher connects and asks for `paths`.
+  void fetch(const std::vector<std::string>& paths, bool recursive) {
+    for (const auto& p : paths) ask.wants.push_back({false, recursive, p});
+    ask.wants.back().last = true;
+    ask.timeout = std::chrono::seconds(5);
+    fetching.emplace(ask, cm, "server", [this] {
+      receiving.emplace(fetching->wire(), "server", bench.context);
+      receiving->on_established();
+    });
+    fetching->start();
+    fetching->on_setup(proto::SetupEvent::AddressResolved);
+    fetching->on_setup(proto::SetupEvent::RouteResolved);
+    fetching->on_established();
+  }
+  DriverCore& server() {
+    if (served) return served->connection();
+    return *intake;
+  }
+  DriverCore& fetcher() {
+    if (receiving) return *receiving;
+    return *fetching;
+  }
+  bool server_done() const { return served ? served->connection().finished() : intake->closed(); }
+  bool fetcher_done() const { return receiving ? receiving->closed() : fetching->finished(); }
+
+  void step() {
+    for (; from_server < server_wire.sent.size(); ++from_server) {
+      for (; writes < server_wire.writes.size() && server_wire.writes[writes].before <= from_server;
+           ++writes) {
+        const auto& w = server_wire.writes[writes];
+        ASSERT_TRUE(fetcher_wire.write_remote(w.remote_addr, w.rkey, w.bytes));
+      }
+      const auto& sent = server_wire.sent[from_server];
+      fetcher_wire.deliver(sent.message, sent.version);
+      server_wire.complete_sends(1);
+    }
+    for (; from_fetcher < fetcher_wire.sent.size(); ++from_fetcher) {
+      const auto& sent = fetcher_wire.sent[from_fetcher];
+      server_wire.deliver(sent.message, sent.version);
+      fetcher_wire.complete_sends(1);
+    }
+    // rdma_cm tells both sides once either disconnected.
+    if (server_wire.disconnected || fetcher_wire.disconnected) {
+      if (!server_done()) server().on_disconnected();
+      if (!fetcher_done()) fetcher().on_disconnected();
+    }
+    server().poll();
+    fetcher().poll();
+  }
+  bool run() {
+    return bench.run_until([&] {
+      step();
+      return server_done() && fetcher_done();
+    });
+  }
+  template <typename M>
+  std::vector<M> server_sent() const {
+    std::vector<M> out;
+    for (const auto& s : server_wire.sent)
+      if (const auto* m = std::get_if<M>(&s.message)) out.push_back(*m);
+    return out;
+  }
+};
+
+TEST(FetchLink, ATreeArrivesWholeAndTheServersByeEndsIt) {
+  FetchBench bench;
+  FetchLink link(bench);
+  link.fetch({"data"}, true);
+  ASSERT_TRUE(link.run());
+  ASSERT_TRUE(link.receiving) << "the server's Open handed the connection over";
+  EXPECT_EQ(link.receiving->session_end(), proto::SessionEnd::Settled);
+  const fs::path got = bench.dest.path() / "data";
+  EXPECT_EQ(read_back(got / "a.bin"), pattern(10000, 'a'));
+  EXPECT_EQ(read_back(got / "sub/b.txt"), "bee\n");
+  EXPECT_TRUE(fs::is_regular_file(got / "empty"));
+  EXPECT_TRUE(fs::is_directory(got / "hollow"));
+  EXPECT_EQ(bench.metrics.files(receiver::FileOutcome::Good), 3U);
+  ASSERT_TRUE(link.served);
+  EXPECT_EQ(link.served->good(), link.served->plan().entries.size());
+  // The server's first message was its Open: no Want, no Fetch goes back.
+  ASSERT_FALSE(link.server_wire.sent.empty());
+  EXPECT_TRUE(std::holds_alternative<proto::Open>(link.server_wire.sent.front().message));
+  EXPECT_TRUE(std::holds_alternative<proto::Fetch>(link.fetcher_wire.sent.front().message));
+}
+
+TEST(FetchLink, FetchedAgainNothingMovesButWhatChanged) {
+  FetchBench bench;
+  {
+    FetchLink first(bench);
+    first.fetch({"data"}, true);
+    ASSERT_TRUE(first.run());
+  }
+  write_file(bench.exported.path() / "data/sub/b.txt", "changed\n");
+  FetchLink again(bench);
+  again.fetch({"data"}, true);
+  ASSERT_TRUE(again.run());
+  EXPECT_EQ(again.receiving->session_end(), proto::SessionEnd::Settled);
+  EXPECT_EQ(bench.metrics.files(receiver::FileOutcome::Identical), 1U) << "a.bin was here";
+  EXPECT_EQ(read_back(bench.dest.path() / "data/sub/b.txt"), "changed\n");
+  std::uint64_t chunk_bytes = 0;
+  for (const auto& c : again.server_sent<proto::FileChunk>()) chunk_bytes += c.length;
+  EXPECT_EQ(chunk_bytes, 8U) << "only the changed file moved";
+}
+
+TEST(FetchLink, APathTheServerDoesNotHaveIsRefusedAndNothingIsWritten) {
+  FetchBench bench;
+  FetchLink link(bench);
+  link.fetch({"data/a.bin", "data/nothing"}, false);
+  ASSERT_TRUE(link.run());
+  EXPECT_FALSE(link.receiving);
+  EXPECT_EQ(link.fetching->outcome(), proto::SenderOutcome::Rejected);
+  EXPECT_TRUE(contains(link.fetching->server_said(), "data/nothing"))
+      << link.fetching->server_said();
+  EXPECT_TRUE(fs::is_empty(bench.dest.path()));
+  const auto rejects = link.server_sent<proto::Reject>();
+  ASSERT_EQ(rejects.size(), 1U);
+  EXPECT_EQ(rejects[0].reason, proto::RejectReason::BadName);
+}
+
+TEST(FetchLink, AnEmptyShareIsAByeAndTheFetchSucceeds) {
+  FetchBench bench;
+  FetchLink link(bench);
+  link.ask.shard_index = 1;
+  link.ask.shard_count = 2;
+  link.fetch({"data/empty"}, false);  // one file: share 1 of 2 is empty
+  ASSERT_TRUE(link.run());
+  EXPECT_FALSE(link.receiving);
+  EXPECT_EQ(link.fetching->outcome(), proto::SenderOutcome::Success);
+  EXPECT_EQ(link.server_sent<proto::Bye>().size(), 1U);
+}
+
+// The other role, and what a server of this release takes before the session.
+TEST(ServeIntake, APushIsToldItReachedAFetchServer) {
+  FetchBench bench;
+  FakeTransport wire;
+  bool served = false;
+  sender::ServeIntake intake(wire, "pusher", bench.serve_context,
+                             [&](sender::ServedTree) { served = true; });
+  intake.on_established();
+  proto::Open open;
+  open.entry_count = 1;
+  wire.deliver(open, proto::kVersion2);
+  intake.poll();
+  ASSERT_EQ(wire.sent.size(), 1U);
+  const auto* error = std::get_if<proto::Error>(&wire.sent[0].message);
+  ASSERT_NE(error, nullptr);
+  EXPECT_EQ(error->code, proto::ErrorCode::ProtocolViolation);
+  EXPECT_TRUE(contains(error->text, "rdma-recv --from")) << error->text;
+  EXPECT_TRUE(wire.disconnected || intake.state() == proto::ServeState::Closing);
+  EXPECT_FALSE(served);
+}
+
+TEST(ServeIntake, AKeyedFetchIsRefusedByAServerWithoutKeysWithWords) {
+  FetchBench bench;
+  FakeTransport wire;
+  sender::ServeIntake intake(wire, "fetcher", bench.serve_context, [](sender::ServedTree) {});
+  intake.on_established();
+  proto::Fetch fetch;
+  fetch.extensions.push_back(proto::sender_key_extension(proto::Nonce{}, "reader"));
+  wire.deliver(fetch, proto::kVersion2);
+  intake.poll();
+  ASSERT_EQ(wire.sent.size(), 1U);
+  const auto* reject = std::get_if<proto::Reject>(&wire.sent[0].message);
+  ASSERT_NE(reject, nullptr);
+  EXPECT_EQ(reject->reason, proto::RejectReason::AuthFailed);
+  EXPECT_TRUE(contains(reject->text, "lists no keys")) << reject->text;
+}
+
+TEST(ServeIntake, AFetcherThatLeavesWhileItsRequestIsWalkedIsReleased) {
+  FetchBench bench;
+  FakeTransport wire;
+  bool served = false;
+  sender::ServeIntake intake(wire, "fetcher", bench.serve_context,
+                             [&](sender::ServedTree) { served = true; });
+  intake.on_established();
+  wire.deliver(proto::Fetch{}, proto::kVersion2);
+  wire.deliver(proto::Want{true, true, "data"}, proto::kVersion2);
+  intake.poll();
+  EXPECT_EQ(intake.state(), proto::ServeState::Walking);
+  intake.on_disconnected();
+  EXPECT_TRUE(intake.closed());
+  ASSERT_TRUE(bench.run_until([&] { return intake.reapable(); }));
+  EXPECT_FALSE(served) << "a walk that ends after the fetcher left serves nobody";
+}
+
+}  // namespace
+}  // namespace rdmax::test
