@@ -26,7 +26,7 @@
 #include "common/work/work_pool.hpp"
 #include "protocol/secrets.hpp"
 #include "protocol/sender_keys.hpp"
-#include "receiver/address_filter.hpp"
+#include "common/rdma/address_filter.hpp"
 #include "receiver/connection.hpp"
 #include "receiver/metrics.hpp"
 #include "receiver/options.hpp"

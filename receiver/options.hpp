@@ -9,7 +9,7 @@
 #include <variant>
 #include <vector>
 
-#include "receiver/address_filter.hpp"
+#include "common/rdma/address_filter.hpp"
 #include "receiver/metrics.hpp"
 
 namespace rdmax::receiver {

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include "common/cli/cli_checks.hpp"
 #include "protocol/sizes.hpp"
@@ -297,6 +298,16 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
   auto* bind_option = app.add_option(
       "-a,--bind", o.bind_address,
       "with --serve: the address to listen on (default: every IPv4 address; :: for IPv6 too)");
+  std::vector<std::string> allow, deny;
+  app.add_option("--allow", allow,
+                 "with --serve: NET[,NET...]: accept fetchers only from these IPv4/IPv6 prefixes, "
+                 "addresses or host names (resolved at start); others are refused before any "
+                 "memory is registered")
+      ->allow_extra_args(false);
+  app.add_option("--deny", deny,
+                 "with --serve: NET[,NET...]: refuse fetchers from these, even when --allow "
+                 "matches")
+      ->allow_extra_args(false);
   auto* max_connections = app.add_option("--max-connections", o.max_connections,
                                          "with --serve: concurrent fetchers (default 64)")
                               ->check(cli::number_in(1, 4096));
@@ -343,10 +354,22 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
     }
     o.stripe_min = *size;
   }
-  if (o.serve)
+  if (o.serve) {
+    for (auto [texts, rules, name] :
+         {std::tuple{&allow, &o.allow, "--allow"}, std::tuple{&deny, &o.deny, "--deny"}}) {
+      for (const std::string& text : *texts) {
+        try {
+          for (auto& rule : parse_prefixes(text, resolve_host)) rules->push_back(std::move(rule));
+        } catch (const std::invalid_argument& e) {
+          std::cerr << "rdma-send: " << name << ": " << e.what() << "\n";
+          return kExitUsage;
+        }
+      }
+    }
     return checked_serve_options(std::move(o), port_given, shard.has_value(), !devices.empty());
-  if (bind_option->count() > 0 || max_connections->count() > 0) {
-    std::cerr << "rdma-send: --bind and --max-connections apply to --serve DIR\n";
+  }
+  if (bind_option->count() > 0 || max_connections->count() > 0 || !allow.empty() || !deny.empty()) {
+    std::cerr << "rdma-send: --bind, --allow, --deny and --max-connections apply to --serve DIR\n";
     return kExitUsage;
   }
   if (o.files.empty() && !o.check && !o.files_from) {

@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/rdma/address_filter.hpp"
 #include "protocol/wire.hpp"
 #include "sender/receivers.hpp"
 #include "sender/shard.hpp"
@@ -67,6 +68,9 @@ struct SenderOptions {
   std::optional<std::string> serve;
   std::optional<std::string> bind_address;  // -a/--bind with --serve: default every IPv4 one
   unsigned max_connections = 64;            // --max-connections with --serve
+  // --allow / --deny with --serve (common/rdma/address_filter.hpp): names resolved at start.
+  std::vector<IpPrefix> allow;
+  std::vector<IpPrefix> deny;
 };
 
 // The port rdma-send --serve listens on unless -p says another (rdma-recv's is 18515: both

@@ -25,6 +25,7 @@ constexpr std::uint32_t kServerReceives = std::max<std::uint32_t>(80, kSessionDe
 
 ServeDaemon::ServeDaemon(const SenderOptions& options, Fd export_dir)
     : options_(options),
+      addresses_(options.allow, options.deny),
       export_(std::move(export_dir)),
       pool_(std::max(4u, options.hash_threads)),
       context_{export_.get(), pool_, options.timeout},
@@ -47,7 +48,10 @@ ServeDaemon::~ServeDaemon() {
 int ServeDaemon::run() {
   spdlog::info("serving {} read only on {} ({} worker threads)", *options_.serve,
                listener_.local_address(), pool_.threads());
-  spdlog::warn("no keys: any fetcher that reaches this port may fetch everything beneath {}",
+  if (addresses_.active()) spdlog::info("fetchers {}", addresses_.describe());
+  spdlog::warn("no keys: {} may fetch everything beneath {}",
+               addresses_.active() ? "every fetcher those rules let in"
+                                   : "any fetcher that reaches this port (--allow limits who)",
                *options_.serve);
   loop_.run([this] { return finished(); }, [this] { reap_closed(); });
   peers_.clear();
@@ -135,6 +139,18 @@ void ServeDaemon::on_cm_events() {
 
 void ServeDaemon::on_connect_request(rdma_cm_id* id) {
   CmId cm_id = CmId::adopt(id);  // destroyed on any early return
+  // --allow / --deny first: a stranger gets no queue pair, no memory, only the rejection.
+  const sockaddr* source = ::rdma_get_peer_addr(id);
+  if (const auto verdict = addresses_.judge(source); verdict != AddressFilter::Verdict::Allowed) {
+    const std::string address = address_text(source);
+    if (const auto unlogged = refusals_.note(address, Clock::now()))
+      spdlog::warn("refused a connection from {}: {}{}", address, to_string(verdict),
+                   *unlogged > 0
+                       ? fmt::format(" ({} more refused in the last minute, not logged)", *unlogged)
+                       : std::string());
+    reject_request(cm_id, "this address may not fetch (rdma-send --serve --allow/--deny)");
+    return;
+  }
   if (stopping_ || peers_.size() >= options_.max_connections) {
     spdlog::warn("refusing a connection: {}", stopping_ ? "shutting down" : "too many connections");
     reject_request(cm_id, stopping_ ? "shutting down; try another server or later"

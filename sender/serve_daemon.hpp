@@ -18,6 +18,7 @@
 
 #include "common/os/event_loop.hpp"
 #include "common/os/fd.hpp"
+#include "common/rdma/address_filter.hpp"
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/event_channel.hpp"
 #include "common/rdma/rdma_transport.hpp"
@@ -59,6 +60,8 @@ class ServeDaemon {
   Peer* peer_of(std::uint64_t number);
 
   const SenderOptions& options_;
+  AddressFilter addresses_;  // --allow / --deny, judged in the CONNECT_REQUEST itself
+  RefusalLog refusals_;      // refused addresses are logged once a minute each
   Fd export_;
   WorkPool pool_;  // outlives every connection
   ServeContext context_;

@@ -140,6 +140,22 @@ case_roles() {
 }
 run_case roles case_roles
 
+# --deny: refused in the connection manager, with the server's words.
+case_denied() {
+  local denied_port=18773
+  start_daemon denied "$shared/denied.log" "$send" --serve "$export_dir" -p "$denied_port" \
+    --deny "$RXE_ADDR"
+  wait_for 20 cm_listening "$denied_port"
+  local rc=0
+  "$recv" --from "$RXE_ADDR:$denied_port" -o "$dest" data/empty >"$shared/fetch.log" 2>&1 || rc=$?
+  ((rc == 3)) || fail "a denied fetch exited $rc"
+  grep -q "may not fetch" "$shared/fetch.log" || fail "not told: $(tail -3 "$shared/fetch.log")"
+  grep -q "refused a connection from $RXE_ADDR" "$shared/denied.log" || fail "not logged"
+  kill "$daemon_pid"
+  wait_for 10 daemon_exited denied
+}
+run_case denied case_denied
+
 case_stop() {
   kill -TERM "$(cat "$shared/daemon.serve/pid")"
   wait_for 10 daemon_exited serve

@@ -1,7 +1,7 @@
 // rdma-recv --allow / --deny (receiver/address_filter.hpp): the rules as people write them,
 // which peers they let in, and the once-a-minute log of refusals.
 
-#include "receiver/address_filter.hpp"
+#include "common/rdma/address_filter.hpp"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -1,8 +1,8 @@
 #pragma once
-// rdma-recv --allow / --deny: which peer addresses may connect at all (issue 23). The
-// daemon judges a connection request's source address in the rdma_cm event itself and
-// rejects it there, before any queue pair, memory registration or file exists: the one
-// safe rkey is the one never granted to a stranger.
+// rdma-recv --allow / --deny (and rdma-send --serve's): which peer addresses may connect at
+// all (issue 23). The daemon judges a connection request's source address in the rdma_cm
+// event itself and rejects it there, before any queue pair, memory registration or file
+// exists: the one safe rkey is the one never granted to a stranger.
 //
 // A rule is an IPv4 or IPv6 prefix ("192.0.2.0/24", "2001:db8::/32"), one address (a whole
 // prefix: "192.0.2.7", "fd00::1") or a host name, resolved once at start to every address it

@@ -1,4 +1,4 @@
-#include "receiver/address_filter.hpp"
+#include "common/rdma/address_filter.hpp"
 
 #include <arpa/inet.h>
 #include <netdb.h>
