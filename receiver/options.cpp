@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "common/cli/cli_checks.hpp"
+#include "common/cli/shard_spec.hpp"
 #include "protocol/sizes.hpp"
 #include "protocol/wire.hpp"
 #include "version.hpp"
@@ -250,6 +251,13 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
                  "with --from: what to fetch, as named within the server's export ('.' for all "
                  "of it)");
   app.add_flag("-r,--recursive", recursive, "with --from: a directory comes with its tree");
+  std::optional<std::string> shard;
+  app.add_option("--shard", shard,
+                 "with --from: fetch only share I (0 to N-1) of N of what the PATHs name, cut by "
+                 "the server as rdma-send --shard cuts a tree (so N fetchers fetch each file "
+                 "once); auto: I and N from Slurm, Open MPI or PMI; auto/N: I from them or "
+                 "from a Kubernetes Indexed Job")
+      ->option_text("I/N|auto|auto/N");
   int verbose = 0;
   bool quiet = false;
   app.add_flag("-v,--verbose", verbose, "more logging (repeat for trace)");
@@ -281,6 +289,16 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
                    "exports, with -r)\n";
       return kExitUsage;
     }
+    if (shard) {
+      auto parsed = parse_shard(*shard, process_environment());
+      if (const auto* problem = std::get_if<std::string>(&parsed)) {
+        std::cerr << "rdma-recv: --shard: " << *problem << "\n";
+        return kExitUsage;
+      }
+      const auto spec = std::get<ShardSpec>(parsed);
+      source->shard_index = spec.index;
+      source->shard_count = spec.count;
+    }
     source->paths = std::move(paths);
     source->recursive = recursive;
     o.fetch = std::move(*source);
@@ -288,8 +306,8 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
     // command's promise is that DIR ends up holding what the server has.
     o.overwrite = true;
     o.keep_identical = true;
-  } else if (!paths.empty() || recursive) {
-    std::cerr << "rdma-recv: PATH and -r name what to fetch: give --from HOST too\n";
+  } else if (!paths.empty() || recursive || shard) {
+    std::cerr << "rdma-recv: PATH, -r and --shard name what to fetch: give --from HOST too\n";
     return kExitUsage;
   }
   o.require_seal = o.senders_file.has_value() && !allow_clear;

@@ -103,6 +103,30 @@ case_one_file() {
 }
 run_case one_file case_one_file
 
+# Four fetchers, each its own share of one request (the server cuts them): every file once.
+case_shards() {
+  local i rc
+  for i in 0 1 2 3; do
+    rm -rf "$work/share$i" && mkdir -p "$work/share$i"
+    rc=0
+    if ((i == 3)); then  # auto: as Slurm would start it
+      SLURM_PROCID=3 SLURM_NTASKS=4 "$recv" --from "$RXE_ADDR:$port" -o "$work/share$i" -r \
+        --shard auto data >"$shared/fetch$i.log" 2>&1 || rc=$?
+    else
+      "$recv" --from "$RXE_ADDR:$port" -o "$work/share$i" -r --shard "$i/4" data \
+        >"$shared/fetch$i.log" 2>&1 || rc=$?
+    fi
+    ((rc == 0)) || fail "share $i/4 exited $rc: $(tail -3 "$shared/fetch$i.log")"
+  done
+  (for i in 0 1 2 3; do (cd "$work/share$i" && find . -type f); done) | sort >"$shared/shares.list"
+  (cd "$export_dir" && find data -type f ! -name "$odd" | sed 's|^|./|') | sort >"$shared/all.list"
+  diff "$shared/all.list" "$shared/shares.list" >&2 || fail "the shares are not each file once"
+  for i in 0 1 2 3; do
+    [[ -n $(find "$work/share$i" -type f) ]] || fail "share $i fetched no file"
+  done
+}
+run_case shards case_shards
+
 # Each refused before anything is written, and the server serves the next fetcher.
 case_refused() {
   rm -rf "$dest"/*
