@@ -29,7 +29,8 @@ ServeDaemon::ServeDaemon(const SenderOptions& options, Fd export_dir)
       export_(std::move(export_dir)),
       pool_(std::max(4u, options.hash_threads)),
       context_{export_.get(), pool_, options.timeout},
-      settings_{options.digest, options.timeout, options.bwlimit, &pool_},
+      bwlimit_(options.bwlimit ? std::optional<SharedBwlimit>(*options.bwlimit) : std::nullopt),
+      settings_{options.digest, options.timeout, bwlimit_ ? &*bwlimit_ : nullptr, &pool_},
       loop_(kServeTick),
       listener_(channel_) {
   channel_.set_nonblocking();

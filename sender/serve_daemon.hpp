@@ -65,6 +65,7 @@ class ServeDaemon {
   Fd export_;
   WorkPool pool_;  // outlives every connection
   ServeContext context_;
+  std::optional<SharedBwlimit> bwlimit_;  // --bwlimit: the server's rate, all sessions together
   ServeSettings settings_;
   EventLoop loop_;
   EventChannel channel_;

@@ -10,7 +10,7 @@ ServedSession::ServedSession(ServedTree share, Transport& wire, const ServeSetti
   plan_.source_dir = share_.root.get();
   for (PlannedEntry& e : plan_.entries) e.digest_known = e.kind != proto::EntryKind::File;
   settings_.timeout = settings.timeout;
-  settings_.bwlimit = settings.bwlimit;
+  settings_.shared_bwlimit = settings.bwlimit;
   settings_.seal = false;  // sealed below the session where the fetch's proofs asked (7.13)
   settings_.digest_at_end = true;
   settings_.pool = settings.pool;

@@ -24,8 +24,8 @@ namespace rdmax::sender {
 struct ServeSettings {
   proto::DigestAlgorithm algorithm = proto::DigestAlgorithm::Blake3;
   std::chrono::seconds timeout{30};
-  std::optional<std::uint64_t> bwlimit;  // bytes per second, each session on its own
-  WorkPool* pool = nullptr;              // reads and hashes (required)
+  SharedBwlimit* bwlimit = nullptr;  // --bwlimit: one rate for every session together
+  WorkPool* pool = nullptr;          // reads and hashes (required)
 };
 
 class ServedSession final : SenderCm {

@@ -164,6 +164,41 @@ case_roles() {
 }
 run_case roles case_roles
 
+# The server killed halfway (kill -9): the fetch exits 3 and keeps what arrived; a server
+# started again, the same fetch completes and only the rest moves.
+case_killed() {
+  local slow_port=18774
+  head -c $((24 << 20)) /dev/urandom >"$export_dir/big.bin"
+  rm -rf "$dest"/*
+  start_daemon slow "$shared/slow.log" "$send" --serve "$export_dir" -p "$slow_port" --bwlimit 4M
+  wait_for 20 cm_listening "$slow_port"
+  local rc=0
+  "$recv" --from "$RXE_ADDR:$slow_port" -o "$dest" big.bin >"$shared/fetch.log" 2>&1 &
+  local fetcher=$!
+  # At 4 MiB/s the file takes 6 s: killed 2 s after it started, most of it is still to come.
+  wait_for 30 grep -q "receiving 'big.bin'" "$shared/fetch.log"
+  sleep 2
+  kill -KILL "$daemon_pid"
+  wait "$fetcher" || rc=$?
+  ((rc == 3)) || fail "the fetch from a killed server exited $rc: $(tail -3 "$shared/fetch.log")"
+  [[ ! -e $dest/big.bin ]] || fail "a half file appeared under its name"
+  start_daemon slow2 "$shared/slow2.log" "$send" --serve "$export_dir" -p "$slow_port"
+  wait_for 20 cm_listening "$slow_port"
+  rc=0
+  "$recv" --from "$RXE_ADDR:$slow_port" -o "$dest" big.bin >"$shared/fetch.log" 2>&1 || rc=$?
+  ((rc == 0)) || fail "the fetch run again exited $rc: $(tail -3 "$shared/fetch.log")"
+  cmp "$export_dir/big.bin" "$dest/big.bin" || fail "big.bin differs"
+  local moved
+  moved=$(grep -o 'fetched 1 file(s), [0-9.]* MiB' "$shared/fetch.log" | grep -o '[0-9.]* MiB' | cut -d' ' -f1)
+  [[ -n $moved ]] || fail "no summary: $(grep fetched "$shared/fetch.log")"
+  awk -v m="$moved" 'BEGIN { exit !(m < 23) }' || fail "the whole file moved again ($moved MiB)"
+  grep -q "resuming .big.bin. (24.0 MiB) at" "$shared/fetch.log" || fail "not resumed: $(grep big.bin "$shared/fetch.log" | tail -2)"
+  kill "$daemon_pid"
+  wait_for 10 daemon_exited slow2
+  rm -f "$export_dir/big.bin" "$dest/big.bin"
+}
+run_case killed case_killed
+
 # --deny: refused in the connection manager, with the server's words.
 case_denied() {
   local denied_port=18773

@@ -7,6 +7,9 @@
 #     file, no user action; the sender notes the fallback (a warning only when asked for)
 #   release rdma-send -> new rdma-recv: a file and a tree (its fs-verity default)
 #   new rdma-send -> new rdma-recv: BLAKE3, no fallback
+#   fetching (7.13), which the release does not know: a new fetcher asking the release's
+#     receiver is told it is not a fetch server (exit 1), and the release's rdma-send pushing
+#     to a new rdma-send --serve is refused with words that say where to push
 #   with sender keys (7.8) and sealing (7.11): a new keyed sender, which seals by default,
 #     refuses the release's keyed receiver (which answers in clear) before sending a name or
 #     a byte, saying why and what --no-seal does, and with --no-seal is served; the release's
@@ -193,6 +196,30 @@ run_case old-to-new case_old_to_new
 run_case new-to-new case_new_to_new
 run_case keys-new-to-old case_keys_new_to_old
 run_case keys-old-to-new case_keys_old_to_new
+case_fetch_from_old() {
+  rc=0
+  timeout -k 5 60 "$recv" --from "$RXE_ADDR:$old_port" -o "$RXE_SCRATCH" one.bin \
+    >"$send_out" 2>"$send_err" </dev/null || rc=$?
+  last_send="rdma-recv --from (new) -> release rdma-recv"
+  expect_status 1
+  grep -q "not a fetch server" "$send_err" || fail "not told: $(tail -3 "$send_err")"
+  pass "new fetcher -> release receiver: 'not a fetch server', exit 1"
+}
+
+case_old_pushes_to_server() {
+  local serve_port=18522
+  start_daemon serve "$RXE_SCRATCH/serve.log" "$send" --serve "$in" -p "$serve_port"
+  wait_for 20 cm_listening "$serve_port"
+  send_with "$old_send" "$serve_port" "$in/one.bin"
+  ((rc != 0)) || fail "the release's push to a fetch server succeeded"
+  grep -q "fetch server" "$send_err" || fail "the release's sender was not told: $(tail -3 "$send_err")"
+  kill "$daemon_pid"
+  wait_for 10 daemon_exited serve
+  pass "release sender -> new rdma-send --serve: refused, told it reached a fetch server (exit $rc)"
+}
+
+run_case fetch-from-old case_fetch_from_old
+run_case old-pushes-to-server case_old_pushes_to_server
 run_case receivers-alive case_receivers_alive
 echo "time in the test bed: ${SECONDS}s"
 report_cases interop_release

@@ -61,7 +61,7 @@ struct FetchBench {
   WorkPool pool{2};
   sender::ServeContext serve_context{exported.fd(), server_pool, std::chrono::seconds(5)};
   sender::ServeSettings serve_settings{proto::DigestAlgorithm::Blake3, std::chrono::seconds(5),
-                                       std::nullopt, &server_pool};
+                                       nullptr, &server_pool};
   receiver::ReceiverOptions options = [] {
     receiver::ReceiverOptions o;
     o.slot_size = 4096;
