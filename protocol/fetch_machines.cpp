@@ -40,8 +40,9 @@ ServeTransition serve_next(ServeState s, ServeEvent e, ServeChecks checks) {
       }
       break;
     case S::Serving:
-      // The sender's machine has the connection: nothing reaches this one any more.
-      return {S::Serving, {}, true};
+      // The sender's machine has the connection, and nothing reaches this one any more, but
+      // where the hand-over itself failed (a local failure): then the ways out below.
+      break;
     case S::Closing:
       // Already on the way out: late messages and timers change nothing but the end.
       if (e == E::Disconnected || e == E::TransportFailed || e == E::Timeout ||
@@ -102,8 +103,9 @@ FetchTransition fetch_next(FetchState s, FetchEvent e, FetchContext context) {
       if (e == E::GotWorking) return {S::AwaitAnswer, {}};
       break;
     case S::Receiving:
-      // The receiver's machine has the connection: nothing reaches this one any more.
-      return {S::Receiving, {}, std::nullopt, true};
+      // The receiver's machine has the connection, and nothing reaches this one any more, but
+      // where the hand-over itself failed (a local failure): then the ways out below.
+      break;
     case S::Closing:
       if (e == E::Disconnected || e == E::TransportFailed || e == E::Timeout ||
           e == E::LocalFailure)

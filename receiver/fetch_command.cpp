@@ -4,8 +4,11 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
 
 #include "common/cli/error_hints.hpp"
 #include "common/os/event_loop.hpp"
@@ -34,6 +37,18 @@ std::chrono::milliseconds ms(std::chrono::seconds s) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(s);
 }
 
+// The names what the PATHs name arrives as: each one's last component; none where one is
+// "." (all of the export: any name).
+std::set<std::string> names_asked(const FetchOptions& f) {
+  std::set<std::string> names;
+  for (std::string path : f.paths) {
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    if (path == ".") return {};
+    names.insert(path.substr(path.rfind('/') + 1));
+  }
+  return names;
+}
+
 FetchAsk ask_of(const ReceiverOptions& options) {
   const FetchOptions& f = *options.fetch;
   FetchAsk ask;
@@ -52,9 +67,11 @@ class FetchRun final : public FetchCm {
         fetch_(*options.fetch),
         dest_(std::move(dest)),
         ask_(ask_of(options)),
+        names_(names_asked(*options.fetch)),
         pool_(options.workers),
         context_{options_, dest_.get(), nullptr, pool_, metrics_, 0},
         loop_(kFetchTick) {
+    context_.fetched_names = &names_;
     if (options_.partials) {
       partials_.emplace(dest_.get(),
                         PartialStore::Limits{options_.partial_ttl, options_.partial_max});
@@ -104,7 +121,12 @@ class FetchRun final : public FetchCm {
                   session_->poll();
                 }
               });
-    if (!wait_for_disk_work()) return sender::kExitOther;
+    if (!wait_for_disk_work()) {
+      // A worker is stuck in the kernel (a hung file system) and still uses the session's
+      // memory: leave without destructors, as the daemon does.
+      spdlog::shutdown();
+      std::_Exit(sender::kExitOther);
+    }
     return report();
   }
 
@@ -212,7 +234,8 @@ class FetchRun final : public FetchCm {
   const FetchOptions& fetch_;
   Fd dest_;
   FetchAsk ask_;
-  WorkPool pool_;  // outlives the session (its files' queues)
+  std::set<std::string> names_;  // what the Offers may arrive as (ReceiverContext)
+  WorkPool pool_;                // outlives the session (its files' queues)
   std::optional<PartialStore> partials_;
   ReceiverMetrics metrics_;
   ReceiverContext context_;

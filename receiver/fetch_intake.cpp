@@ -8,6 +8,12 @@
 
 namespace rdmax::receiver {
 
+namespace {
+// Wants posted and not yet acknowledged at once: well within our send queue (control_depth)
+// and the server's receives (80 at least, 7.13).
+constexpr std::uint32_t kWantsInFlight = 16;
+}  // namespace
+
 FetchIntake::FetchIntake(const FetchAsk& ask, FetchCm& cm, std::string peer, Receive receive)
     : DriverCore(std::move(peer)), ask_(ask), cm_(cm), receive_(std::move(receive)) {}
 
@@ -117,9 +123,8 @@ void FetchIntake::perform(Action action, const Input& cause) {
     case Action::SendProof:
       throw std::logic_error("fetch keys are not asked for yet");
     case Action::SendWants:
-      for (const proto::Want& want : ask_.wants) post(want);
       expect("the server's answer", ask_.timeout);
-      return;
+      return send_wants();
     case Action::Receive:
       expect_own_work("the session");  // the receiver's driver keeps the deadlines from now
       replay_->hold(std::move(*open_));
@@ -141,6 +146,16 @@ void FetchIntake::send_fetch() {
                     ask_.shard_index,
                     ask_.shard_count,
                     {}});
+}
+
+void FetchIntake::send_wants() {
+  while (wants_sent_ < ask_.wants.size() && transport()->sends_in_flight() < kWantsInFlight)
+    post(ask_.wants[wants_sent_++]);
+}
+
+void FetchIntake::on_sent(std::uint64_t) {
+  // A request of more paths than the queue holds goes as the server takes them (7.13).
+  if (state_ == State::AwaitAnswer) send_wants();
 }
 
 void FetchIntake::on_message(Inbound inbound) {

@@ -85,9 +85,11 @@ class FetchIntake final : public DriverCore {
   void perform(Action action, const Input& cause);
   void perform_setup(proto::SenderAction action);
   void send_fetch();
+  // The Wants not sent yet, as many as kWantsInFlight allows (the rest as sends complete).
+  void send_wants();
 
   void on_message(Inbound inbound) override;
-  void on_sent(std::uint64_t) override {}
+  void on_sent(std::uint64_t) override;
   void on_transport_failure(const std::string& why) override;
   void on_peer_disconnected() override;
   void on_timeout() override;
@@ -105,6 +107,7 @@ class FetchIntake final : public DriverCore {
   std::optional<proto::SenderOutcome> outcome_;
   std::string server_said_;
   std::optional<Inbound> open_;  // the server's Open, for the receiver's driver
+  std::size_t wants_sent_ = 0;
 };
 
 }  // namespace rdmax::receiver

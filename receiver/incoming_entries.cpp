@@ -101,6 +101,14 @@ void IncomingEntries::check_offer(const proto::Offer& offer) {
   // fails them.
   if (auto refusal = proto::check_offer(offer, o.max_size, terms_.names))
     return port_->refuse(offer.entry, refusal->reason, std::move(refusal->text));
+  // A fetch (rdma-recv --from): only what was asked for, under the names it arrives as; a
+  // server that offers anything else gets none of DIR.
+  if (context_.fetched_names != nullptr && !context_.fetched_names->empty()) {
+    const std::string top = offer.path.substr(0, offer.path.find('/'));
+    if (!context_.fetched_names->contains(top))
+      return port_->refuse(offer.entry, proto::RejectReason::BadName,
+                           "not among the paths asked for");
+  }
   // A sender key's SUBDIR (--senders): the checked relative path goes beneath it, so no
   // path the sender names can leave it (check_offer refused "..", "/" and empty parts).
   if (!subdir_.empty()) {

@@ -270,9 +270,9 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
   o.verbosity = quiet ? -1 : verbose;
   if (from) {
     // A fetch, not the daemon: what only the daemon does does not apply.
-    for (const char* name : {"--port", "--bind", "--list-devices", "--check", "--allow", "--deny",
-                             "--senders", "--secrets", "--max-connections", "--grace", "--metrics",
-                             "--require-seal", "--allow-clear"}) {
+    for (const char* name : {"--port", "--bind", "--device", "--list-devices", "--check", "--allow",
+                             "--deny", "--senders", "--secrets", "--max-connections", "--grace",
+                             "--metrics", "--require-seal", "--allow-clear"}) {
       if (app.get_option(name)->count() > 0) {
         std::cerr << "rdma-recv: " << name << " applies to the daemon, not to --from\n";
         return kExitUsage;

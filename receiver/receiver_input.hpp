@@ -3,6 +3,7 @@
 // raise to its machine (ReceiverInput): an event and the data it carries.
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <variant>
 
@@ -39,6 +40,10 @@ struct ReceiverContext {
   AuthPenalties* penalties = nullptr;  // where failed authentications are counted
   // One file over several connections (PROTOCOL.md 7.12): null, no connection stripes.
   StripeGroups* stripe_groups = nullptr;
+  // A fetch (rdma-recv --from, docs/PROTOCOL.md 7.13): the names its Wants arrive as (the
+  // last component of each path); an Offer whose first component is none of them is refused.
+  // Empty: any name (the Wants named ".", all of the export). Null: not a fetch.
+  const std::set<std::string>* fetched_names = nullptr;
   // How each file's chunks are written and hashed (receiver/store_work.hpp). Empty: the real
   // write and digest, rdma-recv's; the pipeline benchmark gives stand-ins.
   StoreWork work{};

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/cli/preflight.hpp"
 #include "common/rdma/connection_requests.hpp"
 #include "protocol/names.hpp"
 #include "protocol/refusals.hpp"
@@ -30,7 +31,9 @@ ServeDaemon::ServeDaemon(const SenderOptions& options, Fd export_dir)
       pool_(std::max(4u, options.hash_threads)),
       context_{export_.get(), pool_, options.timeout},
       bwlimit_(options.bwlimit ? std::optional<SharedBwlimit>(*options.bwlimit) : std::nullopt),
-      settings_{options.digest, options.timeout, bwlimit_ ? &*bwlimit_ : nullptr, &pool_},
+      memlock_(preflight::current_memlock_limit(), options.max_connections, kSessionDepths),
+      settings_{options.digest, options.timeout, bwlimit_ ? &*bwlimit_ : nullptr, &pool_,
+                &memlock_},
       loop_(kServeTick),
       listener_(channel_) {
   channel_.set_nonblocking();

@@ -24,6 +24,7 @@
 #include "common/rdma/rdma_transport.hpp"
 #include "common/work/work_pool.hpp"
 #include "sender/connection.hpp"
+#include "sender/memlock.hpp"
 #include "sender/options.hpp"
 #include "sender/serve_intake.hpp"
 #include "sender/served_session.hpp"
@@ -66,6 +67,7 @@ class ServeDaemon {
   WorkPool pool_;  // outlives every connection
   ServeContext context_;
   std::optional<SharedBwlimit> bwlimit_;  // --bwlimit: the server's rate, all sessions together
+  MemlockBudget memlock_;                 // RLIMIT_MEMLOCK, a share per connection
   ServeSettings settings_;
   EventLoop loop_;
   EventChannel channel_;

@@ -187,9 +187,26 @@ void ServeIntake::walked(std::variant<ServedTree, proto::Reject> result) {
 
 void ServeIntake::on_message(Inbound inbound) {
   if (serving() || closed()) return;
-  if (version() == 0) set_version(inbound.version);  // the fetcher's first message says it
   if (state_ != State::Closing) expect("the fetcher's next message", context_.timeout);
   auto* message = std::get_if<proto::Message>(&inbound.decoded);
+  if (version() == 0) {
+    // The first message says the connection's version; one we do not speak is refused in
+    // version 1, as a receiver refuses it (7.1).
+    const bool speaks = inbound.version == proto::kVersion2;
+    set_version(speaks ? proto::kVersion2 : proto::kVersion1);
+    const auto* failure = std::get_if<proto::DecodeFailure>(&inbound.decoded);
+    if (failure != nullptr && failure->error == proto::DecodeError::BadVersion)
+      return dispatch({Event::GotFetch,
+                       {.request = proto::RequestCheck::Rejected},
+                       {proto::RejectReason::UnsupportedVersion,
+                        "this server speaks protocol versions 1 and 2 (a fetch: version 2)"}});
+  } else if (inbound.version != version()) {
+    const std::string text = "a version-" + std::to_string(inbound.version) +
+                             " message on a version-" + std::to_string(version()) + " connection";
+    spdlog::warn("[{}] {}", label(), text);
+    return dispatch(
+        {Event::ProtocolViolation, {}, {}, {proto::ErrorCode::ProtocolViolation, text}});
+  }
   if (message == nullptr) {
     const auto& failure = std::get<proto::DecodeFailure>(inbound.decoded);
     const std::string text = std::string("malformed message: ") + proto::to_string(failure.error) +

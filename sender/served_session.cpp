@@ -14,6 +14,7 @@ ServedSession::ServedSession(ServedTree share, Transport& wire, const ServeSetti
   settings_.seal = false;  // sealed below the session where the fetch's proofs asked (7.13)
   settings_.digest_at_end = true;
   settings_.pool = settings.pool;
+  settings_.memlock = settings.memlock;
   std::vector<std::uint32_t> entries(plan_.entries.size());
   for (std::uint32_t i = 0; i < entries.size(); ++i) entries[i] = i;  // directories last
   connection_ = std::make_unique<Connection>(settings_, plan_, std::move(entries),

@@ -26,6 +26,9 @@ struct ServeSettings {
   std::chrono::seconds timeout{30};
   SharedBwlimit* bwlimit = nullptr;  // --bwlimit: one rate for every session together
   WorkPool* pool = nullptr;          // reads and hashes (required)
+  // Each session's share of RLIMIT_MEMLOCK (the daemon's, split over --max-connections): a
+  // fetcher's Accept alone never decides how much the server pins. None: unlimited (tests).
+  MemlockBudget* memlock = nullptr;
 };
 
 class ServedSession final : SenderCm {

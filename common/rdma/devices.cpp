@@ -85,7 +85,7 @@ std::vector<std::string> port_netdevs(const std::string& device, int port) {
   return names;
 }
 
-std::string address_text(const sockaddr* addr) {
+std::string interface_address_text(const sockaddr* addr) {
   char text[INET6_ADDRSTRLEN] = {};
   const void* raw =
       addr->sa_family == AF_INET
@@ -163,7 +163,7 @@ std::vector<std::string> netdev_addresses(const std::string& netdev, int family)
   for (const ifaddrs* ifa = raw; ifa != nullptr; ifa = ifa->ifa_next) {
     if (ifa->ifa_addr == nullptr || ifa->ifa_addr->sa_family != family) continue;
     if (netdev != ifa->ifa_name) continue;
-    add_unique(addresses, address_text(ifa->ifa_addr));
+    add_unique(addresses, interface_address_text(ifa->ifa_addr));
   }
   return addresses;
 }

@@ -5,6 +5,7 @@
 
 #include "protocol/fetch_machines.hpp"
 
+namespace rdmax::test {
 namespace {
 
 using namespace rdmax::proto;
@@ -70,6 +71,14 @@ TEST(ServeMachine, APushIsToldItReachedAServerOnlyAsItsFirstMessage) {
   EXPECT_EQ(t.next, SS::Closing);
 }
 
+TEST(ServeMachine, AHandOverThatFailedEndsTheConnection) {
+  const auto t = serve(SS::Serving, SE::LocalFailure);
+  EXPECT_EQ(t.next, SS::Closing);
+  EXPECT_EQ(t.actions, (ActionList<SA>{SA::SendError, SA::Disconnect}));
+  EXPECT_EQ(fetch_next(FetchState::Receiving, FetchEvent::LocalFailure, {}).next,
+            FetchState::Closing);
+}
+
 TEST(ServeMachine, AFetcherThatGoesAwayWhileItsRequestIsWalkedIsReleased) {
   auto t = serve(SS::Walking, SE::Disconnected);
   EXPECT_EQ(t.next, SS::Closed);
@@ -97,7 +106,7 @@ TEST(ServeMachine, NoRowButTheWalksShareServesAndEveryIllegalOneSaysWhyAndCloses
             if (t.actions.contains(SA::SendProof)) {
               EXPECT_EQ(s, SS::Authenticating);
             }
-            if (t.illegal && s != SS::Serving) {
+            if (t.illegal) {
               EXPECT_EQ(t.next, SS::Closing);
               EXPECT_EQ(t.actions, (ActionList<SA>{SA::SendError, SA::Disconnect}));
             }
@@ -195,3 +204,4 @@ TEST(FetchMachine, NoRowButAnOpenHandsOverAndEveryOtherEndHasAnOutcome) {
 }
 
 }  // namespace
+}  // namespace rdmax::test

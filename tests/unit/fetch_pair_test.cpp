@@ -11,6 +11,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -258,6 +259,36 @@ TEST(FetchLink, AnEmptyShareIsAByeAndTheFetchSucceeds) {
   EXPECT_EQ(link.server_sent<proto::Bye>().size(), 1U);
 }
 
+TEST(FetchLink, AnOfferOfANameNotAskedForIsRefusedAndNothingIsWritten) {
+  FetchBench bench;
+  // As if the server sent another tree than the one asked for (a server that proves nothing).
+  const std::set<std::string> asked{"other"};
+  bench.context.fetched_names = &asked;
+  FetchLink link(bench);
+  link.fetch({"data"}, true);
+  ASSERT_TRUE(link.run());
+  EXPECT_GT(bench.metrics.files_refused(), 0U);
+  EXPECT_EQ(bench.metrics.files(receiver::FileOutcome::Good), 0U);
+  EXPECT_TRUE(fs::is_empty(bench.dest.path()));
+}
+
+TEST(FetchLink, MoreWantsThanTheSendQueueHoldsGoAsTheServerTakesThem) {
+  FetchBench bench;
+  std::vector<std::string> paths;
+  for (int i = 0; i < 60; ++i) {
+    const std::string name = "many/f" + std::to_string(i);
+    write_file(bench.exported.path() / name, name);
+    paths.push_back(name);
+  }
+  FetchLink link(bench);
+  link.fetcher_wire.send_capacity = 20;  // a post beyond it throws, as a full queue does
+  link.fetch(paths, false);
+  ASSERT_TRUE(link.run());
+  EXPECT_EQ(link.receiving->session_end(), proto::SessionEnd::Settled);
+  EXPECT_EQ(bench.metrics.files(receiver::FileOutcome::Good), 60U);
+  EXPECT_EQ(read_back(bench.dest.path() / "f59"), "many/f59");
+}
+
 // The other role, and what a server of this release takes before the session.
 TEST(ServeIntake, APushIsToldItReachedAFetchServer) {
   FetchBench bench;
@@ -277,6 +308,22 @@ TEST(ServeIntake, APushIsToldItReachedAFetchServer) {
   EXPECT_TRUE(contains(error->text, "rdma-recv --from")) << error->text;
   EXPECT_TRUE(wire.disconnected || intake.state() == proto::ServeState::Closing);
   EXPECT_FALSE(served);
+}
+
+TEST(ServeIntake, AFirstMessageOfAVersionItDoesNotSpeakIsRefusedInVersionOne) {
+  FetchBench bench;
+  FakeTransport wire;
+  sender::ServeIntake intake(wire, "future", bench.serve_context, [](sender::ServedTree) {});
+  intake.on_established();
+  auto bytes = proto::encode(proto::Fetch{}, proto::kVersion2);
+  bytes[4] = 3;  // the header's version (PROTOCOL.md 2): one from a later release
+  wire.deliver_bytes(bytes);
+  intake.poll();
+  ASSERT_EQ(wire.sent.size(), 1U);
+  EXPECT_EQ(wire.sent[0].version, proto::kVersion1);
+  const auto* reject = std::get_if<proto::Reject>(&wire.sent[0].message);
+  ASSERT_NE(reject, nullptr);
+  EXPECT_EQ(reject->reason, proto::RejectReason::UnsupportedVersion);
 }
 
 TEST(ServeIntake, AKeyedFetchIsRefusedByAServerWithoutKeysWithWords) {
