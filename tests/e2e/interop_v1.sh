@@ -5,6 +5,7 @@
 #   v1 rdma-send  -> new rdma-recv: a good file (secret), a bad hash (5), an existing name (4)
 #   new rdma-send -> v1 rdma-recv:  falls back to version 1, says so on stderr, succeeds
 #   new rdma-send -> new rdma-recv: succeeds, without falling back
+#   v1 rdma-send  -> new rdma-send --serve: refused, told it reached a fetch server
 # Exits 77 (skipped) when the version-1 programs were not built.
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -135,6 +136,19 @@ case_new_sender_new_receiver() {
   pass "new sender -> new receiver: verified, secret printed, no fallback (${elapsed}s)"
 }
 
+case_v1_sender_to_server() {
+  local serve_port=18531
+  start_daemon serve "$RXE_SCRATCH/v1-serve.log" "$send" --serve "$in" -p "$serve_port"
+  wait_for 20 cm_listening "$serve_port"
+  make_input v1-pushed.bin 1000
+  send_with "$v1_send" "$serve_port" "$in/v1-pushed.bin"
+  ((rc != 0)) || fail "a version-1 push to a fetch server succeeded"
+  grep -q "this is a fetch server" "$send_err" || fail "not told: $(tail -3 "$send_err")"
+  kill "$daemon_pid"
+  wait_for 10 daemon_exited serve
+  pass "v1 sender -> new rdma-send --serve: refused in version 1, told it reached a fetch server"
+}
+
 case_receivers_alive() {
   ! daemon_exited new || fail "the new rdma-recv exited with status $(daemon_status new)"
   ! daemon_exited v1 || fail "the v1 rdma-recv exited with status $(daemon_status v1)"
@@ -162,6 +176,7 @@ run_case new-sender-v1-receiver case_new_sender_v1_receiver
 run_case new-sender-says-version-1 case_new_sender_says_version_1
 run_case new-sender-v1-receiver-existing case_new_sender_v1_receiver_existing
 run_case new-sender-new-receiver case_new_sender_new_receiver
+run_case v1-sender-to-server case_v1_sender_to_server
 run_case receivers-alive case_receivers_alive
 echo "time in the test bed: ${SECONDS}s"
 report_cases interop_v1
