@@ -5,7 +5,6 @@
 #include <iostream>
 #include <stdexcept>
 #include <thread>
-#include <tuple>
 
 #include "common/cli/cli_checks.hpp"
 #include "common/cli/shard_spec.hpp"
@@ -312,16 +311,9 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
   }
   o.require_seal = o.senders_file.has_value() && !allow_clear;
   o.timeout = std::chrono::seconds(timeout_s);
-  for (auto [texts, rules, name] :
-       {std::tuple{&allow, &o.allow, "--allow"}, std::tuple{&deny, &o.deny, "--deny"}}) {
-    for (const std::string& text : *texts) {
-      try {
-        for (auto& rule : parse_prefixes(text, resolve_host)) rules->push_back(std::move(rule));
-      } catch (const std::invalid_argument& e) {
-        std::cerr << "rdma-recv: " << name << ": " << e.what() << "\n";
-        return kExitUsage;
-      }
-    }
+  if (const auto problem = parse_address_rules(allow, deny, o.allow, o.deny)) {
+    std::cerr << "rdma-recv: " << *problem << "\n";
+    return kExitUsage;
   }
   if (!max_size.empty()) {
     auto v = size_option(max_size, "--max-size");

@@ -5,7 +5,6 @@
 #include <iostream>
 #include <optional>
 #include <thread>
-#include <tuple>
 
 #include "common/cli/cli_checks.hpp"
 #include "protocol/sizes.hpp"
@@ -355,16 +354,9 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
     o.stripe_min = *size;
   }
   if (o.serve) {
-    for (auto [texts, rules, name] :
-         {std::tuple{&allow, &o.allow, "--allow"}, std::tuple{&deny, &o.deny, "--deny"}}) {
-      for (const std::string& text : *texts) {
-        try {
-          for (auto& rule : parse_prefixes(text, resolve_host)) rules->push_back(std::move(rule));
-        } catch (const std::invalid_argument& e) {
-          std::cerr << "rdma-send: " << name << ": " << e.what() << "\n";
-          return kExitUsage;
-        }
-      }
+    if (const auto problem = parse_address_rules(allow, deny, o.allow, o.deny)) {
+      std::cerr << "rdma-send: " << *problem << "\n";
+      return kExitUsage;
     }
     return checked_serve_options(std::move(o), port_given, shard.has_value(), !devices.empty());
   }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <tuple>
 
 namespace rdmax {
 
@@ -170,6 +171,23 @@ const char* to_string(AddressFilter::Verdict verdict) {
       return "not in --allow";
   }
   return "?";
+}
+
+std::optional<std::string> parse_address_rules(const std::vector<std::string>& allow_texts,
+                                               const std::vector<std::string>& deny_texts,
+                                               std::vector<IpPrefix>& allow,
+                                               std::vector<IpPrefix>& deny) {
+  for (auto [texts, rules, name] :
+       {std::tuple{&allow_texts, &allow, "--allow"}, std::tuple{&deny_texts, &deny, "--deny"}}) {
+    for (const std::string& text : *texts) {
+      try {
+        for (auto& rule : parse_prefixes(text, resolve_host)) rules->push_back(std::move(rule));
+      } catch (const std::invalid_argument& e) {
+        return std::string(name) + ": " + e.what();
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 std::string address_text(const sockaddr* address) {

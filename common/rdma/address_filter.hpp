@@ -41,6 +41,12 @@ using NameResolver = std::function<std::vector<std::string>(const std::string& n
 [[nodiscard]] std::vector<IpPrefix> parse_prefixes(std::string_view list,
                                                    const NameResolver& resolve);
 
+// --allow and --deny as a command line gives them (each NET[,NET...], names resolved now)
+// appended to `allow` and `deny`; the first that is not one, as "--allow: <why>".
+[[nodiscard]] std::optional<std::string> parse_address_rules(
+    const std::vector<std::string>& allow_texts, const std::vector<std::string>& deny_texts,
+    std::vector<IpPrefix>& allow, std::vector<IpPrefix>& deny);
+
 class AddressFilter {
  public:
   enum class Verdict : std::uint8_t { Allowed, Denied, NotAllowed };
