@@ -14,8 +14,8 @@ HelloExtension sender_key_extension(const Nonce& nonce, std::string_view id) {
   return {kExtensionSenderKey, std::move(value)};
 }
 
-std::optional<SenderKeyClaim> sender_key_claim(const Open& open) {
-  for (const auto& e : open.extensions) {
+std::optional<SenderKeyClaim> sender_key_claim(std::span<const HelloExtension> extensions) {
+  for (const auto& e : extensions) {
     if (e.type != kExtensionSenderKey || e.value.size() <= kNonceBytes) continue;
     SenderKeyClaim claim;
     std::copy_n(reinterpret_cast<const std::uint8_t*>(e.value.data()), kNonceBytes,
@@ -26,8 +26,8 @@ std::optional<SenderKeyClaim> sender_key_claim(const Open& open) {
   return std::nullopt;
 }
 
-std::vector<std::uint8_t> auth_transcript(const Open& open, const Challenge& challenge) {
-  std::vector<std::uint8_t> bytes = encode(open, kVersion2);
+std::vector<std::uint8_t> auth_transcript(const Message& claiming, const Challenge& challenge) {
+  std::vector<std::uint8_t> bytes = encode(claiming, kVersion2);
   const std::vector<std::uint8_t> second = encode(challenge, kVersion2);
   bytes.insert(bytes.end(), second.begin(), second.end());
   return bytes;

@@ -10,9 +10,12 @@
 // where the transcript is the Open and the Challenge as encoded on the wire. Both nonces
 // are in it, so a proof is good for one connection only (no replay), and the labels differ,
 // so one side's proof is never the other's (no reflection). The key never crosses the wire.
+// A fetch (7.13) makes the same exchange with its Fetch in the Open's place: the fetcher
+// claims and proves as a sender does, the server challenges and proves as a receiver does.
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,12 +36,21 @@ struct SenderKeyClaim {
   Nonce nonce{};
   std::string id;
 };
-// The claim an Open carries, if any (the codec has checked the extension's size).
-[[nodiscard]] std::optional<SenderKeyClaim> sender_key_claim(const Open& open);
+// The claim an Open (or a Fetch) carries, if any (the codec has checked the extension's size).
+[[nodiscard]] std::optional<SenderKeyClaim> sender_key_claim(
+    std::span<const HelloExtension> extensions);
+[[nodiscard]] inline std::optional<SenderKeyClaim> sender_key_claim(const Open& open) {
+  return sender_key_claim(open.extensions);
+}
+[[nodiscard]] inline std::optional<SenderKeyClaim> sender_key_claim(const Fetch& fetch) {
+  return sender_key_claim(fetch.extensions);
+}
 
-// The Open, then the Challenge, each encoded in version 2 as it travelled (the codec's
-// encoding is the only one: a decoded message encodes back to the bytes it came from).
-[[nodiscard]] std::vector<std::uint8_t> auth_transcript(const Open& open,
+// The claiming message (an Open, or a Fetch), then the Challenge, each encoded in version 2
+// as it travelled (the codec's encoding is the only one: a decoded message encodes back to
+// the bytes it came from). The message's type is in its header, so a push's transcript is
+// never a fetch's.
+[[nodiscard]] std::vector<std::uint8_t> auth_transcript(const Message& claiming,
                                                         const Challenge& challenge);
 
 }  // namespace rdmax::proto

@@ -75,8 +75,8 @@ HelloExtension seal_extension() {
   return {kExtensionSeal, std::string(1, static_cast<char>(kSealSuiteAes256Gcm))};
 }
 
-bool asks_to_seal(const Open& open) {
-  return std::any_of(open.extensions.begin(), open.extensions.end(),
+bool asks_to_seal(std::span<const HelloExtension> extensions) {
+  return std::any_of(extensions.begin(), extensions.end(),
                      [](const HelloExtension& e) { return e.type == kExtensionSeal; });
 }
 

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string_view>
 
 #include "protocol/secure_wipe.hpp"
@@ -88,8 +89,14 @@ class ChunkCounters {
   std::map<std::uint64_t, std::uint64_t> runs_;  // first -> last; disjoint, never adjacent
 };
 
-// The Open's extension that asks for sealing, and whether an Open carries it.
+// The Open's (or a Fetch's, 7.13) extension that asks for sealing, and whether it is there.
 [[nodiscard]] HelloExtension seal_extension();
-[[nodiscard]] bool asks_to_seal(const Open& open);
+[[nodiscard]] bool asks_to_seal(std::span<const HelloExtension> extensions);
+[[nodiscard]] inline bool asks_to_seal(const Open& open) {
+  return asks_to_seal(open.extensions);
+}
+[[nodiscard]] inline bool asks_to_seal(const Fetch& fetch) {
+  return asks_to_seal(fetch.extensions);
+}
 
 }  // namespace rdmax::proto

@@ -218,7 +218,7 @@ void Connection::send_accept(const ReceiverInput::AcceptedOpen& accepted) {
   // then does any key exist.
   window_.allocate(*transport(), accepted.slots, o.slot_size, accepted.window_bytes);
   const auto& seal = keys_.seal_keys();
-  entries_.start(accepted, terms_, keys_.subdir(), seal ? &seal->chunks : nullptr,
+  entries_.start(accepted, terms_, keys_.subdir(), seal ? &seal->chunks : proven_chunk_key_,
                  keys_.proven_id());
   if (open_.entry_count > 1)
     spdlog::info("[{}] session of {} entries ({}), {}", label(), open_.entry_count,
@@ -334,9 +334,11 @@ void Connection::on_message(Inbound inbound) {
   // On a sealed connection every FileChunk carries its chunk's seal, and only there (7.11);
   // and no two chunks of a connection were sealed under one counter.
   if (const auto* chunk = std::get_if<proto::FileChunk>(&message); chunk != nullptr) {
-    if (chunk->seal.has_value() != sealed_.sealing())
-      rule_broken = sealed_.sealing() ? "a FileChunk without its seal on a sealed connection"
-                                      : "a FileChunk with a seal on a connection in clear";
+    // (A fetch's connection is sealed below this driver, by its intake: 7.13.)
+    const bool sealed = sealed_.sealing() || proven_chunk_key_ != nullptr;
+    if (chunk->seal.has_value() != sealed)
+      rule_broken = sealed ? "a FileChunk without its seal on a sealed connection"
+                           : "a FileChunk with a seal on a connection in clear";
     else if (chunk->seal && !chunk_counters_.take(chunk->seal->counter))
       rule_broken = "a FileChunk sealed under a counter used before (a reused nonce)";
   }

@@ -3,7 +3,7 @@
 // (protocol/receiver_machine.hpp) driven through the shared driver skeleton
 // (common/connection/driver_core.hpp). The driver owns the connection's lifecycle (the
 // Open, the sender's key, the Id and the secret) and three parts by what they own: the
-// sender's key check (receiver/key_check.hpp), the window the sender writes into
+// sender's key check (common/crypto/key_check.hpp), the window the sender writes into
 // (receiver/receive_window.hpp), and the session's entries (receiver/incoming_entries.hpp),
 // which carry out the machine's actions on them and raise what their work found as its
 // next input. Every transfer is a session (docs/PROTOCOL.md 7.5); a
@@ -29,12 +29,12 @@
 #include "common/connection/driver_core.hpp"
 #include "common/connection/sealed_transport.hpp"
 #include "common/connection/transport.hpp"
+#include "common/crypto/key_check.hpp"
 #include "protocol/receiver_machine.hpp"
 #include "protocol/seal.hpp"
 #include "protocol/wire.hpp"
 #include "receiver/hello_edge.hpp"
 #include "receiver/incoming_entries.hpp"
-#include "receiver/key_check.hpp"
 #include "receiver/receive_window.hpp"
 #include "receiver/receiver_input.hpp"
 
@@ -47,6 +47,10 @@ class Connection final : public DriverCore {
   Connection(Transport& transport, std::string peer, ReceiverContext& context,
              std::string address = {});
   ~Connection();
+
+  // A fetch's (docs/PROTOCOL.md 7.13): its keys were proven before the session, by the
+  // fetcher's intake; the chunks open under `key` (which outlives this driver).
+  void chunks_sealed_with(const proto::SealKey& key) { proven_chunk_key_ = &key; }
 
   // Ticks the deadline, and keeps a waiting version-2 sender informed (Working).
   void tick(Clock::time_point now);
@@ -121,6 +125,7 @@ class Connection final : public DriverCore {
   bool shutdown_after_commit_ = false;  // SIGTERM arrived while a file was committed
   std::string secret_;                  // between lookup_id() and SendSecret; wiped once sent
   KeyCheck keys_;
+  const proto::SealKey* proven_chunk_key_ = nullptr;  // chunks_sealed_with
   unsigned id_attempts_ = 0;
   std::optional<proto::SessionEnd> session_end_;
   ReceiveWindow window_;

@@ -184,7 +184,7 @@ void Daemon::on_connect_request(rdma_cm_id* id) {
     reject_request(cm_id, "this address may not connect (rdma-recv --allow/--deny)");
     return;
   }
-  // An address that just failed to authenticate waits (receiver/auth_penalties.hpp): key
+  // An address that just failed to authenticate waits (common/crypto/auth_penalties.hpp): key
   // guessing goes no faster than the penalties, and costs the daemon nothing meanwhile.
   if (const auto wait = penalties_.refused_for(address, Clock::now())) {
     if (refusals_.note(address, Clock::now()))

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/cli/error_hints.hpp"
+#include "common/crypto/key_files.hpp"
 #include "common/os/event_loop.hpp"
 #include "common/rdma/cm_delivery.hpp"
 #include "common/rdma/cm_id.hpp"
@@ -62,7 +63,7 @@ FetchAsk ask_of(const ReceiverOptions& options) {
 
 class FetchRun final : public FetchCm {
  public:
-  FetchRun(const ReceiverOptions& options, Fd dest)
+  FetchRun(const ReceiverOptions& options, Fd dest, const proto::SenderKey* key)
       : options_(options),
         fetch_(*options.fetch),
         dest_(std::move(dest)),
@@ -71,6 +72,7 @@ class FetchRun final : public FetchCm {
         pool_(options.workers),
         context_{options_, dest_.get(), nullptr, pool_, metrics_, 0},
         loop_(kFetchTick) {
+    ask_.key = key;
     context_.fetched_names = &names_;
     if (options_.partials) {
       partials_.emplace(dest_.get(),
@@ -151,6 +153,7 @@ class FetchRun final : public FetchCm {
   // The server's Open came: the receiver's driver takes the connection.
   void receive() {
     session_ = std::make_unique<Connection>(intake_->wire(), intake_->label(), context_);
+    if (const proto::SealKey* key = intake_->chunk_key()) session_->chunks_sealed_with(*key);
     session_->on_established();
     first_poll_due_ = true;
   }
@@ -253,7 +256,17 @@ class FetchRun final : public FetchCm {
 }  // namespace
 
 int run_fetch(const ReceiverOptions& options, Fd dest) {
-  FetchRun run(options, std::move(dest));
+  // The key is local input: a bad key file is a usage error before anything connects.
+  std::optional<proto::SenderKey> key;
+  if (options.fetch->key_file) {
+    try {
+      key = load_key_file(*options.fetch->key_file);
+    } catch (const std::exception& e) {
+      spdlog::error("{}; fix the key file (docs/SECURITY.md)", e.what());
+      return sender::kExitUsage;
+    }
+  }
+  FetchRun run(options, std::move(dest), key ? &*key : nullptr);
   return run.run();
 }
 

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 
+#include "common/crypto/auth_proof.hpp"
 #include "protocol/names.hpp"
+#include "protocol/seal.hpp"
 
 namespace rdmax::receiver {
 
@@ -76,7 +78,7 @@ void FetchIntake::step(const Input& input) {
         {Event::ProtocolViolation, {proto::ErrorCode::ProtocolViolation, "rdma_cm out of order"}});
   }
   const Event event = std::get<Event>(input.event);
-  const auto t = proto::fetch_next(state_, event, {false, proto::ProofCheck::NotChecked});
+  const auto t = proto::fetch_next(state_, event, {ask_.key != nullptr, input.proof});
   const State before = state_;
   if (t.illegal)
     spdlog::error("[{}] protocol error: {} is not allowed in state {}", label(),
@@ -121,7 +123,8 @@ void FetchIntake::perform(Action action, const Input& cause) {
     case Action::SendFetch:
       return send_fetch();
     case Action::SendProof:
-      throw std::logic_error("fetch keys are not asked for yet");
+      expect("the server's Proof", ask_.timeout);
+      return send_proof();
     case Action::SendWants:
       expect("the server's answer", ask_.timeout);
       return send_wants();
@@ -142,10 +145,44 @@ void FetchIntake::perform(Action action, const Input& cause) {
 
 void FetchIntake::send_fetch() {
   spdlog::info("connected to {}", label());
-  post(proto::Fetch{proto::keepalive_ms_for(static_cast<std::uint64_t>(ask_.timeout.count())),
-                    ask_.shard_index,
-                    ask_.shard_count,
-                    {}});
+  fetch_sent_ =
+      proto::Fetch{proto::keepalive_ms_for(static_cast<std::uint64_t>(ask_.timeout.count())),
+                   ask_.shard_index,
+                   ask_.shard_count,
+                   {}};
+  if (ask_.key != nullptr) {
+    // Our key's claim, and the ask to seal: with a key, nothing goes in clear after the
+    // proofs (7.13).
+    fetch_sent_.extensions.push_back(proto::sender_key_extension(fresh_nonce(), ask_.key->id));
+    fetch_sent_.extensions.push_back(proto::seal_extension());
+    expect("the server's Challenge", ask_.timeout);
+  }
+  post(fetch_sent_);
+}
+
+void FetchIntake::send_proof() {
+  post(proto::Proof{auth_proof(proto::ProofRole::Sender, ask_.key->key, fetch_sent_, *challenge_)});
+}
+
+FetchIntake::Input FetchIntake::judge_proof(const proto::Proof& proof) {
+  if (state_ != State::AwaitProof || !challenge_) return {Event::GotProof};  // out of place
+  const proto::Digest transcript = transcript_hash(fetch_sent_, *challenge_);
+  if (!same_proof(auth_proof(proto::ProofRole::Receiver, ask_.key->key, transcript), proof.mac)) {
+    server_said_ = "its proof is wrong: it does not hold our key";
+    spdlog::error(
+        "[{}] not fetching: the server did not prove that it holds our key (its proof is "
+        "wrong: it lists another key for id '{}')",
+        label(), proto::escape_for_log(ask_.key->id));
+    return {Event::GotProof,
+            {proto::ErrorCode::AuthFailed, "the server did not prove that it holds our key"},
+            proto::ProofCheck::Bad};
+  }
+  // Everything after the server's Proof is sealed, our first Want first (7.13).
+  seal_keys_ = derive_seal_keys(ask_.key->key, transcript);
+  sealed_->seal_from_now(
+      MessageSeal(seal_keys_->messages_to_sender, seal_keys_->messages_to_receiver));
+  spdlog::debug("[{}] the server proved that it holds our key; sealed from now on", label());
+  return {Event::GotProof, {}, proto::ProofCheck::Good};
 }
 
 void FetchIntake::send_wants() {
@@ -205,8 +242,12 @@ void FetchIntake::on_message(Inbound inbound) {
         m->code == proto::ErrorCode::Timeout || m->code == proto::ErrorCode::ShuttingDown;
     return dispatch({gave_up ? Event::GotErrorGaveUp : Event::GotError});
   }
-  if (std::holds_alternative<proto::Challenge>(message)) return dispatch({Event::GotChallenge});
-  if (std::holds_alternative<proto::Proof>(message)) return dispatch({Event::GotProof});
+  if (const auto* m = std::get_if<proto::Challenge>(&message)) {
+    // Due once, to a Fetch that claimed a key; anywhere else the machine finds it illegal.
+    if (state_ == State::Proving && !challenge_) challenge_ = *m;
+    return dispatch({Event::GotChallenge});
+  }
+  if (const auto* m = std::get_if<proto::Proof>(&message)) return dispatch(judge_proof(*m));
   spdlog::error("[{}] unexpected {} from the server", label(),
                 proto::to_string(proto::type_of(message)));
   dispatch({Event::GotUnexpected});

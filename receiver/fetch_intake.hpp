@@ -18,7 +18,9 @@
 #include "common/connection/replay_transport.hpp"
 #include "common/connection/sealed_transport.hpp"
 #include "common/connection/transport.hpp"
+#include "common/crypto/seal.hpp"
 #include "protocol/fetch_machines.hpp"
+#include "protocol/sender_keys.hpp"
 #include "protocol/wire.hpp"
 
 namespace rdmax::receiver {
@@ -30,6 +32,9 @@ struct FetchAsk {
   std::uint32_t shard_count = 1;
   std::chrono::seconds connect_timeout{10};
   std::chrono::seconds timeout{30};
+  // --key-file: claimed in the Fetch and proven, the server's proof demanded, and everything
+  // after sealed (7.13). Null: no key is claimed.
+  const proto::SenderKey* key = nullptr;
 };
 
 // What the intake needs of rdma_cm (the fetch command's wiring, or a unit test's fake).
@@ -69,6 +74,9 @@ class FetchIntake final : public DriverCore {
   // The server's words where it refused or failed (for the summary).
   const std::string& server_said() const { return server_said_; }
   Transport& wire() { return *replay_; }
+  // Where the server proved our key: the key its chunks are sealed under (7.11), for the
+  // receiver's driver; it lives as long as this intake. Null: the fetch is in clear.
+  const proto::SealKey* chunk_key() const { return seal_keys_ ? &seal_keys_->chunks : nullptr; }
 
  private:
   using Event = proto::FetchEvent;
@@ -77,7 +85,8 @@ class FetchIntake final : public DriverCore {
 
   struct Input {
     std::variant<Event, proto::SetupEvent> event;
-    proto::Error error{};  // SendError's
+    proto::Error error{};                                     // SendError's
+    proto::ProofCheck proof = proto::ProofCheck::NotChecked;  // GotProof's
   };
 
   void dispatch(Input input);
@@ -85,6 +94,9 @@ class FetchIntake final : public DriverCore {
   void perform(Action action, const Input& cause);
   void perform_setup(proto::SenderAction action);
   void send_fetch();
+  void send_proof();
+  // The server's Proof, checked against the key we claimed; a good one seals from now on.
+  Input judge_proof(const proto::Proof& proof);
   // The Wants not sent yet, as many as kWantsInFlight allows (the rest as sends complete).
   void send_wants();
 
@@ -108,6 +120,9 @@ class FetchIntake final : public DriverCore {
   std::string server_said_;
   std::optional<Inbound> open_;  // the server's Open, for the receiver's driver
   std::size_t wants_sent_ = 0;
+  proto::Fetch fetch_sent_{};                  // with the Challenge, the proofs' transcript
+  std::optional<proto::Challenge> challenge_;  // the server's, once
+  std::optional<SealKeys> seal_keys_;          // once the server proved our key
 };
 
 }  // namespace rdmax::receiver

@@ -13,6 +13,7 @@
 #include "common/cli/error_hints.hpp"
 #include "common/cli/logging.hpp"
 #include "common/cli/loopback.hpp"
+#include "common/crypto/key_files.hpp"
 #include "common/error.hpp"
 #include "common/os/fd.hpp"
 #include "common/rdma/devices.hpp"
@@ -24,7 +25,6 @@
 #include "receiver/options.hpp"
 #include "receiver/preflight.hpp"
 #include "receiver/secrets_file.hpp"
-#include "receiver/sender_keys_file.hpp"
 #include "sender/exit_codes.hpp"
 
 using namespace rdmax;
@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
   std::optional<proto::SenderKeyStore> sender_keys;
   if (options.senders_file) {
     try {
-      sender_keys = receiver::load_sender_keys_file(*options.senders_file);
+      sender_keys = load_key_store(*options.senders_file, "senders file");
       spdlog::info("loaded {} sender key(s) from {}: only senders that prove one get in{}",
                    sender_keys->size(), *options.senders_file,
                    options.require_seal ? ", sealed"

@@ -250,6 +250,12 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
                  "with --from: what to fetch, as named within the server's export ('.' for all "
                  "of it)");
   app.add_flag("-r,--recursive", recursive, "with --from: a directory comes with its tree");
+  std::optional<std::string> key_file;
+  app.add_option("--key-file", key_file,
+                 "with --from: file with one 'ID KEY' line (mode 0600; default $RDMAX_KEY_FILE): "
+                 "prove it to a server started with --readers, demand its proof back, and seal "
+                 "the fetch")
+      ->option_text("FILE");
   std::optional<std::string> shard;
   app.add_option("--shard", shard,
                  "with --from: fetch only share I (0 to N-1) of N of what the PATHs name, cut by "
@@ -300,13 +306,19 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
     }
     source->paths = std::move(paths);
     source->recursive = recursive;
+    source->key_file = std::move(key_file);
+    if (!source->key_file) {
+      if (auto path = process_environment()("RDMAX_KEY_FILE"); path && !path->empty())
+        source->key_file = std::move(*path);
+    }
     o.fetch = std::move(*source);
     // A file that differs from the server's is replaced (once the new one is verified): the
     // command's promise is that DIR ends up holding what the server has.
     o.overwrite = true;
     o.keep_identical = true;
-  } else if (!paths.empty() || recursive || shard) {
-    std::cerr << "rdma-recv: PATH, -r and --shard name what to fetch: give --from HOST too\n";
+  } else if (!paths.empty() || recursive || shard || key_file) {
+    std::cerr << "rdma-recv: PATH, -r, --shard and --key-file are a fetch's: give --from HOST "
+                 "too\n";
     return kExitUsage;
   }
   o.require_seal = o.senders_file.has_value() && !allow_clear;

@@ -12,6 +12,7 @@
 
 #include "common/cli/error_hints.hpp"
 #include "common/cli/preflight.hpp"
+#include "common/crypto/key_files.hpp"
 #include "common/error.hpp"
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/devices.hpp"
@@ -19,7 +20,6 @@
 #include "protocol/sizes.hpp"
 #include "receiver/metrics_server.hpp"
 #include "receiver/secrets_file.hpp"
-#include "receiver/sender_keys_file.hpp"
 
 namespace rdmax::receiver {
 
@@ -120,7 +120,7 @@ Check senders_check(const ReceiverOptions& o) {
         std::string(o.allow.empty() ? " (no --allow either)" : ", from --allow"));
   return credentials_check("senders file", *o.senders_file, "--senders", "one 'ID KEY [SUBDIR]'",
                            [&] {
-                             const auto store = load_sender_keys_file(*o.senders_file);
+                             const auto store = load_key_store(*o.senders_file, "senders file");
                              return std::to_string(store.size()) + " sender key(s)";
                            });
 }

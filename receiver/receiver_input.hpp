@@ -7,13 +7,13 @@
 #include <string>
 #include <variant>
 
+#include "common/crypto/auth_penalties.hpp"
 #include "common/work/work_pool.hpp"
 #include "protocol/receiver_machine.hpp"
 #include "protocol/receiver_rules.hpp"
 #include "protocol/secrets.hpp"
 #include "protocol/sender_keys.hpp"
 #include "protocol/wire.hpp"
-#include "receiver/auth_penalties.hpp"
 #include "receiver/metrics.hpp"
 #include "receiver/options.hpp"
 #include "receiver/partial_store.hpp"

@@ -311,7 +311,7 @@ void Connection::start_session(const proto::Accept& accept) {
   slot_size_ = accept.slot_size;
   entries_.start(accept, *slots, !holding_);
   const auto& seal = keys_.seal_keys();
-  window_.start(*transport(), accept.slot_size, seal ? &seal->chunks : nullptr);
+  window_.start(*transport(), accept.slot_size, seal ? &seal->chunks : settings_.proven_chunk_key);
   expect("the receiver's answers", settings_.timeout);
   pump();
 }

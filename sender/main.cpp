@@ -20,6 +20,7 @@
 #include "common/cli/error_hints.hpp"
 #include "common/cli/logging.hpp"
 #include "common/cli/loopback.hpp"
+#include "common/crypto/key_files.hpp"
 #include "common/error.hpp"
 #include "common/os/fd.hpp"
 #include "common/rdma/devices.hpp"
@@ -30,7 +31,6 @@
 #include "sender/hashing_pass.hpp"
 #include "sender/input_file.hpp"
 #include "sender/interrupt_flag.hpp"
-#include "sender/key_file.hpp"
 #include "sender/options.hpp"
 #include "sender/preflight.hpp"
 #include "sender/progress_bar.hpp"
@@ -115,12 +115,22 @@ int serve(const sender::SenderOptions& options) {
     spdlog::error("--serve {}: {}", proto::escape_for_log(dir), std::strerror(errno));
     return sender::kExitUsage;
   }
+  // --readers is local input: a bad file is a usage error before anything listens.
+  std::optional<proto::SenderKeyStore> readers;
+  if (options.readers_file) {
+    try {
+      readers = load_key_store(*options.readers_file, "readers file");
+    } catch (const std::exception& e) {
+      spdlog::error("{}; fix the readers file (docs/SECURITY.md)", e.what());
+      return sender::kExitUsage;
+    }
+  }
   if (!any_rdma_device()) {
     spdlog::error("{}", no_rdma_device_message());
     return sender::kExitOther;
   }
   try {
-    sender::ServeDaemon daemon(options, std::move(exported));
+    sender::ServeDaemon daemon(options, std::move(exported), readers ? &*readers : nullptr);
     return daemon.run();
   } catch (const SysError& e) {
     const std::string hint = rdma_setup_hint(e.error());
@@ -169,7 +179,7 @@ int main(int argc, char** argv) {
   std::optional<proto::SenderKey> key;
   if (options.key_file) {
     try {
-      key = sender::load_key_file(*options.key_file);
+      key = load_key_file(*options.key_file);
     } catch (const std::exception& e) {
       const std::string text = std::string(e.what()) + "; fix the key file (docs/SECURITY.md)";
       spdlog::error("{}", text);

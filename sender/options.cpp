@@ -120,7 +120,8 @@ std::variant<SenderOptions, int> checked_serve_options(SenderOptions o, bool por
       {o.check, "--check"},
       {o.json || o.json_lines, "--json and --json-lines"},
       {o.id.has_value(), "--id"},
-      {o.key_file.has_value(), "--key-file (fetch keys are not served yet)"},
+      {o.key_file.has_value(), "--key-file (a server lists the fetchers' keys: --readers FILE)"},
+      {!o.seal, "--no-seal (a server with --readers always seals)"},
       {o.parallel > 1, "-P"},
       {shard_given, "--shard (a fetcher asks for its share: rdma-recv --from --shard)"},
       {device_given, "-d (--bind names the address, and so the device, to listen on)"},
@@ -310,6 +311,11 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
   auto* max_connections = app.add_option("--max-connections", o.max_connections,
                                          "with --serve: concurrent fetchers (default 64)")
                               ->check(cli::number_in(1, 4096));
+  app.add_option("--readers", o.readers_file,
+                 "with --serve: file of 'ID KEY [SUBDIR]' lines (mode 0600): only fetchers that "
+                 "prove they hold one of these keys may fetch, each only beneath its SUBDIR, "
+                 "sealed")
+      ->option_text("FILE");
   app.add_option("PATH", o.files,
                  "files to send (and directories with -r; several with --checksum)");
   try {
@@ -321,7 +327,7 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
   const bool port_given = port_option->count() > 0;
   o.connect_timeout = std::chrono::seconds(connect_s);
   o.timeout = std::chrono::seconds(timeout_s);
-  if (!o.key_file) {
+  if (!o.key_file && !o.serve) {
     if (auto path = env("RDMAX_KEY_FILE"); path && !path->empty()) o.key_file = std::move(*path);
   }
   o.seal = !no_seal;
@@ -360,8 +366,10 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
     }
     return checked_serve_options(std::move(o), port_given, shard.has_value(), !devices.empty());
   }
-  if (bind_option->count() > 0 || max_connections->count() > 0 || !allow.empty() || !deny.empty()) {
-    std::cerr << "rdma-send: --bind, --allow, --deny and --max-connections apply to --serve DIR\n";
+  if (bind_option->count() > 0 || max_connections->count() > 0 || !allow.empty() || !deny.empty() ||
+      o.readers_file) {
+    std::cerr << "rdma-send: --bind, --allow, --deny, --max-connections and --readers apply to "
+                 "--serve DIR\n";
     return kExitUsage;
   }
   if (o.files.empty() && !o.check && !o.files_from) {

@@ -68,6 +68,9 @@ struct SenderOptions {
   std::optional<std::string> serve;
   std::optional<std::string> bind_address;  // -a/--bind with --serve: default every IPv4 one
   unsigned max_connections = 64;            // --max-connections with --serve
+  // --readers FILE with --serve: only fetchers that prove a key it lists (`ID KEY [SUBDIR]`
+  // lines, the format of rdma-recv --senders), each confined to its SUBDIR, sealed.
+  std::optional<std::string> readers_file;
   // --allow / --deny with --serve (common/rdma/address_filter.hpp): names resolved at start.
   std::vector<IpPrefix> allow;
   std::vector<IpPrefix> deny;

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "common/cli/error_hints.hpp"
+#include "common/crypto/key_files.hpp"
 #include "common/error.hpp"
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/devices.hpp"
@@ -12,7 +13,6 @@
 #include "common/rdma/rdma_transport.hpp"
 #include "protocol/names.hpp"
 #include "protocol/sizes.hpp"
-#include "sender/key_file.hpp"
 #include "sender/memlock.hpp"
 
 namespace rdmax::sender {

@@ -172,7 +172,8 @@ std::optional<std::uint32_t> SendWindow::fit(const proto::Accept& accept) {
   // A sealed connection copies: each chunk is sealed into its slot (rdma-send refuses
   // --zero-copy with a key unless --no-seal). So does --inject-corruption: its byte is flipped
   // in our copy (sender/corrupting_transport.hpp), never in the file's pages.
-  const bool seals = settings_.key != nullptr && settings_.seal;
+  const bool seals =
+      (settings_.key != nullptr && settings_.seal) || settings_.proven_chunk_key != nullptr;
   if (settings_.zero_copy && !settings_.inject_corruption && !seals && wanted > 0) {
     const std::uint64_t preferred = preferred_window_chunks(accept.slot_size, wanted);
     std::optional<proto::WindowFit> fit = proto::WindowFit{

@@ -10,6 +10,7 @@
 #include "common/connection/transport.hpp"
 #include "common/digest/file_hasher.hpp"
 #include "common/work/work_pool.hpp"
+#include "protocol/seal.hpp"
 #include "protocol/sender_keys.hpp"
 #include "protocol/wire.hpp"
 #include "sender/chunk_reads.hpp"
@@ -47,6 +48,10 @@ struct SenderSettings {
   // With `key`: ask to seal everything after the proofs (docs/PROTOCOL.md 7.11), and go on
   // only with a receiver that does.
   bool seal = true;
+  // A fetch's (docs/PROTOCOL.md 7.13): its keys were proven before the session, by the
+  // server's intake, which also seals the messages; the chunks are sealed under this key
+  // (owned by the intake). None: as `key` and `seal` say.
+  const proto::SealKey* proven_chunk_key = nullptr;
   // --digest-at-end (docs/PROTOCOL.md 7.9): files whose digest is not known are offered
   // without it and hashed as they are read for sending, on `pool`.
   bool digest_at_end = false;

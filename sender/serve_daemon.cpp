@@ -24,12 +24,13 @@ constexpr auto kServeStopGrace = std::chrono::seconds(5);
 constexpr std::uint32_t kServerReceives = std::max<std::uint32_t>(80, kSessionDepths.recv);
 }  // namespace
 
-ServeDaemon::ServeDaemon(const SenderOptions& options, Fd export_dir)
+ServeDaemon::ServeDaemon(const SenderOptions& options, Fd export_dir,
+                         const proto::SenderKeyStore* readers)
     : options_(options),
       addresses_(options.allow, options.deny),
       export_(std::move(export_dir)),
       pool_(std::max(4u, options.hash_threads)),
-      context_{export_.get(), pool_, options.timeout},
+      context_{export_.get(), pool_, options.timeout, readers, &penalties_},
       bwlimit_(options.bwlimit ? std::optional<SharedBwlimit>(*options.bwlimit) : std::nullopt),
       memlock_(preflight::current_memlock_limit(), options.max_connections, kSessionDepths),
       settings_{options.digest, options.timeout, bwlimit_ ? &*bwlimit_ : nullptr, &pool_,
@@ -53,10 +54,17 @@ int ServeDaemon::run() {
   spdlog::info("serving {} read only on {} ({} worker threads)", *options_.serve,
                listener_.local_address(), pool_.threads());
   if (addresses_.active()) spdlog::info("fetchers {}", addresses_.describe());
-  spdlog::warn("no keys: {} may fetch everything beneath {}",
-               addresses_.active() ? "every fetcher those rules let in"
-                                   : "any fetcher that reaches this port (--allow limits who)",
-               *options_.serve);
+  if (context_.readers != nullptr) {
+    spdlog::info(
+        "fetchers must prove a key listed in {} ({} id(s)), each confined to its "
+        "subdirectory; sealed",
+        *options_.readers_file, context_.readers->size());
+  } else {
+    spdlog::warn("no keys: {} may fetch everything beneath {}, in clear",
+                 addresses_.active() ? "every fetcher those rules let in"
+                                     : "any fetcher that reaches this port (--allow limits who)",
+                 *options_.serve);
+  }
   loop_.run([this] { return finished(); }, [this] { reap_closed(); });
   peers_.clear();
   spdlog::info("stopped");
@@ -155,6 +163,19 @@ void ServeDaemon::on_connect_request(rdma_cm_id* id) {
     reject_request(cm_id, "this address may not fetch (rdma-send --serve --allow/--deny)");
     return;
   }
+  // An address that just failed to authenticate waits (common/crypto/auth_penalties.hpp):
+  // key guessing goes no faster than the penalties, and costs the server nothing meanwhile.
+  const std::string address = address_text(source);
+  if (const auto wait = penalties_.refused_for(address, Clock::now())) {
+    if (refusals_.note(address, Clock::now()))
+      spdlog::warn(
+          "refused a connection from {}: it failed to authenticate; it may try again in "
+          "{}s",
+          address, wait->count());
+    reject_request(cm_id, "too many failed authentications from this address; try again in " +
+                              std::to_string(wait->count()) + "s");
+    return;
+  }
   if (stopping_ || peers_.size() >= options_.max_connections) {
     spdlog::warn("refusing a connection: {}", stopping_ ? "shutting down" : "too many connections");
     reject_request(cm_id, stopping_ ? "shutting down; try another server or later"
@@ -171,7 +192,7 @@ void ServeDaemon::on_connect_request(rdma_cm_id* id) {
         RdmaTransport::Depths{kServerReceives, kSessionDepths.send, kSessionDepths.writes});
     p.intake = std::make_unique<ServeIntake>(
         *p.transport, peer, context_,
-        [this, number](ServedTree share) { serve(number, std::move(share)); });
+        [this, number](ServedTree share) { serve(number, std::move(share)); }, address);
     loop_.watch(p.transport->completion_fd(), [this, number] {
       Peer* found = peer_of(number);
       if (found == nullptr) return;
@@ -196,7 +217,7 @@ void ServeDaemon::serve(std::uint64_t number, ServedTree share) {
   Peer* p = peer_of(number);
   if (p == nullptr) return;
   p->session = std::make_unique<ServedSession>(std::move(share), p->intake->wire(), settings_,
-                                               p->intake->label());
+                                               p->intake->label(), p->intake->chunk_key());
   p->session->start();
 }
 

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "common/crypto/auth_penalties.hpp"
 #include "common/os/event_loop.hpp"
 #include "common/os/fd.hpp"
 #include "common/rdma/address_filter.hpp"
@@ -34,8 +35,9 @@ namespace rdmax::sender {
 
 class ServeDaemon {
  public:
-  // `export_dir`: DIR, opened as a directory.
-  ServeDaemon(const SenderOptions& options, Fd export_dir);
+  // `export_dir`: DIR, opened as a directory; `readers`: --readers (null: no keys).
+  ServeDaemon(const SenderOptions& options, Fd export_dir,
+              const proto::SenderKeyStore* readers = nullptr);
   ~ServeDaemon();
   // Runs until a signal asks it to stop (0) or the device goes away (1), and every
   // connection has closed (bounded).
@@ -63,6 +65,7 @@ class ServeDaemon {
   const SenderOptions& options_;
   AddressFilter addresses_;  // --allow / --deny, judged in the CONNECT_REQUEST itself
   RefusalLog refusals_;      // refused addresses are logged once a minute each
+  AuthPenalties penalties_;  // addresses that failed to authenticate wait, in the CM event
   Fd export_;
   WorkPool pool_;  // outlives every connection
   ServeContext context_;

@@ -22,11 +22,12 @@ constexpr const char* kNotAReceiver =
 }  // namespace
 
 ServeIntake::ServeIntake(Transport& transport, std::string peer, const ServeContext& context,
-                         Serve serve)
+                         Serve serve, std::string address)
     : DriverCore(std::move(peer)),
       context_(context),
       serve_(std::move(serve)),
       sealed_(transport),
+      keys_(context.readers, context.penalties, std::move(address), "fetcher"),
       walk_(context.pool, "walk") {
   attach(sealed_);
   expect("the connection to be established",
@@ -89,10 +90,16 @@ void ServeIntake::step(const Input& input) {
 void ServeIntake::perform(Action action, const Input& cause) {
   switch (action) {
     case Action::SendChallenge:
+      post(keys_.challenge());
+      expect("the fetcher's Proof", context_.timeout);
+      return;
     case Action::SendProof:
-      // No keys yet (rdma-send --serve --readers is the next step): no Fetch is judged to need
-      // a proof, so the machine never asks for these.
-      throw std::logic_error("fetch keys are not served yet");
+      // Ours, in clear; everything after it sealed, both ways (7.13): the fetcher's Wants
+      // first, then our Working, Open or Reject.
+      post(proto::Proof{*keys_.receiver_proof()});
+      if (const auto& keys = keys_.seal_keys())
+        sealed_.seal_from_now(MessageSeal(keys->messages_to_receiver, keys->messages_to_sender));
+      return;
     case Action::SendReject:
       spdlog::warn("[{}] refused the request: {}: {}", label(),
                    proto::to_string(cause.reject.reason), proto::escape_for_log(cause.reject.text));
@@ -129,17 +136,44 @@ ServeIntake::Input ServeIntake::fetch_taken(const proto::Fetch& fetch) {
         Event::GotFetch, {.request = proto::RequestCheck::Rejected}, {reason, std::move(text)}};
   };
   if (auto reject = check_fetch(fetch)) return refused(reject->reason, std::move(reject->text));
+  keepalive_ms_ = fetch.keepalive_ms;
+  if (keys_.required()) {
+    // --readers: nothing is walked, and no name taken, before the fetcher proves a key; and
+    // a keyed fetch is sealed (7.13). Each refusal in clear, before any Challenge.
+    if (!keys_.claim(fetch)) {
+      spdlog::warn("[{}] refused a fetcher without a key (--readers requires one)", label());
+      return refused(proto::RejectReason::AuthRequired,
+                     "this server serves only fetchers that prove a key it lists: fetch with "
+                     "--key-file");
+    }
+    if (!proto::asks_to_seal(fetch)) {
+      spdlog::warn("[{}] refused a keyed fetcher that does not ask to seal", label());
+      return refused(proto::RejectReason::SealRequired, "this server requires sealing");
+    }
+    fetch_ = fetch;
+    return {Event::GotFetch, {.request = proto::RequestCheck::NeedsProof}};
+  }
   // A fetcher that claims a key must hear that none is listed: it would wait for a Challenge
   // and we for its Wants (7.13).
-  for (const proto::HelloExtension& e : fetch.extensions)
-    if (e.type == proto::kExtensionSenderKey)
-      return refused(proto::RejectReason::AuthFailed,
-                     "this server lists no keys (rdma-send --serve without --readers): fetch "
-                     "without --key-file");
-  keepalive_ms_ = fetch.keepalive_ms;
+  if (proto::sender_key_claim(fetch))
+    return refused(proto::RejectReason::AuthFailed,
+                   "this server lists no keys (rdma-send --serve without --readers): fetch "
+                   "without --key-file");
   request_.emplace(fetch, std::string());
   spdlog::debug("[{}] fetch: share {}/{}", label(), fetch.shard_index + 1, fetch.shard_count);
   return {Event::GotFetch, {.request = proto::RequestCheck::Accepted}};
+}
+
+ServeIntake::Input ServeIntake::proof_taken(const proto::Proof& proof) {
+  if (!keys_.check(proof, label()))
+    return {Event::GotProof,
+            {.request = proto::RequestCheck::Rejected},
+            {proto::RejectReason::AuthFailed, "authentication failed: unknown id or wrong key"}};
+  // A key with a subdirectory fetches only beneath it (7.13).
+  request_.emplace(*fetch_, keys_.subdir());
+  spdlog::debug("[{}] fetch: share {}/{}", label(), fetch_->shard_index + 1, fetch_->shard_count);
+  fetch_.reset();
+  return {Event::GotProof, {.request = proto::RequestCheck::Accepted}};
 }
 
 ServeIntake::Input ServeIntake::want_taken(const proto::Want& want) {
@@ -229,7 +263,10 @@ void ServeIntake::on_message(Inbound inbound) {
       spdlog::warn("[{}] a sender pushed to this server; told it to push to an rdma-recv", label());
     return dispatch({Event::GotPush, {}, {}, {proto::ErrorCode::ProtocolViolation, kNotAReceiver}});
   }
-  if (std::holds_alternative<proto::Proof>(*message)) return dispatch({Event::GotProof});
+  if (const auto* proof = std::get_if<proto::Proof>(message)) {
+    if (state_ == State::Authenticating) return dispatch(proof_taken(*proof));
+    return dispatch({Event::GotProof});
+  }
   if (const auto* m = std::get_if<proto::Error>(message)) {
     spdlog::warn("[{}] the fetcher aborted: {}{}{}", label(), proto::to_string(m->code),
                  m->text.empty() ? "" : ": ", proto::escape_for_log(m->text));
@@ -244,11 +281,13 @@ void ServeIntake::on_transport_failure(const std::string& why) {
 }
 
 void ServeIntake::on_peer_disconnected() {
+  if (state_ == State::Authenticating) keys_.failed("it left without a Proof", label());
   if (state_ != State::Closing && !closed()) spdlog::info("[{}] the fetcher disconnected", label());
   dispatch({Event::Disconnected});
 }
 
 void ServeIntake::on_timeout() {
+  if (state_ == State::Authenticating) keys_.failed("no Proof came", label());
   if (state_ != State::Closing)
     spdlog::warn("[{}] timed out waiting for {}", label(), waiting_for());
   dispatch({Event::Timeout, {}, {}, {proto::ErrorCode::Timeout, "server timed out"}});

@@ -22,6 +22,8 @@
 #include "common/connection/driver_core.hpp"
 #include "common/connection/sealed_transport.hpp"
 #include "common/connection/transport.hpp"
+#include "common/crypto/auth_penalties.hpp"
+#include "common/crypto/key_check.hpp"
 #include "common/work/work_pool.hpp"
 #include "protocol/fetch_machines.hpp"
 #include "protocol/wire.hpp"
@@ -34,13 +36,19 @@ struct ServeContext {
   int export_fd;                 // the exported directory (rdma-send --serve DIR)
   WorkPool& pool;                // where requests are walked
   std::chrono::seconds timeout;  // no progress for this long ends a connection
+  // --readers: null, every fetcher gets in; else each proves a key first, sealed (7.13).
+  const proto::SenderKeyStore* readers = nullptr;
+  AuthPenalties* penalties = nullptr;  // where failed authentications are counted
 };
 
 class ServeIntake final : public DriverCore {
  public:
   // Called once, when the share walked is to be sent.
   using Serve = std::function<void(ServedTree share)>;
-  ServeIntake(Transport& transport, std::string peer, const ServeContext& context, Serve serve);
+  // `address`: the peer's address without its port, which failed authentications count
+  // against (--readers).
+  ServeIntake(Transport& transport, std::string peer, const ServeContext& context, Serve serve,
+              std::string address = {});
   ~ServeIntake();
 
   // RDMA_CM_EVENT_ESTABLISHED: the Fetch is due within the timeout.
@@ -60,6 +68,12 @@ class ServeIntake final : public DriverCore {
   Transport& wire() { return sealed_; }
   // The connection's keepalive, as the Fetch asked (0: none).
   std::uint32_t keepalive_ms() const { return keepalive_ms_; }
+  // Where the fetcher proved a key: the key its chunks are sealed under (7.11), for the
+  // session; it lives as long as this intake. Null: the fetch is in clear.
+  const proto::SealKey* chunk_key() const {
+    const auto& keys = keys_.seal_keys();
+    return keys ? &keys->chunks : nullptr;
+  }
 
  private:
   using Event = proto::ServeEvent;
@@ -81,6 +95,7 @@ class ServeIntake final : public DriverCore {
   void walked(std::variant<ServedTree, proto::Reject> result);
   Input fetch_taken(const proto::Fetch& fetch);
   Input want_taken(const proto::Want& want);
+  Input proof_taken(const proto::Proof& proof);
 
   void on_message(Inbound inbound) override;
   void on_sent(std::uint64_t) override {}
@@ -94,6 +109,8 @@ class ServeIntake final : public DriverCore {
   Serve serve_;
   SealedTransport sealed_;
   State state_ = State::AwaitFetch;
+  KeyCheck keys_;
+  std::optional<proto::Fetch> fetch_;  // a keyed one, until its Proof
   std::optional<FetchRequest> request_;
   std::uint32_t keepalive_ms_ = 0;
   std::optional<ServedTree> share_;  // walked, until it is served

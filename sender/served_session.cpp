@@ -5,13 +5,14 @@
 namespace rdmax::sender {
 
 ServedSession::ServedSession(ServedTree share, Transport& wire, const ServeSettings& settings,
-                             std::string label)
+                             std::string label, const proto::SealKey* chunk_key)
     : share_(std::move(share)), plan_(plan_of(share_.tree, settings.algorithm)), wire_(wire) {
   plan_.source_dir = share_.root.get();
   for (PlannedEntry& e : plan_.entries) e.digest_known = e.kind != proto::EntryKind::File;
   settings_.timeout = settings.timeout;
   settings_.shared_bwlimit = settings.bwlimit;
   settings_.seal = false;  // sealed below the session where the fetch's proofs asked (7.13)
+  settings_.proven_chunk_key = chunk_key;
   settings_.digest_at_end = true;
   settings_.pool = settings.pool;
   settings_.memlock = settings.memlock;

@@ -33,8 +33,10 @@ struct ServeSettings {
 
 class ServedSession final : SenderCm {
  public:
-  ServedSession(ServedTree share, Transport& wire, const ServeSettings& settings,
-                std::string label);
+  // `chunk_key`: where the fetch's proofs asked to seal, its chunks' key (7.11; owned by the
+  // intake, which seals the messages below `wire`).
+  ServedSession(ServedTree share, Transport& wire, const ServeSettings& settings, std::string label,
+                const proto::SealKey* chunk_key = nullptr);
   // The Open goes at once: the connection is made.
   void start() { connection_->start_accepted(); }
   Connection& connection() { return *connection_; }

@@ -24,15 +24,13 @@ proto::Digest hmac_sha256(std::string_view key, std::span<const std::uint8_t> da
   return mac;
 }
 
-proto::Digest transcript_hash(const proto::Open& open, const proto::Challenge& challenge) {
+proto::Digest transcript_hash(const proto::Message& claiming, const proto::Challenge& challenge) {
   Sha256 transcript;
-  transcript.update(std::span<const std::uint8_t>(proto::auth_transcript(open, challenge)));
+  transcript.update(std::span<const std::uint8_t>(proto::auth_transcript(claiming, challenge)));
   return transcript.finish();
 }
 
-proto::Digest auth_proof(proto::ProofRole role, std::string_view key, const proto::Open& open,
-                         const proto::Challenge& challenge) {
-  const proto::Digest hash = transcript_hash(open, challenge);
+proto::Digest auth_proof(proto::ProofRole role, std::string_view key, const proto::Digest& hash) {
   const std::string_view label = proto::proof_label(role);
   std::vector<std::uint8_t> input(label.begin(), label.end());
   input.insert(input.end(), hash.begin(), hash.end());

@@ -10,14 +10,19 @@
 
 namespace rdmax {
 
-// T = SHA-256(auth_transcript(open, challenge)): what both proofs cover, and the salt of the
-// sealing keys (7.11).
-[[nodiscard]] proto::Digest transcript_hash(const proto::Open& open,
+// T = SHA-256(auth_transcript(claiming, challenge)): what both proofs cover, and the salt of
+// the sealing keys (7.11). `claiming`: a push's Open, or a fetch's Fetch (7.13).
+[[nodiscard]] proto::Digest transcript_hash(const proto::Message& claiming,
                                             const proto::Challenge& challenge);
 
 // HMAC-SHA256(key, proof_label(role) || T).
 [[nodiscard]] proto::Digest auth_proof(proto::ProofRole role, std::string_view key,
-                                       const proto::Open& open, const proto::Challenge& challenge);
+                                       const proto::Digest& transcript);
+[[nodiscard]] inline proto::Digest auth_proof(proto::ProofRole role, std::string_view key,
+                                              const proto::Message& claiming,
+                                              const proto::Challenge& challenge) {
+  return auth_proof(role, key, transcript_hash(claiming, challenge));
+}
 
 // HMAC-SHA256(key, data): the primitive, for the known-answer tests.
 [[nodiscard]] proto::Digest hmac_sha256(std::string_view key, std::span<const std::uint8_t> data);

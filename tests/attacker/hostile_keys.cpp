@@ -19,7 +19,7 @@
 //                   of --save) is taken and verified Good: it lands in DIR/SUBDIR/inside.bin.
 //
 // Every Reject and Error must come with a prompt disconnect. A failed authentication makes
-// the receiver refuse our address in the CM event for a while (receiver/auth_penalties.hpp):
+// the receiver refuse our address in the CM event for a while (common/crypto/auth_penalties.hpp):
 // every connection here is retried while it says so, and after each failure a good exchange
 // (then leaving) has the receiver forget our failures, so the penalties never add up.
 //
@@ -58,7 +58,7 @@ namespace {
 
 constexpr const char* kPenaltyWords = "too many failed authentications";
 constexpr auto kRetryEvery = std::chrono::milliseconds(200);
-constexpr auto kLongestPenalty = std::chrono::seconds(64);  // receiver/auth_penalties.hpp
+constexpr auto kLongestPenalty = std::chrono::seconds(64);  // common/crypto/auth_penalties.hpp
 
 proto::SenderKey load_key(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

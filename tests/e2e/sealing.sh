@@ -10,6 +10,11 @@
 #   the next sender, and the same command again resumes from what was kept and arrives.
 # - required: a receiver with --senders (sealing required by default) refuses a keyed sender
 #   with --no-seal (exit 7, SealRequired) and serves one that seals.
+# - fetch (issue 52, PROTOCOL.md 7.13): rdma-send --serve --readers on host B; a fetcher on A
+#   with alice's key gets a tree sealed, and the capture holds none of its bytes or names (the
+#   same fetch from a server without keys, in clear, holds them); a fetcher without a key,
+#   with a wrong key, or with carol's key (confined to carol-dir) asking for the tree, exits
+#   7 with nothing written, and the server serves alice again after them.
 source "$(dirname "$0")/lib.sh"
 [[ ${RXE_WIRE:-none} == real ]] || { echo "SKIP: sealing.sh needs the two-host topology with a real wire (rxe-run --hosts 2)"; exit 0; }
 need_programs send recv
@@ -25,13 +30,22 @@ secret=s3cret-of-alice-7c1d9e
  echo "alice $key" >"$keys/alice.key"
  echo "alice $secret" >"$keys/secrets")
 recv_log=$shared/recv.log
-port=18811 strict_port=18812
+port=18811 strict_port=18812 serve_port=18813 open_serve_port=18814
+other_key=f0e1d2c3b4a5968778695a4b3c2d1e0ff0e1d2c3b4a5968778695a4b3c2d1e0f
+(umask 077
+ echo "alice $key" >"$keys/readers"
+ echo "carol $other_key carol-dir" >>"$keys/readers"
+ echo "carol $other_key" >"$keys/carol.key"
+ echo "alice $other_key" >"$keys/forged.key")
+export_dir=$shared/fetch-export
 
 fail_context() {
   echo "--- receiver log (host B), last lines:"
   rxe-peer tail -n 25 "$recv_log" || true
   echo "--- the strict receiver's log (host B), last lines:"
   rxe-peer tail -n 10 "$recv_log.strict" || true
+  echo "--- the fetch servers' log (host B), last lines:"
+  rxe-peer tail -n 15 "$shared/serve.log" || true
   local err
   for err in "$shared"/*.err; do [[ -e $err ]] && { echo "--- $(basename "$err"):"; tail -n 12 "$err"; }; done
   return 0
@@ -162,7 +176,69 @@ case_required() {
   pass "required: --no-seal refused (exit 7, SealRequired), a sealing sender served"
 }
 
+# The export on host B ($shared is both hosts'); alice may fetch all of it, carol carol-dir.
+start_servers() {
+  mkdir -p "$export_dir/tree-fetch/deeper" "$export_dir/carol-dir"
+  make_text plain.txt 1200
+  mv "$in/plain.txt" "$export_dir/tree-fetch/fetched-plain.txt"
+  make_text notes.txt 60
+  mv "$in/notes.txt" "$export_dir/tree-fetch/deeper/ledger-of-a-yak.txt"
+  echo carol >"$export_dir/carol-dir/c.txt"
+  rxe-peer bash -c "exec $send --serve $export_dir --readers $keys/readers -a \"\$RXE_ADDR\" -p $serve_port -v 2>>$shared/serve.log" &
+  bg_pids+=($!)
+  rxe-peer bash -c "exec $send --serve $export_dir -a \"\$RXE_ADDR\" -p $open_serve_port 2>>$shared/serve.log" &
+  bg_pids+=($!)
+  wait_for 30 bash -c "[[ \$(grep -c 'serving .* read only' $shared/serve.log 2>/dev/null) -ge 2 ]]"
+}
+
+case_fetch() {
+  local words=() rc mode
+  { sed -n '100p;300p;500p;700p;900p;1100p' "$export_dir/tree-fetch/fetched-plain.txt" | cut -c1-40
+    sed -n '10p;40p' "$export_dir/tree-fetch/deeper/ledger-of-a-yak.txt" | cut -c1-40
+    echo "ledger-of-a-yak.txt"; echo "fetched-plain.txt"; echo "tree-fetch"; } >"$shared/fetch-words"
+  mapfile -t words <"$shared/fetch-words"
+  for mode in fetch-sealed fetch-clear; do
+    local dest=$RXE_SCRATCH/$mode from=$RXE_PEER_ADDR:$serve_port flags=(--key-file "$keys/alice.key")
+    [[ $mode == fetch-clear ]] && { from=$RXE_PEER_ADDR:$open_serve_port; flags=(); }
+    mkdir -p "$dest"
+    rc=0
+    capture "$mode" -- "$recv" --from "$from" -r "${flags[@]}" -o "$dest" --timeout 20 tree-fetch || rc=$?
+    ((rc == 0)) || fail "the $mode fetch: exit $rc"
+    diff -r "$export_dir/tree-fetch" "$dest/tree-fetch" >/dev/null || fail "the $mode fetch differs from the export"
+  done
+  rxe-peer grep -q "fetcher 'alice' authenticated, sealed" "$shared/serve.log" || fail "the server did not log a sealed fetcher"
+  local sealed_found clear_found
+  sealed_found=$(found_in fetch-sealed "${words[@]}")
+  clear_found=$(found_in fetch-clear "${words[@]}")
+  local bytes; bytes=$(stat -c %s "$shared/fetch-sealed.pcap")
+  ((bytes > 60000)) || fail "the sealed fetch's capture holds only $bytes bytes: the wire was not captured"
+  ((sealed_found == 0)) || fail "the sealed fetch's capture holds $sealed_found of ${#words[@]} words: $(for w in "${words[@]}"; do grep -aqF -- "$w" "$shared/fetch-sealed.pcap" && echo -n "'$w' "; done)"
+  ((clear_found >= ${#words[@]} - 3)) || fail "the clear fetch's capture holds only $clear_found of ${#words[@]} words: the check cannot tell"
+  # Refused before any name: no key, carol's key for another subdirectory, a wrong key (last:
+  # it costs this address a second's penalty at the server).
+  local who expect
+  for who in none carol forged; do
+    local dest=$RXE_SCRATCH/refused-$who flags=()
+    [[ $who != none ]] && flags=(--key-file "$keys/$who.key")
+    mkdir -p "$dest"
+    rc=0
+    "$recv" --from "$RXE_PEER_ADDR:$serve_port" -r "${flags[@]}" -o "$dest" --timeout 20 tree-fetch \
+      >"$shared/refused-$who.out" 2>"$shared/refused-$who.err" || rc=$?
+    ((rc == 7)) || fail "a fetcher with key '$who': exit $rc, expected 7"
+    [[ -z $(ls -A "$dest") ]] || fail "a refused fetcher ($who) wrote into its directory: $(ls -A "$dest")"
+    case $who in none) expect=AuthRequired ;; *) expect=AuthFailed ;; esac
+    grep -q "$expect" "$shared/refused-$who.err" || fail "the fetcher with key '$who' did not name $expect"
+  done
+  sleep 1.2  # the wrong key's penalty, then alice again
+  rm -rf "$RXE_SCRATCH/fetch-sealed"; mkdir -p "$RXE_SCRATCH/fetch-sealed"
+  "$recv" --from "$RXE_PEER_ADDR:$serve_port" -r --key-file "$keys/alice.key" -o "$RXE_SCRATCH/fetch-sealed" \
+    --timeout 20 tree-fetch >/dev/null 2>"$shared/fetch-again.err" || fail "alice after the refusals: exit $?"
+  pass "fetch: sealed with --readers, the capture held none of ${#words[@]} runs of bytes and names (in clear: $clear_found); no key, another subdirectory's key, a wrong key: exit 7, nothing written; alice served after them"
+}
+
 start_receivers
+start_servers
+run_case fetch case_fetch
 run_case capture case_capture
 run_case altered case_altered
 run_case required case_required

@@ -28,6 +28,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "common/crypto/auth_penalties.hpp"
 #include "common/digest/blake3_tree.hpp"
 #include "common/digest/merkle.hpp"
 #include "common/digest/sha256.hpp"
@@ -35,7 +36,6 @@
 #include "fake_transport.hpp"
 #include "protocol/secrets.hpp"
 #include "protocol/sender_keys.hpp"
-#include "receiver/auth_penalties.hpp"
 #include "receiver/connection.hpp"
 #include "receiver/partial_store.hpp"
 #include "sender/connection.hpp"

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -15,8 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "common/crypto/auth_penalties.hpp"
 #include "fake_transport.hpp"
 #include "protocol/auth.hpp"
+#include "protocol/seal.hpp"
+#include "protocol/sender_keys.hpp"
 #include "receiver/connection.hpp"
 #include "receiver/fetch_intake.hpp"
 #include "sender/serve_intake.hpp"
@@ -111,8 +115,8 @@ struct FetchLink {
 
   explicit FetchLink(FetchBench& b) : bench(b) {
     intake.emplace(server_wire, "fetcher", bench.serve_context, [this](sender::ServedTree share) {
-      served = std::make_unique<sender::ServedSession>(std::move(share), intake->wire(),
-                                                       bench.serve_settings, "fetcher");
+      served = std::make_unique<sender::ServedSession>(
+          std::move(share), intake->wire(), bench.serve_settings, "fetcher", intake->chunk_key());
       served->start();
     });
     intake->on_established();
@@ -135,6 +139,7 @@ struct FetchLink {
     ask.timeout = std::chrono::seconds(5);
     fetching.emplace(ask, cm, "server", [this] {
       receiving.emplace(fetching->wire(), "server", bench.context);
+      if (const proto::SealKey* key = fetching->chunk_key()) receiving->chunks_sealed_with(*key);
       receiving->on_established();
     });
     fetching->start();
@@ -182,6 +187,19 @@ struct FetchLink {
       step();
       return server_done() && fetcher_done();
     });
+  }
+  // Whether any byte run of `needle` crossed the wire: a message's encoding or a WRITE.
+  bool wire_holds(const std::string& needle) const {
+    auto in = [&](const std::vector<std::uint8_t>& bytes) {
+      return std::search(bytes.begin(), bytes.end(), needle.begin(), needle.end()) != bytes.end();
+    };
+    for (const auto* w : {&server_wire, &fetcher_wire}) {
+      for (const auto& s : w->sent)
+        if (in(proto::encode(s.message, proto::kVersion2))) return true;
+      for (const auto& write : w->writes)
+        if (in(write.bytes)) return true;
+    }
+    return false;
   }
   template <typename M>
   std::vector<M> server_sent() const {
@@ -357,6 +375,163 @@ TEST(ServeIntake, AFetcherThatLeavesWhileItsRequestIsWalkedIsReleased) {
   EXPECT_TRUE(intake.closed());
   ASSERT_TRUE(bench.run_until([&] { return intake.reapable(); }));
   EXPECT_FALSE(served) << "a walk that ends after the fetcher left serves nobody";
+}
+
+// --- Keys (7.13): the fetcher proves, the server proves back, everything after is sealed ---
+
+constexpr const char* kAliceHex =
+    "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+constexpr const char* kBobHex = "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100";
+
+proto::SenderKeyStore readers(const std::string& text) {
+  return std::get<proto::SenderKeyStore>(proto::SenderKeyStore::parse(text));
+}
+proto::SenderKey key_of(const std::string& id, const std::string& hex) {
+  return std::get<proto::SenderKey>(proto::parse_key_file(id + " " + hex + "\n"));
+}
+
+struct KeyedBench : FetchBench {
+  proto::SenderKeyStore store =
+      readers(std::string("alice ") + kAliceHex + "\nbob " + kBobHex + " data/sub\n");
+  AuthPenalties penalties;
+  KeyedBench() {
+    serve_context.readers = &store;
+    serve_context.penalties = &penalties;
+  }
+};
+
+TEST(FetchLink, AKeyedFetchIsProvenBothWaysAndNoNameNorByteCrossesInClear) {
+  KeyedBench bench;
+  FetchLink link(bench);
+  const proto::SenderKey alice = key_of("alice", kAliceHex);
+  link.ask.key = &alice;
+  link.fetch({"data"}, true);
+  ASSERT_TRUE(link.run());
+  ASSERT_TRUE(link.receiving);
+  EXPECT_EQ(link.receiving->session_end(), proto::SessionEnd::Settled);
+  EXPECT_EQ(read_back(bench.dest.path() / "data/a.bin"), pattern(10000, 'a'));
+  EXPECT_EQ(read_back(bench.dest.path() / "data/sub/b.txt"), "bee\n");
+  // In clear: the Fetch and the Proof one way, the Challenge and the Proof the other; then
+  // nothing but Sealed messages, the Wants among them.
+  const auto& up = link.fetcher_wire.sent;
+  ASSERT_GE(up.size(), 3U);
+  EXPECT_TRUE(std::holds_alternative<proto::Fetch>(up[0].message));
+  EXPECT_TRUE(std::holds_alternative<proto::Proof>(up[1].message));
+  for (std::size_t i = 2; i < up.size(); ++i)
+    EXPECT_TRUE(std::holds_alternative<proto::Sealed>(up[i].message)) << "message " << i;
+  const auto& down = link.server_wire.sent;
+  ASSERT_GE(down.size(), 3U);
+  EXPECT_TRUE(std::holds_alternative<proto::Challenge>(down[0].message));
+  EXPECT_TRUE(std::holds_alternative<proto::Proof>(down[1].message));
+  for (std::size_t i = 2; i < down.size(); ++i)
+    EXPECT_TRUE(std::holds_alternative<proto::Sealed>(down[i].message)) << "message " << i;
+  EXPECT_FALSE(link.wire_holds("data")) << "a path crossed in clear";
+  EXPECT_FALSE(link.wire_holds("b.txt")) << "a name crossed in clear";
+  EXPECT_FALSE(link.wire_holds(pattern(10000, 'a').substr(4000, 64))) << "file bytes in clear";
+  EXPECT_FALSE(link.wire_holds("bee")) << "file bytes in clear";
+}
+
+TEST(FetchLink, AFetcherWithoutAKeyIsRefusedBeforeAnyNameIsTaken) {
+  KeyedBench bench;
+  FetchLink link(bench);
+  link.fetch({"data"}, true);
+  ASSERT_TRUE(link.run());
+  EXPECT_FALSE(link.served);
+  EXPECT_EQ(link.fetching->outcome(), proto::SenderOutcome::AuthFailed);
+  const auto rejects = link.server_sent<proto::Reject>();
+  ASSERT_EQ(rejects.size(), 1U);
+  EXPECT_EQ(rejects[0].reason, proto::RejectReason::AuthRequired);
+  EXPECT_EQ(link.server_wire.sent.size(), 1U) << "no Challenge, no listing";
+  EXPECT_TRUE(fs::is_empty(bench.dest.path()));
+}
+
+TEST(FetchLink, AWrongKeyIsRefusedAndItsAddressPenalised) {
+  KeyedBench bench;
+  FetchLink link(bench);
+  const proto::SenderKey forged = key_of("alice", kBobHex);
+  link.ask.key = &forged;
+  link.fetch({"data"}, true);
+  ASSERT_TRUE(link.run());
+  EXPECT_FALSE(link.served);
+  EXPECT_EQ(link.fetching->outcome(), proto::SenderOutcome::AuthFailed);
+  const auto rejects = link.server_sent<proto::Reject>();
+  ASSERT_EQ(rejects.size(), 1U);
+  EXPECT_EQ(rejects[0].reason, proto::RejectReason::AuthFailed);
+  // The fetcher sent its Fetch and its Proof, and not one Want.
+  EXPECT_EQ(link.fetcher_wire.sent_of<proto::Want>().size(), 0U);
+  EXPECT_EQ(link.fetcher_wire.sent_of<proto::Sealed>().size(), 0U);
+  EXPECT_TRUE(fs::is_empty(bench.dest.path()));
+}
+
+TEST(FetchLink, AKeyForASubdirectoryFetchesOnlyBeneathIt) {
+  KeyedBench bench;
+  const proto::SenderKey bob = key_of("bob", kBobHex);
+  {
+    FetchLink outside(bench);
+    outside.ask.key = &bob;
+    outside.fetch({"data"}, true);
+    ASSERT_TRUE(outside.run());
+    EXPECT_FALSE(outside.served);
+    EXPECT_EQ(outside.fetching->outcome(), proto::SenderOutcome::AuthFailed);
+    EXPECT_TRUE(fs::is_empty(bench.dest.path()));
+  }
+  FetchLink all_of_it(bench);
+  all_of_it.ask.key = &bob;
+  all_of_it.fetch({"."}, true);
+  ASSERT_TRUE(all_of_it.run());
+  ASSERT_TRUE(all_of_it.receiving);
+  EXPECT_EQ(read_back(bench.dest.path() / "b.txt"), "bee\n");
+  EXPECT_FALSE(fs::exists(bench.dest.path() / "a.bin"));
+  EXPECT_FALSE(fs::exists(bench.dest.path() / "data"));
+}
+
+TEST(FetchIntake, AServerThatCannotProveOurKeyLearnsNoName) {
+  FakeTransport wire;
+  FetchCmStandIn cm(wire);
+  const proto::SenderKey alice = key_of("alice", kAliceHex);
+  receiver::FetchAsk ask;
+  ask.wants.push_back({true, true, "secret-project"});
+  ask.key = &alice;
+  bool received = false;
+  receiver::FetchIntake intake(ask, cm, "server", [&] { received = true; });
+  intake.start();
+  intake.on_setup(proto::SetupEvent::AddressResolved);
+  intake.on_setup(proto::SetupEvent::RouteResolved);
+  intake.on_established();
+  ASSERT_EQ(wire.sent.size(), 1U);
+  const auto* fetch = std::get_if<proto::Fetch>(&wire.sent[0].message);
+  ASSERT_NE(fetch, nullptr);
+  ASSERT_TRUE(proto::sender_key_claim(*fetch));
+  EXPECT_EQ(proto::sender_key_claim(*fetch)->id, "alice");
+  EXPECT_TRUE(proto::asks_to_seal(*fetch));
+  wire.deliver(proto::Challenge{proto::Nonce{1, 2, 3}}, proto::kVersion2);
+  intake.poll();
+  ASSERT_EQ(wire.sent.size(), 2U);
+  EXPECT_TRUE(std::holds_alternative<proto::Proof>(wire.sent[1].message));
+  wire.deliver(proto::Proof{proto::Digest{9}}, proto::kVersion2);  // a key it does not hold
+  intake.poll();
+  EXPECT_EQ(intake.outcome(), proto::SenderOutcome::AuthFailed);
+  EXPECT_FALSE(received);
+  const auto errors = wire.sent_of<proto::Error>();
+  ASSERT_EQ(errors.size(), 1U);
+  EXPECT_EQ(errors[0].code, proto::ErrorCode::AuthFailed);
+  EXPECT_EQ(wire.sent_of<proto::Want>().size(), 0U);
+  EXPECT_EQ(wire.sent_of<proto::Sealed>().size(), 0U);
+}
+
+TEST(ServeIntake, AKeyedFetchThatWillNotSealIsRefusedBeforeAnyChallenge) {
+  KeyedBench bench;
+  FakeTransport wire;
+  sender::ServeIntake intake(wire, "fetcher", bench.serve_context, [](sender::ServedTree) {});
+  intake.on_established();
+  proto::Fetch fetch;
+  fetch.extensions.push_back(proto::sender_key_extension(proto::Nonce{}, "alice"));
+  wire.deliver(fetch, proto::kVersion2);
+  intake.poll();
+  ASSERT_EQ(wire.sent.size(), 1U);
+  const auto* reject = std::get_if<proto::Reject>(&wire.sent[0].message);
+  ASSERT_NE(reject, nullptr);
+  EXPECT_EQ(reject->reason, proto::RejectReason::SealRequired);
 }
 
 }  // namespace

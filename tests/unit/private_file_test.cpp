@@ -10,9 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/crypto/key_files.hpp"
 #include "protocol/secure_wipe.hpp"
-#include "receiver/sender_keys_file.hpp"
-#include "sender/key_file.hpp"
 #include "tests/unit/driver_harness.hpp"  // LogCapture
 #include "tests/unit/temp_dir.hpp"
 
@@ -88,7 +87,7 @@ TEST(PrivateFile, AMissingFileNamesWhatItIs) {
 TEST(PrivateFile, ParseErrorsNameTheFileAndLine) {
   TempDir dir("private-file");
   const std::string path = write_file(dir, "# c\nalice " + std::string(kHex) + " a b\n");
-  const std::string error = error_of([&] { (void)receiver::load_sender_keys_file(path); });
+  const std::string error = error_of([&] { (void)load_key_store(path, "senders file"); });
   EXPECT_EQ(error.rfind(path + ":2: more than three fields", 0), 0U) << error;
   EXPECT_EQ(error.find(kHex.substr(0, 8)), std::string::npos) << error;
 }
@@ -99,7 +98,7 @@ TEST(SenderKeysFile, LoadsQuietlyOrWarnsWhenEmpty) {
       write_file(dir, "alice " + std::string(kHex) + "\nbob " + std::string(kHex) + " b\n");
   {
     test::LogCapture log;
-    const auto store = receiver::load_sender_keys_file(path);
+    const auto store = load_key_store(path, "senders file");
     EXPECT_EQ(store.size(), 2U);
     ASSERT_NE(store.find("bob"), nullptr);
     EXPECT_EQ(store.find("bob")->subdir, "b");
@@ -107,15 +106,15 @@ TEST(SenderKeysFile, LoadsQuietlyOrWarnsWhenEmpty) {
   }
   const std::string empty = write_file(dir, "# alice 00\n");
   test::LogCapture log;
-  EXPECT_EQ(receiver::load_sender_keys_file(empty).size(), 0U);
+  EXPECT_EQ(load_key_store(empty, "senders file").size(), 0U);
   EXPECT_EQ(log.since(0),
-            "warning: senders file " + empty + " lists no ids: no sender key will be accepted\n");
+            "warning: senders file " + empty + " lists no ids: no key will be accepted\n");
 }
 
 TEST(SenderKeysFile, RefusesAFileOthersCanRead) {
   TempDir dir("private-file");
   const std::string path = write_file(dir, "alice " + std::string(kHex) + "\n", 0644);
-  EXPECT_EQ(error_of([&] { (void)receiver::load_sender_keys_file(path); }),
+  EXPECT_EQ(error_of([&] { (void)load_key_store(path, "senders file"); }),
             "senders file " + path +
                 " has mode 0644: group and others must have no access to it; run `chmod 600 " +
                 path + "`");
@@ -124,7 +123,7 @@ TEST(SenderKeysFile, RefusesAFileOthersCanRead) {
 TEST(LoadKeyFile, LoadsTheOneKey) {
   TempDir dir("private-file");
   const std::string path = write_file(dir, "# mine\nalice " + std::string(kHex) + "\n");
-  const auto key = sender::load_key_file(path);
+  const auto key = load_key_file(path);
   EXPECT_EQ(key.id, "alice");
   EXPECT_EQ(key.key.size(), 32U);
   EXPECT_EQ(key.key.front(), '\x6f');
@@ -134,17 +133,17 @@ TEST(LoadKeyFile, LoadsTheOneKey) {
 TEST(LoadKeyFile, ErrorsNameTheKeyFile) {
   TempDir dir("private-file");
   const std::string path = write_file(dir, "# nothing\n");
-  EXPECT_EQ(error_of([&] { (void)sender::load_key_file(path); }),
+  EXPECT_EQ(error_of([&] { (void)load_key_file(path); }),
             path +
                 ":1: no \"ID KEY\" line: the file is empty or holds only blank and comment "
                 "lines");
   ASSERT_EQ(::chmod(path.c_str(), 0640), 0);
-  EXPECT_EQ(error_of([&] { (void)sender::load_key_file(path); }),
+  EXPECT_EQ(error_of([&] { (void)load_key_file(path); }),
             "key file " + path +
                 " has mode 0640: group and others must have no access to it; run `chmod 600 " +
                 path + "`");
   const std::string missing = (dir.path() / "missing").string();
-  EXPECT_EQ(error_of([&] { (void)sender::load_key_file(missing); }),
+  EXPECT_EQ(error_of([&] { (void)load_key_file(missing); }),
             "cannot read key file " + missing + ": No such file or directory");
 }
 

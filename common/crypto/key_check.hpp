@@ -3,32 +3,36 @@
 // Challenge it gets (with the Open, the transcript both proofs are made over), the sender's
 // Proof checked (an unknown id costs the same HMAC as a wrong key), and what a good one
 // earns: our own Proof and the id's subdirectory. A failure is counted against the peer's
-// address (receiver/auth_penalties.hpp).
+// address (common/crypto/auth_penalties.hpp).
 
 #include <optional>
 #include <string>
 
+#include "common/crypto/auth_penalties.hpp"
 #include "common/crypto/seal.hpp"
 #include "protocol/auth.hpp"
 #include "protocol/sender_keys.hpp"
 #include "protocol/wire.hpp"
-#include "receiver/auth_penalties.hpp"
 
-namespace rdmax::receiver {
+namespace rdmax {
 
 class KeyCheck {
  public:
-  // `keys`: --senders (null: every sender gets in); `address`: the peer's, without its port.
-  KeyCheck(const proto::SenderKeyStore* keys, AuthPenalties* penalties, std::string address)
-      : keys_(keys), penalties_(penalties), address_(std::move(address)) {}
+  // `keys`: --senders or --readers (null: every peer gets in); `address`: the peer's, without
+  // its port; `who`: what the claimant is called in the log ("sender", "fetcher").
+  KeyCheck(const proto::SenderKeyStore* keys, AuthPenalties* penalties, std::string address,
+           const char* who = "sender")
+      : keys_(keys), penalties_(penalties), address_(std::move(address)), who_(who) {}
 
   // A key must be proven before anything is granted.
   bool required() const { return keys_ != nullptr && !authenticated_; }
-  // The Open names a key: kept, with the Open, until the Proof. False: it names none.
-  bool claim(const proto::Open& open);
-  const proto::Open& claimed_open() const { return claimed_open_; }
+  // The Open (or the Fetch) names a key: kept, with the message, until the Proof. False: it
+  // names none.
+  bool claim(const proto::Message& claiming);
+  // The Open claimed with (a receiver's; std::bad_variant_access where a Fetch claimed).
+  const proto::Open& claimed_open() const { return std::get<proto::Open>(claiming_); }
   proto::Challenge challenge();
-  // The sender's Proof: true if it proves the key claimed (`label` names the connection in
+  // The claimant's Proof: true if it proves the key claimed (`label` names the connection in
   // the log).
   bool check(const proto::Proof& proof, const std::string& label);
   // The authentication failed (`why`, for the log): counted against the address.
@@ -39,15 +43,16 @@ class KeyCheck {
   const std::optional<SealKeys>& seal_keys() const { return seal_keys_; }
   // Non-empty: every path of the session goes beneath DIR/subdir.
   const std::string& subdir() const { return subdir_; }
-  // The id the sender proved its key for (empty: none was proven).
+  // The id the claimant proved its key for (empty: none was proven).
   std::string proven_id() const { return authenticated_ && claim_ ? claim_->id : std::string(); }
 
  private:
   const proto::SenderKeyStore* keys_;
   AuthPenalties* penalties_;
   std::string address_;
+  const char* who_;
   std::optional<proto::SenderKeyClaim> claim_;
-  proto::Open claimed_open_{};
+  proto::Message claiming_{};
   proto::Challenge challenge_{};
   std::optional<proto::Digest> receiver_proof_;
   std::optional<SealKeys> seal_keys_;
@@ -55,4 +60,4 @@ class KeyCheck {
   std::string subdir_;
 };
 
-}  // namespace rdmax::receiver
+}  // namespace rdmax

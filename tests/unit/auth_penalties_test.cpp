@@ -1,10 +1,10 @@
-// Slowing down key guessing (receiver/auth_penalties.hpp): the penalty doubles with each
+// Slowing down key guessing (common/crypto/auth_penalties.hpp): the penalty doubles with each
 // failure in a row from one address, up to its cap; other addresses are not touched; a
 // success or a long quiet forgets; the map stays bounded.
 
 #include <gtest/gtest.h>
 
-#include "receiver/auth_penalties.hpp"
+#include "common/crypto/auth_penalties.hpp"
 
 namespace {
 

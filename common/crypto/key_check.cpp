@@ -1,4 +1,4 @@
-#include "receiver/key_check.hpp"
+#include "common/crypto/key_check.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -6,11 +6,16 @@
 #include "protocol/names.hpp"
 #include "protocol/seal.hpp"
 
-namespace rdmax::receiver {
+namespace rdmax {
 
-bool KeyCheck::claim(const proto::Open& open) {
-  claim_ = proto::sender_key_claim(open);
-  claimed_open_ = open;
+bool KeyCheck::claim(const proto::Message& claiming) {
+  claiming_ = claiming;
+  if (const auto* open = std::get_if<proto::Open>(&claiming))
+    claim_ = proto::sender_key_claim(*open);
+  else if (const auto* fetch = std::get_if<proto::Fetch>(&claiming))
+    claim_ = proto::sender_key_claim(*fetch);
+  else
+    claim_.reset();
   return claim_.has_value();
 }
 
@@ -24,8 +29,9 @@ bool KeyCheck::check(const proto::Proof& proof, const std::string& label) {
   // An unknown id and a wrong key get the same answer, after the same work (an HMAC under a
   // key no sender holds, for the unknown id); only the log tells them apart.
   static const std::string kNobodysKey(proto::kMaxSenderKeyBytes, '\0');
-  const proto::Digest expected = auth_proof(
-      proto::ProofRole::Sender, key != nullptr ? key->key : kNobodysKey, claimed_open_, challenge_);
+  const proto::Digest transcript = transcript_hash(claiming_, challenge_);
+  const proto::Digest expected =
+      auth_proof(proto::ProofRole::Sender, key != nullptr ? key->key : kNobodysKey, transcript);
   if (!same_proof(expected, proof.mac) || key == nullptr) {
     failed(key == nullptr ? "unknown id '" + proto::escape_for_log(claim_->id) + "'"
                           : "wrong key for id '" + proto::escape_for_log(claim_->id) + "'",
@@ -34,22 +40,27 @@ bool KeyCheck::check(const proto::Proof& proof, const std::string& label) {
   }
   authenticated_ = true;
   if (penalties_ != nullptr) penalties_->succeeded(address_);
-  receiver_proof_ = auth_proof(proto::ProofRole::Receiver, key->key, claimed_open_, challenge_);
-  if (proto::asks_to_seal(claimed_open_))
-    seal_keys_ = derive_seal_keys(key->key, transcript_hash(claimed_open_, challenge_));
+  receiver_proof_ = auth_proof(proto::ProofRole::Receiver, key->key, transcript);
+  const auto* open = std::get_if<proto::Open>(&claiming_);
+  const auto* fetch = std::get_if<proto::Fetch>(&claiming_);
+  if ((open != nullptr && proto::asks_to_seal(*open)) ||
+      (fetch != nullptr && proto::asks_to_seal(*fetch)))
+    seal_keys_ = derive_seal_keys(key->key, transcript);
   subdir_ = key->subdir;
-  const std::string beneath =
-      subdir_.empty() ? "" : "; it writes beneath " + proto::escape_for_log(subdir_);
+  const std::string beneath = subdir_.empty() ? ""
+                              : std::holds_alternative<proto::Fetch>(claiming_)
+                                  ? "; it fetches only from " + proto::escape_for_log(subdir_)
+                                  : "; it writes beneath " + proto::escape_for_log(subdir_);
   if (seal_keys_) {
-    spdlog::info("[{}] sender '{}' authenticated, sealed{}", label,
+    spdlog::info("[{}] {} '{}' authenticated, sealed{}", label, who_,
                  proto::escape_for_log(claim_->id), beneath);
   } else {
     // Only --allow-clear lets this through: its names, data and the secret cross the fabric
     // readable and unauthenticated, which an operator should see for each connection.
     spdlog::warn(
-        "[{}] sender '{}' authenticated, but served IN CLEAR: it did not ask to seal "
+        "[{}] {} '{}' authenticated, but served IN CLEAR: it did not ask to seal "
         "(rdma-send --no-seal, or a release before sealing){}",
-        label, proto::escape_for_log(claim_->id), beneath);
+        label, who_, proto::escape_for_log(claim_->id), beneath);
   }
   return true;
 }
@@ -63,4 +74,4 @@ void KeyCheck::failed(const std::string& why, const std::string& label) {
   spdlog::warn("[{}] authentication failed: {}{}", label, why, penalty);
 }
 
-}  // namespace rdmax::receiver
+}  // namespace rdmax

@@ -1,4 +1,4 @@
-#include "receiver/auth_penalties.hpp"
+#include "common/crypto/auth_penalties.hpp"
 
 #include <algorithm>
 
