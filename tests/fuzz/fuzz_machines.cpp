@@ -9,7 +9,11 @@
 //     with neither;
 //  2. the input as records (see run_messages) drives both machines the way the programs do:
 //     received bytes go through decode() and become the event the message type maps to.
-// Which invariants hold was read off the code and docs/PROTOCOL.md section 4.
+//  3. the input drives a fetch's two machines before their sessions (protocol/fetch_machines.hpp,
+//     docs/PROTOCOL.md 7.13), the server's and a fetcher's with a key and without: nothing is
+//     walked before the request (and, with a key, the proof) was accepted, no Want goes before a
+//     keyed fetcher checked the server's proof, and the ends are final.
+// Which invariants hold was read off the code and docs/PROTOCOL.md sections 4 and 7.13.
 
 #include <algorithm>
 #include <array>
@@ -21,6 +25,7 @@
 #include <variant>
 
 #include "protocol/auth.hpp"
+#include "protocol/fetch_machines.hpp"
 #include "protocol/receiver_machine.hpp"
 #include "protocol/sender_machine.hpp"
 #include "protocol/wire.hpp"
@@ -357,6 +362,131 @@ void run_events(std::span<const std::uint8_t> input) {
   }
 }
 
+// --- A fetch before its session (7.13) ---
+
+// The server's machine: each byte an event, its findings from the byte's other bits (a few out
+// of range, as a driver bug would make them).
+class ServeRun {
+ public:
+  void local(std::uint8_t byte) {
+    constexpr unsigned kEvents = static_cast<unsigned>(ServeEvent::ShuttingDown) + 1;
+    const auto event = static_cast<ServeEvent>(byte % kEvents);
+    const unsigned rest = byte / kEvents;  // 0..19
+    const ServeChecks checks{static_cast<RequestCheck>(rest % 4),
+                             static_cast<WantCheck>((rest / 4) % 4),
+                             static_cast<WalkCheck>((rest / 2) % 4)};
+    const ServeState before = state_;
+    const ServeTransition t = serve_next(state_, event, checks);
+    FUZZ_CHECK(static_cast<unsigned>(t.next) <= static_cast<unsigned>(ServeState::Closed));
+    if (before == ServeState::Closed) FUZZ_CHECK(t.next == ServeState::Closed && t.actions.empty());
+    for (ServeAction a : t.actions) {
+      switch (a) {
+        case ServeAction::SendChallenge:
+          FUZZ_CHECK(before == ServeState::AwaitFetch &&
+                     checks.request == RequestCheck::NeedsProof);
+          challenged_ = true;
+          break;
+        case ServeAction::SendProof:
+          // Ours only for a good proof of theirs, after our Challenge.
+          FUZZ_CHECK(challenged_ && before == ServeState::Authenticating &&
+                     checks.request == RequestCheck::Accepted);
+          admitted_ = true;
+          break;
+        case ServeAction::Walk:
+          FUZZ_CHECK(admitted_ && before == ServeState::AwaitWants &&
+                     checks.want == WantCheck::Last);
+          walked_ = true;
+          break;
+        case ServeAction::Serve:
+          FUZZ_CHECK(walked_ && before == ServeState::Walking && checks.walk == WalkCheck::Share);
+          FUZZ_CHECK(!served_);
+          served_ = true;
+          break;
+        case ServeAction::Release:
+          FUZZ_CHECK(!released_ && is_last(t.actions, ServeAction::Release));
+          released_ = true;
+          break;
+        default:
+          break;
+      }
+    }
+    if (before == ServeState::AwaitFetch && t.next == ServeState::AwaitWants) admitted_ = true;
+    if (t.next == ServeState::Closed) FUZZ_CHECK(released_);
+    state_ = t.next;
+  }
+
+ private:
+  ServeState state_ = ServeState::AwaitFetch;
+  bool challenged_ = false, admitted_ = false, walked_ = false, served_ = false;
+  bool released_ = false;
+};
+
+// The fetcher's machine after its set-up, with a key or without.
+class FetchRun {
+ public:
+  explicit FetchRun(bool keyed) : keyed_(keyed) {}
+  void local(std::uint8_t byte) {
+    constexpr unsigned kEvents = static_cast<unsigned>(FetchEvent::Interrupted) + 1;
+    const auto event = static_cast<FetchEvent>(byte % kEvents);
+    const auto proof = static_cast<ProofCheck>((byte / kEvents) % 4);
+    const FetchState before = state_;
+    const FetchTransition t = fetch_next(state_, event, {keyed_, proof});
+    FUZZ_CHECK(static_cast<unsigned>(t.next) <= static_cast<unsigned>(FetchState::Done));
+    if (before == FetchState::Done) FUZZ_CHECK(t.next == FetchState::Done && t.actions.empty());
+    for (FetchAction a : t.actions) {
+      switch (a) {
+        case FetchAction::SendFetch:
+          FUZZ_CHECK(!fetch_sent_ && before == FetchState::Connecting);
+          fetch_sent_ = true;
+          break;
+        case FetchAction::SendProof:
+          FUZZ_CHECK(keyed_ && fetch_sent_ && before == FetchState::Proving);
+          proved_ = true;
+          break;
+        case FetchAction::SendWants:
+          // A keyed fetcher names nothing before the server proved our key (7.13).
+          FUZZ_CHECK(fetch_sent_ && !wants_sent_);
+          if (keyed_) FUZZ_CHECK(proved_ && proof == ProofCheck::Good);
+          wants_sent_ = true;
+          break;
+        case FetchAction::Receive:
+          FUZZ_CHECK(wants_sent_ && before == FetchState::AwaitAnswer && !received_);
+          received_ = true;
+          break;
+        case FetchAction::Finish:
+          FUZZ_CHECK(!finished_ && is_last(t.actions, FetchAction::Finish));
+          finished_ = true;
+          break;
+        default:
+          break;
+      }
+    }
+    // The outcome is decided once; a session handed over decides its own.
+    if (t.outcome) {
+      if (!outcome_) outcome_ = t.outcome;
+      if (*t.outcome == SenderOutcome::Success) FUZZ_CHECK(wants_sent_);
+    }
+    if (t.next == FetchState::Done) FUZZ_CHECK(finished_);
+    state_ = t.next;
+  }
+
+ private:
+  bool keyed_;
+  FetchState state_ = FetchState::Connecting;
+  std::optional<SenderOutcome> outcome_;
+  bool fetch_sent_ = false, proved_ = false, wants_sent_ = false, received_ = false;
+  bool finished_ = false;
+};
+
+void run_fetch_events(std::span<const std::uint8_t> input) {
+  ServeRun server;
+  std::array fetchers{FetchRun(false), FetchRun(true)};
+  for (std::uint8_t byte : input) {
+    server.local(byte);
+    for (FetchRun& fetcher : fetchers) fetcher.local(byte);
+  }
+}
+
 // How the receiver program turns what arrived into an event (docs/PROTOCOL.md 2 "Versions",
 // 7.5; a Hello through its edge, receiver/hello_edge.hpp): sender-to-receiver messages by
 // type, anything else is unexpected, undecodable bytes are a protocol violation, except
@@ -497,5 +627,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::span<const std::uint8_t> input(data, size);
   run_events(input);
   run_messages(input);
+  run_fetch_events(input);
   return 0;
 }

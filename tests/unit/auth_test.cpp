@@ -10,6 +10,7 @@
 #include "common/crypto/auth_proof.hpp"
 #include "common/digest/sha256.hpp"
 #include "protocol/auth.hpp"
+#include "protocol/seal.hpp"
 #include "protocol/wire.hpp"
 
 namespace {
@@ -60,6 +61,29 @@ TEST(Auth, TheWorkedExampleOfTheDocument) {
   EXPECT_EQ(to_hex(encode(Proof{sender}, kVersion2)),
             "524d4158020018002000000000000000171d6c19685b1ee17b89d8cbb0d3b630df85b2413232a226c9"
             "303e880e8878a8");
+}
+
+// A fetch's proofs (7.13): the same formulas over its Fetch, in the Open's place. The values
+// are 7.13's worked example, computed there with Python's hmac and hashlib.
+TEST(Auth, TheWorkedExampleOfAFetch) {
+  Fetch fetch{10000, 0, 1, {}};
+  fetch.extensions.push_back(sender_key_extension(counting_from<32>(0xa0), "alice"));
+  fetch.extensions.push_back({kExtensionSeal, std::string(1, '\x01')});
+  EXPECT_EQ(to_hex(encode(fetch, kVersion2)),
+            "524d415802001f003a0000000000000010270000000000000100000002002500a0a1a2a3a4a5a6a7a8"
+            "a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf616c6963650500010001");
+  EXPECT_EQ(to_hex(transcript_hash(fetch, example_challenge())),
+            "226a84f7f6943a2ab138d264bd131d4a157f5915ab45aa2c0b8799750619c38d");
+  EXPECT_EQ(to_hex(auth_proof(ProofRole::Sender, example_key(), fetch, example_challenge())),
+            "71eaa1e6e200386472452fe2a0000a96662ce6a1b50c852d7f71fe4ba712471f");
+  EXPECT_EQ(to_hex(auth_proof(ProofRole::Receiver, example_key(), fetch, example_challenge())),
+            "d942cce2de4162a60162e19e3ed9981bde1e37aea28c895424013af57dabb397");
+  ASSERT_TRUE(sender_key_claim(fetch));
+  EXPECT_EQ(sender_key_claim(fetch)->id, "alice");
+  // A push's proof over the same nonces is never a fetch's: the message's type differs.
+  EXPECT_FALSE(same_proof(
+      auth_proof(ProofRole::Sender, example_key(), fetch, example_challenge()),
+      auth_proof(ProofRole::Sender, example_key(), example_open(), example_challenge())));
 }
 
 // RFC 4231, test case 2: the primitive is HMAC-SHA256 itself.
