@@ -18,6 +18,7 @@
 #include <optional>
 #include <string_view>
 
+#include "common/cli/service_notify.hpp"
 #include "common/os/event_loop.hpp"
 #include "common/os/fd.hpp"
 #include "common/rdma/address_filter.hpp"
@@ -30,7 +31,6 @@
 #include "receiver/connection.hpp"
 #include "receiver/metrics.hpp"
 #include "receiver/options.hpp"
-#include "receiver/service_notify.hpp"
 #include "receiver/stripe_groups.hpp"
 
 namespace rdmax::receiver {

@@ -65,7 +65,9 @@ int ServeDaemon::run() {
                                      : "any fetcher that reaches this port (--allow limits who)",
                  *options_.serve);
   }
+  notifier_.ready(service_status(), Clock::now());
   loop_.run([this] { return finished(); }, [this] { reap_closed(); });
+  notifier_.stopping();
   peers_.clear();
   spdlog::info("stopped");
   return status_;
@@ -85,6 +87,7 @@ void ServeDaemon::on_signal(int sig) {
   if (stopping_) return;
   spdlog::info("signal {}: stopping ({} connection(s) told to end)", sig, peers_.size());
   stopping_ = true;
+  notifier_.stopping();
   give_up_ = Clock::now() + kServeStopGrace;
   for (auto& [number, p] : peers_) {
     if (p.session)
@@ -228,6 +231,17 @@ void ServeDaemon::on_tick(Clock::time_point now) {
     else
       p.intake->tick(now);
   }
+  notifier_.tick(service_status(), now);
+}
+
+ServiceStatus ServeDaemon::service_status() const {
+  ServiceStatus status{peers_.size(), bytes_sent_, files_sent_, "sent", "sent"};
+  for (const auto& [number, p] : peers_) {
+    if (!p.session) continue;
+    status.bytes += p.session->bytes_sent();
+    status.files += p.session->files_sent();
+  }
+  return status;
 }
 
 void ServeDaemon::reap_closed() {
@@ -240,6 +254,8 @@ void ServeDaemon::reap_closed() {
     if (p.session) {
       spdlog::info("[{}] served: {} of {} entries good", p.intake->label(), p.session->good(),
                    p.session->plan().entries.size());
+      bytes_sent_ += p.session->bytes_sent();
+      files_sent_ += p.session->files_sent();
     }
     loop_.forget(p.transport->completion_fd());
     it = peers_.erase(it);

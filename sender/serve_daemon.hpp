@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "common/cli/service_notify.hpp"
 #include "common/crypto/auth_penalties.hpp"
 #include "common/os/event_loop.hpp"
 #include "common/os/fd.hpp"
@@ -61,6 +62,8 @@ class ServeDaemon {
   void reap_closed();
   bool finished();
   Peer* peer_of(std::uint64_t number);
+  // What systemd's status line says (connections now; bytes and files of every session).
+  ServiceStatus service_status() const;
 
   const SenderOptions& options_;
   AddressFilter addresses_;  // --allow / --deny, judged in the CONNECT_REQUEST itself
@@ -81,6 +84,9 @@ class ServeDaemon {
   bool stopping_ = false;
   std::optional<Clock::time_point> give_up_;  // while stopping: until connections must close
   int status_ = 0;
+  std::uint64_t bytes_sent_ = 0;  // by the sessions reaped
+  std::uint64_t files_sent_ = 0;
+  ServiceNotifier notifier_;  // systemd readiness, status and watchdog (Type=notify)
 };
 
 }  // namespace rdmax::sender

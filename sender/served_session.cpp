@@ -28,4 +28,21 @@ std::size_t ServedSession::good() const {
                     [](const EntryResult& r) { return r.status == EntryResult::Status::Good; }));
 }
 
+std::size_t ServedSession::files_sent() const {
+  std::size_t files = 0;
+  for (std::size_t i = 0; i < plan_.results.size(); ++i) {
+    const EntryResult& r = plan_.results[i];
+    if (r.status == EntryResult::Status::Good && !r.identical &&
+        plan_.entries[i].kind == proto::EntryKind::File)
+      ++files;
+  }
+  return files;
+}
+
+std::uint64_t ServedSession::bytes_sent() const {
+  std::uint64_t bytes = 0;
+  for (const EntryResult& r : plan_.results) bytes += r.bytes;
+  return bytes;
+}
+
 }  // namespace rdmax::sender

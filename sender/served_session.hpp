@@ -43,6 +43,9 @@ class ServedSession final : SenderCm {
   const TransferPlan& plan() const { return plan_; }
   // Entries the fetcher settled good (identical ones among them).
   std::size_t good() const;
+  // Files settled good that moved (not identical ones), and the bytes written for them all.
+  std::size_t files_sent() const;
+  std::uint64_t bytes_sent() const;
 
  private:
   void resolve_route() override {}

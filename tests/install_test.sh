@@ -34,26 +34,29 @@ for page in rdma-send rdma-recv; do
   done
 done
 
-unit=$stage/lib/systemd/system/rdma-recv.service
-if [[ -f $unit ]]; then
-  grep -q '^LimitMEMLOCK=infinity$' "$unit" || fail "unit: no LimitMEMLOCK=infinity"
-  grep -q "^ExecStart=$stage/bin/rdma-recv " "$unit" || fail "unit: ExecStart does not name $stage/bin/rdma-recv"
-  ! grep -q '@[A-Z_]*@' "$unit" || fail "unit: unconfigured @VARIABLE@ left"
-  grep -q '^Type=notify$' "$unit" || fail "unit: not Type=notify"
-  grep -q '^WatchdogSec=' "$unit" || fail "unit: no WatchdogSec="
-  # systemd-analyze verify wants ExecStart= to exist; the staged binary does. It needs no
-  # running systemd (offline). Its complaints about units this one orders itself after
-  # (not installed here) are not about this unit.
-  if command -v systemd-analyze >/dev/null; then
-    verify=$(SYSTEMD_LOG_LEVEL=notice systemd-analyze verify --man=no "$unit" 2>&1 |
-      grep -v 'rdma-load-modules\|network-online' || true)
-    [[ -z $verify ]] || fail "unit: systemd-analyze verify: $verify"
+# Both units: the receiver's, and the fetch server's (rdma-send --serve).
+for unit_name in rdma-recv:rdma-recv rdma-send-serve:rdma-send; do
+  unit=$stage/lib/systemd/system/${unit_name%%:*}.service program=${unit_name#*:}
+  if [[ -f $unit ]]; then
+    grep -q '^LimitMEMLOCK=infinity$' "$unit" || fail "$unit: no LimitMEMLOCK=infinity"
+    grep -q "^ExecStart=$stage/bin/$program " "$unit" || fail "$unit: ExecStart does not name $stage/bin/$program"
+    ! grep -q '@[A-Z_]*@' "$unit" || fail "$unit: unconfigured @VARIABLE@ left"
+    grep -q '^Type=notify$' "$unit" || fail "$unit: not Type=notify"
+    grep -q '^WatchdogSec=' "$unit" || fail "$unit: no WatchdogSec="
+    # systemd-analyze verify wants ExecStart= to exist; the staged binary does. It needs no
+    # running systemd (offline). Its complaints about units this one orders itself after
+    # (not installed here) are not about this unit.
+    if command -v systemd-analyze >/dev/null; then
+      verify=$(SYSTEMD_LOG_LEVEL=notice systemd-analyze verify --man=no "$unit" 2>&1 |
+        grep -v 'rdma-load-modules\|network-online' || true)
+      [[ -z $verify ]] || fail "$unit: systemd-analyze verify: $verify"
+    else
+      fail "no systemd-analyze to verify the unit with (Debian: systemd; scripts/install-deps.sh)"
+    fi
   else
-    fail "no systemd-analyze to verify the unit with (Debian: systemd; scripts/install-deps.sh)"
+    fail "lib/systemd/system/${unit_name%%:*}.service missing"
   fi
-else
-  fail "lib/systemd/system/rdma-recv.service missing"
-fi
+done
 
 for program in rdma-send rdma-recv; do
   [[ -f $stage/share/bash-completion/completions/$program ]] ||

@@ -310,17 +310,8 @@ case_refusal_next_step() {
 # WATCHDOG_USEC asks for them, and STOPPING=1 at SIGTERM.
 case_systemd_notify() {
   local socket=$work/notify.sock notes=$work/notify.log log=$work/notify-recv.log
-  rm -f "$socket" "$notes" "$work/dir/hello.txt"
-  # The notify socket: socat receives each datagram in a child of its own, which appends
-  # it to $notes as lines (READY=1, STATUS=...) followed by a line "--". awk writes it all
-  # at its exit in one write(2) to a file opened O_APPEND, so the children of datagrams that
-  # arrive together cannot interleave their lines.
-  printf '#!/bin/sh\nexec awk -v end=-- %s >>%q\n' "'{ print } END { print end }'" "$notes" \
-    >"$work/record-notification"
-  chmod +x "$work/record-notification"
-  start_daemon notify-socket "$work/notify-socket.log" \
-    socat -u "UNIX-RECVFROM:$socket,fork" EXEC:"$work/record-notification"
-  wait_for 20 test -S "$socket"
+  rm -f "$work/dir/hello.txt"
+  start_notify_socket "$socket" "$notes"
   start_daemon notified "$log" env NOTIFY_SOCKET="$socket" WATCHDOG_USEC=1000000 \
     "$recv" --bind "$RXE_ADDR" --port "$port" --dir "$work/dir"
   wait_for_line 20 notified "$log" 'listening on'

@@ -62,9 +62,17 @@ fetch() {
 }
 
 make_export
-start_daemon serve "$log" "$send" --serve "$export_dir" -p "$port" -v
+# Under systemd (Type=notify, packaging/rdma-send-serve.service.in): READY=1 once it listens,
+# STATUS= lines that count what it sent, WATCHDOG=1 pings, STOPPING=1 at SIGTERM (case stop).
+notes=$work/notify.log
+start_notify_socket "$work/notify.sock" "$notes"
+start_daemon serve "$log" env NOTIFY_SOCKET="$work/notify.sock" WATCHDOG_USEC=1000000 \
+  "$send" --serve "$export_dir" -p "$port" -v
 wait_for 20 cm_listening "$port"
 grep -q "no keys: any fetcher" "$log" || fail "the server did not say it serves without keys"
+wait_for 10 grep -qx 'READY=1' "$notes"
+grep -qx 'STATUS=0 connections, 0 B sent, 0 files sent' "$notes" ||
+  fail "no first STATUS= line: $(head -n 5 "$notes" | tr '\n' ' ')"
 
 case_tree() {
   fetch 0 -r data
@@ -216,9 +224,14 @@ case_denied() {
 run_case denied case_denied
 
 case_stop() {
+  grep -qE '^STATUS=0 connections, [0-9.]+ MiB sent, [0-9]+ files sent$' "$notes" ||
+    fail "no STATUS= line counting what was sent: $(grep STATUS= "$notes" | tail -n 3 | tr '\n' ' ')"
+  grep -qx 'WATCHDOG=1' "$notes" || fail "no WATCHDOG=1 ping"
   kill -TERM "$(cat "$shared/daemon.serve/pid")"
   wait_for 10 daemon_exited serve
   [[ $(daemon_status serve) == 0 ]] || fail "the server exited $(daemon_status serve) on SIGTERM"
+  eventually 5 grep -qx 'STOPPING=1' "$notes" || fail "no STOPPING=1"
+  pass "stop: SIGTERM, exit 0; sd_notify READY=1, $(grep STATUS= "$notes" | tail -n 2 | head -n 1), WATCHDOG=1, STOPPING=1"
 }
 run_case stop case_stop
 

@@ -23,7 +23,7 @@ pkg=rdmax
 package_files=(
   /usr/bin/rdma-send /usr/bin/rdma-recv
   /usr/share/man/man1/rdma-send.1.gz /usr/share/man/man1/rdma-recv.1.gz
-  /lib/systemd/system/rdma-recv.service
+  /lib/systemd/system/rdma-recv.service /lib/systemd/system/rdma-send-serve.service
   /usr/share/bash-completion/completions/rdma-send
   /usr/share/bash-completion/completions/rdma-recv
   /usr/share/doc/rdmax/secrets.example /usr/share/doc/rdmax/senders.example
@@ -45,15 +45,20 @@ in_root() {
   for f in "${package_files[@]}"; do [[ -e $f ]] || fail "installed package lacks $f"; done
   grep -qx 'ExecStart=/usr/bin/rdma-recv .*' /lib/systemd/system/rdma-recv.service ||
     fail "the unit's ExecStart= does not name /usr/bin/rdma-recv"
-  if command -v systemd-analyze >/dev/null; then
-    local verify
-    verify=$(SYSTEMD_LOG_LEVEL=notice systemd-analyze verify --man=no \
-      /lib/systemd/system/rdma-recv.service 2>&1 | grep -v 'rdma-load-modules\|network-online' || true)
-    [[ -z $verify ]] || fail "systemd-analyze verify: $verify"
-  fi
-  # Not enabled by the install (debian/rules: dh_installsystemd --no-enable).
-  [[ ! -e /etc/systemd/system/multi-user.target.wants/rdma-recv.service ]] ||
-    fail "the install enabled rdma-recv.service"
+  grep -qx 'ExecStart=/usr/bin/rdma-send --serve .*' /lib/systemd/system/rdma-send-serve.service ||
+    fail "the server unit's ExecStart= does not name /usr/bin/rdma-send --serve"
+  local unit
+  for unit in rdma-recv rdma-send-serve; do
+    if command -v systemd-analyze >/dev/null; then
+      local verify
+      verify=$(SYSTEMD_LOG_LEVEL=notice systemd-analyze verify --man=no \
+        /lib/systemd/system/$unit.service 2>&1 | grep -v 'rdma-load-modules\|network-online' || true)
+      [[ -z $verify ]] || fail "systemd-analyze verify $unit.service: $verify"
+    fi
+    # Not enabled by the install (debian/rules: dh_installsystemd --no-enable).
+    [[ ! -e /etc/systemd/system/multi-user.target.wants/$unit.service ]] ||
+      fail "the install enabled $unit.service"
+  done
   gzip -dc /usr/share/man/man1/rdma-recv.1.gz | grep -q '^\.SH' || fail "rdma-recv.1.gz is no manual page"
   bash --norc -c 'source /usr/share/bash-completion/completions/rdma-send && complete -p rdma-send' \
     >/dev/null || fail "the installed completion does not load"

@@ -1,7 +1,7 @@
-// rdma-recv's systemd notifications (receiver/service_notify.hpp) against a notify socket
+// The daemons' systemd notifications (common/cli/service_notify.hpp) against a notify socket
 // of the test's own: what systemd would receive, when, and nothing without NOTIFY_SOCKET.
 
-#include "receiver/service_notify.hpp"
+#include "common/cli/service_notify.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -15,7 +15,7 @@
 #include "common/os/fd.hpp"
 #include "temp_dir.hpp"
 
-namespace rdmax::receiver {
+namespace rdmax {
 namespace {
 
 using namespace std::chrono_literals;
@@ -25,6 +25,8 @@ TEST(ServiceStatusLine, CountsConnectionsBytesAndFiles) {
   EXPECT_EQ(format_service_status({}), "0 connections, 0 B received, 0 files stored");
   EXPECT_EQ(format_service_status({1, 3 * 1024 * 1024 / 2, 1}),
             "1 connection, 1.5 MiB received, 1 file stored");
+  EXPECT_EQ(format_service_status({2, 4096, 3, "sent", "sent"}),
+            "2 connections, 4.0 KiB sent, 3 files sent");
 }
 
 // A unix datagram socket standing in for systemd's, named by NOTIFY_SOCKET while it lives.
@@ -113,4 +115,4 @@ TEST(ServiceNotifier, PingsTheWatchdogEveryHalfInterval) {
 }
 
 }  // namespace
-}  // namespace rdmax::receiver
+}  // namespace rdmax

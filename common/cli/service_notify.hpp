@@ -1,7 +1,7 @@
 #pragma once
-// rdma-recv under systemd (Type=notify): tells the service manager when it listens
-// (READY=1), what it is doing (a one-line STATUS=), that it is alive (WATCHDOG=1, when the
-// unit sets WatchdogSec=) and that it is stopping (STOPPING=1). Through libsystemd's
+// A daemon under systemd (Type=notify: rdma-recv, and rdma-send --serve): tells the service manager
+// when it listens (READY=1), what it is doing (a one-line STATUS=), that it is alive (WATCHDOG=1,
+// when the unit sets WatchdogSec=) and that it is stopping (STOPPING=1). Through libsystemd's
 // sd_notify, which does nothing when NOTIFY_SOCKET is unset: outside systemd (or in a build
 // without libsystemd) every call here is a no-op.
 
@@ -10,13 +10,16 @@
 #include <string>
 #include <string_view>
 
-namespace rdmax::receiver {
+namespace rdmax {
 
-// What the status line reports: counters the daemon keeps.
+// What the status line reports: counters the daemon keeps, and what it does with bytes and
+// files (a receiver: "received", "stored"; a fetch server: "sent", "sent").
 struct ServiceStatus {
   std::size_t connections = 0;
-  std::uint64_t bytes_received = 0;
-  std::uint64_t files_stored = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t files = 0;
+  const char* bytes_done = "received";
+  const char* files_done = "stored";
 };
 
 // "2 connections, 1.5 GiB received, 3 files stored": the text after STATUS=.
@@ -52,4 +55,4 @@ class ServiceNotifier {
   bool stopping_sent_ = false;
 };
 
-}  // namespace rdmax::receiver
+}  // namespace rdmax

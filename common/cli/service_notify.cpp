@@ -1,4 +1,4 @@
-#include "receiver/service_notify.hpp"
+#include "common/cli/service_notify.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -11,15 +11,14 @@
 #include <systemd/sd-daemon.h>
 #endif
 
-namespace rdmax::receiver {
+namespace rdmax {
 
 std::string format_service_status(const ServiceStatus& status) {
   auto plural = [](std::uint64_t n, const char* noun) {
     return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
   };
-  return plural(status.connections, "connection") + ", " +
-         proto::format_size(status.bytes_received) + " received, " +
-         plural(status.files_stored, "file") + " stored";
+  return plural(status.connections, "connection") + ", " + proto::format_size(status.bytes) + " " +
+         status.bytes_done + ", " + plural(status.files, "file") + " " + status.files_done;
 }
 
 ServiceNotifier::ServiceNotifier() {
@@ -72,4 +71,4 @@ void ServiceNotifier::stopping() {
   send("STOPPING=1\nSTATUS=shutting down");
 }
 
-}  // namespace rdmax::receiver
+}  // namespace rdmax
