@@ -46,70 +46,19 @@ std::variant<std::optional<std::string>, Check> listen_address(const ReceiverOpt
                  "with --bind");
 }
 
-// Binds and listens on the port, then closes it again: the port is free, and the device
-// and GID a bound address uses.
+// Binds and listens on the port, then closes it again (the address as the daemon picks it).
 std::vector<Check> listen_checks(const ReceiverOptions& o) {
   auto address = listen_address(o);
   if (auto* check = std::get_if<Check>(&address)) return {*check};
-  const auto& bind = std::get<std::optional<std::string>>(address);
-  const std::string shown = bind ? *bind : "0.0.0.0";
-  const std::string what = "listen on " + shown + " port " + std::to_string(o.port);
-  try {
-    EventChannel channel;
-    CmId id(channel);
-    id.bind_and_listen(bind ? bind->c_str() : nullptr, o.port, 1);
-    std::vector<Check> checks{pass(what + ": the port is free")};
-    const std::string endpoint = preflight::describe_endpoint(id.get());
-    if (endpoint.empty())
-      checks.push_back(pass("bound address " + id.local_address() +
-                            ": a wildcard, served by every RDMA device"));
-    else
-      checks.push_back(pass("bound address " + id.local_address() + ": " + endpoint));
-    return checks;
-  } catch (const SysError& e) {
-    if (e.error() == EADDRINUSE)
-      return {failure(what + ": the port is in use (another rdma-recv?)",
-                      "stop the other listener or choose another --port")};
-    const std::string hint = rdma_setup_hint(e.error());
-    return {failure(what + ": " + e.what(),
-                    hint.empty() ? "check --bind against the RDMA interfaces' addresses" : hint)};
-  } catch (const std::exception& e) {
-    return {failure(what + ": " + e.what(), "check --bind")};
-  }
-}
-
-// A file of credentials (--secrets, --senders): its mode first, with its own remedy (the
-// loader checks it again, on what it reads), then its lines, loaded as the daemon loads them.
-// `load` returns what the file holds, in words.
-template <typename Load>
-Check credentials_check(const std::string& what, const std::string& path, const char* option,
-                        const char* format, Load load) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    return failure(what + " " + path + ": " + std::strerror(errno),
-                   std::string("check the path given to ") + option + ", or leave out " + option);
-  if (S_ISREG(st.st_mode) && (st.st_mode & 077) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return failure(what + " " + path + ": mode " + mode + " lets group or others read it",
-                   "chmod 600 " + path);
-  }
-  try {
-    return pass(what + " " + path + ": owner-only, " + load());
-  } catch (const std::exception& e) {
-    // "PATH:LINE: what" for a syntax error; other messages name the file themselves.
-    const std::string message = e.what();
-    if (message.rfind(path + ":", 0) != 0) return failure(message, std::string("check ") + option);
-    return failure(what + " " + message, std::string("fix that line: ") + format +
-                                             " per line, '#' starts a comment (docs/SECURITY.md)");
-  }
+  return preflight::listen_checks(std::get<std::optional<std::string>>(address), o.port,
+                                  "another rdma-recv?");
 }
 
 Check secrets_check(const ReceiverOptions& o) {
   if (!o.secrets_file) return pass("secrets file: none (--secrets): every id is denied");
-  return credentials_check("secrets file", *o.secrets_file, "--secrets", "one 'ID SECRET'", [&] {
-    return std::to_string(load_secrets_file(*o.secrets_file).size()) + " id(s)";
-  });
+  return preflight::credentials_check(
+      "secrets file", *o.secrets_file, "--secrets", "one 'ID SECRET'",
+      [&] { return std::to_string(load_secrets_file(*o.secrets_file).size()) + " id(s)"; });
 }
 
 Check senders_check(const ReceiverOptions& o) {
@@ -118,11 +67,11 @@ Check senders_check(const ReceiverOptions& o) {
         "senders file: none (--senders): any sender that reaches the port may write "
         "files" +
         std::string(o.allow.empty() ? " (no --allow either)" : ", from --allow"));
-  return credentials_check("senders file", *o.senders_file, "--senders", "one 'ID KEY [SUBDIR]'",
-                           [&] {
-                             const auto store = load_key_store(*o.senders_file, "senders file");
-                             return std::to_string(store.size()) + " sender key(s)";
-                           });
+  return preflight::credentials_check(
+      "senders file", *o.senders_file, "--senders", "one 'ID KEY [SUBDIR]'", [&] {
+        const auto store = load_key_store(*o.senders_file, "senders file");
+        return std::to_string(store.size()) + " sender key(s)";
+      });
 }
 
 // --metrics: bound as the daemon binds it, then let go.

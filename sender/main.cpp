@@ -151,7 +151,8 @@ int main(int argc, char** argv) {
   const auto& options = std::get<sender::SenderOptions>(parsed);
   init_logging(options.verbosity, "rdma-send");
   if (options.checksum) return print_checksums(options);
-  if (options.serve) return serve(options);
+  if (options.serve)
+    return options.check ? sender::run_serve_preflight(options, std::cout) : serve(options);
 
   // Local input first (rdma-send(1), EXIT STATUS 2): every PATH and --name is checked
   // before any device, route or connection work, so that a wrong PATH is reported as such

@@ -117,7 +117,6 @@ std::variant<SenderOptions, int> checked_serve_options(SenderOptions o, bool por
       {o.recursive, "-r (a fetcher asks for a tree with rdma-recv --from -r)"},
       {o.rename.has_value(), "--name"},
       {o.checksum, "--checksum"},
-      {o.check, "--check"},
       {o.json || o.json_lines, "--json and --json-lines"},
       {o.id.has_value(), "--id"},
       {o.key_file.has_value(), "--key-file (a server lists the fetchers' keys: --readers FILE)"},
@@ -280,7 +279,9 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
                "connect nowhere");
   app.add_flag("--check", o.check,
                "check, one line each, what a transfer to HOST needs (device, port, route, "
-               "memlock limit, a receiver answering), send nothing, and exit 0 if all passed");
+               "memlock limit, a receiver answering), send nothing, and exit 0 if all passed; "
+               "with --serve, what the server needs (device, port free, DIR, --readers, "
+               "memlock), and serve nothing");
   std::optional<std::string> bwlimit;
   app.add_option("--bwlimit", bwlimit,
                  "send at most RATE bytes per second, e.g. 500M (K/M/G/T: powers of 1024, "

@@ -1,12 +1,17 @@
 #include "sender/preflight.hpp"
 
+#include <fcntl.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <ostream>
 
 #include "common/cli/error_hints.hpp"
 #include "common/crypto/key_files.hpp"
 #include "common/error.hpp"
+#include "common/os/fd.hpp"
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/devices.hpp"
 #include "common/rdma/event_channel.hpp"
@@ -134,6 +139,36 @@ int run_preflight(const SenderOptions& o, std::ostream& out) {
                                                "fix the route first"));
     }
   }
+  return report.all_ok() ? 0 : 1;
+}
+
+int run_serve_preflight(const SenderOptions& o, std::ostream& out) {
+  preflight::Report report(out);
+  report.add_all(preflight::device_checks(std::nullopt));
+  report.add_all(preflight::listen_checks(o.bind_address, o.port, "another rdma-send --serve?"));
+  const std::string& dir = *o.serve;
+  if (Fd exported(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)); exported) {
+    report.add(preflight::pass("export " + proto::escape_for_log(dir) +
+                               ": a directory this user can open (served read only)"));
+  } else {
+    report.add(
+        preflight::failure("export " + proto::escape_for_log(dir) + ": " + std::strerror(errno),
+                           "name a directory this user may read, after --serve"));
+  }
+  if (!o.readers_file) {
+    report.add(preflight::pass(
+        "readers file: none (--readers): any fetcher that reaches the port may fetch all of the "
+        "export, in clear" +
+        std::string(o.allow.empty() ? " (no --allow either)" : ", from --allow")));
+  } else {
+    report.add(preflight::credentials_check(
+        "readers file", *o.readers_file, "--readers", "one 'ID KEY [SUBDIR]'", [&] {
+          return std::to_string(load_key_store(*o.readers_file, "readers file").size()) +
+                 " reader key(s)";
+        }));
+  }
+  // The daemon splits RLIMIT_MEMLOCK over --max-connections sessions (sender/memlock.hpp).
+  report.add(memlock_prediction(preflight::current_memlock_limit(), o.max_connections));
   return report.all_ok() ? 0 : 1;
 }
 

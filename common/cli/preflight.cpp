@@ -4,15 +4,18 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ostream>
 
 #include "common/cli/error_hints.hpp"
+#include "common/error.hpp"
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/devices.hpp"
 #include "common/rdma/memory_region.hpp"
@@ -234,6 +237,57 @@ Check directory_check(const std::string& dir, std::uint64_t min_free) {
     return failure(what + ": writable, but only " + proto::format_size(free_bytes) + " free",
                    "make room, or choose a directory on another file system");
   return pass(what + ": writable, " + proto::format_size(free_bytes) + " free");
+}
+
+std::vector<Check> listen_checks(const std::optional<std::string>& bind, std::uint16_t port,
+                                 const std::string& in_use) {
+  const std::string shown = bind ? *bind : "0.0.0.0";
+  const std::string what = "listen on " + shown + " port " + std::to_string(port);
+  try {
+    EventChannel channel;
+    CmId id(channel);
+    id.bind_and_listen(bind ? bind->c_str() : nullptr, port, 1);
+    std::vector<Check> checks{pass(what + ": the port is free")};
+    const std::string endpoint = describe_endpoint(id.get());
+    if (endpoint.empty())
+      checks.push_back(pass("bound address " + id.local_address() +
+                            ": a wildcard, served by every RDMA device"));
+    else
+      checks.push_back(pass("bound address " + id.local_address() + ": " + endpoint));
+    return checks;
+  } catch (const SysError& e) {
+    if (e.error() == EADDRINUSE)
+      return {failure(what + ": the port is in use (" + in_use + ")",
+                      "stop the other listener or choose another --port")};
+    const std::string hint = rdma_setup_hint(e.error());
+    return {failure(what + ": " + e.what(),
+                    hint.empty() ? "check --bind against the RDMA interfaces' addresses" : hint)};
+  } catch (const std::exception& e) {
+    return {failure(what + ": " + e.what(), "check --bind")};
+  }
+}
+
+Check credentials_check(const std::string& what, const std::string& path, const char* option,
+                        const char* format, const std::function<std::string()>& load) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return failure(what + " " + path + ": " + std::strerror(errno),
+                   std::string("check the path given to ") + option + ", or leave out " + option);
+  if (S_ISREG(st.st_mode) && (st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return failure(what + " " + path + ": mode " + mode + " lets group or others read it",
+                   "chmod 600 " + path);
+  }
+  try {
+    return pass(what + " " + path + ": owner-only, " + load());
+  } catch (const std::exception& e) {
+    // "PATH:LINE: what" for a syntax error; other messages name the file themselves.
+    const std::string message = e.what();
+    if (message.rfind(path + ":", 0) != 0) return failure(message, std::string("check ") + option);
+    return failure(what + " " + message, std::string("fix that line: ") + format +
+                                             " per line, '#' starts a comment (docs/SECURITY.md)");
+  }
 }
 
 }  // namespace rdmax::preflight

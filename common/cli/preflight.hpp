@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -79,6 +80,19 @@ std::string remedy_port_down(const std::vector<std::string>& netdevs);
 // A directory the program writes into: exists, is a directory, a temporary file can be
 // created and removed in it, and its free space (FAIL below `min_free` bytes).
 [[nodiscard]] Check directory_check(const std::string& dir, std::uint64_t min_free);
+
+// Binds and listens on `port` at `bind` (none: every IPv4 address), then closes it again: the
+// port is free, and the device and GID a bound address uses. `in_use`: who else may hold the
+// port, for the FAIL line ("another rdma-recv?").
+[[nodiscard]] std::vector<Check> listen_checks(const std::optional<std::string>& bind,
+                                               std::uint16_t port, const std::string& in_use);
+
+// A file of credentials (--secrets, --senders, --readers): its mode first, with its own remedy
+// (the loader checks it again, on what it reads), then its lines, loaded as the daemon loads
+// them. `load` returns what the file holds, in words; `format` names a line's fields.
+[[nodiscard]] Check credentials_check(const std::string& what, const std::string& path,
+                                      const char* option, const char* format,
+                                      const std::function<std::string()>& load);
 
 // The device, port and GID a resolved or bound cm_id uses: "rxe0 port 1, GID
 // ::ffff:192.0.2.1 (index 1)". Empty without a device (a wildcard address).

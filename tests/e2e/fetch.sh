@@ -207,6 +207,26 @@ case_killed() {
 }
 run_case killed case_killed
 
+# --serve --check: what the server needs, one line each, nothing served.
+case_check() {
+  local rc=0
+  "$send" --serve "$export_dir" -p 18775 --check >"$shared/check.out" 2>&1 || rc=$?
+  ((rc == 0)) || fail "--serve --check exited $rc: $(cat "$shared/check.out")"
+  grep -q '^ok   listen on 0.0.0.0 port 18775: the port is free' "$shared/check.out" &&
+    grep -q '^ok   export .*: a directory this user can open' "$shared/check.out" &&
+    grep -q '^ok   readers file: none' "$shared/check.out" ||
+    fail "--serve --check said: $(cat "$shared/check.out")"
+  rc=0
+  "$send" --serve "$work/no-such-dir" -p "$port" --check >"$shared/check.out" 2>&1 || rc=$?
+  ((rc == 1)) || fail "--serve --check of a busy port and a missing DIR exited $rc"
+  # (rxe answers a second wildcard bind of a port with EADDRNOTAVAIL, not EADDRINUSE.)
+  grep -q "^FAIL listen on 0.0.0.0 port $port: " "$shared/check.out" &&
+    grep -q '^FAIL export .*no-such-dir: No such file or directory' "$shared/check.out" ||
+    fail "--serve --check said: $(cat "$shared/check.out")"
+  cm_listening "$port" || fail "--check disturbed the server"
+}
+run_case check case_check
+
 # --deny: refused in the connection manager, with the server's words.
 case_denied() {
   local denied_port=18773
