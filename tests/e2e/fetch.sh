@@ -2,7 +2,9 @@
 # Fetching (issue 52, docs/PROTOCOL.md 7.13): rdma-send --serve DIR exports a tree, and
 # rdma-recv --from fetches from it: a tree with nested and empty directories, modes, times,
 # a non-UTF-8 name, an empty file and a sparse file, identical to the source; fetched again,
-# nothing moves; the hostile and mistaken requests refused, with the server still serving.
+# nothing moves; the hostile and mistaken requests refused, with the server still serving; a
+# file that grows while read abandoned, nothing kept; the server killed halfway and resumed;
+# --serve --check; the server under a notify socket (Type=notify) and stopped by SIGTERM.
 source "$(dirname "$0")/lib.sh"
 need_programs send recv
 
@@ -12,7 +14,8 @@ work=$(mktemp -d "${RXE_SCRATCH:-/tmp}/rdmax-fetch.XXXXXX")
 export_dir=$work/export
 dest=$work/dest
 mkdir -p "$export_dir" "$dest"
-trap 'rm -rf "$work"; _cleanup' EXIT
+# The daemons first (the notify socket's recorder writes into $work while they run).
+trap '_cleanup; rm -rf "$work"' EXIT
 log=$shared/serve.log
 fail_context() {
   echo "--- server log:"
@@ -206,6 +209,41 @@ case_killed() {
   rm -f "$export_dir/big.bin" "$dest/big.bin"
 }
 run_case killed case_killed
+
+# A file that grows while the server reads it (a log being written, or a hostile export): the
+# server abandons it (FileAbort, Changed), the fetcher keeps nothing under its name and says
+# why, exits non-zero; once the file is still, the same fetch brings it.
+case_growing() {
+  local grow_port=18776
+  head -c $((12 << 20)) /dev/urandom >"$export_dir/growing.log"
+  rm -rf "$dest"/*
+  start_daemon grow "$shared/grow.log" "$send" --serve "$export_dir" -p "$grow_port" --bwlimit 4M
+  wait_for 20 cm_listening "$grow_port"
+  local rc=0
+  "$recv" --from "$RXE_ADDR:$grow_port" -o "$dest" growing.log >"$shared/fetch.log" 2>&1 &
+  local fetcher=$!
+  wait_for 30 grep -q "receiving 'growing.log'" "$shared/fetch.log"
+  local i
+  for i in $(seq 1 10); do
+    head -c 4096 /dev/urandom >>"$export_dir/growing.log"
+    sleep 0.2
+  done
+  wait "$fetcher" || rc=$?
+  local grown_rc=$rc
+  ((rc != 0)) || fail "a fetch of a file that grew while it was read exited 0"
+  grep -q "the sender abandoned 'growing.log': it changed while it was read" "$shared/fetch.log" ||
+    fail "the fetcher did not say why: $(grep growing "$shared/fetch.log" | tail -3)"
+  [[ ! -e $dest/growing.log ]] || fail "a file that changed while read arrived under its name"
+  rc=0
+  "$recv" --from "$RXE_ADDR:$grow_port" -o "$dest" growing.log >"$shared/fetch.log" 2>&1 || rc=$?
+  ((rc == 0)) || fail "the fetch of the still file exited $rc: $(tail -3 "$shared/fetch.log")"
+  cmp "$export_dir/growing.log" "$dest/growing.log" || fail "growing.log differs"
+  kill "$daemon_pid"
+  wait_for 10 daemon_exited grow
+  rm -f "$export_dir/growing.log" "$dest/growing.log"
+  pass "growing: abandoned while it grew (exit $grown_rc, nothing kept), fetched whole once still"
+}
+run_case growing case_growing
 
 # --serve --check: what the server needs, one line each, nothing served.
 case_check() {
