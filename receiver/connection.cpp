@@ -78,6 +78,9 @@ void Connection::step(const ReceiverInput& input) {
   const Event event = std::get<Event>(input.event);
   // A sender that breaks the rules loses what it stored: nothing of it is kept to resume.
   if (event == Event::ProtocolViolation) data_bad_ = true;
+  if ((event == Event::ProtocolViolation || event == Event::LocalFailure) && !cut_)
+    cut_ = SessionCut{false, event == Event::LocalFailure ? proto::ErrorCode::Internal
+                                                          : proto::ErrorCode::ProtocolViolation};
   const auto t = proto::receiver_next(state_, event, input.checks);
   if (event == Event::GotBye && !t.illegal) session_end_ = input.checks.entries;
   apply(t, proto::to_string(event), input);
@@ -89,6 +92,7 @@ void Connection::apply(const proto::ReceiverTransition& t, const char* event,
     spdlog::warn("[{}] protocol violation: {} in state {}", label(), event,
                  proto::to_string(state_));
     data_bad_ = true;
+    if (!cut_) cut_ = SessionCut{false, proto::ErrorCode::ProtocolViolation};
   }
   step_log().took(label(), proto::to_string(state_), event, proto::to_string(t.next));
   const State before = state_;
@@ -370,6 +374,7 @@ void Connection::on_message(Inbound inbound) {
   if (auto* error = std::get_if<proto::Error>(&message)) {
     spdlog::warn("[{}] sender aborted: {} {}", label(), proto::to_string(error->code),
                  proto::escape_for_log(error->text));
+    if (!cut_) cut_ = SessionCut{true, error->code};
     return dispatch(input<Event::GotError>());
   }
   dispatch(input<Event::GotUnexpected>());  // a Hello, a Chunk, a message only a receiver sends

@@ -79,6 +79,14 @@ class Connection final : public DriverCore {
   // Where the session's entries stood when the sender said Bye (a fetcher's summary, for
   // the server ends its session so: docs/PROTOCOL.md 7.13); none: it ended otherwise.
   std::optional<proto::SessionEnd> session_end() const { return session_end_; }
+  // Why a session ended before the sender's Bye, where a message said it: the sender's Error
+  // (`by_peer`), or ours for a violation or a local failure. None: the connection was lost
+  // (or the session ended with its Bye).
+  struct SessionCut {
+    bool by_peer = false;
+    proto::ErrorCode code = proto::ErrorCode::Internal;
+  };
+  std::optional<SessionCut> cut() const { return cut_; }
   // The daemon is exiting without waiting for this connection to close: stop the queue
   // pair and drop the file's pending work (the temporary is removed).
   void abandon();
@@ -128,6 +136,7 @@ class Connection final : public DriverCore {
   const proto::SealKey* proven_chunk_key_ = nullptr;  // chunks_sealed_with
   unsigned id_attempts_ = 0;
   std::optional<proto::SessionEnd> session_end_;
+  std::optional<SessionCut> cut_;  // the first reason given
   ReceiveWindow window_;
   // Last: their jobs use the window (which the transport owns and outlives them).
   IncomingEntries entries_;

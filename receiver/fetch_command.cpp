@@ -225,6 +225,20 @@ class FetchRun final : public FetchCm {
     if (refused > 0) return sender::kExitRejected;
     if (!end) {
       if (interrupted_) return sender::kExitOther;
+      // A server that failed, or either side finding the other broke the rules, is not fixed
+      // by running again (1); a connection lost, a timeout or a server stopping may be (3).
+      const auto cut = session_->cut();
+      const bool retry = !cut || cut->code == proto::ErrorCode::Timeout ||
+                         cut->code == proto::ErrorCode::ShuttingDown;
+      if (!retry) {
+        spdlog::error("the fetch did not finish: {}",
+                      cut->by_peer ? std::string("the server aborted (") +
+                                         proto::to_string(cut->code) + "); see its log"
+                      : cut->code == proto::ErrorCode::ProtocolViolation
+                          ? std::string("the server broke the protocol (see above)")
+                          : std::string("this side failed (see above)"));
+        return sender::kExitOther;
+      }
       spdlog::error(
           "the fetch did not finish: run the same command again to fetch the rest (what arrived "
           "is kept)");

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -375,6 +376,37 @@ TEST(ServeIntake, AFetcherThatLeavesWhileItsRequestIsWalkedIsReleased) {
   EXPECT_TRUE(intake.closed());
   ASSERT_TRUE(bench.run_until([&] { return intake.reapable(); }));
   EXPECT_FALSE(served) << "a walk that ends after the fetcher left serves nobody";
+}
+
+// A session cut short says who cut it and why (rdma-recv --from's exit status: 3 where running
+// again may help, 1 where it will not).
+TEST(FetchLink, ASessionCutShortSaysWhoCutItAndWhy) {
+  FetchBench bench;
+  {
+    FetchLink stopped(bench);
+    stopped.fetch({"data"}, true);
+    ASSERT_TRUE(bench.run_until([&] {
+      stopped.step();
+      return stopped.receiving.has_value();
+    }));
+    stopped.served->connection().interrupt(SIGTERM);  // the server stops
+    ASSERT_TRUE(stopped.run());
+    EXPECT_FALSE(stopped.receiving->session_end());
+    ASSERT_TRUE(stopped.receiving->cut());
+    EXPECT_TRUE(stopped.receiving->cut()->by_peer);
+    EXPECT_EQ(stopped.receiving->cut()->code, proto::ErrorCode::ShuttingDown);
+  }
+  FetchLink broken(bench);
+  broken.fetch({"data"}, true);
+  ASSERT_TRUE(bench.run_until([&] {
+    broken.step();
+    return broken.receiving.has_value();
+  }));
+  broken.fetcher_wire.deliver(proto::Take{0}, proto::kVersion2);  // only a receiver sends it
+  ASSERT_TRUE(broken.run());
+  ASSERT_TRUE(broken.receiving->cut());
+  EXPECT_FALSE(broken.receiving->cut()->by_peer);
+  EXPECT_EQ(broken.receiving->cut()->code, proto::ErrorCode::ProtocolViolation);
 }
 
 // --- Keys (7.13): the fetcher proves, the server proves back, everything after is sealed ---
