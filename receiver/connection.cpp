@@ -78,7 +78,9 @@ void Connection::step(const ReceiverInput& input) {
   const Event event = std::get<Event>(input.event);
   // A sender that breaks the rules loses what it stored: nothing of it is kept to resume.
   if (event == Event::ProtocolViolation) data_bad_ = true;
-  if ((event == Event::ProtocolViolation || event == Event::LocalFailure) && !cut_)
+  // (Once closing, the session's end is decided: a failure then does not change it.)
+  if ((event == Event::ProtocolViolation || event == Event::LocalFailure) && !cut_ &&
+      state_ != State::Closing && state_ != State::Closed)
     cut_ = SessionCut{false, event == Event::LocalFailure ? proto::ErrorCode::Internal
                                                           : proto::ErrorCode::ProtocolViolation};
   const auto t = proto::receiver_next(state_, event, input.checks);
@@ -92,7 +94,8 @@ void Connection::apply(const proto::ReceiverTransition& t, const char* event,
     spdlog::warn("[{}] protocol violation: {} in state {}", label(), event,
                  proto::to_string(state_));
     data_bad_ = true;
-    if (!cut_) cut_ = SessionCut{false, proto::ErrorCode::ProtocolViolation};
+    if (!cut_ && state_ != State::Closing && state_ != State::Closed)
+      cut_ = SessionCut{false, proto::ErrorCode::ProtocolViolation};
   }
   step_log().took(label(), proto::to_string(state_), event, proto::to_string(t.next));
   const State before = state_;

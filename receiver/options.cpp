@@ -252,7 +252,7 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
   app.add_flag("-r,--recursive", recursive, "with --from: a directory comes with its tree");
   std::optional<std::string> key_file;
   app.add_option("--key-file", key_file,
-                 "with --from: file with one 'ID KEY' line (mode 0600; default $RDMAX_KEY_FILE): "
+                 "with --from: file with one 'ID KEY' line (mode 0600): "
                  "prove it to a server started with --readers, demand its proof back, and seal "
                  "the fetch")
       ->option_text("FILE");
@@ -306,11 +306,9 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
     }
     source->paths = std::move(paths);
     source->recursive = recursive;
+    // Only as given: RDMAX_KEY_FILE is rdma-send's, and a push's key claimed by every fetch
+    // would have each keyless server refuse it.
     source->key_file = std::move(key_file);
-    if (!source->key_file) {
-      if (auto path = process_environment()("RDMAX_KEY_FILE"); path && !path->empty())
-        source->key_file = std::move(*path);
-    }
     o.fetch = std::move(*source);
     // A file that differs from the server's is replaced (once the new one is verified): the
     // command's promise is that DIR ends up holding what the server has.

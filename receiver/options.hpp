@@ -24,8 +24,9 @@ struct FetchOptions {
   bool recursive = false;          // -r: directories with their trees
   std::uint32_t shard_index = 0;
   std::uint32_t shard_count = 1;
-  // --key-file FILE (or RDMAX_KEY_FILE): prove this key (`ID KEY`, rdma-send --key-file's
-  // format) to a server started with --readers, demand its proof back, and seal (7.13).
+  // --key-file FILE (never RDMAX_KEY_FILE, a push's): prove this key (`ID KEY`, rdma-send
+  // --key-file's format) to a server started with --readers, demand its proof back, and seal
+  // (7.13).
   std::optional<std::string> key_file;
 };
 

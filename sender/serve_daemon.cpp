@@ -231,7 +231,14 @@ void ServeDaemon::on_tick(Clock::time_point now) {
     else
       p.intake->tick(now);
   }
-  notifier_.tick(service_status(), now);
+  // The status walks every session's entries: only under systemd, and at most as often as
+  // the notifier may send it.
+  if (!notifier_.under_service_manager()) return;
+  if (now - counted_at_ >= ServiceNotifier::kStatusInterval) {
+    counted_ = service_status();
+    counted_at_ = now;
+  }
+  notifier_.tick(counted_, now);
 }
 
 ServiceStatus ServeDaemon::service_status() const {

@@ -87,6 +87,8 @@ class ServeDaemon {
   std::uint64_t bytes_sent_ = 0;  // by the sessions reaped
   std::uint64_t files_sent_ = 0;
   ServiceNotifier notifier_;  // systemd readiness, status and watchdog (Type=notify)
+  ServiceStatus counted_{};   // the last status counted, at counted_at_
+  Clock::time_point counted_at_{};
 };
 
 }  // namespace rdmax::sender
