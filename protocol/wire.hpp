@@ -229,6 +229,13 @@ inline constexpr std::uint16_t kExtensionProveHeld = 0x0006;
 // A receiver that stripes answers it with Stripes before its Accept; one that does not
 // ignores it.
 inline constexpr std::uint16_t kExtensionStripeGroup = 0x0007;
+// In a Fetch, 8 bytes, must-understand: "of the share the Fetch names, send only the part
+// `index` of `count` (2..kMaxStripeMembers), cut by the same rule" (docs/PROTOCOL.md 7.13):
+// one fetch command over N connections, each asking for its part, whatever share of a job
+// it fetches. A server that does not know it refuses the Fetch, rather than send every
+// connection the whole share.
+inline constexpr std::uint16_t kExtensionFetchPart = 0x8008;
+inline constexpr std::size_t kFetchPartValueBytes = 4 + 4;
 inline constexpr std::size_t kStripeTokenBytes = 16;
 inline constexpr std::size_t kStripeGroupValueBytes = kStripeTokenBytes + 2 + 2;
 // The most connections one stripe group may have (Stripes.max_members is at most this).

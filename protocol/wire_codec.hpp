@@ -154,6 +154,20 @@ inline bool stripe_group_value_ok(const std::string& value) {
   return members >= 2 && members <= kMaxStripeMembers && member < members;
 }
 
+// kExtensionFetchPart's value (7.13): `index` and `count` (u32 each).
+inline bool fetch_part_value_ok(const std::string& value) {
+  if (value.size() != kFetchPartValueBytes) return false;
+  auto u32_at = [&](std::size_t at) {
+    std::uint32_t v = 0;
+    for (std::size_t i = 0; i < 4; ++i)
+      v |= static_cast<std::uint32_t>(static_cast<std::uint8_t>(value[at + i])) << (8 * i);
+    return v;
+  };
+  const std::uint32_t index = u32_at(0);
+  const std::uint32_t count = u32_at(4);
+  return count >= 2 && count <= kMaxStripeMembers && index < count;
+}
+
 // Hello's, Open's and Fetch's rule for the extensions they know (docs/PROTOCOL.md 7.6).
 inline const char* extensions_problem(const std::vector<HelloExtension>& extensions) {
   for (const auto& e : extensions)
@@ -171,6 +185,8 @@ inline const char* extensions_problem(const std::vector<HelloExtension>& extensi
       return "seal extension not one byte 1";
     else if (e.type == kExtensionStripeGroup && !stripe_group_value_ok(e.value))
       return "stripe-group extension not 20 bytes of a token, a member below 2..64 members";
+    else if (e.type == kExtensionFetchPart && !fetch_part_value_ok(e.value))
+      return "part extension not 8 bytes of an index below a count of 2..64";
     else if (e.type == kExtensionDigestAlgorithm &&
              (e.value.size() != 1 ||
               static_cast<DigestAlgorithm>(e.value[0]) != DigestAlgorithm::Blake3))

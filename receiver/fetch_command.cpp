@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common/cli/error_hints.hpp"
 #include "common/crypto/key_files.hpp"
@@ -22,6 +23,7 @@
 #include "receiver/connection.hpp"
 #include "receiver/fetch_intake.hpp"
 #include "receiver/metrics.hpp"
+#include "receiver/output_tree.hpp"
 #include "receiver/partial_store.hpp"
 #include "receiver/receiver_input.hpp"
 // A fetch exits as a push would (the wish, and one table for scripts to read).
@@ -50,30 +52,37 @@ std::set<std::string> names_asked(const FetchOptions& f) {
   return names;
 }
 
-FetchAsk ask_of(const ReceiverOptions& options) {
+// What connection `link` of `links` asks for: the PATHs, the --shard share, and with -P N
+// its part of that share (docs/PROTOCOL.md 7.13, "Shares"): the server cuts the share again
+// by the same rule, so the parts together are the share whatever N is, and a job's fetchers
+// may each use their own -P (or run again with another).
+FetchAsk ask_of(const ReceiverOptions& options, std::uint32_t link, std::uint32_t links) {
   const FetchOptions& f = *options.fetch;
   FetchAsk ask;
   for (const std::string& path : f.paths) ask.wants.push_back({false, f.recursive, path});
   ask.wants.back().last = true;
   ask.shard_index = f.shard_index;
   ask.shard_count = f.shard_count;
+  if (links > 1) ask.part = {link, links};
   ask.timeout = options.timeout;
   return ask;
 }
 
-class FetchRun final : public FetchCm {
+class FetchRun {
  public:
   FetchRun(const ReceiverOptions& options, Fd dest, const proto::SenderKey* key)
       : options_(options),
         fetch_(*options.fetch),
         dest_(std::move(dest)),
-        ask_(ask_of(options)),
         names_(names_asked(*options.fetch)),
         pool_(options.workers),
         context_{options_, dest_.get(), nullptr, pool_, metrics_, 0},
         loop_(kFetchTick) {
-    ask_.key = key;
     context_.fetched_names = &names_;
+    // Several connections make the same directories: each directory's mode and time wait for
+    // the end, or one connection's read-only directory would refuse another's files, and its
+    // files would change the time one connection set.
+    if (fetch_.connections > 1) context_.deferred_directories = &directories_;
     if (options_.partials) {
       partials_.emplace(dest_.get(),
                         PartialStore::Limits{options_.partial_ttl, options_.partial_max});
@@ -85,83 +94,134 @@ class FetchRun final : public FetchCm {
     loop_.on_signal([this](int sig) {
       spdlog::warn("signal {}: stopping (what arrived is kept: the same command continues)", sig);
       interrupted_ = true;
-      if (session_)
-        session_->shut_down();
-      else
-        intake_->interrupt(sig);
+      for (auto& link : links_) link->interrupt(sig);
     });
     loop_.on_tick([this](EventLoop::Clock::time_point now) {
-      if (session_)
-        session_->tick(now);
-      else
-        intake_->tick(now);
+      for (auto& link : links_) link->tick(now);
     });
-    intake_ = std::make_unique<FetchIntake>(ask_, static_cast<FetchCm&>(*this),
-                                            host_and_port(fetch_.host, fetch_.port),
-                                            [this] { receive(); });
+    for (std::uint32_t i = 0; i < fetch_.connections; ++i)
+      links_.push_back(std::make_unique<Link>(*this, i, key));
   }
 
-  ~FetchRun() {
-    session_.reset();
-    intake_.reset();
-  }
+  ~FetchRun() { links_.clear(); }
 
   int run() {
-    id_.emplace(channel_);
-    raw_ = id_->get();
-    intake_->start();
-    try {
-      id_->resolve_addr(fetch_.host.c_str(), fetch_.port, ms(options_.timeout));
-    } catch (const std::exception& e) {
-      intake_->on_connect_failed(e.what());
-    }
-    loop_.run([this] { return finished(); },
-              [this] {
-                // The session's first poll, out of the intake's: the Open waits in its wire.
-                if (first_poll_due_ && session_) {
-                  first_poll_due_ = false;
-                  session_->poll();
-                }
-              });
+    for (auto& link : links_) link->start();
+    loop_.run(
+        [this] {
+          for (const auto& link : links_)
+            if (!link->finished()) return false;
+          return true;
+        },
+        [this] {
+          for (auto& link : links_) link->first_poll();
+        });
     if (!wait_for_disk_work()) {
       // A worker is stuck in the kernel (a hung file system) and still uses the session's
       // memory: leave without destructors, as the daemon does.
       spdlog::shutdown();
       std::_Exit(sender::kExitOther);
     }
+    apply_directory_attributes();
     return report();
   }
 
  private:
-  void resolve_route() override { id_->resolve_route(ms(options_.timeout)); }
-  Transport& connect() override {
-    // Posted before rdma_connect (docs/PROTOCOL.md 7.13: slot_count + 4 at least).
-    const std::uint32_t depth = control_depth(options_.slots);
-    transport_ =
-        std::make_unique<RdmaTransport>(std::move(*id_), RdmaTransport::Depths{depth, depth, 0});
-    id_.reset();
-    loop_.watch(transport_->completion_fd(), [this] {
+  // One connection: its intake until the server's Open, then the receiver's driver.
+  class Link final : public FetchCm {
+   public:
+    Link(FetchRun& run, std::uint32_t index, const proto::SenderKey* key)
+        : run_(run), index_(index), ask_(ask_of(run.options_, index, run.fetch_.connections)) {
+      ask_.key = key;
+      intake_ = std::make_unique<FetchIntake>(ask_, static_cast<FetchCm&>(*this),
+                                              host_and_port(run.fetch_.host, run.fetch_.port),
+                                              [this] { receive(); });
+    }
+    ~Link() {
+      session_.reset();
+      intake_.reset();
+    }
+
+    void start() {
+      id_.emplace(run_.channel_);
+      raw_ = id_->get();
+      intake_->start();
+      try {
+        id_->resolve_addr(run_.fetch_.host.c_str(), run_.fetch_.port, ms(run_.options_.timeout));
+      } catch (const std::exception& e) {
+        intake_->on_connect_failed(e.what());
+      }
+    }
+    void interrupt(int sig) {
       if (session_)
-        session_->poll();
+        session_->shut_down();
       else
-        intake_->poll();
-    });
-    transport_->connect();
-    return *transport_;
-  }
+        intake_->interrupt(sig);
+    }
+    void tick(EventLoop::Clock::time_point now) {
+      if (session_)
+        session_->tick(now);
+      else
+        intake_->tick(now);
+    }
+    // The session's first poll, out of the intake's: the Open waits in its wire.
+    void first_poll() {
+      if (first_poll_due_ && session_) {
+        first_poll_due_ = false;
+        session_->poll();
+      }
+    }
+    bool finished() const { return session_ ? session_->closed() : intake_->finished(); }
+    bool owns(rdma_cm_id* id) const { return id == raw_; }
+    void on_cm_event(rdma_cm_event_type type, int status, const std::string& said) {
+      if (!session_) {
+        deliver_cm_event(*intake_, type,
+                         {status, id_ ? &*id_ : nullptr, std::nullopt, run_.fetch_.host,
+                          run_.fetch_.port, said});
+        return;
+      }
+      if (type == RDMA_CM_EVENT_DISCONNECTED) session_->on_disconnected();
+      if (type == RDMA_CM_EVENT_DEVICE_REMOVAL)
+        session_->on_cm_failure("the RDMA device was removed");
+    }
+    Connection* session() const { return session_.get(); }
+    const FetchIntake& intake() const { return *intake_; }
 
-  // The server's Open came: the receiver's driver takes the connection.
-  void receive() {
-    session_ = std::make_unique<Connection>(intake_->wire(), intake_->label(), context_);
-    if (const proto::SealKey* key = intake_->chunk_key()) session_->chunks_sealed_with(*key);
-    session_->on_established();
-    first_poll_due_ = true;
-  }
+   private:
+    void resolve_route() override { id_->resolve_route(ms(run_.options_.timeout)); }
+    Transport& connect() override {
+      // Posted before rdma_connect (docs/PROTOCOL.md 7.13: slot_count + 4 at least).
+      const std::uint32_t depth = control_depth(run_.options_.slots);
+      transport_ =
+          std::make_unique<RdmaTransport>(std::move(*id_), RdmaTransport::Depths{depth, depth, 0});
+      id_.reset();
+      run_.loop_.watch(transport_->completion_fd(), [this] {
+        if (session_)
+          session_->poll();
+        else
+          intake_->poll();
+      });
+      transport_->connect();
+      return *transport_;
+    }
+    // The server's Open came: the receiver's driver takes the connection.
+    void receive() {
+      session_ = std::make_unique<Connection>(intake_->wire(), intake_->label(), run_.context_);
+      if (const proto::SealKey* key = intake_->chunk_key()) session_->chunks_sealed_with(*key);
+      session_->on_established();
+      first_poll_due_ = true;
+    }
 
-  bool finished() const {
-    if (session_) return session_->closed();
-    return intake_->finished();
-  }
+    FetchRun& run_;
+    std::uint32_t index_;
+    FetchAsk ask_;
+    std::optional<CmId> id_;  // until the transport takes it
+    rdma_cm_id* raw_ = nullptr;
+    std::unique_ptr<RdmaTransport> transport_;
+    std::unique_ptr<FetchIntake> intake_;
+    std::unique_ptr<Connection> session_;
+    bool first_poll_due_ = false;
+  };
 
   void on_cm_events() {
     while (auto event = channel_.try_get()) {
@@ -171,24 +231,23 @@ class FetchRun final : public FetchCm {
       const std::string said = cm_reject_words(event->get());
       event->ack();
       spdlog::debug("cm event {} (status {})", rdma_event_str(type), status);
-      if (id != raw_) continue;
-      if (!session_) {
-        deliver_cm_event(
-            *intake_, type,
-            {status, id_ ? &*id_ : nullptr, std::nullopt, fetch_.host, fetch_.port, said});
-        continue;
-      }
-      if (type == RDMA_CM_EVENT_DISCONNECTED) session_->on_disconnected();
-      if (type == RDMA_CM_EVENT_DEVICE_REMOVAL)
-        session_->on_cm_failure("the RDMA device was removed");
+      for (auto& link : links_)
+        if (link->owns(id)) link->on_cm_event(type, status, said);
     }
   }
 
+  bool disk_idle() const {
+    for (const auto& link : links_)
+      if (link->session() && !link->session()->idle()) return false;
+    return true;
+  }
+
   bool wait_for_disk_work() {
-    if (!session_ || session_->idle()) return true;
-    session_->abandon();
+    if (disk_idle()) return true;
+    for (auto& link : links_)
+      if (link->session() && !link->session()->idle()) link->session()->abandon();
     const auto give_up = std::chrono::steady_clock::now() + kFetchDiskGrace;
-    while (!session_->idle()) {
+    while (!disk_idle()) {
       if (std::chrono::steady_clock::now() > give_up) {
         spdlog::error("a disk operation has not finished after {}s; exiting without it",
                       kFetchDiskGrace.count());
@@ -201,14 +260,29 @@ class FetchRun final : public FetchCm {
     return true;
   }
 
+  // -P N: the directories' modes and times, once no connection writes beneath them.
+  void apply_directory_attributes() {
+    if (set_deferred_directories(dest_.get(), std::move(directories_)) > 0)
+      directory_failed_ = true;
+  }
+
   // The summary line, and the exit status.
   int report() const {
-    if (!session_) {
-      if (intake_->outcome() == proto::SenderOutcome::Success) {
-        spdlog::info("nothing to fetch");
-        return sender::kExitSuccess;
+    bool any_session = false;
+    bool all_settled = true;
+    for (const auto& link : links_) {
+      if (link->session()) {
+        any_session = true;
+        if (link->session()->session_end() != proto::SessionEnd::Settled) all_settled = false;
+        continue;
       }
-      return sender::exit_code_for(intake_->outcome());
+      // A connection that ended before a session: refused, failed, or its share was empty.
+      if (link->intake().outcome() != proto::SenderOutcome::Success)
+        return sender::exit_code_for(link->intake().outcome());
+    }
+    if (!any_session) {
+      spdlog::info("nothing to fetch");
+      return sender::kExitSuccess;
     }
     const auto good = metrics_.files(FileOutcome::Good);
     const auto identical = metrics_.files(FileOutcome::Identical);
@@ -218,52 +292,48 @@ class FetchRun final : public FetchCm {
     const auto refused = metrics_.files_refused();
     spdlog::info("fetched {} file(s), {}; {} already here; {} failed, {} refused", good,
                  proto::format_size(metrics_.written_bytes.load()), identical, failed, refused);
-    const auto end = session_->session_end();
-    if (end == proto::SessionEnd::Settled && failed == 0 && refused == 0)
+    if (all_settled && failed == 0 && refused == 0 && !directory_failed_)
       return sender::kExitSuccess;
     if (bad > 0) return sender::kExitHashMismatch;
     if (refused > 0) return sender::kExitRejected;
-    if (!end) {
-      if (interrupted_) return sender::kExitOther;
-      // A server that failed, or either side finding the other broke the rules, is not fixed
-      // by running again (1); a connection lost, a timeout or a server stopping may be (3).
-      const auto cut = session_->cut();
+    if (all_settled) return sender::kExitOther;
+    if (interrupted_) return sender::kExitOther;
+    // A server that failed, or either side finding the other broke the rules, is not fixed
+    // by running again (1); a connection lost, a timeout or a server stopping may be (3).
+    for (const auto& link : links_) {
+      const Connection* session = link->session();
+      if (!session || session->session_end()) continue;
+      const auto cut = session->cut();
       const bool retry = !cut || cut->code == proto::ErrorCode::Timeout ||
                          cut->code == proto::ErrorCode::ShuttingDown;
-      if (!retry) {
-        spdlog::error("the fetch did not finish: {}",
-                      cut->by_peer ? std::string("the server aborted (") +
-                                         proto::to_string(cut->code) + "); see its log"
-                      : cut->code == proto::ErrorCode::ProtocolViolation
-                          ? std::string("the server broke the protocol (see above)")
-                          : std::string("this side failed (see above)"));
-        return sender::kExitOther;
-      }
-      spdlog::error(
-          "the fetch did not finish: run the same command again to fetch the rest (what arrived "
-          "is kept)");
-      return sender::kExitConnection;
+      if (retry) continue;
+      spdlog::error("the fetch did not finish: {}",
+                    cut->by_peer ? std::string("the server aborted (") +
+                                       proto::to_string(cut->code) + "); see its log"
+                    : cut->code == proto::ErrorCode::ProtocolViolation
+                        ? std::string("the server broke the protocol (see above)")
+                        : std::string("this side failed (see above)"));
+      return sender::kExitOther;
     }
-    return sender::kExitOther;
+    spdlog::error(
+        "the fetch did not finish: run the same command again to fetch the rest (what arrived "
+        "is kept)");
+    return sender::kExitConnection;
   }
 
   const ReceiverOptions& options_;
   const FetchOptions& fetch_;
   Fd dest_;
-  FetchAsk ask_;
   std::set<std::string> names_;  // what the Offers may arrive as (ReceiverContext)
-  WorkPool pool_;                // outlives the session (its files' queues)
+  WorkPool pool_;                // outlives the sessions (their files' queues)
   std::optional<PartialStore> partials_;
   ReceiverMetrics metrics_;
   ReceiverContext context_;
+  std::vector<DeferredDirectory> directories_;  // -P N: set at the end
+  bool directory_failed_ = false;
   EventLoop loop_;
   EventChannel channel_;
-  std::optional<CmId> id_;  // until the transport takes it
-  rdma_cm_id* raw_ = nullptr;
-  std::unique_ptr<RdmaTransport> transport_;
-  std::unique_ptr<FetchIntake> intake_;
-  std::unique_ptr<Connection> session_;
-  bool first_poll_due_ = false;
+  std::vector<std::unique_ptr<Link>> links_;  // after the channel: destroyed before it
   bool interrupted_ = false;
 };
 

@@ -150,6 +150,7 @@ void FetchIntake::send_fetch() {
                    ask_.shard_index,
                    ask_.shard_count,
                    {}};
+  if (ask_.part.count > 1) fetch_sent_.extensions.push_back(proto::fetch_part_extension(ask_.part));
   if (ask_.key != nullptr) {
     // Our key's claim, and the ask to seal: with a key, nothing goes in clear after the
     // proofs (7.13).

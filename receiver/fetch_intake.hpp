@@ -20,6 +20,7 @@
 #include "common/connection/transport.hpp"
 #include "common/crypto/seal.hpp"
 #include "protocol/fetch_machines.hpp"
+#include "protocol/fetch_part.hpp"
 #include "protocol/sender_keys.hpp"
 #include "protocol/wire.hpp"
 
@@ -30,6 +31,8 @@ struct FetchAsk {
   std::vector<proto::Want> wants;  // at least one; the last is marked
   std::uint32_t shard_index = 0;
   std::uint32_t shard_count = 1;
+  // -P N: this connection's part of the share (7.13's extension 0x8008); count 1: all of it.
+  proto::FetchPart part{};
   std::chrono::seconds connect_timeout{10};
   std::chrono::seconds timeout{30};
   // --key-file: claimed in the Fetch and proven, the server's proof demanded, and everything

@@ -41,13 +41,14 @@ void IncomingEntry::make_directory(const EntryPort& port) {
   auto outcome = std::make_shared<Outcome>();
   const proto::Offer o = offer;  // (a directory: never joined)
   const int dir_fd = port.context.dir_fd;
+  const timespec mtime{static_cast<time_t>(o.mtime_sec), static_cast<long>(o.mtime_nsec)};
+  const bool deferred = port.context.deferred_directories != nullptr;
   port.directories->post(
-      [o, dir_fd, outcome] {
+      [o, dir_fd, outcome, mtime, deferred] {
         try {
           make_directory_beneath(dir_fd, o.path);
-          set_directory_attributes(
-              dir_fd, o.path, static_cast<mode_t>(o.mode),
-              timespec{static_cast<time_t>(o.mtime_sec), static_cast<long>(o.mtime_nsec)});
+          if (!deferred)
+            set_directory_attributes(dir_fd, o.path, static_cast<mode_t>(o.mode), mtime);
         } catch (const SysError& e) {
           outcome->ok = false;
           // A symbolic link or a non-directory on the way (receiver/output_tree.hpp).
@@ -58,9 +59,13 @@ void IncomingEntry::make_directory(const EntryPort& port) {
           outcome->error = e.what();
         }
       },
-      [&port, number = id, outcome] {
+      [&port, number = id, outcome, path = o.path, mode = static_cast<mode_t>(o.mode), mtime] {
         port.after_job(number, [&](IncomingEntry&) {
-          if (outcome->ok) return port.settle(number, proto::VerdictCode::Good);
+          if (outcome->ok) {
+            if (auto* later = port.context.deferred_directories)
+              later->push_back({path, mode, mtime});
+            return port.settle(number, proto::VerdictCode::Good);
+          }
           if (outcome->bad_path)
             return port.refuse(number, proto::RejectReason::BadName, outcome->error);
           spdlog::error("[{}] cannot make directory: {}", port.label, outcome->error);

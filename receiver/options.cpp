@@ -263,6 +263,12 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
                  "once); auto: I and N from Slurm, Open MPI or PMI; auto/N: I from them or "
                  "from a Kubernetes Indexed Job")
       ->option_text("I/N|auto|auto/N");
+  std::uint32_t parallel = 1;
+  app.add_option("-P,--parallel", parallel,
+                 "with --from: fetch over N connections, each asking for its part of what the "
+                 "PATHs name (of the --shard share), so that the server spreads the files over "
+                 "them")
+      ->check(cli::number_in(1, 64));
   int verbose = 0;
   bool quiet = false;
   app.add_flag("-v,--verbose", verbose, "more logging (repeat for trace)");
@@ -304,6 +310,7 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
       source->shard_index = spec.index;
       source->shard_count = spec.count;
     }
+    source->connections = parallel;
     source->paths = std::move(paths);
     source->recursive = recursive;
     // Only as given: RDMAX_KEY_FILE is rdma-send's, and a push's key claimed by every fetch
@@ -314,9 +321,10 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
     // command's promise is that DIR ends up holding what the server has.
     o.overwrite = true;
     o.keep_identical = true;
-  } else if (!paths.empty() || recursive || shard || key_file) {
-    std::cerr << "rdma-recv: PATH, -r, --shard and --key-file are a fetch's: give --from HOST "
-                 "too\n";
+  } else if (!paths.empty() || recursive || shard || key_file ||
+             app.get_option("--parallel")->count() > 0) {
+    std::cerr << "rdma-recv: PATH, -r, -P, --shard and --key-file are a fetch's: give --from "
+                 "HOST too\n";
     return kExitUsage;
   }
   o.require_seal = o.senders_file.has_value() && !allow_clear;

@@ -24,6 +24,9 @@ struct FetchOptions {
   bool recursive = false;          // -r: directories with their trees
   std::uint32_t shard_index = 0;
   std::uint32_t shard_count = 1;
+  // -P N: N connections, each asking for its part of the share (docs/PROTOCOL.md 7.13's
+  // extension 0x8008), so that the server spreads the files over them.
+  std::uint32_t connections = 1;
   // --key-file FILE (never RDMAX_KEY_FILE, a push's): prove this key (`ID KEY`, rdma-send
   // --key-file's format) to a server started with --readers, demand its proof back, and seal
   // (7.13).

@@ -7,8 +7,10 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/os/beneath.hpp"
 #include "common/os/fd.hpp"
@@ -25,5 +27,18 @@ void make_directory_beneath(int root_fd, std::string_view checked_path);
 // make the receiver's files inherit a group it chose. The access time is left alone.
 void set_directory_attributes(int root_fd, std::string_view checked_path, mode_t mode,
                               struct timespec mtime);
+
+// A directory's attributes, set once nothing more is written beneath it (a fetch over
+// several connections: one connection's read-only directory would refuse another's files,
+// and their files would change the time it set).
+struct DeferredDirectory {
+  std::string path;
+  mode_t mode = 0;
+  struct timespec mtime {};
+};
+
+// Sets them, each directory before the one above it (a child's attributes do not touch its
+// parent's time). Returns how many failed, each logged.
+std::size_t set_deferred_directories(int root_fd, std::vector<DeferredDirectory> directories);
 
 }  // namespace rdmax::receiver

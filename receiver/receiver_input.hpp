@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "common/crypto/auth_penalties.hpp"
 #include "common/work/work_pool.hpp"
@@ -16,6 +17,7 @@
 #include "protocol/wire.hpp"
 #include "receiver/metrics.hpp"
 #include "receiver/options.hpp"
+#include "receiver/output_tree.hpp"
 #include "receiver/partial_store.hpp"
 #include "receiver/space_reservations.hpp"
 #include "receiver/store_work.hpp"
@@ -44,6 +46,9 @@ struct ReceiverContext {
   // last component of each path); an Offer whose first component is none of them is refused.
   // Empty: any name (the Wants named ".", all of the export). Null: not a fetch.
   const std::set<std::string>* fetched_names = nullptr;
+  // Not null (a fetch over several connections): a directory entry is made, and its mode
+  // and time recorded here for the owner to set once every connection ended.
+  std::vector<DeferredDirectory>* deferred_directories = nullptr;
   // How each file's chunks are written and hashed (receiver/store_work.hpp). Empty: the real
   // write and digest, rdma-recv's; the pipeline benchmark gives stand-ins.
   StoreWork work{};

@@ -1,5 +1,7 @@
 #include "sender/fetch_request.hpp"
 
+#include "protocol/fetch_part.hpp"
+
 #include <fcntl.h>
 
 #include <cerrno>
@@ -29,7 +31,7 @@ bool beneath(const std::string& path, const std::string& subdir) {
 
 std::optional<proto::Reject> check_fetch(const proto::Fetch& fetch) {
   for (const proto::HelloExtension& e : fetch.extensions)
-    if ((e.type & proto::kExtensionMustUnderstand) != 0) {
+    if ((e.type & proto::kExtensionMustUnderstand) != 0 && e.type != proto::kExtensionFetchPart) {
       char type[8];
       std::snprintf(type, sizeof type, "0x%04x", e.type);  // as the receiver names one
       return rejected(proto::RejectReason::UnsupportedVersion,
@@ -39,7 +41,9 @@ std::optional<proto::Reject> check_fetch(const proto::Fetch& fetch) {
 }
 
 FetchRequest::FetchRequest(const proto::Fetch& fetch, std::string subdir)
-    : share_{fetch.shard_index, fetch.shard_count}, subdir_(std::move(subdir)) {}
+    : share_{fetch.shard_index, fetch.shard_count},
+      part_{proto::fetch_part_of(fetch).index, proto::fetch_part_of(fetch).count},
+      subdir_(std::move(subdir)) {}
 
 std::optional<proto::Reject> FetchRequest::add(const proto::Want& want) {
   if (want.last) whole_ = true;
@@ -72,7 +76,9 @@ std::variant<ServedTree, proto::Reject> FetchRequest::resolve(int export_fd) con
     served.root = whole_subdir ? open_directory_beneath(export_fd, subdir_, false)
                                : Fd(::fcntl(export_fd, F_DUPFD_CLOEXEC, 0));
     if (!served.root) throw_sys("fcntl(F_DUPFD_CLOEXEC)");
-    served.tree = select_shard(walk_export(served.root.get(), wanted_), share_);
+    // The share, then this connection's part of it (7.13): the same rule both times.
+    served.tree =
+        select_shard(select_shard(walk_export(served.root.get(), wanted_), share_), part_);
     return served;
   } catch (const SourceError& e) {
     return rejected(proto::RejectReason::BadName, e.what());

@@ -42,12 +42,13 @@ class FetchRequest {
   // The last Want came.
   bool whole() const { return whole_; }
 
-  // The walk (disk work): the Fetch's share of what the Wants name beneath `export_fd`, or
-  // the Reject that tells the fetcher why not.
+  // The walk (disk work): the Fetch's share (and its part of that) of what the Wants name beneath
+  // `export_fd`, or the Reject that tells the fetcher why not.
   [[nodiscard]] std::variant<ServedTree, proto::Reject> resolve(int export_fd) const;
 
  private:
   ShardSpec share_;
+  ShardSpec part_;  // of the share, for one of a command's connections (0x8008)
   std::string subdir_;
   std::vector<WantedPath> wanted_;
   std::uint64_t wanted_bytes_ = 0;  // of their paths, against kMaxWantBytes

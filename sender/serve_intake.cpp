@@ -4,11 +4,25 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
 
+#include "protocol/fetch_part.hpp"
 #include "protocol/names.hpp"
 #include "protocol/sizes.hpp"
 
 namespace rdmax::sender {
+
+namespace {
+// "share 1/4" or "share 1/4, part 2/3" (counted from 1), for the log.
+std::string share_words(const proto::Fetch& fetch) {
+  std::string words =
+      "share " + std::to_string(fetch.shard_index + 1) + "/" + std::to_string(fetch.shard_count);
+  const proto::FetchPart part = proto::fetch_part_of(fetch);
+  if (part.count > 1)
+    words += ", part " + std::to_string(part.index + 1) + "/" + std::to_string(part.count);
+  return words;
+}
+}  // namespace
 
 namespace {
 // How long the connection manager's handshake may take (the receiver's reason, in
@@ -160,7 +174,7 @@ ServeIntake::Input ServeIntake::fetch_taken(const proto::Fetch& fetch) {
                    "this server lists no keys (rdma-send --serve without --readers): fetch "
                    "without --key-file");
   request_.emplace(fetch, std::string());
-  spdlog::debug("[{}] fetch: share {}/{}", label(), fetch.shard_index + 1, fetch.shard_count);
+  spdlog::debug("[{}] fetch: {}", label(), share_words(fetch));
   return {Event::GotFetch, {.request = proto::RequestCheck::Accepted}};
 }
 
@@ -171,7 +185,7 @@ ServeIntake::Input ServeIntake::proof_taken(const proto::Proof& proof) {
             {proto::RejectReason::AuthFailed, "authentication failed: unknown id or wrong key"}};
   // A key with a subdirectory fetches only beneath it (7.13).
   request_.emplace(*fetch_, keys_.subdir());
-  spdlog::debug("[{}] fetch: share {}/{}", label(), fetch_->shard_index + 1, fetch_->shard_count);
+  spdlog::debug("[{}] fetch: {}", label(), share_words(*fetch_));
   fetch_.reset();
   return {Event::GotProof, {.request = proto::RequestCheck::Accepted}};
 }

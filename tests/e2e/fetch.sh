@@ -114,7 +114,21 @@ case_one_file() {
 }
 run_case one_file case_one_file
 
-# Four fetchers, each its own share of one request (the server cuts them): every file once.
+# -P 3: three connections, each fetching its part of the tree (PROTOCOL.md 7.13, 0x8008); the
+# directories' modes and times, set once all three are done, are the source's.
+case_parallel() {
+  rm -rf "$dest"/*
+  fetch 0 -r -P 3 data
+  compare "$export_dir/data" "$dest/data" || fail "the tree differs"
+  grep -Eq "fetched 44 file\(s\)" "$shared/fetch.log" || fail "summary: $(grep fetched "$shared/fetch.log")"
+  local served
+  served=$(grep -c "fetch: share 1/1, part [123]/3" "$log" || true)
+  ((served == 3)) || fail "the server did not serve three parts ($served)"
+}
+run_case parallel case_parallel
+
+# Four fetchers, each its own share of one request (the server cuts them): every file once,
+# whatever -P each gives (its connections fetch parts of its share).
 case_shards() {
   local i rc
   for i in 0 1 2 3; do
@@ -122,7 +136,10 @@ case_shards() {
     rc=0
     if ((i == 3)); then  # auto: as Slurm would start it
       SLURM_PROCID=3 SLURM_NTASKS=4 "$recv" --from "$RXE_ADDR:$port" -o "$work/share$i" -r \
-        --shard auto data >"$shared/fetch$i.log" 2>&1 || rc=$?
+        --shard auto -P 3 data >"$shared/fetch$i.log" 2>&1 || rc=$?
+    elif ((i == 1)); then
+      "$recv" --from "$RXE_ADDR:$port" -o "$work/share$i" -r --shard "$i/4" -P 2 data \
+        >"$shared/fetch$i.log" 2>&1 || rc=$?
     else
       "$recv" --from "$RXE_ADDR:$port" -o "$work/share$i" -r --shard "$i/4" data \
         >"$shared/fetch$i.log" 2>&1 || rc=$?

@@ -3,8 +3,10 @@
 // another, linked message by message and WRITE by WRITE. The role swap: who connects asks,
 // and the session that follows is a push's with the server sending.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,6 +26,7 @@
 #include "protocol/sender_keys.hpp"
 #include "receiver/connection.hpp"
 #include "receiver/fetch_intake.hpp"
+#include "receiver/output_file.hpp"
 #include "sender/serve_intake.hpp"
 #include "sender/served_session.hpp"
 #include "temp_dir.hpp"
@@ -306,6 +309,55 @@ TEST(FetchLink, MoreWantsThanTheSendQueueHoldsGoAsTheServerTakesThem) {
   EXPECT_EQ(link.receiving->session_end(), proto::SessionEnd::Settled);
   EXPECT_EQ(bench.metrics.files(receiver::FileOutcome::Good), 60U);
   EXPECT_EQ(read_back(bench.dest.path() / "f59"), "many/f59");
+}
+
+// -P N: each connection asks for its part of the same request (0x8008), the parts together
+// are the whole tree, and the directories' modes and times wait for the end (set deepest first).
+TEST(FetchLink, SharesOverTwoConnectionsMakeTheTreeAndDirectoriesWaitForTheEnd) {
+  FetchBench bench;
+  write_file(bench.exported.path() / "data/sub/c.bin", pattern(5000, 'c'));
+  const timespec old_times[2] = {{0, UTIME_OMIT}, {1000000000, 5}};
+  for (const char* dir : {"data", "data/sub", "data/hollow"})
+    ASSERT_EQ(::utimensat(AT_FDCWD, (bench.exported.path() / dir).c_str(), old_times, 0), 0);
+  ASSERT_EQ(::chmod((bench.exported.path() / "data/sub").c_str(), 0750), 0);
+  std::vector<receiver::DeferredDirectory> later;
+  bench.context.deferred_directories = &later;
+  FetchLink first(bench), second(bench);
+  first.ask.part = {0, 2};
+  second.ask.part = {1, 2};
+  first.fetch({"data"}, true);
+  second.fetch({"data"}, true);
+  ASSERT_TRUE(bench.run_until([&] {
+    first.step();
+    second.step();
+    return first.server_done() && first.fetcher_done() && second.server_done() &&
+           second.fetcher_done();
+  }));
+  for (const FetchLink* link : {&first, &second}) {
+    ASSERT_TRUE(link->receiving);
+    EXPECT_EQ(link->receiving->session_end(), proto::SessionEnd::Settled);
+    EXPECT_GT(link->served->plan().entries.size(), 0U) << "each share holds files";
+  }
+  const fs::path got = bench.dest.path() / "data";
+  EXPECT_EQ(read_back(got / "a.bin"), pattern(10000, 'a'));
+  EXPECT_EQ(read_back(got / "sub/c.bin"), pattern(5000, 'c'));
+  EXPECT_EQ(read_back(got / "sub/b.txt"), "bee\n");
+  EXPECT_TRUE(fs::is_directory(got / "hollow"));
+  EXPECT_EQ(bench.metrics.files(receiver::FileOutcome::Good), 4U) << "each file came once";
+  std::set<std::string> recorded;
+  for (const auto& d : later) recorded.insert(d.path);
+  EXPECT_EQ(recorded, (std::set<std::string>{"data", "data/sub", "data/hollow"}));
+  struct stat st {};
+  ASSERT_EQ(::stat((got / "sub").c_str(), &st), 0);
+  EXPECT_NE(st.st_mtim.tv_sec, 1000000000) << "not set while connections still write";
+  EXPECT_EQ(receiver::set_deferred_directories(bench.dest.fd(), std::move(later)), 0U);
+  for (const char* dir : {"data", "data/sub", "data/hollow"}) {
+    ASSERT_EQ(::stat((bench.dest.path() / dir).c_str(), &st), 0) << dir;
+    EXPECT_EQ(st.st_mtim.tv_sec, 1000000000) << dir;
+    EXPECT_EQ(st.st_mtim.tv_nsec, 5) << dir;
+  }
+  ASSERT_EQ(::stat((got / "sub").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0750U & ~rdmax::current_umask());
 }
 
 // The other role, and what a server of this release takes before the session.

@@ -59,5 +59,27 @@ TEST(SealingOption, SendersRequireTheSealUnlessAllowClear) {
   }
 }
 
+// rdma-recv --from -P N: N connections, each its part of the --shard share; -P is a fetch's
+// (1..64), refused without --from.
+TEST(FetchOptions, ParallelIsAFetchsConnectionsWithinItsShare) {
+  const auto result = parsed({"--from", "storage1", "-r", "-P", "4", "--shard", "1/3", "data"});
+  const auto* o = std::get_if<ReceiverOptions>(&result);
+  ASSERT_NE(o, nullptr);
+  ASSERT_TRUE(o->fetch.has_value());
+  EXPECT_EQ(o->fetch->connections, 4U);
+  EXPECT_EQ(o->fetch->shard_index, 1U);
+  EXPECT_EQ(o->fetch->shard_count, 3U);
+  const auto one = parsed({"--from", "storage1", "data"});
+  ASSERT_TRUE(std::holds_alternative<ReceiverOptions>(one));
+  EXPECT_EQ(std::get<ReceiverOptions>(one).fetch->connections, 1U);
+  for (std::vector<std::string> bad : {std::vector<std::string>{"-P", "2"},
+                                       std::vector<std::string>{"--from", "h", "-P", "0", "d"},
+                                       std::vector<std::string>{"--from", "h", "-P", "65", "d"}}) {
+    const auto refused = parsed(bad);
+    ASSERT_TRUE(std::holds_alternative<int>(refused)) << bad.back();
+    EXPECT_EQ(std::get<int>(refused), 2);
+  }
+}
+
 }  // namespace
 }  // namespace rdmax::receiver

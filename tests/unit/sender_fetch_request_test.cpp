@@ -1,6 +1,7 @@
 // A fetch server's side of a request (PROTOCOL.md 7.13): the Wants gathered, the key's
 // subdirectory kept to, the share cut as --shard cuts a push, and every refusal's reason.
 
+#include "protocol/fetch_part.hpp"
 #include "sender/fetch_request.hpp"
 
 #include <gtest/gtest.h>
@@ -116,6 +117,30 @@ TEST_F(FetchRequestTest, SharesCutTheRequestSoThatEachFileGoesOnce) {
   EXPECT_EQ(directories, (std::set<std::string>{"alice", "alice/data", "bob"}));
 }
 
+// -P N (0x8008): a connection's part is cut from its share by the same rule, so the parts of
+// one share are that share, file for file, whatever N is.
+TEST_F(FetchRequestTest, APartOfAShareIsCutFromThatShare) {
+  const auto files_of = [&](std::uint32_t index, std::uint32_t count, proto::FetchPart part) {
+    proto::Fetch fetch{0, index, count, {}};
+    if (part.count > 1) fetch.extensions.push_back(proto::fetch_part_extension(part));
+    FetchRequest request(fetch, "");
+    EXPECT_EQ(ask(request, {"."}), std::nullopt);
+    const auto files = arrivals_of(served(request).tree.files);
+    return std::multiset<std::string>(files.begin(), files.end());
+  };
+  for (std::uint32_t share = 0; share < 2; ++share) {
+    const auto whole = files_of(share, 2, {});
+    ASSERT_FALSE(whole.empty());
+    for (std::uint32_t parts : {2U, 3U}) {
+      std::multiset<std::string> together;
+      for (std::uint32_t part = 0; part < parts; ++part)
+        together.merge(files_of(share, 2, {part, parts}));
+      EXPECT_EQ(together, whole) << "share " << share << " in " << parts << " parts";
+    }
+  }
+  EXPECT_EQ(files_of(0, 1, {0, 2}).size() + files_of(0, 1, {1, 2}).size(), 5U);
+}
+
 TEST_F(FetchRequestTest, AKeysSubdirectoryIsAllItMayFetch) {
   FetchRequest outside(proto::Fetch{}, "alice");
   const auto at_want = outside.add(proto::Want{true, true, "bob/x.bin"});
@@ -197,6 +222,8 @@ TEST_F(FetchRequestTest, MoreWantsThanTheLimitAreRefused) {
 TEST(FetchChecks, AMustUnderstandExtensionInAFetchIsRefused) {
   proto::Fetch fetch;
   fetch.extensions.push_back({proto::kExtensionSeal, std::string(1, '\x01')});
+  EXPECT_EQ(check_fetch(fetch), std::nullopt);
+  fetch.extensions.push_back(proto::fetch_part_extension({1, 2}));  // known: applied
   EXPECT_EQ(check_fetch(fetch), std::nullopt);
   fetch.extensions.push_back({proto::kExtensionDigestAtEnd, ""});
   const auto refused = check_fetch(fetch);

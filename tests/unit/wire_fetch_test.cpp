@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "protocol/fetch_part.hpp"
 #include "protocol/wire.hpp"
 #include "wire_test_helpers.hpp"
 
@@ -28,6 +29,16 @@ const Bytes kWantExample = {0x52, 0x4d, 0x41, 0x58, 0x02, 0x00, 0x20, 0x00, 0x0d
                             0x09, 0x00,  // path_len 9
                             0x64, 0x61, 0x74, 0x61, 0x2f, 0x73, 0x65, 0x74, 0x31};  // "data/set1"
 
+// Part 1 of 3 of the whole (0x8008, -P 3's second connection), no keepalive.
+const Bytes kFetchPartExample = {0x52, 0x4d, 0x41, 0x58, 0x02, 0x00, 0x1f, 0x00, 0x18,
+                                 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // type 31, 24 bytes
+                                 0x00, 0x00, 0x00, 0x00,                    // keepalive_ms 0
+                                 0x00, 0x00, 0x00, 0x00,                    // shard_index 0
+                                 0x01, 0x00, 0x00, 0x00,                    // shard_count 1
+                                 0x08, 0x80, 0x08, 0x00,                    // 0x8008, 8 bytes
+                                 0x01, 0x00, 0x00, 0x00,                    // index 1
+                                 0x03, 0x00, 0x00, 0x00};                   // count 3
+
 Fetch example_fetch() {
   return Fetch{10000, 2, 4, {HelloExtension{kExtensionSeal, std::string(1, '\x01')}}};
 }
@@ -38,6 +49,23 @@ TEST(WireFetch, AFetchIsKeepalivesAShardAndExtensions) {
   const Fetch plain{0, 0, 1, {}};
   EXPECT_EQ(encode(plain, kVersion2).size(), kHeaderSize + 12);
   EXPECT_EQ(round_trip(plain), Message{plain});
+}
+
+TEST(WireFetch, APartOfTheShareIsAnIndexBelowACount) {
+  const Fetch part{0, 0, 1, {fetch_part_extension({1, 3})}};
+  EXPECT_EQ(encode(part, kVersion2), kFetchPartExample);
+  EXPECT_EQ(round_trip(part), Message{part});
+  EXPECT_EQ(fetch_part_of(part), (FetchPart{1, 3}));
+  EXPECT_EQ(fetch_part_of(Fetch{0, 0, 1, {}}), (FetchPart{0, 1})) << "none: the whole share";
+  const auto with = [](std::size_t at, std::uint8_t byte) {
+    Bytes b = kFetchPartExample;
+    b[at] = byte;
+    return decode_error(b);
+  };
+  EXPECT_EQ(with(32, 3), DecodeError::BadField);   // index 3 of 3
+  EXPECT_EQ(with(36, 1), DecodeError::BadField);   // count 1
+  EXPECT_EQ(with(36, 65), DecodeError::BadField);  // count 65
+  EXPECT_TRUE(encode(Fetch{0, 0, 1, {fetch_part_extension({0, 1})}}, kVersion2).empty());
 }
 
 TEST(WireFetch, AWantIsFlagsAndOnePath) {
