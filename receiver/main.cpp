@@ -15,13 +15,13 @@
 #include "common/cli/loopback.hpp"
 #include "common/crypto/key_files.hpp"
 #include "common/error.hpp"
+#include "common/metrics/metrics_server.hpp"
 #include "common/os/fd.hpp"
 #include "common/rdma/devices.hpp"
 #include "common/rdma/memory_region.hpp"
 #include "protocol/sizes.hpp"
 #include "receiver/daemon.hpp"
 #include "receiver/fetch_command.hpp"
-#include "receiver/metrics_server.hpp"
 #include "receiver/options.hpp"
 #include "receiver/preflight.hpp"
 #include "receiver/secrets_file.hpp"
@@ -157,11 +157,11 @@ int main(int argc, char** argv) {
   }
   // Bound before any device work: a port in use is a usage error, and nothing was started.
   receiver::ReceiverMetrics metrics(dir.get());
-  std::optional<receiver::MetricsServer> metrics_server;
+  std::optional<MetricsServer> metrics_server;
   if (options.metrics) {
     try {
-      metrics_server.emplace(*options.metrics, metrics);
-    } catch (const receiver::MetricsBindError& e) {
+      metrics_server.emplace(*options.metrics, [&metrics] { return metrics.render(); });
+    } catch (const MetricsBindError& e) {
       spdlog::error("{}", e.what());
       return kExitUsage;
     }
@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
     if (metrics_server) {
       // Started once the loop blocks SIGINT and SIGTERM in this thread (its own block all).
       metrics_server->start();
-      spdlog::info("metrics on http://{}/metrics", receiver::to_string(*options.metrics));
+      spdlog::info("metrics on http://{}/metrics", to_string(*options.metrics));
     }
     const int rc = daemon.run();
     if (daemon.disk_work_left()) {

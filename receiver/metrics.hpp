@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/metrics/metrics_address.hpp"
 #include "common/os/fd.hpp"
 #include "protocol/wire.hpp"
 
@@ -85,19 +86,5 @@ class ReceiverMetrics {
   Counter verifications_{0};
   Counter verification_ns_{0};
 };
-
-// "Exists" -> "exists", "BadDigest" -> "bad_digest": an enumerator as a label value.
-std::string snake_case(std::string_view name);
-
-// --metrics ADDRESS:PORT: an IPv4 literal or a bracketed IPv6 literal, and a port 1..65535.
-// Names are refused: the server binds exactly what the operator wrote.
-struct MetricsAddress {
-  std::string host;  // without brackets
-  std::uint16_t port = 0;
-  bool operator==(const MetricsAddress&) const = default;
-};
-[[nodiscard]] std::optional<MetricsAddress> parse_metrics_address(std::string_view text);
-// How to write it back: 127.0.0.1:9464, [::1]:9464.
-std::string to_string(const MetricsAddress& address);
 
 }  // namespace rdmax::receiver

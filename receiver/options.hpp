@@ -77,7 +77,7 @@ struct ReceiverOptions {
   // --grace: after SIGINT/SIGTERM, how long transfers under way may still take to finish.
   std::chrono::seconds grace{30};
   // --metrics ADDRESS:PORT: Prometheus metrics at http://ADDRESS:PORT/metrics
-  // (receiver/metrics_server.hpp).
+  // (common/metrics/metrics_server.hpp).
   std::optional<MetricsAddress> metrics;
   // --allow / --deny (receiver/address_filter.hpp): names resolved at start.
   std::vector<IpPrefix> allow;

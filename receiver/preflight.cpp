@@ -18,7 +18,6 @@
 #include "common/rdma/devices.hpp"
 #include "common/rdma/event_channel.hpp"
 #include "protocol/sizes.hpp"
-#include "receiver/metrics_server.hpp"
 #include "receiver/secrets_file.hpp"
 
 namespace rdmax::receiver {
@@ -74,15 +73,6 @@ Check senders_check(const ReceiverOptions& o) {
       });
 }
 
-// --metrics: bound as the daemon binds it, then let go.
-std::optional<Check> metrics_check(const ReceiverOptions& o) {
-  if (!o.metrics) return std::nullopt;
-  const std::string what = "metrics on http://" + to_string(*o.metrics) + "/metrics";
-  const std::string problem = metrics_port_problem(*o.metrics);
-  if (problem.empty()) return pass(what + ": the port is free");
-  return failure(what + ": " + problem, "choose another --metrics ADDRESS:PORT");
-}
-
 }  // namespace
 
 int run_preflight(const ReceiverOptions& o, std::ostream& out) {
@@ -110,7 +100,7 @@ int run_preflight(const ReceiverOptions& o, std::ostream& out) {
   report.add(preflight::directory_check(o.dir, o.slot_size));
   report.add(secrets_check(o));
   report.add(senders_check(o));
-  if (auto metrics = metrics_check(o)) report.add(*metrics);
+  if (auto metrics = preflight::metrics_check(o.metrics)) report.add(*metrics);
   // Resolved and checked when the options were read (a bad rule is a usage error): say
   // what they let in, names with the addresses they stand for.
   if (const AddressFilter filter(o.allow, o.deny); filter.active())

@@ -22,6 +22,7 @@
 #include "common/cli/loopback.hpp"
 #include "common/crypto/key_files.hpp"
 #include "common/error.hpp"
+#include "common/metrics/metrics_server.hpp"
 #include "common/os/fd.hpp"
 #include "common/rdma/devices.hpp"
 #include "protocol/names.hpp"
@@ -36,6 +37,7 @@
 #include "sender/progress_bar.hpp"
 #include "sender/report.hpp"
 #include "sender/serve_daemon.hpp"
+#include "sender/serve_metrics.hpp"
 #include "sender/transfer_command.hpp"
 
 using namespace rdmax;
@@ -125,12 +127,29 @@ int serve(const sender::SenderOptions& options) {
       return sender::kExitUsage;
     }
   }
+  // Bound before any device work: a port in use is a usage error, and nothing was started.
+  sender::ServeMetrics metrics;
+  std::optional<MetricsServer> metrics_server;
+  if (options.metrics) {
+    try {
+      metrics_server.emplace(*options.metrics, [&metrics] { return metrics.render(); });
+    } catch (const MetricsBindError& e) {
+      spdlog::error("{}", e.what());
+      return sender::kExitUsage;
+    }
+  }
   if (!any_rdma_device()) {
     spdlog::error("{}", no_rdma_device_message());
     return sender::kExitOther;
   }
   try {
-    sender::ServeDaemon daemon(options, std::move(exported), readers ? &*readers : nullptr);
+    sender::ServeDaemon daemon(options, std::move(exported), readers ? &*readers : nullptr,
+                               options.metrics ? &metrics : nullptr);
+    if (metrics_server) {
+      // Started once the loop blocks SIGINT and SIGTERM in this thread (its own block all).
+      metrics_server->start();
+      spdlog::info("metrics on http://{}/metrics", to_string(*options.metrics));
+    }
     return daemon.run();
   } catch (const SysError& e) {
     const std::string hint = rdma_setup_hint(e.error());

@@ -317,6 +317,12 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
                  "prove they hold one of these keys may fetch, each only beneath its SUBDIR, "
                  "sealed")
       ->option_text("FILE");
+  std::optional<std::string> metrics;
+  app.add_option("--metrics", metrics,
+                 "with --serve: serve Prometheus metrics at http://ADDRESS:PORT/metrics "
+                 "(127.0.0.1:PORT or [::1]:PORT keeps them on this host; 0.0.0.0 or [::] for "
+                 "every address: no authentication, so only behind a firewall)")
+      ->option_text("ADDRESS:PORT");
   app.add_option("PATH", o.files,
                  "files to send (and directories with -r; several with --checksum)");
   try {
@@ -359,6 +365,19 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
       return kExitUsage;
     }
     o.stripe_min = *size;
+  }
+  if (metrics) {
+    if (!o.serve) {
+      std::cerr << "rdma-send: --metrics applies to --serve DIR\n";
+      return kExitUsage;
+    }
+    o.metrics = parse_metrics_address(*metrics);
+    if (!o.metrics) {
+      std::cerr << "rdma-send: --metrics: '" << *metrics
+                << "' is not ADDRESS:PORT: an IPv4 address or a bracketed IPv6 one, and a "
+                   "port from 1 to 65535 (e.g. 127.0.0.1:9465, [::1]:9465)\n";
+      return kExitUsage;
+    }
   }
   if (o.serve) {
     if (const auto problem = parse_address_rules(allow, deny, o.allow, o.deny)) {

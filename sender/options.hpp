@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/metrics/metrics_address.hpp"
 #include "common/rdma/address_filter.hpp"
 #include "protocol/wire.hpp"
 #include "sender/receivers.hpp"
@@ -71,6 +72,8 @@ struct SenderOptions {
   // --readers FILE with --serve: only fetchers that prove a key it lists (`ID KEY [SUBDIR]`
   // lines, the format of rdma-recv --senders), each confined to its SUBDIR, sealed.
   std::optional<std::string> readers_file;
+  // --metrics ADDRESS:PORT with --serve: Prometheus metrics (sender/serve_metrics.hpp).
+  std::optional<MetricsAddress> metrics;
   // --allow / --deny with --serve (common/rdma/address_filter.hpp): names resolved at start.
   std::vector<IpPrefix> allow;
   std::vector<IpPrefix> deny;

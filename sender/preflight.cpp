@@ -169,6 +169,7 @@ int run_serve_preflight(const SenderOptions& o, std::ostream& out) {
   }
   // The daemon splits RLIMIT_MEMLOCK over --max-connections sessions (sender/memlock.hpp).
   report.add(memlock_prediction(preflight::current_memlock_limit(), o.max_connections));
+  if (auto metrics = preflight::metrics_check(o.metrics)) report.add(*metrics);
   return report.all_ok() ? 0 : 1;
 }
 

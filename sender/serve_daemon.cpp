@@ -25,18 +25,19 @@ constexpr std::uint32_t kServerReceives = std::max<std::uint32_t>(80, kSessionDe
 }  // namespace
 
 ServeDaemon::ServeDaemon(const SenderOptions& options, Fd export_dir,
-                         const proto::SenderKeyStore* readers)
+                         const proto::SenderKeyStore* readers, ServeMetrics* metrics)
     : options_(options),
       addresses_(options.allow, options.deny),
       export_(std::move(export_dir)),
       pool_(std::max(4u, options.hash_threads)),
-      context_{export_.get(), pool_, options.timeout, readers, &penalties_},
+      context_{export_.get(), pool_, options.timeout, readers, &penalties_, metrics},
       bwlimit_(options.bwlimit ? std::optional<SharedBwlimit>(*options.bwlimit) : std::nullopt),
       memlock_(preflight::current_memlock_limit(), options.max_connections, kSessionDepths),
       settings_{options.digest, options.timeout, bwlimit_ ? &*bwlimit_ : nullptr, &pool_,
                 &memlock_},
       loop_(kServeTick),
-      listener_(channel_) {
+      listener_(channel_),
+      metrics_(metrics) {
   channel_.set_nonblocking();
   const char* bind = options_.bind_address ? options_.bind_address->c_str() : nullptr;
   listener_.bind_and_listen(bind, options_.port, 64);
@@ -163,6 +164,7 @@ void ServeDaemon::on_connect_request(rdma_cm_id* id) {
                    *unlogged > 0
                        ? fmt::format(" ({} more refused in the last minute, not logged)", *unlogged)
                        : std::string());
+    if (metrics_) metrics_->count(FetcherRefusal::Address);
     reject_request(cm_id, "this address may not fetch (rdma-send --serve --allow/--deny)");
     return;
   }
@@ -175,12 +177,14 @@ void ServeDaemon::on_connect_request(rdma_cm_id* id) {
           "refused a connection from {}: it failed to authenticate; it may try again in "
           "{}s",
           address, wait->count());
+    if (metrics_) metrics_->count(FetcherRefusal::SlowedDown);
     reject_request(cm_id, "too many failed authentications from this address; try again in " +
                               std::to_string(wait->count()) + "s");
     return;
   }
   if (stopping_ || peers_.size() >= options_.max_connections) {
     spdlog::warn("refusing a connection: {}", stopping_ ? "shutting down" : "too many connections");
+    if (metrics_) metrics_->count(FetcherRefusal::Full);
     reject_request(cm_id, stopping_ ? "shutting down; try another server or later"
                                     : "too many connections; try again later");
     return;
@@ -206,6 +210,7 @@ void ServeDaemon::on_connect_request(rdma_cm_id* id) {
     });
     peers_.emplace(number, std::move(p));
     peers_.at(number).transport->accept();
+    if (metrics_) ++metrics_->connections_accepted;
   } catch (const std::exception& e) {
     spdlog::error("[{}] cannot set up a connection: {}", peer, e.what());
     if (Peer* p = peer_of(number)) {
@@ -231,14 +236,21 @@ void ServeDaemon::on_tick(Clock::time_point now) {
     else
       p.intake->tick(now);
   }
-  // The status walks every session's entries: only under systemd, and at most as often as
-  // the notifier may send it.
-  if (!notifier_.under_service_manager()) return;
+  // The status walks every session's entries: only under systemd or with --metrics, and at
+  // most as often as the notifier may send it.
+  const bool notifying = notifier_.under_service_manager();
+  if (!notifying && metrics_ == nullptr) return;
   if (now - counted_at_ >= ServiceNotifier::kStatusInterval) {
     counted_ = service_status();
     counted_at_ = now;
+    if (metrics_) {
+      metrics_->connections_open = counted_.connections;
+      metrics_->sent_bytes = counted_.bytes;
+      metrics_->files_sent = counted_.files;
+      metrics_->pool_queued = pool_.queued();
+    }
   }
-  notifier_.tick(counted_, now);
+  if (notifying) notifier_.tick(counted_, now);
 }
 
 ServiceStatus ServeDaemon::service_status() const {

@@ -29,6 +29,7 @@
 #include "sender/memlock.hpp"
 #include "sender/options.hpp"
 #include "sender/serve_intake.hpp"
+#include "sender/serve_metrics.hpp"
 #include "sender/served_session.hpp"
 #include "sender/transfer_plan.hpp"
 
@@ -37,8 +38,9 @@ namespace rdmax::sender {
 class ServeDaemon {
  public:
   // `export_dir`: DIR, opened as a directory; `readers`: --readers (null: no keys).
+  // `metrics`: --metrics (null: none); counted by the loop, read by the metrics server.
   ServeDaemon(const SenderOptions& options, Fd export_dir,
-              const proto::SenderKeyStore* readers = nullptr);
+              const proto::SenderKeyStore* readers = nullptr, ServeMetrics* metrics = nullptr);
   ~ServeDaemon();
   // Runs until a signal asks it to stop (0) or the device goes away (1), and every
   // connection has closed (bounded).
@@ -86,6 +88,7 @@ class ServeDaemon {
   int status_ = 0;
   std::uint64_t bytes_sent_ = 0;  // by the sessions reaped
   std::uint64_t files_sent_ = 0;
+  ServeMetrics* metrics_;     // --metrics, or null
   ServiceNotifier notifier_;  // systemd readiness, status and watchdog (Type=notify)
   ServiceStatus counted_{};   // the last status counted, at counted_at_
   Clock::time_point counted_at_{};

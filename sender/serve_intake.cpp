@@ -117,6 +117,7 @@ void ServeIntake::perform(Action action, const Input& cause) {
     case Action::SendReject:
       spdlog::warn("[{}] refused the request: {}: {}", label(),
                    proto::to_string(cause.reject.reason), proto::escape_for_log(cause.reject.text));
+      if (context_.metrics != nullptr) context_.metrics->count(cause.reject.reason);
       post(proto::Reject{cause.reject.reason, cause.reject.text.substr(0, proto::kMaxTextBytes)});
       return;
     case Action::Walk:

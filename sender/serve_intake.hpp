@@ -28,6 +28,7 @@
 #include "protocol/fetch_machines.hpp"
 #include "protocol/wire.hpp"
 #include "sender/fetch_request.hpp"
+#include "sender/serve_metrics.hpp"
 
 namespace rdmax::sender {
 
@@ -39,6 +40,7 @@ struct ServeContext {
   // --readers: null, every fetcher gets in; else each proves a key first, sealed (7.13).
   const proto::SenderKeyStore* readers = nullptr;
   AuthPenalties* penalties = nullptr;  // where failed authentications are counted
+  ServeMetrics* metrics = nullptr;     // --metrics: the refused requests are counted there
 };
 
 class ServeIntake final : public DriverCore {

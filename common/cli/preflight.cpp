@@ -16,6 +16,7 @@
 
 #include "common/cli/error_hints.hpp"
 #include "common/error.hpp"
+#include "common/metrics/metrics_server.hpp"
 #include "common/rdma/cm_id.hpp"
 #include "common/rdma/devices.hpp"
 #include "common/rdma/memory_region.hpp"
@@ -288,6 +289,14 @@ Check credentials_check(const std::string& what, const std::string& path, const 
     return failure(what + " " + message, std::string("fix that line: ") + format +
                                              " per line, '#' starts a comment (docs/SECURITY.md)");
   }
+}
+
+std::optional<Check> metrics_check(const std::optional<MetricsAddress>& address) {
+  if (!address) return std::nullopt;
+  const std::string what = "metrics on http://" + to_string(*address) + "/metrics";
+  const std::string problem = metrics_port_problem(*address);
+  if (problem.empty()) return pass(what + ": the port is free");
+  return failure(what + ": " + problem, "choose another --metrics ADDRESS:PORT");
 }
 
 }  // namespace rdmax::preflight

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/metrics/metrics_address.hpp"
 #include "common/rdma/event_channel.hpp"
 
 namespace rdmax::preflight {
@@ -101,5 +102,9 @@ std::string describe_endpoint(const rdma_cm_id* id);
 // The next event on `channel` (made non-blocking) before `deadline`, or nullopt.
 [[nodiscard]] std::optional<CmEvent> wait_cm_event(EventChannel& channel,
                                                    std::chrono::steady_clock::time_point deadline);
+
+// --metrics ADDRESS:PORT (either daemon): bound as the daemon binds it, then let go. None:
+// no --metrics.
+[[nodiscard]] std::optional<Check> metrics_check(const std::optional<MetricsAddress>& address);
 
 }  // namespace rdmax::preflight

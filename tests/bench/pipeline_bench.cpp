@@ -48,12 +48,12 @@
 #include <thread>
 
 #include "common/digest/file_digest.hpp"
+#include "common/metrics/metrics_server.hpp"
 #include "common/os/fd.hpp"
 #include "common/work/work_pool.hpp"
 #include "loopback_transport.hpp"
 #include "protocol/secrets.hpp"
 #include "receiver/connection.hpp"
-#include "receiver/metrics_server.hpp"
 #include "receiver/partial_store.hpp"
 #include "sender/connection.hpp"
 #include "work_emulation.hpp"
@@ -224,12 +224,12 @@ bool scrape_once(std::uint16_t port) {
   return answer.find("rdmax_received_bytes_total") != std::string::npos;
 }
 
-// While it lives: the receiver's metrics served (receiver/metrics_server.hpp) and scraped every
-// `every` from a thread of its own; scrapes() counts the answers that came whole.
+// While it lives: the receiver's metrics served (common/metrics/metrics_server.hpp) and scraped
+// every `every` from a thread of its own; scrapes() counts the answers that came whole.
 class Scraping {
  public:
   Scraping(const receiver::ReceiverMetrics& metrics, std::chrono::milliseconds every)
-      : server_(receiver::MetricsAddress{"127.0.0.1", 0}, metrics) {
+      : server_(MetricsAddress{"127.0.0.1", 0}, [&metrics] { return metrics.render(); }) {
     server_.start();
     thread_ = std::thread([this, every] {
       for (auto next = Clock::now(); !stop_; next += every) {
@@ -245,7 +245,7 @@ class Scraping {
   unsigned scrapes() const { return scrapes_; }
 
  private:
-  receiver::MetricsServer server_;
+  MetricsServer server_;
   std::atomic<bool> stop_{false};
   std::atomic<unsigned> scrapes_{0};
   std::thread thread_;

@@ -4,12 +4,14 @@
 # a non-UTF-8 name, an empty file and a sparse file, identical to the source; fetched again,
 # nothing moves; the hostile and mistaken requests refused, with the server still serving; a
 # file that grows while read abandoned, nothing kept; the server killed halfway and resumed;
-# --serve --check; the server under a notify socket (Type=notify) and stopped by SIGTERM.
+# --serve --check; -P 3; --metrics; the server under a notify socket (Type=notify) and
+# stopped by SIGTERM.
 source "$(dirname "$0")/lib.sh"
 need_programs send recv
 
 port=18771
 recv_port=18772
+metrics_port=19471
 work=$(mktemp -d "${RXE_SCRATCH:-/tmp}/rdmax-fetch.XXXXXX")
 export_dir=$work/export
 dest=$work/dest
@@ -70,7 +72,7 @@ make_export
 notes=$work/notify.log
 start_notify_socket "$work/notify.sock" "$notes"
 start_daemon serve "$log" env NOTIFY_SOCKET="$work/notify.sock" WATCHDOG_USEC=1000000 \
-  "$send" --serve "$export_dir" -p "$port" -v
+  "$send" --serve "$export_dir" -p "$port" -v --metrics "127.0.0.1:$metrics_port"
 wait_for 20 cm_listening "$port"
 grep -q "no keys: any fetcher" "$log" || fail "the server did not say it serves without keys"
 wait_for 10 grep -qx 'READY=1' "$notes"
@@ -272,8 +274,11 @@ case_check() {
     grep -q '^ok   readers file: none' "$shared/check.out" ||
     fail "--serve --check said: $(cat "$shared/check.out")"
   rc=0
-  "$send" --serve "$work/no-such-dir" -p "$port" --check >"$shared/check.out" 2>&1 || rc=$?
+  "$send" --serve "$work/no-such-dir" -p "$port" --check --metrics "127.0.0.1:$metrics_port" \
+    >"$shared/check.out" 2>&1 || rc=$?
   ((rc == 1)) || fail "--serve --check of a busy port and a missing DIR exited $rc"
+  grep -q "^FAIL metrics on http://127.0.0.1:$metrics_port/metrics: the port is in use" "$shared/check.out" ||
+    fail "--serve --check with the metrics port in use said: $(grep metrics "$shared/check.out")"
   # (rxe answers a second wildcard bind of a port with EADDRNOTAVAIL, not EADDRINUSE.)
   grep -q "^FAIL listen on 0.0.0.0 port $port: " "$shared/check.out" &&
     grep -q '^FAIL export .*no-such-dir: No such file or directory' "$shared/check.out" ||
@@ -297,6 +302,31 @@ case_denied() {
   wait_for 10 daemon_exited denied
 }
 run_case denied case_denied
+
+# --metrics: the server's page counts what it sent and what it refused (each second), in the
+# text format promtool accepts.
+case_metrics() {
+  rm -rf "$dest"/*
+  fetch 4 ../outside
+  fetch 0 data/nested/three.bin
+  page() { curl -fsS "http://127.0.0.1:$metrics_port/metrics" >"$shared/serve-metrics.txt"; }
+  counted() {
+    page && awk -v name="$1" -v least="$2" '$1 == name && $2 >= least { found = 1 } END { exit !found }' \
+      "$shared/serve-metrics.txt"
+  }
+  eventually 10 counted 'rdmax_serve_requests_refused_total{reason="bad_name"}' 1 ||
+    fail "no refusal counted: $(grep refused "$shared/serve-metrics.txt")"
+  eventually 10 counted rdmax_serve_sent_bytes_total $((3 << 20)) ||
+    fail "the bytes sent: $(grep sent_bytes "$shared/serve-metrics.txt")"
+  counted rdmax_serve_files_sent_total 1 || fail "the files sent: $(grep files_sent "$shared/serve-metrics.txt")"
+  counted rdmax_serve_connections_accepted_total 2 || fail "$(grep accepted "$shared/serve-metrics.txt")"
+  if command -v promtool >/dev/null; then
+    promtool check metrics <"$shared/serve-metrics.txt" >"$shared/promtool.out" 2>&1 ||
+      fail "promtool check metrics: $(cat "$shared/promtool.out")"
+  fi
+  grep -q "metrics on http://127.0.0.1:$metrics_port/metrics" "$log" || fail "the metrics address is not logged"
+}
+run_case metrics case_metrics
 
 case_stop() {
   grep -qE '^STATUS=0 connections, [0-9.]+ MiB sent, [0-9]+ files sent$' "$notes" ||

@@ -28,6 +28,7 @@
 #include "receiver/fetch_intake.hpp"
 #include "receiver/output_file.hpp"
 #include "sender/serve_intake.hpp"
+#include "sender/serve_metrics.hpp"
 #include "sender/served_session.hpp"
 #include "temp_dir.hpp"
 #include "text_contains.hpp"
@@ -267,6 +268,28 @@ TEST(FetchLink, APathTheServerDoesNotHaveIsRefusedAndNothingIsWritten) {
   const auto rejects = link.server_sent<proto::Reject>();
   ASSERT_EQ(rejects.size(), 1U);
   EXPECT_EQ(rejects[0].reason, proto::RejectReason::BadName);
+}
+
+// rdma-send --serve --metrics: a refused request is counted by its reason, on a page that
+// Prometheus reads.
+TEST(FetchLink, ARefusedRequestIsCountedOnTheServersMetricsPage) {
+  FetchBench bench;
+  sender::ServeMetrics metrics;
+  bench.serve_context.metrics = &metrics;
+  FetchLink link(bench);
+  link.fetch({"../outside"}, false);
+  ASSERT_TRUE(link.run());
+  EXPECT_EQ(metrics.requests_refused(proto::RejectReason::BadName), 1U);
+  EXPECT_EQ(metrics.requests_refused(proto::RejectReason::AuthFailed), 0U);
+  metrics.sent_bytes = 12345;
+  metrics.count(sender::FetcherRefusal::Address);
+  const std::string page = metrics.render();
+  EXPECT_TRUE(contains(page, "rdmax_serve_requests_refused_total{reason=\"bad_name\"} 1\n"))
+      << page;
+  EXPECT_TRUE(contains(page, "rdmax_serve_sent_bytes_total 12345\n"));
+  EXPECT_TRUE(contains(page, "rdmax_serve_fetchers_refused_total{reason=\"address\"} 1\n"));
+  EXPECT_TRUE(contains(page, "# TYPE rdmax_serve_connections gauge\n"));
+  EXPECT_TRUE(contains(page, "rdmax_build_info{version="));
 }
 
 TEST(FetchLink, AnEmptyShareIsAByeAndTheFetchSucceeds) {

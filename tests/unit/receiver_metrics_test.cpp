@@ -1,5 +1,5 @@
 // rdma-recv --metrics: the address it takes, the text it serves, and the server itself over a
-// real socket on the loopback (receiver/metrics.hpp, receiver/metrics_server.hpp).
+// real socket on the loopback (receiver/metrics.hpp, common/metrics/metrics_server.hpp).
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -16,10 +16,10 @@
 #include <thread>
 #include <vector>
 
+#include "common/metrics/metrics_server.hpp"
 #include "common/os/fd.hpp"
 #include "common/work/work_pool.hpp"
 #include "receiver/metrics.hpp"
-#include "receiver/metrics_server.hpp"
 
 namespace rdmax::receiver {
 namespace metrics_test {
@@ -124,10 +124,10 @@ TEST(MetricsServer, ServesTheMetricsAndRefusesAPortInUse) {
   ReceiverMetrics m;
   m.received_bytes += 7;
   const MetricsAddress address{"127.0.0.1", free_port()};
-  MetricsServer server(address, m);
+  MetricsServer server(address, [&m] { return m.render(); });
   // Bound, not yet serving: a second server on the port is refused at once, with the reason.
   try {
-    MetricsServer second(address, m);
+    MetricsServer second(address, [&m] { return m.render(); });
     ADD_FAILURE() << "a second server bound a port in use";
   } catch (const MetricsBindError& e) {
     EXPECT_NE(std::string(e.what()).find("in use"), std::string::npos) << e.what();
@@ -195,7 +195,7 @@ TEST(MetricsServer, SlowClientsDoNotStarveAScrape) {
   ReceiverMetrics m;
   m.received_bytes += 9;
   const MetricsAddress address{"127.0.0.1", free_port()};
-  MetricsServer server(address, m);
+  MetricsServer server(address, [&m] { return m.render(); });
   server.start();
   const auto answered_at_once = [&] {
     const auto before = std::chrono::steady_clock::now();
@@ -227,7 +227,7 @@ TEST(MetricsServer, NamesAnAddressThatIsNotThisHosts) {
   // TEST-NET-1 (RFC 5737): never an address of this host.
   const MetricsAddress address{"192.0.2.1", free_port()};
   EXPECT_NE(metrics_port_problem(address).find("not an address of this host"), std::string::npos);
-  EXPECT_THROW(MetricsServer(address, m), MetricsBindError);
+  EXPECT_THROW(MetricsServer(address, [&m] { return m.render(); }), MetricsBindError);
 }
 
 TEST(WorkPoolQueued, CountsJobsPostedAndNotStarted) {

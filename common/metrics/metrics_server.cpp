@@ -1,4 +1,4 @@
-#include "receiver/metrics_server.hpp"
+#include "common/metrics/metrics_server.hpp"
 
 #include <netdb.h>
 #include <netinet/in.h>
@@ -16,7 +16,7 @@
 #include <optional>
 #include <vector>
 
-namespace rdmax::receiver {
+namespace rdmax {
 namespace {
 
 // Not SO_REUSEPORT, with which a second process binds a port in use without an error:
@@ -79,7 +79,7 @@ std::uint16_t bound_port(int fd) {
 }
 
 // The answer to one request (its head and the bytes up to the blank line), whole, closing.
-std::string answer(const std::string& request, const ReceiverMetrics& metrics) {
+std::string answer(const std::string& request, const MetricsServer::Render& render) {
   const auto reply = [](const char* status, const std::string& type, const std::string& body) {
     return std::string("HTTP/1.1 ") + status + "\r\nContent-Type: " + type +
            "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
@@ -92,7 +92,7 @@ std::string answer(const std::string& request, const ReceiverMetrics& metrics) {
   if (target != "/metrics" && target.rfind("/metrics?", 0) != 0)
     return reply("404 Not Found", "text/plain; charset=utf-8", "see /metrics\n");
   try {
-    return reply("200 OK", "text/plain; version=0.0.4; charset=utf-8", metrics.render());
+    return reply("200 OK", "text/plain; version=0.0.4; charset=utf-8", render());
   } catch (const std::exception& e) {
     return reply("500 Internal Server Error", "text/plain; charset=utf-8", e.what());
   }
@@ -115,8 +115,8 @@ struct MetricsServer::Client {
   std::size_t sent = 0;
 };
 
-MetricsServer::MetricsServer(const MetricsAddress& address, const ReceiverMetrics& metrics)
-    : metrics_(metrics), port_(address.port) {
+MetricsServer::MetricsServer(const MetricsAddress& address, Render render)
+    : render_(std::move(render)), port_(address.port) {
   Bound bound = bind_listener(address, static_cast<int>(kMaxClients));
   if (!bound.fd) {
     const std::string why = bound.error == EINVAL ? "not a numeric address" : remedy(bound.error);
@@ -179,7 +179,7 @@ void MetricsServer::serve() {
         if (n > 0) {
           it->request.append(buffer, static_cast<std::size_t>(n));
           if (it->request.find("\r\n\r\n") != std::string::npos)
-            it->reply = answer(it->request, metrics_);
+            it->reply = answer(it->request, render_);
           else if (it->request.size() > kMaxRequestBytes)
             done = true;
         } else {
@@ -223,4 +223,4 @@ MetricsServer::~MetricsServer() {
   stop();
 }
 
-}  // namespace rdmax::receiver
+}  // namespace rdmax

@@ -1,7 +1,9 @@
 #pragma once
-// rdma-recv --metrics: serves ReceiverMetrics::render() at http://ADDRESS:PORT/metrics. Its
-// thread is its own, never the event loop's: a scrape reads atomics and the directory's free
-// space, so it cannot slow a transfer, and it takes no lock the loop takes.
+// --metrics (both daemons): serves a Prometheus text page at http://ADDRESS:PORT/metrics, as
+// the render function makes it (rdma-recv: ReceiverMetrics::render(), rdma-send --serve:
+// ServeMetrics::render()). Its thread is its own, never the event loop's: a render reads
+// atomics (and the receiver's free space), so it cannot slow a transfer, and it takes no lock
+// the loop takes.
 //
 // One thread polls every client, so that no client can hold the server by being slow: a
 // thread per connection (what an HTTP library does) is starved by as many clients as threads
@@ -18,15 +20,16 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 
+#include "common/metrics/metrics_address.hpp"
 #include "common/os/event_fd.hpp"
 #include "common/os/fd.hpp"
-#include "receiver/metrics.hpp"
 
-namespace rdmax::receiver {
+namespace rdmax {
 
 // The port could not be bound; what() says why and what to do.
 class MetricsBindError : public std::runtime_error {
@@ -45,7 +48,10 @@ class MetricsServer {
   static constexpr std::size_t kMaxRequestBytes = 8192;
   static constexpr std::chrono::milliseconds kRequestDeadline{2000};
 
-  MetricsServer(const MetricsAddress& address, const ReceiverMetrics& metrics);
+  // Called on the server's thread for every scrape: it must read only what is safe to read
+  // from there (atomics).
+  using Render = std::function<std::string()>;
+  MetricsServer(const MetricsAddress& address, Render render);
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
@@ -59,11 +65,11 @@ class MetricsServer {
   struct Client;
   void serve();
 
-  const ReceiverMetrics& metrics_;
+  Render render_;
   Fd listener_;
   std::uint16_t port_;
   EventFd wake_;  // stop()
   std::thread thread_;
 };
 
-}  // namespace rdmax::receiver
+}  // namespace rdmax
