@@ -9,8 +9,10 @@ dir=$(dirname "$0")
 status=0 skipped=0
 for suite in "$@"; do
   echo "== $suite"
-  rc=0
+  rc=0 started=$SECONDS
   bash "$dir/$suite" || rc=$?
+  # Each suite's share of the boot, for whoever keeps the full test under its budget.
+  echo "== $suite took $((SECONDS - started)) s"
   if ((rc == 77)); then
     echo "== $suite skipped"
     skipped=77

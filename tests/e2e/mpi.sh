@@ -5,7 +5,8 @@
 # file system; over the wire between the two guests when the test bed has them). The tree arrives
 # identical, every file was sent by exactly one shard (from --json-lines), the shards' bytes
 # are within 20% of each other, and a second run of the same job moves no data and reports
-# every file identical.
+# every file identical. Then the other way (issue 52): host B serves the tree, mpirun -np 4 on
+# host A fetches it back (--shard auto -P 2), and a server killed on B mid-file is resumed.
 source "$(dirname "$0")/lib.sh"
 need_programs send recv
 command -v mpirun >/dev/null ||
@@ -26,6 +27,7 @@ cleanup_mpi() {
   local p
   for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null || true; done
   rxe-peer pkill -x rdma-recv 2>/dev/null || true
+  rxe-peer pkill -x rdma-send 2>/dev/null || true
   rxe-peer rm -rf "$out" 2>/dev/null || true
   rm -rf "$work"
 }
@@ -124,3 +126,75 @@ for r in 0 1 2 3; do
 done
 compare "$t" "$out/tree" || fail "the tree differs after the re-run"
 pass "the same job again moved no data, every file identical, and set the directory times"
+
+# Fetching (issue 52), across the wire: host B serves the tree the job pushed there
+# (rdma-send --serve), and mpirun -np 4 on host A fetches it back into one directory, each
+# rank its share (--shard auto) over two connections (-P 2): every file once across the
+# ranks, the tree identical to the source.
+serve_port=18793
+serve_log=$shared/serve.log
+rxe-peer bash -c "exec $send --serve $out -a \"\$RXE_ADDR\" -p $serve_port -v 2>>$serve_log" &
+bg_pids+=($!)
+wait_for 30 grep -q 'serving' "$serve_log"
+fetched=$work/fetched
+mkdir -p "$fetched"
+started=$SECONDS
+rc=0
+# shellcheck disable=SC2016 # expanded by each rank's shell
+timeout -k 5 240 mpirun -np 4 --oversubscribe sh -c \
+  'exec "$0" --from "$1" -r --shard auto -P 2 tree -o "$2" 2>"$3.$OMPI_COMM_WORLD_RANK.log"' \
+  "$recv" "$peer:$serve_port" "$fetched" "$shared/fetch" >"$shared/mpirun-fetch.out" 2>&1 || rc=$?
+((rc == 0)) || fail "mpirun -np 4 rdma-recv --from exited $rc: $(tail -n 5 "$shared/mpirun-fetch.out")"
+echo "time: the fetching job took $((SECONDS - started))s"
+total=0
+counts=()
+for r in 0 1 2 3; do
+  n=$(grep -o 'fetched [0-9]* file(s)' "$shared/fetch.$r.log" | grep -o '[0-9]*')
+  [[ -n $n ]] || fail "rank $r: no summary: $(tail -n 3 "$shared/fetch.$r.log")"
+  ((n > 0)) || fail "rank $r fetched no file"
+  counts+=("$n")
+  total=$((total + n))
+done
+((total == files)) || fail "the ranks fetched ${counts[*]} files ($total), the tree has $files"
+for r in 0 1 2 3; do
+  for k in 1 2; do
+    grep -q "fetch: share $((r + 1))/4, part $k/2" "$serve_log" || fail "the server did not serve rank $r's part $k"
+  done
+done
+list="find . \\( -type d -printf 'd %m %p\\n' \\) -o -printf '%y %m %T@ %p\\n' | LC_ALL=C sort"
+# (Files, not <(...): the guest has no /dev/fd.)
+(cd "$t" && eval "$list") >"$shared/source.list"
+(cd "$fetched/tree" && eval "$list") >"$shared/fetched.list"
+diff "$shared/source.list" "$shared/fetched.list" >&2 || fail "the fetched tree's names, modes or times differ"
+diff -r "$t" "$fetched/tree" >&2 || fail "the fetched tree's contents differ"
+[[ -z $(find "$fetched" -path '*/.rdmax-partial/*' -type f) ]] || fail "partials left behind"
+pass "mpirun -np 4 rdma-recv --from B --shard auto -P 2 on host A: $files files (${counts[*]} per rank), each once, identical to the source"
+
+# The server on host B killed halfway (kill -9): the fetch exits 3 and keeps what arrived;
+# run again against a server started again, it fetches only the rest.
+slow_port=18794
+rm -f "$fetched/tree/big/b8.bin"
+rxe-peer bash -c "exec $send --serve $out -a \"\$RXE_ADDR\" -p $slow_port --bwlimit 1M 2>>$shared/slow.log" &
+bg_pids+=($!)
+wait_for 30 grep -q 'serving' "$shared/slow.log"
+rc=0
+"$recv" --from "$peer:$slow_port" -o "$fetched" tree/big/b8.bin >"$shared/killed.log" 2>&1 &
+fetcher=$!
+# 4.25 MiB at 1 MiB/s: killed 2 s in, most of it is still to come.
+wait_for 30 grep -q "receiving 'b8.bin'" "$shared/killed.log"
+sleep 2
+# (Anchored: the shell that runs pkill on host B holds the pattern too.)
+rxe-peer pkill -KILL -f "^$send --serve $out -a [^ ]* -p $slow_port"
+wait "$fetcher" || rc=$?
+((rc == 3)) || fail "the fetch from a server killed on host B exited $rc: $(tail -n 3 "$shared/killed.log")"
+[[ ! -e $fetched/b8.bin ]] || fail "a half file appeared under its name"
+rxe-peer bash -c "exec $send --serve $out -a \"\$RXE_ADDR\" -p $slow_port 2>>$shared/slow2.log" &
+bg_pids+=($!)
+wait_for 30 grep -q 'serving' "$shared/slow2.log"
+rc=0
+"$recv" --from "$peer:$slow_port" -o "$fetched" tree/big/b8.bin >"$shared/resumed.log" 2>&1 || rc=$?
+((rc == 0)) || fail "the fetch run again exited $rc: $(tail -n 3 "$shared/resumed.log")"
+cmp "$t/big/b8.bin" "$fetched/b8.bin" || fail "b8.bin differs"
+grep -q "resuming .b8.bin. (.*) at" "$shared/resumed.log" ||
+  fail "not resumed: $(grep b8.bin "$shared/resumed.log" | tail -n 2)"
+pass "the server killed on host B mid-file: the fetch exited 3, and run again resumed ($(grep -o 'resuming .* at [^,;]*' "$shared/resumed.log"))"
