@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <set>
@@ -22,6 +23,7 @@
 #include "protocol/sizes.hpp"
 #include "receiver/connection.hpp"
 #include "receiver/fetch_intake.hpp"
+#include "receiver/fetch_report.hpp"
 #include "receiver/metrics.hpp"
 #include "receiver/output_tree.hpp"
 #include "receiver/partial_store.hpp"
@@ -83,6 +85,12 @@ class FetchRun {
     // the end, or one connection's read-only directory would refuse another's files, and its
     // files would change the time one connection set.
     if (fetch_.connections > 1) context_.deferred_directories = &directories_;
+    if (fetch_.json || fetch_.json_lines) {
+      report_.emplace(std::cout,
+                      fetch_.json ? FetchReport::Mode::Json : FetchReport::Mode::JsonLines);
+      tell_ = [this](EntryReport entry) { report_->add(std::move(entry)); };
+      context_.reports = &tell_;
+    }
     if (options_.partials) {
       partials_.emplace(dest_.get(),
                         PartialStore::Limits{options_.partial_ttl, options_.partial_max});
@@ -123,7 +131,13 @@ class FetchRun {
       std::_Exit(sender::kExitOther);
     }
     apply_directory_attributes();
-    return report();
+    const int code = report();
+    if (report_)
+      report_->finish(
+          {code, links_.size(),
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count(),
+           error_});
+    return code;
   }
 
  private:
@@ -267,7 +281,7 @@ class FetchRun {
   }
 
   // The summary line, and the exit status.
-  int report() const {
+  int report() {
     bool any_session = false;
     bool all_settled = true;
     for (const auto& link : links_) {
@@ -277,8 +291,12 @@ class FetchRun {
         continue;
       }
       // A connection that ended before a session: refused, failed, or its share was empty.
-      if (link->intake().outcome() != proto::SenderOutcome::Success)
+      if (link->intake().outcome() != proto::SenderOutcome::Success) {
+        error_ = link->intake().server_said().empty()
+                     ? std::string(proto::to_string(link->intake().outcome()))
+                     : link->intake().server_said();
         return sender::exit_code_for(link->intake().outcome());
+      }
     }
     if (!any_session) {
       spdlog::info("nothing to fetch");
@@ -307,6 +325,8 @@ class FetchRun {
       const bool retry = !cut || cut->code == proto::ErrorCode::Timeout ||
                          cut->code == proto::ErrorCode::ShuttingDown;
       if (retry) continue;
+      error_ = cut->by_peer ? std::string("the server aborted: ") + proto::to_string(cut->code)
+                            : std::string("the fetch failed: ") + proto::to_string(cut->code);
       spdlog::error("the fetch did not finish: {}",
                     cut->by_peer ? std::string("the server aborted (") +
                                        proto::to_string(cut->code) + "); see its log"
@@ -318,6 +338,7 @@ class FetchRun {
     spdlog::error(
         "the fetch did not finish: run the same command again to fetch the rest (what arrived "
         "is kept)");
+    error_ = "the fetch did not finish (run it again to fetch the rest)";
     return sender::kExitConnection;
   }
 
@@ -330,6 +351,10 @@ class FetchRun {
   ReceiverMetrics metrics_;
   ReceiverContext context_;
   std::vector<DeferredDirectory> directories_;  // -P N: set at the end
+  std::optional<FetchReport> report_;           // --json, --json-lines
+  EntryReports tell_;                           // what context_.reports calls
+  std::string error_;                           // for the report: why it failed, if it did
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   bool directory_failed_ = false;
   EventLoop loop_;
   EventChannel channel_;
@@ -347,6 +372,10 @@ int run_fetch(const ReceiverOptions& options, Fd dest) {
       key = load_key_file(*options.fetch->key_file);
     } catch (const std::exception& e) {
       spdlog::error("{}; fix the key file (docs/SECURITY.md)", e.what());
+      if (options.fetch->json || options.fetch->json_lines)
+        FetchReport(std::cout,
+                    options.fetch->json ? FetchReport::Mode::Json : FetchReport::Mode::JsonLines)
+            .finish({sender::kExitUsage, 0, 0, e.what()});
       return sender::kExitUsage;
     }
   }

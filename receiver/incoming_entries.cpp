@@ -248,6 +248,10 @@ void IncomingEntries::refuse(const ReceiverInput::EntryRefusal& refusal) {
   ++failed_;
   if (entry == nullptr || entry->offer.kind == proto::EntryKind::File)
     context_.metrics.count_refused(refusal.reason);
+  if (entry != nullptr && context_.reports != nullptr)
+    (*context_.reports)(
+        report_of(entry->offer, EntryReport::Status::Refused,
+                  std::string(proto::to_string(refusal.reason)) + ": " + refusal.text));
   hooks_.send(
       proto::Refuse{refusal.entry, refusal.reason, refusal.text.substr(0, proto::kMaxTextBytes)});
   settle(refusal.entry, proto::EntryEvent::Bad);

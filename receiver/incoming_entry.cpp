@@ -214,6 +214,8 @@ void IncomingEntry::send_have(const EntryPort& port) const {
   spdlog::info("[{}] {} ({}) is here already: nothing to receive", port.label,
                proto::quoted_for_log(offer.path), proto::format_size(offer.size));
   if (offer.kind == proto::EntryKind::File) port.context.metrics.count(FileOutcome::Identical);
+  if (port.context.reports != nullptr)
+    (*port.context.reports)(report_of(offer, EntryReport::Status::Identical));
   port.hooks.send(proto::Have{id, offer.digest});
 }
 
@@ -267,21 +269,32 @@ void IncomingEntry::record_verdict(const EntryPort& port, proto::VerdictCode cod
                   proto::to_string(code));
     return;
   }
+  EntryReport report =
+      report_of(offer, good ? EntryReport::Status::Good : EntryReport::Status::Failed,
+                good ? std::string() : std::string(proto::to_string(code)));
+  report.algorithm = port.algorithm;
+  auto tell = [&] {
+    if (port.context.reports != nullptr) (*port.context.reports)(std::move(report));
+  };
   if (offer.kind != proto::EntryKind::File) {
     spdlog::debug("[{}] directory {}: {}", port.label, proto::quoted_for_log(offer.path),
                   proto::to_string(code));
-    return;
+    return tell();
   }
   if (!good) port.context.metrics.count(failed_file(code));
   if (code == proto::VerdictCode::Abandoned) {
     spdlog::info("[{}] {}: abandoned by the sender, nothing kept", port.label,
                  proto::quoted_for_log(offer.path));
-    return;
+    return tell();
   }
   const std::uint64_t from = file ? file->resumed_from() : 0;
   // A striped file cut short (7.12) has only its stored prefix.
   const std::uint64_t to = striped ? file->bytes_stored() : offer.size;
   log_end(port, to - from, computed, proto::to_string(code));
+  report.bytes_received = to - from;
+  report.resumed_from = from;
+  if (good) report.digest = computed;
+  tell();
 }
 
 void IncomingEntry::settled() {

@@ -269,6 +269,14 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
                  "PATHs name (of the --shard share), so that the server spreads the files over "
                  "them")
       ->check(cli::number_in(1, 64));
+  bool json = false, json_lines = false;
+  auto* json_option = app.add_flag("--json", json,
+                                   "with --from: print one JSON object on stdout at the end: an "
+                                   "entry per file and directory, and the totals");
+  app.add_flag("--json-lines", json_lines,
+               "with --from: print one JSON object a line on stdout: {\"entry\":...} as each "
+               "file and directory ends here, then {\"summary\":...}")
+      ->excludes(json_option);
   int verbose = 0;
   bool quiet = false;
   app.add_flag("-v,--verbose", verbose, "more logging (repeat for trace)");
@@ -311,6 +319,8 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
       source->shard_count = spec.count;
     }
     source->connections = parallel;
+    source->json = json;
+    source->json_lines = json_lines;
     source->paths = std::move(paths);
     source->recursive = recursive;
     // Only as given: RDMAX_KEY_FILE is rdma-send's, and a push's key claimed by every fetch
@@ -322,9 +332,9 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
     o.overwrite = true;
     o.keep_identical = true;
   } else if (!paths.empty() || recursive || shard || key_file ||
-             app.get_option("--parallel")->count() > 0) {
-    std::cerr << "rdma-recv: PATH, -r, -P, --shard and --key-file are a fetch's: give --from "
-                 "HOST too\n";
+             app.get_option("--parallel")->count() > 0 || json || json_lines) {
+    std::cerr << "rdma-recv: PATH, -r, -P, --shard, --key-file, --json and --json-lines are a "
+                 "fetch's: give --from HOST too\n";
     return kExitUsage;
   }
   o.require_seal = o.senders_file.has_value() && !allow_clear;

@@ -27,6 +27,9 @@ struct FetchOptions {
   // -P N: N connections, each asking for its part of the share (docs/PROTOCOL.md 7.13's
   // extension 0x8008), so that the server spreads the files over them.
   std::uint32_t connections = 1;
+  // --json / --json-lines: stdout carries the report (receiver/fetch_report.hpp), nothing else.
+  bool json = false;
+  bool json_lines = false;
   // --key-file FILE (never RDMAX_KEY_FILE, a push's): prove this key (`ID KEY`, rdma-send
   // --key-file's format) to a server started with --readers, demand its proof back, and seal
   // (7.13).

@@ -15,6 +15,7 @@
 #include "protocol/secrets.hpp"
 #include "protocol/sender_keys.hpp"
 #include "protocol/wire.hpp"
+#include "receiver/entry_report.hpp"
 #include "receiver/metrics.hpp"
 #include "receiver/options.hpp"
 #include "receiver/output_tree.hpp"
@@ -49,6 +50,8 @@ struct ReceiverContext {
   // Not null (a fetch over several connections): a directory entry is made, and its mode
   // and time recorded here for the owner to set once every connection ended.
   std::vector<DeferredDirectory>* deferred_directories = nullptr;
+  // Not null (rdma-recv --from --json, --json-lines): told of every entry as it ends here.
+  const EntryReports* reports = nullptr;
   // How each file's chunks are written and hashed (receiver/store_work.hpp). Empty: the real
   // write and digest, rdma-recv's; the pipeline benchmark gives stand-ins.
   StoreWork work{};

@@ -125,9 +125,21 @@ run_case one_file case_one_file
 # directories' modes and times, set once all three are done, are the source's.
 case_parallel() {
   rm -rf "$dest"/*
-  fetch 0 -r -P 3 data
+  local rc=0
+  "$recv" --from "$RXE_ADDR:$port" -o "$dest" -r -P 3 --json-lines data >"$shared/fetch.jsonl" \
+    2>"$shared/fetch.log" || rc=$?
+  ((rc == 0)) || fail "rdma-recv --from -P 3 exited $rc: $(tail -3 "$shared/fetch.log")"
   compare "$export_dir/data" "$dest/data" || fail "the tree differs"
   grep -Eq "fetched 44 file\(s\)" "$shared/fetch.log" || fail "summary: $(grep fetched "$shared/fetch.log")"
+  # --json-lines: stdout is JSON only, an entry per file and directory (each once), then the
+  # summary.
+  local entries dirs
+  entries=$(jq -r 'select(.entry) | .entry.name' "$shared/fetch.jsonl" | sort | uniq | wc -l)
+  dirs=$(cd "$export_dir" && find data -type d | wc -l)
+  ((entries == 44 + dirs)) || fail "--json-lines listed $entries entries, not $((44 + dirs))"
+  jq -e -s 'map(select(.summary)) | .[0].summary | .exit_code == 0 and .connections == 3 and
+    .good == .files + .directories and .files == 44 and .bytes_received == .bytes' \
+    "$shared/fetch.jsonl" >/dev/null || fail "the summary line: $(tail -n 1 "$shared/fetch.jsonl")"
   local served
   served=$(grep -c "fetch: share 1/1, part [123]/3" "$log" || true)
   ((served == 3)) || fail "the server did not serve three parts ($served)"

@@ -13,9 +13,12 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -26,6 +29,7 @@
 #include "protocol/sender_keys.hpp"
 #include "receiver/connection.hpp"
 #include "receiver/fetch_intake.hpp"
+#include "receiver/fetch_report.hpp"
 #include "receiver/output_file.hpp"
 #include "sender/serve_intake.hpp"
 #include "sender/serve_metrics.hpp"
@@ -290,6 +294,69 @@ TEST(FetchLink, ARefusedRequestIsCountedOnTheServersMetricsPage) {
   EXPECT_TRUE(contains(page, "rdmax_serve_fetchers_refused_total{reason=\"address\"} 1\n"));
   EXPECT_TRUE(contains(page, "# TYPE rdmax_serve_connections gauge\n"));
   EXPECT_TRUE(contains(page, "rdmax_build_info{version="));
+}
+
+// rdma-recv --from --json: every entry that ends here is told once, as it ended, and the
+// report's totals are counted from them.
+TEST(FetchLink, EveryEntryIsReportedOnceAsItEndedAndTheJsonCountsThem) {
+  FetchBench bench;
+  std::vector<receiver::EntryReport> told;
+  const receiver::EntryReports tell = [&](receiver::EntryReport r) { told.push_back(r); };
+  bench.context.reports = &tell;
+  {
+    FetchLink first(bench);
+    first.fetch({"data"}, true);
+    ASSERT_TRUE(first.run());
+  }
+  std::map<std::string, receiver::EntryReport> by_path;
+  for (const auto& r : told) EXPECT_TRUE(by_path.emplace(r.path, r).second) << r.path << " twice";
+  ASSERT_EQ(by_path.size(), 6U) << "3 files, 3 directories";
+  const auto& a = by_path.at("data/a.bin");
+  EXPECT_EQ(a.status, receiver::EntryReport::Status::Good);
+  EXPECT_EQ(a.bytes_received, 10000U);
+  ASSERT_TRUE(a.digest.has_value());
+  EXPECT_EQ(by_path.at("data/hollow").kind, proto::EntryKind::Directory);
+  EXPECT_EQ(by_path.at("data/hollow").status, receiver::EntryReport::Status::Good);
+  told.clear();
+  write_file(bench.exported.path() / "data/sub/b.txt", "changed\n");
+  FetchLink again(bench);
+  again.fetch({"data"}, true);
+  ASSERT_TRUE(again.run());
+  std::set<std::string> paths;
+  for (const auto& r : told) EXPECT_TRUE(paths.insert(r.path).second) << r.path << " twice";
+  std::ostringstream out;
+  receiver::FetchReport report(out, receiver::FetchReport::Mode::Json);
+  for (const auto& r : told) report.add(r);
+  report.finish({0, 1, 1.5, ""});
+  const auto json = nlohmann::json::parse(out.str());
+  ASSERT_EQ(json["entries"].size(), 6U) << out.str();
+  EXPECT_EQ(json["files"], 3);
+  EXPECT_EQ(json["directories"], 3);
+  EXPECT_EQ(json["identical"], 1) << "a.bin was here: " << out.str();
+  EXPECT_EQ(json["good"], 5) << "b.txt, the empty file (made again), the directories";
+  EXPECT_EQ(json["bytes_received"], 8) << "only the changed file moved";
+  EXPECT_EQ(json["exit_code"], 0);
+  EXPECT_FALSE(json.contains("error"));
+  for (const auto& e : json["entries"])
+    if (e["name"] == "data/sub/b.txt") {
+      EXPECT_EQ(e["status"], "good");
+      EXPECT_EQ(e["digest"]["algorithm"], "blake3");
+      EXPECT_EQ(e["digest"]["value"].get<std::string>().size(), 64U);
+    }
+  // --json-lines: the entries as they come, then the summary alone.
+  std::ostringstream lines;
+  receiver::FetchReport streamed(lines, receiver::FetchReport::Mode::JsonLines);
+  streamed.add(told.front());
+  EXPECT_EQ(nlohmann::json::parse(lines.str())["entry"]["name"], told.front().path);
+  streamed.finish({4, 2, 0, "refused"});
+  std::istringstream read(lines.str());
+  std::string line, last;
+  while (std::getline(read, line)) last = line;
+  const auto summary = nlohmann::json::parse(last)["summary"];
+  EXPECT_EQ(summary["exit_code"], 4);
+  EXPECT_EQ(summary["error"], "refused");
+  EXPECT_EQ(summary["connections"], 2);
+  EXPECT_FALSE(summary.contains("entries"));
 }
 
 TEST(FetchLink, AnEmptyShareIsAByeAndTheFetchSucceeds) {

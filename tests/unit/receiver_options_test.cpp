@@ -72,9 +72,14 @@ TEST(FetchOptions, ParallelIsAFetchsConnectionsWithinItsShare) {
   const auto one = parsed({"--from", "storage1", "data"});
   ASSERT_TRUE(std::holds_alternative<ReceiverOptions>(one));
   EXPECT_EQ(std::get<ReceiverOptions>(one).fetch->connections, 1U);
-  for (std::vector<std::string> bad : {std::vector<std::string>{"-P", "2"},
-                                       std::vector<std::string>{"--from", "h", "-P", "0", "d"},
-                                       std::vector<std::string>{"--from", "h", "-P", "65", "d"}}) {
+  const auto json = parsed({"--from", "storage1", "--json-lines", "data"});
+  ASSERT_TRUE(std::holds_alternative<ReceiverOptions>(json));
+  EXPECT_TRUE(std::get<ReceiverOptions>(json).fetch->json_lines);
+  for (std::vector<std::string> bad :
+       {std::vector<std::string>{"-P", "2"}, std::vector<std::string>{"--json"},
+        std::vector<std::string>{"--from", "h", "--json", "--json-lines", "d"},
+        std::vector<std::string>{"--from", "h", "-P", "0", "d"},
+        std::vector<std::string>{"--from", "h", "-P", "65", "d"}}) {
     const auto refused = parsed(bad);
     ASSERT_TRUE(std::holds_alternative<int>(refused)) << bad.back();
     EXPECT_EQ(std::get<int>(refused), 2);
