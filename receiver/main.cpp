@@ -158,14 +158,8 @@ int main(int argc, char** argv) {
   // Bound before any device work: a port in use is a usage error, and nothing was started.
   receiver::ReceiverMetrics metrics(dir.get());
   std::optional<MetricsServer> metrics_server;
-  if (options.metrics) {
-    try {
-      metrics_server.emplace(*options.metrics, [&metrics] { return metrics.render(); });
-    } catch (const MetricsBindError& e) {
-      spdlog::error("{}", e.what());
-      return kExitUsage;
-    }
-  }
+  if (!bind_metrics(metrics_server, options.metrics, [&metrics] { return metrics.render(); }))
+    return kExitUsage;
   if (!any_rdma_device()) {
     spdlog::error("{}", no_rdma_device_message());
     return kExitFailure;
@@ -176,11 +170,7 @@ int main(int argc, char** argv) {
   try {
     receiver::Daemon daemon(options, std::move(dir), std::move(secrets), std::move(sender_keys),
                             &metrics);
-    if (metrics_server) {
-      // Started once the loop blocks SIGINT and SIGTERM in this thread (its own block all).
-      metrics_server->start();
-      spdlog::info("metrics on http://{}/metrics", to_string(*options.metrics));
-    }
+    start_metrics(metrics_server, options.metrics);
     const int rc = daemon.run();
     if (daemon.disk_work_left()) {
       // A worker is stuck in the kernel (a hung file system): destroying the daemon would

@@ -234,11 +234,7 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
                  "(e.g. 30s, 5m; 0: stop at once; a second signal also stops at once)")
       ->capture_default_str();
   std::optional<std::string> metrics;
-  app.add_option("--metrics", metrics,
-                 "serve Prometheus metrics at http://ADDRESS:PORT/metrics (127.0.0.1:PORT or "
-                 "[::1]:PORT keeps them on this host; 0.0.0.0 or [::] for every address: no "
-                 "authentication, so only behind a firewall)")
-      ->option_text("ADDRESS:PORT");
+  app.add_option("--metrics", metrics, kMetricsOptionHelp)->option_text("ADDRESS:PORT");
   std::optional<std::string> from;
   std::vector<std::string> paths;
   bool recursive = false;
@@ -378,9 +374,7 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
   if (metrics) {
     o.metrics = parse_metrics_address(*metrics);
     if (!o.metrics) {
-      std::cerr << "rdma-recv: --metrics: '" << *metrics
-                << "' is not ADDRESS:PORT: an IPv4 address or a bracketed IPv6 one, and a "
-                   "port from 1 to 65535 (e.g. 127.0.0.1:9464, [::1]:9464)\n";
+      std::cerr << "rdma-recv: " << not_a_metrics_address(*metrics) << "\n";
       return kExitUsage;
     }
   }

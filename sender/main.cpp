@@ -130,14 +130,8 @@ int serve(const sender::SenderOptions& options) {
   // Bound before any device work: a port in use is a usage error, and nothing was started.
   sender::ServeMetrics metrics;
   std::optional<MetricsServer> metrics_server;
-  if (options.metrics) {
-    try {
-      metrics_server.emplace(*options.metrics, [&metrics] { return metrics.render(); });
-    } catch (const MetricsBindError& e) {
-      spdlog::error("{}", e.what());
-      return sender::kExitUsage;
-    }
-  }
+  if (!bind_metrics(metrics_server, options.metrics, [&metrics] { return metrics.render(); }))
+    return sender::kExitUsage;
   if (!any_rdma_device()) {
     spdlog::error("{}", no_rdma_device_message());
     return sender::kExitOther;
@@ -145,11 +139,7 @@ int serve(const sender::SenderOptions& options) {
   try {
     sender::ServeDaemon daemon(options, std::move(exported), readers ? &*readers : nullptr,
                                options.metrics ? &metrics : nullptr);
-    if (metrics_server) {
-      // Started once the loop blocks SIGINT and SIGTERM in this thread (its own block all).
-      metrics_server->start();
-      spdlog::info("metrics on http://{}/metrics", to_string(*options.metrics));
-    }
+    start_metrics(metrics_server, options.metrics);
     return daemon.run();
   } catch (const SysError& e) {
     const std::string hint = rdma_setup_hint(e.error());

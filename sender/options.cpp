@@ -318,10 +318,7 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
                  "sealed")
       ->option_text("FILE");
   std::optional<std::string> metrics;
-  app.add_option("--metrics", metrics,
-                 "with --serve: serve Prometheus metrics at http://ADDRESS:PORT/metrics "
-                 "(127.0.0.1:PORT or [::1]:PORT keeps them on this host; 0.0.0.0 or [::] for "
-                 "every address: no authentication, so only behind a firewall)")
+  app.add_option("--metrics", metrics, std::string("with --serve: ") + kMetricsOptionHelp)
       ->option_text("ADDRESS:PORT");
   app.add_option("PATH", o.files,
                  "files to send (and directories with -r; several with --checksum)");
@@ -373,9 +370,7 @@ std::variant<SenderOptions, int> parse_sender_options_in(int argc, char** argv,
     }
     o.metrics = parse_metrics_address(*metrics);
     if (!o.metrics) {
-      std::cerr << "rdma-send: --metrics: '" << *metrics
-                << "' is not ADDRESS:PORT: an IPv4 address or a bracketed IPv6 one, and a "
-                   "port from 1 to 65535 (e.g. 127.0.0.1:9465, [::1]:9465)\n";
+      std::cerr << "rdma-send: " << not_a_metrics_address(*metrics) << "\n";
       return kExitUsage;
     }
   }

@@ -32,4 +32,10 @@ std::string to_string(const MetricsAddress& address) {
   return (v6 ? "[" + address.host + "]" : address.host) + ":" + std::to_string(address.port);
 }
 
+std::string not_a_metrics_address(const std::string& given) {
+  return "--metrics: '" + given +
+         "' is not ADDRESS:PORT: an IPv4 address or a bracketed IPv6 one, and a port from 1 to "
+         "65535 (e.g. 127.0.0.1:9464, [::1]:9464)";
+}
+
 }  // namespace rdmax

@@ -18,4 +18,11 @@ struct MetricsAddress {
 // How to write it back: 127.0.0.1:9464, [::1]:9464.
 std::string to_string(const MetricsAddress& address);
 
+// The option's help (each daemon's --metrics), and what is said of a value that is not one.
+inline constexpr const char* kMetricsOptionHelp =
+    "serve Prometheus metrics at http://ADDRESS:PORT/metrics (127.0.0.1:PORT or [::1]:PORT "
+    "keeps them on this host; 0.0.0.0 or [::] for every address: no authentication, so only "
+    "behind a firewall)";
+std::string not_a_metrics_address(const std::string& given);
+
 }  // namespace rdmax

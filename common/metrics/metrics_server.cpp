@@ -30,7 +30,7 @@ void reuse_address(int fd) {
 std::string remedy(int error) {
   switch (error) {
     case EADDRINUSE:
-      return "the port is in use (another rdma-recv?): stop the other listener or choose "
+      return "the port is in use (another rdma-recv or rdma-send --serve?): stop the other listener or choose "
              "another --metrics port";
     case EACCES:
       return "ports below 1024 need CAP_NET_BIND_SERVICE: choose a port from 1024 up";
@@ -221,6 +221,25 @@ void MetricsServer::stop() {
 
 MetricsServer::~MetricsServer() {
   stop();
+}
+
+bool bind_metrics(std::optional<MetricsServer>& into, const std::optional<MetricsAddress>& address,
+                  MetricsServer::Render render) {
+  if (!address) return true;
+  try {
+    into.emplace(*address, std::move(render));
+    return true;
+  } catch (const MetricsBindError& e) {
+    spdlog::error("{}", e.what());
+    return false;
+  }
+}
+
+void start_metrics(std::optional<MetricsServer>& server,
+                   const std::optional<MetricsAddress>& address) {
+  if (!server || !address) return;
+  server->start();
+  spdlog::info("metrics on http://{}/metrics", to_string(*address));
 }
 
 }  // namespace rdmax

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -71,5 +72,16 @@ class MetricsServer {
   EventFd wake_;  // stop()
   std::thread thread_;
 };
+
+// A daemon's --metrics, bound before any device work (a port in use is a usage error and
+// nothing was started): made in `into` when `address` is given; false, and said, when it
+// cannot bind.
+[[nodiscard]] bool bind_metrics(std::optional<MetricsServer>& into,
+                                const std::optional<MetricsAddress>& address,
+                                MetricsServer::Render render);
+// Starts it, if there is one, once the loop blocks SIGINT and SIGTERM in this thread (its
+// own thread blocks every signal), and says where it serves.
+void start_metrics(std::optional<MetricsServer>& server,
+                   const std::optional<MetricsAddress>& address);
 
 }  // namespace rdmax
