@@ -145,7 +145,7 @@ class FetchRun {
   class Link final : public FetchCm {
    public:
     Link(FetchRun& run, std::uint32_t index, const proto::SenderKey* key)
-        : run_(run), index_(index), ask_(ask_of(run.options_, index, run.fetch_.connections)) {
+        : run_(run), ask_(ask_of(run.options_, index, run.fetch_.connections)) {
       ask_.key = key;
       intake_ = std::make_unique<FetchIntake>(ask_, static_cast<FetchCm&>(*this),
                                               host_and_port(run.fetch_.host, run.fetch_.port),
@@ -227,7 +227,6 @@ class FetchRun {
     }
 
     FetchRun& run_;
-    std::uint32_t index_;
     FetchAsk ask_;
     std::optional<CmId> id_;  // until the transport takes it
     rdma_cm_id* raw_ = nullptr;
