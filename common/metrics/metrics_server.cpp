@@ -30,7 +30,8 @@ void reuse_address(int fd) {
 std::string remedy(int error) {
   switch (error) {
     case EADDRINUSE:
-      return "the port is in use (another rdma-recv or rdma-send --serve?): stop the other listener or choose "
+      return "the port is in use (another rdma-recv or rdma-send --serve?): stop the other "
+             "listener or choose "
              "another --metrics port";
     case EACCES:
       return "ports below 1024 need CAP_NET_BIND_SERVICE: choose a port from 1024 up";
