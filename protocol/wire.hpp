@@ -59,6 +59,7 @@ template <class M>
 struct FlagBits {
   bool M::*bit0;
   bool M::*bit1;
+  bool M::*bit2 = nullptr;  // none: bit 2 is reserved too
 };
 template <class M>
 struct Counted {
@@ -615,15 +616,18 @@ struct Fetch {
 // fetcher -> server, after its Fetch (and, with a key, the proofs): one path within the
 // server's export ("." for all of it), by the rule of an Offer's path. `last`: no Want
 // follows, and the server answers with its Open (or a Reject). `recursive`: a directory is
-// sent with its tree; without it, naming one is refused.
+// sent with its tree; without it, naming one is refused. `keep_path` (a list's names, rdma-recv
+// --files-from): the path arrives under its whole path, the directories above it offered too
+// (each alone: its mode and time), and a directory named without `recursive` arrives alone.
 struct Want {
   bool last = true;
   bool recursive = false;
   std::string path;  // 1..kMaxPathBytes bytes
+  bool keep_path = false;
   bool operator==(const Want&) const = default;
   static constexpr auto layout() {
-    return std::tuple{FlagBits<Want>{&Want::last, &Want::recursive}, Reserved<1>{},
-                      Counted<Want>{&Want::path, "Want.path"}};
+    return std::tuple{FlagBits<Want>{&Want::last, &Want::recursive, &Want::keep_path},
+                      Reserved<1>{}, Counted<Want>{&Want::path, "Want.path"}};
   }
 };
 

@@ -117,9 +117,11 @@ struct FieldReader {
   template <class M>
   void read(M& m, FlagBits<M> bits) {
     const std::uint8_t flags = r.u8();
-    if ((flags & ~3U) != 0) reserved_problem = "flags has a reserved bit set";
+    const unsigned known = bits.bit2 != nullptr ? 7U : 3U;
+    if ((flags & ~known) != 0) reserved_problem = "flags has a reserved bit set";
     m.*(bits.bit0) = (flags & 1U) != 0;
     m.*(bits.bit1) = (flags & 2U) != 0;
+    if (bits.bit2 != nullptr) m.*(bits.bit2) = (flags & 4U) != 0;
   }
   template <class M>
   void read(M& m, Counted<M> counted) {

@@ -101,7 +101,8 @@ void write_field(ByteWriter& w, const M&, Reserved<N>) {
 }
 template <class M>
 void write_field(ByteWriter& w, const M& m, FlagBits<M> bits) {
-  w.u8(static_cast<std::uint8_t>((m.*(bits.bit0) ? 1U : 0U) | (m.*(bits.bit1) ? 2U : 0U)));
+  w.u8(static_cast<std::uint8_t>((m.*(bits.bit0) ? 1U : 0U) | (m.*(bits.bit1) ? 2U : 0U) |
+                                 (bits.bit2 != nullptr && m.*(bits.bit2) ? 4U : 0U)));
 }
 template <class M>
 void write_field(ByteWriter& w, const M& m, Counted<M> counted) {

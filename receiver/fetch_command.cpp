@@ -23,6 +23,7 @@
 #include "protocol/sizes.hpp"
 #include "receiver/connection.hpp"
 #include "receiver/fetch_intake.hpp"
+#include "receiver/fetch_list.hpp"
 #include "receiver/fetch_report.hpp"
 #include "receiver/metrics.hpp"
 #include "receiver/output_tree.hpp"
@@ -42,14 +43,15 @@ std::chrono::milliseconds ms(std::chrono::seconds s) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(s);
 }
 
-// The names what the PATHs name arrives as: each one's last component; none where one is
-// "." (all of the export: any name).
+// The names what the PATHs name arrives as: each one's last component, or a listed path's
+// first (it arrives under its whole path); none where one is "." (all of the export: any
+// name).
 std::set<std::string> names_asked(const FetchOptions& f) {
   std::set<std::string> names;
   for (std::string path : f.paths) {
     while (path.size() > 1 && path.back() == '/') path.pop_back();
     if (path == ".") return {};
-    names.insert(path.substr(path.rfind('/') + 1));
+    names.insert(f.files_from ? path.substr(0, path.find('/')) : path.substr(path.rfind('/') + 1));
   }
   return names;
 }
@@ -61,7 +63,8 @@ std::set<std::string> names_asked(const FetchOptions& f) {
 FetchAsk ask_of(const ReceiverOptions& options, std::uint32_t link, std::uint32_t links) {
   const FetchOptions& f = *options.fetch;
   FetchAsk ask;
-  for (const std::string& path : f.paths) ask.wants.push_back({false, f.recursive, path});
+  for (const std::string& path : f.paths)
+    ask.wants.push_back({false, f.recursive, path, f.files_from.has_value()});
   ask.wants.back().last = true;
   ask.shard_index = f.shard_index;
   ask.shard_count = f.shard_count;
@@ -363,19 +366,34 @@ class FetchRun {
 
 }  // namespace
 
-int run_fetch(const ReceiverOptions& options, Fd dest) {
-  // The key is local input: a bad key file is a usage error before anything connects.
-  std::optional<proto::SenderKey> key;
-  if (options.fetch->key_file) {
+int run_fetch(const ReceiverOptions& given, Fd dest) {
+  ReceiverOptions options = given;
+  FetchOptions& fetch = *options.fetch;
+  // A usage error before anything connects, told in the report too.
+  const auto usage_error = [&](const std::string& text, const char* remedy) {
+    spdlog::error("{}{}", text, remedy);
+    if (fetch.json || fetch.json_lines)
+      FetchReport(std::cout, fetch.json ? FetchReport::Mode::Json : FetchReport::Mode::JsonLines)
+          .finish({sender::kExitUsage, 0, 0, text});
+    return sender::kExitUsage;
+  };
+  // The list and the key are local input.
+  // (What is read from `given`, not the copy: GCC 12 takes the copy's optionals for
+  // uninitialised.)
+  if (given.fetch->files_from) {
     try {
-      key = load_key_file(*options.fetch->key_file);
+      fetch.paths = fetch_list_paths(
+          split_file_list(read_file_list(*given.fetch->files_from), given.fetch->from0));
+    } catch (const FileListError& e) {
+      return usage_error(e.what(), "");
+    }
+  }
+  std::optional<proto::SenderKey> key;
+  if (given.fetch->key_file) {
+    try {
+      key = load_key_file(*given.fetch->key_file);
     } catch (const std::exception& e) {
-      spdlog::error("{}; fix the key file (docs/SECURITY.md)", e.what());
-      if (options.fetch->json || options.fetch->json_lines)
-        FetchReport(std::cout,
-                    options.fetch->json ? FetchReport::Mode::Json : FetchReport::Mode::JsonLines)
-            .finish({sender::kExitUsage, 0, 0, e.what()});
-      return sender::kExitUsage;
+      return usage_error(e.what(), "; fix the key file (docs/SECURITY.md)");
     }
   }
   FetchRun run(options, std::move(dest), key ? &*key : nullptr);

@@ -246,6 +246,14 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
                  "with --from: what to fetch, as named within the server's export ('.' for all "
                  "of it)");
   app.add_flag("-r,--recursive", recursive, "with --from: a directory comes with its tree");
+  std::optional<std::string> files_from;
+  bool from0 = false;
+  app.add_option("--files-from", files_from,
+                 "with --from: fetch what LIST names ('-': standard input), one a line, each "
+                 "within the server's export: it arrives under that path, the directories above "
+                 "it with their modes and times, a listed directory without its contents")
+      ->option_text("LIST");
+  app.add_flag("-0,--from0", from0, "--files-from LIST is NUL-separated (find -print0)");
   std::optional<std::string> key_file;
   app.add_option("--key-file", key_file,
                  "with --from: file with one 'ID KEY' line (mode 0600): "
@@ -299,9 +307,24 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
                 << "' is not HOST, HOST:PORT or [IPV6]:PORT (port 1 to 65535)\n";
       return kExitUsage;
     }
-    if (paths.empty()) {
+    if (files_from) {
+      const char* problem =
+          !paths.empty()        ? "--files-from names what to fetch: give no PATH beside it"
+          : recursive           ? "--files-from fetches each listed entry as it is, a directory "
+                                  "without its contents: list what is in it too (find DIR), or fetch "
+                                  "it as a PATH with -r"
+          : files_from->empty() ? "--files-from: an empty file name ('-' is standard input)"
+                                : nullptr;
+      if (problem != nullptr) {
+        std::cerr << "rdma-recv: " << problem << "\n";
+        return kExitUsage;
+      }
+    } else if (from0) {
+      std::cerr << "rdma-recv: -0 (--from0): it applies to --files-from; give --files-from LIST\n";
+      return kExitUsage;
+    } else if (paths.empty()) {
       std::cerr << "rdma-recv: --from: name at least one PATH to fetch ('.' for all the server "
-                   "exports, with -r)\n";
+                   "exports, with -r), or --files-from LIST\n";
       return kExitUsage;
     }
     if (shard) {
@@ -319,6 +342,8 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
     source->json_lines = json_lines;
     source->paths = std::move(paths);
     source->recursive = recursive;
+    source->files_from = std::move(files_from);
+    source->from0 = from0;
     // Only as given: RDMAX_KEY_FILE is rdma-send's, and a push's key claimed by every fetch
     // would have each keyless server refuse it.
     source->key_file = std::move(key_file);
@@ -328,9 +353,10 @@ std::variant<ReceiverOptions, int> parse_receiver_options(int argc, char** argv)
     o.overwrite = true;
     o.keep_identical = true;
   } else if (!paths.empty() || recursive || shard || key_file ||
-             app.get_option("--parallel")->count() > 0 || json || json_lines) {
-    std::cerr << "rdma-recv: PATH, -r, -P, --shard, --key-file, --json and --json-lines are a "
-                 "fetch's: give --from HOST too\n";
+             app.get_option("--parallel")->count() > 0 || json || json_lines || files_from ||
+             from0) {
+    std::cerr << "rdma-recv: PATH, -r, --files-from, -0, -P, --shard, --key-file, --json and "
+                 "--json-lines are a fetch's: give --from HOST too\n";
     return kExitUsage;
   }
   o.require_seal = o.senders_file.has_value() && !allow_clear;

@@ -22,6 +22,10 @@ struct FetchOptions {
   std::uint16_t port = 18516;      // rdma-send --serve's (sender/options.hpp, kServePort)
   std::vector<std::string> paths;  // within the server's export ("." for all of it)
   bool recursive = false;          // -r: directories with their trees
+  // --files-from LIST (-0: NUL-separated): `paths` are the list's (receiver/fetch_list.hpp,
+  // read before anything connects), each arriving under its whole path.
+  std::optional<std::string> files_from;
+  bool from0 = false;
   std::uint32_t shard_index = 0;
   std::uint32_t shard_count = 1;
   // -P N: N connections, each asking for its part of the share (docs/PROTOCOL.md 7.13's

@@ -64,7 +64,7 @@ std::optional<proto::Reject> FetchRequest::add(const proto::Want& want) {
   if (!subdir_.empty() && path != "." && !beneath(path, subdir_))
     return rejected(proto::RejectReason::AuthFailed,
                     proto::quoted_for_log(want.path) + " is outside what this key may fetch");
-  wanted_.push_back({path, want.recursive});
+  wanted_.push_back({path, want.recursive, want.keep_path});
   return std::nullopt;
 }
 
@@ -78,7 +78,7 @@ std::variant<ServedTree, proto::Reject> FetchRequest::resolve(int export_fd) con
     if (!served.root) throw_sys("fcntl(F_DUPFD_CLOEXEC)");
     // The share, then this connection's part of it (7.13): the same rule both times.
     served.tree =
-        select_shard(select_shard(walk_export(served.root.get(), wanted_), share_), part_);
+        select_shard(select_shard(walk_export(served.root.get(), wanted_, subdir_), share_), part_);
     return served;
   } catch (const SourceError& e) {
     return rejected(proto::RejectReason::BadName, e.what());

@@ -23,11 +23,6 @@ namespace {
 
 using Kind = SourceEntry::Kind;
 
-std::string cannot_read(int err) {
-  const std::string hint = input_file_hint(err);
-  return "cannot read: " + std::system_category().message(err) + (hint.empty() ? "" : "; " + hint);
-}
-
 // The components of `path` that name something: no empty ones (from "//" or a leading or
 // trailing '/') and no ".".
 std::vector<std::string_view> components(std::string_view path) {
@@ -109,7 +104,7 @@ class ListWalk {
     SourceEntry e;
     e.local_path = where.local;
     e.remote_path = where.remote;
-    e.unreadable = cannot_read(err);
+    e.unreadable = cannot_read_text(err);
     tree_.files.push_back(std::move(e));
   }
 
@@ -140,46 +135,6 @@ class ListWalk {
 };
 
 }  // namespace
-
-std::vector<ListedName> split_file_list(std::string_view text, bool nul_separated) {
-  const char separator = nul_separated ? '\0' : '\n';
-  std::vector<ListedName> names;
-  std::size_t record = 0;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    const std::size_t end = std::min(text.find(separator, start), text.size());
-    std::string_view name = text.substr(start, end - start);
-    ++record;
-    if (!nul_separated && name.ends_with('\r')) name.remove_suffix(1);
-    if (!name.empty()) names.push_back({std::string(name), record});
-    start = end + 1;
-  }
-  return names;
-}
-
-std::string read_file_list(const std::string& file) {
-  const bool from_stdin = file == "-";
-  const Fd opened(from_stdin ? -1 : ::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!from_stdin && !opened) {
-    throw SourceError("--files-from " + proto::quoted_for_log(file) + ": " + cannot_read(errno));
-  }
-  const int fd = from_stdin ? STDIN_FILENO : opened.get();
-  std::string text;
-  char buffer[65536];
-  while (true) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      throw SourceError(
-          "--files-from " +
-          std::string(from_stdin ? "- (standard input)" : proto::quoted_for_log(file)) + ": " +
-          cannot_read(errno));
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<std::size_t>(n));
-  }
-  return text;
-}
 
 std::variant<ListedPath, std::string> map_listed_name(std::string_view name,
                                                       std::string_view base) {
@@ -217,7 +172,7 @@ std::string absolute_base(const std::string& base) {
 SourceTree walk_file_list(const std::vector<ListedName>& names, const std::string& base) {
   struct stat st {};
   if (::stat(base.c_str(), &st) != 0) {
-    throw SourceError("--base " + proto::quoted_for_log(base) + ": " + cannot_read(errno));
+    throw SourceError("--base " + proto::quoted_for_log(base) + ": " + cannot_read_text(errno));
   }
   if (!S_ISDIR(st.st_mode))
     throw SourceError("--base " + proto::quoted_for_log(base) + " is not a directory");

@@ -17,24 +17,10 @@
 #include <variant>
 #include <vector>
 
+#include "common/cli/file_list_text.hpp"
 #include "sender/source_tree.hpp"
 
 namespace rdmax::sender {
-
-struct ListedName {
-  std::string name;
-  std::size_t record = 0;  // 1-based: the line (or NUL-separated record) it came from
-};
-
-// The names of a list. `nul_separated` (-0): records end at NUL bytes, and a name may hold
-// any other byte, newlines too. Else records end at '\n', and one '\r' before it is dropped
-// (a list written on Windows; a name that ends in CR needs -0). Empty records (blank lines,
-// a trailing separator, "\n\n") are skipped; nothing else is trimmed: spaces are part of the
-// name.
-[[nodiscard]] std::vector<ListedName> split_file_list(std::string_view text, bool nul_separated);
-
-// The whole list: FILE, or standard input for "-". Throws SourceError when it cannot be read.
-[[nodiscard]] std::string read_file_list(const std::string& file);
 
 struct ListedPath {
   std::string local;   // what the sender opens: base + "/" + remote

@@ -59,6 +59,10 @@ void TreeWalker::add_directory(Fd dir, const std::string& local, const std::stri
     tree_.directories.push_back(entry_of(Kind::Directory, local, remote, st));
 }
 
+void TreeWalker::add_directory_alone(std::string local, std::string remote, const struct stat& st) {
+  tree_.directories.push_back(entry_of(Kind::Directory, std::move(local), std::move(remote), st));
+}
+
 void TreeWalker::add_children(Fd dir, const std::string& local) {
   struct stat st {};
   (void)add_entries(std::move(dir), local, "", st);

@@ -27,6 +27,9 @@ class TreeWalker {
   // `dir` is open on the directory; its entries are added, then the directory itself (so a
   // directory follows its children), unless it cannot be listed.
   void add_directory(Fd dir, const std::string& local, const std::string& remote);
+  // The directory alone, without its entries: a listed one, or one above a listed path (a
+  // fetch's --files-from), for its mode and time.
+  void add_directory_alone(std::string local, std::string remote, const struct stat& st);
   // Only its entries, each arriving as its own name (a fetch of a whole export).
   void add_children(Fd dir, const std::string& local);
   // The entry `name` of the directory `parent_fd`, whatever it is.

@@ -160,4 +160,9 @@ std::string output_dir_hint(int err) {
   }
 }
 
+std::string cannot_read_text(int err) {
+  const std::string hint = input_file_hint(err);
+  return "cannot read: " + std::system_category().message(err) + (hint.empty() ? "" : "; " + hint);
+}
+
 }  // namespace rdmax

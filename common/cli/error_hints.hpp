@@ -32,6 +32,8 @@ std::string outcome_message(proto::SenderOutcome outcome);
 
 // rdma-send FILE cannot be opened: a remedy for the errno, or empty.
 std::string input_file_hint(int err);
+// "cannot read: <strerror>", and input_file_hint's remedy where it has one.
+std::string cannot_read_text(int err);
 
 // rdma-recv --dir cannot be opened or written: a remedy for the errno.
 std::string output_dir_hint(int err);

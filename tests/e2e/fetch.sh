@@ -4,7 +4,7 @@
 # a non-UTF-8 name, an empty file and a sparse file, identical to the source; fetched again,
 # nothing moves; the hostile and mistaken requests refused, with the server still serving; a
 # file that grows while read abandoned, nothing kept; the server killed halfway and resumed;
-# --serve --check; -P 3; --metrics; the server under a notify socket (Type=notify) and
+# --files-from; --serve --check; -P 3; --metrics; the server under a notify socket (Type=notify) and
 # stopped by SIGTERM.
 source "$(dirname "$0")/lib.sh"
 need_programs send recv
@@ -120,6 +120,40 @@ case_one_file() {
   [[ $(stat -c %a "$dest/three.bin") == 600 ]] || fail "mode $(stat -c %a "$dest/three.bin")"
 }
 run_case one_file case_one_file
+
+# --files-from LIST -0: each listed name arrives under its path, the directories above it and
+# a listed directory (alone) with the server's modes and times, nothing unlisted; fetched
+# again, nothing moves. A list that leaves the export is a usage error before connecting; a
+# name the server lacks refuses the fetch, naming it.
+case_listed() {
+  rm -rf "$dest"/*
+  printf '%s\0' ./data/nested/deeper/leaf "data/empty dir/" data/many/f001 data//many/f002 . \
+    >"$work/list"
+  fetch 0 --files-from "$work/list" -0
+  local f d
+  for f in nested/deeper/leaf many/f001 many/f002; do
+    cmp "$export_dir/data/$f" "$dest/data/$f" || fail "data/$f differs"
+  done
+  [[ -d "$dest/data/empty dir" && -z $(ls -A "$dest/data/empty dir") ]] || fail "the listed directory"
+  [[ $(cd "$dest" && find . -type f | wc -l) == 3 ]] || fail "unlisted files arrived: $(cd "$dest" && find . -type f)"
+  for d in data data/nested data/nested/deeper "data/empty dir" data/many; do
+    [[ $(stat -c '%a %Y' "$export_dir/$d") == $(stat -c '%a %Y' "$dest/$d") ]] ||
+      fail "$d: $(stat -c '%a %Y' "$dest/$d") here, $(stat -c '%a %Y' "$export_dir/$d") there"
+  done
+  fetch 0 --files-from "$work/list" -0
+  grep -Eq "fetched 0 file\(s\), 0 B; 3 already here" "$shared/fetch.log" ||
+    fail "fetched again: $(grep fetched "$shared/fetch.log")"
+  printf 'data/many/f001\n../outside\n' >"$work/bad.list"
+  fetch 2 --files-from - <"$work/bad.list"
+  grep -q "entry 2 '../outside' holds a \"..\" component" "$shared/fetch.log" ||
+    fail "a list leaving the export: $(tail -2 "$shared/fetch.log")"
+  fetch 2 --files-from "$work/list" -0 -r
+  printf 'data/many/f001\ndata/many/none\n' >"$work/missing.list"
+  fetch 4 --files-from "$work/missing.list"
+  grep -q "data/many/none.*no such file" "$shared/fetch.log" ||
+    fail "a missing name: $(tail -2 "$shared/fetch.log")"
+}
+run_case listed case_listed
 
 # -P 3: three connections, each fetching its part of the tree (PROTOCOL.md 7.13, 0x8008); the
 # directories' modes and times, set once all three are done, are the source's.

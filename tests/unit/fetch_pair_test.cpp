@@ -142,8 +142,8 @@ struct FetchLink {
   FetchLink& operator=(const FetchLink&) = delete;
 
   // The fetcher connects and asks for `paths`.
-  void fetch(const std::vector<std::string>& paths, bool recursive) {
-    for (const auto& p : paths) ask.wants.push_back({false, recursive, p});
+  void fetch(const std::vector<std::string>& paths, bool recursive, bool keep_path = false) {
+    for (const auto& p : paths) ask.wants.push_back({false, recursive, p, keep_path});
     ask.wants.back().last = true;
     ask.timeout = std::chrono::seconds(5);
     fetching.emplace(ask, cm, "server", [this] {
@@ -382,6 +382,34 @@ TEST(FetchLink, AnOfferOfANameNotAskedForIsRefusedAndNothingIsWritten) {
   EXPECT_GT(bench.metrics.files_refused(), 0U);
   EXPECT_EQ(bench.metrics.files(receiver::FileOutcome::Good), 0U);
   EXPECT_TRUE(fs::is_empty(bench.dest.path()));
+}
+
+// --files-from: each listed path arrives under its whole path (keep_path), the directories
+// above it with the export's modes and times, a listed directory without its contents.
+TEST(FetchLink, ListedPathsArriveWholeWithTheDirectoriesAboveThem) {
+  FetchBench bench;
+  const fs::path from = bench.exported.path();
+  fs::permissions(from / "data/sub",
+                  fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);  // 0750
+  const timespec old_times[2] = {{0, UTIME_OMIT}, {1000000000, 5}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, (from / "data/sub").c_str(), old_times, 0), 0);
+  const std::set<std::string> asked{"data"};  // as the fetcher computes it: first components
+  bench.context.fetched_names = &asked;
+  FetchLink link(bench);
+  link.fetch({"data/sub/b.txt", "data/hollow"}, false, true);
+  ASSERT_TRUE(link.run());
+  ASSERT_TRUE(link.receiving);
+  EXPECT_EQ(link.receiving->session_end(), proto::SessionEnd::Settled);
+  const fs::path got = bench.dest.path() / "data";
+  EXPECT_EQ(read_back(got / "sub/b.txt"), "bee\n");
+  EXPECT_TRUE(fs::is_directory(got / "hollow"));
+  EXPECT_FALSE(fs::exists(got / "a.bin")) << "not listed";
+  EXPECT_EQ(bench.metrics.files(receiver::FileOutcome::Good), 1U);
+  struct stat st {};
+  ASSERT_EQ(::stat((got / "sub").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0750U);
+  EXPECT_EQ(st.st_mtim.tv_sec, 1000000000);
+  EXPECT_EQ(st.st_mtim.tv_nsec, 5);
 }
 
 TEST(FetchLink, MoreWantsThanTheSendQueueHoldsGoAsTheServerTakesThem) {

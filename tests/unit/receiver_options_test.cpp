@@ -86,5 +86,26 @@ TEST(FetchOptions, ParallelIsAFetchsConnectionsWithinItsShare) {
   }
 }
 
+// rdma-recv --from --files-from LIST [-0]: the list names what to fetch, so no PATH beside it,
+// and each listed entry comes as it is, so no -r; -0 and --files-from are a fetch's.
+TEST(FetchOptions, FilesFromNamesWhatToFetchAlone) {
+  const auto listed = parsed({"--from", "storage1", "--files-from", "-", "-0"});
+  const auto* o = std::get_if<ReceiverOptions>(&listed);
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->fetch->files_from, "-");
+  EXPECT_TRUE(o->fetch->from0);
+  EXPECT_TRUE(o->fetch->paths.empty()) << "read when the fetch starts";
+  for (std::vector<std::string> bad :
+       {std::vector<std::string>{"--from", "h", "--files-from", "list", "data"},
+        std::vector<std::string>{"--from", "h", "--files-from", "list", "-r"},
+        std::vector<std::string>{"--from", "h", "--files-from", ""},
+        std::vector<std::string>{"--from", "h", "-0", "data"},
+        std::vector<std::string>{"--files-from", "list"}, std::vector<std::string>{"-0"}}) {
+    const auto refused = parsed(bad);
+    ASSERT_TRUE(std::holds_alternative<int>(refused)) << bad.back();
+    EXPECT_EQ(std::get<int>(refused), 2);
+  }
+}
+
 }  // namespace
 }  // namespace rdmax::receiver

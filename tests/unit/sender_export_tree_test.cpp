@@ -142,7 +142,8 @@ TEST_F(ExportTreeTest, MissingPathsDirectoriesWithoutRecursionAndTwoForOneNameAr
   expect_refused({"data"}, "fetch directories with -r", false);
   expect_refused({"."}, "fetch it with -r", false);
   expect_refused({".", "top.txt"}, "name it alone");
-  expect_refused({"data/sub/b.bin", "b.bin"}, "no such file");  // the second, at the top
+  // Both arrive as b.bin (told before the second is found missing at the top).
+  expect_refused({"data/sub/b.bin", "b.bin"}, "would both arrive as 'b.bin'");
   fs::create_directories(export_.path() / "other");
   put_export_file(export_.path() / "other" / "a.bin", "x");
   expect_refused({"data/a.bin", "other/a.bin"}, "would both arrive as");
@@ -156,6 +157,53 @@ TEST_F(ExportTreeTest, AFileThatCannotBeReadIsTheFetchersErrorAtOnce) {
 
 TEST_F(ExportTreeTest, ANameWithControlBytesIsQuotedEscapedInTheMessage) {
   expect_refused({"bad\x1b[2Jname"}, "\\x1b");
+}
+
+// A fetcher's --files-from (keep_path): each path arrives under its whole path, each
+// directory above it alone (its mode and time), a listed directory alone, each once.
+TEST_F(ExportTreeTest, AListedPathArrivesWholeWithTheDirectoriesAboveItAlone) {
+  const auto kept = [](std::string path) { return WantedPath{std::move(path), false, true}; };
+  const SourceTree tree =
+      walk_export(export_.fd(), {kept("data/sub/b.bin"), kept("data/empty"), kept("top.txt/"),
+                                 kept("data/sub/b.bin"), kept("data/sub"), kept("data/a.bin")});
+  EXPECT_EQ(arrival_names(tree.files),
+            (std::vector<std::string>{"data/sub/b.bin", "top.txt", "data/a.bin"}));
+  EXPECT_EQ(export_paths(tree.files), arrival_names(tree.files));
+  // Deepest first, each once: data/sub above b.bin and listed; data above three.
+  EXPECT_EQ(arrival_names(tree.directories),
+            (std::vector<std::string>{"data/sub", "data/empty", "data"}));
+  EXPECT_EQ(tree.total_bytes, 5U + 3U);
+}
+
+TEST_F(ExportTreeTest, AListedPathKeepsTheRulesAndMeetsNoPlainName) {
+  const auto kept = [](std::string path) { return WantedPath{std::move(path), false, true}; };
+  const auto refused = [&](const std::vector<WantedPath>& wanted, const std::string& text) {
+    try {
+      (void)walk_export(export_.fd(), wanted);
+      ADD_FAILURE() << "expected a SourceError holding: " << text;
+    } catch (const SourceError& e) {
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  };
+  refused({kept("escape/secret.txt")}, "a symbolic link is on the way");
+  refused({kept("data/link.txt")}, "a symbolic link; links are not served");
+  refused({kept("data/../top.txt")}, "not a name within the export");
+  refused({kept("fifo")}, "not a regular file or a directory");
+  refused({kept(".")}, "no path to keep");
+  refused({WantedPath{"data", true, true}}, "keep_path and recursive");
+  // "data/x" kept writes into data/, which a plain "sub" does not touch, but a plain "data"
+  // or one arriving as "data" would.
+  EXPECT_NO_THROW((void)walk_export(export_.fd(), {kept("data/a.bin"), {"data/sub", true}}));
+  refused({kept("data/a.bin"), {"data", true}}, "would both arrive in 'data'");
+  refused({{"data", true}, kept("data/a.bin")}, "would both arrive in 'data'");
+}
+
+// With a key's subdirectory, nothing above it is told: its directories are not offered.
+TEST_F(ExportTreeTest, AKeptPathsDirectoriesAboveAKeysSubdirectoryAreNotOffered) {
+  const SourceTree tree =
+      walk_export(export_.fd(), {WantedPath{"data/sub/b.bin", false, true}}, "data/sub");
+  EXPECT_EQ(arrival_names(tree.files), (std::vector<std::string>{"data/sub/b.bin"}));
+  EXPECT_EQ(arrival_names(tree.directories), (std::vector<std::string>{"data/sub"}));
 }
 
 // What the server opens when it sends a file: beneath the export, no link followed.

@@ -232,8 +232,8 @@ TEST_F(FileListWalk, AListNamingTheRealPathOfALinkedBaseIsBeneathIt) {
 TEST(FileListRead, AListThatCannotBeReadIsAUsageError) {
   try {
     (void)read_file_list("/nonexistent/list");
-    ADD_FAILURE() << "expected a SourceError";
-  } catch (const SourceError& e) {
+    ADD_FAILURE() << "expected a FileListError";
+  } catch (const FileListError& e) {
     EXPECT_NE(std::string(e.what()).find("--files-from '/nonexistent/list': cannot read"),
               std::string::npos)
         << e.what();

@@ -74,6 +74,12 @@ TEST(WireFetch, AWantIsFlagsAndOnePath) {
   EXPECT_EQ(round_trip(more), Message{more});
   const Want longest{true, false, std::string(kMaxPathBytes, 'p')};
   EXPECT_EQ(round_trip(longest), Message{longest});
+  // A listed path (rdma-recv --files-from): flags bit 2.
+  const Want listed{true, false, "data/set1", true};
+  Bytes expected = kWantExample;
+  expected[16] = 0x05;  // last, keep_path
+  EXPECT_EQ(encode(listed, kVersion2), expected);
+  EXPECT_EQ(round_trip(listed), Message{listed});
 }
 
 TEST(WireFetch, AFetchBreakingItsRulesDoesNotDecode) {
@@ -109,7 +115,8 @@ TEST(WireFetch, AWantBreakingItsRulesDoesNotDecode) {
     b[at] = byte;
     return decode_error(b);
   };
-  EXPECT_EQ(with(16, 0x07), DecodeError::BadReserved);     // flags bit 2
+  EXPECT_EQ(with(16, 0x0b), DecodeError::BadReserved);     // flags bit 3
+  EXPECT_EQ(with(16, 0x83), DecodeError::BadReserved);     // flags bit 7
   EXPECT_EQ(with(17, 0x01), DecodeError::BadReserved);     // the reserved byte
   EXPECT_EQ(with(18, 0x08), DecodeError::LengthMismatch);  // path_len 8, 9 bytes follow
   Bytes both = kWantExample;  // every length is checked before any reserved field
