@@ -125,17 +125,22 @@ std::optional<ChunkReads::Chunk> ChunkReads::next() {
   return chunk;
 }
 
-void ChunkReads::stop() {
+void ChunkReads::cancel() {
   chunks_.clear();  // the reads' `done`s find nothing now
   for (auto& q : queues_) q->cancel();
+}
+
+bool ChunkReads::running() const {
+  for (const auto& q : queues_)
+    if (q->running()) return true;
+  return false;
+}
+
+void ChunkReads::stop() {
+  cancel();
   // A read cannot be interrupted: it writes into the buffer its owner is about to free. Only
   // that is waited for, not the completions of reads already over (they touch no buffer and
   // find nothing): this may run inside another completion, whose batch holds them.
-  auto running = [&] {
-    for (const auto& q : queues_)
-      if (q->running()) return true;
-    return false;
-  };
   while (running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 

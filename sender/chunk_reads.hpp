@@ -82,6 +82,10 @@ class ChunkReads {
   std::size_t pending() const { return chunks_.size(); }
   // Cancels the reads not started, waits for the ones running, and drops every chunk.
   void stop();
+  // stop()'s two halves, for a connection that must not block its loop: the reads cancelled
+  // (none starts, the finished ones find nothing), and whether one still runs.
+  void cancel();
+  bool running() const;
 
  private:
   struct Pending {

@@ -116,7 +116,16 @@ void Connection::interrupt(int) {
         Input::Abort{proto::ErrorCode::ShuttingDown, "sender interrupted"}));
   });
 }
+void Connection::settle_when_idle() {
+  if (!draining_ || !idle()) return;
+  draining_ = false;
+  entries_.close_windows();  // deregistered through the transport, before it goes
+  release_transport();
+  entries_.end(outcome());
+}
+
 void Connection::tick(Clock::time_point now) {
+  settle_when_idle();
   on_tick(now);
   // Chunks held by --bwlimit go when the bucket has refilled.
   if (settings_.shared_bwlimit != nullptr && state_ == State::InSession) guarded([&] { pump(); });
@@ -245,11 +254,13 @@ void Connection::perform(Action action, SenderInput& cause) {
       begin_disconnect();
       break;
     case Action::Finish:
-      window_.stop();  // its jobs read the buffers released next
-      entries_.stop_jobs();
-      entries_.close_windows();  // deregistered through the transport, before it goes
-      release_transport();
-      entries_.end(outcome());
+      // Its jobs read the buffers released next: cancelled, and the end waits for those
+      // running, on the loop's ticks (a read of a hung file system must not stall the loop,
+      // and with it a server's every other fetcher).
+      window_.cancel();
+      entries_.cancel_jobs();
+      draining_ = true;
+      settle_when_idle();
       break;
   }
 }
@@ -338,7 +349,7 @@ void Connection::on_sent(std::uint64_t tag) {
 }
 
 void Connection::on_message(Inbound inbound) {
-  if (finished()) return;
+  if (state_ == State::Done) return;
   auto* decoded = std::get_if<proto::Message>(&inbound.decoded);
   // The first answer is judged as such where the table says it is awaited.
   const bool first_answer = proto::sender_awaits_first_answer(state_);
@@ -434,19 +445,19 @@ void Connection::on_message(Inbound inbound) {
 }
 
 void Connection::on_transport_failure(const std::string& why) {
-  if (state_ != State::Closing && !finished())
+  if (state_ != State::Closing && state_ != State::Done)
     spdlog::error("[{}] RDMA {} (while waiting for {})", label(), why, waiting_for());
   dispatch(input<Event::TransportFailed>());
 }
 
 void Connection::on_peer_disconnected() {
-  if (finished()) return;
+  if (state_ == State::Done) return;
   if (state_ != State::Closing) spdlog::error("[{}] the receiver disconnected", label());
   dispatch(input<Event::Disconnected>());
 }
 
 void Connection::on_timeout() {
-  if (finished()) return;
+  if (state_ == State::Done) return;
   if (state_ != State::Closing)
     spdlog::error("[{}] timed out waiting for {}", label(), waiting_for());
   dispatch(input<Event::Timeout>(Input::Abort{proto::ErrorCode::Timeout, "sender timed out"}));

@@ -96,7 +96,11 @@ class Connection final : public DriverCore {
     pump();
   }
 
-  bool finished() const { return state_ == proto::SenderState::Done; }
+  // Done, and no read or hash of ours still runs (one that ran at the end is waited for on
+  // the ticks: it uses buffers and files released then).
+  bool finished() const { return state_ == proto::SenderState::Done && !draining_; }
+  // No read or hash of ours runs on the pool (destroying it then does not wait).
+  bool idle() const { return !window_.busy() && !entries_.jobs_running(); }
   // The connection machine's state; during the set-up it is Connecting, where the
   // connection machine starts, and setup_state() says where the set-up is.
   proto::SenderState state() const { return state_; }
@@ -139,6 +143,9 @@ class Connection final : public DriverCore {
   // Sends what is due, InSession: the Offers, the chunks, the FileDones; says when every
   // entry is settled.
   void pump();
+  // The end, once Finish came and no job runs any more: the windows, the transport and the
+  // files released, what was not settled marked.
+  void settle_when_idle();
 
   const SenderSettings& settings_;
   SenderCm& cm_;
@@ -156,6 +163,7 @@ class Connection final : public DriverCore {
   Clock::time_point started_{};
   double connect_seconds_ = 0;
   bool settled_signalled_ = false;
+  bool draining_ = false;        // Finish came; its jobs still run (settle_when_idle)
   bool stripes_said_ = false;    // Stripes before the Accept (7.12)
   bool holding_joins_ = false;   // a member: until joins_over()
   std::uint32_t slot_size_ = 0;  // the Accept's

@@ -99,6 +99,9 @@ class OutgoingEntries {
   // windows deregistered (through the transport, before it goes), then the files closed and
   // what was not settled marked as ending with `outcome`.
   void stop_jobs();
+  // stop_jobs()'s two halves: the jobs cancelled, and whether one still runs.
+  void cancel_jobs();
+  bool jobs_running() const;
   void close_windows();
   void end(proto::SenderOutcome outcome);
 

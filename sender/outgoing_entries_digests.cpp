@@ -192,23 +192,32 @@ void OutgoingEntries::continue_from(std::uint32_t entry, const proto::Holds& hol
   hooks_.pump();
 }
 
-void OutgoingEntries::stop_jobs() {
-  auto hasher = [](const auto& held) -> FileHasher* {
-    const auto& digest = held->digest;
-    return digest ? digest->hasher.get() : nullptr;
-  };
+namespace {
+template <class Held>
+FileHasher* hasher_of(const Held& held) {
+  const auto& digest = held->digest;
+  return digest ? digest->hasher.get() : nullptr;
+}
+}  // namespace
+
+void OutgoingEntries::cancel_jobs() {
   for (const auto& [entry, e] : ledger_.entries())
-    if (FileHasher* h = hasher(e)) h->cancel();
+    if (FileHasher* h = hasher_of(e)) h->cancel();
   if (checks_) checks_->cancel();
+}
+
+bool OutgoingEntries::jobs_running() const {
+  for (const auto& [entry, e] : ledger_.entries())
+    if (FileHasher* h = hasher_of(e); h != nullptr && h->running()) return true;
+  return checks_ && checks_->running();
+}
+
+void OutgoingEntries::stop_jobs() {
+  cancel_jobs();
   // Only the jobs that run are waited for (they read our buffers). The completions of jobs
   // already over are not run here: this may be inside another completion, whose batch holds
   // them, and they find the connection finished (or go with its queues).
-  auto running = [&] {
-    for (const auto& [entry, e] : ledger_.entries())
-      if (FileHasher* h = hasher(e); h != nullptr && h->running()) return true;
-    return checks_ && checks_->running();
-  };
-  while (running()) std::this_thread::sleep_for(kJobPoll);
+  while (jobs_running()) std::this_thread::sleep_for(kJobPoll);
 }
 
 }  // namespace rdmax::sender

@@ -162,6 +162,14 @@ void SendWindow::stop() {
   if (reads_) reads_->stop();
 }
 
+void SendWindow::cancel() {
+  if (reads_) reads_->cancel();
+}
+
+bool SendWindow::busy() const {
+  return reads_ && reads_->running();
+}
+
 std::optional<std::uint32_t> SendWindow::fit(const proto::Accept& accept) {
   // What is pinned must fit RLIMIT_MEMLOCK (sender/memlock.hpp): fewer slots in flight,
   // smaller zero-copy windows, or, when not even one slot fits, no session.

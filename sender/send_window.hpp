@@ -75,6 +75,9 @@ class SendWindow {
   std::optional<std::pair<Clock::time_point, Clock::time_point>> data_span() const;
   // Cancels the reads and waits for the ones running (they use the staging buffer).
   void stop();
+  // Without the wait: the reads cancelled; busy() while one still runs.
+  void cancel();
+  bool busy() const;
 
  private:
   void use_staging();

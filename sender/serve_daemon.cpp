@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #include "common/cli/preflight.hpp"
 #include "common/rdma/connection_requests.hpp"
@@ -69,6 +70,16 @@ int ServeDaemon::run() {
   notifier_.ready(service_status(), Clock::now());
   loop_.run([this] { return finished(); }, [this] { reap_closed(); });
   notifier_.stopping();
+  for (const auto& [number, p] : peers_) {
+    if (p.session && !p.session->connection().idle()) {
+      // A worker is stuck in the kernel (a hung file system) reading into a session's
+      // buffers: destroying the session would wait for it forever. Leave without destructors,
+      // as rdma-recv does.
+      spdlog::error("a read is stuck in the file system; exiting without waiting for it");
+      spdlog::shutdown();
+      std::_Exit(status_ != 0 ? status_ : 1);
+    }
+  }
   peers_.clear();
   spdlog::info("stopped");
   return status_;

@@ -190,6 +190,9 @@ struct FetchLink {
     }
     server().poll();
     fetcher().poll();
+    // As the server's loop does: a session that ended settles on a tick once its jobs stop.
+    if (served && served->connection().state() == proto::SenderState::Done)
+      served->connection().tick(std::chrono::steady_clock::now());
   }
   bool run() {
     return bench.run_until([&] {

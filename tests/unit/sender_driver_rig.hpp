@@ -57,7 +57,7 @@ void check_row(Harness& h, const Want& want, std::size_t from, std::uint16_t ver
     EXPECT_TRUE(h.transport.disconnected);
     EXPECT_EQ(h.state(), S::Closing);
   } else if (want.end == End::Finished) {
-    EXPECT_TRUE(h.driver->finished());
+    EXPECT_TRUE(h.ended());
   }
 }
 

@@ -9,7 +9,9 @@
 #include <algorithm>
 
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
+#include <mutex>
 #include <thread>
 
 #include "common/digest/merkle.hpp"
@@ -92,7 +94,7 @@ TEST(SenderSession, EveryEntrysResultIsRecordedAndFailuresEndInSomeFailed) {
   r.h.complete_sends();
   EXPECT_TRUE(r.h.transport.disconnected);
   r.h.driver->on_disconnected();
-  EXPECT_TRUE(r.h.driver->finished());
+  EXPECT_TRUE(r.h.ended());
   EXPECT_EQ(r.h.driver->outcome(), O::SomeFailed);
 }
 
@@ -234,10 +236,10 @@ TEST(SenderSession, ASendFailingInAReadsCompletionEndsWithTheOtherCompletionPend
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   r.h.transport.fail_send_after = 0;  // the FileChunk's post fails, and so does the Error
   r.h.pool->run_completions();
-  EXPECT_TRUE(r.h.driver->finished());
+  EXPECT_TRUE(r.h.ended());
   EXPECT_TRUE(r.h.transport.sent_of<proto::FileChunk>().empty());
   r.h.pool->run_completions();  // whatever is left finds nothing to do
-  EXPECT_TRUE(r.h.driver->finished());
+  EXPECT_TRUE(r.h.ended());
 }
 
 TEST(SenderSession, WithoutTheDigestAtEndTheOpenDoesNotAskForIt) {
@@ -300,7 +302,7 @@ TEST(SenderSession, AVersionOneReceiverEndsASessionWithExitStatus4) {
   EXPECT_TRUE(r.offers().empty());
   r.h.complete_sends();
   r.h.driver->on_disconnected();
-  ASSERT_TRUE(r.h.driver->finished());
+  ASSERT_TRUE(r.h.ended());
   EXPECT_EQ(r.h.driver->outcome(), O::VersionUnsupported);
   for (std::uint32_t i = 0; i < 2; ++i) {
     EXPECT_EQ(r.h.status(i), Status::NotSent) << i;
@@ -371,7 +373,7 @@ TEST(SenderSession, EntriesNotSettledEndAsTheConnectionDid) {
   EXPECT_EQ(r.h.transport.sent_of<proto::Error>().at(0).code, ErrorCode::Timeout);
   r.h.complete_sends();
   r.h.driver->on_disconnected();
-  ASSERT_TRUE(r.h.driver->finished());
+  ASSERT_TRUE(r.h.ended());
   EXPECT_EQ(r.h.status(0), Status::NotSent);
   EXPECT_EQ(r.h.plan.results[0].outcome, O::ConnectionLost);
   EXPECT_EQ(r.h.status(1), Status::Good);
@@ -475,7 +477,7 @@ TEST(SenderSession, ARunCutShortHasADataPhaseUpToItsLastChunk) {
   r.h.complete_sends();
   EXPECT_TRUE(r.file_dones().empty());  // entry 0 has a third chunk to come
   r.h.driver->on_disconnected();
-  ASSERT_TRUE(r.h.driver->finished());
+  ASSERT_TRUE(r.h.ended());
   const auto span = r.h.driver->figures().data_span;
   ASSERT_TRUE(span);
   EXPECT_GE(span->second, span->first);
@@ -490,7 +492,7 @@ TEST(SenderSession, TheSecretIsKeptWhenTheReceiversDisconnectRacesIt) {
   // The Secret is in the CQ when DISCONNECTED arrives: it is taken first.
   r.h.transport.deliver(proto::Secret{"s3cret"}, proto::kVersion2);
   r.h.driver->on_disconnected();
-  EXPECT_TRUE(r.h.driver->finished());
+  EXPECT_TRUE(r.h.ended());
   EXPECT_EQ(r.h.driver->outcome(), O::Success);
   EXPECT_EQ(r.h.driver->secret(), "s3cret");
 }
@@ -501,7 +503,7 @@ TEST(SenderSession, ASendQueueFullWhileFailingEndsWithoutAnotherWord) {
   r.h.transport.fail_registration_after = 0;
   r.h.transport.send_capacity = 1;  // the Open fills it: the Error cannot be posted
   r.h.receive(r.accept);
-  EXPECT_TRUE(r.h.driver->finished());
+  EXPECT_TRUE(r.h.ended());
   EXPECT_TRUE(r.h.transport.shut);
   EXPECT_TRUE(r.h.transport.sent_of<proto::Error>().empty());
 }
@@ -544,7 +546,7 @@ TEST(SenderSession, ATimeoutWhoseErrorCannotBePostedStillFinishes) {
   r.h.transport.send_capacity = r.h.transport.sends_in_flight();
   r.tick_late();
   r.tick_late();  // past any close grace too
-  EXPECT_TRUE(r.h.driver->finished());
+  EXPECT_TRUE(r.h.ended());
   EXPECT_EQ(r.h.driver->outcome(), O::ConnectionLost);
 }
 
@@ -555,6 +557,69 @@ TEST(SenderSession, AnInterruptWhoseErrorCannotBePostedStillDisconnects) {
   r.h.driver->interrupt(SIGINT);
   EXPECT_TRUE(r.h.transport.shut || r.h.transport.disconnected);
   EXPECT_EQ(r.h.driver->outcome(), O::Interrupted);
+}
+
+// A read that does not return (a hung file system: NFS, a dying disk) when the connection
+// ends: the end does not wait for it on the loop (rdma-send --serve serves every other fetcher
+// from that loop); the connection is finished, its files and buffers let go, only once the
+// read returned, on a tick.
+TEST(SenderSession, AReadThatHangsAtTheEndIsWaitedForOnTicksNotOnTheLoop) {
+  SessionRig r;
+  struct Gate {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool entered = false;
+    bool open = false;
+  };
+  auto gate = std::make_shared<Gate>();
+  r.h.settings.pool = &r.h.pool.emplace(2);  // the reads on workers, as the programs do
+  r.h.settings.read = [gate](int, std::span<std::uint8_t> into, std::uint64_t) {
+    std::unique_lock lock(gate->mutex);
+    gate->entered = true;
+    gate->changed.notify_all();
+    gate->changed.wait(lock, [&] { return gate->open; });
+    std::fill(into.begin(), into.end(), std::uint8_t{0});
+  };
+  const auto open_gate = [gate] {
+    std::lock_guard lock(gate->mutex);
+    gate->open = true;
+    gate->changed.notify_all();
+  };
+  // Should the end wait on the loop after all, the gate opens after 3 s: the test fails on
+  // the time it took rather than hanging.
+  std::thread watchdog([gate, open_gate] {
+    {
+      std::unique_lock lock(gate->mutex);
+      if (gate->changed.wait_for(lock, std::chrono::seconds(3), [&] { return gate->open; })) return;
+    }
+    open_gate();
+  });
+  ASSERT_NO_FATAL_FAILURE(r.credited());
+  r.h.receive(proto::Take{0});
+  {
+    std::unique_lock lock(gate->mutex);
+    ASSERT_TRUE(
+        gate->changed.wait_for(lock, std::chrono::seconds(10), [&] { return gate->entered; }));
+  }
+  const auto before = std::chrono::steady_clock::now();
+  r.h.driver->interrupt(SIGTERM);
+  r.h.complete_sends();
+  r.h.driver->on_disconnected();
+  const auto took = std::chrono::steady_clock::now() - before;
+  EXPECT_LT(took, std::chrono::seconds(1)) << "the end waited for the read on the loop";
+  EXPECT_EQ(r.h.state(), S::Done);
+  const bool read_still_hangs = !gate->open;
+  if (read_still_hangs) {
+    EXPECT_FALSE(r.h.driver->idle());
+    r.h.driver->tick(std::chrono::steady_clock::now());
+    EXPECT_FALSE(r.h.driver->finished()) << "finished while its read still writes its buffer";
+  }
+  open_gate();
+  EXPECT_TRUE(r.h.ended());
+  EXPECT_EQ(r.h.driver->outcome(), O::Interrupted);
+  EXPECT_EQ(r.h.status(0), Status::NotSent);
+  EXPECT_EQ(r.h.plan.results[0].outcome, O::Interrupted) << "what was not settled ends so";
+  watchdog.join();
 }
 
 }  // namespace

@@ -132,7 +132,7 @@ TEST(SessionLink, AWriteWithAStaleKeyFailsAtTheReceiver) {
     }
   };
   p.start();
-  ASSERT_TRUE(p.link.run_until([&] { return p.sender.driver->finished(); }));
+  ASSERT_TRUE(p.link.run_until([&] { return p.sender.ended(); }));
   EXPECT_TRUE(p.link.broken);
   EXPECT_EQ(p.sender.driver->outcome(), O::ConnectionLost);
   EXPECT_EQ(p.sender.status(0), Status::NotSent);

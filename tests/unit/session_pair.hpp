@@ -40,13 +40,13 @@ struct SessionPair {
   // side that called it too).
   void pass_disconnects() {
     const bool gone = receiver.transport.disconnected || sender.transport.disconnected;
-    if (gone && !sender.driver->finished()) sender.driver->on_disconnected();
+    if (gone && sender.state() != proto::SenderState::Done) sender.driver->on_disconnected();
     if (gone && !receiver.connection->closed()) receiver.connection->on_disconnected();
   }
   bool run_to_the_end() {
     return link.run_until([&] {
       pass_disconnects();
-      return sender.driver->finished() && receiver.connection->closed();
+      return sender.ended() && receiver.connection->closed();
     });
   }
   bool run() {  // false: it did not end in time
