@@ -434,6 +434,7 @@ const Command kCommands[] = {
     {"flood", hostile_flood},
     {"paths", hostile_paths},
     {"names", hostile_names},
+    {"fetch", hostile_fetch},
 };
 
 }  // namespace

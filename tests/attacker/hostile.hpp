@@ -21,6 +21,10 @@ int run_hostile(const Options& o, const Payload& payload);
 // The command "paths" (hostile_paths.cpp): Offers of paths that try to leave --dir.
 bool hostile_paths(const Options& o, const Payload& payload);
 
+// The command "fetch" (hostile_fetch.cpp): a fetcher, against rdma-send --serve, that asks
+// for what is outside the export or not served, or breaks the order of a fetch.
+bool hostile_fetch(const Options& o, const Payload& payload);
+
 // The command "keys" (hostile_keys.cpp): senders without the key a receiver started with
 // --senders requires. Returns the exit status (0: every attempt answered correctly, 1: not).
 int run_keys(const Options& o, const Payload& payload);

@@ -4,10 +4,10 @@
 # a non-UTF-8 name, an empty file and a sparse file, identical to the source; fetched again,
 # nothing moves; the hostile and mistaken requests refused, with the server still serving; a
 # file that grows while read abandoned, nothing kept; the server killed halfway and resumed;
-# --files-from; --serve --check; -P 3; --metrics; the server under a notify socket (Type=notify) and
-# stopped by SIGTERM.
+# --files-from; a hostile fetcher (rdmax-attacker fetch); --serve --check; -P 3; --metrics;
+# the server under a notify socket (Type=notify) and stopped by SIGTERM.
 source "$(dirname "$0")/lib.sh"
-need_programs send recv
+need_programs send recv attacker
 
 port=18771
 recv_port=18772
@@ -225,6 +225,24 @@ case_refused() {
   [[ -s $dest/leaf ]] || fail "the server did not serve after the refusals"
 }
 run_case refused case_refused
+
+# A fetcher that is not ours (rdmax-attacker fetch, raw messages): every name outside the
+# export or not served gets Reject(BadName), every message out of place
+# Error(ProtocolViolation), each with a disconnect; one leaves mid-file. The server serves the
+# next fetcher, and nothing outside the export changed.
+case_hostile() {
+  rm -rf "$dest"/*
+  local rc=0 attempts
+  "$attacker" fetch -H "$RXE_ADDR" -p "$port" --receiver-timeout 30 >"$shared/hostile.log" 2>&1 || rc=$?
+  cat "$shared/hostile.log"
+  ((rc == 0)) || fail "rdmax-attacker fetch exited $rc"
+  attempts=$(grep -c "^hostile fetch/.*: ok" "$shared/hostile.log" || true)
+  ((attempts == 21)) || fail "$attempts of 21 attempts answered as they must"
+  [[ $(cat "$work/outside") == "not exported" ]] || fail "the file outside the export changed"
+  fetch 0 data/many/f001
+  cmp "$export_dir/data/many/f001" "$dest/f001" || fail "the server did not serve after the attacks"
+}
+run_case hostile case_hostile
 
 # Each program tells the other role where to go: a push to the server, a fetch from a
 # receiver.
