@@ -21,7 +21,9 @@
 #include "judge.hpp"
 
 namespace rdmax::attacker {
-namespace {
+// Named, not anonymous: the unity build (scripts/test.sh) compiles this file in one batch with
+// hostile.cpp, whose anonymous namespace has names of its own.
+namespace fetch_attempts {
 
 constexpr std::size_t kHeaderVersion = 4, kHeaderSize = 16;
 
@@ -132,12 +134,12 @@ bool leaves_mid_file(const Options& o) {
   return ok;
 }
 
-}  // namespace
+}  // namespace fetch_attempts
 
 bool hostile_fetch(const Options& o, const Payload&) {
-  bool ok = refused_names(o);
-  ok &= out_of_place(o);
-  ok &= leaves_mid_file(o);
+  bool ok = fetch_attempts::refused_names(o);
+  ok &= fetch_attempts::out_of_place(o);
+  ok &= fetch_attempts::leaves_mid_file(o);
   return ok;
 }
 
