@@ -180,14 +180,17 @@ rxe-peer bash -c "head -c $((24 << 20)) /dev/urandom >$out/big.bin"
 rxe-peer bash -c "exec $send --serve $out -a \"\$RXE_ADDR\" -p $slow_port --bwlimit 4M 2>>$shared/slow.log" &
 bg_pids+=($!)
 wait_for 30 grep -q 'serving' "$shared/slow.log"
+# The killer waits on host B, posted before the fetch: a command posted to B while it serves
+# reaches it late (once more than 4 s late, and the whole file had arrived before the kill).
+# It kills 2 s after the server began sending. (Anchored: its own shell holds the pattern.)
+rm -f "$shared/killer-ready"
+rxe-peer bash -c "touch $shared/killer-ready
+  until grep -q 'sending 1 file' $shared/slow.log; do sleep 0.1; done
+  sleep 2; pkill -KILL -f '^$send --serve $out -a [^ ]* -p $slow_port'" &
+bg_pids+=($!)
+wait_for 30 test -e "$shared/killer-ready"
 rc=0
-"$recv" --from "$peer:$slow_port" -o "$fetched" big.bin >"$shared/killed.log" 2>&1 &
-fetcher=$!
-wait_for 30 grep -q "receiving 'big.bin'" "$shared/killed.log"
-sleep 2
-# (Anchored: the shell that runs pkill on host B holds the pattern too.)
-rxe-peer pkill -KILL -f "^$send --serve $out -a [^ ]* -p $slow_port"
-wait "$fetcher" || rc=$?
+"$recv" --from "$peer:$slow_port" -o "$fetched" big.bin >"$shared/killed.log" 2>&1 || rc=$?
 ((rc == 3)) || fail "the fetch from a server killed on host B exited $rc: $(tail -n 3 "$shared/killed.log")"
 [[ ! -e $fetched/big.bin ]] || fail "a half file appeared under its name"
 rxe-peer bash -c "exec $send --serve $out -a \"\$RXE_ADDR\" -p $slow_port 2>>$shared/slow2.log" &
