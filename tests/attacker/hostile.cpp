@@ -14,59 +14,19 @@
 // the receiver's directory.
 
 #include "hostile.hpp"
+#include "attempt.hpp"
 #include "judge.hpp"
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <functional>
 #include <random>
-#include <thread>
 
 namespace rdmax::attacker {
 namespace {
 
 constexpr int kExitOk = 0;
 constexpr int kExitWrong = 1;
-
-// Entries of --dir named after this command: its files and their temporaries.
-std::vector<std::string> leftovers(const Options& o) {
-  std::vector<std::string> found;
-  const std::string mark = o.tag + "-" + o.command;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(o.dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.find(mark) != std::string::npos) found.push_back(name);
-  }
-  if (ec) throw SetupError("cannot list --dir " + o.dir + ": " + ec.message());
-  return found;
-}
-
-// Empty when --dir holds nothing of ours (the receiver gets 2 s to remove it).
-std::string dir_check(const Options& o) {
-  if (o.dir.empty()) return "";
-  const auto deadline = Clock::now() + std::chrono::seconds(2);
-  auto found = leftovers(o);
-  while (!found.empty() && Clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    found = leftovers(o);
-  }
-  std::string text;
-  for (const auto& name : found) text += (text.empty() ? "" : " ") + name;
-  return text.empty() ? "" : "left in --dir: " + text;
-}
-
-// Prints the attempt's line; returns true when the receiver reacted as it must.
-bool report(const Options& o, const std::string& attempt, const Reaction& r, Expect expect) {
-  std::string wrong = judge(o, r, expect);
-  const std::string dir = dir_check(o);
-  if (wrong.empty()) wrong = dir;
-  const std::string where = o.dir.empty() ? "; --dir not checked" : "; nothing left in --dir";
-  std::printf("hostile %s/%s: %s: %s%s\n", o.command.c_str(), attempt.c_str(),
-              wrong.empty() ? "ok" : "WRONG", describe(r).c_str(),
-              wrong.empty() ? where.c_str() : ("; " + wrong).c_str());
-  return wrong.empty();
-}
 
 // ---------------------------------------------------------------------------------
 // Building malformed messages
@@ -102,19 +62,7 @@ proto::Hello hello_for(const Payload& p, const std::string& name) {
 
 constexpr std::size_t kHeaderVersion = 4, kHeaderLength = 8, kHelloNameLen = 16 + 44;
 
-// One attempt: connect, do `act` (which sends what it sends, then returns the moment from
-// which the reaction is timed), then observe and report.
-using Act = std::function<Clock::time_point(Peer&)>;
-
-bool attempt_on_fresh_connection(const Options& o, const std::string& attempt, Expect expect,
-                                 const Act& act, std::uint32_t raw_slots = 8) {
-  Peer peer(o, o.command + "/" + attempt, raw_slots);
-  peer.connect(0);
-  const auto since = act(peer);
-  return report(o, attempt, observe(peer, since, o), expect);
-}
-
-Act send_raw_now(std::vector<std::uint8_t> bytes) {
+AttemptAct send_raw_now(std::vector<std::uint8_t> bytes) {
   return [bytes = std::move(bytes)](Peer& p) {
     p.send_raw(bytes);
     return Clock::now();

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "attempt.hpp"
 #include "hostile.hpp"
 #include "judge.hpp"
 
@@ -41,19 +42,13 @@ proto::Fetch plain_fetch() {
 // `session_began`: the server may have begun the session (its Open, Offers) before it found
 // the fault; only its Errors and Rejects are judged.
 bool attempt(const Options& o, const std::string& name, Expect expect,
-             const std::vector<std::vector<std::uint8_t>>& messages, bool session_began = false) {
-  Peer peer(o, "fetch/" + name);
-  peer.connect(0);
-  for (const auto& bytes : messages) peer.send_raw(bytes);
-  Reaction r = observe(peer, Clock::now(), o);
-  if (session_began)
-    std::erase_if(r.messages, [](const proto::Message& m) {
-      return !std::holds_alternative<proto::Error>(m) && !std::holds_alternative<proto::Reject>(m);
-    });
-  const std::string wrong = judge(o, r, expect);
-  std::printf("hostile fetch/%s: %s: %s%s\n", name.c_str(), wrong.empty() ? "ok" : "WRONG",
-              describe(r).c_str(), wrong.empty() ? "" : ("; " + wrong).c_str());
-  return wrong.empty();
+             std::vector<std::vector<std::uint8_t>> messages, bool session_began = false) {
+  const AttemptAct send_them = [messages = std::move(messages)](Peer& peer) {
+    for (const auto& bytes : messages) peer.send_raw(bytes);
+    return Clock::now();
+  };
+  return attempt_on_fresh_connection(o, name, expect, send_them, 8,
+                                     session_began ? Judged::RefusalsOnly : Judged::Everything);
 }
 
 // A Fetch and its Wants, the last marked.
