@@ -22,7 +22,6 @@ packages=(
   xfsprogs   # scripts/lib/bench-direct-guest.sh: the same disk made XFS
   # tests and benchmarks
   socat coreutils iputils-ping tmux
-  bash-builtins  # scripts/rxe-peer removes its spool files without starting a process
   tcpdump  # tests/e2e/sealing.sh: a capture of the wire holds nothing sealed
   jq  # tests/e2e/many.sh reads rdma-send --json-lines
   curl prometheus  # tests/e2e/metrics.sh: a real Prometheus scrapes rdma-recv --metrics
