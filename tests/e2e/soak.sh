@@ -213,7 +213,12 @@ sample() {
   ((fd > peak_fd)) && peak_fd=$fd
   return 0
 }
-watch_once() { load_manifests; check_files; check_rounds; sample; }
+# A pass that takes long is noted (a stalled watcher removes no round, and the disk fills).
+watch_once() {
+  local t0=$SECONDS
+  load_manifests; check_files; check_rounds; sample
+  ((SECONDS - t0 < 5)) || echo "[$(at)s] a watcher pass took $((SECONDS - t0)) s" >>"$ctl/slow"
+}
 
 # ---------------------------------------------------------------------------------
 # The injector: a fault every 2-10 s (from the seed), each of its own duration, so that
@@ -386,6 +391,11 @@ if [[ -s $ctl/violations ]]; then
   tail -n 30 "$ctl/faults" >&2
   echo "--- the receiver's log, the last 30 lines:" >&2
   tail -n 30 "$recv_log" >&2
+  for ((i = 0; i < senders; i++)); do
+    echo "--- sender s$i: what its last failed attempts said" >&2
+    tail -n 12 "$ctl/errors.s$i" >&2 2>/dev/null || true
+  done
+  if [[ -s $ctl/slow ]]; then echo "--- slow passes of the watcher:" >&2; cat "$ctl/slow" >&2; fi
   exit 1
 fi
 pass "soak, seed $seed: every invariant held over $minutes minute(s) of faults"

@@ -68,6 +68,10 @@ while :; do
     "$send" "${flags[@]}" -r "$src/$name" >"$src/out.json" 2>"$src/err" || rc=$?
     last=$(grep -v '^\s*$' "$src/err" | tail -n 1 | tr -s '\t ' '  ' | cut -c 1-300)
     echo "$round $attempt $start $EPOCHREALTIME $rc ${last:--}" >>"$ctl/attempts.$me"
+    # Why, for the report: the lines that say what went wrong (a few per attempt).
+    if ((rc != 0)); then
+      { echo "== round $round attempt $attempt: exit $rc"; grep -a -E 'refused|error|failed|warning' "$src/err" | head -n 8; } >>"$ctl/errors.$me"
+    fi
     ((rc == 0)) && break
     # Given up only long after the faults stopped: soak.sh reports the command that did not
     # complete.
