@@ -26,20 +26,15 @@ fail_context() {
   echo "  rdma-recv log (last 25 lines):"
   tail -n 25 "$recv_log" 2>/dev/null | sed 's/^/    | /'
   echo "  receiver: $(resources), VmRSS $(rss_kib) KiB (idle: ${idle_resources:-?}, ${idle_rss:-?} KiB)"
-  local kind
-  for kind in qp mr cm_id; do
-    rdma resource show "$kind" 2>/dev/null | grep "pid ${recv_pid:-x} " | sed "s/^/    $kind | /"
-  done
+  resource_lists "${recv_pid:-}"
 }
 
-count_res() { rdma resource show "$1" 2>/dev/null | grep -c "pid $recv_pid " || true; }
-resources() {
-  echo "qp $(count_res qp) mr $(count_res mr) cm_id $(count_res cm_id) fd $(find "/proc/$recv_pid/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)"
-}
-rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$recv_pid/status" 2>/dev/null; }
+# The receiver's footprint (lib.sh).
+resources() { footprint "$recv_pid"; }
+rss_kib() { vmrss_kib "$recv_pid"; }
 at_idle() { [[ $(resources) == "$idle_resources" ]]; }
 rss_near_idle() { (($(rss_kib) <= idle_rss + rss_slack_kib)); }
-no_qps() { (($(count_res qp) == 0)); }
+no_qps() { (($(res_count qp "$recv_pid") == 0)); }
 
 # send_all NAME...: one rdma-send per file of $in, all at once; waits for every one.
 # Each leaves its status in $RXE_SCRATCH/NAME.rc.

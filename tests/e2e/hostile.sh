@@ -30,10 +30,7 @@ fail_context() {
   echo "  $out holds: $(listing | tr '\n' '/')"
   echo "  receiver resources: $(resources) (idle: ${idle_resources:-?})"
   echo "  rdma resource lists for pid ${recv_pid:-?}:"
-  local kind
-  for kind in qp mr cm_id; do
-    rdma resource show "$kind" 2>/dev/null | grep "pid ${recv_pid:-x} " | sed "s/^/    $kind | /"
-  done
+  resource_lists "${recv_pid:-}"
   # Last, so that a log cut to its tail still names the attempt that went wrong.
   echo "  attempts judged WRONG:"
   grep -h ': WRONG: ' "$attack_out" 2>/dev/null | sed 's/^/    | /' || echo "    | none"
@@ -42,14 +39,10 @@ fail_context() {
 listing() { find "$out" -mindepth 1 -maxdepth 1 -printf '%f\n' | LC_ALL=C sort; }
 sha_of() { sha256sum <"$1" | cut -d' ' -f1; }
 
-# The receiver's footprint: its QPs, MRs and cm_ids (rdma_cm's resource tracking, which
-# names the owning pid) and its open file descriptors.
-count_res() { rdma resource show "$1" 2>/dev/null | grep -c "pid $recv_pid " || true; }
-resources() {
-  echo "qp $(count_res qp) mr $(count_res mr) cm_id $(count_res cm_id) fd $(find "/proc/$recv_pid/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)"
-}
+# The receiver's footprint (lib.sh).
+resources() { footprint "$recv_pid"; }
 at_idle() { [[ $(resources) == "$idle_resources" ]]; }
-no_qps() { (($(count_res qp) == 0)); }
+no_qps() { (($(res_count qp "$recv_pid") == 0)); }
 
 # ---------------------------------------------------------------------------------
 # Legitimate transfers that run alongside the hostile ones

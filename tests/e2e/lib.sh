@@ -102,6 +102,22 @@ logged_since() { tail -n "+$(($2 + 1))" "$1" | grep -q "$3"; }
 # A listening rdma_cm id on PORT, as rdma-core's own resource tracking reports it.
 cm_listening() { rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN.*src-addr [^ ]*:$1\b"; }
 
+# A daemon's footprint, to compare with its idle level after a test: its QPs, MRs and cm_ids
+# (rdma-core's resource tracking names the owning pid) and its open descriptors, as one line
+# ("qp 0 mr 0 cm_id 1 fd 14"); its resident memory; the resource lists themselves (for a
+# failure's context).
+res_count() { rdma resource show "$1" 2>/dev/null | grep -c "pid $2 " || true; }  # KIND PID
+footprint() {  # PID
+  echo "qp $(res_count qp "$1") mr $(res_count mr "$1") cm_id $(res_count cm_id "$1") fd $(find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)"
+}
+vmrss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }  # PID
+resource_lists() {  # PID
+  local kind
+  for kind in qp mr cm_id; do
+    rdma resource show "$kind" 2>/dev/null | grep "pid ${1:-x} " | sed "s/^/    $kind | /"
+  done
+}
+
 # ---------------------------------------------------------------------------------
 # Daemons whose exit status a test asserts on.
 # start_daemon NAME LOG CMD...: run CMD in the background, stdout and stderr to LOG.

@@ -112,13 +112,9 @@ supervisor=$!
 bg_pids+=("$supervisor")
 wait_for 30 listening_more_than 0
 
-# The receiver's footprint (rdma_cm's resource tracking names the owning pid).
-count_res() { rdma resource show "$1" 2>/dev/null | grep -c "pid $2 " || true; }
-resources() {
-  local pid; pid=$(recv_pid)
-  echo "qp $(count_res qp "$pid") mr $(count_res mr "$pid") cm_id $(count_res cm_id "$pid") fd $(find "/proc/$pid/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)"
-}
-rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$(recv_pid)/status" 2>/dev/null || echo 0; }
+# The receiver's footprint (lib.sh), whichever process it is now.
+resources() { footprint "$(recv_pid)"; }
+rss_kib() { vmrss_kib "$(recv_pid)"; }
 # The idle level, after a warm-up transfer (a receiver sets some things up at its first
 # connection), which is then removed.
 head -c 1048576 /dev/urandom >"$ctl/warmup.bin"
