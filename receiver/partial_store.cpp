@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -180,14 +181,19 @@ std::pair<std::size_t, std::uint64_t> verified_prefix(proto::DigestAlgorithm alg
 struct Prefix {
   std::vector<merkle::Node> nodes;  // of [0, bytes), in file order
   std::uint64_t bytes = 0;
+  // Before the cut: the nodes that matched the data, and the bytes they cover.
+  std::size_t good_nodes = 0;
+  std::uint64_t good_bytes = 0;
 };
 
 // The part of a kept partial that continues `key`: its header must name key's path and size
-// (and digest, unless any_digest), and every node is checked against the data; cut to at
-// most `limit` bytes and to a multiple of `align`. nullopt when the header does not match.
+// (and digest, unless any_digest), and every node is checked against the data (or, `known`,
+// that many nodes and bytes were found good by a check of these same files); cut to at most
+// `limit` bytes and to a multiple of `align`. nullopt when the header does not match.
 std::optional<Prefix> checked_prefix(const Header& header, int data, int nodes_fd,
                                      const PartialStore::Key& key, bool any_digest,
-                                     std::uint32_t align, std::uint64_t limit) {
+                                     std::uint32_t align, std::uint64_t limit,
+                                     std::optional<std::pair<std::size_t, std::uint64_t>> known) {
   struct stat data_st {};
   if (::fstat(data, &data_st) != 0) throw_sys("fstat a partial file");
   const bool blake3 = key.algorithm == proto::DigestAlgorithm::Blake3;
@@ -214,15 +220,54 @@ std::optional<Prefix> checked_prefix(const Header& header, int data, int nodes_f
   } catch (const std::runtime_error&) {
     prefix.nodes.clear();
   }
+  if (known && known->first > prefix.nodes.size()) known.reset();
   const auto [good, bytes] =
-      verified_prefix(key.algorithm, data, prefix.nodes, header.durable, key.size);
+      known ? *known : verified_prefix(key.algorithm, data, prefix.nodes, header.durable, key.size);
+  prefix.good_nodes = good;
+  prefix.good_bytes = bytes;
   prefix.nodes.resize(good);
   prefix.bytes =
       merkle::cut_nodes(prefix.nodes, std::min(bytes, limit), align, node_bytes_of(key.algorithm));
   return prefix;
 }
 
+// How many checks are remembered at most (one per partial asked about; each is taken by the
+// open of its Continue, so only offers never continued stay).
+constexpr std::size_t kMaxRemembered = 1024;
+
 }  // namespace
+
+PartialStore::FileStamp PartialStore::stamp_of(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw_sys("fstat a partial file");
+  auto ns = [](const timespec& t) { return std::int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec; };
+  return {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
+          static_cast<std::uint64_t>(st.st_size), ns(st.st_mtim), ns(st.st_ctim)};
+}
+
+// Whether a file last changed long enough ago that a change now would show in its times: the
+// kernel stamps them from a clock that moves a tick at a time (4 ms at 250 Hz), so a write in
+// the tick of the last one can leave them as they were. A check of a file changed that
+// recently is not remembered.
+bool PartialStore::settled(const FileStamp& s) {
+  timespec now {};
+  if (::clock_gettime(CLOCK_REALTIME_COARSE, &now) != 0) return false;
+  const std::int64_t now_ns = std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
+  constexpr std::int64_t kMargin = 50'000'000;  // 50 ms: five ticks at 100 Hz
+  return std::max(s.mtime_ns, s.ctime_ns) < now_ns - kMargin;
+}
+
+std::optional<PartialStore::Checked> PartialStore::checked(const std::string& hash,
+                                                           const Checked& now, bool take) const {
+  const auto it = checked_.find(hash);
+  if (it == checked_.end()) return std::nullopt;
+  const Checked then = it->second;
+  if (take) checked_.erase(it);
+  if (then.data != now.data || then.nodes != now.nodes || then.durable != now.durable ||
+      then.node_count != now.node_count || then.algorithm != now.algorithm)
+    return std::nullopt;
+  return then;
+}
 
 PartialStore::PartialStore(int dir_fd, Limits limits) : limits_(limits) {
   dir_.reset(::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0));
@@ -276,9 +321,18 @@ std::optional<PartialStore::Handle> PartialStore::open(const Key& key, std::uint
       ::openat(h.area_.get(), nodes_name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!h.nodes_) throw_sys("open a partial file's nodes");
   const auto header = decode(read_small(h.area_.get(), h.hash_ + ".hdr"));
+  // A peek's check of these very files, if there was one (whatever happens next, the files
+  // change: it is taken either way).
+  std::optional<std::pair<std::size_t, std::uint64_t>> known;
+  if (header) {
+    const Checked now{stamp_of(h.data_.get()), stamp_of(h.nodes_.get()), header->durable,
+                      header->node_count, key.algorithm};
+    std::lock_guard lock(mutex_);
+    if (const auto then = checked(h.hash_, now, true)) known.emplace(then->good_nodes, then->good_bytes);
+  }
   if (match != Match::Fresh && header) {
     if (auto prefix = checked_prefix(*header, h.data_.get(), h.nodes_.get(), key,
-                                     match == Match::AnyDigest, align, limit)) {
+                                     match == Match::AnyDigest, align, limit, known)) {
       h.durable_ = prefix->bytes;
       h.prefix_ = std::move(prefix->nodes);
       h.key_.digest = header->digest;  // the same, or (AnyDigest) the one it was kept for
@@ -311,7 +365,22 @@ std::optional<PartialStore::Held> PartialStore::peek(const Key& key, std::uint32
   }
   const auto header = decode(read_small(area.get(), hash + ".hdr"));
   if (!header) return std::nullopt;
-  auto prefix = checked_prefix(*header, data.get(), nodes.get(), key, true, align, limit);
+  // The files as they are before the check: a change during it shows as another stamp.
+  Checked check{stamp_of(data.get()), stamp_of(nodes.get()), header->durable, header->node_count,
+                key.algorithm};
+  std::optional<std::pair<std::size_t, std::uint64_t>> known;
+  {
+    std::lock_guard lock(mutex_);
+    if (const auto then = checked(hash, check, false)) known.emplace(then->good_nodes, then->good_bytes);
+  }
+  auto prefix = checked_prefix(*header, data.get(), nodes.get(), key, true, align, limit, known);
+  if (prefix && settled(check.data) && settled(check.nodes)) {
+    check.good_nodes = prefix->good_nodes;
+    check.good_bytes = prefix->good_bytes;
+    std::lock_guard lock(mutex_);
+    if (checked_.size() >= kMaxRemembered) checked_.clear();
+    checked_[hash] = check;
+  }
   if (!prefix || prefix->bytes == 0) return std::nullopt;
   try {
     return Held{prefix->bytes, digest_of_nodes(key.algorithm, prefix->nodes, prefix->bytes)};

@@ -14,7 +14,9 @@
 // (temporary, fsync, rename, fsync of the area): only what a header names counts, so a
 // crash at any point leaves the previous checkpoint intact. Opening a partial re-reads its
 // prefix and checks every node against the data (a block altered on disk cuts the prefix
-// before it), then cuts it to a multiple of the receiver's slot size.
+// before it), then cuts it to a multiple of the receiver's slot size. The open that follows
+// a peek of the same offer (Holds, then Continue) takes the peek's check instead, unless
+// either file changed in between (its size, modification or change time).
 //
 // Threads. Every function blocks on the disk and is called from worker-pool jobs, several
 // at once: the set of partials in use is guarded by a mutex, and a partial is held by one
@@ -22,6 +24,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -98,10 +101,35 @@ class PartialStore {
   void remove_files(int area, const std::string& hash) const;
   void tidy_area() const;  // with mutex_ held
 
+  // The last check of a kept partial's prefix by peek(), which the next open() of it takes
+  // instead of hashing the same bytes again while both files are as they were: a resume
+  // with the digest at the end (Holds, Continue) read and hashed the whole prefix twice
+  // before its first new byte, and under faults every few seconds a partial of a few hundred
+  // MiB never moved again (the soak, docs/RELIABILITY.md).
+  struct FileStamp {
+    std::uint64_t dev = 0, ino = 0, size = 0;
+    std::int64_t mtime_ns = 0, ctime_ns = 0;
+    bool operator==(const FileStamp&) const = default;
+  };
+  static FileStamp stamp_of(int fd);
+  // Whether a file last changed long enough ago that a change now would show in its times.
+  static bool settled(const FileStamp& stamp);
+  struct Checked {
+    FileStamp data, nodes;
+    std::uint64_t durable = 0, node_count = 0;  // the header's
+    proto::DigestAlgorithm algorithm{};
+    std::size_t good_nodes = 0;
+    std::uint64_t good_bytes = 0;
+  };
+  // The check remembered for `hash` if the files and header are still those it was made of;
+  // `take`: forgotten (an open() changes the files). With mutex_ held.
+  std::optional<Checked> checked(const std::string& hash, const Checked& now, bool take) const;
+
   Fd dir_;
   Limits limits_;
   mutable std::mutex mutex_;
   std::set<std::string> in_use_;  // hashes of the partials held
+  mutable std::map<std::string, Checked> checked_;  // by hash
 };
 
 class PartialStore::Handle {

@@ -8,7 +8,9 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <thread>
 
@@ -171,6 +173,60 @@ TEST_F(PartialStoreTest, PeekTellsWhatIsKeptAndChangesNothing) {
   EXPECT_FALSE(store.peek({"d/other.bin", key.size, {}}, kAlign, key.size - 1));
   EXPECT_EQ(listing(), before) << "peek changed the area";
   EXPECT_EQ(store.open(key, kAlign)->durable_bytes(), 5u * kAlign);
+}
+
+// What this process's read(2)s have returned so far (rchar): how much of a partial was read.
+std::uint64_t bytes_read() {
+  std::ifstream io("/proc/self/io");
+  std::string name;
+  std::uint64_t value = 0;
+  while (io >> name >> value)
+    if (name == "rchar:") return value;
+  ADD_FAILURE() << "no rchar in /proc/self/io";
+  return 0;
+}
+
+// A Holds then a Continue (PROTOCOL.md 7.9): the open takes the peek's check of the prefix,
+// not reading and hashing it a second time before the first new byte (issue 53's soak: big
+// partials interrupted every few seconds never moved). An open without a peek before it,
+// or after the files changed, checks for itself.
+TEST_F(PartialStoreTest, AnOpenAfterAPeekTakesItsCheck) {
+  {
+    auto h = store.open(key, kAlign);
+    store_range(*h, bytes, 0, 24 * kAlign);
+  }
+  // A check of files changed in the clock's last ticks is not remembered (settled()).
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(store.peek(key, kAlign, key.size - 1)->bytes, 24u * kAlign);
+  std::uint64_t before = bytes_read();
+  auto h = store.open(key, kAlign);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->durable_bytes(), 24u * kAlign);
+  EXPECT_LT(bytes_read() - before, 64u << 10) << "the prefix was read again";
+  h.reset();
+  before = bytes_read();
+  auto again = store.open(key, kAlign);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->durable_bytes(), 24u * kAlign);
+  EXPECT_GE(bytes_read() - before, 24u * kAlign) << "an open without a peek checked nothing";
+}
+
+TEST_F(PartialStoreTest, ABlockAlteredAfterThePeekIsStillFound) {
+  {
+    auto h = store.open(key, kAlign);
+    store_range(*h, bytes, 0, 12 * kAlign);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(store.peek(key, kAlign, key.size - 1)->bytes, 12u * kAlign);
+  {
+    const Fd f(::open(data_file().c_str(), O_WRONLY | O_CLOEXEC));
+    const std::uint64_t altered = 9 * kAlign + 5000;
+    const char x = static_cast<char>(bytes[altered] ^ 1);
+    ASSERT_EQ(::pwrite(f.get(), &x, 1, static_cast<off_t>(altered)), 1);
+  }
+  auto h = store.open(key, kAlign);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->durable_bytes(), 9u * kAlign) << "the peek's check was taken for altered data";
 }
 
 TEST_F(PartialStoreTest, ATornCheckpointKeepsThePreviousOne) {
