@@ -250,7 +250,7 @@ PartialStore::FileStamp PartialStore::stamp_of(int fd) {
 // the tick of the last one can leave them as they were. A check of a file changed that
 // recently is not remembered.
 bool PartialStore::settled(const FileStamp& s) {
-  timespec now {};
+  timespec now{};
   if (::clock_gettime(CLOCK_REALTIME_COARSE, &now) != 0) return false;
   const std::int64_t now_ns = std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
   constexpr std::int64_t kMargin = 50'000'000;  // 50 ms: five ticks at 100 Hz
@@ -328,7 +328,8 @@ std::optional<PartialStore::Handle> PartialStore::open(const Key& key, std::uint
     const Checked now{stamp_of(h.data_.get()), stamp_of(h.nodes_.get()), header->durable,
                       header->node_count, key.algorithm};
     std::lock_guard lock(mutex_);
-    if (const auto then = checked(h.hash_, now, true)) known.emplace(then->good_nodes, then->good_bytes);
+    if (const auto then = checked(h.hash_, now, true))
+      known.emplace(then->good_nodes, then->good_bytes);
   }
   if (match != Match::Fresh && header) {
     if (auto prefix = checked_prefix(*header, h.data_.get(), h.nodes_.get(), key,
@@ -371,7 +372,8 @@ std::optional<PartialStore::Held> PartialStore::peek(const Key& key, std::uint32
   std::optional<std::pair<std::size_t, std::uint64_t>> known;
   {
     std::lock_guard lock(mutex_);
-    if (const auto then = checked(hash, check, false)) known.emplace(then->good_nodes, then->good_bytes);
+    if (const auto then = checked(hash, check, false))
+      known.emplace(then->good_nodes, then->good_bytes);
   }
   auto prefix = checked_prefix(*header, data.get(), nodes.get(), key, true, align, limit, known);
   if (prefix && settled(check.data) && settled(check.nodes)) {

@@ -128,7 +128,7 @@ class PartialStore {
   Fd dir_;
   Limits limits_;
   mutable std::mutex mutex_;
-  std::set<std::string> in_use_;  // hashes of the partials held
+  std::set<std::string> in_use_;                    // hashes of the partials held
   mutable std::map<std::string, Checked> checked_;  // by hash
 };
 
