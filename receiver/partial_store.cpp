@@ -257,8 +257,9 @@ bool PartialStore::settled(const FileStamp& s) {
   return std::max(s.mtime_ns, s.ctime_ns) < now_ns - kMargin;
 }
 
-std::optional<PartialStore::Checked> PartialStore::checked(const std::string& hash,
-                                                           const Checked& now, bool take) const {
+std::optional<std::pair<std::size_t, std::uint64_t>> PartialStore::checked(const std::string& hash,
+                                                                           const Checked& now,
+                                                                           bool take) const {
   const auto it = checked_.find(hash);
   if (it == checked_.end()) return std::nullopt;
   const Checked then = it->second;
@@ -266,7 +267,7 @@ std::optional<PartialStore::Checked> PartialStore::checked(const std::string& ha
   if (then.data != now.data || then.nodes != now.nodes || then.durable != now.durable ||
       then.node_count != now.node_count || then.algorithm != now.algorithm)
     return std::nullopt;
-  return then;
+  return std::pair{then.good_nodes, then.good_bytes};
 }
 
 PartialStore::PartialStore(int dir_fd, Limits limits) : limits_(limits) {
@@ -328,8 +329,7 @@ std::optional<PartialStore::Handle> PartialStore::open(const Key& key, std::uint
     const Checked now{stamp_of(h.data_.get()), stamp_of(h.nodes_.get()), header->durable,
                       header->node_count, key.algorithm};
     std::lock_guard lock(mutex_);
-    if (const auto then = checked(h.hash_, now, true))
-      known.emplace(then->good_nodes, then->good_bytes);
+    known = checked(h.hash_, now, true);
   }
   if (match != Match::Fresh && header) {
     if (auto prefix = checked_prefix(*header, h.data_.get(), h.nodes_.get(), key,
@@ -372,8 +372,7 @@ std::optional<PartialStore::Held> PartialStore::peek(const Key& key, std::uint32
   std::optional<std::pair<std::size_t, std::uint64_t>> known;
   {
     std::lock_guard lock(mutex_);
-    if (const auto then = checked(hash, check, false))
-      known.emplace(then->good_nodes, then->good_bytes);
+    known = checked(hash, check, false);
   }
   auto prefix = checked_prefix(*header, data.get(), nodes.get(), key, true, align, limit, known);
   if (prefix && settled(check.data) && settled(check.nodes)) {

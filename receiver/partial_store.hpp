@@ -30,6 +30,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/digest/merkle.hpp"
@@ -121,9 +122,11 @@ class PartialStore {
     std::size_t good_nodes = 0;
     std::uint64_t good_bytes = 0;
   };
-  // The check remembered for `hash` if the files and header are still those it was made of;
-  // `take`: forgotten (an open() changes the files). With mutex_ held.
-  std::optional<Checked> checked(const std::string& hash, const Checked& now, bool take) const;
+  // The nodes and bytes a remembered check of `hash` found good, if the files and header are
+  // still those it was made of; `take`: forgotten (an open() changes the files). With mutex_
+  // held.
+  std::optional<std::pair<std::size_t, std::uint64_t>> checked(const std::string& hash,
+                                                               const Checked& now, bool take) const;
 
   Fd dir_;
   Limits limits_;
