@@ -325,6 +325,7 @@ class BasicReceiveLedger {
     for (Slot& slot : slots_)
       if (slot.state == SlotState::Credited) slot.state = SlotState::Idle;
   }
+  bool closed() const { return closed_; }
   // The session was cut short: every entry in flight is handed back, none is settled.
   Entries drop_entries() { return std::exchange(entries_, {}); }
 

@@ -404,8 +404,18 @@ void Connection::on_peer_disconnected() {
   dispatch(input<Event::Disconnected>());
 }
 
-void Connection::on_timeout() {
+void Connection::on_timeout(Clock::time_point now) {
   if (closed()) return;
+  // A stripe group waits as one (PROTOCOL.md 7.12): the sender holds the lead's directories
+  // and its end, and a member's next Join, until the group's other connections are done,
+  // however long their files take. While one of them moves, this one waits on.
+  if (state_ == State::InSession) {
+    if (const auto moving = entries_.group_moving_until(); moving && *moving > now) {
+      spdlog::debug("[{}] waiting for {}: another connection of its stripe group is busy", label(),
+                    waiting_for());
+      return expect_until(waiting_for(), std::min(*moving, now + context_.options.timeout));
+    }
+  }
   if (state_ == State::Authenticating) keys_.failed("no Proof came", label());
   if (state_ != State::Closing)
     spdlog::warn("[{}] timed out waiting for {}", label(), waiting_for());

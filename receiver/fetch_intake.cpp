@@ -266,7 +266,7 @@ void FetchIntake::on_peer_disconnected() {
   dispatch({Event::Disconnected});
 }
 
-void FetchIntake::on_timeout() {
+void FetchIntake::on_timeout(Clock::time_point) {
   if (finished()) return;
   if (state_ != State::Closing)
     spdlog::error("[{}] timed out waiting for {}", label(), waiting_for());

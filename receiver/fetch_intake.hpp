@@ -107,7 +107,7 @@ class FetchIntake final : public DriverCore {
   void on_sent(std::uint64_t) override;
   void on_transport_failure(const std::string& why) override;
   void on_peer_disconnected() override;
-  void on_timeout() override;
+  void on_timeout(Clock::time_point now) override;
   void on_local_failure(const std::string& what) override;
   void on_transport_lost(const std::string& what) override;
 

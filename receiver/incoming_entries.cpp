@@ -79,14 +79,30 @@ void IncomingEntries::expect_next() {
       own_work = true;
     if (entry->state == proto::EntryState::Held) held = true;
   }
-  if (own_work) return hooks_.expect_own_work("entries to be stored");
+  if (own_work) {
+    moving_until_ = Clock::time_point::max();
+    return hooks_.expect_own_work("entries to be stored");
+  }
   // The sender hashes what we hold of a file before its Continue (PROTOCOL.md 7.9): a
   // large file takes a while, so --timeout is not held against it, up to a bound.
-  if (held)
-    return hooks_.expect("the sender's Continue",
-                         std::max<Clock::duration>(context_.options.timeout, kHeldWait));
-  hooks_.expect(ledger_.all_settled() ? "Id or Bye" : "the sender's next entry or chunk",
-                context_.options.timeout);
+  const Clock::duration within =
+      held ? std::max<Clock::duration>(context_.options.timeout, kHeldWait)
+           : Clock::duration(context_.options.timeout);
+  moving_until_ = Clock::now() + within;
+  if (held) return hooks_.expect("the sender's Continue", within);
+  hooks_.expect(ledger_.all_settled() ? "Id or Bye" : "the sender's next entry or chunk", within);
+}
+
+IncomingEntries::Clock::time_point IncomingEntries::moving_until() const {
+  return ended_ || ledger_.closed() ? Clock::time_point::min() : moving_until_;
+}
+
+std::optional<IncomingEntries::Clock::time_point> IncomingEntries::group_moving_until() const {
+  if (!group_) return std::nullopt;
+  std::optional<Clock::time_point> latest;
+  for (const IncomingEntries* other : context_.stripe_groups->others(*group_, this))
+    if (!latest || other->moving_until() > *latest) latest = other->moving_until();
+  return latest;
 }
 
 void IncomingEntries::check_offer(const proto::Offer& offer) {
@@ -464,6 +480,7 @@ void IncomingEntries::reap_retired(bool in_session) {
 
 void IncomingEntries::discard_files(bool keep_nothing) {
   // The session was interrupted: what each file in flight stored is kept for a resume.
+  ended_ = true;
   for (auto& [id, held] : ledger_.drop_entries()) {
     IncomingEntry& entry = *held;
     if (entry.joined_to) {  // 7.12: the lead keeps the file as far as it is whole

@@ -60,6 +60,13 @@ class IncomingEntries {
   IncomingEntry* entry(std::uint32_t id) { return ledger_.entry(id); }
   // The deadline: our own work (no deadline), the sender's Continue, or its next message.
   void expect_next();
+  // A stripe group waits as one (7.12). Until when this connection counts as moving: for
+  // ever while our own work runs, else until its deadline as its last step set it (a
+  // message, our work done); a connection whose session ended does not move.
+  Clock::time_point moving_until() const;
+  // The latest moving_until() of the other connections of this one's stripe group, if it is
+  // in one and any of them is there.
+  std::optional<Clock::time_point> group_moving_until() const;
 
   // The machine's actions on the entries.
   void check_offer(const proto::Offer& offer);
@@ -155,6 +162,10 @@ class IncomingEntries {
   // chunks it put into other connections' striped files (their `done` calls back here: this
   // object lives until those files are idle or the stores are answered).
   std::optional<StripeGroups::Key> group_;
+  // moving_until()'s time, set by expect_next() only: a deadline moved on because the group
+  // moves does not move this one, so two idle connections do not keep each other waiting.
+  Clock::time_point moving_until_{};
+  bool ended_ = false;  // discard_files(): the session was cut short
   std::uint16_t member_ = 0;
   std::uint32_t joined_stores_ = 0;
   std::vector<std::shared_ptr<IncomingFile>> joined_files_;

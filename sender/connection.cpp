@@ -456,7 +456,7 @@ void Connection::on_peer_disconnected() {
   dispatch(input<Event::Disconnected>());
 }
 
-void Connection::on_timeout() {
+void Connection::on_timeout(Clock::time_point) {
   if (state_ == State::Done) return;
   if (state_ != State::Closing)
     spdlog::error("[{}] timed out waiting for {}", label(), waiting_for());

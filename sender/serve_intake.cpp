@@ -301,7 +301,7 @@ void ServeIntake::on_peer_disconnected() {
   dispatch({Event::Disconnected});
 }
 
-void ServeIntake::on_timeout() {
+void ServeIntake::on_timeout(Clock::time_point) {
   if (state_ == State::Authenticating) keys_.failed("no Proof came", label());
   if (state_ != State::Closing)
     spdlog::warn("[{}] timed out waiting for {}", label(), waiting_for());

@@ -103,7 +103,7 @@ class ServeIntake final : public DriverCore {
   void on_sent(std::uint64_t) override {}
   void on_transport_failure(const std::string& why) override;
   void on_peer_disconnected() override;
-  void on_timeout() override;
+  void on_timeout(Clock::time_point now) override;
   void on_local_failure(const std::string& what) override;
   void on_transport_lost(const std::string& what) override;
 

@@ -109,7 +109,9 @@ TransferRun::TransferRun(const SenderOptions& options, const SenderSettings& set
   }
   for (std::size_t i = 1; i < settings_.size(); ++i) settings_[i].id.reset();  // the lead's
   // One file over several connections (docs/PROTOCOL.md 7.12): the lead's files of at least
-  // --stripe-min, over version 2 to one receiver.
+  // --stripe-min, over version 2 to one receiver. The connections form a stripe group even
+  // with no such file: the receiver then waits for the group as one (the lead holds its
+  // directories and its end until the others are done, however long they take).
   if (shares.size() > 1 && options.receivers.size() == 1 && settings.version == proto::kVersion2) {
     std::uint64_t striped_bytes = 0;
     for (const std::uint32_t index : shares[0]) {
@@ -119,14 +121,12 @@ TransferRun::TransferRun(const SenderOptions& options, const SenderSettings& set
         striped_bytes += e.size;
       }
     }
-    if (!stripe_candidates_.empty()) {
-      const proto::Nonce random = fresh_nonce();
-      std::copy_n(random.begin(), stripe_token_.size(), stripe_token_.begin());
-      for (std::size_t i = 0; i < shares.size(); ++i) {
-        link_stripes_.push_back(std::make_unique<LinkStripes>(*this, i));
-        settings_[i].stripes = link_stripes_.back().get();
-        if (i > 0) settings_[i].striped_bytes = striped_bytes;
-      }
+    const proto::Nonce random = fresh_nonce();
+    std::copy_n(random.begin(), stripe_token_.size(), stripe_token_.begin());
+    for (std::size_t i = 0; i < shares.size(); ++i) {
+      link_stripes_.push_back(std::make_unique<LinkStripes>(*this, i));
+      settings_[i].stripes = link_stripes_.back().get();
+      if (i > 0) settings_[i].striped_bytes = striped_bytes;
     }
   }
   // -H HOST1,HOST2: connection i goes to receiver i mod their number, and to that receiver's

@@ -22,7 +22,7 @@ void DriverCore::on_disconnected() {
 void DriverCore::on_tick(Clock::time_point now) {
   if (!deadline_ || now < *deadline_) return;
   deadline_.reset();  // one timeout per expect(); the driver expects anew
-  guarded([&] { on_timeout(); });
+  guarded([&] { on_timeout(now); });
 }
 
 void DriverCore::on_received(Inbound inbound) {
@@ -73,6 +73,11 @@ void DriverCore::disconnect_when_drained() {
 void DriverCore::expect(const char* what, Clock::duration within) {
   waiting_for_ = what;
   deadline_ = Clock::now() + within;
+}
+
+void DriverCore::expect_until(const char* what, Clock::time_point deadline) {
+  waiting_for_ = what;
+  deadline_ = deadline;
 }
 
 void DriverCore::expect_own_work(const char* what) {

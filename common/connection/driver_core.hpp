@@ -80,6 +80,7 @@ class DriverCore : protected TransportSink {
   Clock::time_point last_sent() const { return last_sent_; }
 
   void expect(const char* what, Clock::duration within);
+  void expect_until(const char* what, Clock::time_point deadline);
   // Waiting on our own work (the disk): no deadline until the next expect().
   void expect_own_work(const char* what);
 
@@ -88,7 +89,8 @@ class DriverCore : protected TransportSink {
   virtual void on_sent(std::uint64_t tag) = 0;
   virtual void on_transport_failure(const std::string& why) = 0;
   virtual void on_peer_disconnected() = 0;
-  virtual void on_timeout() = 0;
+  // The deadline passed; `now` is the tick's time.
+  virtual void on_timeout(Clock::time_point now) = 0;
   virtual void on_local_failure(const std::string& what) = 0;
   virtual void on_transport_lost(const std::string& what) = 0;
 

@@ -5,6 +5,9 @@
 #   - the file written while it is striped: once every connection read its part, the sender
 #     finds it changed and abandons it (FileAbort): exit 1, nothing of it kept
 #   - the last release's receiver (which does not stripe) gets it whole on one connection
+#   - a stripe group waits as one: with a short --timeout, the lead connection, its own file
+#     done, waits while the member still sends (the sender holds the lead's directories until
+#     the others are done); neither connection is dropped (issue 53's soak found it)
 # Over two devices, and a striped file killed halfway and resumed: rails.sh (two hosts).
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -91,7 +94,35 @@ release_receiver() {
   kill "$daemon_pid"
 }
 
+# A tree of three files: x (5 MiB) goes to the lead, y and z (4 MiB each) to the member (largest
+# first, each to the least loaded); at 1 MiB/s for the command, the lead is done 3 s before the
+# member, three times the receiver's --timeout. RDMAX_WAIT_RECV=PATH runs it against another
+# receiver (the last release's times a connection out: "the sender's next entry or chunk").
+group_waits() {
+  local tree=$work/group out=$work/group-out wait_port=18932
+  rm -rf "$tree" "$out" && mkdir -p "$tree" "$out"
+  head -c 5M /dev/urandom >"$tree/x.bin"
+  head -c 4M /dev/urandom >"$tree/y.bin"
+  head -c 4M /dev/urandom >"$tree/z.bin"
+  start_daemon wait "$work/wait.log" "${RDMAX_WAIT_RECV:-$recv}" --bind "$RXE_ADDR" \
+    --port "$wait_port" --dir "$out" --timeout 1 --slot-size 64K
+  wait_for 20 cm_listening "$wait_port"
+  local rc=0
+  "$send" -H "$RXE_ADDR" -p "$wait_port" -P 2 --bwlimit 1M --json -r "$tree" \
+    >"$work/send.json" 2>"$work/send.err" || rc=$?
+  kill "$daemon_pid"
+  ((rc == 0)) || fail "rdma-send -P 2 exited $rc: $(grep -m 1 -i 'timed out\|aborted' "$work/send.err")"
+  diff -r "$tree" "$out/group" >/dev/null || fail "the tree arrived different"
+  local a b
+  a=$(json '.connections[0].bytes_sent') b=$(json '.connections[1].bytes_sent')
+  ((a == 5 * 1048576 && b == 8 * 1048576)) ||
+    fail "the lead carried $a bytes and the member $b, not 5 and 8 MiB: the lead did not wait"
+  ! grep -q "timed out" "$work/wait.log" || fail "the receiver timed a connection out"
+  echo "the lead carried $a bytes, the member $b, at 1 MiB/s; no connection timed out"
+}
+
 run_case "one file over two connections" two_connections
 run_case "a file changed while it is striped is abandoned" changed_while_sent
 run_case "a release receiver gets it on one connection" release_receiver
+run_case "a stripe group waits as one" group_waits
 report_cases striping

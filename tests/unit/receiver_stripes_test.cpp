@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "common/digest/merkle.hpp"
@@ -24,6 +26,7 @@ using rdmax::test::read_file;
 using rdmax::test::run_pool_until;
 
 using S = proto::ReceiverState;
+using Clock = std::chrono::steady_clock;
 
 constexpr std::uint32_t kSlot = 4096;
 
@@ -289,6 +292,78 @@ TEST(ReceiverStripes, AMemberWithoutBytesIsRefusedItsJoin) {
   EXPECT_TRUE(r.member.sent<proto::Take>().empty());
   r.send(r.member, proto::Bye{});
   EXPECT_EQ(r.member.connection->state(), S::Closing);
+}
+
+// A stripe group waits as one (7.12): the sender's lead, its own files done, holds its
+// directories until the other connections are done, however long their files take (the soak
+// of issue 53 saw a lead time out so while its member still sent). It waits while another
+// connection of its group moves, and no longer: once nothing in the group moved for the
+// timeout, every connection ends.
+TEST(ReceiverStripes, AnIdleConnectionWaitsWhileAnotherOfItsGroupMoves) {
+  StripedRig r;
+  r.connect(r.lead, r.open(0, 2));
+  r.connect(r.member, r.open(1, 1));
+  const auto small = random_bytes(100, 3);
+  r.send(r.lead, proto::Offer{0, proto::EntryKind::File, 0640, small.size(), 1700000000, 5,
+                              merkle::digest_of(small), "small.bin"});
+  ASSERT_TRUE(
+      r.settle([&] { return !r.lead.sent<proto::Take>().empty() && r.credits(r.lead) > 0; }));
+  ASSERT_TRUE(r.lead.transport.write_slot(0, small));
+  r.send(r.lead, proto::FileChunk{0, 0, 0, static_cast<std::uint32_t>(small.size())});
+  ASSERT_TRUE(r.settle([&] { return r.lead.connection->idle(); }));
+  r.send(r.lead, proto::FileDone{0, small.size()});
+  ASSERT_TRUE(r.settle([&] { return !r.lead.sent<proto::FileVerdict>().empty(); }));
+  ASSERT_EQ(r.lead.sent<proto::FileVerdict>().at(0).code, proto::VerdictCode::Good);
+  ASSERT_STREQ(r.lead.connection->waiting_for(), "the sender's next entry or chunk");
+  // The lead's wait began before this; the member moves after it.
+  const auto before = Clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  proto::Offer own = r.striped_offer();
+  own.striped = false;
+  r.send(r.member, own);
+  ASSERT_TRUE(
+      r.settle([&] { return !r.member.sent<proto::Take>().empty() && r.credits(r.member) > 0; }));
+  ASSERT_TRUE(r.chunk(r.member, 0, 0, 0));
+  ASSERT_TRUE(r.settle([&] { return r.member.connection->idle() && r.credits(r.member) > 4; }));
+
+  // Past the lead's own deadline, not past the member's.
+  r.lead.connection->tick(before + r.options.timeout + std::chrono::milliseconds(10));
+  EXPECT_EQ(r.lead.connection->state(), S::InSession);
+  EXPECT_TRUE(r.lead.sent<proto::Error>().empty());
+
+  // Nothing moves for the timeout: both end, each with its Timeout.
+  const auto later = Clock::now() + r.options.timeout + std::chrono::seconds(1);
+  r.lead.connection->tick(later);
+  r.member.connection->tick(later);
+  for (Link* l : {&r.lead, &r.member}) {
+    EXPECT_NE(l->connection->state(), S::InSession);
+    ASSERT_FALSE(l->sent<proto::Error>().empty());
+    EXPECT_EQ(l->sent<proto::Error>().at(0).code, proto::ErrorCode::Timeout);
+  }
+}
+
+// The wait of one idle connection does not count as the group moving: two idle connections
+// of a group do not keep each other in session for ever.
+TEST(ReceiverStripes, TwoIdleConnectionsOfAGroupDoNotKeepEachOtherWaiting) {
+  StripedRig r;
+  r.connect(r.lead, r.open(0, 1));
+  const auto before = Clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  r.connect(r.member, r.open(1, 0));
+  ASSERT_EQ(r.member.connection->state(), S::InSession);
+  // The lead's deadline passed while the member's has not: it waits on.
+  const auto first = before + r.options.timeout + std::chrono::milliseconds(10);
+  r.lead.connection->tick(first);
+  EXPECT_EQ(r.lead.connection->state(), S::InSession);
+  // The member's deadline passes: the lead's waiting was no move, so the member ends ...
+  const auto second = Clock::now() + r.options.timeout + std::chrono::milliseconds(10);
+  r.member.connection->tick(second);
+  EXPECT_NE(r.member.connection->state(), S::InSession);
+  // ... and then the lead, with no one of its group left moving.
+  r.lead.connection->tick(second);
+  EXPECT_NE(r.lead.connection->state(), S::InSession);
+  ASSERT_FALSE(r.lead.sent<proto::Error>().empty());
+  EXPECT_EQ(r.lead.sent<proto::Error>().at(0).code, proto::ErrorCode::Timeout);
 }
 
 }  // namespace receiver_stripes_test
