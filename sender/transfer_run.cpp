@@ -225,7 +225,12 @@ void TransferRun::update_lead() {
 }
 
 void TransferRun::on_tick(EventLoop::Clock::time_point now) {
-  for (auto& link : links_) link->driver->tick(now);
+  // --bwlimit's bucket, refilled, goes to the first connection that asks: they take turns at
+  // asking first (each tick starts one further on). Else the lead, ticked first every time,
+  // took every chunk's worth and the others sent nothing until its files were done.
+  const std::size_t n = links_.size();
+  for (std::size_t k = 0; k < n; ++k) links_[(first_ticked_ + k) % n]->driver->tick(now);
+  first_ticked_ = (first_ticked_ + 1) % n;
   if (progress_) {
     show_files_settled();
     progress_->update(bytes_there());

@@ -105,6 +105,7 @@ class TransferRun {
   std::vector<std::unique_ptr<Link>> links_;  // after the channel: destroyed before it
   std::optional<ProgressBar> progress_;
   std::optional<SharedBwlimit> bwlimit_;       // --bwlimit, shared by every connection
+  std::size_t first_ticked_ = 0;               // on_tick: the link that asks first this time
   std::set<std::uint32_t> stripe_candidates_;  // plan indices
   std::map<std::uint32_t, Striped> striped_;   // by plan index
   proto::StripeToken stripe_token_{};

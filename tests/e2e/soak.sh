@@ -200,6 +200,7 @@ check_rounds() {
     bytes_moved=$((bytes_moved + $(cd "$out/$sender/$name" 2>/dev/null && find . -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')))
     rm -rf "${out:?}/$sender/$name"
     verified_rounds[$name]=1
+    mkdir -p "$ctl/removed" && : >"$ctl/removed/$name"  # the sender may go two rounds on
   done
 }
 sample() {

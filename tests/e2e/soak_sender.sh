@@ -60,6 +60,15 @@ round=0
 while :; do
   ((++round))
   name=$me-r$round
+  # At most two rounds of this sender on the receiver's disk: this one, and the last one
+  # until soak.sh has verified and removed it. The disk is for the disk-full faults to fill;
+  # a watcher pass that takes minutes must not let the rounds fill it instead (a NoSpace
+  # with no fault on, which the soak could not tell from a bug).
+  while ((round > 2)) && [[ ! -e $ctl/removed/$me-r$((round - 2)) ]]; do
+    [[ -e $ctl/given-up ]] && exit 1
+    [[ -e $ctl/stop ]] && { ((--round)); break 2; }
+    nap 1
+  done
   cp -al "$base" "$src/$name" || exit 1
   attempt=0
   while :; do

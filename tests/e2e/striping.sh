@@ -7,7 +7,8 @@
 #   - the last release's receiver (which does not stripe) gets it whole on one connection
 #   - a stripe group waits as one: with a short --timeout, the lead connection, its own file
 #     done, waits while the member still sends (the sender holds the lead's directories until
-#     the others are done); neither connection is dropped (issue 53's soak found it)
+#     the others are done); neither connection is dropped (issue 53's soak found it); and
+#     --bwlimit's rate is shared by the connections, not taken by the lead alone
 # Over two devices, and a striped file killed halfway and resumed: rails.sh (two hosts).
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -95,8 +96,8 @@ release_receiver() {
 }
 
 # A tree of three files: x (5 MiB) goes to the lead, y and z (4 MiB each) to the member (largest
-# first, each to the least loaded); at 1 MiB/s for the command, the lead is done 3 s before the
-# member, three times the receiver's --timeout. RDMAX_WAIT_RECV=PATH runs it against another
+# first, each to the least loaded); at 1 MiB/s for the command, shared, the lead is done 3 s
+# before the member, three times the receiver's --timeout. RDMAX_WAIT_RECV=PATH runs it against another
 # receiver (the last release's times a connection out: "the sender's next entry or chunk").
 group_waits() {
   local tree=$work/group out=$work/group-out wait_port=18932
@@ -118,7 +119,14 @@ group_waits() {
   ((a == 5 * 1048576 && b == 8 * 1048576)) ||
     fail "the lead carried $a bytes and the member $b, not 5 and 8 MiB: the lead did not wait"
   ! grep -q "timed out" "$work/wait.log" || fail "the receiver timed a connection out"
-  echo "the lead carried $a bytes, the member $b, at 1 MiB/s; no connection timed out"
+  # The connections share the rate: x took about 10 s at half of it, not 5 s at all of it
+  # while the member waited (--bwlimit's bucket went to the lead at every refill).
+  local x_seconds
+  x_seconds=$(sed -n "s/.*'group\/x.bin': .* in \([0-9.]*\)s .*/\1/p" "$work/wait.log")
+  [[ -n $x_seconds ]] || fail "no line for x.bin in the receiver's log"
+  awk -v s="$x_seconds" 'BEGIN { exit !(s >= 7.5) }' ||
+    fail "x.bin took ${x_seconds}s: the lead had the whole rate, the member waited"
+  echo "the lead carried $a bytes (x.bin in ${x_seconds}s), the member $b, at 1 MiB/s together; no connection timed out"
 }
 
 run_case "one file over two connections" two_connections
