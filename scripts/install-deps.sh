@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   # build
   g++ cmake make pkg-config git
+  ninja-build  # scripts/test.sh's builds (why there)
   libibverbs-dev librdmacm-dev libssl-dev libcli11-dev libspdlog-dev libgtest-dev
   nlohmann-json3-dev  # rdma-send --json
   librust-blake3-dev  # BLAKE3's official C sources (common/digest/blake3_sources.cmake)
@@ -14,6 +15,7 @@ packages=(
   # the sanitizer and fuzz builds (scripts/test.sh, tests/fuzz): clang, and compiler-rt for
   # libFuzzer and the sanitizers
   clang libclang-rt-dev
+  lld  # their linker (scripts/test.sh)
   # RDMA userspace and rdma-core's own tools used by the tests and benchmarks
   rdma-core ibverbs-utils rdmacm-utils perftest
   # Soft-RoCE test bed: Debian's kernel under qemu, with a busybox initramfs

@@ -44,6 +44,18 @@ trap 'kill_tree "$pinned_pid"' EXIT
 # what developers build) still reports; what it adds, two files of one target defining the
 # same name at file scope, is an error here, so such names are made distinct.
 unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16)
+# Ninja, not Make: Make builds the goals of one `cmake --build --target A B C` one after the
+# other (CMake's top-level Makefile is not parallel), and a target's sources only after the
+# libraries it links; the sanitizer builds compiled rdma-send, rdma-recv and the pipeline
+# benchmark on one core after the unit tests (39 s and 31 s with the other core idle), and
+# the unit tests waited for the drivers' libraries. Ninja compiles any source as soon as a
+# core is free. A build directory configured before with another generator (a developer's
+# own) keeps it: cmake cannot change it.
+generator() {
+  local cached
+  cached=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$1/CMakeCache.txt" 2>/dev/null || true)
+  if [[ -z $cached || $cached == Ninja ]]; then gen=(-G Ninja); else gen=(); fi
+}
 # -O2, not CMake's -O3 for Release: what the Debian package ships (dpkg-buildflags), and a
 # fifth less compile time (a unity batch of the unit tests: 33 s instead of 41).
 release=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" "-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG")
@@ -54,7 +66,8 @@ release=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" "-D
 # repeated them. GCC's warnings, errors here, still cover the programs (this build and the
 # Debian package's); the tests' own code has clang's.
 phase "the Release build"
-cmake -S . -B "$build" "${release[@]}" -DRDMAX_WERROR=ON -DRDMAX_BUILD_UNIT_TESTS=OFF "${unity[@]}" >/dev/null
+generator "$build"
+cmake -S . -B "$build" "${gen[@]}" "${release[@]}" -DRDMAX_WERROR=ON -DRDMAX_BUILD_UNIT_TESTS=OFF "${unity[@]}" >/dev/null
 cmake --build "$build" -j "$(nproc)"
 # The tests of the unit label that need no GoogleTest (the command line, the install, the
 # completions, the checksums) against the Release programs; the Soft-RoCE tests at the end,
@@ -65,18 +78,20 @@ ctest --test-dir "$build" --output-on-failure -L unit -j "$(nproc)"
 # itself, its tests shared among a few processes (GoogleTest's sharding), rather than one
 # process per test through ctest: a process under a sanitizer takes about 0.1 s to start,
 # which was most of these phases (ASan 103 s through ctest, 25 s in one process).
-# Four shards per core, run as cores come free: GoogleTest deals the tests out in turn, and
+# Sixteen shards per core, four running per core: GoogleTest deals the tests out in turn, and
 # with one shard per core the two slowest under ThreadSanitizer (43 of its 95 s) fell in one,
-# which ran 73 s while the other ran 22. (Each test has a fixture of its own; a developer's
-# plain build still registers each one with ctest, to run alone.) The tests that are not
-# GoogleTest's (install, completion, checksum, local_input, pipeline_bench: no dot in their
-# names) go through ctest.
+# which ran 73 s while the other ran 22; and much of these tests' time is waiting (for fsync,
+# a timeout, a reference tool), which a core spends on another shard. Eight shards, two
+# running: ASan 57 s, TSan 72 s; thirty-two, eight running: 39 s and 60 s. (Each test has
+# a fixture of its own; a developer's plain build still registers each one with ctest, to run
+# alone.) The tests that are not GoogleTest's (install, completion, checksum, local_input,
+# pipeline_bench: no dot in their names) go through ctest.
 sanitized_unit_tests() {
   local dir=$1 shards i failed=0
-  shards=$((4 * $(nproc)))
+  shards=$((16 * $(nproc)))
   rm -f "$dir"/unit-shard-*
   # shellcheck disable=SC2016 # expanded by each shard's shell
-  seq 0 $((shards - 1)) | xargs -P "$(nproc)" -I{} bash -c \
+  seq 0 $((shards - 1)) | xargs -P $((4 * $(nproc))) -I{} bash -c \
     'GTEST_TOTAL_SHARDS=$2 GTEST_SHARD_INDEX=$3 "$1/bin/rdmax_unit_tests" --gtest_brief=1 \
        >"$1/unit-shard-$3.log" 2>&1; echo $? >"$1/unit-shard-$3.rc"' _ "$dir" "$shards" {} || true
   for ((i = 0; i < shards; i++)); do
@@ -97,7 +112,10 @@ sanitized_unit_tests() {
 # 1.6 instead of 3, and its ThreadSanitizer ran the unit tests in 50 s instead of 95.
 # Line tables only, not full debug information: a sanitizer's report still names file and
 # line, and a unity batch of the unit tests compiles in 32 s instead of 37.
-clang=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+# LLVM's linker: GNU ld took 4-5 s for each sanitized unit-test binary (44 MB), the last step
+# of each build, on one core.
+lld=(-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld)
+clang=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${lld[@]}"
   -DCMAKE_C_FLAGS_DEBUG=-gline-tables-only -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only)
 # What the sanitizer builds run (the unit tests; the programs, for the tests of the unit label
 # that are not GoogleTest's; the pipeline benchmark): not the attacker, the revocation
@@ -107,14 +125,16 @@ sanitized_targets=(--target rdmax_unit_tests rdma-send rdma-recv rdmax-pipeline-
 # build directory: memory errors and undefined behaviour that the optimised build hides.
 san=${build}-san
 phase "the AddressSanitizer build and its unit tests"
-cmake -S . -B "$san" "${clang[@]}" -DCMAKE_BUILD_TYPE=Debug -DRDMAX_WERROR=ON -DRDMAX_SANITIZE=ON "${unity[@]}" >/dev/null
+generator "$san"
+cmake -S . -B "$san" "${gen[@]}" "${clang[@]}" -DCMAKE_BUILD_TYPE=Debug -DRDMAX_WERROR=ON -DRDMAX_SANITIZE=ON "${unity[@]}" >/dev/null
 cmake --build "$san" -j "$(nproc)" "${sanitized_targets[@]}"
 sanitized_unit_tests "$san"
 # And under ThreadSanitizer (it cannot share a binary with ASan): data races and lock-order
 # inversions between the event loop and the worker pool (common/work/work_pool.hpp).
 tsan=${build}-tsan
 phase "the ThreadSanitizer build and its unit tests"
-cmake -S . -B "$tsan" "${clang[@]}" -DCMAKE_BUILD_TYPE=Debug -DRDMAX_WERROR=ON -DRDMAX_TSAN=ON "${unity[@]}" >/dev/null
+generator "$tsan"
+cmake -S . -B "$tsan" "${gen[@]}" "${clang[@]}" -DCMAKE_BUILD_TYPE=Debug -DRDMAX_WERROR=ON -DRDMAX_TSAN=ON "${unity[@]}" >/dev/null
 cmake --build "$tsan" -j "$(nproc)" "${sanitized_targets[@]}"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 sanitized_unit_tests "$tsan"
 # Coverage-guided fuzzing of the protocol code (tests/fuzz), RDMAX_FUZZ_SECONDS (default 30)
@@ -122,7 +142,8 @@ TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 sanitized_unit_tests "$tsan
 # clang++ and builds only the fuzzers.
 fuzz=${build}-fuzz
 phase "the fuzzers"
-cmake -S . -B "$fuzz" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+generator "$fuzz"
+cmake -S . -B "$fuzz" "${gen[@]}" -DCMAKE_CXX_COMPILER=clang++ "${lld[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -gline-tables-only -DNDEBUG" \
   -DRDMAX_WERROR=ON -DRDMAX_SANITIZE=ON -DRDMAX_BUILD_TESTS=OFF -DRDMAX_FUZZ=ON "${unity[@]}" >/dev/null
 cmake --build "$fuzz" -j "$(nproc)" --target rdmax_fuzzers
