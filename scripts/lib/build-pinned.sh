@@ -30,13 +30,17 @@ if [[ -x $bin/rdma-send && -x $bin/rdma-recv && $(cat "$stamp" 2>/dev/null) == "
 fi
 
 echo "$me: building rdma-send and rdma-recv of $what ($commit) into $bin"
-rm -rf "$src" "$stamp"
+rm -rf "$src" "$stamp" "$build/src-build"
 mkdir -p "$src"
 git -C "$repo" archive "$commit" | tar -x -C "$src"
 unity=()
 [[ ${4:-} != unity ]] || unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16)
 # -O2 as the Debian package builds (CMake's Release is -O3: a fifth more compile time).
-cmake -S "$src" -B "$build/src-build" -DCMAKE_BUILD_TYPE=Release -DRDMAX_BUILD_TESTS=OFF \
+# Ninja where there is one: Make builds the two goals one after the other, each waiting for
+# its libraries (scripts/test.sh).
+gen=()
+command -v ninja >/dev/null && gen=(-G Ninja)
+cmake -S "$src" -B "$build/src-build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DRDMAX_BUILD_TESTS=OFF \
   "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" \
   "${unity[@]}" >/dev/null
 cmake --build "$build/src-build" -j"$(nproc)" --target rdma-send rdma-recv >/dev/null
