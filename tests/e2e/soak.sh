@@ -205,6 +205,9 @@ check_rounds() {
 }
 sample() {
   local rss fd
+  # The receiver's free space, for a refusal (exit 4) that no fault explains: a disk full
+  # of rounds and kept partials, or a bug.
+  echo "$(now) $(df --output=avail -B 1M "$RXE_DISK" 2>/dev/null | tail -n 1)" >>"$ctl/space"
   rss=$(rss_kib) fd=$(find "/proc/$(recv_pid)/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
   ((rss > peak_rss)) && peak_rss=$rss
   ((fd > peak_fd)) && peak_fd=$fd
@@ -405,6 +408,12 @@ if [[ -s $ctl/violations ]]; then
     tail -n 12 "$ctl/errors.s$i" >&2 2>/dev/null || true
   done
   if [[ -s $ctl/slow ]]; then echo "--- slow passes of the watcher:" >&2; cat "$ctl/slow" >&2; fi
+  # The evidence outlives the test bed (the shared directory goes with it): the attempts with
+  # their times, the faults, the free space, and the receiver's log.
+  kept=${RXE_SHARED_TMP:-/tmp}/rdmax-soak-seed$seed-$(date +%s)
+  if mkdir -p "$kept" && cp -r "$ctl"/. "$kept"/ && tail -n 200000 "$recv_log" >"$kept/recv.log"; then
+    echo "--- kept for a look: $kept" >&2
+  fi
   exit 1
 fi
 pass "soak, seed $seed: every invariant held over $minutes minute(s) of faults"
