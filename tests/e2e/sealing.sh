@@ -54,7 +54,10 @@ fail_context() {
 # The receivers on host B: one that seals whoever asks and serves the rest in clear
 # (--allow-clear, for the control case), one that requires sealing (the default).
 start_receivers() {
-  rxe-peer bash -c "mkdir -p $out $out-strict && exec $recv -a \"\$RXE_ADDR\" -p $port -o $out --senders $keys/senders --allow-clear --secrets $keys/secrets -v 2>>$recv_log" &
+  # Both directories before either receiver: made by the first receiver's job, the second
+  # (another job on B) could start first and exit "cannot open output directory".
+  rxe-peer mkdir -p "$out" "$out-strict" || fail "cannot make $out and $out-strict on host B"
+  rxe-peer bash -c "exec $recv -a \"\$RXE_ADDR\" -p $port -o $out --senders $keys/senders --allow-clear --secrets $keys/secrets -v 2>>$recv_log" &
   bg_pids+=($!)
   rxe-peer bash -c "exec $recv -a \"\$RXE_ADDR\" -p $strict_port -o $out-strict --senders $keys/senders -v 2>>$recv_log.strict" &
   bg_pids+=($!)
