@@ -44,18 +44,9 @@ trap 'kill_tree "$pinned_pid"' EXIT
 # what developers build) still reports; what it adds, two files of one target defining the
 # same name at file scope, is an error here, so such names are made distinct.
 unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16)
-# Ninja, not Make: Make builds the goals of one `cmake --build --target A B C` one after the
-# other (CMake's top-level Makefile is not parallel), and a target's sources only after the
-# libraries it links; the sanitizer builds compiled rdma-send, rdma-recv and the pipeline
-# benchmark on one core after the unit tests (39 s and 31 s with the other core idle), and
-# the unit tests waited for the drivers' libraries. Ninja compiles any source as soon as a
-# core is free. A build directory configured before with another generator (a developer's
-# own) keeps it: cmake cannot change it.
-generator() {
-  local cached
-  cached=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$1/CMakeCache.txt" 2>/dev/null || true)
-  if [[ -z $cached || $cached == Ninja ]]; then gen=(-G Ninja); else gen=(); fi
-}
+# Ninja where there is one (scripts/lib/cmake-generator.sh says why).
+# shellcheck source=scripts/lib/cmake-generator.sh
+source scripts/lib/cmake-generator.sh
 # -O2, not CMake's -O3 for Release: what the Debian package ships (dpkg-buildflags), and a
 # fifth less compile time (a unity batch of the unit tests: 33 s instead of 41).
 release=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" "-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG")
@@ -66,7 +57,7 @@ release=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" "-D
 # repeated them. GCC's warnings, errors here, still cover the programs (this build and the
 # Debian package's); the tests' own code has clang's.
 phase "the Release build"
-generator "$build"
+cmake_generator "$build"
 cmake -S . -B "$build" "${gen[@]}" "${release[@]}" -DRDMAX_WERROR=ON -DRDMAX_BUILD_UNIT_TESTS=OFF "${unity[@]}" >/dev/null
 cmake --build "$build" -j "$(nproc)"
 # The tests of the unit label that need no GoogleTest (the command line, the install, the
@@ -125,7 +116,7 @@ sanitized_targets=(--target rdmax_unit_tests rdma-send rdma-recv rdmax-pipeline-
 # build directory: memory errors and undefined behaviour that the optimised build hides.
 san=${build}-san
 phase "the AddressSanitizer build and its unit tests"
-generator "$san"
+cmake_generator "$san"
 cmake -S . -B "$san" "${gen[@]}" "${clang[@]}" -DCMAKE_BUILD_TYPE=Debug -DRDMAX_WERROR=ON -DRDMAX_SANITIZE=ON "${unity[@]}" >/dev/null
 cmake --build "$san" -j "$(nproc)" "${sanitized_targets[@]}"
 sanitized_unit_tests "$san"
@@ -133,7 +124,7 @@ sanitized_unit_tests "$san"
 # inversions between the event loop and the worker pool (common/work/work_pool.hpp).
 tsan=${build}-tsan
 phase "the ThreadSanitizer build and its unit tests"
-generator "$tsan"
+cmake_generator "$tsan"
 cmake -S . -B "$tsan" "${gen[@]}" "${clang[@]}" -DCMAKE_BUILD_TYPE=Debug -DRDMAX_WERROR=ON -DRDMAX_TSAN=ON "${unity[@]}" >/dev/null
 cmake --build "$tsan" -j "$(nproc)" "${sanitized_targets[@]}"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 sanitized_unit_tests "$tsan"
@@ -142,7 +133,7 @@ TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 sanitized_unit_tests "$tsan
 # clang++ and builds only the fuzzers.
 fuzz=${build}-fuzz
 phase "the fuzzers"
-generator "$fuzz"
+cmake_generator "$fuzz"
 cmake -S . -B "$fuzz" "${gen[@]}" -DCMAKE_CXX_COMPILER=clang++ "${lld[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -gline-tables-only -DNDEBUG" \
   -DRDMAX_WERROR=ON -DRDMAX_SANITIZE=ON -DRDMAX_BUILD_TESTS=OFF -DRDMAX_FUZZ=ON "${unity[@]}" >/dev/null

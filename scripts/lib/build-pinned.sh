@@ -36,10 +36,9 @@ git -C "$repo" archive "$commit" | tar -x -C "$src"
 unity=()
 [[ ${4:-} != unity ]] || unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16)
 # -O2 as the Debian package builds (CMake's Release is -O3: a fifth more compile time).
-# Ninja where there is one: Make builds the two goals one after the other, each waiting for
-# its libraries (scripts/test.sh).
-gen=()
-command -v ninja >/dev/null && gen=(-G Ninja)
+# shellcheck source=scripts/lib/cmake-generator.sh
+source "$repo/scripts/lib/cmake-generator.sh"
+cmake_generator "$build/src-build"
 cmake -S "$src" -B "$build/src-build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DRDMAX_BUILD_TESTS=OFF \
   "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" \
   "${unity[@]}" >/dev/null
