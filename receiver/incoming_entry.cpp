@@ -80,6 +80,7 @@ void IncomingEntry::create(const EntryPort& port, std::optional<IncomingFile::Re
                                         context.options.overwrite, port.algorithm, context.work);
   if (resume) file->set_resume(*resume);
   file->set_direct_io(context.options.direct_io);
+  file->set_partial_area(context.partials);
   file->set_keep_identical(context.options.keep_identical);
   // As many of its chunks written at once as the window holds: one file alone fills it.
   file->set_write_lanes(port.write_lanes);

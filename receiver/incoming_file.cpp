@@ -232,6 +232,9 @@ void IncomingFile::commit(Done done) {
           file_->commit();
           space_.release_all();
           if (progress_) progress_->committed();
+          // Another transfer of this path may still hold a partial of it (an interrupted
+          // connection not yet torn down when the sender's next attempt took the file whole).
+          if (partial_area_ != nullptr) partial_area_->committed(path_);
         } catch (const FileExistsError& e) {
           *outcome = {Outcome::Kind::Exists, e.what()};
         } catch (const std::exception& e) {

@@ -106,6 +106,9 @@ class IncomingFile {
   void set_resume(const Resume& resume) { resume_ = resume; }
   // Before create(): rdma-recv --direct-io (receiver/output_file.hpp use_direct_io()).
   void set_direct_io(bool on) { direct_io_ = on; }
+  // Before commit(): the receiver's partial area, told of the commit, whatever this transfer
+  // kept (a partial of the same path held by another transfer is then of a completed one).
+  void set_partial_area(PartialStore* partials) { partial_area_ = partials; }
   // With overwrite: a file in place that is identical is still kept (Have), and only a
   // different one replaced (a fetch, ReceiverOptions::keep_identical).
   void set_keep_identical(bool on) { keep_identical_ = on; }
@@ -189,6 +192,7 @@ class IncomingFile {
   bool bad_ = false;           // keep_nothing()
   bool preallocated_ = false;  // written by the create job, read after its completion
   bool direct_io_ = false;
+  PartialStore* partial_area_ = nullptr;
   bool keep_identical_ = false;
   SpaceReservations::Hold space_;  // the create job's, then the loop's
   struct Metadata {

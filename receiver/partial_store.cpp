@@ -298,8 +298,7 @@ Fd PartialStore::open_area(bool create) const {
 
 std::optional<PartialStore::Handle> PartialStore::open(const Key& key, std::uint32_t align,
                                                        Match match, std::uint64_t limit) {
-  Handle h;
-  h.store_ = this;
+  Handle h;  // its store_ is set once the claim is ours: its destructor releases the claim
   h.key_ = key;
   h.hash_ = name_of(key.path);
   h.data_name_ = h.hash_ + ".data";
@@ -315,6 +314,7 @@ std::optional<PartialStore::Handle> PartialStore::open(const Key& key, std::uint
       throw_sys("flock a partial file");
     }
     in_use_.insert(h.hash_);
+    h.store_ = this;
   }
   // From here the handle owns the claim: an exception releases it.
   const std::string nodes_name = h.hash_ + ".nodes";
@@ -406,9 +406,16 @@ void PartialStore::remove_files(int area, const std::string& hash) const {
     (void)::unlinkat(area, (hash + suffix).c_str(), 0);
 }
 
-void PartialStore::release(const std::string& hash) {
+bool PartialStore::release(const std::string& hash) {
   std::lock_guard lock(mutex_);
   in_use_.erase(hash);
+  return superseded_.erase(hash) > 0;
+}
+
+void PartialStore::committed(const std::string& path) {
+  const std::string hash = name_of(path);
+  std::lock_guard lock(mutex_);
+  if (in_use_.contains(hash)) superseded_.insert(hash);
 }
 
 void PartialStore::tidy_area() const {
@@ -521,7 +528,18 @@ PartialStore::Handle::Handle(Handle&& other) noexcept
       prefix_(std::move(other.prefix_)) {}
 
 PartialStore::Handle::~Handle() {
-  if (store_ != nullptr) store_->release(hash_);
+  if (store_ == nullptr || !store_->release(hash_)) return;
+  data_.reset();
+  nodes_.reset();
+  store_->remove_files(area_.get(), hash_);
+  std::lock_guard lock(store_->mutex_);
+  store_->tidy_area();
+}
+
+bool PartialStore::Handle::superseded() const {
+  if (store_ == nullptr) return false;
+  std::lock_guard lock(store_->mutex_);
+  return store_->superseded_.contains(hash_);
 }
 
 void PartialStore::Handle::write_header() {

@@ -84,6 +84,11 @@ class PartialStore {
   std::optional<Held> peek(const Key& key, std::uint32_t align, std::uint64_t limit) const;
   // Deletes the partial (data, nodes, header).
   void remove(Handle&& handle);
+  // A file was committed at `path`. A partial of that path still held by another transfer
+  // (an interrupted one whose connection has not ended yet, while the sender's next attempt
+  // took the file whole) is of a completed transfer: it goes when its holder lets go of it,
+  // instead of being kept for an attempt that will never come (it would wait for the expiry).
+  void committed(const std::string& path);
 
   struct Expired {
     std::uint32_t files = 0;
@@ -98,7 +103,8 @@ class PartialStore {
 
  private:
   Fd open_area(bool create) const;
-  void release(const std::string& hash);
+  // Whether the partial was superseded by a commit of its path while held (committed()).
+  bool release(const std::string& hash);
   void remove_files(int area, const std::string& hash) const;
   void tidy_area() const;  // with mutex_ held
 
@@ -132,6 +138,7 @@ class PartialStore {
   Limits limits_;
   mutable std::mutex mutex_;
   std::set<std::string> in_use_;                    // hashes of the partials held
+  std::set<std::string> superseded_;                // held ones whose path was committed
   mutable std::map<std::string, Checked> checked_;  // by hash
 };
 
@@ -140,9 +147,14 @@ class PartialStore::Handle {
   Handle(Handle&& other) noexcept;
   Handle& operator=(Handle&&) = delete;
   Handle(const Handle&) = delete;
-  ~Handle();  // lets go of the partial; never deletes it
+  // Lets go of the partial; deletes it only if its path was committed by another transfer
+  // meanwhile (PartialStore::committed).
+  ~Handle();
 
   int fd() const { return data_.get(); }  // the data file, read-write
+  // Whether its path was committed by another transfer while this one held it: the partial
+  // goes when it is let go (PartialStore::committed).
+  bool superseded() const;
   int area_fd() const { return area_.get(); }
   const std::string& data_name() const { return data_name_; }
   std::uint64_t durable_bytes() const { return durable_; }

@@ -138,7 +138,11 @@ void ResumeProgress::remove() {
 
 void ResumeProgress::keep_now(const Undurable& undurable) {
   if (!partial_) return;
-  if (checkpoint(undurable.nodes, undurable.bytes)) {
+  if (partial_->superseded()) {
+    spdlog::info("'{}' was received whole meanwhile: its partial file goes",
+                 proto::escape_for_log(path_));
+    partials_.remove(std::move(*partial_));
+  } else if (checkpoint(undurable.nodes, undurable.bytes)) {
     spdlog::info("kept {} of '{}' to resume from", proto::format_size(undurable.bytes),
                  proto::escape_for_log(path_));
   } else {

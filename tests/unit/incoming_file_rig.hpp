@@ -71,6 +71,7 @@ struct IncomingFileRig {
                                      std::optional<IncomingFile::Resume> resuming = std::nullopt) {
     auto f = std::make_unique<IncomingFile>(pool, dir.fd(), name, false, algorithm);
     f->set_write_lanes(lanes);
+    f->set_partial_area(&partials);  // as every receiver's file is (IncomingEntry::create)
     if (resuming) f->set_resume(*resuming);
     return f;
   }

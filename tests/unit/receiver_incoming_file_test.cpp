@@ -261,6 +261,55 @@ TEST_F(IncomingFileResumeTest, AFileThatKeepsNothingIsDiscardedWhenKept) {
   ASSERT_TRUE(until_idle(*f));
 }
 
+// A sender's next attempt can come while its interrupted connection still holds the file's
+// partial (its lanes not yet idle): that attempt takes the file whole, and once it is
+// committed the partial is of a completed transfer. It goes when the old connection lets go,
+// instead of waiting a day for the expiry (the soak's seed 6, docs/RELIABILITY.md).
+TEST_F(IncomingFileResumeTest, APartialHeldWhileTheFileIsTakenWholeGoesWithTheCommit) {
+  auto interrupted = open("race.bin");
+  ASSERT_TRUE(succeeded(create(*interrupted)));
+  ASSERT_TRUE(store(*interrupted, range(0, 5)));
+  {
+    auto f = open("race.bin");
+    ASSERT_TRUE(succeeded(create(*f)));
+    EXPECT_EQ(f->resumed_from(), 0u);  // the partial is held: taken whole
+    ASSERT_TRUE(store(*f, range(0)));
+    EXPECT_EQ(f->finish_hash(), digest);
+    ASSERT_TRUE(succeeded(commit(*f)));
+    ASSERT_TRUE(until_idle(*f));
+  }
+  EXPECT_GT(partials.bytes(), 0u);  // still held by the interrupted transfer
+  interrupted->keep();              // whose connection ends only now
+  ASSERT_TRUE(until_idle(*interrupted));
+  interrupted.reset();
+  EXPECT_EQ(partials.bytes(), 0u);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / ".rdmax-partial"));
+  EXPECT_EQ(read_file(dir.path() / "race.bin"), std::string(bytes.begin(), bytes.end()));
+}
+
+// Only a commit does that: a second attempt that is itself interrupted leaves the first
+// attempt's partial for the third.
+TEST_F(IncomingFileResumeTest, APartialHeldWhileAnotherAttemptFailsIsKept) {
+  auto interrupted = open("twice.bin");
+  ASSERT_TRUE(succeeded(create(*interrupted)));
+  ASSERT_TRUE(store(*interrupted, range(0, 5)));
+  {
+    auto f = open("twice.bin");
+    ASSERT_TRUE(succeeded(create(*f)));
+    ASSERT_TRUE(store(*f, range(0, 2)));
+    f->keep();
+    ASSERT_TRUE(until_idle(*f));
+  }
+  interrupted->keep();
+  ASSERT_TRUE(until_idle(*interrupted));
+  interrupted.reset();
+  auto f = open("twice.bin");
+  ASSERT_TRUE(succeeded(create(*f)));
+  EXPECT_EQ(f->resumed_from(), 5u * kChunk);
+  f->discard();
+  ASSERT_TRUE(until_idle(*f));
+}
+
 // A refusal keeps nothing (rdma-recv(1)): the partial made for the offer goes with it.
 TEST_F(IncomingFileResumeTest, ARefusedFileLeavesNoPartialBehind) {
   auto f = open("huge.bin");

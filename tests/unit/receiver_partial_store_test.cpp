@@ -69,7 +69,9 @@ TEST_F(PartialStoreTest, ACheckpointedPrefixIsReopenedVerified) {
   merkle::BlockHasher().nodes(9 * kAlign, std::span(bytes).subspan(9 * kAlign), rest);
   folder.add(rest);
   EXPECT_EQ(merkle::file_digest(bytes.size(), folder.root()), key.digest);
-  // Held: a second open of the same path gets nothing.
+  // Held: a second open of the same path gets nothing, nor does a third (the second's
+  // refusal once released the first one's hold).
+  EXPECT_FALSE(store.open(key, kAlign));
   EXPECT_FALSE(store.open(key, kAlign));
 }
 
@@ -254,6 +256,31 @@ TEST_F(PartialStoreTest, ACorruptHeaderStartsFromZero) {
   }
   auto h = store.open(key, kAlign);
   EXPECT_EQ(h->durable_bytes(), 0u);
+}
+
+// PartialStore::committed: a partial held while its path is committed by another transfer
+// goes when it is let go, however it was kept meanwhile; one not held is not touched.
+TEST_F(PartialStoreTest, APartialHeldWhileItsPathIsCommittedGoesWhenLetGo) {
+  {
+    auto h = store.open(key, kAlign);
+    store_range(*h, bytes, 0, 4 * kAlign);
+    EXPECT_FALSE(store.open(key, kAlign, PartialStore::Match::Fresh));  // held
+    store.committed(key.path);
+    store_range(*h, bytes, 4 * kAlign, 6 * kAlign);  // its holder keeps it, not knowing
+    EXPECT_GT(store.bytes(), 0u);
+  }
+  EXPECT_EQ(store.bytes(), 0u);
+  EXPECT_FALSE(fs::exists(area()));
+  // A commit of a path whose partial nobody holds changes nothing, now or later.
+  store.committed(key.path);
+  {
+    auto h = store.open(key, kAlign);
+    store_range(*h, bytes, 0, 4 * kAlign);
+  }
+  store.committed("d/other.bin");
+  auto h = store.open(key, kAlign);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->durable_bytes(), 4u * kAlign);
 }
 
 TEST_F(PartialStoreTest, AnotherProcessHoldingItIsRespected) {
