@@ -20,8 +20,11 @@
 #   - the receiver exits only when killed, and each start serves again;
 #   - every exit status is one rdma-send(1) documents for what happened: 137 only when that
 #     sender was killed; 3 (the connection broke, the receiver stopped or refused) only while
-#     another fault was on, or within 15 s after; 1 and 4 (not stored, refused: no space, no
-#     memory) only while the disk was full or memory short; never another.
+#     another fault was on, or within 15 s after; 1 (not stored) only while the disk was full
+#     or memory short; 4 (refused) only for NoSpace while the disk was full and NoMemory
+#     while memory was short, or while the receiver still held a killed sender's or a cut
+#     wire's connections (their windows count against --max-memory until it sees them gone,
+#     at most its --timeout); never another.
 # Settings: RDMAX_SOAK_MINUTES (3), RDMAX_SOAK_SEED (drawn, printed), RDMAX_SOAK_SENDERS (4),
 # RDMAX_SOAK_MAX_LARGE (the largest file of a tree, bytes; 24 MiB). Needs the two-host
 # topology with a disk of its own on host A: rxe-run --hosts 2 --disk MIB.
@@ -203,11 +206,16 @@ check_rounds() {
     mkdir -p "$ctl/removed" && : >"$ctl/removed/$name"  # the sender may go two rounds on
   done
 }
+space_sampled=-5
 sample() {
   local rss fd
   # The receiver's free space, for a refusal (exit 4) that no fault explains: a disk full
-  # of rounds and kept partials, or a bug.
-  echo "$(now) $(df --output=avail -B 1M "$RXE_DISK" 2>/dev/null | tail -n 1)" >>"$ctl/space"
+  # of rounds and kept partials, or a bug. Every 5 s: two processes on host A, whose one
+  # emulated CPU also runs the receiver.
+  if ((SECONDS - space_sampled >= 5)); then
+    space_sampled=$SECONDS
+    echo "$(now) $(df --output=avail -B 1M "$RXE_DISK" 2>/dev/null | tail -n 1)" >>"$ctl/space"
+  fi
   rss=$(rss_kib) fd=$(find "/proc/$(recv_pid)/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
   ((rss > peak_rss)) && peak_rss=$rss
   ((fd > peak_fd)) && peak_fd=$fd
@@ -360,7 +368,23 @@ final_rss=$(rss_kib)
 kill -0 "$(recv_pid)" 2>/dev/null || violation "the receiver is not running at the end"
 
 # Every exit status against what happened (B's times, shifted by the skew).
-judge=$(awk -v skew="$skew" -v grace="$grace_s" -v senders="$senders" '
+judge=$(awk -v skew="$skew" -v grace="$grace_s" -v timeout="$timeout_s" -v senders="$senders" '
+  # Whether a refusal for `reason` (a reject reason, or - when the sender named none) made
+  # in [t0, t1] has a fault to explain it. NoMemory: the receiver short of memory, or its
+  # windows at their cap (--max-memory) while it still holds the connections of a killed
+  # sender or of a cut wire, until it sees them gone (at most its --timeout).
+  function explained(reason, t0, t1,   j, fe, late, held) {
+    for (j = 1; j <= k; j++) {
+      fe = (j in e) ? e[j] : 1e18
+      held = reason == "NoMemory" && (kind[j] == "sender-kill" || kind[j] == "wire-cut")
+      late = held ? grace + timeout : grace
+      if (s[j] > t1 + 1 || fe + late < t0) continue
+      if (held) return 1
+      if ((reason == "NoSpace" || reason == "-") && kind[j] == "disk-full") return 1
+      if ((reason == "NoMemory" || reason == "-") && kind[j] == "memory") return 1
+    }
+    return 0
+  }
   FNR == 1 { file = FILENAME }
   file ~ /faults$/ {
     if ($1 == "START") { kind[++k] = $2; det[k] = $3; s[k] = $4 }
@@ -372,16 +396,22 @@ judge=$(awk -v skew="$skew" -v grace="$grace_s" -v senders="$senders" '
     t0 = $3 - skew; t1 = $4 - skew; rc = $5
     if (rc == 0) next
     ok = 0
-    for (j = 1; j <= k; j++) {
+    if (rc == 4) {
+      # Refused: every reason the sender was given needs its fault.
+      n = split($6, why, ",")
+      ok = 1
+      for (w = 1; w <= n; w++) if (!explained(why[w], t0, t1)) ok = 0
+    }
+    for (j = 1; j <= k && rc != 4; j++) {
       fe = (j in e) ? e[j] : 1e18
       if (s[j] > t1 + 1 || fe + grace < t0) continue
       if (rc == 137 && kind[j] == "sender-kill" && det[j] == sender) ok = 1
       if (rc == 3 && kind[j] != "sender-kill") ok = 1
-      if ((rc == 1 || rc == 4) && (kind[j] == "disk-full" || kind[j] == "memory")) ok = 1
+      if (rc == 1 && (kind[j] == "disk-full" || kind[j] == "memory")) ok = 1
     }
     if (!ok) {
-      line = $0; sub(/^[^ ]+ [^ ]+ [^ ]+ [^ ]+ [^ ]+ /, "", line)
-      printf "%s round %s attempt %s: exit %s with no fault to explain it (%s)\n", sender, $1, $2, rc, line
+      line = $0; sub(/^[^ ]+ [^ ]+ [^ ]+ [^ ]+ [^ ]+ [^ ]+ /, "", line)
+      printf "%s round %s attempt %s: exit %s (refusals: %s) with no fault to explain it (%s)\n", sender, $1, $2, rc, $6, line
     }
   }' "$ctl/faults" "$ctl"/attempts.s* 2>&1)
 [[ -z $judge ]] || while IFS= read -r line; do violation "$line"; done <<<"$judge"

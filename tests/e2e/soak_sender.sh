@@ -5,12 +5,14 @@
 # under a new name (a tree of hard links to the same files), as a job script would: the
 # same command again after each failure, until it exits 0. It stops after the round during
 # which CTL/stop appeared. Every attempt is a line of CTL/attempts.sINDEX:
-#   ROUND ATTEMPT START END STATUS LAST-LINE-OF-STDERR
+#   ROUND ATTEMPT START END STATUS REASONS LAST-LINE-OF-STDERR
+# REASONS: the receiver's refusal reasons its stderr names (NoSpace,NoMemory,...), or -.
 # and every completed round a file CTL/done/sINDEX-rROUND (its --json line).
 # The sender's kind follows INDEX (0-3, then again): sealed with the default digest
 # (BLAKE3); keyed but in clear (--no-seal) over two connections (-P 2); sealed with the
 # fs-verity digest; sealed, -P 2, without the digest cache (every file hashed as it is read).
 set -uo pipefail
+reject_reasons='BadName|Exists|TooLarge|NoSpace|Busy|UnsupportedVersion|Internal|NoMemory|AuthRequired|AuthFailed|SealRequired'
 ctl=${1:?usage: soak_sender.sh CTL INDEX} index=${2:?usage: soak_sender.sh CTL INDEX}
 seed="" max_large="" port="" send="" timeout_s=""
 # shellcheck source=/dev/null
@@ -76,7 +78,11 @@ while :; do
     start=$EPOCHREALTIME rc=0
     "$send" "${flags[@]}" -r "$src/$name" >"$src/out.json" 2>"$src/err" || rc=$?
     last=$(grep -v '^\s*$' "$src/err" | tail -n 1 | tr -s '\t ' '  ' | cut -c 1-300)
-    echo "$round $attempt $start $EPOCHREALTIME $rc ${last:--}" >>"$ctl/attempts.$me"
+    # A refused file says "(REASON: ...", a refused session "the session: REASON: ..."
+    # (docs/PROTOCOL.md's reject reasons).
+    reasons=$(grep -a -o -E "(\\(|the session: )($reject_reasons):" "$src/err" | grep -o -E "$reject_reasons" |
+      sort -u | paste -sd , -)
+    echo "$round $attempt $start $EPOCHREALTIME $rc ${reasons:--} ${last:--}" >>"$ctl/attempts.$me"
     # Why, for the report: the lines that say what went wrong (a few per attempt).
     if ((rc != 0)); then
       { echo "== round $round attempt $attempt: exit $rc"; grep -a -E 'refused|error|failed|warning' "$src/err" | head -n 8; } >>"$ctl/errors.$me"
