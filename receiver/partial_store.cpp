@@ -406,10 +406,10 @@ void PartialStore::remove_files(int area, const std::string& hash) const {
     (void)::unlinkat(area, (hash + suffix).c_str(), 0);
 }
 
-bool PartialStore::release(const std::string& hash) {
+void PartialStore::release(const std::string& hash) {
   std::lock_guard lock(mutex_);
   in_use_.erase(hash);
-  return superseded_.erase(hash) > 0;
+  superseded_.erase(hash);
 }
 
 void PartialStore::committed(const std::string& path) {
@@ -528,10 +528,15 @@ PartialStore::Handle::Handle(Handle&& other) noexcept
       prefix_(std::move(other.prefix_)) {}
 
 PartialStore::Handle::~Handle() {
-  if (store_ == nullptr || !store_->release(hash_)) return;
+  if (store_ == nullptr) return;
+  // Removed while still held (its claim and its flock), as remove() does: released first,
+  // another transfer could open the same files in between and lose them to the unlink.
+  const bool superseded = this->superseded();
+  if (superseded) store_->remove_files(area_.get(), hash_);
   data_.reset();
   nodes_.reset();
-  store_->remove_files(area_.get(), hash_);
+  store_->release(hash_);
+  if (!superseded) return;
   std::lock_guard lock(store_->mutex_);
   store_->tidy_area();
 }

@@ -103,8 +103,8 @@ class PartialStore {
 
  private:
   Fd open_area(bool create) const;
-  // Whether the partial was superseded by a commit of its path while held (committed()).
-  bool release(const std::string& hash);
+  // Ends the claim on a partial (and forgets that it was superseded, committed()).
+  void release(const std::string& hash);
   void remove_files(int area, const std::string& hash) const;
   void tidy_area() const;  // with mutex_ held
 
