@@ -187,6 +187,11 @@ struct IncomingFileResumeTest : ::testing::Test, IncomingFileRig {
   std::unique_ptr<IncomingFile> open(const std::string& name, bool may_have = true) {
     return IncomingFileRig::open(name, kFsVerity, 1, resume(digest, may_have));
   }
+  // An attempt that took the file's partial and stored its first five chunks, still going.
+  void hold_five_chunks(IncomingFile& f) {
+    ASSERT_TRUE(succeeded(create(f)));
+    ASSERT_TRUE(store(f, range(0, 5)));
+  }
 };
 
 TEST_F(IncomingFileResumeTest, KeptChunksAreResumedAndTheDigestCoversEveryByte) {
@@ -267,8 +272,7 @@ TEST_F(IncomingFileResumeTest, AFileThatKeepsNothingIsDiscardedWhenKept) {
 // instead of waiting a day for the expiry (the soak's seed 6, docs/RELIABILITY.md).
 TEST_F(IncomingFileResumeTest, APartialHeldWhileTheFileIsTakenWholeGoesWithTheCommit) {
   auto interrupted = open("race.bin");
-  ASSERT_TRUE(succeeded(create(*interrupted)));
-  ASSERT_TRUE(store(*interrupted, range(0, 5)));
+  ASSERT_NO_FATAL_FAILURE(hold_five_chunks(*interrupted));
   {
     auto f = open("race.bin");
     ASSERT_TRUE(succeeded(create(*f)));
@@ -291,8 +295,7 @@ TEST_F(IncomingFileResumeTest, APartialHeldWhileTheFileIsTakenWholeGoesWithTheCo
 // attempt's partial for the third.
 TEST_F(IncomingFileResumeTest, APartialHeldWhileAnotherAttemptFailsIsKept) {
   auto interrupted = open("twice.bin");
-  ASSERT_TRUE(succeeded(create(*interrupted)));
-  ASSERT_TRUE(store(*interrupted, range(0, 5)));
+  ASSERT_NO_FATAL_FAILURE(hold_five_chunks(*interrupted));
   {
     auto f = open("twice.bin");
     ASSERT_TRUE(succeeded(create(*f)));
