@@ -19,11 +19,24 @@ using Event = proto::ReceiverEvent;
 // PATH_MAX (4096) for DIR itself.
 constexpr std::size_t kMaxPathBeneathDir = 3072;
 
-// How long a sender may take to hash what we hold of a file before its Continue (PROTOCOL.md
-// 7.9), when that is longer than --timeout: minutes of reading at disk speed.
-constexpr std::chrono::seconds kHeldWait{600};
+// The slowest reading and hashing held_wait() allows a sender: a slow disk, or a busy
+// emulated CPU (the Soft-RoCE guests hash at tens of MiB/s).
+constexpr std::uint64_t kSlowestHashBytesPerSecond = 4 << 20;
+// And at most a day (337 GiB at that pace; tens of TiB from a real disk).
+constexpr std::chrono::seconds kLongestHeldWait = std::chrono::hours(24);
 
 }  // namespace
+
+std::chrono::steady_clock::duration held_wait(std::chrono::steady_clock::duration timeout,
+                                              std::uint64_t held_bytes) {
+  // Whole seconds, rounded up, capped before they become nanoseconds (a u64 length's would
+  // overflow them).
+  const std::uint64_t seconds = held_bytes / kSlowestHashBytesPerSecond +
+                                (held_bytes % kSlowestHashBytesPerSecond != 0 ? 1 : 0);
+  const auto hashing = std::chrono::seconds(
+      std::min<std::uint64_t>(seconds, static_cast<std::uint64_t>(kLongestHeldWait.count())));
+  return timeout + hashing;
+}
 
 IncomingEntries::IncomingEntries(ReceiverContext& context, ReceiveWindow& window,
                                  const std::string& label, EntryHooks hooks)
@@ -73,21 +86,25 @@ void IncomingEntries::expect_next() {
   // deadline for it then. Otherwise the sender owes the next message.
   bool own_work = ledger_.storing() > 0;
   bool held = false;
+  std::uint64_t held_bytes = 0;  // what the sender hashes before its Continues
   for (const auto& [id, entry] : ledger_.entries()) {
     if (entry->state == proto::EntryState::Offered ||
         entry->state == proto::EntryState::Continued || entry->last_job())
       own_work = true;
-    if (entry->state == proto::EntryState::Held) held = true;
+    if (entry->state == proto::EntryState::Held) {
+      held = true;
+      const std::uint64_t length = entry->held.value().length;
+      held_bytes += std::min(length, UINT64_MAX - held_bytes);  // saturating
+    }
   }
   if (own_work) {
     moving_until_ = Clock::time_point::max();
     return hooks_.expect_own_work("entries to be stored");
   }
   // The sender hashes what we hold of a file before its Continue (PROTOCOL.md 7.9): a
-  // large file takes a while, so --timeout is not held against it, up to a bound.
-  const Clock::duration within =
-      held ? std::max<Clock::duration>(context_.options.timeout, kHeldWait)
-           : Clock::duration(context_.options.timeout);
+  // large file takes a while, which --timeout alone would not allow.
+  const Clock::duration within = held ? held_wait(context_.options.timeout, held_bytes)
+                                      : Clock::duration(context_.options.timeout);
   moving_until_ = Clock::now() + within;
   if (held) return hooks_.expect("the sender's Continue", within);
   hooks_.expect(ledger_.all_settled() ? "Id or Bye" : "the sender's next entry or chunk", within);

@@ -36,6 +36,13 @@
 
 namespace rdmax::receiver {
 
+// How long a sender may take to hash what we hold of its files before their Continue
+// (PROTOCOL.md 7.9): `timeout` (--timeout) and a second for every 4 MiB held, as if it read
+// and hashed no faster than 4 MiB/s. A sender that died unheard is found sooner, by the
+// keepalives we send it meanwhile (7.3); this bounds one that lives but says nothing.
+std::chrono::steady_clock::duration held_wait(std::chrono::steady_clock::duration timeout,
+                                              std::uint64_t held_bytes);
+
 class IncomingEntries {
  public:
   using Clock = std::chrono::steady_clock;

@@ -46,7 +46,7 @@ class CmId {
   // it never connected), which is what the caller wants anyway: nothing to report.
   void disconnect() noexcept;
   // The RC ACK timeout, as the exponent of 4.096 us * 2^exponent (14 ~ 67 ms, 17 ~ 0.5 s).
-  // With retry_count 7 it bounds how long a dead peer goes unnoticed while sending.
+  // With retry_count 6 it bounds how long a dead peer goes unnoticed while sending.
   void set_ack_timeout(std::uint8_t exponent);
 
   ibv_context* verbs() const noexcept { return id_->verbs; }

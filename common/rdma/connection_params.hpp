@@ -7,19 +7,25 @@
 
 namespace rdmax {
 
-// ACK timeout exponent: 4.096 us * 2^17 ~ 0.54 s. With 7 retries a peer that vanished is
+// ACK timeout exponent: 4.096 us * 2^17 ~ 0.54 s. With 6 retries a peer that vanished is
 // noticed within ~4 s of a send; shorter values misfire under software emulation, where a
 // busy host can delay an ACK by hundreds of milliseconds.
 inline constexpr std::uint8_t kAckTimeoutExponent = 17;
+inline constexpr std::uint8_t kRetryCount = 6;
 
 inline rdma_conn_param reliable_conn_param() {
   rdma_conn_param param{};
   // RDMA WRITE needs no responder resources at the writer's peer; one keeps rdma_cm happy.
   param.initiator_depth = 1;
   param.responder_resources = 1;
-  // RC retransmits lost packets itself: 7 is the maximum. RNR retry 7 means "forever", so
-  // a receiver momentarily out of posted receives slows the peer instead of killing it.
-  param.retry_count = 7;
+  // RC retransmits lost packets itself, 6 times at most. Not 7: Soft-RoCE (rdma_rxe) reads
+  // a retry count of 7 as "forever", as the spec does only for RNR retries, and a QP whose
+  // peer died unheard (its disconnect lost on a cut wire) then retransmits without end; a
+  // receiver waiting on that peer (an entry Held, PROTOCOL.md 7.9) never learns it is gone.
+  // The passive side's QP takes the count from the connect request: the sender's value.
+  // RNR retry 7 means "forever", so a receiver momentarily out of posted receives slows the
+  // peer instead of killing it.
+  param.retry_count = kRetryCount;
   param.rnr_retry_count = 7;
   return param;
 }

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "common/cli/error_hints.hpp"
+#include "common/rdma/connection_params.hpp"
 
 namespace rdmax::attacker {
 namespace {
@@ -56,11 +57,8 @@ void Peer::connect(std::size_t local_bytes) {
   raw_ = AlignedBuffer(raw_slots_ * kRawBytes);
   raw_mr_.emplace(endpoint_->pd().get(), raw_.data(), raw_.size(), IBV_ACCESS_LOCAL_WRITE);
   raw_busy_.assign(raw_slots_, false);
-  rdma_conn_param param{};
-  param.initiator_depth = 1;
-  param.responder_resources = 1;
-  param.retry_count = 7;
-  param.rnr_retry_count = 7;
+  // As our programs connect: a hostile peer that dies unheard must be found out too.
+  rdma_conn_param param = reliable_conn_param();
   id_.connect(param);
   expect_cm(RDMA_CM_EVENT_ESTABLISHED);
   established_at_ = Clock::now();

@@ -231,6 +231,56 @@ restore_wire() {
   no_netem_here && no_netem_on_b || { echo "could not remove the netem qdiscs" >&2; return 1; }
   eventually 20 ping -c 1 -W 1 "$RXE_PEER_ADDR" || { echo "host B unreachable after restoring the wire" >&2; return 1; }
 }
+# A sender that dies unheard (its disconnect lost with the wire) while the receiver waits on
+# it: here while it hashes what the receiver holds of its file (Holds, PROTOCOL.md 7.9), a
+# wait longer than --timeout (a second more per 4 MiB held). The receiver's keepalives find
+# it gone within seconds: the RC retry count is 6, not the 7 that Soft-RoCE reads as "retry
+# for ever" (common/rdma/connection_params.hpp). Issue 53's soak found two connections kept
+# ten minutes this way.
+case_held_sender_dies_unheard() {
+  make_file held.bin $((96 << 20))
+  tc qdisc add dev eth0 root netem rate 40mbit  # a slower wire: the kill lands mid-transfer
+  trap 'tc qdisc del dev eth0 root 2>/dev/null || true' EXIT
+  send_bg held.bin
+  wait_for 60 sent_at_least held.bin 50
+  kill -9 "$send_pid"
+  wait "$send_pid" 2>/dev/null || true
+  tc qdisc del dev eth0 root 2>/dev/null || true
+  eventually $((peer_timeout + 10)) recv_log_has "kept .* of 'held.bin' to resume from" ||
+    fail "the receiver did not keep what it had of held.bin"
+  # The next attempt runs on a tenth of host A's CPU, so that its hash of the held prefix
+  # (tens of MiB) takes many seconds: it is killed while the receiver waits for its Continue.
+  local cg=/sys/fs/cgroup
+  mountpoint -q "$cg" || mount -t cgroup2 none "$cg" || fail "cannot mount cgroup2"
+  grep -qw cpu "$cg/cgroup.subtree_control" || echo +cpu >"$cg/cgroup.subtree_control" ||
+    fail "cannot enable the cpu controller"
+  mkdir -p "$cg/slow-sender" || fail "cannot make a cgroup"
+  echo "10000 100000" >"$cg/slow-sender/cpu.max" || fail "cannot limit a cgroup's CPU"
+  (echo "$BASHPID" >"$cg/slow-sender/cgroup.procs" && exec "$send" -H "$RXE_PEER_ADDR" --timeout 6 \
+    --connect-timeout 30 -vv "$in/held.bin" >"$shared/held.bin.out" 2>"$shared/held.bin.err") &
+  send_pid=$!
+  wait_for 60 grep -q "checking ours" "$shared/held.bin.err"
+  # Its disconnect goes into a cut wire (host A drops all it sends) and is lost.
+  tc qdisc add dev eth0 root netem loss 100%
+  trap 'tc qdisc del dev eth0 root 2>/dev/null || true; rmdir /sys/fs/cgroup/slow-sender 2>/dev/null || true' EXIT
+  kill -9 "$send_pid"
+  local t; t=$(now)
+  wait "$send_pid" 2>/dev/null || true
+  sleep 1
+  tc qdisc del dev eth0 root || fail "could not restore the wire"
+  local found="while waiting for the sender's Continue"
+  eventually 20 recv_log_has "$found" ||
+    fail "the receiver did not find the dead sender of held.bin while it waited for its Continue"
+  local took; took=$(since "$t")
+  local line; line=$(rxe-peer grep -- "$found" "$recv_log" | tail -n 1)
+  ! rxe-peer grep -q "timed out waiting for the sender's Continue" "$recv_log" ||
+    fail "the receiver waited out its Held wait instead of finding the sender gone: $line"
+  rmdir "$cg/slow-sender" 2>/dev/null || true
+  resend_ok held.bin
+  mark_delivered held.bin
+  ((from > 0)) || fail "the re-run after the dead sender started from zero"
+  pass "sender killed unheard while hashing what the receiver held: the receiver found it gone after ${took}s (${line##*] }); the re-run resumed at $(mib "$from")"
+}
 case_wire_cut() {
   make_file cut.bin $((32 << 20))
   send_bg cut.bin
@@ -315,6 +365,7 @@ run_case sender-killed case_sender_killed
 run_case loss case_loss
 run_case resume-sender-killed case_resume_sender_killed
 run_case altered-partial case_altered_partial
+run_case held-sender-dies case_held_sender_dies_unheard
 run_case wire-cut case_wire_cut
 run_case receiver-killed case_receiver_killed
 run_case host-dies case_host_dies

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 
+#include "receiver/incoming_entries.hpp"
 #include "receiver_driver_rig.hpp"
 
 namespace rdmax::test::receiver_rig {
@@ -270,6 +271,47 @@ TEST(ReceiverDigestAtEnd, OnlyAFlaggedFileMayBeAbandoned) {
   const std::size_t sent = r.h.transport.sent.size();
   r.peer(proto::FileAbort{0, proto::AbortReason::Changed});
   r.check({S::Closing, {error(ErrorCode::ProtocolViolation)}, File::None, End::Disconnects}, sent);
+}
+
+// While the sender hashes what is held (7.9) the receiver waits longer than its --timeout
+// (the rig's: 5 s), by a second per 4 MiB held; then it gives up on a sender that said
+// nothing. A flat ten minutes kept a dead sender's window that long (issue 53's soak).
+TEST(ReceiverDigestAtEnd, ASenderSilentAfterHoldsIsGivenTheTimeToHashThenTimedOut) {
+  struct Case {
+    std::uint32_t held;
+    std::chrono::milliseconds still_waiting, timed_out;
+  };
+  // 5 s + 1 s (rounded up from 12 KiB), and 5 s + 2 s for 5 MiB.
+  for (const Case c :
+       {Case{3 * kSlot, std::chrono::milliseconds(5500), std::chrono::milliseconds(6500)},
+        Case{5u << 20, std::chrono::milliseconds(6500), std::chrono::milliseconds(7500)}}) {
+    SCOPED_TRACE(c.held);
+    Rig r;
+    r.entries[0].bytes = random_bytes(c.held + kSlot, 21);
+    ASSERT_NO_FATAL_FAILURE(keep_partial(r, "a.bin", r.entries[0].bytes, c.held, proto::Digest{}));
+    ASSERT_NO_FATAL_FAILURE(flagged_session(r));
+    r.peer(r.flagged(0));
+    ASSERT_TRUE(r.settle_until_sent(T::Holds));
+    ASSERT_EQ(r.h.transport.sent_of<proto::Holds>().at(0).length, c.held);
+    const std::size_t sent = r.h.transport.sent.size();
+    r.h.connection->tick(Clock::now() + c.still_waiting);
+    EXPECT_EQ(r.h.state(), S::InSession) << "timed out before the sender could hash";
+    EXPECT_TRUE(r.h.transport.sent_of<proto::Error>().empty());
+    r.h.connection->tick(Clock::now() + c.timed_out);
+    // The partial stays for the sender's next attempt; nothing under the final name.
+    r.check({S::Closing, {error(ErrorCode::Timeout)}, File::Any, End::Disconnects}, sent);
+    EXPECT_FALSE(std::filesystem::exists(r.h.dir.path() / "a.bin"));
+  }
+}
+
+TEST(ReceiverHeldWait, ASecondPer4MiBHeldOnTopOfTheTimeoutAndADayAtMost) {
+  using std::chrono::seconds;
+  EXPECT_EQ(receiver::held_wait(seconds(10), 0), seconds(10));
+  EXPECT_EQ(receiver::held_wait(seconds(10), 1), seconds(11));
+  EXPECT_EQ(receiver::held_wait(seconds(10), 4u << 20), seconds(11));
+  EXPECT_EQ(receiver::held_wait(seconds(10), (4u << 20) + 1), seconds(12));
+  EXPECT_EQ(receiver::held_wait(seconds(30), std::uint64_t{4} << 30), seconds(30 + 1024));
+  EXPECT_EQ(receiver::held_wait(seconds(30), UINT64_MAX), seconds(30) + std::chrono::hours(24));
 }
 
 }  // namespace digest_at_end_test
