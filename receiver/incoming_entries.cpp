@@ -22,20 +22,24 @@ constexpr std::size_t kMaxPathBeneathDir = 3072;
 // The slowest reading and hashing held_wait() allows a sender: a slow disk, or a busy
 // emulated CPU (the Soft-RoCE guests hash at tens of MiB/s).
 constexpr std::uint64_t kSlowestHashBytesPerSecond = 4 << 20;
-// And at most a day (337 GiB at that pace; tens of TiB from a real disk).
-constexpr std::chrono::seconds kLongestHeldWait = std::chrono::hours(24);
+// A probed sender's least and most; an unprobed one's most.
+constexpr std::chrono::seconds kHeldWaitFloor = std::chrono::minutes(10);
+constexpr std::chrono::seconds kLongestHashing = std::chrono::hours(24);
 
 }  // namespace
 
 std::chrono::steady_clock::duration held_wait(std::chrono::steady_clock::duration timeout,
-                                              std::uint64_t held_bytes) {
+                                              std::uint64_t held_bytes, bool probe) {
+  using Duration = std::chrono::steady_clock::duration;
   // Whole seconds, rounded up, capped before they become nanoseconds (a u64 length's would
   // overflow them).
   const std::uint64_t seconds = held_bytes / kSlowestHashBytesPerSecond +
                                 (held_bytes % kSlowestHashBytesPerSecond != 0 ? 1 : 0);
   const auto hashing = std::chrono::seconds(
-      std::min<std::uint64_t>(seconds, static_cast<std::uint64_t>(kLongestHeldWait.count())));
-  return timeout + hashing;
+      std::min<std::uint64_t>(seconds, static_cast<std::uint64_t>(kLongestHashing.count())));
+  const Duration wait = timeout + hashing;
+  if (probe) return std::max<Duration>(wait, kHeldWaitFloor);
+  return std::min<Duration>(wait, std::max<Duration>(timeout, kHeldWaitFloor));
 }
 
 IncomingEntries::IncomingEntries(ReceiverContext& context, ReceiveWindow& window,
@@ -102,9 +106,11 @@ void IncomingEntries::expect_next() {
     return hooks_.expect_own_work("entries to be stored");
   }
   // The sender hashes what we hold of a file before its Continue (PROTOCOL.md 7.9): a
-  // large file takes a while, which --timeout alone would not allow.
-  const Clock::duration within = held ? held_wait(context_.options.timeout, held_bytes)
-                                      : Clock::duration(context_.options.timeout);
+  // large file takes a while, which --timeout alone would not allow. Where the Open asked
+  // for keepalives, Connection::tick sends them meanwhile: they probe the sender.
+  const Clock::duration within =
+      held ? held_wait(context_.options.timeout, held_bytes, open_.keepalive_ms > 0)
+           : Clock::duration(context_.options.timeout);
   moving_until_ = Clock::now() + within;
   if (held) return hooks_.expect("the sender's Continue", within);
   hooks_.expect(ledger_.all_settled() ? "Id or Bye" : "the sender's next entry or chunk", within);

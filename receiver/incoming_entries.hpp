@@ -38,10 +38,12 @@ namespace rdmax::receiver {
 
 // How long a sender may take to hash what we hold of its files before their Continue
 // (PROTOCOL.md 7.9): `timeout` (--timeout) and a second for every 4 MiB held, as if it read
-// and hashed no faster than 4 MiB/s. A sender that died unheard is found sooner, by the
-// keepalives we send it meanwhile (7.3); this bounds one that lives but says nothing.
+// and hashed no faster than 4 MiB/s. A sender we `probe` with keepalives (7.3) gets at least
+// 10 minutes and at most a day more: one that died is found by a keepalive it does not
+// acknowledge (4.1), and one that lives may be hashing for several connections at once. One
+// we cannot probe gets at most 10 minutes (or `timeout`): nothing else would find it gone.
 std::chrono::steady_clock::duration held_wait(std::chrono::steady_clock::duration timeout,
-                                              std::uint64_t held_bytes);
+                                              std::uint64_t held_bytes, bool probe);
 
 class IncomingEntries {
  public:

@@ -22,7 +22,8 @@ inline rdma_conn_param reliable_conn_param() {
   // a retry count of 7 as "forever", as the spec does only for RNR retries, and a QP whose
   // peer died unheard (its disconnect lost on a cut wire) then retransmits without end; a
   // receiver waiting on that peer (an entry Held, PROTOCOL.md 7.9) never learns it is gone.
-  // The passive side's QP takes the count from the connect request: the sender's value.
+  // The accepting side's QP takes the count from the connect request: the connecting side's
+  // value (the sender's; in a fetch the receiver's) governs both.
   // RNR retry 7 means "forever", so a receiver momentarily out of posted receives slows the
   // peer instead of killing it.
   param.retry_count = kRetryCount;

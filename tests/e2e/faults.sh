@@ -233,10 +233,10 @@ restore_wire() {
 }
 # A sender that dies unheard (its disconnect lost with the wire) while the receiver waits on
 # it: here while it hashes what the receiver holds of its file (Holds, PROTOCOL.md 7.9), a
-# wait longer than --timeout (a second more per 4 MiB held). The receiver's keepalives find
-# it gone within seconds: the RC retry count is 6, not the 7 that Soft-RoCE reads as "retry
-# for ever" (common/rdma/connection_params.hpp). Issue 53's soak found two connections kept
-# ten minutes this way.
+# wait the receiver makes long (at least 10 minutes for a sender it sends keepalives). The
+# keepalives find it gone within seconds: the RC retry count is 6, not the 7 that Soft-RoCE
+# reads as "retry for ever" (common/rdma/connection_params.hpp). Issue 53's soak found two
+# connections kept ten minutes this way.
 case_held_sender_dies_unheard() {
   make_file held.bin $((96 << 20))
   tc qdisc add dev eth0 root netem rate 40mbit  # a slower wire: the kill lands mid-transfer
@@ -248,39 +248,45 @@ case_held_sender_dies_unheard() {
   tc qdisc del dev eth0 root 2>/dev/null || true
   eventually $((peer_timeout + 10)) recv_log_has "kept .* of 'held.bin' to resume from" ||
     fail "the receiver did not keep what it had of held.bin"
+  local lines; lines=$(rxe-peer bash -c "wc -l <$recv_log") || fail "cannot read the receiver's log"
+  since_here() { rxe-peer bash -c "tail -n +$((lines + 1)) $recv_log | grep -- \"\$1\"" _ "$1"; }
   # The next attempt runs on a tenth of host A's CPU, so that its hash of the held prefix
-  # (tens of MiB) takes many seconds: it is killed while the receiver waits for its Continue.
+  # (tens of MiB) takes seconds; it is stopped the moment it is told what is held, before its
+  # Continue can go, then killed with the wire cut (host A drops all it sends, its
+  # disconnect among it), and the wire stays cut until the receiver has found it gone.
   local cg=/sys/fs/cgroup
   mountpoint -q "$cg" || mount -t cgroup2 none "$cg" || fail "cannot mount cgroup2"
   grep -qw cpu "$cg/cgroup.subtree_control" || echo +cpu >"$cg/cgroup.subtree_control" ||
     fail "cannot enable the cpu controller"
   mkdir -p "$cg/slow-sender" || fail "cannot make a cgroup"
+  send_pid=""
+  trap 'tc qdisc del dev eth0 root 2>/dev/null || true; [[ -z $send_pid ]] || kill -9 "$send_pid" 2>/dev/null || true; sleep 0.2; rmdir /sys/fs/cgroup/slow-sender 2>/dev/null || true' EXIT
   echo "10000 100000" >"$cg/slow-sender/cpu.max" || fail "cannot limit a cgroup's CPU"
   (echo "$BASHPID" >"$cg/slow-sender/cgroup.procs" && exec "$send" -H "$RXE_PEER_ADDR" --timeout 6 \
     --connect-timeout 30 -vv "$in/held.bin" >"$shared/held.bin.out" 2>"$shared/held.bin.err") &
   send_pid=$!
-  wait_for 60 grep -q "checking ours" "$shared/held.bin.err"
-  # Its disconnect goes into a cut wire (host A drops all it sends) and is lost.
-  tc qdisc add dev eth0 root netem loss 100%
-  trap 'tc qdisc del dev eth0 root 2>/dev/null || true; rmdir /sys/fs/cgroup/slow-sender 2>/dev/null || true' EXIT
+  local end=$((SECONDS + 60))
+  until grep -q "checking ours" "$shared/held.bin.err"; do
+    ((SECONDS < end)) || fail "the re-run of held.bin was not told what the receiver holds"
+  done
+  kill -STOP "$send_pid"
+  tc qdisc add dev eth0 root netem loss 100% || fail "could not cut the wire"
   kill -9 "$send_pid"
   local t; t=$(now)
   wait "$send_pid" 2>/dev/null || true
-  sleep 1
-  tc qdisc del dev eth0 root || fail "could not restore the wire"
-  local found="while waiting for the sender's Continue"
-  eventually 20 recv_log_has "$found" ||
-    fail "the receiver did not find the dead sender of held.bin while it waited for its Continue"
+  local found="retry counter exceeded.*while waiting for the sender's Continue"
+  eventually 30 since_here "$found" ||
+    fail "the receiver did not find the dead sender of held.bin while it waited for its Continue: $(since_here 'held.bin\|waiting for' | tail -n 3 | tr '\n' '|')"
   local took; took=$(since "$t")
-  local line; line=$(rxe-peer grep -- "$found" "$recv_log" | tail -n 1)
-  ! rxe-peer grep -q "timed out waiting for the sender's Continue" "$recv_log" ||
-    fail "the receiver waited out its Held wait instead of finding the sender gone: $line"
-  rmdir "$cg/slow-sender" 2>/dev/null || true
+  tc qdisc del dev eth0 root || fail "could not restore the wire"
+  local line; line=$(since_here "$found" | tail -n 1)
+  ! since_here "sender disconnected" >/dev/null || fail "the sender's disconnect reached the receiver: the wire was not cut in time"
   resend_ok held.bin
   mark_delivered held.bin
   ((from > 0)) || fail "the re-run after the dead sender started from zero"
   pass "sender killed unheard while hashing what the receiver held: the receiver found it gone after ${took}s (${line##*] }); the re-run resumed at $(mib "$from")"
 }
+
 case_wire_cut() {
   make_file cut.bin $((32 << 20))
   send_bg cut.bin

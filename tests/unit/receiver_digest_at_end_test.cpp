@@ -274,29 +274,36 @@ TEST(ReceiverDigestAtEnd, OnlyAFlaggedFileMayBeAbandoned) {
 }
 
 // While the sender hashes what is held (7.9) the receiver waits longer than its --timeout
-// (the rig's: 5 s), by a second per 4 MiB held; then it gives up on a sender that said
-// nothing. A flat ten minutes kept a dead sender's window that long (issue 53's soak).
+// (the rig's: 5 s), by a second per 4 MiB held, and at least 10 minutes for a sender it probes
+// with keepalives (one that died is found by them); then it gives up on a sender that said
+// nothing. Without keepalives a flat ten minutes kept a dead sender's window that long.
 TEST(ReceiverDigestAtEnd, ASenderSilentAfterHoldsIsGivenTheTimeToHashThenTimedOut) {
+  using std::chrono::milliseconds;
+  using std::chrono::minutes;
   struct Case {
     std::uint32_t held;
-    std::chrono::milliseconds still_waiting, timed_out;
+    std::uint32_t keepalive_ms;
+    Clock::duration still_waiting, timed_out;
   };
-  // 5 s + 1 s (rounded up from 12 KiB), and 5 s + 2 s for 5 MiB.
-  for (const Case c :
-       {Case{3 * kSlot, std::chrono::milliseconds(5500), std::chrono::milliseconds(6500)},
-        Case{5u << 20, std::chrono::milliseconds(6500), std::chrono::milliseconds(7500)}}) {
-    SCOPED_TRACE(c.held);
+  // Unprobed: 5 s + 1 s (rounded up from 12 KiB), and 5 s + 2 s for 5 MiB. Probed: 10 minutes.
+  for (const Case c : {Case{3 * kSlot, 0, milliseconds(5500), milliseconds(6500)},
+                       Case{5u << 20, 0, milliseconds(6500), milliseconds(7500)},
+                       Case{3 * kSlot, 100, minutes(9), minutes(10) + milliseconds(500)}}) {
+    SCOPED_TRACE(::testing::Message() << c.held << " bytes held, keepalives " << c.keepalive_ms);
     Rig r;
+    r.keepalive_ms = c.keepalive_ms;
     r.entries[0].bytes = random_bytes(c.held + kSlot, 21);
     ASSERT_NO_FATAL_FAILURE(keep_partial(r, "a.bin", r.entries[0].bytes, c.held, proto::Digest{}));
     ASSERT_NO_FATAL_FAILURE(flagged_session(r));
     r.peer(r.flagged(0));
     ASSERT_TRUE(r.settle_until_sent(T::Holds));
     ASSERT_EQ(r.h.transport.sent_of<proto::Holds>().at(0).length, c.held);
-    const std::size_t sent = r.h.transport.sent.size();
     r.h.connection->tick(Clock::now() + c.still_waiting);
     EXPECT_EQ(r.h.state(), S::InSession) << "timed out before the sender could hash";
     EXPECT_TRUE(r.h.transport.sent_of<proto::Error>().empty());
+    // A probed sender is sent a keepalive meanwhile; an unprobed one nothing.
+    EXPECT_EQ(r.sent_count<proto::Working>(), c.keepalive_ms > 0 ? 1u : 0u);
+    const std::size_t sent = r.h.transport.sent.size();
     r.h.connection->tick(Clock::now() + c.timed_out);
     // The partial stays for the sender's next attempt; nothing under the final name.
     r.check({S::Closing, {error(ErrorCode::Timeout)}, File::Any, End::Disconnects}, sent);
@@ -304,14 +311,24 @@ TEST(ReceiverDigestAtEnd, ASenderSilentAfterHoldsIsGivenTheTimeToHashThenTimedOu
   }
 }
 
-TEST(ReceiverHeldWait, ASecondPer4MiBHeldOnTopOfTheTimeoutAndADayAtMost) {
+TEST(ReceiverHeldWait, ASecondPer4MiBHeldOnTopOfTheTimeoutWithinItsBounds) {
+  using receiver::held_wait;
+  using std::chrono::hours;
+  using std::chrono::minutes;
   using std::chrono::seconds;
-  EXPECT_EQ(receiver::held_wait(seconds(10), 0), seconds(10));
-  EXPECT_EQ(receiver::held_wait(seconds(10), 1), seconds(11));
-  EXPECT_EQ(receiver::held_wait(seconds(10), 4u << 20), seconds(11));
-  EXPECT_EQ(receiver::held_wait(seconds(10), (4u << 20) + 1), seconds(12));
-  EXPECT_EQ(receiver::held_wait(seconds(30), std::uint64_t{4} << 30), seconds(30 + 1024));
-  EXPECT_EQ(receiver::held_wait(seconds(30), UINT64_MAX), seconds(30) + std::chrono::hours(24));
+  // A sender that cannot be probed: the time to hash at 4 MiB/s, up to 10 minutes (or the
+  // timeout, where that is longer).
+  EXPECT_EQ(held_wait(seconds(10), 0, false), seconds(10));
+  EXPECT_EQ(held_wait(seconds(10), 1, false), seconds(11));
+  EXPECT_EQ(held_wait(seconds(10), 4u << 20, false), seconds(11));
+  EXPECT_EQ(held_wait(seconds(10), (4u << 20) + 1, false), seconds(12));
+  EXPECT_EQ(held_wait(seconds(30), std::uint64_t{1} << 30, false), seconds(30 + 256));
+  EXPECT_EQ(held_wait(seconds(30), std::uint64_t{4} << 30, false), minutes(10));
+  EXPECT_EQ(held_wait(seconds(3600), std::uint64_t{4} << 30, false), seconds(3600));
+  // A probed one: at least 10 minutes, and a day more than its timeout at most.
+  EXPECT_EQ(held_wait(seconds(10), 1, true), minutes(10));
+  EXPECT_EQ(held_wait(seconds(30), std::uint64_t{4} << 30, true), seconds(30 + 1024));
+  EXPECT_EQ(held_wait(seconds(30), UINT64_MAX, true), seconds(30) + hours(24));
 }
 
 }  // namespace digest_at_end_test
