@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Faults on the wire (issue 5), across the two-host topology: the receiver runs on host
-# B, senders on host A. A sender killed mid-transfer (repeatedly), 2% packet loss, the
-# wire cut and restored, the receiver killed, and host B powered off. After each fault:
+# B, senders on host A. A sender killed mid-transfer (repeatedly), 2% packet loss, a sender
+# killed unheard (its disconnect lost) while the receiver waits on it, the wire cut and
+# restored, the receiver killed, and host B powered off. After each fault:
 # both sides end within their timeouts, the receiver keeps serving (until it is the one
 # killed), and no damaged file or temporary is left under a final name. Issue 14: what an
 # interrupted transfer stored is kept as a partial, and the same command again resumes it.
@@ -207,30 +208,6 @@ case_loss() {
   pass "2% packet loss both ways: 2 MiB delivered and verified in $(since "$t")s"
 }
 
-# The wire is cut by dropping every frame both ways (netem loss 100%), like a cable cut
-# behind a switch. Not `ip link set eth0 down`: on Linux 6.1 that panics the kernel when
-# rxe still has packets queued (NULL dereference in rxe_skb_tx_dtor).
-cut_wire() {
-  tc qdisc add dev eth0 root netem loss 100%
-  rxe-peer tc qdisc add dev eth0 root netem loss 100%
-}
-no_netem_here() { ! tc qdisc show dev eth0 | grep -q netem; }
-no_netem_on_b() { local q; q=$(rxe-peer tc qdisc show dev eth0) && [[ -n $q && $q != *netem* ]]; }
-# Restoring is checked, not assumed: a command posted to host B can be lost while B is
-# busy, and a wire still cut on one side shows up later as a failed address resolution.
-# Once both qdiscs are gone, wait until the hosts reach each other (the neighbour entry
-# that failed during the cut is resolved again) before the next transfer.
-restore_wire() {
-  local try
-  for try in 1 2 3 4 5; do
-    no_netem_here || tc qdisc del dev eth0 root 2>/dev/null || true
-    no_netem_on_b || rxe-peer tc qdisc del dev eth0 root 2>/dev/null || true
-    no_netem_here && no_netem_on_b && break
-    sleep 1
-  done
-  no_netem_here && no_netem_on_b || { echo "could not remove the netem qdiscs" >&2; return 1; }
-  eventually 20 ping -c 1 -W 1 "$RXE_PEER_ADDR" || { echo "host B unreachable after restoring the wire" >&2; return 1; }
-}
 # A sender that dies unheard (its disconnect lost with the wire) while the receiver waits on
 # it: here while it hashes what the receiver holds of its file (Holds, PROTOCOL.md 7.9), a
 # wait the receiver makes long (at least 10 minutes for a sender it sends keepalives). The
@@ -287,6 +264,30 @@ case_held_sender_dies_unheard() {
   pass "sender killed unheard while hashing what the receiver held: the receiver found it gone after ${took}s (${line##*] }); the re-run resumed at $(mib "$from")"
 }
 
+# The wire is cut by dropping every frame both ways (netem loss 100%), like a cable cut
+# behind a switch. Not `ip link set eth0 down`: on Linux 6.1 that panics the kernel when
+# rxe still has packets queued (NULL dereference in rxe_skb_tx_dtor).
+cut_wire() {
+  tc qdisc add dev eth0 root netem loss 100%
+  rxe-peer tc qdisc add dev eth0 root netem loss 100%
+}
+no_netem_here() { ! tc qdisc show dev eth0 | grep -q netem; }
+no_netem_on_b() { local q; q=$(rxe-peer tc qdisc show dev eth0) && [[ -n $q && $q != *netem* ]]; }
+# Restoring is checked, not assumed: a command posted to host B can be lost while B is
+# busy, and a wire still cut on one side shows up later as a failed address resolution.
+# Once both qdiscs are gone, wait until the hosts reach each other (the neighbour entry
+# that failed during the cut is resolved again) before the next transfer.
+restore_wire() {
+  local try
+  for try in 1 2 3 4 5; do
+    no_netem_here || tc qdisc del dev eth0 root 2>/dev/null || true
+    no_netem_on_b || rxe-peer tc qdisc del dev eth0 root 2>/dev/null || true
+    no_netem_here && no_netem_on_b && break
+    sleep 1
+  done
+  no_netem_here && no_netem_on_b || { echo "could not remove the netem qdiscs" >&2; return 1; }
+  eventually 20 ping -c 1 -W 1 "$RXE_PEER_ADDR" || { echo "host B unreachable after restoring the wire" >&2; return 1; }
+}
 case_wire_cut() {
   make_file cut.bin $((32 << 20))
   send_bg cut.bin
