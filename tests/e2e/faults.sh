@@ -91,6 +91,10 @@ sent_at_least() { local p; p=$(sent_percent "$1"); ((${p:-0} >= $2)); }
 # The receiver's log is written on host B; host A's 9p view of a file another host appends
 # to can lag (cached size), so read it on B.
 recv_log_has() { rxe-peer grep -q -- "$1" "$recv_log"; }
+recv_log_lines() { rxe-peer bash -c "wc -l <$recv_log"; }
+# recv_log_since LINES PATTERN: the lines matching PATTERN that the receiver logged after
+# the first LINES (what it said since a case began).
+recv_log_since() { rxe-peer bash -c "tail -n +$(($1 + 1)) $recv_log | grep -- \"\$1\"" _ "$2"; }
 # Wait until the sender of NAME (started by send_bg, logging with -vv) is in its data phase.
 wait_sending() { wait_for 20 grep -q 'data phase' "$shared/$1.err"; }
 verify_delivered() {  # NAME: the file on B equals the source
@@ -225,8 +229,7 @@ case_held_sender_dies_unheard() {
   tc qdisc del dev eth0 root 2>/dev/null || true
   eventually $((peer_timeout + 10)) recv_log_has "kept .* of 'held.bin' to resume from" ||
     fail "the receiver did not keep what it had of held.bin"
-  local lines; lines=$(rxe-peer bash -c "wc -l <$recv_log") || fail "cannot read the receiver's log"
-  since_here() { rxe-peer bash -c "tail -n +$((lines + 1)) $recv_log | grep -- \"\$1\"" _ "$1"; }
+  local lines; lines=$(recv_log_lines) || fail "cannot read the receiver's log"
   # The next attempt runs on a tenth of host A's CPU, so that its hash of the held prefix
   # (tens of MiB) takes seconds; it is stopped the moment it is told what is held, before its
   # Continue can go, then killed with the wire cut (host A drops all it sends, its
@@ -242,22 +245,20 @@ case_held_sender_dies_unheard() {
   (echo "$BASHPID" >"$cg/slow-sender/cgroup.procs" && exec "$send" -H "$RXE_PEER_ADDR" --timeout 6 \
     --connect-timeout 30 -vv "$in/held.bin" >"$shared/held.bin.out" 2>"$shared/held.bin.err") &
   send_pid=$!
-  local end=$((SECONDS + 60))
-  until grep -q "checking ours" "$shared/held.bin.err"; do
-    ((SECONDS < end)) || fail "the re-run of held.bin was not told what the receiver holds"
-  done
+  eventually 60 grep -q "checking ours" "$shared/held.bin.err" ||
+    fail "the re-run of held.bin was not told what the receiver holds"
   kill -STOP "$send_pid"
   tc qdisc add dev eth0 root netem loss 100% || fail "could not cut the wire"
   kill -9 "$send_pid"
   local t; t=$(now)
   wait "$send_pid" 2>/dev/null || true
   local found="retry counter exceeded.*while waiting for the sender's Continue"
-  eventually 30 since_here "$found" ||
-    fail "the receiver did not find the dead sender of held.bin while it waited for its Continue: $(since_here 'held.bin\|waiting for' | tail -n 3 | tr '\n' '|')"
+  eventually 30 recv_log_since "$lines" "$found" ||
+    fail "the receiver did not find the dead sender of held.bin while it waited for its Continue: $(recv_log_since "$lines" 'held.bin\|waiting for' | tail -n 3 | tr '\n' '|')"
   local took; took=$(since "$t")
   tc qdisc del dev eth0 root || fail "could not restore the wire"
-  local line; line=$(since_here "$found" | tail -n 1)
-  ! since_here "sender disconnected" >/dev/null || fail "the sender's disconnect reached the receiver: the wire was not cut in time"
+  local line; line=$(recv_log_since "$lines" "$found" | tail -n 1)
+  ! recv_log_since "$lines" "sender disconnected" >/dev/null || fail "the sender's disconnect reached the receiver: the wire was not cut in time"
   resend_ok held.bin
   mark_delivered held.bin
   ((from > 0)) || fail "the re-run after the dead sender started from zero"
